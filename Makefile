@@ -1,0 +1,27 @@
+# The two commands of the README. Each sets up its own virtual environment.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.benchcheck-installed
+OUT ?= demo_out
+
+.PHONY: demo test lint setup
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build of torch from this machine's disk; a plain `torch` would pull a CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/benchcheck demo run --out $(OUT)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+
+test: $(STAMP) lint
+	$(VENV)/bin/pytest -q

@@ -1,0 +1,50 @@
+"""The ``benchcheck`` command line: thin commands that parse arguments and call one function.
+
+Every module of this package exposes ``COMMANDS`` (a list of click commands or groups); they
+are discovered here, so adding a capability never edits a shared registry. Modules import
+their heavy dependencies inside the command bodies, so ``benchcheck --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+import click
+
+from benchcheck import __version__
+
+_EXAMPLE = re.compile(r"Example:\s*\n\s*(\S.*)")
+
+
+def _examples(cmd: click.Command, prefix: str) -> list[str]:
+    if isinstance(cmd, click.Group):
+        out: list[str] = []
+        for name in sorted(cmd.commands):
+            out += _examples(cmd.commands[name], f"{prefix} {name}")
+        return out
+    m = _EXAMPLE.search(cmd.help or "")
+    return [f"  {m.group(1)}"] if m else [f"  {prefix} --help"]
+
+
+class _Main(click.Group):
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        lines = []
+        for name in sorted(self.commands):
+            lines += _examples(self.commands[name], f"benchcheck {name}")
+        formatter.write_paragraph()
+        formatter.write_text("Examples (one per command; see COMMAND --help):")
+        for line in lines:
+            formatter.write(line + "\n")
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="benchcheck")
+def main() -> None:
+    """Audit multiple-choice video QA benchmarks with vision-language models."""
+
+
+for _mod in pkgutil.iter_modules(__path__):
+    for _cmd in getattr(importlib.import_module(f"{__name__}.{_mod.name}"), "COMMANDS", []):
+        main.add_command(_cmd)

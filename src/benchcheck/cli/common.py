@@ -1,0 +1,36 @@
+"""Options and helpers shared by several commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from benchcheck.items import ColumnMap, LoadResult, load_items
+
+
+def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False) -> LoadResult:
+    """Load items, printing one line per problem to stderr; a bad file or item never stops a run."""
+    try:
+        cmap = ColumnMap.parse(columns) if columns else None
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--columns") from e
+    result = load_items(paths, cmap)
+    if not quiet:
+        for p in result.problems:
+            click.echo(f"{'bad item' if p.severity == 'error' else 'note'}: {p}", err=True)
+    return result
+
+
+def columns_option() -> click.Option:
+    return click.Option(
+        ["--columns"],
+        default=None,
+        help="Column map for CSV/Parquet, e.g. 'item_id=qid,options=a0|a1|a2|a3|a4,video_key=video'.",
+    )
+
+
+def die(msg: str, code: int = 2) -> None:
+    click.echo(f"error: {msg}", err=True)
+    sys.exit(code)

@@ -1,0 +1,98 @@
+"""The engine interface (DESIGN.md, "The engine interface") and the records it passes.
+
+Kept importable with the standard library alone: the GPU machine has torch, transformers,
+numpy and Pillow but none of the server-side packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from benchcheck.protocol import ASSISTANT_PREFIX, TOP_LOGPROBS
+
+# A frame: JPEG bytes in memory, or the path of a JPEG file.
+ImageRef = bytes | Path
+
+FailureKind = Literal["context_too_long", "bad_request", "http", "connection", "timeout", "internal"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRequest:
+    """One protocol forward: user turn = images then ``prompt``; assistant turn prefilled with
+    ``assistant_prefix`` and continued; the answer is the first generated token's top log-probs."""
+
+    request_id: str
+    prompt: str
+    images: tuple[ImageRef, ...] = ()
+    assistant_prefix: str = ASSISTANT_PREFIX
+    top_logprobs: int = TOP_LOGPROBS
+
+
+@dataclass(frozen=True, slots=True)
+class LetterScores:
+    """The first generated position: its top tokens as OpenAI-shaped ``{"token", "logprob"}``
+    dicts (feed them to ``protocol.letter_logprobs``), plus accounting."""
+
+    request_id: str
+    top: list[dict[str, float | str]]
+    top1_token: str
+    prompt_tokens: int
+    latency_s: float
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    """Greedy generation (sweep, QA): user turn = images then ``prompt``; ``assistant_prefix``
+    optional (None: a normal generation prompt)."""
+
+    request_id: str
+    prompt: str
+    images: tuple[ImageRef, ...] = ()
+    max_tokens: int = 128
+    assistant_prefix: str | None = None
+    system: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    request_id: str
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A request that produced no answer. Never dropped: it becomes an error row."""
+
+    request_id: str
+    kind: FailureKind
+    message: str
+    status: int | None = None
+    latency_s: float = 0.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        code = f" {self.status}" if self.status is not None else ""
+        return f"{self.kind}{code}: {self.message}"
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Every provider answers both request types; which one answered is invisible to callers."""
+
+    name: str
+    model_name: str
+    revision: str | None
+
+    async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]: ...
+
+    async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]: ...
+
+    async def aclose(self) -> None: ...

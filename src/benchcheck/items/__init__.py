@@ -1,0 +1,15 @@
+"""Items (SPEC section 2): the record, loaders for JSONL / Parquet / CSV, and validation."""
+
+from benchcheck.items.load import ColumnMap, LoadResult, Problem, load_items, load_path
+from benchcheck.items.record import Item, key_video_id, video_has_frames
+
+__all__ = [
+    "ColumnMap",
+    "Item",
+    "LoadResult",
+    "Problem",
+    "key_video_id",
+    "load_items",
+    "load_path",
+    "video_has_frames",
+]

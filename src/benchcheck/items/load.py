@@ -1,0 +1,329 @@
+"""Loaders for JSONL, Parquet and CSV item files, with validation.
+
+A loader never raises for a bad item: it returns the good items and one :class:`Problem` per
+bad one (file, line, item id, what is wrong), so a run can report them and go on.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from benchcheck.items.record import Item, key_video_id
+from benchcheck.protocol import LETTERS, MAX_OPTIONS, strip_sequential_prefix
+
+AnswerKind = Literal["auto", "index", "letter", "text"]
+
+_ID_KEYS = ("item_id", "id", "qid", "question_id")
+_QUESTION_KEYS = ("question", "query")
+_OPTIONS_KEYS = ("options", "candidates", "choices")
+_ANSWER_KEYS = ("answer", "gold", "label", "correct_answer")
+_VIDEO_KEY_KEYS = ("video", "video_key", "video_path")
+_SPREAD_OPTION = re.compile(r"^(?:a|option_?|choice_?|opt_?)(\d+)$", re.I)
+_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One line of a validation report. ``severity="note"`` does not make the item bad."""
+
+    path: str
+    where: str
+    item_id: str | None
+    message: str
+    severity: Literal["error", "note"] = "error"
+
+    def __str__(self) -> str:
+        who = f" {self.item_id}:" if self.item_id else ""
+        return f"{self.path}:{self.where}:{who} {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnMap:
+    """Which columns hold which fields; ``None`` means auto-detect.
+
+    ``options`` is either one column holding a list (or a JSON list in a CSV cell) or several
+    columns, one option each (``a0,a1,a2,a3,a4`` in the NExT-QA layout).
+    Parse one from text with :meth:`parse`: ``"item_id=qid,options=a0|a1|a2,video_key=video"``.
+    """
+
+    item_id: str | None = None
+    bench: str | None = None
+    question: str | None = None
+    options: tuple[str, ...] | None = None
+    answer: str | None = None
+    answer_kind: AnswerKind = "auto"
+    video_id: str | None = None
+    video_key: str | None = None
+    task: str | None = None
+    duration_s: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> ColumnMap:
+        fields: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            name, sep, value = part.partition("=")
+            if not sep or name not in cls.__dataclass_fields__:
+                raise ValueError(f"column map: cannot read {part!r} (expected FIELD=COLUMN)")
+            fields[name] = tuple(value.split("|")) if name == "options" else value
+        return cls(**fields)
+
+
+@dataclass(slots=True)
+class LoadResult:
+    """Good items in file order, and the problems found (errors and notes)."""
+
+    items: list[Item] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+
+def bench_of_path(path: Path) -> str:
+    name = path.name
+    for suf in _SUFFIXES:
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return path.stem
+
+
+def _first(row: Mapping[str, Any], keys: Iterable[str]) -> str | None:
+    return next((k for k in keys if k in row), None)
+
+
+def _spread_option_columns(columns: Iterable[str]) -> tuple[str, ...]:
+    found = [(int(m.group(1)), c) for c in columns if (m := _SPREAD_OPTION.match(c))]
+    return tuple(c for _, c in sorted(found))
+
+
+def _resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
+    """Fill in the auto-detected columns of a map from a file's column names."""
+    cols = {c: None for c in columns}
+    options = cmap.options
+    if options is None:
+        one = _first(cols, _OPTIONS_KEYS)
+        options = (one,) if one else _spread_option_columns(columns)
+    return ColumnMap(
+        item_id=cmap.item_id or _first(cols, _ID_KEYS),
+        bench=cmap.bench or ("bench" if "bench" in cols else None),
+        question=cmap.question or _first(cols, _QUESTION_KEYS),
+        options=options,
+        answer=cmap.answer or _first(cols, _ANSWER_KEYS),
+        answer_kind=cmap.answer_kind,
+        video_id=cmap.video_id or ("video_id" if "video_id" in cols else None),
+        video_key=cmap.video_key or _first(cols, _VIDEO_KEY_KEYS),
+        task=cmap.task or ("task" if "task" in cols else None),
+        duration_s=cmap.duration_s or ("duration_s" if "duration_s" in cols else None),
+    )
+
+
+def _is_blank(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and not v.strip())
+
+
+def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> list[Any]:
+    if len(cols) == 1:
+        v = row.get(cols[0])
+        if isinstance(v, str):
+            s = v.strip()
+            if s.startswith("["):
+                try:
+                    v = json.loads(s)
+                except json.JSONDecodeError:
+                    return [v]
+            else:
+                return [] if not s else [v]
+        return [] if v is None else list(v)
+    values = [row.get(c) for c in cols]
+    while values and _is_blank(values[-1]):  # fewer options than columns: trailing cells are empty
+        values.pop()
+    return values
+
+
+def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind) -> int | str:
+    """Gold index from an index, a letter or the gold text; an error message when none fits.
+
+    With ``kind="auto"``: an integer is an index; a string is first matched against the option
+    texts (so numeric options with a text gold work), then read as an index if it is all digits,
+    then as a letter, then matched case-insensitively. Set ``answer_kind=index`` in the column map
+    for a CSV whose options are numbers and whose gold column holds indices.
+    """
+    n = len(texts)
+    if isinstance(value, bool) or _is_blank(value):
+        return "no gold answer"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        if kind not in ("auto", "index"):
+            return f"gold {value!r} is not a {kind}"
+        return value if 0 <= value < n else f"gold index {value} out of range for {n} options"
+    s = str(value).strip()
+    if kind in ("auto", "text"):
+        exact = [i for i, t in enumerate(texts) if t == s] or [i for i, t in enumerate(raw) if t.strip() == s]
+        if exact:
+            return exact[0]
+    if kind in ("auto", "index") and s.isdigit():
+        idx = int(s)
+        return idx if idx < n else f"gold index {idx} out of range for {n} options"
+    if kind in ("auto", "letter") and len(s) == 1 and s.upper() in LETTERS:
+        idx = LETTERS.index(s.upper())
+        return idx if idx < n else f"gold letter {s!r} matches no option ({n} options)"
+    if kind in ("auto", "text"):
+        folded = [i for i, t in enumerate(texts) if t.casefold() == s.casefold()]
+        if folded:
+            return folded[0]
+    return f"gold {s!r} matches no option"
+
+
+def row_to_item(
+    row: Mapping[str, Any], cmap: ColumnMap, bench_default: str, index: int
+) -> tuple[Item | None, str | None, list[str]]:
+    """One row -> (item or None, item id, problems). Pure: no I/O."""
+    bench = str(row.get(cmap.bench) or bench_default) if cmap.bench else bench_default
+    raw_id = row.get(cmap.item_id) if cmap.item_id else None
+    item_id = str(raw_id) if not _is_blank(raw_id) else f"{bench}_{index}"
+    problems: list[str] = []
+    question = str(row.get(cmap.question) or "").strip() if cmap.question else ""
+    if not question:
+        problems.append("empty question")
+    raw_opts = ["" if o is None else str(o) for o in _options_of(row, cmap.options or ())]
+    texts, _ = strip_sequential_prefix(raw_opts)
+    if len(texts) < 2:
+        problems.append(f"fewer than 2 options ({len(texts)})")
+    answer: int | str = "no gold answer"
+    if cmap.answer:
+        answer = resolve_answer(row.get(cmap.answer), texts, raw_opts, cmap.answer_kind)
+    if isinstance(answer, str) and len(texts) >= 2:
+        problems.append(answer)
+    if problems:
+        return None, item_id, problems
+    video_id = row.get(cmap.video_id) if cmap.video_id else None
+    meta: dict[str, Any] = dict(row["meta"]) if isinstance(row.get("meta"), dict) else {}
+    if _is_blank(video_id) and cmap.video_key and not _is_blank(row.get(cmap.video_key)):
+        key = str(row[cmap.video_key])
+        meta["video_key"] = key
+        video_id = key_video_id(key)
+    duration = row.get(cmap.duration_s) if cmap.duration_s else None
+    assert isinstance(answer, int)
+    return (
+        Item(
+            item_id=item_id,
+            bench=bench,
+            question=question,
+            options=tuple(texts),
+            answer=answer,
+            video_id=None if _is_blank(video_id) else str(video_id),
+            task=str(row[cmap.task]) if cmap.task and not _is_blank(row.get(cmap.task)) else None,
+            duration_s=float(duration) if not _is_blank(duration) else None,
+            meta=meta,
+        ),
+        item_id,
+        [],
+    )
+
+
+def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    """(where, row) per record; row is an error message when the record cannot be read."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    yield f"{n}", f"line is not JSON ({e.msg})"
+                    continue
+                yield f"{n}", obj if isinstance(obj, dict) else "line is not a JSON object"
+    elif suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for n, obj in enumerate(data if isinstance(data, list) else [], 1):
+            yield f"#{n}", obj if isinstance(obj, dict) else "record is not a JSON object"
+    elif suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as f:
+            for n, row in enumerate(csv.DictReader(f), 2):
+                yield f"{n}", row
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for n, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            yield f"row {n}", row
+    else:
+        raise ValueError(f"{path}: unknown item file type {suffix!r} (expected .jsonl, .json, .csv or .parquet)")
+
+
+def _columns_of(path: Path, first: Mapping[str, Any] | None) -> list[str]:
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    return list(first.keys()) if first else []
+
+
+def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
+    """Load one file. ``seen`` (item id -> file) carries duplicate detection across files."""
+    cmap = cmap or ColumnMap()
+    seen = {} if seen is None else seen
+    out = LoadResult()
+    bench_default = bench_of_path(path)
+    resolved: ColumnMap | None = None
+    try:
+        rows = _read_rows(path)
+        for index, (where, row) in enumerate(rows):
+            if isinstance(row, str):
+                out.problems.append(Problem(str(path), where, None, row))
+                continue
+            if resolved is None or path.suffix.lower() in (".jsonl", ".json"):
+                resolved = _resolve_columns(_columns_of(path, row), cmap)
+            item, item_id, problems = row_to_item(row, resolved, bench_default, index)
+            out.problems.extend(Problem(str(path), where, item_id, m) for m in problems)
+            if item is None:
+                continue
+            if item.item_id in seen:
+                out.problems.append(
+                    Problem(str(path), where, item.item_id, f"duplicate item_id (first in {seen[item.item_id]})")
+                )
+                continue
+            seen[item.item_id] = str(path)
+            if item.format == "open":
+                out.problems.append(
+                    Problem(str(path), where, item.item_id,
+                            f"{len(item.options)} options > {MAX_OPTIONS}: format=open, kept but not "
+                            "letter-screened", "note")
+                )
+            out.items.append(item)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        out.problems.append(Problem(str(path), "0", None, f"cannot read file: {e}"))
+    except Exception as e:  # pyarrow raises its own types for a corrupt file
+        out.problems.append(Problem(str(path), "0", None, f"cannot read file: {type(e).__name__}: {e}"))
+    return out
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given; folders expand to their item files, sorted."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith(_SUFFIXES)))
+        else:
+            out.append(p)
+    return out
+
+
+def load_items(paths: Iterable[str | Path], cmap: ColumnMap | None = None) -> LoadResult:
+    """Load several files (or folders of them); duplicate ids are caught across files too."""
+    seen: dict[str, str] = {}
+    total = LoadResult()
+    for path in expand_paths(paths):
+        r = load_path(path, cmap, seen)
+        total.items.extend(r.items)
+        total.problems.extend(r.problems)
+    return total

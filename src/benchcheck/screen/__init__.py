@@ -1,0 +1,1 @@
+"""Screening: step specs, the planner, the runner and assembly (SPEC section 3)."""

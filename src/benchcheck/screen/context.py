@@ -1,0 +1,56 @@
+"""Load what a screening command needs: items, the step states of a chain, frames predicate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchcheck.items import Item
+from benchcheck.screen.plan import StepPlan, load_keep, plan_step
+from benchcheck.store import StepState, load_state
+from benchcheck.video.cache import frames_present
+
+
+def step_dir(results: str | Path, step: int) -> Path:
+    return Path(results) / f"step{step}"
+
+
+@dataclass(slots=True)
+class ScreenContext:
+    """Items plus everything the planner reads from disk for one step."""
+
+    items: list[Item]
+    results: Path
+    chain: tuple[int, ...]
+    frames_root: Path | None = None
+    keep: set[str] | None = None
+
+    def states(self, upto: int) -> dict[int, StepState]:
+        benches = {i.bench for i in self.items}
+        steps = self.chain[: self.chain.index(upto) + 1]
+        return {s: load_state(step_dir(self.results, s), benches) for s in steps}
+
+    def has_frames(self, item: Item) -> bool:
+        return frames_present(self.frames_root, item.video_id)
+
+    def plan(self, step: int) -> StepPlan:
+        return plan_step(self.items, step, self.chain, self.states(step), self.has_frames, self.keep)
+
+
+def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, ...],
+                 frames_root: str | Path | None, keep_file: str | Path | None,
+                 benches: Sequence[str] | None = None, limit: int | None = None) -> ScreenContext:
+    """Filter items to the benchmarks asked for and the first ``limit`` per benchmark."""
+    chosen = [i for i in items if not benches or i.bench in benches]
+    if limit is not None:
+        seen: dict[str, int] = {}
+        kept = []
+        for i in chosen:
+            seen[i.bench] = seen.get(i.bench, 0) + 1
+            if seen[i.bench] <= limit:
+                kept.append(i)
+        chosen = kept
+    keep = load_keep(keep_file) if keep_file else None
+    return ScreenContext(list(chosen), Path(results), chain,
+                         Path(frames_root) if frames_root else None, keep)

@@ -1,0 +1,141 @@
+"""What is left to do at a step: eligibility along the chain (SPEC section 3, Eligibility).
+
+Pure: it takes items, the step states of the earlier steps and a frames predicate, and returns
+the items to run plus a count for every item it left out and why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchcheck.items import Item
+from benchcheck.screen.steps import STEPS, StepSpec
+from benchcheck.store import StepState
+
+# Printed by --plan-only after REMAINING_TOTAL, in this order.
+COUNT_KEYS = (
+    "DONE_TOTAL",
+    "FAILED_TOTAL",
+    "MISSING_FRAMES",
+    "NO_VIDEO",
+    "OPEN_FORMAT",
+    "NOT_KEPT",
+    "REMOVED_EARLIER",
+    "FAILED_EARLIER",
+    "WAITING_EARLIER",
+)
+
+
+@dataclass(slots=True)
+class StepPlan:
+    """Items still to run at a step, and why the others are not."""
+
+    step: int
+    todo: list[Item] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    missing_frames: list[Item] = field(default_factory=list)
+    by_bench: dict[str, Counter[str]] = field(default_factory=dict)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.todo)
+
+    def lines(self, invalid: int = 0) -> list[str]:
+        out = [f"REMAINING_TOTAL={self.remaining}"]
+        out += [f"{k}={self.counts.get(k, 0)}" for k in COUNT_KEYS]
+        out.append(f"INVALID_ITEMS={invalid}")
+        return out
+
+
+def _earlier_verdict(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> str | None:
+    """Why an earlier step keeps the item out of this one, or None when it passed it."""
+    if spec.visual and not has_frames:
+        return None  # skipped that visual step; still eligible later
+    if state.is_removed(item.item_id):
+        return "REMOVED_EARLIER"
+    if state.is_failed(item.item_id):
+        return "FAILED_EARLIER"
+    if not state.is_done(item.item_id):
+        return "WAITING_EARLIER"
+    return None
+
+
+def plan_step(
+    items: Iterable[Item],
+    step: int,
+    chain: Sequence[int],
+    states: Mapping[int, StepState],
+    has_frames: Callable[[Item], bool],
+    keep: set[str] | None = None,
+) -> StepPlan:
+    """Eligible, not done, not failed items of ``step``; ``states`` holds this and earlier steps."""
+    if step not in chain:
+        raise ValueError(f"step {step} is not in the chain {list(chain)}")
+    spec = STEPS[step]
+    earlier = [STEPS[s] for s in chain[: list(chain).index(step)]]
+    own = states.get(step, StepState())
+    plan = StepPlan(step)
+    for item in items:
+        reason = _reason(item, spec, earlier, states, own, has_frames, keep)
+        bench_counts = plan.by_bench.setdefault(item.bench, Counter())
+        if reason is None:
+            plan.todo.append(item)
+            bench_counts["REMAINING"] += 1
+            continue
+        plan.counts[reason] += 1
+        bench_counts[reason] += 1
+        if reason == "MISSING_FRAMES":
+            plan.missing_frames.append(item)
+    return plan
+
+
+def _reason(
+    item: Item,
+    spec: StepSpec,
+    earlier: Sequence[StepSpec],
+    states: Mapping[int, StepState],
+    own: StepState,
+    has_frames: Callable[[Item], bool],
+    keep: set[str] | None,
+) -> str | None:
+    if item.format != "mc":
+        return "OPEN_FORMAT"
+    if keep is not None and item.item_id not in keep:
+        return "NOT_KEPT"
+    frames = item.has_frames_source and has_frames(item)
+    for e in earlier:
+        why = _earlier_verdict(item, e, states.get(e.number, StepState()), frames)
+        if why:
+            return why
+    if spec.visual and not item.has_frames_source:
+        return "NO_VIDEO"
+    if spec.visual and not frames:
+        return "MISSING_FRAMES"
+    if own.is_done(item.item_id):
+        return "DONE_TOTAL"
+    if own.is_failed(item.item_id):
+        return "FAILED_TOTAL"
+    return None
+
+
+def load_keep(path: str | Path) -> set[str]:
+    """The step-0 kept list: a Parquet file (``item_id`` plus ``kept`` or ``verdict``), a JSONL file
+    of ``{"item_id"}`` rows, or a text file of one id per line."""
+    p = Path(path)
+    if p.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(p).to_pylist()
+        if rows and "kept" in rows[0]:
+            return {str(r["item_id"]) for r in rows if r["kept"]}
+        if rows and "verdict" in rows[0]:
+            return {str(r["item_id"]) for r in rows if r["verdict"] == "kept"}
+        return {str(r["item_id"]) for r in rows}
+    if p.suffix == ".jsonl":
+        import json
+
+        return {str(json.loads(line)["item_id"]) for line in p.read_text().splitlines() if line.strip()}
+    return {line.strip() for line in p.read_text().splitlines() if line.strip()}

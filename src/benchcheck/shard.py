@@ -1,0 +1,93 @@
+"""Deterministic work units and their assignment to the tasks of an array (SPEC section 3).
+
+Every task computes the same plan from the same inputs, so a Slurm array task (or a Ray actor,
+or a local process) knows its share without talking to the others.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A slice of one benchmark's sorted item ids: part ``part`` of ``n_parts``."""
+
+    bench: str
+    part: int
+    n_parts: int
+    ids: tuple[str, ...]
+
+
+def plan_units(work: Sequence[tuple[str, Sequence[str]]], max_unit: int = 20000) -> list[Unit]:
+    """Split each benchmark into ``ceil(n / max_unit)`` equal parts of its sorted item ids.
+
+    >>> [(u.part, len(u.ids)) for u in plan_units([("B", [str(i) for i in range(30000)])])]
+    [(0, 15000), (1, 15000)]
+    """
+    units = []
+    for bench, ids in work:
+        srt = sorted(ids)
+        n_parts = max(1, math.ceil(len(srt) / max_unit)) if srt else 1
+        size = math.ceil(len(srt) / n_parts) if srt else 0
+        for part in range(n_parts):
+            units.append(Unit(bench, part, n_parts, tuple(srt[part * size : (part + 1) * size])))
+    return units
+
+
+def assign_units(
+    units: Sequence[Unit], n_tasks: int, task_id: int, weight: Callable[[Unit], float] = lambda u: len(u.ids)
+) -> tuple[list[Unit], list[float]]:
+    """Deterministic LPT: units sorted by (-size, bench, part), each to the least-loaded task
+    (ties to the lowest index). Returns this task's units and every task's load."""
+    if not 0 <= task_id < n_tasks:
+        raise ValueError(f"task id {task_id} is outside 0..{n_tasks - 1}")
+    loads = [0.0] * n_tasks
+    mine = []
+    for u in sorted(units, key=lambda u: (-weight(u), u.bench, u.part)):
+        t = min(range(n_tasks), key=lambda i: (loads[i], i))
+        loads[t] += weight(u)
+        if t == task_id:
+            mine.append(u)
+    return mine, loads
+
+
+def slurm_task(env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(task rank, task count) of a Slurm job array; (0, 1) outside one.
+
+    The rank is ``(SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) // SLURM_ARRAY_TASK_STEP``.
+    The reference subtracted the minimum only when ``SLURM_ARRAY_TASK_COUNT`` was unset, so with
+    ``--array=1-4`` the ranks were 1..4 of 4 and rank 0's share never ran; it also ignored a
+    step (``--array=0-6:2``). Both are fixed here.
+    """
+    env = os.environ if env is None else env
+    if "SLURM_ARRAY_TASK_ID" not in env:
+        return 0, 1
+    tid = int(env["SLURM_ARRAY_TASK_ID"])
+    lo = int(env.get("SLURM_ARRAY_TASK_MIN", "0"))
+    step = int(env.get("SLURM_ARRAY_TASK_STEP", "1") or 1)
+    if "SLURM_ARRAY_TASK_COUNT" in env:
+        n = int(env["SLURM_ARRAY_TASK_COUNT"])
+    elif "SLURM_ARRAY_TASK_MAX" in env:
+        n = (int(env["SLURM_ARRAY_TASK_MAX"]) - lo) // step + 1
+    else:
+        n = 1
+    rank = (tid - lo) // step
+    if not 0 <= rank < n:
+        raise ValueError(f"Slurm array task {tid} gives rank {rank}, outside 0..{n - 1}")
+    return rank, n
+
+
+def parse_shard(spec: str | None, env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """``None`` -> (0, 1); ``"auto"`` -> :func:`slurm_task`; ``"i/n"`` -> (i, n)."""
+    if spec is None:
+        return 0, 1
+    if spec == "auto":
+        return slurm_task(env)
+    i, sep, n = spec.partition("/")
+    if not sep or not i.isdigit() or not n.isdigit() or not 0 <= int(i) < int(n):
+        raise ValueError(f"--shard {spec!r}: expected auto or i/n with 0 <= i < n")
+    return int(i), int(n)

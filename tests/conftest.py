@@ -1,0 +1,22 @@
+"""Shared fixtures. Slow tests run only with BENCHCHECK_SLOW=1; GPU tests only with CUDA."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = os.environ.get("BENCHCHECK_SLOW") == "1"
+    try:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    except ImportError:
+        cuda = False
+    for item in items:
+        if "slow" in item.keywords and not slow:
+            item.add_marker(pytest.mark.skip(reason="slow: set BENCHCHECK_SLOW=1"))
+        if "gpu" in item.keywords and not cuda:
+            item.add_marker(pytest.mark.skip(reason="gpu: no CUDA device"))
