@@ -68,11 +68,10 @@ def _last_byte(path: Path, size: int) -> bytes:
 
 def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every row that parses as a JSON object; torn or foreign lines are skipped."""
-    try:
-        f = Path(path).open("rb")
-    except FileNotFoundError:
+    p = Path(path)
+    if not p.is_file():
         return
-    with f:
+    with p.open("rb") as f:
         for line in f:
             if not line.strip():
                 continue
@@ -86,7 +85,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
 
 def is_ok(row: Mapping[str, Any]) -> bool:
     """A row without ``status`` is ok (SPEC); any other status is an error row."""
-    return row.get("status", "ok") == "ok"
+    return bool(row.get("status", "ok") == "ok")
 
 
 def bench_of_file(name: str) -> str | None:

@@ -221,7 +221,7 @@ def row_to_item(
             answer=answer,
             video_id=None if _is_blank(video_id) else str(video_id),
             task=str(row[cmap.task]) if cmap.task and not _is_blank(row.get(cmap.task)) else None,
-            duration_s=float(duration) if not _is_blank(duration) else None,
+            duration_s=None if duration is None or _is_blank(duration) else float(duration),
             meta=meta,
         ),
         item_id,
