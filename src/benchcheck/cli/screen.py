@@ -12,40 +12,48 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Item files or folders (repeatable).")
 @click.option("--step", type=int, required=True, help="Step number (1-6).")
 @click.option("--results", type=click.Path(), required=True, help="Results folder (step<k>/ inside).")
+@click.option("--engine", type=click.Choice(["hf", "openai", "scripted"]), default="hf", show_default=True)
+@click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
+@click.option("--revision", default=None, help="Hub revision (default: the pinned one for the step's model).")
+@click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable).")
+@click.option("--api-key-env", default=None, help="Environment variable holding the endpoints' API key.")
+@click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
+@click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="Order of the steps.")
+@click.option("--intro", default="lmms-v1", show_default=True, help="Named set of prompt intros.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
+@click.option("--store", type=click.Path(), default=None, help="Normalized video store: extract frames on the fly.")
 @click.option("--keep", "keep_file", type=click.Path(exists=True), default=None, help="Step-0 kept list.")
 @click.option("--bench", default=None, help="Only these benchmarks: A,B.")
 @click.option("--limit", type=int, default=None, help="At most N items per benchmark.")
+@click.option("--workers", type=int, default=None, help="Engine calls in flight (default: 1 for hf, 32/16/8 served).")
+@click.option("--batch-items", type=int, default=None, help="Items per engine call (default: 16 hf, 1 served).")
+@click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
-def screen(item_paths: tuple[str, ...], step: int, results: str, chain: str, frames_root: str | None,
-           keep_file: str | None, bench: str | None, limit: int | None, columns: str | None,
-           plan_only: bool) -> None:
-    """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl.
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
+           revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
+           rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
+           keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
+           batch_items: int | None, shard: str | None, columns: str | None, plan_only: bool,
+           no_progress: bool) -> None:
+    """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
 
     \b
     Example:
-      benchcheck screen --items items/ --step 1 --results results --plan-only
+      benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
     """
-    from benchcheck.screen.context import make_context
-    from benchcheck.screen.steps import parse_chain
+    from benchcheck.screen.cli_run import ScreenArgs, run_screen
 
+    args = ScreenArgs(item_paths, step, results, engine, model, revision, endpoints, api_key_env, device, rules,
+                      chain, intro, frames_root, store, keep_file, bench, limit, workers, batch_items, shard,
+                      columns, plan_only, not no_progress)
     try:
-        steps = parse_chain(chain)
+        code = run_screen(args, load_items_reporting, click.echo)
     except ValueError as e:
         die(str(e))
-    if step not in steps:
-        die(f"step {step} is not in the chain {chain}")
-    loaded = load_items_reporting(item_paths, columns, quiet=plan_only)
-    ctx = make_context(loaded.items, results, steps, frames_root, keep_file,
-                       bench.split(",") if bench else None, limit)
-    plan = ctx.plan(step)
-    if plan_only:
-        for line in plan.lines(invalid=len(loaded.errors)):
-            click.echo(line)
-        return
-    die("running a step needs an engine; use --plan-only (engines arrive with the screening runner)")
+    raise SystemExit(code)
 
 
 COMMANDS = [screen]

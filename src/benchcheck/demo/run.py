@@ -9,6 +9,7 @@ from benchcheck.demo.items import write_demo_items
 from benchcheck.items import load_items
 from benchcheck.items.report import validation_table
 from benchcheck.screen.context import make_context
+from benchcheck.screen.frames import CacheFrames
 from benchcheck.screen.steps import DEFAULT_CHAIN
 
 
@@ -20,7 +21,7 @@ def run_demo(out: str | Path, echo: Callable[[str], None] = print) -> Path:
     loaded = load_items(pool.paths)
     echo(validation_table(loaded))
     echo(f"{len(loaded.errors)} bad items reported and skipped")
-    plan = make_context(loaded.items, out / "results", DEFAULT_CHAIN, out / "frames", None).plan(1)
+    plan = make_context(loaded.items, out / "results", DEFAULT_CHAIN, CacheFrames(out / "frames"), None).plan(1)
     for line in plan.lines(invalid=len(loaded.errors)):
         echo(line)
     echo(f"outputs under {out}")

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchcheck.items import Item
+from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.plan import StepPlan, load_keep, plan_step
 from benchcheck.store import StepState, load_state
-from benchcheck.video.cache import frames_present
 
 
 def step_dir(results: str | Path, step: int) -> Path:
@@ -23,7 +23,7 @@ class ScreenContext:
     items: list[Item]
     results: Path
     chain: tuple[int, ...]
-    frames_root: Path | None = None
+    frames: FrameSource | None = None
     keep: set[str] | None = None
 
     def states(self, upto: int) -> dict[int, StepState]:
@@ -32,14 +32,14 @@ class ScreenContext:
         return {s: load_state(step_dir(self.results, s), benches) for s in steps}
 
     def has_frames(self, item: Item) -> bool:
-        return frames_present(self.frames_root, item.video_id)
+        return self.frames is not None and bool(item.video_id) and self.frames.available(str(item.video_id))
 
     def plan(self, step: int) -> StepPlan:
         return plan_step(self.items, step, self.chain, self.states(step), self.has_frames, self.keep)
 
 
 def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, ...],
-                 frames_root: str | Path | None, keep_file: str | Path | None,
+                 frames: FrameSource | None, keep_file: str | Path | None,
                  benches: Sequence[str] | None = None, limit: int | None = None) -> ScreenContext:
     """Filter items to the benchmarks asked for and the first ``limit`` per benchmark."""
     chosen = [i for i in items if not benches or i.bench in benches]
@@ -52,5 +52,4 @@ def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, .
                 kept.append(i)
         chosen = kept
     keep = load_keep(keep_file) if keep_file else None
-    return ScreenContext(list(chosen), Path(results), chain,
-                         Path(frames_root) if frames_root else None, keep)
+    return ScreenContext(list(chosen), Path(results), chain, frames, keep)

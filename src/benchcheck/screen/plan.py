@@ -35,6 +35,7 @@ class StepPlan:
 
     step: int
     todo: list[Item] = field(default_factory=list)
+    eligible: list[Item] = field(default_factory=list)  # todo + done + failed here: the stable shard basis
     counts: Counter[str] = field(default_factory=Counter)
     missing_frames: list[Item] = field(default_factory=list)
     by_bench: dict[str, Counter[str]] = field(default_factory=dict)
@@ -81,6 +82,8 @@ def plan_step(
     for item in items:
         reason = _reason(item, spec, earlier, states, own, has_frames, keep)
         bench_counts = plan.by_bench.setdefault(item.bench, Counter())
+        if reason is None or reason in ("DONE_TOTAL", "FAILED_TOTAL"):
+            plan.eligible.append(item)
         if reason is None:
             plan.todo.append(item)
             bench_counts["REMAINING"] += 1

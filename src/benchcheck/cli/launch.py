@@ -1,0 +1,138 @@
+"""``benchcheck launch`` and ``benchcheck slurm script``: run a step at scale."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from benchcheck.cli.common import die
+
+
+def _screen_args(item_paths: tuple[str, ...], results: str, chain: str, intro: str, frames_root: str | None,
+                 store: str | None, keep_file: str | None, bench: str | None, limit: int | None,
+                 columns: str | None) -> list[str]:
+    args: list[str] = []
+    for p in item_paths:
+        args += ["--items", p]
+    args += ["--results", results, "--chain", chain, "--intro", intro]
+    for flag, value in (("--frames", frames_root), ("--store", store), ("--keep", keep_file), ("--bench", bench),
+                        ("--limit", limit), ("--columns", columns)):
+        if value is not None:
+            args += [flag, str(value)]
+    return args
+
+
+_common = [
+    click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True)),
+    click.option("--results", type=click.Path(), required=True),
+    click.option("--chain", default="1,2,3,4,5,6", show_default=True),
+    click.option("--intro", default="lmms-v1", show_default=True),
+    click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
+    click.option("--store", type=click.Path(), default=None, help="Normalized store (frames on the fly)."),
+    click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
+    click.option("--bench", default=None),
+    click.option("--limit", type=int, default=None),
+    click.option("--columns", default=None),
+]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def common(f: F) -> F:
+    """The item / results / filter options shared by launch and screen."""
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
+
+
+@click.command("launch")
+@click.option("--step", type=int, required=True)
+@click.option("--gpus", type=int, default=None, help="Servers on this host (default: every visible GPU, or 1).")
+@click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
+@click.option("--revision", default=None)
+@click.option("--served-model-name", default=None, help="Default: the hub name, or the folder's name.")
+@click.option("--port0", type=int, default=8001, show_default=True)
+@click.option("--max-num-seqs", type=int, default=64, show_default=True)
+@click.option("--gpu-util", type=float, default=0.85, show_default=True)
+@click.option("--max-model-len", type=int, default=None)
+@click.option("--workers", type=int, default=None, help="Client workers per server (default 32/16/8 by step).")
+@click.option("--logs", type=click.Path(), default="logs", show_default=True)
+@click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
+@click.option("--server", type=click.Choice(["auto", "vllm", "benchcheck"]), default="auto", show_default=True)
+@click.option("--server-timeout", type=float, default=900.0, show_default=True)
+@click.option("--plan-only", is_flag=True)
+@common
+def launch(step: int, gpus: int | None, model: str | None, revision: str | None, served_model_name: str | None,
+           port0: int, max_num_seqs: int, gpu_util: float, max_model_len: int | None, workers: int | None,
+           logs: str, shard: str | None, server: str, server_timeout: float, plan_only: bool,
+           item_paths: tuple[str, ...], results: str, chain: str, intro: str, frames_root: str | None,
+           store: str | None, keep_file: str | None, bench: str | None, limit: int | None,
+           columns: str | None) -> None:
+    """One inference server per GPU, one client shard per server, then the remaining work.
+
+    Uses `vllm serve` when vLLM is installed, else `benchcheck serve`; without GPUs, N CPU servers.
+    Logs: LOGS/vllm_s<STEP>_gpu<i>.log, LOGS/client_s<STEP>_gpu<i>.log, LOGS/launch_params.txt.
+
+    \b
+    Example:
+      benchcheck launch --step 1 --gpus 4 --items items/ --results results
+    """
+    from benchcheck.launch.cli_run import LaunchArgs, run_launch
+
+    screen_args = _screen_args(item_paths, results, chain, intro, frames_root, store, keep_file, bench, limit,
+                               columns)
+    try:
+        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0, max_num_seqs,
+                                     gpu_util, max_model_len, workers, logs, shard, server, server_timeout,
+                                     plan_only, tuple(screen_args)), click.echo)
+    except (ValueError, RuntimeError) as e:
+        die(str(e))
+    raise SystemExit(code)
+
+
+@click.group("slurm")
+def slurm() -> None:
+    """Slurm job arrays whose tasks each run their share of a step."""
+
+
+@slurm.command("script", context_settings={"ignore_unknown_options": True})
+@click.option("--step", type=int, required=True)
+@click.option("--array", type=int, required=True, help="Number of array tasks.")
+@click.option("--gpus-per-task", type=int, default=1, show_default=True)
+@click.option("--direct", is_flag=True, help="Tasks run `benchcheck screen` (engine flags in ARGS), no servers.")
+@click.option("--partition", default=None)
+@click.option("--time", "time_limit", default=None)
+@click.option("--cpus-per-task", type=int, default=None)
+@click.option("--logs", default="logs", show_default=True)
+@click.option("--python", default="python3", show_default=True)
+@click.option("--out", type=click.Path(), default=None, help="Write the script here (default: stdout).")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: str | None,
+           time_limit: str | None, cpus_per_task: int | None, logs: str, python: str, out: str | None,
+           args: tuple[str, ...]) -> None:
+    """Write an sbatch job-array script; ARGS (after --) go to every task's launch/screen command.
+
+    \b
+    Example:
+      benchcheck slurm script --step 1 --array 8 --out step1.sbatch -- --items items/ --results results
+    """
+    from pathlib import Path
+
+    from benchcheck.launch.slurm import SlurmJob, render_sbatch
+
+    if array < 1:
+        die("--array must be at least 1")
+    text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
+                                  cpus_per_task, None, logs, python))
+    if out:
+        Path(out).write_text(text)
+        Path(out).chmod(0o755)
+        click.echo(f"wrote {out}: sbatch {out}")
+    else:
+        click.echo(text, nl=False)
+
+
+COMMANDS = [launch, slurm]

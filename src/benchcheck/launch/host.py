@@ -1,0 +1,96 @@
+"""`benchcheck launch`: servers on this host, one client shard per server, then the remaining work.
+
+Ctrl-C (or SIGTERM) stops everything it started. A server that dies mid-run turns its items
+into error rows (the client cannot reach it); the next run retries them.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from benchcheck.launch.servers import Running, ServerOptions, ServerSpec, server_specs, start, stop, wait_healthy
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """Everything a host run needs; the client command is the `screen` command minus engine flags."""
+
+    step: int
+    n_servers: int
+    has_gpus: bool
+    options: ServerOptions
+    screen_args: tuple[str, ...]  # --items ... --results ... and any filters, passed to each client
+    workers: int
+    logs: Path
+    shard: tuple[int, int] = (0, 1)  # this host's share of a Slurm array
+    server_timeout_s: float = 900.0
+
+
+def client_argv(plan: LaunchPlan, server: ServerSpec) -> list[str]:
+    """The client shard for one server: global shard = host rank * servers + server index. Pure."""
+    rank, hosts = plan.shard
+    n = hosts * plan.n_servers
+    i = rank * plan.n_servers + server.index
+    argv = [sys.executable, "-m", "benchcheck", "screen", "--step", str(plan.step), "--engine", "openai",
+            "--endpoint", server.url, "--model", plan.options.served_name, "--workers", str(plan.workers),
+            "--shard", f"{i}/{n}", "--no-progress", *plan.screen_args]
+    if plan.options.revision:
+        argv += ["--revision", plan.options.revision]
+    return argv
+
+
+def write_launch_params(logs: Path, specs: Sequence[ServerSpec], note: str = "") -> Path:
+    """Append the exact server command lines (what `pack` reports) with a timestamp header."""
+    path = logs / "launch_params.txt"
+    logs.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {note}\n")
+        for s in specs:
+            f.write(s.line() + "\n")
+    return path
+
+
+def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
+    """Start servers, wait, run the clients, stop servers. Returns the worst client exit code."""
+    specs = server_specs(plan.n_servers, plan.options, plan.has_gpus)
+    write_launch_params(plan.logs, specs, f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}")
+    started: list[subprocess.Popen[bytes]] = []
+    servers: list[Running] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        for s in specs:
+            r = start(s, plan.logs / f"vllm_s{plan.step}_gpu{s.index}.log")
+            servers.append(r)
+            started.append(r.proc)
+            echo(f"server {s.index}: {s.line()}")
+        wait_healthy(servers, plan.server_timeout_s)
+        echo(f"{len(servers)} servers healthy")
+        clients = []
+        for s in specs:
+            log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"
+            with log.open("ab") as f:
+                p = subprocess.Popen(client_argv(plan, s), stdout=f, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            clients.append(p)
+            started.append(p)
+        codes = [p.wait() for p in clients]
+        for s, c in zip(specs, codes, strict=True):
+            echo(f"client {s.index}: exit {c} (log {plan.logs / f'client_s{plan.step}_gpu{s.index}.log'})")
+        return max(codes, default=0)
+    except KeyboardInterrupt:
+        echo("interrupted: stopping servers and clients")
+        return 130
+    finally:
+        stop(started)
+        signal.signal(signal.SIGTERM, old)

@@ -1,0 +1,152 @@
+"""One inference server per GPU: command lines (pure), start, wait until healthy, stop.
+
+`vllm serve` with the SPEC arguments when vLLM is installed, otherwise `benchcheck serve`
+(which speaks the same API subset); on a machine without GPUs, N CPU servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """How one server is started and where it answers."""
+
+    index: int
+    port: int
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def line(self) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    model: str
+    served_name: str
+    revision: str | None
+    port0: int = 8001
+    gpu_util: float = 0.85
+    max_num_seqs: int = 64
+    max_model_len: int | None = None
+    use_vllm: bool = False
+    device: str = "auto"
+
+
+def vllm_available() -> bool:
+    return shutil.which("vllm") is not None
+
+
+def gpu_count() -> int:
+    """GPUs seen by nvidia-smi (0 without a driver); torch is not imported for this."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return 0
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def server_specs(n: int, opts: ServerOptions, has_gpus: bool) -> list[ServerSpec]:
+    """The server command lines of a host, one per GPU (or N CPU servers). Pure."""
+    specs = []
+    for i in range(n):
+        port = opts.port0 + i
+        env = {"CUDA_VISIBLE_DEVICES": str(i)} if has_gpus else {}
+        if opts.use_vllm:
+            argv = ["vllm", "serve", opts.model, "--served-model-name", opts.served_name, "--host", "127.0.0.1",
+                    "--port", str(port), "--gpu-memory-utilization", str(opts.gpu_util),
+                    "--max-num-seqs", str(opts.max_num_seqs), "--max-logprobs", "20"]
+            if opts.revision:
+                argv += ["--revision", opts.revision]
+            if opts.max_model_len:
+                argv += ["--max-model-len", str(opts.max_model_len)]
+        else:
+            argv = [sys.executable, "-m", "benchcheck", "serve", "--model", opts.model, "--served-model-name",
+                    opts.served_name, "--host", "127.0.0.1", "--port", str(port),
+                    "--max-batch-size", str(opts.max_num_seqs), "--device", "cuda" if has_gpus else "cpu"]
+            if opts.revision:
+                argv += ["--revision", opts.revision]
+        specs.append(ServerSpec(i, port, tuple(argv), env))
+    return specs
+
+
+@dataclass(slots=True)
+class Running:
+    spec: ServerSpec
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+
+def start(spec: ServerSpec, log: Path) -> Running:
+    """Start a server in its own process group, its output to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as f:
+        proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, **spec.env},
+                                start_new_session=True)
+    return Running(spec, proc, log)
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    base = url[: -len("/v1")] if url.endswith("/v1") else url
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=timeout) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
+    """Block until every server answers /health; raise naming the server (and its log) that did not."""
+    deadline = time.monotonic() + timeout_s
+    waiting = list(servers)
+    while waiting:
+        for r in list(waiting):
+            if r.proc.poll() is not None:
+                raise RuntimeError(f"server {r.spec.index} (port {r.spec.port}) exited with {r.proc.returncode} "
+                                   f"before it was healthy; see {r.log}")
+            if healthy(r.spec.url):
+                waiting.remove(r)
+        if waiting and time.monotonic() > deadline:
+            raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s; "
+                               f"see {waiting[0].log}")
+        if waiting:
+            time.sleep(0.25)
+
+
+def stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 10.0) -> None:
+    """SIGTERM each process group, then SIGKILL what is left after ``grace_s``."""
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()

@@ -1,0 +1,86 @@
+"""Turn engine answers into result rows (pure). A row keeps everything needed to re-derive its
+decision: the permutation(s), the letters' log-probs, picks, margins, and accounting."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchcheck.engines.base import Failure, LetterScores
+from benchcheck.items import Item
+from benchcheck.protocol import decide_permutations, decide_single, gold_position, letter_logprobs
+from benchcheck.screen.requests import ItemRequests
+from benchcheck.screen.steps import StepSpec
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RowContext:
+    """What every row of a run carries besides the answer."""
+
+    model: str
+    revision: str | None
+    engine: str
+    config_hash: str
+    intro: str
+    host: str
+
+
+def _base(spec: StepSpec, item: Item, ctx: RowContext) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "item_id": item.item_id,
+        "bench": item.bench,
+        "step": spec.number,
+        "step_name": spec.name,
+        "model": ctx.model,
+        "revision": ctx.revision,
+        "engine": ctx.engine,
+        "config_hash": ctx.config_hash,
+        "intro": ctx.intro,
+        "host": ctx.host,
+        "ts": round(time.time(), 3),
+    }
+
+
+def error_row(spec: StepSpec, item: Item, ctx: RowContext, failure: Failure | str) -> dict[str, Any]:
+    """An error row: never counts as done; three of them fail the item permanently."""
+    kind = failure.kind if isinstance(failure, Failure) else "internal"
+    return {**_base(spec, item, ctx), "status": "error", "error_kind": kind, "error": str(failure)[:500]}
+
+
+def result_row(spec: StepSpec, ir: ItemRequests, ctx: RowContext,
+               answers: Sequence[LetterScores | Failure]) -> dict[str, Any]:
+    """The ok row of an item (or its error row when any of its forwards failed)."""
+    failures = [a for a in answers if isinstance(a, Failure)]
+    if failures:
+        return error_row(spec, ir.item, ctx, failures[0])
+    scores = [a for a in answers if isinstance(a, LetterScores)]
+    k = len(ir.item.options)
+    parsed = [letter_logprobs(s.top, k) for s in scores]
+    lps = [p[0] for p in parsed]
+    golds = [gold_position(perm, ir.item.answer) for perm in ir.perms]
+    row = {**_base(spec, ir.item, ctx), "status": "ok", "video_id": ir.item.video_id, "n_options": k,
+           "answer": ir.item.answer}
+    if spec.n_perm > 1:
+        d = decide_permutations(lps, golds)
+        row.update(n_perm=len(lps), perms=[list(p) for p in ir.perms], lp=lps, gold_pos=golds, picks=d.picks,
+                   margins=d.margins, hits=d.hits, mean_margin=d.mean_margin, removed=d.removed)
+    else:
+        one = decide_single(lps[0], golds[0])
+        row.update(perm=list(ir.perms[0]), lp=lps[0], gold_pos=golds[0], pick=one.pick, margin=one.margin,
+                   correct=one.correct, removed=one.removed)
+    row.update(
+        missing=[p[1] for p in parsed],
+        top1=[s.top1_token for s in scores],
+        prompt_tokens=[s.prompt_tokens for s in scores],
+        latency_s=round(sum(s.latency_s for s in scores), 4),
+    )
+    if ir.frame_order is not None:
+        row["frames"] = {"plan": spec.frames, "positions": list(ir.frame_order), "n": len(ir.frame_order)}
+        if ir.shuffle_seed is not None:
+            row["frames"]["shuffle_seed"] = ir.shuffle_seed
+    return row
