@@ -1,0 +1,49 @@
+"""``benchcheck assemble``: the screened pool, its summaries and accounting."""
+
+from __future__ import annotations
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+
+
+@click.command("assemble")
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True))
+@click.option("--results", type=click.Path(exists=True), required=True)
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
+@click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (for not-screened).")
+@click.option("--store", type=click.Path(), default=None, help="Normalized store (for not-screened).")
+@click.option("--keep", "keep_file", type=click.Path(exists=True), default=None)
+@click.option("--columns", default=None)
+def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root: str | None, store: str | None,
+             keep_file: str | None, columns: str | None) -> None:
+    """Write pool_items.parquet, pool.duckdb, pool_summary.md/.csv and run_accounting.csv; print flags.
+
+    \b
+    Example:
+      benchcheck assemble --items items/ --results results --frames frames/pool_frames
+    """
+    from benchcheck.screen.assemble import assemble as run
+    from benchcheck.screen.cli_run import frame_source
+    from benchcheck.screen.context import make_context
+    from benchcheck.screen.steps import parse_chain
+
+    try:
+        steps = parse_chain(chain)
+        frames = frame_source(frames_root, store)
+    except ValueError as e:
+        die(str(e))
+    loaded = load_items_reporting(item_paths, columns, quiet=True)
+    kept_ids = None
+    ctx = make_context(loaded.items, results, steps, frames, keep_file)
+    if ctx.keep is not None:
+        kept_ids = ctx.keep
+        ctx.items = [i for i in ctx.items if i.item_id in kept_ids]
+    out = run(ctx)
+    for name, path in out.paths.items():
+        click.echo(f"{name}: {path}")
+    for flag in out.flags:
+        click.echo(f"FLAG: {flag}")
+
+
+COMMANDS = [assemble]
