@@ -29,6 +29,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--workers", type=int, default=None, help="Engine calls in flight (default: 1 for hf, 32/16/8 served).")
 @click.option("--batch-items", type=int, default=None, help="Items per engine call (default: 16 hf, 1 served).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
+@click.option("--max-unit", type=int, default=20000, show_default=True, help="Items per shard unit (SPEC).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -36,7 +37,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
            rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
            keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
-           batch_items: int | None, shard: str | None, columns: str | None, plan_only: bool,
+           batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
            no_progress: bool) -> None:
     """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
 
@@ -48,7 +49,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
 
     args = ScreenArgs(item_paths, step, results, engine, model, revision, endpoints, api_key_env, device, rules,
                       chain, intro, frames_root, store, keep_file, bench, limit, workers, batch_items, shard,
-                      columns, plan_only, not no_progress)
+                      columns, plan_only, not no_progress, max_unit)
     try:
         code = run_screen(args, load_items_reporting, click.echo)
     except ValueError as e:

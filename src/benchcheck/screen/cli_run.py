@@ -42,6 +42,7 @@ class ScreenArgs:
     columns: str | None
     plan_only: bool
     progress: bool
+    max_unit: int = 20000
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
@@ -74,7 +75,8 @@ def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], No
     served = a.engine != "hf"
     cfg = RunConfig(step=a.step, intro=INTROS[a.intro],
                     workers=a.workers or (DEFAULT_WORKERS[a.step] if served else 1),
-                    batch_items=a.batch_items or (1 if served else 16), shard=shard, progress=a.progress)
+                    batch_items=a.batch_items or (1 if served else 16), shard=shard, progress=a.progress,
+                    max_unit=a.max_unit)
     started = time.time()
 
     async def go() -> Any:
