@@ -49,10 +49,12 @@ def _question(rng: random.Random, i: int) -> tuple[str, list[str], int]:
 
 
 def _video_for(rng: random.Random, video_ids: Sequence[str], i: int) -> str | None:
-    r = i % 5
-    if r in (0, 1, 2) and video_ids:
-        return video_ids[i % len(video_ids)]
-    if r == 3:
+    """One item in ten shows a normalized video (the demo's visual steps stay quick), two in ten a
+    video that is not normalized yet (``k:`` ids: no frames), the rest none."""
+    r = i % 10
+    if r == 0 and video_ids:
+        return video_ids[(i // 10) % len(video_ids)]
+    if r in (3, 7):
         return key_video_id(f"demo-repo::videos.zip::clip_{i % 7}.mp4")
     return None
 
