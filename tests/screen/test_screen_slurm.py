@@ -1,0 +1,43 @@
+"""`slurm script` output, executed as the tasks of a job array on this machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from screen_helpers import cli, decisions, ok_rows, write_rules
+
+
+def test_sbatch_script_tasks_cover_the_step_exactly_once(tmp_path: Path) -> None:
+    assert cli("demo", "items", "--out", str(tmp_path / "items")).returncode == 0
+    rules = write_rules(tmp_path / "rules.json")
+    script = tmp_path / "step1.sbatch"
+    r = cli("slurm", "script", "--step", "1", "--array", "3", "--direct", "--gpus-per-task", "0",
+            "--logs", str(tmp_path / "logs"), "--python", sys.executable, "--out", str(script), "--",
+            "--items", str(tmp_path / "items"), "--results", str(tmp_path / "res"), "--engine", "scripted",
+            "--rules", str(rules), "--max-unit", "50")
+    assert r.returncode == 0, r.stderr
+    text = script.read_text()
+    assert "#SBATCH --array=0-2" in text and "--shard auto" in text
+    for task in range(3):
+        env = {**os.environ, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_MIN": "0",
+               "SLURM_ARRAY_TASK_MAX": "2", "SLURM_ARRAY_TASK_COUNT": "3"}
+        done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert f"shard {task}/3" in done.stdout
+    assert len(ok_rows(tmp_path / "res" / "step1")) == 269
+    single = tmp_path / "single"
+    assert cli("screen", "--items", str(tmp_path / "items"), "--step", "1", "--results", str(single), "--engine",
+               "scripted", "--rules", str(rules), "--no-progress").returncode == 0
+    assert decisions(tmp_path / "res" / "step1") == decisions(single / "step1")
+
+
+def test_launch_script_moves_ports_and_logs_per_task(tmp_path: Path) -> None:
+    r = cli("slurm", "script", "--step", "2", "--array", "4", "--gpus-per-task", "4", "--partition", "gpu",
+            "--time", "04:00:00", "--", "--items", "items/", "--results", "results", "--frames", "frames/")
+    assert r.returncode == 0
+    assert "#SBATCH --gres=gpu:4" in r.stdout and "#SBATCH --partition=gpu" in r.stdout
+    assert "launch --step 2 --gpus 4 --shard auto" in r.stdout and "--port0 $((8001 + 16 *" in r.stdout
+    assert 'TASK_LOGS="logs/task_${SLURM_ARRAY_TASK_ID:-0}"' in r.stdout
