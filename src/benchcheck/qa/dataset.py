@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from benchcheck.qa.errors import PreconditionError
+
 # Skip reasons, counted in summary.json.
 SKIP_NO_METHOD = "no_evaluation_method"
 SKIP_NOT_QA = "not_qa"
@@ -25,7 +27,7 @@ SKIP_NO_TEXT_GROUND_TRUTH = "no_text_ground_truth"
 _MAX_REPORTED = 20
 
 
-class DatasetError(ValueError):
+class DatasetError(PreconditionError):
     """The dataset file is unusable; ``problems`` holds one line per defect."""
 
     def __init__(self, path: Path, problems: list[str]) -> None:

@@ -12,7 +12,8 @@ from typing import Any, Literal
 Status = Literal["ok", "error"]
 
 # Why a VLM call produced no answer.
-VLMErrorKind = Literal["watchdog", "exit", "bad_output", "video", "http", "timeout", "connection", "internal"]
+VLMErrorKind = Literal["watchdog", "exit", "bad_output", "video", "http", "timeout", "connection", "internal",
+                      "not_run"]
 
 
 @dataclass(frozen=True, slots=True)

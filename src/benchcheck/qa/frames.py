@@ -1,0 +1,50 @@
+"""Time-uniform frames of one clip as JPEG bytes, for the endpoint VLM.
+
+Built on :mod:`benchcheck.video`: the grid is ``uniform_grid`` over the clip's presentation
+timestamps (the same rule as the screening grids), ``decode_indexed`` decodes only what the
+grid needs (seeking on long-GOP clips), and ``frame_to_jpeg`` converts and resizes in one
+swscale call, then encodes JPEG q=85.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def display_size(frame: Any, max_side: int) -> tuple[int, int]:
+    """The frame's display ``(width, height)`` scaled so the long side is at most ``max_side``
+    (0 keeps it); rotation metadata swaps the sides."""
+    turns = (frame.rotation // 90) % 4 if frame.rotation else 0
+    w, h = (frame.height, frame.width) if turns % 2 else (frame.width, frame.height)
+    if max_side and max(w, h) > max_side:
+        scale = max_side / max(w, h)
+        w, h = max(1, round(w * scale)), max(1, round(h * scale))
+    return int(w), int(h)
+
+
+def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
+    """``n`` time-uniform frames (fewer when the clip has fewer), in time order, as JPEG.
+
+    Raises ``ValueError`` naming the file when it cannot be decoded.
+    """
+    import av
+
+    from benchcheck.video.decode import decode_indexed, open_video, read_packets
+    from benchcheck.video.extract import frame_to_jpeg
+    from benchcheck.video.plans import dedup, uniform_grid
+
+    try:
+        container, stream = open_video(path)
+        try:
+            packets, index = read_packets(container, stream)
+            if not index.pts:
+                raise ValueError("no video frames")
+            grid = dedup(uniform_grid(index.timestamps, n))
+            frames = decode_indexed(stream.codec_context, packets, index, grid,
+                                    lambda f: frame_to_jpeg(f, *display_size(f, max_side)))
+        finally:
+            container.close()
+    except (OSError, ValueError, av.error.FFmpegError) as e:
+        raise ValueError(f"cannot decode {path.name}: {e}") from e
+    return [frames[i] for i in grid]

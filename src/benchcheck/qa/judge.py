@@ -1,0 +1,154 @@
+"""The LLM judge: an OpenAI-compatible chat endpoint named by three environment variables.
+
+``EVAL_LLM_JUDGE_BASE_URL`` (a URL not ending in ``/v1``, e.g. ``http://127.0.0.1:8000``, gets it),
+``EVAL_LLM_JUDGE_NAME`` and, optionally, ``EVAL_LLM_JUDGE_API_KEY``. Only that key is sent,
+and only to that host: requests go through :class:`benchcheck.engines.openai.OpenAIEngine`
+built with the key explicitly (no other variable is read), which follows no redirect.
+Verdicts are cached by judge model, prompt version and item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.errors import PreconditionError
+from benchcheck.qa.judge_prompt import JUDGE_PROMPT_VERSION, JUDGE_SYSTEM, judge_prompt, parse_judge_reply
+from benchcheck.qa.records import Judgement
+from benchcheck.qa.redact import Redactor
+from benchcheck.qa.state import JudgeCache, judge_key
+from benchcheck.qa.urls import service_base_url
+
+ENV_BASE_URL = "EVAL_LLM_JUDGE_BASE_URL"
+ENV_NAME = "EVAL_LLM_JUDGE_NAME"
+ENV_API_KEY = "EVAL_LLM_JUDGE_API_KEY"
+_MAX_IDS_SHOWN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeConfig:
+    """Where the judge is and how it is asked. ``api_key`` never appears in ``repr``."""
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    max_tokens: int = 1024
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    max_retries: int = 3
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **kwargs: Any) -> JudgeConfig:
+        """Read the three variables; a missing or bad one is a :class:`PreconditionError`."""
+        missing = [v for v in (ENV_BASE_URL, ENV_NAME) if not env.get(v, "").strip()]
+        if missing:
+            raise PreconditionError(
+                f"judge not configured: set {' and '.join(missing)} (and {ENV_API_KEY} if the "
+                "judge needs a key), or pass --skip-judge for latency only"
+            )
+        try:
+            base = service_base_url(env[ENV_BASE_URL], ENV_BASE_URL)
+        except ValueError as e:
+            raise PreconditionError(str(e)) from None
+        key = env.get(ENV_API_KEY, "").strip() or None
+        return cls(base, env[ENV_NAME].strip(), key, **kwargs)
+
+    def settings(self) -> dict[str, Any]:
+        """For summary.json: where and what, never the key."""
+        return {"judge_base_url": self.base_url, "judge_model_requested": self.model,
+                "judge_prompt_version": JUDGE_PROMPT_VERSION, "judge_max_tokens": self.max_tokens,
+                "judge_key_set": self.api_key is not None}
+
+
+# How gateways word "no such model" in a 400 (OpenAI, LiteLLM, vLLM, NVIDIA API catalog).
+_UNKNOWN_MODEL = ("invalid model", "model not found", "model_not_found", "unknown model", "does not exist",
+                  "not a valid model", "unsupported model")
+
+
+def _names_model(message: str, model: str) -> bool:
+    """A 400 about the model id, not about the request (a context-length 400 says "model's")."""
+    low = message.lower()
+    return model.lower() in low or any(p in low for p in _UNKNOWN_MODEL)
+
+
+def refusal_hint(judgements: Sequence[Judgement], config: JudgeConfig, model_ids: Sequence[str] | None) -> str | None:
+    """The hint for a judge that refused every item with 403, or 400 naming the model: the
+    id is probably not what this gateway calls the model."""
+    def refused(j: Judgement) -> bool:
+        if j.status != "error":
+            return False
+        return j.http_status == 403 or (j.http_status == 400 and _names_model(j.error or "", config.model))
+
+    if not judgements or not all(refused(j) for j in judgements):
+        return None
+    codes = "/".join(sorted({str(j.http_status) for j in judgements}))
+    hint = (f"the judge refused every item (HTTP {codes}): {config.model!r} is probably not what this "
+            f"gateway calls the model; GET {config.base_url}/models lists the ids this key can use; copy "
+            f"one verbatim into {ENV_NAME}. The VLM answers are kept; rerun `benchcheck qa judge`.")
+    if model_ids:
+        shown = ", ".join(model_ids[:_MAX_IDS_SHOWN]) + (" ..." if len(model_ids) > _MAX_IDS_SHOWN else "")
+        hint += f" Ids listed now: {shown}"
+    return hint
+
+
+class Judge:
+    """Scores answers against references through the judge engine, with the cache in front."""
+
+    def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Redactor) -> None:
+        from benchcheck.engines.openai import OpenAIEngine
+
+        self.config = config
+        self.cache = cache
+        self.redactor = redactor
+        self._hits = cache.load()
+        self.cache_hits = 0
+        self.engine = OpenAIEngine([config.base_url], config.model, api_key=config.api_key,
+                                   concurrency=config.concurrency, timeout_s=config.timeout_s,
+                                   max_retries=config.max_retries)
+
+    def key(self, item: QAItem, answer: str) -> str:
+        return judge_key(self.config.model, JUDGE_PROMPT_VERSION, item, answer)
+
+    async def judge(self, item: QAItem, answer: str) -> Judgement:
+        """One verdict: from the cache, or asked now and appended to the cache."""
+        key = self.key(item, answer)
+        hit = self._hits.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        # An answer that echoes a secret from the environment must not carry it to the judge host.
+        prompt = self.redactor.text(judge_prompt(item.question, item.ground_truth, answer))
+        req = GenerateRequest(request_id=item.id, prompt=prompt, max_tokens=self.config.max_tokens,
+                              system=JUDGE_SYSTEM)
+        (res,) = await self.engine.generate([req])
+        verdict = self._verdict(item, res)
+        self.cache.append(key, verdict)
+        if verdict.status == "ok":
+            self._hits[key] = verdict
+        return verdict
+
+    def _verdict(self, item: QAItem, res: Any) -> Judgement:
+        if isinstance(res, Failure):
+            return Judgement(item.id, "error", error=self.redactor.text(str(res)), http_status=res.status)
+        parsed = parse_judge_reply(res.text)
+        model = res.model or None
+        if parsed.score is None:
+            return Judgement(item.id, "error", reasoning=parsed.reasoning, judge_model=model,
+                             error=parsed.error)
+        return Judgement(item.id, "ok", score=parsed.score, reasoning=parsed.reasoning, judge_model=model)
+
+    async def judge_all(self, pairs: Sequence[tuple[QAItem, str]]) -> list[Judgement]:
+        """Verdicts in input order; each is cached as soon as it arrives."""
+        return list(await asyncio.gather(*(self.judge(i, a) for i, a in pairs)))
+
+    async def model_ids(self) -> list[str]:
+        """The judge's ``GET <base-url>/models`` ids (empty when the listing fails)."""
+        listed = await self.engine.served_models()
+        return listed.get(self.config.base_url, [])
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()

@@ -1,0 +1,204 @@
+"""The QA benchmark as stages: dataset -> VLM answers (stored) -> verdicts (stored) -> outputs.
+
+``run_qa`` asks the VLM about every selected item not already answered under the same VLM
+configuration, judges every answer not already in the judge cache, and writes the outputs;
+``judge_stored`` does the last two stages on a finished folder without calling the VLM.
+Every answer and verdict is appended to the folder as it arrives, so a killed run loses at
+most the calls in flight and a rerun pays for nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchcheck import __version__
+from benchcheck.qa.dataset import QAItem, load_dataset
+from benchcheck.qa.errors import PreconditionError
+from benchcheck.qa.judge import Judge, JudgeConfig, refusal_hint
+from benchcheck.qa.outputs import write_outputs
+from benchcheck.qa.records import Judgement, VLMAnswer
+from benchcheck.qa.redact import Redactor
+from benchcheck.qa.state import AnswerStore, JudgeCache, RunConfig, digest, load_run_config, save_run_config
+from benchcheck.qa.summary import ItemResult, build_summary
+from benchcheck.qa.vlm import VLM
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """``qa run`` settings that are not the VLM's own."""
+
+    dataset: Path
+    videos: Path
+    output_dir: Path
+    num_frames: int = 8
+    timeout_s: float = 300.0
+    watchdog_grace_s: float = 60.0
+    concurrency: int = 1
+    limit: int | None = None
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    """What a run or re-judge produced: the exit code, the summary and notable messages."""
+
+    exit_code: int
+    summary: dict[str, Any]
+    output_dir: Path
+    vlm_calls: int = 0
+    judge_calls: int = 0
+    judge_cache_hits: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _progress(total: int, desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="item", disable=None, leave=False)
+
+
+async def _ask_all(vlm: VLM, items: Sequence[QAItem], store: AnswerStore, concurrency: int) -> None:
+    """Ask the VLM about each item, ``concurrency`` at a time; store each answer on arrival."""
+    slots = asyncio.Semaphore(concurrency)
+    bar = _progress(len(items), "vlm")
+
+    async def one(item: QAItem) -> None:
+        async with slots:
+            try:
+                ans = await vlm.answer(item)
+            except Exception as e:  # a bug or an OS error costs one item, never the run
+                ans = VLMAnswer(item.id, "error", 0.0, error=f"{type(e).__name__}: {e}", error_kind="internal")
+        store.append(item, ans)
+        bar.update(1)
+
+    try:
+        await asyncio.gather(*(one(i) for i in items))
+    finally:
+        bar.close()
+
+
+async def _judge_answers(config: JudgeConfig, out_dir: Path, items: Sequence[QAItem],
+                         answers: dict[str, VLMAnswer], redactor: Redactor,
+                         outcome: RunOutcome) -> tuple[dict[str, Judgement], str | None]:
+    """Verdicts for every ok answer (cache first) and the refusal hint, if every call was refused."""
+    pairs = [(i, answers[i.id].answer or "") for i in items if answers[i.id].status == "ok"]
+    if not pairs:
+        return {}, None
+    judge = Judge(config, JudgeCache(out_dir, redactor), redactor)
+    bar = _progress(len(pairs), "judge")
+
+    async def one(item: QAItem, answer: str) -> Judgement:
+        verdict = await judge.judge(item, answer)
+        bar.update(1)
+        return verdict
+
+    hint = None
+    try:
+        verdicts = list(await asyncio.gather(*(one(i, a) for i, a in pairs)))
+        bar.close()
+        if refusal_hint(verdicts, config, None) is not None:
+            # Every call was refused: worth one more request to show which ids the key may use.
+            hint = refusal_hint(verdicts, config, await judge.model_ids())
+    finally:
+        bar.close()
+        await judge.aclose()
+    outcome.judge_cache_hits = judge.cache_hits
+    outcome.judge_calls = len(pairs) - judge.cache_hits
+    outcome.notes.append(f"judge: {outcome.judge_calls} calls, {judge.cache_hits} verdicts from the cache")
+    return {v.item_id: v for v in verdicts}, hint
+
+
+async def _finish(config: RunConfig, out_dir: Path, answers: dict[str, VLMAnswer],
+                  judge: JudgeConfig | None, redactor: Redactor, outcome: RunOutcome,
+                  timing: dict[str, Any], t0: float) -> RunOutcome:
+    """Judge (unless skipped), then build and write every output file."""
+    verdicts: dict[str, Judgement] = {}
+    hint = None
+    if judge is not None:
+        verdicts, hint = await _judge_answers(judge, out_dir, config.items, answers, redactor, outcome)
+    results = [ItemResult(i, answers[i.id], verdicts.get(i.id)) for i in config.items]
+    settings = {**config.settings, **(judge.settings() if judge else {"skip_judge": True}), **timing,
+                "finished_at": _now(), "wall_s": round(time.monotonic() - t0, 3)}
+    summary = build_summary(results, dataset_entries=config.dataset_entries, skipped=config.skipped,
+                            not_selected=config.not_selected, settings=settings,
+                            judge_model_requested=judge.model if judge else None, judge_hint=hint)
+    write_outputs(out_dir, results, summary, redactor)
+    outcome.exit_code = summary["exit_code"]
+    outcome.summary = redactor.value(summary)
+    if hint:
+        outcome.notes.append(f"hint: {redactor.text(hint)}")
+    return outcome
+
+
+def _with_missing(config: RunConfig, answers: dict[str, VLMAnswer]) -> dict[str, VLMAnswer]:
+    """Every selected item has an answer; one with no stored row (an interrupted run) is an error."""
+    for item in config.items:
+        if item.id not in answers:
+            answers[item.id] = VLMAnswer(item.id, "error", 0.0, error="never answered: the run was "
+                                         "interrupted; rerun `benchcheck qa run`", error_kind="not_run")
+    return answers
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def prepare_run(opts: RunOptions, vlm: VLM, redactor: Redactor) -> RunConfig:
+    """Load the dataset and record the run's configuration; raises :class:`PreconditionError`."""
+    dataset = load_dataset(opts.dataset, opts.videos)
+    items = dataset.items[: opts.limit] if opts.limit is not None else dataset.items
+    vlm_settings = {**vlm.settings(), "num_frames": opts.num_frames, "timeout_s": opts.timeout_s}
+    settings = {
+        "dataset": str(opts.dataset), "videos": str(opts.videos), **vlm_settings,
+        "watchdog_grace_s": opts.watchdog_grace_s, "concurrency": opts.concurrency,
+        "limit": opts.limit, "benchcheck_version": __version__,
+    }
+    config = RunConfig(digest(vlm_settings), settings, items, dataset.total, dataset.skipped,
+                       len(dataset.items) - len(items))
+    try:
+        opts.output_dir.mkdir(parents=True, exist_ok=True)
+        save_run_config(opts.output_dir, config, redactor)
+    except OSError as e:
+        raise PreconditionError(f"output folder {opts.output_dir}: {e}") from e
+    return config
+
+
+async def run_qa(opts: RunOptions, vlm: VLM, judge: JudgeConfig | None, redactor: Redactor,
+                 echo: Echo = lambda _s: None) -> RunOutcome:
+    """The whole benchmark; ``judge=None`` is ``--skip-judge`` (latency only)."""
+    started, t0 = _now(), time.monotonic()
+    config = prepare_run(opts, vlm, redactor)
+    store = AnswerStore(opts.output_dir, config.vlm_config_hash, redactor)
+    done = store.latest(config.items)
+    todo = [i for i in config.items if i.id not in done or done[i.id].status != "ok"]
+    reused = len(config.items) - len(todo)
+    echo(f"qa: {len(config.items)} items selected, {sum(config.skipped.values())} skipped, "
+         f"{reused} answered before, {len(todo)} to ask")
+    try:
+        await _ask_all(vlm, todo, store, opts.concurrency)
+    finally:
+        await vlm.aclose()
+    answers = _with_missing(config, store.latest(config.items))
+    outcome = RunOutcome(0, {}, opts.output_dir, vlm_calls=len(todo))
+    timing = {"started_at": started, "vlm_stage_s": round(time.monotonic() - t0, 3)}
+    return await _finish(config, opts.output_dir, answers, judge, redactor, outcome, timing, t0)
+
+
+async def judge_stored(out_dir: Path, judge: JudgeConfig, redactor: Redactor) -> RunOutcome:
+    """Re-judge the answers stored in ``out_dir`` (cache first) and rewrite its outputs."""
+    try:
+        config = load_run_config(out_dir)
+    except ValueError as e:
+        raise PreconditionError(str(e)) from None
+    store = AnswerStore(out_dir, config.vlm_config_hash, redactor)
+    answers = _with_missing(config, store.latest(config.items))
+    outcome = RunOutcome(0, {}, out_dir)
+    return await _finish(config, out_dir, answers, judge, redactor, outcome, {"rejudged_at": _now()},
+                         time.monotonic())

@@ -1,0 +1,145 @@
+"""What a QA run keeps in its output folder so a killed run resumes without paying twice.
+
+- ``run_config.json``: the settings, the selected items (question, reference, video) and the
+  skip counts, so ``qa judge`` needs nothing but the folder.
+- ``answers.jsonl``: one row per VLM call, appended as soon as it returns. Rows are keyed by
+  the VLM configuration and the item's content; a rerun reuses ok rows and asks again for
+  items whose last row is an error (an error row never counts as done).
+- ``judge_cache.jsonl``: one row per verdict, keyed by judge model, prompt version and item
+  (its question, reference and answer); only ok verdicts are reused.
+
+Both JSONL files are append-only through :func:`benchcheck.store.append_rows` (locked, torn
+tails survived), and every row is redacted before it is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.outputs import write_atomic
+from benchcheck.qa.records import Judgement, VLMAnswer
+from benchcheck.qa.redact import Redactor
+from benchcheck.store import append_rows, read_rows
+
+RUN_CONFIG = "run_config.json"
+ANSWERS = "answers.jsonl"
+JUDGE_CACHE = "judge_cache.jsonl"
+
+
+def digest(parts: Any) -> str:
+    """A short stable hash of a JSON-serializable value."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:24]
+
+
+def answer_key(vlm_config_hash: str, item: QAItem) -> str:
+    return digest([vlm_config_hash, item.id, item.question, item.video])
+
+
+def judge_key(judge_model: str, prompt_version: str, item: QAItem, answer: str) -> str:
+    return digest([judge_model, prompt_version, item.id, item.question, item.ground_truth, answer])
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """The stored description of a run: enough to rebuild its outputs and re-judge it."""
+
+    vlm_config_hash: str
+    settings: dict[str, Any]
+    items: list[QAItem]
+    dataset_entries: int
+    skipped: dict[str, int]
+    not_selected: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "vlm_config_hash": self.vlm_config_hash,
+            "settings": self.settings,
+            "dataset_entries": self.dataset_entries,
+            "skipped": self.skipped,
+            "not_selected": self.not_selected,
+            "items": [{"id": i.id, "question": i.question, "ground_truth": i.ground_truth,
+                       "video": i.video, "video_path": str(i.video_path),
+                       "evaluation_method": list(i.evaluation_method)} for i in self.items],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunConfig:
+        items = [QAItem(str(i["id"]), i["question"], i["ground_truth"], i["video"], Path(i["video_path"]),
+                        tuple(i.get("evaluation_method", ())))
+                 for i in d["items"]]
+        return cls(d["vlm_config_hash"], d["settings"], items, int(d["dataset_entries"]),
+                   dict(d["skipped"]), int(d["not_selected"]))
+
+
+def save_run_config(out_dir: Path, config: RunConfig, redactor: Redactor) -> None:
+    write_atomic(out_dir / RUN_CONFIG, json.dumps(redactor.value(config.to_json()), indent=2,
+                                                  ensure_ascii=False) + "\n")
+
+
+def load_run_config(out_dir: Path) -> RunConfig:
+    """Raises ``ValueError`` naming the file when it is missing or unreadable."""
+    path = out_dir / RUN_CONFIG
+    try:
+        return RunConfig.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ValueError(f"{path} not found: run `benchcheck qa run` into this folder first") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: unreadable run configuration ({e})") from e
+
+
+class AnswerStore:
+    """The VLM answers of one configuration, read from and appended to ``answers.jsonl``."""
+
+    def __init__(self, out_dir: Path, vlm_config_hash: str, redactor: Redactor) -> None:
+        self.path = out_dir / ANSWERS
+        self.config_hash = vlm_config_hash
+        self.redactor = redactor
+
+    def latest(self, items: list[QAItem]) -> dict[str, VLMAnswer]:
+        """Per item id: its last ok answer, else its last error, for this configuration."""
+        wanted = {answer_key(self.config_hash, i): i.id for i in items}
+        ok: dict[str, VLMAnswer] = {}
+        err: dict[str, VLMAnswer] = {}
+        for row in read_rows(self.path):
+            iid = wanted.get(str(row.get("key")))
+            if iid is None:
+                continue
+            try:
+                ans = VLMAnswer.from_row(row)
+            except TypeError:
+                continue
+            (ok if ans.status == "ok" else err)[iid] = ans
+        return {**err, **ok}
+
+    def append(self, item: QAItem, answer: VLMAnswer) -> None:
+        row = {"key": answer_key(self.config_hash, item), **answer.to_row()}
+        append_rows(self.path, [self.redactor.value(row)])
+
+
+class JudgeCache:
+    """Ok verdicts keyed by :func:`judge_key`; every verdict (errors too) is appended for the record."""
+
+    def __init__(self, out_dir: Path, redactor: Redactor) -> None:
+        self.path = out_dir / JUDGE_CACHE
+        self.redactor = redactor
+
+    def load(self) -> dict[str, Judgement]:
+        hits: dict[str, Judgement] = {}
+        for row in read_rows(self.path):
+            if row.get("status") != "ok" or not isinstance(row.get("key"), str):
+                continue
+            try:
+                hits[row["key"]] = Judgement.from_row(row)
+            except TypeError:
+                continue
+        return hits
+
+    def append(self, key: str, judgement: Judgement) -> None:
+        append_rows(self.path, [self.redactor.value({"key": key, **judgement.to_row()})])

@@ -1,0 +1,136 @@
+"""From stored answers and verdicts to the run's numbers (pure).
+
+Accuracy is the mean over scored items only; latency statistics cover items whose VLM call
+succeeded only. An error (VLM or judge) is counted apart and never enters either number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.records import Judgement, VLMAnswer
+
+PERCENTILES = (50, 90, 95, 99)
+EXIT_OK = 0
+EXIT_PRECONDITION = 2
+EXIT_ITEM_ERRORS = 3
+
+Outcome = Literal["scored", "unjudged", "vlm_error", "judge_error"]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile with linear interpolation between ranks (numpy's default)."""
+    if not values:
+        return None
+    v = sorted(values)
+    pos = (len(v) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def latency_stats(values: Sequence[float]) -> dict[str, float | int | None]:
+    """n, mean, p50/p90/p95/p99, min and max of wall-clock seconds."""
+    stats: dict[str, float | int | None] = {
+        "n": len(values),
+        "mean": sum(values) / len(values) if values else None,
+    }
+    for q in PERCENTILES:
+        stats[f"p{q}"] = percentile(values, q)
+    stats["min"] = min(values) if values else None
+    stats["max"] = max(values) if values else None
+    return stats
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """One selected item with its VLM answer and, when judged, the verdict."""
+
+    item: QAItem
+    answer: VLMAnswer
+    judgement: Judgement | None
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.answer.status != "ok":
+            return "vlm_error"
+        if self.judgement is None:
+            return "unjudged"
+        return "scored" if self.judgement.status == "ok" else "judge_error"
+
+    @property
+    def score(self) -> float | None:
+        return self.judgement.score if self.outcome == "scored" and self.judgement else None
+
+    @property
+    def error(self) -> str | None:
+        if self.outcome == "vlm_error":
+            return f"vlm: {self.answer.error}"
+        if self.outcome == "judge_error" and self.judgement:
+            return f"judge: {self.judgement.error}"
+        return None
+
+
+def _names(values: Iterable[str | None]) -> tuple[str | None, dict[str, int]]:
+    """The single reported name (or all of them joined when they differ) and their counts."""
+    counts = Counter(v for v in values if v)
+    if not counts:
+        return None, {}
+    return ", ".join(sorted(counts)), dict(sorted(counts.items()))
+
+
+def exit_code(results: Sequence[ItemResult]) -> int:
+    """0 when every item is ok, 3 when any item errored (VLM or judge)."""
+    bad = any(r.outcome in ("vlm_error", "judge_error") for r in results)
+    return EXIT_ITEM_ERRORS if bad else EXIT_OK
+
+
+def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skipped: dict[str, int],
+                  not_selected: int, settings: dict[str, Any], judge_model_requested: str | None,
+                  judge_hint: str | None) -> dict[str, Any]:
+    """The content of ``summary.json``."""
+    by = Counter(r.outcome for r in results)
+    scores = [s for r in results if (s := r.score) is not None]
+    latencies = [r.answer.latency_s for r in results if r.answer.status == "ok"]
+    model_served, models_served = _names(r.answer.model for r in results if r.answer.status == "ok")
+    judge_model, judge_models = _names(
+        r.judgement.judge_model for r in results if r.judgement and r.judgement.status == "ok"
+    )
+    errors = [
+        {"id": r.item.id, "stage": "vlm" if r.outcome == "vlm_error" else "judge",
+         "kind": r.answer.error_kind if r.outcome == "vlm_error" else "judge", "error": r.error}
+        for r in results if r.error is not None
+    ]
+    return {
+        "schema_version": 1,
+        "accuracy": sum(scores) / len(scores) if scores else None,
+        "counts": {
+            "dataset_entries": dataset_entries,
+            "selected": len(results),
+            "scored": by["scored"],
+            "errors": by["vlm_error"] + by["judge_error"],
+            "vlm_errors": by["vlm_error"],
+            "judge_errors": by["judge_error"],
+            "unjudged": by["unjudged"],
+            "skipped": sum(skipped.values()),
+            "skipped_by_reason": dict(skipped),
+            "not_selected_by_limit": not_selected,
+        },
+        "vlm_errors_by_kind": dict(sorted(Counter(
+            r.answer.error_kind or "unknown" for r in results if r.outcome == "vlm_error").items())),
+        "latency_s": latency_stats(latencies),
+        "model_served": model_served,
+        "models_served": models_served,
+        "judge_model": judge_model,
+        "judge_models": judge_models,
+        "judge_model_requested": judge_model_requested,
+        "judge_hint": judge_hint,
+        "errors": errors,
+        "settings": settings,
+        "exit_code": exit_code(results),
+    }

@@ -1,0 +1,195 @@
+"""The VLM as a command line (``--vlm-cmd``), run under a watchdog.
+
+The template's ``{video}``, ``{question}``, ``{num_frames}`` and ``{timeout}`` are each replaced
+by one shell-quoted argument and the line runs under ``/bin/sh`` in its own process group.
+The command prints ``{"answer": ..., "model": ...}`` on stdout. There are no retries:
+``--timeout`` is the command's own limit (pass it with ``{timeout}``) and the watchdog kills the
+whole process group ``timeout + grace`` seconds after the start, so a command that never
+returns costs one item, not the run. A killed item is an error naming the watchdog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.records import VLMAnswer
+from benchcheck.qa.redact import Redactor
+
+PLACEHOLDERS = ("video", "question", "num_frames", "timeout")
+REQUIRED_PLACEHOLDERS = ("video", "question")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+_TAIL_CHARS = 500
+# After the main process exits, how long to wait for the pipes to drain.
+_DRAIN_S = 2.0
+_POLL_S = 0.05
+
+
+def check_template(template: str) -> None:
+    """Raise ``ValueError`` unless the template names the video and the question."""
+    found = set(_PLACEHOLDER.findall(template))
+    missing = [p for p in REQUIRED_PLACEHOLDERS if p not in found]
+    if missing:
+        raise ValueError(
+            f"--vlm-cmd must contain {', '.join('{' + m + '}' for m in missing)} "
+            f"(placeholders: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})"
+        )
+
+
+def fill_template(template: str, values: dict[str, str]) -> str:
+    """Replace each known placeholder by one shell-quoted argument; other braces stay as written."""
+    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), template)
+
+
+def parse_vlm_output(stdout: str) -> tuple[str, str | None]:
+    """``(answer, model)`` from the command's stdout: the whole text as one JSON object, or
+    else the last line that is one (log lines before it are tolerated). Raises ``ValueError``."""
+    candidates = [stdout.strip()] + [ln.strip() for ln in reversed(stdout.splitlines())]
+    for text in candidates:
+        if not text.startswith("{"):
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and "answer" in obj:
+            return _answer_fields(obj)
+    raise ValueError("stdout holds no JSON object with an 'answer' field")
+
+
+def _answer_fields(obj: dict[str, Any]) -> tuple[str, str | None]:
+    answer = obj["answer"]
+    if isinstance(answer, bool) or not isinstance(answer, str | int | float):
+        raise ValueError(f"'answer' must be text, got {type(answer).__name__}")
+    model = obj.get("model")
+    return str(answer), (str(model) if model not in (None, "") else None)
+
+
+def _tail(data: bytes) -> str:
+    text = data.decode("utf-8", "replace").strip()
+    return text[-_TAIL_CHARS:] if len(text) > _TAIL_CHARS else text
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return str(num)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What one run of the command did; ``killed`` when the watchdog ended it."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    elapsed_s: float
+    killed: bool
+
+
+async def run_with_watchdog(command: str, hard_limit_s: float) -> CommandResult:
+    """Run ``command`` under ``/bin/sh`` in a new process group; SIGKILL the whole group at
+    ``hard_limit_s``. Stragglers left in the group after the main process exits are killed too,
+    so a background child holding the pipes open cannot stall the item."""
+    start = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", command,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [asyncio.ensure_future(proc.stdout.read()), asyncio.ensure_future(proc.stderr.read())]
+    # asyncio's wait() also waits for the pipes to close, which a straggler may hold open:
+    # poll the exit status too, so the item ends when the main process does.
+    waiter = asyncio.ensure_future(proc.wait())
+    deadline = start + hard_limit_s
+    killed = False
+    try:
+        while not waiter.done() and proc.returncode is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                killed = True
+                break
+            await asyncio.wait([waiter], timeout=min(remaining, _POLL_S))
+        elapsed = time.monotonic() - start
+    finally:
+        _kill_group(proc.pid)
+    # A process that left the group (setsid) can hold the pipes forever: stop waiting for them.
+    done, pending = await asyncio.wait([waiter, *readers], timeout=_DRAIN_S)
+    for task in pending:
+        task.cancel()
+    out = readers[0].result() if readers[0] in done else b""
+    err = readers[1].result() if readers[1] in done else b""
+    return CommandResult(None if killed else proc.returncode, out, err, elapsed, killed)
+
+
+class CommandVLM:
+    """Asks the VLM by running the ``--vlm-cmd`` template once per item."""
+
+    kind = "command"
+
+    def __init__(self, template: str, num_frames: int, timeout_s: float, watchdog_grace_s: float,
+                 redactor: Redactor) -> None:
+        check_template(template)
+        self.template = template
+        self.num_frames = num_frames
+        self.timeout_s = timeout_s
+        self.watchdog_grace_s = watchdog_grace_s
+        self.redactor = redactor
+
+    def settings(self) -> dict[str, Any]:
+        """What identifies this VLM in the run configuration (no secrets)."""
+        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template)}
+
+    def command_for(self, item: QAItem) -> str:
+        return fill_template(self.template, {
+            "video": str(item.video_path),
+            "question": item.question,
+            "num_frames": str(self.num_frames),
+            "timeout": f"{self.timeout_s:g}",
+        })
+
+    async def answer(self, item: QAItem) -> VLMAnswer:
+        if not item.video_path.is_file():
+            return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
+        limit = self.timeout_s + self.watchdog_grace_s
+        res = await run_with_watchdog(self.command_for(item), limit)
+        if res.killed:
+            msg = (f"killed by the watchdog after {res.elapsed_s:.1f} s (--timeout {self.timeout_s:g} + "
+                   f"--watchdog-grace {self.watchdog_grace_s:g}): the VLM command never returned")
+            return VLMAnswer(item.id, "error", res.elapsed_s, error=msg, error_kind="watchdog")
+        if res.returncode != 0:
+            rc = res.returncode or 0
+            what = f"killed by signal {_signal_name(-rc)}" if rc < 0 else f"exited {rc}"
+            if 128 < rc < 128 + 65:
+                what += f" (the shell's child died of {_signal_name(rc - 128)}?)"
+            tail = self.redactor.text(_tail(res.stderr) or _tail(res.stdout))
+            msg = f"VLM command {what}" + (f": {tail}" if tail else "")
+            return VLMAnswer(item.id, "error", res.elapsed_s, error=msg, error_kind="exit")
+        try:
+            answer, model = parse_vlm_output(res.stdout.decode("utf-8", "replace"))
+        except ValueError as e:
+            tail = self.redactor.text(_tail(res.stdout))
+            return VLMAnswer(item.id, "error", res.elapsed_s, error=f"VLM command output: {e}: {tail!r}",
+                             error_kind="bad_output")
+        return VLMAnswer(item.id, "ok", res.elapsed_s, answer=answer, model=model)
+
+    async def aclose(self) -> None:
+        """Nothing to release: every command's process group is gone when its item ends."""

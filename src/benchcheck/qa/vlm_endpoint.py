@@ -1,0 +1,159 @@
+"""The VLM as an OpenAI-compatible chat endpoint (``--vlm-endpoint URL --vlm-model NAME``).
+
+Three ways to show the clip:
+
+- ``frames`` (default): ``num_frames`` time-uniform JPEG frames as image parts, sent through
+  :class:`benchcheck.engines.openai.OpenAIEngine` with no retries;
+- ``url`` (``--video-url-base``): one ``video_url`` part pointing at ``<base>/<video path>``,
+  so the server fetches the clip itself (the base must be routable from the server);
+- ``inline`` (``--inline-media``): the clip inline as a base64 ``data:`` URL; warns above
+  about 10 MB, which servers commonly reject (HTTP 413/422).
+
+The engine's records carry images only, so the two video modes post their one request with a
+small aiohttp call here, reading the answer with the shared wire parser. ``--timeout`` bounds
+the request; the watchdog (``timeout + grace``) bounds the whole item, preparation included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import mimetypes
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+from urllib.parse import quote
+
+from benchcheck.engines.base import Failure, GenerateRequest, Generation
+from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.frames import sample_jpegs
+from benchcheck.qa.records import VLMAnswer, VLMErrorKind
+from benchcheck.qa.redact import Redactor
+
+MediaMode = Literal["frames", "url", "inline"]
+INLINE_WARN_BYTES = 10 * 1024 * 1024
+
+_FAILURE_KINDS: dict[str, VLMErrorKind] = {"timeout": "timeout", "connection": "connection"}
+
+
+def video_part(url: str) -> dict[str, Any]:
+    return {"type": "video_url", "video_url": {"url": url}}
+
+
+def inline_video_url(data: bytes, name: str) -> str:
+    mime = mimetypes.guess_type(name)[0] or "video/mp4"
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+class EndpointVLM:
+    """Asks an OpenAI-compatible VLM server about each clip."""
+
+    kind = "endpoint"
+
+    def __init__(self, endpoint: str, model: str, *, num_frames: int, timeout_s: float,
+                 watchdog_grace_s: float, redactor: Redactor, api_key: str | None = None,
+                 media: MediaMode = "frames", video_url_base: str | None = None, max_side: int = 768,
+                 max_tokens: int = 512, concurrency: int = 1,
+                 warn: Callable[[str], None] = lambda _msg: None) -> None:
+        from benchcheck.engines.openai import OpenAIEngine
+
+        if media == "url" and not video_url_base:
+            raise ValueError("media mode 'url' needs a video URL base")
+        self.endpoint = endpoint.rstrip("/")
+        self.model = model
+        self.num_frames = num_frames
+        self.timeout_s = timeout_s
+        self.watchdog_grace_s = watchdog_grace_s
+        self.redactor = redactor
+        self.api_key = api_key
+        self.media: MediaMode = media
+        self.video_url_base = video_url_base.rstrip("/") if video_url_base else None
+        self.max_side = max_side
+        self.max_tokens = max_tokens
+        self.warn = warn
+        self.engine = OpenAIEngine([self.endpoint], model, api_key=api_key, concurrency=concurrency,
+                                   timeout_s=timeout_s, max_retries=0)
+        self._session: Any = None
+
+    def settings(self) -> dict[str, Any]:
+        """What identifies this VLM in the run configuration (no secrets)."""
+        return {"mode": self.kind, "vlm_endpoint": self.endpoint, "vlm_model": self.model,
+                "media": self.media, "video_url_base": self.video_url_base, "max_side": self.max_side,
+                "max_tokens": self.max_tokens}
+
+    async def answer(self, item: QAItem) -> VLMAnswer:
+        limit = self.timeout_s + self.watchdog_grace_s
+        start = time.monotonic()
+        try:
+            return await asyncio.wait_for(self._answer(item), timeout=limit)
+        except TimeoutError:
+            elapsed = time.monotonic() - start
+            msg = (f"killed by the watchdog after {elapsed:.1f} s (--timeout {self.timeout_s:g} + "
+                   f"--watchdog-grace {self.watchdog_grace_s:g}): the VLM endpoint never answered")
+            return VLMAnswer(item.id, "error", elapsed, error=msg, error_kind="watchdog")
+
+    async def _answer(self, item: QAItem) -> VLMAnswer:
+        if not item.video_path.is_file():
+            return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
+        t0 = time.monotonic()
+        try:
+            content = await asyncio.to_thread(self._media, item)
+        except (ValueError, OSError) as e:
+            return VLMAnswer(item.id, "error", 0.0, error=str(e), error_kind="video", prep_s=time.monotonic() - t0)
+        prep = time.monotonic() - t0
+        t1 = time.monotonic()
+        if isinstance(content, tuple):
+            req = GenerateRequest(request_id=item.id, prompt=item.question, images=content,
+                                  max_tokens=self.max_tokens)
+            (res,) = await self.engine.generate([req])
+        else:
+            res = await self._post_video(item, content)
+        latency = time.monotonic() - t1
+        if isinstance(res, Failure):
+            kind = _FAILURE_KINDS.get(res.kind, "http")
+            return VLMAnswer(item.id, "error", latency, error=self.redactor.text(f"VLM endpoint {res}"),
+                             error_kind=kind, prep_s=prep)
+        return VLMAnswer(item.id, "ok", latency, answer=res.text, model=res.model or None, prep_s=prep)
+
+    def _media(self, item: QAItem) -> tuple[bytes, ...] | str:
+        """Frames (a tuple of JPEGs) or the clip's URL; runs in a worker thread."""
+        if self.media == "frames":
+            return tuple(sample_jpegs(item.video_path, self.num_frames, self.max_side))
+        if self.media == "url":
+            return f"{self.video_url_base}/{quote(item.video.replace(chr(92), '/'))}"
+        data = item.video_path.read_bytes()
+        if len(data) > INLINE_WARN_BYTES:
+            self.warn(f"{item.id}: {item.video} is {len(data) / 2**20:.1f} MB inline (--inline-media); "
+                      "servers often reject clips over ~10 MB (HTTP 413/422): serve the clips by URL instead")
+        return inline_video_url(data, item.video)
+
+    async def _post_video(self, item: QAItem, url: str) -> Generation | Failure:
+        import aiohttp
+
+        from benchcheck.engines.wire import WireError, error_message, parse_generation
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(trust_env=False)
+        body = {"model": self.model, "temperature": 0.0, "max_tokens": self.max_tokens,
+                "messages": [{"role": "user", "content": [video_part(url), {"type": "text", "text": item.question}]}]}
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        t0 = time.monotonic()
+        try:
+            async with self._session.post(f"{self.endpoint}/chat/completions", json=body, headers=headers,
+                                          allow_redirects=False,
+                                          timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as resp:
+                text = await resp.text()
+                if resp.status != 200:
+                    return Failure(item.id, "http", error_message(text), status=resp.status)
+                return parse_generation(await resp.json(content_type=None), item.id, time.monotonic() - t0)
+        except TimeoutError:
+            return Failure(item.id, "timeout", f"no answer within --timeout {self.timeout_s:g} s")
+        except aiohttp.ClientError as e:
+            return Failure(item.id, "connection", f"{type(e).__name__}: {e}")
+        except (WireError, ValueError) as e:
+            return Failure(item.id, "internal", f"malformed response: {e}")
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()
+        if self._session is not None:
+            await self._session.close()

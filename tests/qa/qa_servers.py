@@ -1,0 +1,186 @@
+"""Real loopback servers and CLI runs for the QA tests.
+
+- ``serve_cli``: ``benchcheck serve`` in its own process (the scripted judge or VLM).
+- ``RecordingHost``: an aiohttp app on a thread that records every request (method, path,
+  headers, body) and answers ``/v1/models`` and ``/v1/chat/completions`` like a judge or a VLM.
+- ``run_cli``: ``benchcheck ...`` as a subprocess with a chosen environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+FAKE_VLM = Path(__file__).with_name("fake_vlm.py")
+CLIP_FRAMES = 60  # frames of each test clip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} not healthy after {timeout_s} s")
+
+
+@contextmanager
+def serve_cli(*args: str) -> Iterator[str]:
+    """``benchcheck serve ARGS --port <free>`` in its own process group; yields the base URL."""
+    port = free_port()
+    cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", *args, "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_health(url, proc)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@contextmanager
+def scripted_server(tmp: Path, name: str, rules: list[dict[str, Any]]) -> Iterator[str]:
+    """The scripted engine behind ``benchcheck serve``, reporting ``scripted:<name>``."""
+    path = tmp / f"rules_{name}.json"
+    path.write_text(json.dumps(rules))
+    with serve_cli("--engine", "scripted", "--rules", str(path), "--model", name,
+                   "--served-model-name", name) as url:
+        yield url
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+
+
+@dataclass
+class RecordingHost:
+    """Records every request; ``reply`` maps a chat body to (status, JSON answer)."""
+
+    model_id: str
+    reply: Reply
+    requests: list[Recorded] = field(default_factory=list)
+    redirect_to: str | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.requests.append(Recorded(request.method, request.path, dict(request.headers), body))
+        if self.redirect_to is not None:
+            raise web.HTTPTemporaryRedirect(self.redirect_to + request.path)
+        if request.method == "GET" and request.path.endswith("/models"):
+            return web.json_response({"object": "list", "data": [{"id": self.model_id, "object": "model"}]})
+        if request.method == "POST" and request.path.endswith("/chat/completions"):
+            status, answer = self.reply(json.loads(body))
+            return web.json_response(answer, status=status)
+        return web.json_response({"error": {"message": "not found"}}, status=404)
+
+    def chats(self) -> list[dict[str, Any]]:
+        return [json.loads(r.body) for r in self.requests if r.path.endswith("/chat/completions")]
+
+
+def completion(model: str, text: str) -> dict[str, Any]:
+    """A chat completion body as an OpenAI-compatible server answers it."""
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+    }
+
+
+@contextmanager
+def thread_server(app: web.Application) -> Iterator[str]:
+    """Run an aiohttp app on a free loopback port in a background thread; yields the base URL."""
+    port = free_port()
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app, access_log=None)
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
+        started.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(30)
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout_s: float = 120.0) -> CliResult:
+    """``benchcheck ARGS`` in a subprocess with exactly ``env`` (plus PATH and HOME)."""
+    full = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    full.update(env)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", "from benchcheck.cli import main; main()", *args],
+                          capture_output=True, text=True, env=full, timeout=timeout_s)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def vlm_cmd() -> str:
+    """The ``--vlm-cmd`` template of the fake VLM."""
+    return f"{sys.executable} {FAKE_VLM} --video {{video}} --question {{question}} --frames {{num_frames}}"
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def qa_entry(iid: str, question: str, ground_truth: Any = "yes", video: str = "a.mp4",
+             methods: list[str] | None = None) -> dict[str, Any]:
+    return {"id": iid, "query": question, "ground_truth": ground_truth,
+            "evaluation_method": ["qa"] if methods is None else methods, "video": video}

@@ -1,0 +1,144 @@
+"""The QA dataset rules, and exit code 2 for every failed precondition (nothing is run)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from qa_servers import qa_entry
+
+from benchcheck.cli import main
+from benchcheck.qa.dataset import DatasetError, load_dataset, parse_dataset
+
+
+def test_selection_and_skip_reasons(tmp_path: Path) -> None:
+    data = [
+        qa_entry("1", "Is it? "),
+        {"id": 2, "question": "Alt key", "ground_truth": "no", "evaluation_method": ["qa", "trajectory"],
+         "video": "sub/b.mp4"},
+        qa_entry("3", "report", methods=["report"]),
+        qa_entry("4", "trajectory only", methods=["trajectory"]),
+        qa_entry("5", "no gt", ground_truth=None),
+        qa_entry("6", "list gt", ground_truth=["a", "b"]),
+        qa_entry("7", "blank gt", ground_truth="  "),
+        {"id": "8", "query": "unmarked", "ground_truth": "x", "video": "a.mp4"},
+        qa_entry("9", "empty methods", methods=[]),
+    ]
+    ds = parse_dataset(data, tmp_path / "d.json", tmp_path)
+    assert [i.id for i in ds.items] == ["1", "2"]
+    assert ds.items[1].question == "Alt key" and ds.items[1].video_path == (tmp_path / "sub/b.mp4").resolve()
+    assert ds.skipped == {"no_evaluation_method": 2, "no_text_ground_truth": 3, "not_qa": 2}
+    assert ds.total == 9
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"items": []}, "expected a JSON list"),
+    ([1, 2], "not a JSON object"),
+    ([qa_entry("a", "q"), qa_entry("a", "q2")], "duplicate id 'a'"),
+    ([{"query": "q", "ground_truth": "g", "evaluation_method": ["qa"], "video": "a.mp4"}], "missing or invalid 'id'"),
+    ([qa_entry("a", "q", video="../outside.mp4")], "leaves the videos folder"),
+    ([qa_entry("a", "q", video="/etc/passwd")], "leaves the videos folder"),
+    ([{**qa_entry("a", "q"), "video": None}], "needs 'video'"),
+    ([{**qa_entry("a", ""), "query": ""}], "needs a text 'query'"),
+    ([{**qa_entry("a", "q"), "evaluation_method": "qa"}], "must be a list of strings"),
+    ([qa_entry("a", "q", methods=["report"])], "no runnable qa item (not_qa=1)"),
+    ([], "no runnable qa item"),
+])
+def test_bad_datasets(tmp_path: Path, data: Any, message: str) -> None:
+    with pytest.raises(DatasetError) as info:
+        parse_dataset(data, tmp_path / "d.json", tmp_path)
+    assert message in str(info.value)
+    assert str(tmp_path / "d.json") in str(info.value)
+
+
+def test_every_problem_is_listed(tmp_path: Path) -> None:
+    data = [qa_entry("a", "q", video="../x.mp4"), 5, qa_entry("a", "q")]
+    with pytest.raises(DatasetError) as info:
+        parse_dataset(data, tmp_path / "d.json", tmp_path)
+    assert len(info.value.problems) == 3
+
+
+def test_symlink_out_of_the_videos_folder_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "videos"
+    root.mkdir()
+    (root / "link.mp4").symlink_to(tmp_path / "secret.mp4")
+    with pytest.raises(DatasetError, match="outside the videos folder"):
+        parse_dataset([qa_entry("a", "q", video="link.mp4")], tmp_path / "d.json", root)
+
+
+def test_unreadable_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{")
+    with pytest.raises(DatasetError, match="not valid JSON"):
+        load_dataset(bad, tmp_path)
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_dataset(tmp_path / "missing.json", tmp_path)
+    with pytest.raises(DatasetError, match="videos folder"):
+        load_dataset(bad, tmp_path / "no-such-dir")
+
+
+def _invoke(args: list[str], env: dict[str, str] | None = None) -> Any:
+    base = {"EVAL_LLM_JUDGE_BASE_URL": "", "EVAL_LLM_JUDGE_NAME": "", "EVAL_LLM_JUDGE_API_KEY": ""}
+    return CliRunner().invoke(main, args, env={**base, **(env or {})})
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("{not json", "not valid JSON"),
+    (json.dumps({"a": 1}), "expected a JSON list"),
+    (json.dumps([qa_entry("x", "q", video="../../etc/passwd")]), "leaves the videos folder"),
+    (json.dumps([qa_entry("x", "q", methods=["report"])]), "no runnable qa item"),
+])
+def test_bad_dataset_exits_2(tmp_path: Path, clips: Path, content: str, needle: str) -> None:
+    ds = tmp_path / "d.json"
+    ds.write_text(content)
+    out = tmp_path / "out"
+    res = _invoke(["qa", "run", "--dataset", str(ds), "--videos", str(clips), "--output-dir", str(out),
+                   "--vlm-cmd", "echo {video} {question}", "--skip-judge"])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and str(ds) in res.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("extra", "env", "needle"), [
+    ([], {}, "EVAL_LLM_JUDGE_BASE_URL and EVAL_LLM_JUDGE_NAME"),
+    (["--skip-judge", "--vlm-endpoint", "http://127.0.0.1:9/v1"], {}, "exactly one of --vlm-cmd or --vlm-endpoint"),
+    (["--skip-judge", "--vlm-model", "m"], {}, "apply to --vlm-endpoint only"),
+    ([], {"EVAL_LLM_JUDGE_BASE_URL": "ftp://x", "EVAL_LLM_JUDGE_NAME": "j"}, "not an http(s) URL"),
+    ([], {"EVAL_LLM_JUDGE_BASE_URL": "http://u:pw@h/v1", "EVAL_LLM_JUDGE_NAME": "j"}, "credentials in the URL"),
+])
+def test_other_preconditions_exit_2(tmp_path: Path, clips: Path, write_dataset: Callable[[list[Any]], Path],
+                                    extra: list[str], env: dict[str, str], needle: str) -> None:
+    ds = write_dataset([qa_entry("a", "q")])
+    res = _invoke(["qa", "run", "--dataset", str(ds), "--videos", str(clips), "--output-dir", str(tmp_path / "o"),
+                   "--vlm-cmd", "echo {video} {question}", *extra], env)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+
+
+def test_template_without_question_exits_2(tmp_path: Path, clips: Path,
+                                           write_dataset: Callable[[list[Any]], Path]) -> None:
+    ds = write_dataset([qa_entry("a", "q")])
+    res = _invoke(["qa", "run", "--dataset", str(ds), "--videos", str(clips), "--output-dir", str(tmp_path / "o"),
+                   "--vlm-cmd", "vlm --video {video}", "--skip-judge"])
+    assert res.exit_code == 2 and "{question}" in res.output
+
+
+def test_endpoint_needs_model_and_key_variable(tmp_path: Path, clips: Path,
+                                               write_dataset: Callable[[list[Any]], Path]) -> None:
+    ds = write_dataset([qa_entry("a", "q")])
+    base = ["qa", "run", "--dataset", str(ds), "--videos", str(clips), "--output-dir", str(tmp_path / "o"),
+            "--skip-judge", "--vlm-endpoint", "http://127.0.0.1:9"]
+    res = _invoke(base)
+    assert res.exit_code == 2 and "--vlm-model" in res.output
+    res = _invoke([*base, "--vlm-model", "m", "--vlm-api-key-env", "QA_NO_SUCH_VAR"])
+    assert res.exit_code == 2 and "QA_NO_SUCH_VAR" in res.output
+
+
+def test_judge_on_a_folder_without_a_run_exits_2(tmp_path: Path) -> None:
+    res = _invoke(["qa", "judge", "--output-dir", str(tmp_path)],
+                  {"EVAL_LLM_JUDGE_BASE_URL": "http://127.0.0.1:9", "EVAL_LLM_JUDGE_NAME": "j"})
+    assert res.exit_code == 2 and "run_config.json not found" in res.output

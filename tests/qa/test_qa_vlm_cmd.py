@@ -1,0 +1,109 @@
+"""The command-line VLM runner: template quoting, output parsing and the watchdog (real processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.redact import Redactor
+from benchcheck.qa.vlm_cmd import CommandVLM, check_template, fill_template, parse_vlm_output, run_with_watchdog
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=60))
+def test_each_placeholder_is_one_argument(question: str) -> None:
+    line = fill_template("vlm --q {question} --v {video} --n {num_frames}",
+                         {"question": question, "video": "/d/a b.mp4", "num_frames": "8", "timeout": "5"})
+    assert shlex.split(line) == ["vlm", "--q", question, "--v", "/d/a b.mp4", "--n", "8"]
+
+
+def test_other_braces_are_kept() -> None:
+    line = fill_template("sh -c 'echo ${HOME}' {video} '{\"k\": 1}' {question}",
+                         {"question": "q", "video": "v", "num_frames": "1", "timeout": "1"})
+    assert line == "sh -c 'echo ${HOME}' v '{\"k\": 1}' q"
+
+
+def test_template_needs_video_and_question() -> None:
+    check_template("x {video} {question}")
+    with pytest.raises(ValueError, match=r"\{question\}"):
+        check_template("x {video}")
+
+
+@pytest.mark.parametrize(("stdout", "answer", "model"), [
+    ('{"answer": "yes", "model": "m1"}', "yes", "m1"),
+    ('loading...\nwarming up\n{"answer": "no", "model": "m2"}\n', "no", "m2"),
+    ('{\n  "answer": "pretty",\n  "model": "m3"\n}\n', "pretty", "m3"),
+    ('{"answer": 3}', "3", None),
+    ('{"answer": "a", "model": ""}', "a", None),
+])
+def test_parse_output(stdout: str, answer: str, model: str | None) -> None:
+    assert parse_vlm_output(stdout) == (answer, model)
+
+
+@pytest.mark.parametrize("stdout", ["", "yes", '{"model": "m"}', '{"answer": null}', '{"answer": ["a"]}', "[1]"])
+def test_parse_output_refuses(stdout: str) -> None:
+    with pytest.raises(ValueError):
+        parse_vlm_output(stdout)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+def test_watchdog_kills_the_group_on_time(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    t0 = time.monotonic()
+    res = asyncio.run(run_with_watchdog(f"sleep 60 & echo $! > {pidfile}; sleep 60", 0.5))
+    assert res.killed and res.returncode is None
+    assert time.monotonic() - t0 < 5
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
+
+
+def test_background_child_holding_pipes_does_not_stall(tmp_path: Path) -> None:
+    """The main process answered and exited; a leftover child keeps stdout open."""
+    t0 = time.monotonic()
+    res = asyncio.run(run_with_watchdog("sleep 30 & echo '{\"answer\": \"ok\"}'", 20))
+    assert not res.killed and res.returncode == 0
+    assert time.monotonic() - t0 < 5
+    assert parse_vlm_output(res.stdout.decode()) == ("ok", None)
+
+
+def _item(tmp_path: Path, question: str) -> QAItem:
+    video = tmp_path / "v.mp4"
+    video.write_bytes(b"not really a video")
+    return QAItem("i1", question, "gt", "v.mp4", video, ("qa",))
+
+
+def test_exit_code_and_signal_are_errors(tmp_path: Path) -> None:
+    red = Redactor(["s3cr3t-value"])
+    vlm = CommandVLM("sh -c 'echo token s3cr3t-value >&2; exit 7' {video} {question}", 1, 5, 1, red)
+    ans = asyncio.run(vlm.answer(_item(tmp_path, "q")))
+    assert ans.status == "error" and ans.error_kind == "exit"
+    assert ans.error is not None and "exited 7" in ans.error and "s3cr3t" not in ans.error
+    for template in ("kill -SEGV $$ # {video} {question}", "sh -c 'kill -SEGV $$' {video} {question}"):
+        ans = asyncio.run(CommandVLM(template, 1, 5, 1, red).answer(_item(tmp_path, "q")))
+        assert ans.error is not None and "SIGSEGV" in ans.error, ans.error
+
+
+def test_timeout_placeholder_and_env(tmp_path: Path) -> None:
+    vlm = CommandVLM("printf '{\"answer\": \"%s|%s\", \"model\": \"m\"}' {timeout} {num_frames} #{video}{question}",
+                     16, 2.5, 1, Redactor([]))
+    ans = asyncio.run(vlm.answer(_item(tmp_path, "q")))
+    assert (ans.status, ans.answer, ans.model) == ("ok", "2.5|16", "m")
+    assert os.getpgrp() != 0
