@@ -4,7 +4,9 @@ that dies mid-run leaves error rows that the next run retries."""
 from __future__ import annotations
 
 import math
+import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -115,3 +117,24 @@ def _wait_health(port: int, timeout: float = 60) -> None:
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"server on {port} not healthy")
+
+
+def test_ctrl_c_stops_every_server_and_client(small_pool: Path, tmp_path: Path, tiny_model: Path) -> None:
+    port0 = free_port_block(2)
+    logs = tmp_path / "logs"
+    p = popen("launch", "--step", "1", "--gpus", "2", "--port0", str(port0), "--items", str(small_pool),
+              "--results", str(tmp_path / "res"), "--logs", str(logs), "--model", str(tiny_model),
+              "--server-timeout", "240")
+    deadline = time.time() + 240
+    while time.time() < deadline and not (logs / "client_s1_gpu1.log").exists():
+        time.sleep(0.1)
+    assert (logs / "client_s1_gpu1.log").exists(), "clients never started"
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted" in out
+    for port in (port0, port0 + 1):
+        with socket.socket() as s, pytest.raises(OSError):
+            s.connect(("127.0.0.1", port))  # nothing listens any more
+    pids = [int(x) for x in subprocess.run(["pgrep", "-f", str(tiny_model)], capture_output=True,
+                                           text=True).stdout.split()]
+    assert not pids, f"processes left behind: {pids}"
