@@ -15,7 +15,7 @@ ENGINES: dict[str, str] = {
 }
 
 
-def create_engine(name: str, **kwargs: Any) -> Engine:
+def create_engine(name: str, /, **kwargs: Any) -> Engine:
     """Build the engine registered under ``name`` with its own keyword arguments."""
     try:
         target = ENGINES[name]

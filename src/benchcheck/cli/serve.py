@@ -1,0 +1,80 @@
+"""``benchcheck serve``: an OpenAI-compatible server over the ``hf`` or ``scripted`` engine."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("serve")
+@click.option("--model", required=True, help="hf: checkpoint folder or hub name; scripted: a label for the model.")
+@click.option("--engine", "engine_name", type=click.Choice(["hf", "scripted"]), default="hf", show_default=True)
+@click.option("--rules", type=click.Path(exists=True, dir_okay=False), help="Rules file (JSON) of the scripted engine.")
+@click.option("--revision", default=None, help="hf: pinned revision of a hub model.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--served-model-name", default=None, help="Model id reported and accepted (default: --model).")
+@click.option("--api-key", envvar="BENCHCHECK_API_KEY", default=None,
+              help="Require 'Authorization: Bearer KEY' on /v1 routes (or set BENCHCHECK_API_KEY).")
+@click.option("--max-batch-size", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Most requests passed to the engine in one call.")
+@click.option("--max-model-len", default=65536, show_default=True, type=click.IntRange(min=1),
+              help="scripted: context length for the context-too-long check (hf reads its config).")
+@click.option("--device", default="auto", show_default=True, help="hf: cpu, cuda or auto.")
+@click.option("--access-log/--no-access-log", default=False, show_default=True,
+              help="Log one line per request (request line, status, size, time; never headers or bodies).")
+def serve(
+    model: str,
+    engine_name: str,
+    rules: str | None,
+    revision: str | None,
+    host: str,
+    port: int,
+    served_model_name: str | None,
+    api_key: str | None,
+    max_batch_size: int,
+    max_model_len: int,
+    device: str,
+    access_log: bool,
+) -> None:
+    """Serve a model on an OpenAI-compatible API (/v1/models, /v1/chat/completions, /health).
+
+    Accepts the vLLM fields the protocol uses (continue_final_message, add_generation_prompt,
+    logprobs, top_logprobs up to 20) and batches concurrent requests. The scripted engine answers
+    from a rules file and is labelled "scripted" in the served model id.
+
+    \b
+    Example:
+      benchcheck serve --model models/tiny --port 8001
+    """
+    from benchcheck.cli.common import die
+    from benchcheck.engines.base import Engine
+    from benchcheck.engines.registry import create_engine
+    from benchcheck.engines.serve import run_server
+
+    if engine_name == "scripted":
+        if not rules:
+            return die("--engine scripted needs --rules FILE")
+        from benchcheck.engines.scripted import RulesError, ScriptedEngine
+
+        try:
+            engine: Engine = ScriptedEngine(rules, name=model, max_model_len=max_model_len)
+        except RulesError as e:
+            die(str(e))
+        # Scripted answers cost nothing, and a delay rule must not hold up other requests.
+        inflight = 64
+    else:
+        try:
+            engine = create_engine(
+                "hf", model=model, revision=revision, device=device, max_batch_size=max_batch_size,
+                served_name=served_model_name,
+            )
+        except (OSError, ValueError) as e:
+            return die(f"cannot load model {model}: {e}")
+        inflight = 1
+    try:
+        run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log)
+    except OSError as e:  # the port is taken, or the host is not an interface of this machine
+        die(f"cannot serve on {host}:{port}: {e}")
+
+
+COMMANDS = [serve]

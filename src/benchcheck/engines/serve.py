@@ -1,0 +1,215 @@
+"""``benchcheck serve``: any engine behind an OpenAI-compatible (vLLM 0.11-shaped) HTTP server.
+
+Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (see ``serve_chat``
+for what a request may hold). Concurrent requests are batched (``serve_batch``). With an API
+key, every ``/v1`` route needs ``Authorization: Bearer <key>`` and answers 401 otherwise, as
+vLLM's ``--api-key`` does. Request bodies and headers are never logged; the access log (off by
+default) has the request line, status, size and time only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from benchcheck.engines.base import Engine, Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.serve_batch import Batcher, EngineCallError
+from benchcheck.engines.serve_chat import (
+    RequestError,
+    generate_completion,
+    parse_chat,
+    score_completion,
+)
+from benchcheck.engines.wire import error_body
+
+log = logging.getLogger("benchcheck.serve")
+
+MAX_BODY_BYTES = 512 * 1024 * 1024  # 1,024 frames as data URLs fit; aiohttp's default is 1 MiB
+ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs'  # no headers: they may carry the API key
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def json_response(obj: Any, status: int = 200) -> web.Response:
+    """A compact JSON answer (orjson: request and answer JSON are a large share of the server's work)."""
+    return web.Response(body=orjson.dumps(obj), status=status, content_type="application/json")
+
+
+def error_response(status: int, message: str, type_: str | None = None) -> web.Response:
+    """A vLLM-shaped error answer."""
+    return json_response(error_body(status, message, type_), status)
+
+
+def served_id(engine: Engine, served_model_name: str | None) -> str:
+    """The model id the server reports; a scripted engine is always labelled as such."""
+    name = served_model_name or engine.model_name
+    if engine.name == "scripted" and "scripted" not in name:
+        return f"scripted:{name}"
+    return name
+
+
+class ServerState:
+    """What the handlers share: the engine, its batchers and the names it answers to."""
+
+    def __init__(self, engine: Engine, model_id: str, aliases: set[str], max_batch_size: int, inflight: int):
+        self.engine = engine
+        self.model_id = model_id
+        self.aliases = aliases
+        self.fingerprint = f"benchcheck-{engine.name}"
+        self.created = int(time.time())
+        slots = asyncio.Semaphore(inflight)
+        self.scores: Batcher[ScoreRequest, LetterScores | Failure] = Batcher(engine.score, max_batch_size, slots)
+        self.generations: Batcher[GenerateRequest, Generation | Failure] = Batcher(
+            engine.generate, max_batch_size, slots
+        )
+
+
+STATE = web.AppKey("state", ServerState)
+
+
+def _failure_response(f: Failure) -> web.Response:
+    if f.kind == "context_too_long":
+        msg = f.message if "maximum context length" in f.message else (
+            f"This model's maximum context length is exceeded: {f.message}"
+        )
+        return error_response(400, msg)
+    if f.kind == "bad_request":
+        return error_response(f.status or 400, f.message)
+    if f.kind == "http" and f.status is not None:
+        return error_response(f.status, f.message)
+    return error_response(500, f"{f.kind}: {f.message}")
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.Response(status=200)
+
+
+async def _models(request: web.Request) -> web.Response:
+    st = request.app[STATE]
+    card: dict[str, object] = {
+        "id": st.model_id,
+        "object": "model",
+        "created": st.created,
+        "owned_by": "benchcheck",
+        "root": st.engine.model_name,
+        "parent": None,
+        "max_model_len": getattr(st.engine, "max_model_len", None),
+        "permission": [],
+    }
+    return json_response({"object": "list", "data": [card]})
+
+
+async def _chat(request: web.Request) -> web.Response:
+    st = request.app[STATE]
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as e:
+        return error_response(400, f"the request body is not valid JSON: {e}")
+    model = body.get("model") if isinstance(body, dict) else None
+    if model is not None and model not in st.aliases:
+        return error_response(404, f"The model `{model}` does not exist.", "NotFoundError")
+    try:
+        call = parse_chat(body, uuid.uuid4().hex)
+    except RequestError as e:
+        return error_response(e.status, str(e), e.type_)
+    try:
+        if call.score is not None:
+            res = await st.scores.submit(call.score)
+            if isinstance(res, Failure):
+                return _failure_response(res)
+            out = score_completion(res, call.top_logprobs, st.model_id, st.fingerprint)
+        else:
+            assert call.generate is not None
+            gen = await st.generations.submit(call.generate)
+            if isinstance(gen, Failure):
+                return _failure_response(gen)
+            out = generate_completion(gen, call.generate.max_tokens, st.model_id, st.fingerprint)
+    except EngineCallError as e:
+        return error_response(500, f"engine error: {e}")
+    return json_response(out)
+
+
+def _auth_middleware(api_key: str) -> Middleware:
+    expected = f"Bearer {api_key}".encode()
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path.startswith("/v1"):
+            given = request.headers.get("Authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return json_response({"error": "Unauthorized"}, 401)
+        return await handler(request)
+
+    return auth
+
+
+def build_app(
+    engine: Engine,
+    served_model_name: str | None = None,
+    api_key: str | None = None,
+    max_batch_size: int = 64,
+    max_inflight_batches: int = 1,
+) -> web.Application:
+    """The server as an aiohttp application (run it with ``run_server`` or an AppRunner).
+
+    ``served_model_name`` defaults to the engine's model name; requests may name either.
+    ``max_inflight_batches`` bounds concurrent engine calls (1 for a model on one device).
+    """
+    model_id = served_id(engine, served_model_name)
+    aliases = {model_id, engine.model_name} | ({served_model_name} if served_model_name else set())
+    middlewares = [_auth_middleware(api_key)] if api_key else []
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
+    state = ServerState(engine, model_id, aliases, max_batch_size, max_inflight_batches)
+    app[STATE] = state
+
+    async def startup(_: web.Application) -> None:
+        state.scores.start()
+        state.generations.start()
+
+    async def cleanup(_: web.Application) -> None:
+        await state.scores.stop()
+        await state.generations.stop()
+        await engine.aclose()
+
+    app.on_startup.append(startup)
+    app.on_cleanup.append(cleanup)
+    app.router.add_get("/health", _health)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_post("/v1/chat/completions", _chat)
+    return app
+
+
+def run_server(
+    engine: Engine,
+    served_model_name: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    api_key: str | None = None,
+    max_batch_size: int = 64,
+    max_inflight_batches: int = 1,
+    access_log: bool = False,
+) -> None:
+    """Serve until interrupted (blocking). Binds to loopback unless ``host`` says otherwise."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches)
+    model_id = app[STATE].model_id
+    auth = "with API key" if api_key else "no API key"
+    log.info("serving %r (engine %s) on http://%s:%d/v1, %s", model_id, engine.name, host, port, auth)
+    web.run_app(
+        app,
+        host=host,
+        port=port,
+        access_log=logging.getLogger("benchcheck.serve.access") if access_log else None,
+        access_log_format=ACCESS_LOG_FORMAT,
+        print=None,
+    )

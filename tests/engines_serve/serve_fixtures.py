@@ -1,0 +1,98 @@
+"""Real servers on loopback for the serve / openai-engine tests: subprocesses of the
+``benchcheck`` CLI, or an aiohttp app on a thread of the test process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from aiohttp import web
+
+SCRIPTED_RULES = [
+    {"match": "capital of France", "reply": "Paris"},
+    {"match": "flaky429", "error": {"status": 429, "message": "rate limited"}, "times": 2},
+    {"match": "flaky503", "error": {"status": 503, "message": "warming up"}, "times": 2},
+    {"match": "once400", "error": {"status": 400, "message": "bad field"}, "times": 1},
+    {"match": "always500", "error": {"status": 500, "message": "broken"}},
+    {"match": "forbidden", "error": {"status": 403, "message": "no access"}},
+    {"match": "hang", "delay_s": 30.0},
+    {"match": "slowish", "delay_s": 0.4},
+    {"match": "Question:", "letters": {"A": -0.25, "B": -2.0, " C": -3.5, "(D": -5.0}},
+    {"match": "", "reply": "fallback", "letters": {"A": -1.0, "B": -1.0}},
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_health(url: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} not healthy after {timeout_s} s")
+
+
+@contextmanager
+def cli_server(*args: str, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``benchcheck serve ARGS --port <free>`` as a subprocess; yields (base URL, process)."""
+    port = free_port()
+    cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", *args, "--port", str(port)]
+    out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_health(url, proc)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        if log:
+            out.close()  # type: ignore[union-attr]
+
+
+@contextmanager
+def thread_server(app: web.Application) -> Iterator[str]:
+    """Run an aiohttp app on a free loopback port in a background thread; yields the base URL."""
+    port = free_port()
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app, access_log=None)
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
+        started.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(30)

@@ -1,0 +1,202 @@
+"""The ``openai`` engine against real ``benchcheck serve`` processes on loopback: answers,
+retries, failure kinds, timeouts, killed servers, several endpoints, API keys."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import time
+from pathlib import Path
+
+from PIL import Image
+from serve_fixtures import cli_server, free_port, thread_server
+
+from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.openai import OpenAIEngine
+from benchcheck.protocol import letter_logprobs
+
+
+def _score(engine: OpenAIEngine, *prompts: str) -> list[LetterScores | Failure]:
+    async def go() -> list[LetterScores | Failure]:
+        try:
+            return await engine.score([ScoreRequest(f"r{i}", p) for i, p in enumerate(prompts)])
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
+
+
+def _frame(i: int) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (448, 256), (i * 7 % 256, 80, 160)).save(buf, "JPEG", quality=85)
+    return buf.getvalue()
+
+
+def test_scores_generations_and_order(scripted_server: str) -> None:
+    engine = OpenAIEngine([scripted_server], "judge")  # no /v1: added
+    prompts = [f"Question: {i}" for i in range(50)]
+    res = _score(engine, *prompts)
+    assert [r.request_id for r in res] == [f"r{i}" for i in range(50)]
+    first = res[0]
+    assert isinstance(first, LetterScores) and first.model == "scripted:judge" and first.top1_token == "A"
+    lp, _, _ = letter_logprobs(first.top, 4)
+    assert lp == [-0.25, -2.0, -3.5, -5.0]
+
+    async def gen() -> list[Generation | Failure]:
+        reqs = [GenerateRequest("g", "capital of France?", system="brief"), GenerateRequest("h", "zzz")]
+        try:
+            return await engine.generate(reqs)
+        finally:
+            await engine.aclose()
+
+    g, h = asyncio.run(gen())
+    assert isinstance(g, Generation) and g.text == "Paris" and g.model == "scripted:judge" and g.prompt_tokens > 0
+    assert isinstance(h, Generation) and h.text == "fallback"
+
+
+def test_images_travel_as_data_urls(rules_file: Path) -> None:
+    frames = tuple(_frame(i) for i in range(32))
+
+    async def go(url: str) -> list[LetterScores | Failure]:
+        engine = OpenAIEngine([url + "/v1"], "judge")
+        try:
+            return await engine.score([ScoreRequest("v", "Question: what?", frames[:1]),
+                                       ScoreRequest("w", "Question: what?", frames)])
+        finally:
+            await engine.aclose()
+
+    with cli_server("--engine", "scripted", "--rules", str(rules_file), "--model", "judge") as (url, _):
+        one, many = asyncio.run(go(url))
+    assert isinstance(one, LetterScores) and isinstance(many, LetterScores)
+    assert many.prompt_tokens - one.prompt_tokens == 31 * (14 * 8 + 2)  # the server saw 32 real 448x256 JPEGs
+
+
+def test_retries_429_and_5xx_but_not_400(scripted_server: str) -> None:
+    engine = OpenAIEngine([scripted_server], "judge", max_retries=3)
+    flaky429, flaky503, once400, forbidden = _score(engine, "flaky429", "flaky503", "once400", "forbidden")
+    assert isinstance(flaky429, LetterScores) and isinstance(flaky503, LetterScores)  # third attempt succeeded
+    assert isinstance(once400, Failure) and (once400.kind, once400.status) == ("bad_request", 400)
+    assert "bad field" in once400.message
+    assert isinstance(forbidden, Failure) and (forbidden.kind, forbidden.status) == ("bad_request", 403)
+    # The 400 rule fires once: had the client retried, the retry would have succeeded.
+    [again] = _score(engine, "once400")
+    assert isinstance(again, LetterScores)
+
+
+def test_retries_are_bounded(scripted_server: str) -> None:
+    engine = OpenAIEngine([scripted_server], "judge", max_retries=1)
+    t0 = time.perf_counter()
+    [res] = _score(engine, "always500")
+    assert isinstance(res, Failure) and (res.kind, res.status) == ("http", 500) and "broken" in res.message
+    assert res.extra == {"retries": "1"} and time.perf_counter() - t0 < 5
+
+
+def test_context_too_long_is_its_own_failure(scripted_server: str) -> None:
+    [res] = _score(OpenAIEngine([scripted_server], "judge"), "Question: " + "long " * 1000)
+    assert isinstance(res, Failure) and res.kind == "context_too_long" and res.status == 400
+    assert "maximum context length" in res.message
+
+
+def test_a_hanging_server_gives_a_timeout_not_a_hang(scripted_server: str) -> None:
+    t0 = time.perf_counter()
+    [res] = _score(OpenAIEngine([scripted_server], "judge", timeout_s=1.0), "hang")
+    assert isinstance(res, Failure) and res.kind == "timeout" and time.perf_counter() - t0 < 5
+
+
+def test_a_killed_server_gives_failures(rules_file: Path) -> None:
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "judge")
+    with cli_server(*args) as (url, proc):
+        engine = OpenAIEngine([url], "judge", max_retries=1, timeout_s=30)
+
+        async def go() -> list[LetterScores | Failure]:
+            try:
+                before = await engine.score([ScoreRequest("ok", "Question: x")])
+                pending = asyncio.ensure_future(engine.score([ScoreRequest(f"h{i}", "hang") for i in range(4)]))
+                await asyncio.sleep(0.5)
+                os.killpg(proc.pid, signal.SIGKILL)  # killed while answering
+                during = await pending
+                after = await engine.score([ScoreRequest("late", "Question: x")])
+                return [*before, *during, *after]
+            finally:
+                await engine.aclose()
+
+        t0 = time.perf_counter()
+        res = asyncio.run(go())
+    assert isinstance(res[0], LetterScores)
+    assert all(isinstance(r, Failure) and r.kind == "connection" for r in res[1:])
+    assert len(res) == 6 and time.perf_counter() - t0 < 15
+
+
+def test_requests_spread_over_endpoints_and_avoid_a_dead_one(rules_file: Path) -> None:
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "judge")
+    dead = f"http://127.0.0.1:{free_port()}"
+    with cli_server(*args) as (a, _), cli_server(*args) as (b, _):
+        engine = OpenAIEngine([a, b], "judge", concurrency=4)
+
+        async def go(eng: OpenAIEngine) -> tuple[list[LetterScores | Failure], dict[str, int]]:
+            try:
+                res = await eng.score([ScoreRequest(str(i), "Question: q") for i in range(40)])
+                return res, eng.requests_sent()
+            finally:
+                await eng.aclose()
+
+        res, sent = asyncio.run(go(engine))
+        assert all(isinstance(r, LetterScores) for r in res)
+        assert sorted(sent.values()) == [20, 20]
+        async def waves(eng: OpenAIEngine) -> tuple[list[LetterScores | Failure], list[dict[str, int]]]:
+            try:
+                first = await eng.score([ScoreRequest(f"a{i}", "Question: q") for i in range(10)])
+                after_first = eng.requests_sent()
+                second = await eng.score([ScoreRequest(f"b{i}", "Question: q") for i in range(40)])
+                return first + second, [after_first, eng.requests_sent()]
+            finally:
+                await eng.aclose()
+
+        res, (s1, s2) = asyncio.run(waves(OpenAIEngine([dead, a], "judge", max_retries=2)))
+        assert all(isinstance(r, LetterScores) for r in res)  # a refused connection retries elsewhere
+        assert s2[dead + "/v1"] == s1[dead + "/v1"]  # and the dead one is skipped afterwards
+        assert s2[a + "/v1"] == 50
+
+
+def test_api_key_goes_to_the_endpoint(rules_file: Path) -> None:
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "judge", "--api-key", "k3y")
+    with cli_server(*args) as (url, _):
+        [ok] = _score(OpenAIEngine([url], "judge", api_key="k3y"), "Question: q")
+        [denied] = _score(OpenAIEngine([url], "judge"), "Question: q")
+        models = asyncio.run(_models(OpenAIEngine([url], "judge", api_key="k3y")))
+    assert isinstance(ok, LetterScores)
+    assert isinstance(denied, Failure) and (denied.kind, denied.status) == ("bad_request", 401)
+    assert "k3y" not in repr(OpenAIEngine([url], "judge", api_key="k3y"))
+    assert models == {url + "/v1": ["scripted:judge"]}
+
+
+async def _models(engine: OpenAIEngine) -> dict[str, list[str]]:
+    try:
+        return await engine.served_models()
+    finally:
+        await engine.aclose()
+
+
+def test_a_200_that_is_not_a_chat_completion_is_an_internal_failure() -> None:
+    from aiohttp import web
+
+    answers = iter([b"[]", b"not json", b'{"choices": []}'])
+
+    async def chat(request: web.Request) -> web.Response:
+        return web.Response(body=next(answers), content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    with thread_server(app) as url:
+        async def go() -> list[LetterScores | Failure]:
+            engine = OpenAIEngine([url], "m", concurrency=1)
+            try:
+                return await engine.score([ScoreRequest(str(i), "Question: q") for i in range(3)])
+            finally:
+                await engine.aclose()
+
+        res = asyncio.run(go())
+    assert [r.kind for r in res if isinstance(r, Failure)] == ["internal"] * 3
+    assert "no choices" in res[2].message  # type: ignore[union-attr]

@@ -1,0 +1,159 @@
+"""``benchcheck serve`` over HTTP: the official openai client, vLLM-shaped errors, API keys,
+batching of concurrent requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+from serve_fixtures import cli_server, thread_server
+
+from benchcheck.engines.scripted import ScriptedEngine
+from benchcheck.engines.serve import STATE, build_app
+
+SCORE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}
+
+
+def _post(url: str, body: dict[str, Any], key: str | None = None) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_official_openai_client_scores_and_generates(scripted_server: str) -> None:
+    client = openai.OpenAI(base_url=scripted_server + "/v1", api_key="unused", max_retries=0)
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["scripted:judge"]
+    r = client.chat.completions.create(
+        model="judge",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Question: sky colour?"}]},
+                  {"role": "assistant", "content": "Answer:"}],
+        max_tokens=1, temperature=0, logprobs=True, top_logprobs=20, extra_body=SCORE_EXTRA,
+    )
+    assert r.choices[0].logprobs is not None and r.choices[0].logprobs.content is not None
+    first = r.choices[0].logprobs.content[0]
+    assert len(first.top_logprobs) == 20 and first.token == "A"
+    expected = [("A", -0.25), ("B", -2.0), (" C", -3.5), ("(D", -5.0)]
+    assert [(t.token, t.logprob) for t in first.top_logprobs[:4]] == expected
+    assert r.usage is not None and r.usage.prompt_tokens > 0
+    assert r.model == "scripted:judge" and "scripted" in (r.system_fingerprint or "")
+    g = client.chat.completions.create(
+        model="scripted:judge", messages=[{"role": "user", "content": "capital of France?"}]
+    )
+    assert g.choices[0].message.content == "Paris" and g.choices[0].finish_reason == "stop"
+    with pytest.raises(openai.RateLimitError, match="rate limited"):
+        client.chat.completions.create(model="judge", messages=[{"role": "user", "content": "flaky429"}])
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client.chat.completions.create(model="other", messages=[{"role": "user", "content": "x"}])
+
+
+def test_errors_have_vllm_011_shape(scripted_server: str) -> None:
+    status, body = _post(scripted_server, {"model": "judge", "messages": [{"role": "user", "content": "x" * 4000}],
+                                           "max_tokens": 10})
+    assert status == 400
+    assert body["error"]["type"] == "BadRequestError" and body["error"]["code"] == 400
+    assert "maximum context length is 1000 tokens" in body["error"]["message"]
+    status, body = _post(scripted_server, {"messages": [{"role": "user", "content": "Q"}], "top_logprobs": 30,
+                                           "logprobs": True, "max_tokens": 1})
+    assert status == 400 and "max allowed: 20" in body["error"]["message"]
+    status, body = _post(scripted_server, {"messages": [{"role": "user", "content": "forbidden"}]})
+    assert status == 403 and body["error"]["message"] == "no access"
+    req = urllib.request.Request(scripted_server + "/v1/chat/completions", b"{not json",
+                                 {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 400 and "not valid JSON" in json.loads(e.value.read())["error"]["message"]
+
+
+def test_api_key_is_enforced_on_v1_only(rules_file: Path) -> None:
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "j", "--api-key", "s3cret")
+    with cli_server(*args) as (url, _):
+        body = {"messages": [{"role": "user", "content": "capital of France"}]}
+        assert _post(url, body) == (401, {"error": "Unauthorized"})
+        assert _post(url, body, key="wrong")[0] == 401
+        status, ok = _post(url, body, key="s3cret")
+        assert status == 200 and ok["choices"][0]["message"]["content"] == "Paris"
+        with urllib.request.urlopen(url + "/health", timeout=5) as r:  # health stays open, as in vLLM
+            assert r.status == 200
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0).models.list()
+
+
+def test_server_binds_loopback_by_default(scripted_server: str) -> None:
+    assert scripted_server.startswith("http://127.0.0.1:")
+
+
+def test_concurrent_requests_reach_the_engine_as_one_batch() -> None:
+    # One engine call in flight: the first request holds it for 0.5 s, the 24 that arrive
+    # meanwhile must go in together as the next call.
+    engine = ScriptedEngine([{"match": "first", "delay_s": 0.5}, {"match": "", "letters": {"A": -0.1}}])
+    app = build_app(engine, "m", max_batch_size=64, max_inflight_batches=1)
+
+    def body(text: str) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": text}, {"role": "assistant", "content": "Answer:"}],
+                "logprobs": True, "top_logprobs": 5, "max_tokens": 1, **SCORE_EXTRA}
+
+    async def run(url: str) -> list[int]:
+        async with aiohttp.ClientSession() as s:
+            async def one(text: str, wait_s: float) -> int:
+                await asyncio.sleep(wait_s)
+                async with s.post(url + "/v1/chat/completions", json=body(text)) as r:
+                    return r.status
+
+            return list(await asyncio.gather(one("first", 0), *(one("Q", 0.15) for _ in range(24))))
+
+    with thread_server(app) as url:
+        statuses = asyncio.run(run(url))
+    stats = app[STATE].scores
+    assert statuses == [200] * 25
+    assert stats.requests == 25 and stats.calls == 2 and stats.largest == 24
+
+
+def test_access_log_has_no_headers_or_bodies(rules_file: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "j", "--api-key", "TOPSECRETKEY",
+            "--access-log")
+    with cli_server(*args, log=log) as (url, _):
+        status, _ = _post(url, {"messages": [{"role": "user", "content": "capital of France PRIVATEBODY"}]},
+                          key="TOPSECRETKEY")
+        assert status == 200
+        deadline = time.monotonic() + 10  # the access line is written just after the answer
+        while "POST /v1/chat/completions" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    text = log.read_text()
+    assert "POST /v1/chat/completions" in text and " 200 " in text
+    assert "TOPSECRETKEY" not in text and "PRIVATEBODY" not in text
+
+
+def test_cli_errors_are_one_line(rules_file: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from serve_fixtures import free_port
+
+    def serve(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    missing = serve("--engine", "scripted", "--model", "j")
+    assert missing.returncode == 2 and missing.stderr.strip() == "error: --engine scripted needs --rules FILE"
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"match": "("}]')
+    res = serve("--engine", "scripted", "--rules", str(bad), "--model", "j")
+    assert res.returncode == 2 and "bad.json rule 0" in res.stderr and "Traceback" not in res.stderr
+    res = serve("--model", str(tmp_path / "no-such-model-dir"), "--port", str(free_port()))
+    assert res.returncode == 2 and "cannot load model" in res.stderr and "Traceback" not in res.stderr
