@@ -1,0 +1,289 @@
+"""The returns report (SPEC section 7): per step or condition, what was done and how fast.
+
+Per stage: items done, removed, error rows (count and up to 5 example item ids), permanently
+failed items, wall time, items/s per GPU, rows added, the launch lines that served it and the
+launcher changes (a note from the operator plus every flag that differs from the SPEC).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
+from benchcheck.data.runlog import StageTiming, read_run_log
+from benchcheck.store import MAX_ERRORS_PER_ITEM, bench_files, is_ok, read_rows
+
+ReportKind = Literal["pool", "sweep"]
+SCHEMA_VERSION = 1
+N_EXAMPLES = 5
+SWEEP_CSV = "conditions_results.csv"
+RUN_LOG = "run_log.jsonl"
+_STEP_DIR = re.compile(r"^step(\d+)$")
+_NA = "NA"
+
+
+@dataclass(slots=True)
+class StageReport:
+    """One screening step or sweep condition."""
+
+    name: str
+    items_done: int
+    removed: int | None
+    error_rows: int
+    error_examples: list[str]
+    failed_items: int | None
+    na_rows: int | None
+    wall_s: float | None
+    items_per_s_per_gpu: float | None
+    rows_added: int | None
+    runs: int | None
+    gpus_assumed: bool
+    launch_lines: list[str]
+    launcher_changes: list[str]
+
+
+@dataclass(slots=True)
+class ReturnsReport:
+    """Everything the run sends back about itself; ``schema_version`` versions the JSON."""
+
+    kind: ReportKind
+    host: str
+    date: str
+    tarball: str
+    results: str
+    stages: list[StageReport] = field(default_factory=list)
+    launch_params: list[str] = field(default_factory=list)
+    launcher_note: str = ""
+    failures: int | None = None
+    failure_examples: list[str] = field(default_factory=list)
+    timing: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def results_kind(results: Path) -> ReportKind:
+    """A sweep results folder has ``conditions_results.csv``; anything else is a pool."""
+    return "sweep" if (results / SWEEP_CSV).is_file() else "pool"
+
+
+def _find(dirs: Iterable[Path], name: str) -> list[Path]:
+    out = []
+    for d in dirs:
+        out += sorted(p for p in (d / name, *d.glob(f"*/{name}")) if p.is_file())
+    return list(dict.fromkeys(out))
+
+
+def _changes(note: str, detected: list[str]) -> list[str]:
+    return ([note] if note else []) + detected
+
+
+@dataclass(slots=True)
+class _StepTally:
+    """What the report needs from a step's rows, without keeping the rows.
+
+    ``store.StepState`` keeps every ok row whole (log-probs, permutations...): a step of a
+    million rows would need gigabytes only to count them. The rules are the store's: the last
+    ok row of an item decides, a row without ``status`` is ok, ``MAX_ERRORS_PER_ITEM`` error rows
+    without an ok row make an item permanently failed.
+    """
+
+    removed: dict[str, bool] = field(default_factory=dict)
+    errors: Counter[str] = field(default_factory=Counter)
+    models: Counter[str] = field(default_factory=Counter)
+
+    def add(self, row: dict[str, Any]) -> None:
+        iid = row.get("item_id")
+        if iid is None:
+            return
+        if is_ok(row):
+            self.removed[str(iid)] = bool(row.get("removed"))
+            if row.get("model"):
+                self.models[str(row["model"])] += 1
+        else:
+            self.errors[str(iid)] += 1
+
+    def unresolved(self) -> list[str]:
+        return sorted(i for i in self.errors if i not in self.removed)
+
+    def failed(self) -> int:
+        return sum(1 for i, n in self.errors.items() if n >= MAX_ERRORS_PER_ITEM and i not in self.removed)
+
+
+def _tally(step_dir: Path) -> _StepTally:
+    t = _StepTally()
+    for p in bench_files(step_dir):
+        for row in read_rows(p):
+            t.add(row)
+    return t
+
+
+def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: list[str],
+                 note: str) -> list[StageReport]:
+    stages = []
+    steps = sorted((int(m.group(1)), p) for p in results.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
+    for k, d in steps:
+        st = _tally(d)
+        examples = (st.unresolved() or sorted(st.errors))[:N_EXAMPLES]
+        t = (timings or {}).get(f"step{k}")
+        model = t.models[0] if t and t.models else (st.models.most_common(1)[0][0] if st.models else None)
+        mine = lines_for_stage(lines, f"step{k}", model)
+        expected = {**EXPECTED["pool"], **EXPECTED.get(f"pool:step{k}", {})}
+        stages.append(StageReport(
+            name=f"step{k}", items_done=len(st.removed), removed=sum(st.removed.values()),
+            error_rows=sum(st.errors.values()), error_examples=examples, failed_items=st.failed(), na_rows=None,
+            wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
+            rows_added=t.rows_added if t else None, runs=t.runs if t else None,
+            gpus_assumed=bool(t and t.gpus_assumed), launch_lines=mine,
+            launcher_changes=_changes(note, changes(mine, expected))))
+    return stages
+
+
+def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: dict[str, int],
+                  lines: list[str], note: str) -> list[StageReport]:
+    done: dict[str, set[str]] = {}
+    na: Counter[str] = Counter()
+    errors: dict[str, list[str]] = {}
+    with (results / SWEEP_CSV).open(newline="", encoding="utf-8", errors="replace") as f:
+        for row in csv.DictReader(f):
+            cond, iid = (row.get("condition") or "").strip(), (row.get("item_id") or "").strip()
+            if not cond or not iid:
+                continue
+            status = (row.get("status") or "ok").strip() or "ok"
+            if status == "ok":
+                done.setdefault(cond, set()).add(iid)
+            elif status == _NA:
+                na[cond] += 1
+            else:
+                errors.setdefault(cond, []).append(iid)
+    detected = changes(lines, EXPECTED["sweep"])
+    cmds = list(dict.fromkeys(commands(lines)))
+    stages = []
+    for cond in sorted(set(done) | set(na) | set(errors) | set(timings or {})):
+        t = (timings or {}).get(cond)
+        errs = errors.get(cond, [])
+        added = t.rows_added if t and t.rows_added is not None else infer.get(cond)
+        stages.append(StageReport(
+            name=cond, items_done=len(done.get(cond, ())), removed=None, error_rows=len(errs),
+            error_examples=sorted(set(errs))[:N_EXAMPLES], failed_items=None, na_rows=na.get(cond, 0),
+            wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
+            rows_added=added, runs=t.runs if t else None, gpus_assumed=bool(t and t.gpus_assumed),
+            launch_lines=cmds, launcher_changes=_changes(note, detected)))
+    return stages
+
+
+def _timing_table(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The seed-001 per-condition timing table from ``p1_timing.jsonl``, and inferences per condition."""
+    acc: dict[str, list[float]] = {}
+    for p in paths:
+        for r in read_rows(p):
+            cond = r.get("condition")
+            if not isinstance(cond, str):
+                continue
+            a = acc.setdefault(cond, [0.0, 0.0, 0.0, 0.0])
+            for i, k in enumerate(("infer", "infer_s", "decode_s", "prompt_tokens")):
+                v = r.get(k)
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    a[i] += float(v)
+    table: list[dict[str, Any]] = []
+    for cond, (n, s, d, tok) in sorted(acc.items()):
+        m = max(n, 1.0)
+        table.append({"condition": cond, "infer": int(n), "infer_s_per_item": round(s / m, 3),
+                      "decode_s_per_item": round(d / m, 3), "prompt_tokens_per_item": round(tok / m, 1)})
+    return table, {cond: int(a[0]) for cond, a in acc.items()}
+
+
+def _failures(paths: list[Path]) -> tuple[int | None, list[str]]:
+    if not paths:
+        return None, []
+    n, ids = 0, []
+    for p in paths:
+        for r in read_rows(p):
+            n += 1
+            if r.get("item_id") is not None:
+                ids.append(str(r["item_id"]))
+    return n, sorted(set(ids))[:N_EXAMPLES]
+
+
+def build_report(results: Path, logs: list[Path], host: str, date: str, tarball: str,
+                 launcher_note: str = "") -> ReturnsReport:
+    """Read a results folder (and its logs) into a :class:`ReturnsReport`."""
+    kind = results_kind(results)
+    search = [results, *logs]
+    lines = read_launch_lines(_find(logs or [results], "launch_params.txt"))
+    timings = read_run_log(results / RUN_LOG)
+    rep = ReturnsReport(kind, host, date, tarball, str(results), launch_params=lines, launcher_note=launcher_note)
+    if timings is None:
+        rep.notes.append(f"no {RUN_LOG} in {results}: wall time, items/s per GPU and rows added are unknown")
+    if not lines:
+        rep.notes.append("no launch_params.txt in the logs: launch lines unknown")
+    if kind == "pool":
+        rep.stages = _pool_stages(results, timings, lines, launcher_note)
+    else:
+        rep.timing, infer = _timing_table(_find(search, "p1_timing.jsonl"))
+        rep.failures, rep.failure_examples = _failures(_find(search, "failures.jsonl"))
+        rep.stages = _sweep_stages(results, timings, infer, lines, launcher_note)
+    if not rep.stages:
+        rep.notes.append(f"no step folders and no {SWEEP_CSV} in {results}: nothing to report")
+    return rep
+
+
+def _fmt(v: float | int | None, digits: int = 1) -> str:
+    if v is None:
+        return "unknown"
+    return f"{v:,}" if isinstance(v, int) else f"{v:,.{digits}f}"
+
+
+def _hms(s: float | None) -> str:
+    if s is None:
+        return "unknown"
+    h, rem = divmod(round(s), 3600)
+    return f"{h}h{rem // 60:02d}m{rem % 60:02d}s"
+
+
+def to_markdown(rep: ReturnsReport) -> str:
+    """The report as Markdown: one table row per stage, then launch lines, changes and notes."""
+    what = "step" if rep.kind == "pool" else "condition"
+    out = [f"# Returns report: {rep.tarball}", "",
+           f"- kind: {rep.kind}; host: {rep.host}; date: {rep.date}; results: `{rep.results}`", ""]
+    head = [what, "items done", "removed", "NA rows", "error rows", "failed items", "example error ids",
+            "wall time", "items/s per GPU", "rows added", "runs"]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in rep.stages:
+        cells = [s.name, _fmt(s.items_done), _fmt(s.removed) if rep.kind == "pool" else "-",
+                 _fmt(s.na_rows) if rep.kind == "sweep" else "-", _fmt(s.error_rows),
+                 _fmt(s.failed_items) if rep.kind == "pool" else "-", ", ".join(s.error_examples) or "-",
+                 _hms(s.wall_s), _fmt(s.items_per_s_per_gpu, 2), _fmt(s.rows_added), _fmt(s.runs)]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if rep.failures is not None:
+        out += ["", f"Failures (data/logs/failures.jsonl): {rep.failures}"
+                + (f", e.g. {', '.join(rep.failure_examples)}" if rep.failure_examples else "")]
+    if rep.timing:
+        out += ["", "## Timing per condition (p1_timing.jsonl)", "",
+                "| condition | infer | infer_s/item | decode_s/item | prompt tokens/item |", "|---|---|---|---|---|"]
+        out += [f"| {t['condition']} | {t['infer']} | {t['infer_s_per_item']} | {t['decode_s_per_item']} | "
+                f"{t['prompt_tokens_per_item']} |" for t in rep.timing]
+    out += ["", "## Server launch lines (logs/launch_params.txt, secrets redacted)", ""]
+    out += ["```", *rep.launch_params, "```"] if rep.launch_params else ["unknown"]
+    out += ["", "## Launcher changes", ""]
+    any_change = False
+    for s in rep.stages:
+        if s.launcher_changes:
+            any_change = True
+            out.append(f"- {s.name}: " + "; ".join(s.launcher_changes))
+    if not any_change:
+        out.append("none detected" + ("" if rep.launch_params else " (no launch lines)"))
+    assumed = [s.name for s in rep.stages if s.gpus_assumed]
+    notes = rep.notes + ([f"{', '.join(assumed)}: the run log does not record GPUs per run; one GPU per run "
+                          "(one client shard per GPU) is assumed for items/s per GPU"] if assumed else [])
+    if notes:
+        out += ["", "## Notes", "", *[f"- {n}" for n in notes]]
+    return "\n".join(out) + "\n"

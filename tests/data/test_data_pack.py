@@ -1,0 +1,180 @@
+"""pack: tarball + sha256sum file + report; upload to a loopback Hub; secrets stay out."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from data_helpers import FakeHub
+
+from benchcheck.data.pack import PackOptions, default_name, pack, repo_paths
+from benchcheck.store import append_rows
+
+M8, M2 = "Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-2B-Instruct"
+TOKEN = "hf_" + "T0pSecretTokenValue1234"
+BENCHCHECK = str(Path(sys.executable).with_name("benchcheck"))
+
+
+def _row(iid: str, step: int, model: str, removed: bool = False, status: str | None = None) -> dict[str, object]:
+    r: dict[str, object] = {"item_id": iid, "bench": iid.split("_")[0], "step": step, "model": model,
+                            "removed": removed, "host": "gpu1", "latency_s": 0.2}
+    if status:
+        r["status"], r["error"] = status, "HTTP 500"
+    return r
+
+
+def _pool(root: Path) -> Path:
+    res = root / "results" / "pool"
+    s1 = [_row(f"MVBench_{i}", 1, M8, removed=i < 3) for i in range(8)]
+    s1 += [_row("MVBench_8", 1, M8, status="timeout")]
+    s1 += [_row("MVBench_9", 1, M8, status="server_error")] * 3
+    s1 += [_row("MVBench_10", 1, M8, status="timeout"), _row("MVBench_10", 1, M8)]
+    append_rows(res / "step1" / "MVBench.jsonl", s1)
+    append_rows(res / "step1" / "NExTQA.p0.jsonl", [_row(f"NExTQA_{i}", 1, M8, removed=i == 0) for i in range(3)])
+    append_rows(res / "step1" / "NExTQA.p1.jsonl", [_row(f"NExTQA_{i}", 1, M8) for i in range(3, 5)])
+    with (res / "step1" / "NExTQA.p1.jsonl").open("a") as f:
+        f.write('{"item_id": "NExTQA_9", "tor')  # a killed writer's torn tail
+    append_rows(res / "step2" / "MVBench.jsonl", [_row(f"MVBench_{i}", 2, M8, removed=i == 4) for i in range(3, 8)])
+    append_rows(res / "step3" / "MVBench.jsonl", [_row(f"MVBench_{i}", 3, M2) for i in range(3, 7)])
+    append_rows(res / "run_log.jsonl", [
+        {"step": 1, "shard": 0, "n_shards": 2, "gpus": 1, "started": "2026-11-29T10:00:00Z",
+         "ended": "2026-11-29T10:10:00Z", "wall_s": 600.0, "items_attempted": 600, "rows_added": 12},
+        {"step": 1, "shard": 1, "n_shards": 2, "gpus": [1], "started": "2026-11-29T10:05:00Z",
+         "ended": "2026-11-29T10:15:00Z", "wall_s": 600.0, "items_attempted": 600, "rows_added": 8},
+        {"step": 2, "gpus": [0, 1], "wall_s": 100.0, "items_attempted": 60, "ok": 50, "rows_added": 5},
+    ])
+    (res / "pool_items.parquet").write_bytes(b"PAR1 inputs, not returned")
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "launch_params.txt").write_text(
+        f"CUDA_VISIBLE_DEVICES=0 vllm serve {M8} --port 8001 --gpu-memory-utilization 0.85 --max-num-seqs 32 "
+        f"--max-logprobs 20 --api-key {TOKEN}\n"
+        f"CUDA_VISIBLE_DEVICES=0 vllm serve {M2} --port 8001 --gpu-memory-utilization 0.85 --max-logprobs 20\n")
+    (logs / "client_s1_gpu0.log").write_text("items/s 1.0\n")
+    return res
+
+
+def test_pool_pack_verifies_with_sha256sum_and_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    results = _pool(tmp_path)
+    res = pack(PackOptions(Path("results/pool"), (Path("logs"),), Path("out/ret.tar.gz"), "gpu-box", "20261129",
+                           "MAX_SEQS 64 -> 32 (OOM at start-up)"))
+    assert res.sha256_file.read_text() == f"{res.sha256}  ret.tar.gz\n"
+    ok = subprocess.run(["sha256sum", "-c", res.sha256_file.name], cwd=res.tarball.parent,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "ret.tar.gz: OK" in ok.stdout
+    with tarfile.open(res.tarball) as tf:
+        names = set(tf.getnames())
+    assert {"results/pool/step1/MVBench.jsonl", "results/pool/step1/NExTQA.p1.jsonl", "results/pool/run_log.jsonl",
+            "results/pool/step3/MVBench.jsonl", "logs/launch_params.txt", "ret.report.json", "ret.report.md"} <= names
+    assert "results/pool/pool_items.parquet" not in names
+    rep = json.loads(res.report_json.read_text())
+    s = {st["name"]: st for st in rep["stages"]}
+    assert list(s) == ["step1", "step2", "step3"]
+    one = s["step1"]
+    assert one["items_done"] == 8 + 1 + 5 and one["removed"] == 3 + 1
+    assert one["error_rows"] == 5 and one["failed_items"] == 1
+    assert one["error_examples"] == ["MVBench_8", "MVBench_9"]  # unresolved items come first
+    assert one["wall_s"] == 900.0  # union of 10:00-10:10 and 10:05-10:15
+    assert one["items_per_s_per_gpu"] == pytest.approx(1200 / 1200.0)
+    assert one["rows_added"] == 20 and one["runs"] == 2
+    assert all(M8 in line for line in one["launch_lines"]) and len(one["launch_lines"]) == 1
+    assert one["launcher_changes"] == ["MAX_SEQS 64 -> 32 (OOM at start-up)", "--max-num-seqs 32 (SPEC: 64)"]
+    assert s["step2"]["items_per_s_per_gpu"] == pytest.approx(50 / 200.0)
+    assert s["step3"]["launch_lines"] == [line for line in rep["launch_params"] if M2 in line]
+    assert s["step3"]["wall_s"] is None and s["step3"]["launcher_changes"] == ["MAX_SEQS 64 -> 32 (OOM at start-up)"]
+    md = res.report_md.read_text()
+    assert "| step1 | 14 | 4 | - | 5 | 1 | MVBench_8, MVBench_9 | 0h15m00s | 1.00 | 20 | 2 |" in md
+    for f in res.files:
+        assert TOKEN not in f.read_bytes().decode("latin-1")
+    assert "--api-key ***" in md
+    assert results.is_dir()
+
+
+def test_sweep_pack_is_named_fp_and_reports_conditions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res_dir = tmp_path / "results"
+    (res_dir / "p1_raw" / "v_8_s224").mkdir(parents=True)
+    (res_dir / "p1_raw" / "v_8_s224" / "MVBench__DIAG_V.jsonl").write_text('{"item_id": "MVBench_0"}\n')
+    with (res_dir / "conditions_results.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["condition", "bench", "item_id", "status", "pred"])
+        w.writerows([["v_8_s224", "MVBench", f"MVBench_{i}", "ok", "A"] for i in range(4)])
+        w.writerows([["v_128_s224", "MVBench", "MVBench_0", "NA", ""],
+                     ["v_128_s224", "MVBench", "MVBench_1", "error", ""]])
+    dl = tmp_path / "data" / "logs"
+    dl.mkdir(parents=True)
+    append_rows(dl / "p1_timing.jsonl", [
+        {"condition": "v_8_s224", "infer": 4, "infer_s": 8.0, "decode_s": 2.0, "prompt_tokens": 4000},
+        {"condition": "v_128_s224", "infer": 1, "infer_s": 5.0, "decode_s": 1.0, "prompt_tokens": 9000}])
+    append_rows(dl / "failures.jsonl", [{"item_id": "LVBench_7", "reason": "no normalized video"}])
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "launch_params.txt").write_text(
+        f"vllm serve {M8} --port 8011 --max-model-len 65536 --limit-mm-per-prompt '{{\"image\": 1024}}' "
+        "--max-num-seqs 8 --gpu-memory-utilization 0.85\n")
+    assert default_name(res_dir, "gpu box", "20261129") == "fp_returns_gpu-box_20261129.tar.gz"
+    res = pack(PackOptions(Path("results"), (Path("logs"), Path("data/logs")), None, "gpu box", "20261129"))
+    assert res.tarball.name == "fp_returns_gpu-box_20261129.tar.gz" and res.tarball.is_file()
+    with tarfile.open(res.tarball) as tf:
+        names = set(tf.getnames())
+    assert {"results/conditions_results.csv", "results/p1_raw/v_8_s224/MVBench__DIAG_V.jsonl",
+            "logs/launch_params.txt", "data/logs/p1_timing.jsonl"} <= names
+    rep = res.report
+    st = {s.name: s for s in rep.stages}
+    assert st["v_8_s224"].items_done == 4 and st["v_8_s224"].rows_added == 4 and st["v_8_s224"].removed is None
+    assert st["v_128_s224"].na_rows == 1 and st["v_128_s224"].error_rows == 1
+    assert st["v_128_s224"].error_examples == ["MVBench_1"]
+    assert rep.failures == 1 and rep.failure_examples == ["LVBench_7"]
+    assert rep.timing[0]["condition"] == "v_128_s224" and rep.timing[1]["infer_s_per_item"] == 2.0
+    assert st["v_8_s224"].launcher_changes == ["--max-num-seqs 8 (SPEC: 32)"]
+
+
+def test_repo_paths() -> None:
+    assert repo_paths("returns/", "a.tar.gz") == ("returns/a.tar.gz", "returns/a")
+    assert repo_paths("returns/x_1.tar.gz", "a.tar.gz") == ("returns/x_1.tar.gz", "returns/x_1")
+    for bad in ("../up", "", "a/../../b"):
+        with pytest.raises(ValueError):
+            repo_paths(bad, "a.tar.gz")
+
+
+def _env(tmp_path: Path, hub: FakeHub, token: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    env.update({"HF_HOME": str(tmp_path / "hf_home"), "HF_ENDPOINT": hub.url})
+    if token:
+        env["HF_TOKEN"] = token
+    return env
+
+
+def test_upload_without_token_says_so_and_leaves_files(tmp_path: Path, fake_hub: FakeHub) -> None:
+    _pool(tmp_path)
+    fake_hub.add_file("lab/pool", "README.md", b"pool")
+    r = subprocess.run([BENCHCHECK, "pack", "--results", "results/pool", "--logs", "logs", "--out", "ret.tar.gz",
+                        "--upload", "lab/pool", "--path-in-repo", "returns/"], cwd=tmp_path,
+                       env=_env(tmp_path, fake_hub, None), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "no Hugging Face token" in r.stderr and "files ready to send" in r.stderr
+    for name in ("ret.tar.gz", "ret.sha256", "ret.report.json", "ret.report.md"):
+        assert (tmp_path / name).is_file()
+    assert not any(q.method == "POST" for q in fake_hub.requests)
+
+
+def test_upload_with_token_commits_all_files(tmp_path: Path, fake_hub: FakeHub) -> None:
+    _pool(tmp_path)
+    fake_hub.add_file("lab/pool", "README.md", b"pool")
+    r = subprocess.run([BENCHCHECK, "pack", "--results", "results/pool", "--logs", "logs", "--out", "ret.tar.gz",
+                        "--upload", "lab/pool", "--path-in-repo", "returns/"], cwd=tmp_path,
+                       env=_env(tmp_path, fake_hub, TOKEN), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    files = fake_hub.repos["lab/pool"].files
+    for name in ("ret.tar.gz", "ret.sha256", "ret.report.json", "ret.report.md"):
+        assert files[f"returns/{name}"] == (tmp_path / name).read_bytes()
+    assert {q.authorization for q in fake_hub.requests if q.method == "POST"} == {f"Bearer {TOKEN}"}
+    assert TOKEN not in r.stdout + r.stderr
+    assert "uploaded to" in r.stdout

@@ -1,0 +1,61 @@
+"""data verify on what is on disk: per-shard verdicts and the video count."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchcheck.data.manifest import ManifestError
+from benchcheck.data.safe_tar import safe_extract
+from benchcheck.data.shards import make_shards
+from benchcheck.data.verify import find_targets, verify_manifest
+
+BENCHCHECK = str(Path(sys.executable).with_name("benchcheck"))
+
+
+def test_seed_style_folder_with_target(frame_cache: Path, tmp_path: Path) -> None:
+    pkg = tmp_path / "frames_tar"
+    res = make_shards(frame_cache, pkg, shard_bytes=12_000)
+    target = tmp_path / "frames" / "pool_frames"
+    for s in res.manifest.shards[:-1]:  # extracted by hand, as the seed does, except the last
+        safe_extract(pkg / s.file, target)
+    (pkg / res.manifest.shards[0].file).write_bytes(b"truncated")
+    (t,) = find_targets(pkg, target)
+    rep = verify_manifest(t.manifest, t.kind, t.target, t.out)
+    status = [v.status for v in rep.verdicts]
+    assert status[0] == "mismatch" and set(status[1:]) == {"ok"}
+    assert rep.verdicts[-1].detail == "not extracted yet"  # no fetch log: extraction state is unknown
+    assert rep.count is not None and rep.count.found == 7 - (res.manifest.shards[-1].n_videos or 0)
+    assert rep.count.expected == 7 and not rep.good
+
+
+def test_incomplete_video_folder_is_flagged(frame_cache: Path, tmp_path: Path) -> None:
+    pkg = tmp_path / "frames_tar"
+    res = make_shards(frame_cache, pkg, shard_bytes=10**9)
+    target = tmp_path / "pf"
+    safe_extract(pkg / res.manifest.shards[0].file, target)
+    victim = sorted(target.iterdir())[2]
+    (victim / "frames.json").unlink()
+    rep = verify_manifest(pkg / "frames_manifest.json", "frames", target, None)
+    assert rep.count is not None and rep.count.incomplete == (victim.name,) and not rep.good
+    assert victim.name in rep.count.line()
+
+
+def test_no_manifest(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="no fetch record"):
+        find_targets(tmp_path)
+    r = subprocess.run([BENCHCHECK, "data", "verify", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and len(r.stderr.splitlines()) == 1
+
+
+def test_make_shards_cli(frame_cache: Path, tmp_path: Path) -> None:
+    r = subprocess.run([BENCHCHECK, "data", "make-shards", str(frame_cache), "--out", str(tmp_path / "o"),
+                        "--shard-size", "12kB"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "frames_manifest.json" in r.stdout and "n_videos 7" in r.stdout
+    r = subprocess.run([BENCHCHECK, "data", "make-shards", str(frame_cache), "--out", str(tmp_path / "o"),
+                        "--shard-size", "lots"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--shard-size" in r.stderr
