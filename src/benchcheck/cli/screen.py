@@ -33,12 +33,13 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--gpus", "run_gpus", type=int, default=0, hidden=True, help="GPUs behind this shard (run_log).")
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
            rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
            keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
            batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
-           no_progress: bool) -> None:
+           no_progress: bool, run_gpus: int) -> None:
     """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
 
     \b
@@ -49,7 +50,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
 
     args = ScreenArgs(item_paths, step, results, engine, model, revision, endpoints, api_key_env, device, rules,
                       chain, intro, frames_root, store, keep_file, bench, limit, workers, batch_items, shard,
-                      columns, plan_only, not no_progress, max_unit)
+                      columns, plan_only, not no_progress, max_unit, run_gpus)
     try:
         code = run_screen(args, load_items_reporting, click.echo)
     except ValueError as e:

@@ -40,7 +40,7 @@ def client_argv(plan: LaunchPlan, server: ServerSpec) -> list[str]:
     i = rank * plan.n_servers + server.index
     argv = [sys.executable, "-m", "benchcheck", "screen", "--step", str(plan.step), "--engine", "openai",
             "--endpoint", server.url, "--model", plan.options.served_name, "--workers", str(plan.workers),
-            "--shard", f"{i}/{n}", "--no-progress", *plan.screen_args]
+            "--shard", f"{i}/{n}", "--no-progress", "--gpus", "1" if plan.has_gpus else "0", *plan.screen_args]
     if plan.options.revision:
         argv += ["--revision", plan.options.revision]
     return argv

@@ -43,6 +43,7 @@ class ScreenArgs:
     plan_only: bool
     progress: bool
     max_unit: int = 20000
+    gpus: int = 0
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
@@ -86,7 +87,7 @@ def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], No
             await engine.aclose()
 
     summary = asyncio.run(go())
-    append_run_log(Path(a.results), summary, cfg, engine, list(a.endpoints), started)
+    append_run_log(Path(a.results), summary, cfg, engine, list(a.endpoints), started, a.gpus)
     for line in summary.bench_lines():
         echo(line)
     echo(f"step {a.step} shard {shard[0]}/{shard[1]}: {summary.ok} ok, {summary.removed} removed, "
