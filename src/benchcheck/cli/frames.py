@@ -1,0 +1,68 @@
+"""``benchcheck frames extract``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+
+
+@click.group("frames")
+def frames() -> None:
+    """Extract frame caches from the normalized store (SPEC sections 4 and 5)."""
+
+
+@frames.command("extract")
+@click.option("--store", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The normalized store (made by 'benchcheck videos normalize').")
+@click.option("--items", "items", multiple=True, type=click.Path(exists=True),
+              help="Item files or folders (repeatable); their video_ids are extracted. "
+                   "Without --items: every video in the store.")
+@click.option("--columns", default=None, help="Column map for CSV/Parquet items, e.g. 'video_id=vid'.")
+@click.option("--plan", default="v32", show_default=True,
+              help="v32, mid, v_1, v_<N>[_s<S>], v_fps<F>_s<S>; aliases such as fps1_s224, 32_s224.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Frame cache root: <out>/<video_id>/frame_<k>.jpg + frames.json.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
+@click.option("--jpeg-quality", default=85, show_default=True, type=click.IntRange(1, 100))
+@click.option("--token-budget", default=58000, show_default=True, type=int, help="fps plans: context budget.")
+@click.option("--max-images", default=1024, show_default=True, type=int, help="fps plans: most frames sent.")
+@click.option("--force", is_flag=True, help="Replace cache folders that hold another plan.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def extract(store: Path, items: tuple[str, ...], columns: str | None, plan: str, out: Path, workers: int,
+            jpeg_quality: int, token_budget: int, max_images: int, force: bool, no_progress: bool) -> None:
+    """Extract the frames of a plan for the items' videos into a frame cache. Resumable: videos
+    already cached are skipped. Failures go to <out>/failures.jsonl; exit 1 if any.
+
+    \b
+    Example:
+      benchcheck frames extract --store store --items items/ --plan v32 --out pool_frames --workers 2
+    """
+    from benchcheck.video.batch import extract_many, video_ids_for_items
+    from benchcheck.video.meta import normalized_ids
+    from benchcheck.video.plans import parse_plan
+
+    try:
+        parse_plan(plan)
+    except ValueError as e:
+        die(str(e))
+    if items:
+        loaded = load_items_reporting(items, columns)
+        ids, without = video_ids_for_items(loaded.items, store)
+        if without:
+            click.echo(f"note: {without} items have no normalized video (video_id null, or k:... "
+                       "with a key not in the store's index)", err=True)
+    else:
+        ids = normalized_ids(store)
+    report = extract_many(store, ids, plan, out, workers, jpeg_quality=jpeg_quality, token_budget=token_budget,
+                          max_images=max_images, force=force, progress=not no_progress)
+    for vid, reason in report.failures:
+        click.echo(f"failed: {vid}: {reason}", err=True)
+    click.echo(report.summary())
+    sys.exit(1 if report.failures else 0)
+
+
+COMMANDS = [frames]

@@ -1,0 +1,198 @@
+"""Decode only the frames a plan needs.
+
+The file's packets are read once into memory (a demux pass costs little next to decoding).
+Frame ``i`` is the i-th frame in presentation order (the rank of its pts). To show frame i the
+decoder must start at the keyframe before it in decode order and decode every packet up to it,
+so the work of a set of frames is a set of *runs* of packets, each starting at a keyframe.
+:func:`schedule_runs` builds them per wanted frame, in decode order: keep decoding from where
+the last run ended, or jump ("seek") to the frame's keyframe, whichever decodes fewer packets.
+Because the packets are in memory, a jump costs only a decoder reset (:data:`SEEK_COST`), so
+the decoder jumps whenever a keyframe lies between its position and the next wanted frame and
+continues otherwise: on a long-GOP source with sparse frames that is seeking, on a short-GOP
+store with dense frames one sequential pass, on anything between a mix, and never more work
+than either (tests/video/test_video_decode.py checks it). Packets of frames nobody wants are
+decoded with ``skip_frame=NONREF``, so the decoder drops those that no other frame
+references. Only the wanted frames are converted to RGB, resized and encoded.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
+
+# A jump to a keyframe costs a decoder reset on top of the packets it decodes: far less than one
+# packet (benchmarks/frames.py, docs/perf_frames.md). Half a packet makes the decoder continue
+# when the next keyframe is the very next packet (same work, no reset).
+SEEK_COST = 0.5
+
+Strategy = Literal["auto", "seek", "sequential"]
+
+
+@dataclass(frozen=True, slots=True)
+class PacketIndex:
+    """Where every frame of a video stream lives, in decode order.
+
+    ``pts[i]`` is frame i's presentation timestamp (``time_base`` units) and ``packet_of[i]``
+    the decode-order position of its packet; ``entry[i]`` the keyframe position from which
+    decoding reaches frame i; ``keyframes`` are the keyframe positions.
+    """
+
+    pts: tuple[int, ...]
+    packet_of: tuple[int, ...]
+    entry: tuple[int, ...]
+    keyframes: tuple[int, ...]
+    time_base: Fraction
+
+    @property
+    def timestamps(self) -> list[float]:
+        t0 = self.pts[0] if self.pts else 0
+        return [float((p - t0) * self.time_base) for p in self.pts]
+
+    @property
+    def mean_gop(self) -> float:
+        return len(self.pts) / max(1, len(self.keyframes))
+
+
+def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], time_base: Fraction) -> PacketIndex:
+    """The index of a stream from its packets' pts and keyframe flags (decode order)."""
+    order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None]
+    order.sort(key=lambda p: (packet_pts[p], p))
+    keyframes = [p for p in range(len(packet_pts)) if packet_key[p]]
+    if not order or not keyframes:
+        raise ValueError("the video stream has no decodable frames")
+    pts = tuple(int(packet_pts[p]) for p in order)  # type: ignore[arg-type]
+    entry = []
+    for p in order:
+        j = bisect.bisect_right(keyframes, p) - 1
+        if j < 0:
+            j = 0
+        # A leading frame of an open GOP (shown before its keyframe) needs the previous GOP.
+        if j > 0 and packet_pts[p] < packet_pts[keyframes[j]]:  # type: ignore[operator]
+            j -= 1
+        entry.append(keyframes[j])
+    return PacketIndex(pts, tuple(order), tuple(entry), tuple(keyframes), time_base)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Decode packets ``start..end`` (inclusive, decode order) after a decoder reset."""
+
+    start: int
+    end: int
+
+
+def schedule_runs(index: PacketIndex, wanted: Iterable[int], strategy: Strategy = "auto",
+                  seek_cost: float = SEEK_COST) -> list[Run]:
+    """The packet runs that decode the ``wanted`` frames (see the module doc).
+
+    ``seek`` always jumps to each frame's keyframe unless it is already decoded on the way;
+    ``sequential`` decodes one run from the first needed keyframe to the last wanted packet.
+    """
+    targets = sorted({(index.packet_of[i], index.entry[i]) for i in wanted})
+    runs: list[Run] = []
+    for p, k in targets:
+        if runs and runs[-1].start <= k and p <= runs[-1].end:
+            continue
+        if runs and k >= runs[-1].start:
+            last = runs[-1]
+            keep = p - last.end
+            jump = seek_cost + (p - k + 1)
+            if strategy == "sequential" or (strategy == "auto" and keep <= jump) or k <= last.end:
+                runs[-1] = Run(last.start, p)
+                continue
+        runs.append(Run(k, p))
+    return runs
+
+
+@dataclass(slots=True)
+class DecodeStats:
+    """What one extraction cost."""
+
+    packets: int = 0
+    decoded: int = 0
+    runs: int = 0
+    converted: int = 0
+    strategy: str = ""
+
+
+def read_packets(container: Any, stream: Any) -> tuple[list[Any], PacketIndex]:
+    """Demux every packet of ``stream`` into memory; returns them with their index."""
+    packets = [p for p in container.demux(stream) if p.size > 0]
+    index = build_index([p.pts for p in packets], [bool(p.is_keyframe) for p in packets],
+                        Fraction(stream.time_base))
+    return packets, index
+
+
+def open_video(path: Path, threads: int = 1) -> tuple[Any, Any]:
+    """Open a video file for decoding; ``threads=1`` keeps one process on one core."""
+    import av
+
+    container = av.open(str(path))
+    if not container.streams.video:
+        container.close()
+        raise ValueError("no video stream")
+    stream = container.streams.video[0]
+    stream.codec_context.thread_count = threads
+    stream.codec_context.thread_type = "SLICE" if threads == 1 else "AUTO"
+    return container, stream
+
+
+def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T],
+                  strategy: Strategy = "auto", threads: int = 1,
+                  stats: DecodeStats | None = None) -> dict[int, T]:
+    """``{frame index: convert(frame)}`` for the wanted frames of the file's first video stream.
+
+    Frame indices are presentation-order ranks (0 = first frame shown). Raises ``ValueError``
+    when an index is out of range or a wanted frame does not come out of the decoder.
+    """
+    container, stream = open_video(path, threads)
+    try:
+        packets, index = read_packets(container, stream)
+        return decode_indexed(stream.codec_context, packets, index, wanted, convert, strategy, stats)
+    finally:
+        container.close()
+
+
+def decode_indexed(codec: Any, packets: Sequence[Any], index: PacketIndex, wanted: Sequence[int],
+                   convert: Callable[[Any], T], strategy: Strategy = "auto",
+                   stats: DecodeStats | None = None) -> dict[int, T]:
+    """:func:`decode_frames` on packets already in memory."""
+    n = len(index.pts)
+    bad = [i for i in wanted if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"frame index {bad[0]} outside 0..{n - 1}")
+    rank = {pts: i for i, pts in enumerate(index.pts)}
+    want = set(wanted)
+    wanted_packets = {index.packet_of[i] for i in want}
+    runs = schedule_runs(index, want, strategy)
+    st = stats if stats is not None else DecodeStats()
+    st.strategy, st.runs = strategy, len(runs)
+    out: dict[int, T] = {}
+
+    def take(frames: Iterable[Any]) -> None:
+        for frame in frames:
+            st.decoded += 1
+            i = rank.get(frame.pts)
+            if i is not None and i in want and i not in out:
+                out[i] = convert(frame)
+                st.converted += 1
+
+    for run in runs:
+        codec.flush_buffers()
+        for p in range(run.start, run.end + 1):
+            # Frames nobody wants and nobody references need not be decoded at all.
+            codec.skip_frame = "DEFAULT" if p in wanted_packets else "NONREF"
+            st.packets += 1
+            take(codec.decode(packets[p]))
+        codec.skip_frame = "DEFAULT"
+        take(codec.decode(None))
+    missing = sorted(want - out.keys())
+    if missing:
+        raise ValueError(f"frame {missing[0]} did not decode ({len(missing)} wanted frames missing)")
+    return out

@@ -1,0 +1,57 @@
+"""The video index: source keys to content hashes, in the origin's manifest format.
+
+JSONL, one row per event, append-only: ``{"key", "status", "content_hash", ...}``; the last
+``status="done"`` row of a key wins and other statuses are ignored, so the origin's
+``logs/manifest.jsonl`` reads as is. Keys are ``"repo::zip_path::member"``; a local file gets
+``"local::<folder name>::<path below it>"`` (see :func:`local_key`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from benchcheck.store import append_rows, read_rows
+
+INDEX_FILE = "index.jsonl"
+FAILURES_FILE = "failures.jsonl"
+
+
+def local_key(root_name: str, relative: str | PurePosixPath) -> str:
+    """The key of a local file: ``local::<name of the folder given>::<posix path below it>``."""
+    return f"local::{root_name}::{PurePosixPath(relative).as_posix()}"
+
+
+def done_rows(path: str | Path) -> dict[str, dict[str, Any]]:
+    """key -> the last ``status="done"`` row with a content hash (rows without ``::`` ignored)."""
+    out: dict[str, dict[str, Any]] = {}
+    p = Path(path)
+    if not p.is_file():
+        return out
+    for row in read_rows(p):
+        key = row.get("key")
+        if row.get("status") == "done" and row.get("content_hash") and isinstance(key, str) and "::" in key:
+            out[key] = row
+    return out
+
+
+def read_index(path: str | Path) -> dict[str, str]:
+    """key -> content_hash (the item's ``video_id``); the last ``status="done"`` row wins."""
+    return {k: str(r["content_hash"]) for k, r in done_rows(path).items()}
+
+
+def append_index(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Append rows under a lock (``benchcheck.store.append_rows``); returns how many."""
+    return append_rows(path, list(rows))
+
+
+def last_failures(path: str | Path) -> dict[str, dict[str, Any]]:
+    """key -> the last row of ``failures.jsonl`` for that key."""
+    out: dict[str, dict[str, Any]] = {}
+    p = Path(path)
+    if p.is_file():
+        for row in read_rows(p):
+            if isinstance(row.get("key"), str):
+                out[row["key"]] = row
+    return out

@@ -1,0 +1,301 @@
+"""Normalize one video file (SPEC section 4): 2 fps (at most 1,024 frames), short side 720
+(480 beyond 30 minutes), never upscaled, upright, H.264 in mp4.
+
+Two passes over the source: a demux pass (no decoding) lists every frame's timestamp, so the
+output slots ``t_j = j / fps_out`` are matched to source frames (the nearest, ties to the
+earlier) before any decoding and a truncated file is caught; then one decoding pass converts
+and encodes only the frames that fill a slot. The output's own timestamps, read back from the
+written file, go to ``meta.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from benchcheck.video.decode import PacketIndex, open_video, read_packets
+from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
+from benchcheck.video.plans import nearest_index
+
+NORMALIZER_VERSION = 1
+STORE_FPS = 2.0
+MAX_STORED_FRAMES = 1024
+SHORT_SIDE = 720
+LONG_VIDEO_S = 30 * 60
+LONG_SHORT_SIDE = 480
+# Keyframe interval of the store, chosen from its size / extraction-speed trade-off
+# (docs/perf_frames.md): 32 frames = 16 s at 2 fps.
+STORE_GOP = 32
+# CAVLC instead of CABAC: the store decodes about twice as fast for about 14 % more bytes
+# (docs/perf_frames.md); frames are decoded many times (every plan, every sweep condition).
+STORE_X264_PARAMS = "cabac=0"
+STORE_CRF = 23
+STORE_PRESET = "fast"
+# A source whose frames stop this early before the duration its header declares is truncated.
+MIN_COVERAGE = 0.9
+# More than this share of output frames that did not decode makes the source corrupt.
+MAX_MISSING = 0.05
+
+
+class NormalizeError(ValueError):
+    """The source cannot be normalized; the message says why in one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the normalized video will be: its size and which source frame fills each slot."""
+
+    width: int
+    height: int
+    fps: float
+    slot_times: list[float]
+    slot_frames: list[int]
+    rotation: int
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def content_hash_of(source_sha256: str) -> str:
+    """The video_id of a normalized video: the first 32 hex digits of its source's sha256."""
+    return source_sha256[:32]
+
+
+def _even(v: float) -> int:
+    return max(2, 2 * math.floor(v / 2 + 0.5))
+
+
+def output_size(width: int, height: int, duration: float) -> tuple[int, int]:
+    """Short side 720 (480 for videos longer than 30 min), never upscaled, even sides."""
+    short = LONG_SHORT_SIDE if duration > LONG_VIDEO_S else SHORT_SIDE
+    scale = min(1.0, short / min(width, height))
+    return _even(width * scale), _even(height * scale)
+
+
+def output_slots(duration: float) -> tuple[float, list[float]]:
+    """(stored fps, slot times): 2 fps over ``[0, duration)``, or 1,024 evenly spaced slots."""
+    n = max(1, math.ceil(duration * STORE_FPS - 1e-9))
+    fps = STORE_FPS
+    if n > MAX_STORED_FRAMES:
+        n, fps = MAX_STORED_FRAMES, MAX_STORED_FRAMES / duration
+    return fps, [j / fps for j in range(n)]
+
+
+def plan_target(times: list[float], frame_duration: float, width: int, height: int, rotation: int,
+                declared: float | None) -> Target:
+    """Match output slots to source frames (pure); raises :class:`NormalizeError` if truncated."""
+    duration = times[-1] + frame_duration
+    if declared and declared > 1.0 and duration < MIN_COVERAGE * declared:
+        raise NormalizeError(f"truncated: frames end at {duration:.1f} s of the {declared:.1f} s declared")
+    dw, dh = (height, width) if rotation % 180 else (width, height)
+    w, h = output_size(dw, dh, duration)
+    fps, slots = output_slots(duration)
+    return Target(w, h, fps, slots, [nearest_index(times, t) for t in slots], rotation)
+
+
+def _declared_duration(stream: Any) -> float | None:
+    if stream.duration and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    return None
+
+
+def _display_width(stream: Any) -> int:
+    sar = stream.sample_aspect_ratio
+    w = int(stream.codec_context.width)
+    return max(2, round(w * sar)) if sar and sar != 1 else w
+
+
+@dataclass(slots=True)
+class OpenSource:
+    """A source opened for normalizing: its packets in memory, the output plan, its facts."""
+
+    container: Any
+    stream: Any
+    packets: list[Any]
+    index: PacketIndex
+    target: Target
+    facts: dict[str, Any]
+
+
+def probe(path: Path, threads: int) -> OpenSource:
+    """Open the source, list its frames and plan the output; the caller closes the container."""
+    if not path.is_file():
+        raise NormalizeError("not a file")
+    if path.stat().st_size == 0:
+        raise NormalizeError("empty file (0 bytes)")
+    container, stream = open_video(path, threads)
+    try:
+        packets, index = read_packets(container, stream)
+        times = index.timestamps
+        spacing = sorted(b - a for a, b in itertools.pairwise(times))
+        frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
+        rotation = _rotation(stream, packets, index)
+        width, height = _display_width(stream), int(stream.codec_context.height)
+        target = plan_target(times, frame_duration, width, height, rotation, _declared_duration(stream))
+    except BaseException:
+        container.close()
+        raise
+    facts = {"width": width, "height": height, "rotation": rotation, "codec": stream.codec_context.name,
+             "n_frames": len(times), "duration": round(times[-1] + frame_duration, 6),
+             "fps": round(len(times) / (times[-1] + frame_duration), 6)}
+    return OpenSource(container, stream, packets, index, target, facts)
+
+
+def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:
+    """The display rotation (degrees counter-clockwise), read from the first decodable frame."""
+    codec = stream.codec_context
+    for p in packets[index.keyframes[0]:index.keyframes[0] + 16]:
+        for frame in codec.decode(p):
+            codec.flush_buffers()
+            return int(frame.rotation or 0) % 360
+    codec.flush_buffers()
+    return 0
+
+
+def _encoder(out: Any, target: Target, gop: int, x264_params: str) -> Any:
+    stream = out.add_stream("libx264", rate=Fraction(target.fps).limit_denominator(1000))
+    stream.width, stream.height, stream.pix_fmt = target.width, target.height, "yuv420p"
+    stream.time_base = Fraction(1, 1000)
+    stream.codec_context.time_base = Fraction(1, 1000)
+    stream.codec_context.gop_size = gop
+    options = {"preset": STORE_PRESET, "crf": str(STORE_CRF), "keyint_min": str(gop), "sc_threshold": "0"}
+    if x264_params:
+        options["x264-params"] = x264_params
+    stream.codec_context.options = options
+    return stream
+
+
+def _converter(target: Target) -> Callable[[Any], Any]:
+    import av
+    import numpy as np
+    from av.video.reformatter import Interpolation
+
+    flags = Interpolation.AREA | Interpolation.ACCURATE_RND | Interpolation.BITEXACT
+    turns = (target.rotation // 90) % 4
+
+    def convert(frame: Any) -> Any:
+        if not turns:
+            return frame.reformat(width=target.width, height=target.height, format="yuv420p",
+                                  interpolation=flags, threads=1)
+        w, h = (target.height, target.width) if turns % 2 else (target.width, target.height)
+        rgb = frame.reformat(width=w, height=h, format="rgb24", interpolation=flags, threads=1).to_ndarray()
+        upright = av.VideoFrame.from_ndarray(np.ascontiguousarray(np.rot90(rgb, k=turns)), format="rgb24")
+        return upright.reformat(format="yuv420p", interpolation=flags, threads=1)
+
+    return convert
+
+
+def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
+              x264_params: str = STORE_X264_PARAMS) -> tuple[Target, dict[str, Any]]:
+    """Write the normalized ``dest`` mp4 from ``source``; returns the plan and the source facts.
+
+    ``gop`` and ``x264_params`` are the store's (:data:`STORE_GOP`, :data:`STORE_X264_PARAMS`)
+    unless a benchmark varies them.
+    """
+    import av
+
+    try:
+        src = probe(source, threads)
+    except NormalizeError:
+        raise
+    except (OSError, ValueError, av.error.FFmpegError) as e:
+        raise NormalizeError(_reason(e)) from e
+    container, packets, index, target = src.container, src.packets, src.index, src.target
+    convert = _converter(target)
+    codec = src.stream.codec_context
+    rank = {pts: i for i, pts in enumerate(index.pts)}
+    wanted = set(target.slot_frames)
+    missing = 0
+    try:
+        with av.open(str(dest), "w", format="mp4") as out:
+            enc = _encoder(out, target, gop, x264_params)
+            j, last = 0, None
+
+            def emit(frame: Any) -> None:
+                nonlocal j
+                frame.pts = round(target.slot_times[j] * 1000)
+                frame.time_base = Fraction(1, 1000)
+                for packet in enc.encode(frame):
+                    out.mux(packet)
+                j += 1
+
+            def take(frames: Any) -> None:
+                nonlocal last, missing
+                for frame in frames:
+                    r = rank.get(frame.pts)
+                    if r is None or r not in wanted:
+                        continue
+                    while j < len(target.slot_frames) and target.slot_frames[j] < r:
+                        missing += 1
+                        emit(last if last is not None else convert(frame))
+                    last = convert(frame)
+                    while j < len(target.slot_frames) and target.slot_frames[j] == r:
+                        emit(last)
+
+            codec.flush_buffers()
+            wanted_packets = {index.packet_of[r] for r in wanted}
+            for pos, p in enumerate(packets):
+                # Most source frames fill no slot; those no other frame references are not decoded.
+                codec.skip_frame = "DEFAULT" if pos in wanted_packets else "NONREF"
+                take(codec.decode(p))
+            codec.skip_frame = "DEFAULT"
+            take(codec.decode(None))
+            if last is None:
+                raise NormalizeError("no frame decoded")
+            while j < len(target.slot_frames):
+                missing += 1
+                emit(last)
+            for packet in enc.encode():
+                out.mux(packet)
+    except NormalizeError:
+        raise
+    except (OSError, ValueError, av.error.FFmpegError) as e:
+        raise NormalizeError(_reason(e)) from e
+    finally:
+        container.close()
+    if missing > MAX_MISSING * len(target.slot_frames):
+        raise NormalizeError(f"corrupt: {missing} of {len(target.slot_frames)} output frames did not decode")
+    return target, src.facts
+
+
+def _reason(e: BaseException) -> str:
+    """One line without the file name (the failure row has it)."""
+    strerror = getattr(e, "strerror", None)
+    if getattr(e, "log", None) is not None or type(e).__module__.startswith("av"):
+        text = f"not a readable video (corrupt, truncated or not a video): {strerror or e}"
+    else:
+        text = str(e)
+    return " ".join(text.split())[:300] or type(e).__name__
+
+
+def stored_meta(dest: Path, content_hash: str, target: Target, source: dict[str, Any]) -> VideoMeta:
+    """The ``meta.json`` of a written normalized video, timestamps read back from the file."""
+    container, stream = open_video(dest)
+    try:
+        _, index = read_packets(container, stream)
+        width, height = int(stream.codec_context.width), int(stream.codec_context.height)
+    finally:
+        container.close()
+    ts = [round(t, 6) for t in index.timestamps]
+    n = len(ts)
+    duration = float(source["duration"])
+    return VideoMeta(
+        content_hash=content_hash, width=width, height=height, duration=duration,
+        fps=round(target.fps, 6), n_frames=n, timestamps=ts, too_short=n <= TOO_SHORT_FRAMES,
+        source=source,
+        normalizer={"version": NORMALIZER_VERSION, "codec": "h264", "encoder": "libx264",
+                    "crf": STORE_CRF, "preset": STORE_PRESET, "gop": STORE_GOP,
+                    "x264_params": STORE_X264_PARAMS,
+                    "short_side": SHORT_SIDE if duration <= LONG_VIDEO_S else LONG_SHORT_SIDE},
+    )

@@ -1,0 +1,245 @@
+"""Normalize many source videos into the store, idempotently, in parallel processes.
+
+``<store>/normalized/<content_hash>/{video.mp4, meta.json}``, ``<store>/index.jsonl`` (key ->
+content hash, the origin's manifest format) and ``<store>/failures.jsonl`` (one row per source
+that could not be normalized, with the reason).
+
+* **video_id** = :func:`~benchcheck.video.normalize.content_hash_of` the source bytes: the
+  first 32 hex digits of their sha256. The same file under two keys is stored once.
+* **Keys**: a folder given as a source contributes every file below it with a video extension
+  (hidden entries skipped), keyed ``local::<folder name>::<relative path>``; a file given
+  directly is keyed ``local::<its folder's name>::<file name>``. ``keys`` (one per source)
+  overrides: a full key for a file, a ``repo::zip_path`` prefix for a folder.
+* **Idempotent**: a key whose last index row is ``done`` for a source of the same size and
+  modification time, with its ``meta.json`` present, is skipped without reading the file.
+* **Crash safe**: a video is written to ``normalized/.tmp-*`` and renamed into place whole;
+  its index row is appended after the rename. A kill leaves at most a temp folder (cleared by
+  the next run) or a stored video without its row (the next run finds it by hash and only
+  appends the row).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchcheck.video.cache import clear_stale
+from benchcheck.video.index import (
+    FAILURES_FILE,
+    INDEX_FILE,
+    append_index,
+    done_rows,
+    last_failures,
+    local_key,
+)
+from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta, write_json_atomic
+from benchcheck.video.normalize import NormalizeError, content_hash_of, file_sha256, stored_meta, transcode
+
+VIDEO_EXTENSIONS = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg",
+                              ".ts", ".wmv", ".3gp", ".ogv", ".mts", ".m2ts", ".vob"})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: Path
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizeOutcome:
+    """One source: ``done`` (stored now), ``exists`` (already stored under its hash),
+    ``skipped`` (index says done) or ``failed`` (``reason`` says why)."""
+
+    key: str
+    path: str
+    status: str
+    content_hash: str | None = None
+    reason: str | None = None
+    n_frames: int = 0
+    too_short: bool = False
+    seconds: float = 0.0
+    source_sha256: str | None = None
+
+
+@dataclass(slots=True)
+class NormalizeReport:
+    """Every outcome of a run and where the index and failures went."""
+
+    store: Path
+    outcomes: list[NormalizeOutcome] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(o.status == status for o in self.outcomes)
+
+    @property
+    def failures(self) -> list[NormalizeOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def index_path(self) -> Path:
+        return self.store / INDEX_FILE
+
+    @property
+    def failures_path(self) -> Path:
+        return self.store / FAILURES_FILE
+
+    def summary(self) -> str:
+        return (f"{self.count('done')} normalized, {self.count('exists')} already stored, "
+                f"{self.count('skipped')} skipped (done before), {self.count('failed')} failed")
+
+
+def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None) -> list[SourceFile]:
+    """The files to normalize with their keys (module doc); duplicates of a key are dropped."""
+    if keys is not None and len(keys) != len(sources):
+        raise ValueError("give one key per source")
+    found: dict[str, SourceFile] = {}
+    for n, src in enumerate(sources):
+        src = Path(src)
+        given = keys[n] if keys is not None else None
+        if src.is_dir():
+            prefix = given or f"local::{src.resolve().name}"
+            for path in sorted(src.rglob("*")):
+                rel = path.relative_to(src)
+                if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+                    continue
+                if path.suffix.lower() in VIDEO_EXTENSIONS:
+                    key = f"{prefix}::{rel.as_posix()}" if given else local_key(src.resolve().name, rel.as_posix())
+                    found.setdefault(key, SourceFile(path, key))
+        else:
+            key = given or local_key(src.resolve().parent.name, src.name)
+            found.setdefault(key, SourceFile(src, key))
+    return list(found.values())
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOutcome:
+    """Normalize one source into the store (runs in a worker process; never raises)."""
+    t0 = time.monotonic()
+    path = str(src.path)
+    try:
+        if not src.path.is_file():
+            raise NormalizeError("not a file (missing or a folder)")
+        if src.path.stat().st_size == 0:
+            raise NormalizeError("empty file (0 bytes)")
+        sha = file_sha256(src.path)
+        h = content_hash_of(sha)
+        final = store / NORMALIZED / h
+        if (final / META_FILE).is_file():
+            meta = read_meta(store, h)
+            return NormalizeOutcome(src.key, path, "exists", h, None, meta.n_frames, meta.too_short,
+                                    time.monotonic() - t0, sha)
+        tmp = store / NORMALIZED / f".tmp-{h}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        try:
+            target, facts = transcode(src.path, tmp / VIDEO_FILE, threads)
+            facts.update({"path": str(src.path.resolve()), "key": src.key,
+                          "size": src.path.stat().st_size, "sha256": sha})
+            meta = stored_meta(tmp / VIDEO_FILE, h, target, facts)
+            write_json_atomic(tmp / META_FILE, meta.to_json())
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not (final / META_FILE).is_file():
+                    raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return NormalizeOutcome(src.key, path, "done", h, None, meta.n_frames, meta.too_short,
+                                time.monotonic() - t0, sha)
+    except NormalizeError as e:
+        return NormalizeOutcome(src.key, path, "failed", reason=str(e), seconds=time.monotonic() - t0)
+    except (OSError, ValueError) as e:
+        reason = " ".join(str(e).split())[:300] or type(e).__name__
+        return NormalizeOutcome(src.key, path, "failed", reason=reason, seconds=time.monotonic() - t0)
+
+
+def _index_row(o: NormalizeOutcome, stat: tuple[int, int] | None) -> dict[str, Any]:
+    return {"key": o.key, "status": "done", "content_hash": o.content_hash, "source": o.path,
+            "source_size": stat[0] if stat else None, "source_mtime_ns": stat[1] if stat else None,
+            "source_sha256": o.source_sha256, "n_frames": o.n_frames, "too_short": o.too_short,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def _is_done(src: SourceFile, row: dict[str, Any] | None, store: Path) -> bool:
+    """The index says done for this very file (same size and mtime) and its video is there."""
+    if row is None or not (store / NORMALIZED / str(row["content_hash"]) / META_FILE).is_file():
+        return False
+    stat = _stat(src.path)
+    return stat is not None and (row.get("source_size"), row.get("source_mtime_ns")) == stat
+
+
+def normalize_videos(sources: Sequence[Path], store: Path, workers: int = 1, keys: Sequence[str] | None = None,
+                     progress: bool = False) -> NormalizeReport:
+    """Normalize every source video into ``store`` (module doc); a bad file never stops the run.
+
+    ``workers`` processes share the machine's cores (each decodes with ``cores // workers``
+    threads); ``progress`` shows a tqdm bar on stderr.
+    """
+    from tqdm import tqdm
+
+    store = Path(store)
+    (store / NORMALIZED).mkdir(parents=True, exist_ok=True)
+    clear_stale(store / NORMALIZED)
+    report = NormalizeReport(store)
+    done = done_rows(store / INDEX_FILE)
+    todo = []
+    for src in collect_sources(sources, keys):
+        if _is_done(src, done.get(src.key), store):
+            report.outcomes.append(NormalizeOutcome(src.key, str(src.path), "skipped",
+                                                    str(done[src.key]["content_hash"])))
+        else:
+            todo.append(src)
+    failures = last_failures(store / FAILURES_FILE)
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    bar = tqdm(total=len(todo), desc="normalize", unit="video", file=sys.stderr, disable=not progress)
+
+    def record(src: SourceFile, o: NormalizeOutcome) -> None:
+        report.outcomes.append(o)
+        if o.status in ("done", "exists"):
+            append_index(store / INDEX_FILE, [_index_row(o, _stat(src.path))])
+        else:
+            stat = _stat(src.path)
+            row = {"key": o.key, "source": o.path, "reason": o.reason,
+                   "source_size": stat[0] if stat else None, "source_mtime_ns": stat[1] if stat else None}
+            prev = failures.get(o.key)
+            if prev is None or any(prev.get(k) != v for k, v in row.items()):
+                append_index(store / FAILURES_FILE, [{**row, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                   time.gmtime())}])
+        bar.update(1)
+
+    try:
+        if workers <= 1:
+            for src in todo:
+                record(src, normalize_one(src, store, threads))
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futures: dict[Future[NormalizeOutcome], SourceFile] = {
+                    pool.submit(normalize_one, src, store, threads): src for src in todo}
+                for fut in as_completed(futures):
+                    src = futures[fut]
+                    try:
+                        outcome = fut.result()
+                    except Exception as e:  # a worker that died (e.g. a decoder crash)
+                        outcome = NormalizeOutcome(src.key, str(src.path), "failed",
+                                                   reason=f"worker process died: {type(e).__name__}")
+                    record(src, outcome)
+    finally:
+        bar.close()
+    return report
