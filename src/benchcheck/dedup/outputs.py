@@ -1,0 +1,158 @@
+"""Step-0 output files. Each is written to a temporary name and renamed, so a killed run leaves
+either the old file or the new one, never half of one; a rerun rewrites them all the same way."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchcheck.dedup.run import DedupResult
+from benchcheck.dedup.verdict import ItemVerdict
+
+KEPT_FILE = "step0_kept.parquet"
+REMOVED_FILE = "step0_removed.jsonl"
+COUNTS_FILE = "screen_counts_full.csv"
+SUMMARY_FILE = "step0_summary.md"
+COUNT_COLUMNS = ("bench", "items", "exact", "near", "cross_bench", "kept")
+EXAMPLES_PER_KIND = 3
+
+
+@dataclass(frozen=True, slots=True)
+class BenchCounts:
+    """One row of ``screen_counts_full.csv``; ``cross_bench`` counts removed items (exact or
+    near) whose kept original is in another benchmark, so ``items = kept + exact + near``."""
+
+    bench: str
+    items: int
+    exact: int
+    near: int
+    cross_bench: int
+    kept: int
+
+
+def bench_counts(verdicts: Sequence[ItemVerdict]) -> list[BenchCounts]:
+    """Counts per benchmark in the order benchmarks first appear."""
+    c: dict[str, Counter[str]] = {}
+    for v in verdicts:
+        k = c.setdefault(v.item.bench, Counter())
+        k["items"] += 1
+        k[v.verdict] += 1
+        k["cross_bench"] += v.kind == "cross"
+    return [BenchCounts(b, k["items"], k["exact"], k["near"], k["cross_bench"], k["kept"]) for b, k in c.items()]
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def kept_table_bytes(verdicts: Sequence[ItemVerdict]) -> bytes:
+    """``step0_kept.parquet``: every item with its verdict (the file ``screen --keep`` reads)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("item_id", pa.string()), ("bench", pa.string()), ("video_id", pa.string()), ("kept", pa.bool_()),
+        ("verdict", pa.string()), ("duplicate_of", pa.string()), ("similarity", pa.float64()),
+        ("kind", pa.string()),
+    ])
+    rows = [{
+        "item_id": v.item.item_id, "bench": v.item.bench, "video_id": v.item.video_id, "kept": v.kept,
+        "verdict": v.verdict, "duplicate_of": v.duplicate_of.item_id if v.duplicate_of else None,
+        "similarity": None if v.similarity is None else round(v.similarity, 6), "kind": v.kind,
+    } for v in verdicts]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf)
+    return buf.getvalue()
+
+
+def removed_record(v: ItemVerdict) -> dict[str, Any]:
+    """One line of ``step0_removed.jsonl``: the removed item, the kept item it duplicates, and both texts."""
+    assert v.duplicate_of is not None
+    return {
+        "item_id": v.item.item_id, "bench": v.item.bench, "video_id": v.item.video_id, "verdict": v.verdict,
+        "kind": v.kind, "similarity": None if v.similarity is None else round(v.similarity, 6),
+        "duplicate_of": v.duplicate_of.item_id, "duplicate_bench": v.duplicate_of.bench,
+        "text": v.text, "duplicate_text": v.duplicate_text,
+    }
+
+
+def counts_csv(counts: Sequence[BenchCounts]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COUNT_COLUMNS)
+    for c in counts:
+        w.writerow([c.bench, c.items, c.exact, c.near, c.cross_bench, c.kept])
+    return buf.getvalue()
+
+
+def _quote(text: str) -> str:
+    return " / ".join(line.replace("|", "\\|") for line in text.splitlines())[:200]
+
+
+def summary_markdown(result: DedupResult, counts: Sequence[BenchCounts]) -> str:
+    """A short report: totals, the per-benchmark table, and examples of each kind of duplicate."""
+    v = result.verdicts
+    total = Counter(x.verdict for x in v)
+    cross = sum(x.kind == "cross" for x in v)
+    s = result.stats
+    lines = [
+        "# Step 0: duplicate items",
+        "",
+        f"Model `{result.model}`, cosine threshold {result.threshold:g}. {len(v)} items: "
+        f"{total['kept']} kept, {total['exact']} exact and {total['near']} near duplicates removed "
+        f"({cross} of them copies of an item in another benchmark).",
+        f"{s.groups} groups of one video (or of one benchmark's items without a video) compared; "
+        f"the largest held {s.largest_group} distinct texts.",
+        "",
+        "| benchmark | items | exact | near | cross-benchmark | kept |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [f"| {c.bench} | {c.items} | {c.exact} | {c.near} | {c.cross_bench} | {c.kept} |" for c in counts]
+    for verdict in ("exact", "near"):
+        for kind in ("within", "cross"):
+            ex = [x for x in v if x.verdict == verdict and x.kind == kind][:EXAMPLES_PER_KIND]
+            if not ex:
+                continue
+            lines += ["", f"## {verdict.capitalize()} duplicates, {kind} a benchmark" if kind == "within"
+                      else f"## {verdict.capitalize()} duplicates across benchmarks", ""]
+            for x in ex:
+                assert x.duplicate_of is not None and x.duplicate_text is not None
+                lines.append(f"- `{x.item.item_id}` ({x.item.bench}) duplicates `{x.duplicate_of.item_id}` "
+                             f"({x.duplicate_of.bench}), similarity {x.similarity:.3f}")
+                lines.append(f"  - removed: {_quote(x.text)}")
+                lines.append(f"  - kept: {_quote(x.duplicate_text)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(result: DedupResult, out: str | Path) -> list[Path]:
+    """Write the four step-0 files into ``out``; the kept list last, since it is what later steps read."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    counts = bench_counts(result.verdicts)
+    removed = "".join(json.dumps(removed_record(x)) + "\n" for x in result.verdicts if not x.kept)
+    files = [
+        (folder / REMOVED_FILE, removed.encode()),
+        (folder / COUNTS_FILE, counts_csv(counts).encode()),
+        (folder / SUMMARY_FILE, summary_markdown(result, counts).encode()),
+        (folder / KEPT_FILE, kept_table_bytes(result.verdicts)),
+    ]
+    for path, data in files:
+        _atomic_write(path, data)
+    return [p for p, _ in files]

@@ -1,0 +1,58 @@
+"""Per-item verdicts from text units and their group matches (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from benchcheck.dedup.units import TextUnit
+from benchcheck.items import Item
+
+VerdictName = Literal["kept", "exact", "near"]
+Kind = Literal["within", "cross"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemVerdict:
+    """One item's step-0 verdict; ``duplicate_of`` is always a kept item."""
+
+    item: Item
+    text: str
+    verdict: VerdictName
+    duplicate_of: Item | None = None
+    duplicate_text: str | None = None
+    similarity: float | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.verdict == "kept"
+
+    @property
+    def kind(self) -> Kind | None:
+        """``cross`` when the kept item is in another benchmark; None for a kept item."""
+        if self.duplicate_of is None:
+            return None
+        return "within" if self.duplicate_of.bench == self.item.bench else "cross"
+
+
+def decide(units: Sequence[TextUnit], near: Mapping[int, tuple[int, float]], order: Sequence[Item]
+           ) -> list[ItemVerdict]:
+    """Verdicts in the order of ``order``.
+
+    ``near`` maps a removed unit's index to (index of the kept unit it duplicates, similarity).
+    A kept unit keeps its leader and makes its other members exact duplicates of the leader;
+    every member of a removed unit is a near duplicate of the kept unit's leader.
+    """
+    by_id: dict[str, ItemVerdict] = {}
+    for n, unit in enumerate(units):
+        if n in near:
+            k, sim = near[n]
+            original = units[k]
+            for it in unit.members:
+                by_id[it.item_id] = ItemVerdict(it, unit.text, "near", original.leader, original.text, sim)
+            continue
+        by_id[unit.leader.item_id] = ItemVerdict(unit.leader, unit.text, "kept")
+        for it in unit.members[1:]:
+            by_id[it.item_id] = ItemVerdict(it, unit.text, "exact", unit.leader, unit.text, 1.0)
+    return [by_id[it.item_id] for it in order]
