@@ -1,0 +1,359 @@
+"""The ``hf`` engine: Qwen3-VL in process with transformers, answering as a vLLM server would.
+
+Each request is rendered with the model's chat template exactly as vLLM renders the protocol's
+messages (``hf_inputs``), requests are batched by length with left padding and explicit
+positions (``hf_batch``), and scoring is one prefill forward per request: log-softmax at the last
+position, top-20 tokens decoded one by one as vLLM decodes its logprobs (``hf_forward``).
+
+The blocking torch work runs in a worker thread, so an event loop (a server) keeps accepting
+requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
+from benchcheck.engines.hf_batch import collate, plan_batches
+from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch
+from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
+from benchcheck.engines.hf_pixels import PixelSpec
+from benchcheck.engines.hf_vision import use_grouped_vision_attention
+from benchcheck.engines.models.config import transformers_module
+
+R = TypeVar("R")
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_HUB_FILES = ["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What encoding needs of a score or generate request."""
+
+    request_id: str
+    prompt: str
+    images: Sequence[ImageRef]
+    prefix: str | None
+    system: str | None
+    new_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    prompt: EncodedPrompt
+    new_tokens: int
+    encode_s: float
+
+
+def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, str | None]:
+    """A local checkpoint folder for ``model`` and the revision it holds.
+
+    A folder is used as it is. Anything else is a hub repo id at ``revision``. A commit hash
+    is looked up in the local hub cache first (a pinned snapshot never changes, and GPU nodes are
+    often offline); otherwise, or when it is not cached, it is fetched. The revision returned is
+    the commit the snapshot resolved to.
+    """
+    if Path(model).is_dir():
+        return Path(model), revision
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    folder: str | None = None
+    if revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision):
+        try:
+            folder = snapshot_download(
+                repo_id=str(model), revision=revision, allow_patterns=_HUB_FILES, local_files_only=True
+            )
+        except LocalEntryNotFoundError:
+            folder = None
+    if folder is None:
+        folder = snapshot_download(repo_id=str(model), revision=revision, allow_patterns=_HUB_FILES)
+    return Path(folder), Path(folder).name
+
+
+def pick_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """``auto``: bfloat16 on CUDA, float32 on the CPU."""
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; choose from auto, {', '.join(_DTYPES)}") from None
+
+
+class HFEngine:
+    """In-process Qwen3-VL scoring and greedy generation (the ``Engine`` protocol)."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str | Path,
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_batch_size: int = 64,
+        max_batch_tokens: int = 65536,
+        served_name: str | None = None,
+    ) -> None:
+        tf = transformers_module()
+        folder, resolved = resolve_checkpoint(model, revision)
+        dev = pick_device(device)
+        net = tf.Qwen3VLForConditionalGeneration.from_pretrained(
+            folder, dtype=pick_dtype(dtype, dev), attn_implementation="sdpa"
+        )
+        tokenizer = tf.AutoTokenizer.from_pretrained(folder)
+        encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
+        self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        preprocessor_config: dict[str, Any],
+        *,
+        name: str,
+        revision: str | None = None,
+        max_batch_size: int = 64,
+        max_batch_tokens: int = 65536,
+    ) -> HFEngine:
+        """Wrap a model already built in memory (the random-weight true shapes)."""
+        engine = cls.__new__(cls)
+        encoder = PromptEncoder(tokenizer, preprocessor_config, model.config.image_token_id)
+        engine._setup(model.eval(), encoder, name, revision, max_batch_size, max_batch_tokens)
+        return engine
+
+    def _setup(
+        self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, max_bs: int, max_tokens: int
+    ) -> None:
+        if model.config.model_type != "qwen3_vl":
+            raise ValueError(f"the hf engine runs Qwen3-VL checkpoints; got model_type {model.config.model_type!r}")
+        if max_bs < 1 or max_tokens < 1:
+            raise ValueError("max_batch_size and max_batch_tokens must be positive")
+        self.model = model
+        use_grouped_vision_attention(model)
+        self.encoder = encoder
+        self.tokenizer = encoder.tokenizer
+        self.model_name = name
+        self.revision = revision
+        self.max_batch_size = max_bs
+        self.max_batch_tokens = max_tokens
+        self.max_model_len = int(model.config.text_config.max_position_embeddings)
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.pixels = PixelSpec.build(encoder.pixel_table, encoder.patch_layout, self.device)
+        self.pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
+        eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+        eos_list = eos if isinstance(eos, list) else [eos]
+        self.stop_ids = {int(t) for t in [*eos_list, self.tokenizer.eos_token_id] if t is not None}
+        self._token_text: dict[int, str] = {}
+        self._lock = threading.Lock()  # one forward at a time on the device
+        # Tuning knobs (attributes, not constructor arguments): requests sorted together by
+        # length (None: 8 batches' worth of text-only requests, 2 of requests with images, whose
+        # encoding takes longer), and threads that encode requests. Two threads measured faster
+        # than eight on an H200 (docs/perf_engine.md): more contend with the thread that launches
+        # the device work for Python's lock, and two already encode faster than the GPU consumes.
+        self.sort_window: int | None = None
+        self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
+
+    def set_encode_threads(self, n: int) -> None:
+        """Use ``n`` threads to render, tokenize and decode images (default: 2)."""
+        self._pool.shutdown(wait=True)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="hf-encode")
+
+    # -- the Engine protocol -------------------------------------------------------------
+
+    async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
+        """Top log-probs of the first answer token of each request (one forward each)."""
+        return await asyncio.to_thread(self.score_sync, reqs)
+
+    async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
+        """Greedy text of each request, up to its ``max_tokens``."""
+        return await asyncio.to_thread(self.generate_sync, reqs)
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- blocking implementations --------------------------------------------------------
+
+    def score_sync(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
+        """``score`` without the event loop (benchmarks, scripts)."""
+        jobs = [_Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
+
+        def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[LetterScores | Failure]]:
+            t0 = time.perf_counter()
+            k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
+            with self._lock:
+                batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
+                pending = score_batch(self.model, batch, k)
+            return lambda: finish(idx, enc, pending, t0)
+
+        def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float) -> list[LetterScores | Failure]:
+            values, ids = pending.wait()
+            dt = time.perf_counter() - t0
+            res: list[LetterScores | Failure] = []
+            for row, (i, e) in enumerate(zip(idx, enc, strict=True)):
+                n = reqs[i].top_logprobs
+                top: list[dict[str, float | str]] = [
+                    {"token": self._text_of(t), "logprob": v}
+                    for t, v in zip(ids[row, :n].tolist(), values[row, :n].tolist(), strict=True)
+                ]
+                res.append(
+                    LetterScores(
+                        request_id=reqs[i].request_id,
+                        top=top,
+                        top1_token=str(top[0]["token"]) if top else "",
+                        prompt_tokens=e.prompt.n_tokens,
+                        latency_s=dt + e.encode_s,
+                        model=self.model_name,
+                    )
+                )
+            return res
+
+        return self._pipeline(jobs, run)
+
+    def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
+        """``generate`` without the event loop."""
+        jobs = [_Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
+
+        def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[Generation | Failure]]:
+            t0 = time.perf_counter()
+            with self._lock:
+                batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
+                new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id)
+            dt = time.perf_counter() - t0
+            return lambda: [
+                Generation(
+                    request_id=reqs[i].request_id,
+                    text=self.tokenizer.decode(toks, skip_special_tokens=True),
+                    prompt_tokens=e.prompt.n_tokens,
+                    completion_tokens=len(toks),
+                    latency_s=dt + e.encode_s,
+                    model=self.model_name,
+                )
+                for i, e, toks in zip(idx, enc, new, strict=True)
+            ]
+
+        return self._pipeline(jobs, run)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _encode(self, job: _Job) -> _Encoded | Failure:
+        t0 = time.perf_counter()
+        try:
+            enc = self.encoder.encode(job.prompt, job.images, job.prefix, job.system)
+        except BadInput as e:
+            return Failure(job.request_id, "bad_request", str(e), status=400)
+        if enc.n_tokens + job.new_tokens > self.max_model_len:
+            # vLLM's wording; clients detect a context-too-long failure by "maximum context length".
+            msg = (
+                f"This model's maximum context length is {self.max_model_len} tokens. However, you requested "
+                f"{enc.n_tokens + job.new_tokens} tokens ({enc.n_tokens} in the messages, {job.new_tokens} in "
+                "the completion). Please reduce the length of the messages or completion."
+            )
+            return Failure(job.request_id, "context_too_long", msg, status=400)
+        return _Encoded(enc, job.new_tokens, time.perf_counter() - t0)
+
+    def _pipeline(
+        self, jobs: list[_Job], run: Callable[[list[int], list[_Encoded]], Callable[[], list[R]]]
+    ) -> list[R | Failure]:
+        """Encode requests in worker threads and run them in length-sorted batches, overlapping
+        the three stages: threads encode later requests while the device works, and each batch
+        is queued on the device before the previous one's results are read and built.
+
+        ``run`` queues one batch and returns the function that waits for and builds its results.
+        """
+        futures = [self._pool.submit(self._encode, j) for j in jobs]
+        out: list[R | Failure | None] = [None] * len(jobs)
+        in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
+
+        def fail(idx: list[int], message: str) -> None:
+            for i in idx:  # only this batch's requests fail, never the others
+                out[i] = Failure(jobs[i].request_id, "internal", message)
+
+        def land() -> None:
+            nonlocal in_flight
+            if in_flight is None:
+                return
+            idx, finish = in_flight
+            in_flight = None
+            try:
+                for i, res in zip(idx, finish(), strict=True):
+                    out[i] = res
+            except (RuntimeError, ValueError) as e:
+                fail(idx, f"{type(e).__name__}: {e}")
+
+        for pending, ready in self._batches(jobs, futures, out):
+            while pending:
+                idx = pending.pop(0)
+                try:
+                    finish = run(idx, [ready[i] for i in idx])
+                except torch.cuda.OutOfMemoryError as e:
+                    # A batch too large for the device's memory is split, down to one request.
+                    land()
+                    torch.cuda.empty_cache()
+                    if len(idx) > 1:
+                        pending[:0] = [idx[: len(idx) // 2], idx[len(idx) // 2 :]]
+                    else:
+                        fail(idx, f"out of device memory: {e}")
+                    continue
+                except (RuntimeError, ValueError) as e:
+                    fail(idx, f"{type(e).__name__}: {e}")
+                    continue
+                land()
+                in_flight = (idx, finish)
+        land()
+        return [o for o in out if o is not None]
+
+    def _batches(
+        self, jobs: list[_Job], futures: list[Future[_Encoded | Failure]], out: list[Any]
+    ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
+        """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
+
+        Chunks grow from a quarter batch, four times each step, up to the sort window: the device
+        starts at once, and each chunk is encoded while the device runs the one before.
+        """
+        lo = 0
+        chunk = max(1, self.max_batch_size // 4)
+        while lo < len(futures):
+            ready: dict[int, _Encoded] = {}
+            for i in range(lo, min(lo + chunk, len(futures))):
+                r = futures[i].result()
+                if isinstance(r, Failure):
+                    out[i] = r
+                else:
+                    ready[i] = r
+            todo = sorted(ready)
+            # Generated tokens occupy the batch too.
+            sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
+            batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
+            yield [[todo[j] for j in b] for b in batches], ready
+            lo += chunk
+            with_images = lo < len(jobs) and bool(jobs[lo].images)
+            window = self.sort_window or (2 if with_images else 8) * self.max_batch_size
+            chunk = min(4 * chunk, window)
+
+    def _text_of(self, token_id: int) -> str:
+        """A token's text as vLLM reports it in logprobs: that one id decoded on its own."""
+        s = self._token_text.get(token_id)
+        if s is None:
+            s = self._token_text[token_id] = self.tokenizer.decode([token_id])
+        return s

@@ -1,0 +1,92 @@
+"""The two forwards of the ``hf`` engine on one padded batch: scoring and greedy generation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from benchcheck.engines.hf_batch import Batch, position_ids
+
+
+@dataclass(slots=True)
+class PendingTop:
+    """Top-k of a forward on its way to the host; ``wait`` before reading."""
+
+    values: torch.Tensor  # (B, k) float32, host
+    indices: torch.Tensor  # (B, k) int64, host
+    done: torch.cuda.Event | None
+
+    def wait(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.done is not None:
+            self.done.synchronize()
+        return self.values, self.indices
+
+
+def _to_host(t: torch.Tensor) -> torch.Tensor:
+    if t.device.type != "cuda":
+        return t
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    return host.copy_(t, non_blocking=True)
+
+
+@torch.inference_mode()
+def score_batch(model: Any, batch: Batch, k: int) -> PendingTop:
+    """One prefill forward: log-softmax at each row's last position and its top ``k``
+    (logprobs, token ids), each (B, k). Returns as soon as the work is queued on the device,
+    so the caller can queue the next batch before reading this one."""
+    pos = position_ids(model, batch)
+    out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=False)
+    logprobs = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+    top = torch.topk(logprobs, k, dim=-1)
+    values, indices = _to_host(top.values), _to_host(top.indices)
+    done = None
+    if top.values.device.type == "cuda":
+        done = torch.cuda.current_stream().record_event()
+    return PendingTop(values, indices, done)
+
+
+@torch.inference_mode()
+def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int) -> list[list[int]]:
+    """Greedy decoding with a KV cache; row r stops at a stop token or after ``max_new[r]``
+    tokens. Returns each row's new tokens, stop token excluded."""
+    pos = position_ids(model, batch)
+    out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=True)
+    cache = out.past_key_values
+    mask = batch.attention_mask
+    # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.
+    next_text = mask.sum(-1)
+    next_mrope = pos[1:].amax(dim=(0, 2)) + 1
+    rows = mask.shape[0]
+    tokens: list[list[int]] = [[] for _ in range(rows)]
+    done = [m <= 0 for m in max_new]
+    stop = torch.tensor(sorted(stop_ids), device=mask.device)
+    for _step in range(max(max_new, default=0)):
+        nxt = out.logits[:, -1, :].argmax(-1)
+        is_stop = torch.isin(nxt, stop).tolist()
+        for r, (tok, s) in enumerate(zip(nxt.tolist(), is_stop, strict=True)):
+            if done[r]:
+                continue
+            if s:
+                done[r] = True
+                continue
+            tokens[r].append(tok)
+            done[r] = len(tokens[r]) >= max_new[r]
+        if all(done):
+            break
+        # Finished rows keep stepping with a pad token; their output is already final.
+        step_ids = torch.where(torch.tensor(done, device=nxt.device), torch.full_like(nxt, pad_id), nxt)
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        step_pos = torch.stack([next_text, next_mrope, next_mrope, next_mrope])[:, :, None]
+        out = model(
+            input_ids=step_ids[:, None],
+            attention_mask=mask,
+            position_ids=step_pos,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache = out.past_key_values
+        next_text = next_text + 1
+        next_mrope = next_mrope + 1
+    return tokens

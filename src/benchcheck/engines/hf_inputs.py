@@ -1,0 +1,184 @@
+"""Request -> model inputs for the ``hf`` engine, the way a vLLM server builds them.
+
+vLLM renders the chat messages with the model's own chat template, tokenizes the text without
+adding special tokens, and expands every ``<|image_pad|>`` into as many copies as the image has
+merged patches (``grid_t * grid_h * grid_w / merge**2``). Pixel values come from the model's
+image processor. This module does the same with the tokenizer and transformers' PIL image
+processor (no torchvision, which does not load everywhere this runs).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from benchcheck.engines.base import ImageRef
+
+# preprocessor_config.json keys the PIL image processor takes.
+_PROCESSOR_KEYS = (
+    "size", "patch_size", "temporal_patch_size", "merge_size", "image_mean", "image_std",
+    "do_resize", "do_rescale", "rescale_factor", "do_normalize", "do_convert_rgb", "resample",
+    "min_pixels", "max_pixels",
+)  # fmt: skip
+
+TEXT, IMAGE = 0, 1  # mm_token_type_ids values (0 text, 1 image, 2 video)
+
+
+class BadInput(ValueError):
+    """A request that can never be answered as given (unreadable image, placeholder in text)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedPrompt:
+    """One request's model inputs before batching (NumPy, so encoding needs no torch); the
+    images as resized uint8 frames, turned into pixel values on the device."""
+
+    input_ids: np.ndarray  # (L,) int64, image placeholders expanded
+    mm_token_type_ids: np.ndarray  # (L,) int64: 0 text, 1 image
+    frames: tuple[np.ndarray, ...]  # resized images, (H, W, 3) uint8 each
+    image_grid_thw: np.ndarray | None  # (n_images, 3) int64
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def load_image(ref: ImageRef, index: int) -> Image.Image:
+    """Decode one image (JPEG bytes or a path) to RGB; a bad one raises ``BadInput`` naming it."""
+    what = f"image {index} ({ref})" if isinstance(ref, Path) else f"image {index} ({len(ref)} bytes)"
+    try:
+        src = io.BytesIO(ref) if isinstance(ref, bytes | bytearray) else Path(ref)
+        with Image.open(src) as im:
+            return im.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as e:
+        raise BadInput(f"{what}: not a readable image ({type(e).__name__})") from e
+
+
+class PromptEncoder:
+    """Renders and tokenizes requests and preprocesses their images for one model folder."""
+
+    def __init__(self, tokenizer: Any, preprocessor_config: dict[str, Any], image_token_id: int) -> None:
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+        self.tokenizer = tokenizer
+        self.image_token_id = image_token_id
+        kwargs = {k: v for k, v in preprocessor_config.items() if k in _PROCESSOR_KEYS}
+        self.image_processor = Qwen2VLImageProcessorPil(**kwargs)
+        self.merge = int(self.image_processor.merge_size)
+        self._table: np.ndarray | None = None
+
+    @classmethod
+    def from_folder(cls, folder: Path, tokenizer: Any, image_token_id: int) -> PromptEncoder:
+        cfg = json.loads((Path(folder) / "preprocessor_config.json").read_text())
+        return cls(tokenizer, cfg, image_token_id)
+
+    def _tokenize(self, text: str) -> list[int]:
+        """Token ids of rendered text, special tokens matched, none added (as vLLM tokenizes)."""
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is not None:  # the Rust tokenizer directly: same ids, less overhead per call
+            ids: list[int] = backend.encode(text, add_special_tokens=False).ids
+            return ids
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def render(self, prompt: str, n_images: int, assistant_prefix: str | None, system: str | None = None) -> str:
+        """The chat text: [system], user = images then ``prompt``, then either the prefilled
+        assistant turn continued (no generation prompt) or a generation prompt."""
+        content: list[dict[str, str]] = [{"type": "image"} for _ in range(n_images)]
+        content.append({"type": "text", "text": prompt})
+        messages: list[dict[str, Any]] = []
+        if system is not None:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": content})
+        if assistant_prefix is not None:
+            messages.append({"role": "assistant", "content": assistant_prefix})
+        text: str = self.tokenizer.apply_chat_template(
+            messages,
+            tokenize=False,
+            add_generation_prompt=assistant_prefix is None,
+            continue_final_message=assistant_prefix is not None,
+        )
+        return text
+
+    def frames(self, images: Sequence[ImageRef]) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """Each image decoded and resized as the model's image processor resizes it (``smart_resize``
+        to multiples of 32 px, PIL, the processor's resampling), as (H, W, 3) uint8; with the
+        (t, h, w) patch grids.
+
+        Rescale, normalize and patchify happen later, on the device (``hf_pixels``): the frames
+        travel as bytes, 8 times smaller than the processor's float32 patches.
+        """
+        ip = self.image_processor
+        out = []
+        grids = []
+        for i, ref in enumerate(images):
+            arr = np.asarray(self._resize(load_image(ref, i)), np.uint8)
+            out.append(arr)
+            grids.append([1, arr.shape[0] // ip.patch_size, arr.shape[1] // ip.patch_size])
+        return tuple(out), np.asarray(grids, np.int64).reshape(-1, 3)
+
+    def _resize(self, im: Image.Image) -> Image.Image:
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+        ip = self.image_processor
+        if not ip.do_resize:
+            return im
+        h, w = smart_resize(
+            im.height,
+            im.width,
+            factor=ip.patch_size * ip.merge_size,
+            min_pixels=ip.size["shortest_edge"],
+            max_pixels=ip.size["longest_edge"],
+        )
+        return im if (h, w) == (im.height, im.width) else im.resize((w, h), resample=Image.Resampling(ip.resample))
+
+    @property
+    def patch_layout(self) -> tuple[int, int, int]:
+        """(patch size, spatial merge, temporal patch) of the image processor."""
+        ip = self.image_processor
+        return int(ip.patch_size), int(ip.merge_size), int(ip.temporal_patch_size)
+
+    @property
+    def pixel_table(self) -> np.ndarray:
+        """(C, 256) float32: pixel value v of channel c -> the processor's rescaled (float64, then
+        float32) and normalized value. A lookup gives the processor's float32 values bit for bit."""
+        if self._table is None:
+            ip = self.image_processor
+            v = np.arange(256, dtype=np.float64)
+            v = (v * ip.rescale_factor if ip.do_rescale else v).astype(np.float32)
+            mean = np.asarray(ip.image_mean, np.float32)[:, None]
+            std = np.asarray(ip.image_std, np.float32)[:, None]
+            self._table = ((v[None, :] - mean) / std if ip.do_normalize else np.tile(v, (3, 1))).astype(np.float32)
+        return self._table
+
+    def tokens_per_image(self, grid_thw: np.ndarray) -> np.ndarray:
+        """LLM tokens of each image: its patches over the spatial merge (448x256 -> 112)."""
+        return np.asarray(grid_thw.prod(axis=-1) // (self.merge * self.merge), np.int64)
+
+    def encode(
+        self,
+        prompt: str,
+        images: Sequence[ImageRef] = (),
+        assistant_prefix: str | None = None,
+        system: str | None = None,
+    ) -> EncodedPrompt:
+        """Model inputs of one request (``BadInput`` when it can never be answered)."""
+        text = self.render(prompt, len(images), assistant_prefix, system)
+        ids = np.asarray(self._tokenize(text), np.int64)
+        where = np.flatnonzero(ids == self.image_token_id)
+        if len(where) != len(images):
+            raise BadInput(f"the prompt holds {len(where) - len(images)} image placeholder token(s) of its own")
+        if not images:
+            return EncodedPrompt(ids, np.zeros_like(ids), (), None)
+        frames, grid = self.frames(images)
+        repeats = np.ones_like(ids)
+        repeats[where] = self.tokens_per_image(grid)
+        expanded = np.repeat(ids, repeats)
+        types = np.where(expanded == self.image_token_id, IMAGE, TEXT).astype(np.int64)
+        return EncodedPrompt(expanded, types, frames, grid)

@@ -1,0 +1,103 @@
+"""Rendering, tokenization, image preprocessing and batching of the hf engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hf_helpers import make_jpeg
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_batch import collate, plan_batches, position_ids
+from benchcheck.engines.hf_inputs import BadInput, load_image
+from benchcheck.engines.hf_pixels import patchify
+
+PROMPT = "Look.\n\nQuestion: what?\nOptions:\nA. a\nB. b\nAnswer with the option letter only."
+
+
+def test_chat_rendering_matches_the_vllm_messages(hf_engine: HFEngine) -> None:
+    enc = hf_engine.encoder
+    text = enc.render(PROMPT, 2, "Answer:")
+    assert text == (
+        "<|im_start|>user\n"
+        "<|vision_start|><|image_pad|><|vision_end|><|vision_start|><|image_pad|><|vision_end|>"
+        f"{PROMPT}<|im_end|>\n<|im_start|>assistant\nAnswer:"
+    )
+    assert enc.render("hi", 0, None, system="Be brief.") == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_token_sequence_user_images_then_text_then_answer_continued(hf_engine: HFEngine) -> None:
+    tok = hf_engine.tokenizer
+    e = hf_engine.encoder.encode(PROMPT, (make_jpeg(1),), "Answer:")
+    ids = e.input_ids.tolist()
+
+    def t(s: str) -> list[int]:
+        return list(tok(s, add_special_tokens=False)["input_ids"])
+
+    image = hf_engine.model.config.image_token_id
+    expected = (
+        t("<|im_start|>user\n<|vision_start|>")
+        + [image] * 112
+        + t("<|vision_end|>" + PROMPT + "<|im_end|>\n<|im_start|>assistant\nAnswer:")
+    )
+    assert ids == expected
+    assert e.mm_token_type_ids.tolist() == [1 if i == image else 0 for i in ids]
+    assert ids[-len(t("Answer:")) :] == t("Answer:")  # no generation prompt after the prefill
+
+
+@pytest.mark.parametrize(("w", "h"), [(448, 256), (448, 252), (256, 448)])
+def test_a_448_frame_costs_112_tokens(hf_engine: HFEngine, w: int, h: int) -> None:
+    frames, grid = hf_engine.encoder.frames([make_jpeg(2, w, h)])
+    assert hf_engine.encoder.tokens_per_image(grid).tolist() == [112]
+    assert frames[0].shape[0] % 32 == 0 and frames[0].shape[1] % 32 == 0
+
+
+def test_pixel_values_equal_the_image_processor_output(hf_engine: HFEngine) -> None:
+    enc = hf_engine.encoder
+    images = [make_jpeg(s, w, h) for s, (w, h) in enumerate([(448, 256), (448, 252), (300, 200), (17, 900)])]
+    ref = enc.image_processor(images=[load_image(b, 0) for b in images], return_tensors=None)
+    frames, grid = enc.frames(images)
+    mine = patchify(frames, hf_engine.pixels).numpy()
+    assert grid.tolist() == np.asarray(ref["image_grid_thw"]).tolist()
+    assert mine.dtype == np.float32
+    assert np.array_equal(mine, ref["pixel_values"])  # bit for bit
+
+
+def test_bad_inputs_raise_one_line_errors(hf_engine: HFEngine, tmp_path: object) -> None:
+    with pytest.raises(BadInput, match=r"image 1 \(9 bytes\): not a readable image"):
+        hf_engine.encoder.encode("q", (make_jpeg(1), b"not a jpg"), "Answer:")
+    with pytest.raises(BadInput, match="placeholder"):
+        hf_engine.encoder.encode("look <|image_pad|> here", (), "Answer:")
+
+
+def test_positions_ignore_left_padding(hf_engine: HFEngine) -> None:
+    enc = hf_engine.encoder
+    a = enc.encode("short", (make_jpeg(3),), "Answer:")
+    b = enc.encode("a much longer prompt " * 8, (make_jpeg(4),), "Answer:")
+    batch = collate([a, b], hf_engine.pad_id, hf_engine.pixels, torch.float32)
+    alone = collate([a], hf_engine.pad_id, hf_engine.pixels, torch.float32)
+    pos, pos_alone = position_ids(hf_engine.model, batch), position_ids(hf_engine.model, alone)
+    pad = batch.input_ids.shape[1] - a.n_tokens
+    assert torch.equal(pos[:, 0, pad:], pos_alone[:, 0])
+    assert int(batch.attention_mask[0, :pad].sum()) == 0
+    # After the image, M-RoPE positions continue from the image's largest position + 1.
+    assert int(pos_alone[1:, 0].max()) < a.n_tokens
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, 500), max_size=60),
+    st.integers(1, 16),
+    st.integers(1, 2000),
+)
+def test_plan_batches_covers_each_request_once_within_bounds(lengths: list[int], bs: int, tokens: int) -> None:
+    batches = plan_batches(lengths, bs, tokens)
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) <= bs
+        assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= tokens
