@@ -164,3 +164,15 @@ def test_validate_exit_code_and_stats(tmp_path: Path) -> None:
     assert f"{p}:2: b: empty question" in r.stderr
     s = run_cli("items", "stats", str(p))
     assert s.returncode == 0 and "V: 1 items" in s.stdout and "A:1 (100%)" in s.stdout
+
+
+def test_bench_names_cannot_leave_the_results_folder(tmp_path: Path) -> None:
+    p = write_jsonl(tmp_path / "ok.jsonl", [
+        {"item_id": "a", "bench": "../../etc/evil", "question": "Q", "options": ["x", "y"], "answer": 0},
+        {"item_id": "b", "bench": ".hidden", "question": "Q", "options": ["x", "y"], "answer": 0},
+        {"item_id": "c", "bench": "Fine-Bench_1", "question": "Q", "options": ["x", "y"], "answer": 0},
+    ])
+    r = load_items([p])
+    assert [i.item_id for i in r.items] == ["c"]
+    assert {e.item_id for e in r.errors} == {"a", "b"}
+    assert all("not a safe file name" in e.message for e in r.errors)

@@ -169,7 +169,7 @@ class HFEngine:
         # Tuning knobs (attributes, not constructor arguments): requests sorted together by
         # length (None: 8 batches' worth of text-only requests, 2 of requests with images, whose
         # encoding takes longer), and threads that encode requests. Two threads measured faster
-        # than eight on an H200 (docs/perf_engine.md): more contend with the thread that launches
+        # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
         # the device work for Python's lock, and two already encode faster than the GPU consumes.
         self.sort_window: int | None = None
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")

@@ -147,6 +147,11 @@ def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> list[Any]:
     return values
 
 
+def _safe_name(name: str) -> bool:
+    """A benchmark name becomes a results file name: it must not leave the results folder."""
+    return bool(name) and not name.startswith(".") and not any(c in name for c in "/\\\x00")
+
+
 def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind) -> int | str:
     """Gold index from an index, a letter or the gold text; an error message when none fits.
 
@@ -190,6 +195,8 @@ def row_to_item(
     raw_id = row.get(cmap.item_id) if cmap.item_id else None
     item_id = str(raw_id) if not _is_blank(raw_id) else f"{bench}_{index}"
     problems: list[str] = []
+    if not _safe_name(bench):
+        problems.append(f"benchmark name {bench!r} is not a safe file name (results go to <bench>.jsonl)")
     question = str(row.get(cmap.question) or "").strip() if cmap.question else ""
     if not question:
         problems.append("empty question")

@@ -38,9 +38,12 @@ class StoreFrames:
         self.store = Path(store)
 
     def available(self, video_id: str) -> bool:
-        if not video_id or "/" in video_id or video_id in (".", ".."):
+        from benchcheck.video.meta import META_FILE, video_dir
+
+        try:
+            return (video_dir(self.store, video_id) / META_FILE).is_file()
+        except ValueError:
             return False
-        return (self.store / "normalized" / video_id / "meta.json").is_file()
 
     def grid(self, video_id: str) -> list[bytes]:
         from benchcheck.video.extract import extract_jpegs
