@@ -3,20 +3,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from aiohttp import web
+from loopback import free_port
 
 SCRIPTED_RULES = [
     {"match": "capital of France", "reply": "Paris"},
@@ -32,10 +29,6 @@ SCRIPTED_RULES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_health(url: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 120.0) -> None:
@@ -71,28 +64,3 @@ def cli_server(*args: str, log: Path | None = None) -> Iterator[tuple[str, subpr
             out.close()  # type: ignore[union-attr]
 
 
-@contextmanager
-def thread_server(app: web.Application) -> Iterator[str]:
-    """Run an aiohttp app on a free loopback port in a background thread; yields the base URL."""
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, access_log=None)
-    started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
-        started.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    assert started.wait(30)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        t.join(30)

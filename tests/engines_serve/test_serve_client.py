@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 from PIL import Image
-from serve_fixtures import cli_server, free_port, thread_server
+from serve_fixtures import cli_server
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.openai import OpenAIEngine
 from benchcheck.protocol import letter_logprobs
+from loopback import free_port, thread_server
 
 
 def _score(engine: OpenAIEngine, *prompts: str) -> list[LetterScores | Failure]:

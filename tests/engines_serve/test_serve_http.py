@@ -14,10 +14,11 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
-from serve_fixtures import cli_server, thread_server
+from serve_fixtures import cli_server
 
 from benchcheck.engines.scripted import ScriptedEngine
 from benchcheck.engines.serve import STATE, build_app
+from loopback import thread_server
 
 SCORE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}
 
@@ -143,7 +144,7 @@ def test_cli_errors_are_one_line(rules_file: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from serve_fixtures import free_port
+    from loopback import free_port
 
     def serve(*args: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", *args]

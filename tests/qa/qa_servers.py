@@ -8,14 +8,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -26,14 +23,12 @@ from typing import Any
 
 from aiohttp import web
 
+from loopback import free_port
+
 FAKE_VLM = Path(__file__).with_name("fake_vlm.py")
 CLIP_FRAMES = 60  # frames of each test clip
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
@@ -125,32 +120,6 @@ def completion(model: str, text: str) -> dict[str, Any]:
         "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
     }
 
-
-@contextmanager
-def thread_server(app: web.Application) -> Iterator[str]:
-    """Run an aiohttp app on a free loopback port in a background thread; yields the base URL."""
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, access_log=None)
-    started = threading.Event()
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
-        started.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    assert started.wait(30)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        t.join(30)
 
 
 @dataclass

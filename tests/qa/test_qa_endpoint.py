@@ -19,12 +19,12 @@ from qa_servers import (
     run_cli,
     scripted_server,
     serve_cli,
-    thread_server,
 )
 
 from benchcheck.engines.models.tiny import build_tiny_model
 from benchcheck.video.plans import uniform_grid
 from benchcheck.video.synth import read_frame_index
+from loopback import thread_server
 
 
 def _vlm_reply(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -16,9 +16,10 @@ from qa_servers import (
     read_json,
     run_cli,
     scripted_server,
-    thread_server,
     vlm_cmd,
 )
+
+from loopback import thread_server
 
 SECRETS = {
     "NGC_API_KEY": "nvapi-ngc-secret-4242",
