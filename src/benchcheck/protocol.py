@@ -60,7 +60,7 @@ def render_options(texts: Sequence[str]) -> str:
 def item_text(question: object, options: object) -> str:
     """Text compared by the step-0 duplicate check: question (whitespace collapsed) then options."""
     q = " ".join(str(question or "").split())
-    if isinstance(options, list | tuple) and options:
+    if isinstance(options, list) and options:  # as the reference: only a list adds the options
         return q + "\n" + "\n".join(str(o) for o in options)
     return q
 

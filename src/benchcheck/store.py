@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,22 +31,29 @@ def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows).encode("utf-8")
 
 
-def append_rows(path: str | Path, rows: Iterable[Mapping[str, Any]], fsync: bool = False) -> int:
+def append_rows(path: str | Path, rows: Iterable[Mapping[str, Any]], fsync: bool = False,
+                unique_by: Callable[[Mapping[str, Any]], object] | None = None) -> int:
     """Append rows (one JSON object per line) under an exclusive lock; returns rows written.
 
     Several processes may append to one file at once: the lock keeps each batch whole, and
-    ``O_APPEND`` puts it at the true end of the file.
+    ``O_APPEND`` puts it at the true end of the file. With ``unique_by``, rows whose key is already
+    in the file are dropped, checked under the same lock (so concurrent writers add each key once).
     """
     rows = list(rows)
     if not rows:
         return 0
-    data = encode_rows(rows)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            if unique_by is not None:
+                have = {unique_by(r) for r in read_rows(path)}
+                rows = [r for r in rows if unique_by(r) not in have]
+                if not rows:
+                    return 0
+            data = encode_rows(rows)
             size = os.fstat(fd).st_size
             if size and _last_byte(path, size) != b"\n":
                 data = b"\n" + data  # end a torn line left by a killed writer
@@ -119,7 +126,8 @@ class StepState:
     """What a step's rows say: the last ok row per item and error-row counts."""
 
     ok: dict[str, dict[str, Any]] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)  # every error row
+    counted: dict[str, int] = field(default_factory=dict)  # error rows that count toward the limit
     max_errors: int = MAX_ERRORS_PER_ITEM
 
     def add(self, row: Mapping[str, Any]) -> None:
@@ -131,13 +139,21 @@ class StepState:
             self.ok[iid] = dict(row)
         else:
             self.errors[iid] = self.errors.get(iid, 0) + 1
+            if not row.get("retry_free"):
+                self.counted[iid] = self.counted.get(iid, 0) + 1
+
+    def touched(self, item_id: str) -> bool:
+        """The step has some row for the item (ok or error)."""
+        return item_id in self.ok or item_id in self.errors
 
     def is_done(self, item_id: str) -> bool:
         return item_id in self.ok
 
     def is_failed(self, item_id: str) -> bool:
-        """Permanently failed: no ok row and ``max_errors`` error rows."""
-        return item_id not in self.ok and self.errors.get(item_id, 0) >= self.max_errors
+        """Permanently failed: no ok row and ``max_errors`` error rows that count. A row marked
+        ``retry_free`` (the server was unreachable or refused the run's credentials or model: not
+        the item's fault) is kept and reported but does not use up the item's retries."""
+        return item_id not in self.ok and self.counted.get(item_id, 0) >= self.max_errors
 
     def is_removed(self, item_id: str) -> bool:
         row = self.ok.get(item_id)

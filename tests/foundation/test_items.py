@@ -176,3 +176,36 @@ def test_bench_names_cannot_leave_the_results_folder(tmp_path: Path) -> None:
     assert [i.item_id for i in r.items] == ["c"]
     assert {e.item_id for e in r.errors} == {"a", "b"}
     assert all("not a safe file name" in e.message for e in r.errors)
+
+
+def test_a_malformed_field_costs_only_its_row(tmp_path: Path) -> None:
+    p = write_jsonl(tmp_path / "M.jsonl", [
+        {"item_id": "a", "question": "Q", "options": ["x", "y"], "answer": 0},
+        {"item_id": "b", "question": "Q", "options": 5, "answer": 0},
+        {"item_id": "c", "question": "Q", "options": ["x", "y"], "answer": 0, "duration_s": "n/a"},
+        {"item_id": "d", "question": "Q", "options": ["x", "y"], "answer": 1},
+    ])
+    with p.open("ab") as f:
+        f.write(b'{"item_id": "e", "question": "\xff\xfe", "options": ["x", "y"], "answer": 0}\n')
+        f.write(b'{"item_id": "f", "question": "Q", "options": ["x", "y"], "answer": 0}\n')
+    r = load_items([p])
+    assert [i.item_id for i in r.items] == ["a", "d", "f"]
+    assert {e.item_id for e in r.errors} == {"b", "c", None}
+    assert any(e.message == "line is not UTF-8" and e.where == "5" for e in r.errors)
+
+
+def test_part_like_bench_names_and_files_named_twice(tmp_path: Path) -> None:
+    p = write_jsonl(tmp_path / "mv.p1.jsonl", [{"item_id": "a", "question": "Q", "options": ["x", "y"], "answer": 0}])
+    r = load_items([p])
+    assert not r.items and "not a safe file name" in r.errors[0].message
+    q = write_jsonl(tmp_path / "ok.jsonl", [{"item_id": "z", "question": "Q", "options": ["x", "y"], "answer": 0}])
+    again = load_items([q, tmp_path, q])
+    assert [i.item_id for i in again.items] == ["z"]
+    assert not [e for e in again.errors if "duplicate" in e.message]
+
+
+def test_spread_numeric_options_read_a_digit_gold_as_an_index(tmp_path: Path) -> None:
+    p = tmp_path / "count.csv"
+    p.write_text("qid,question,a0,a1,a2,a3,a4,answer\nq1,How many?,1,2,3,4,5,2\n")
+    r = load_items([p])
+    assert r.items[0].answer == 2 and r.items[0].options[2] == "3"

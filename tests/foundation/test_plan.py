@@ -89,3 +89,19 @@ def test_version_and_help_examples() -> None:
     examples = h.stdout.split("Examples")[1]
     for command in ("items validate", "items stats", "screen", "demo run"):
         assert f"benchcheck {command}" in examples
+
+
+def test_rows_of_a_visual_step_count_even_without_frames_now() -> None:
+    items = [item("gone", "v1"), item("failed", "v1"), item("never", "v1")]
+    s1 = state([{"item_id": i} for i in ("gone", "failed", "never")])
+    s2 = state([{"item_id": "gone", "removed": True}] + [{"item_id": "failed", "status": "error"}] * 3)
+    no_frames = plan_step(items, 4, DEFAULT_CHAIN, {1: s1, 2: s2, 3: StepState()}, lambda it: False)
+    assert [i.item_id for i in no_frames.todo] == ["never"]
+    assert no_frames.counts == {"REMOVED_EARLIER": 1, "FAILED_EARLIER": 1}
+
+
+def test_retry_free_error_rows_do_not_fail_an_item() -> None:
+    s = state([{"item_id": "x", "status": "error", "retry_free": True}] * 5
+              + [{"item_id": "y", "status": "error"}] * 3)
+    assert not s.is_failed("x") and s.errors["x"] == 5
+    assert s.is_failed("y")

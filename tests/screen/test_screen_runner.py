@@ -127,3 +127,36 @@ def test_missing_frames_go_to_failures_not_error_rows(tmp_path: Path) -> None:
     plan = cli("screen", "--items", str(pool), "--step", "2", "--results", str(res), "--frames", str(frames),
                "--plan-only").stdout
     assert f"MISSING_FRAMES={len(fails)}" in plan and "REMAINING_TOTAL=0" in plan
+
+
+def test_a_refused_model_stops_the_run_without_failing_items(pool: Path, tmp_path: Path) -> None:
+    rules = write_rules(tmp_path / "rules.json", [
+        {"match": "", "error": {"status": 404, "message": "The model `x` does not exist."}}])
+    res = tmp_path / "res"
+    for _ in range(4):
+        r = cli("screen", "--items", str(pool), "--step", "1", "--results", str(res), "--engine", "scripted",
+                "--rules", str(rules), "--no-progress", "--batch-items", "4", "--workers", "1")
+        assert r.returncode == 3 and "refused the run" in r.stdout
+    plan = cli("screen", "--items", str(pool), "--step", "1", "--results", str(res), "--plan-only").stdout
+    assert "FAILED_TOTAL=0" in plan and "REMAINING_TOTAL=269" in plan
+
+
+def test_a_cache_without_the_whole_grid_is_missing_frames(tmp_path: Path) -> None:
+    from benchcheck.demo.items import write_demo_items
+    from benchcheck.demo.videos import make_demo_videos
+    from benchcheck.video.batch import extract_many
+    from benchcheck.video.store import normalize_videos
+
+    report = normalize_videos(make_demo_videos(tmp_path / "v", n=1), tmp_path / "store")
+    vid = report.outcomes[0].content_hash
+    assert vid
+    extract_many(tmp_path / "store", [vid], "mid", tmp_path / "mid")
+    write_demo_items(tmp_path / "items", video_ids=[vid])
+    args = ["screen", "--items", str(tmp_path / "items"), "--step", "2", "--chain", "2,3", "--results",
+            str(tmp_path / "res"), "--plan-only", "--frames"]
+    mid_only = cli(*args, str(tmp_path / "mid")).stdout
+    extract_many(tmp_path / "store", [vid], "v32", tmp_path / "v32")
+    whole = cli(*args, str(tmp_path / "v32")).stdout
+    n = int(whole.split("REMAINING_TOTAL=")[1].split()[0])
+    assert n > 0 and "MISSING_FRAMES=0" in whole
+    assert "REMAINING_TOTAL=0" in mid_only and f"MISSING_FRAMES={n}" in mid_only

@@ -147,18 +147,26 @@ def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> list[Any]:
     return values
 
 
+_PART_SUFFIX = re.compile(r"\.p\d+$")
+
+
 def _safe_name(name: str) -> bool:
-    """A benchmark name becomes a results file name: it must not leave the results folder."""
-    return bool(name) and not name.startswith(".") and not any(c in name for c in "/\\\x00")
+    """A benchmark name becomes a results file name: it must not leave the results folder, and
+    must not end like a part file (``X.p1.jsonl`` is part 1 of ``X``)."""
+    return (bool(name) and not name.startswith(".") and not any(c in name for c in "/\\\x00")
+            and not _PART_SUFFIX.search(name))
 
 
-def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind) -> int | str:
+def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind,
+                   digits_are_index: bool = False) -> int | str:
     """Gold index from an index, a letter or the gold text; an error message when none fits.
 
     With ``kind="auto"``: an integer is an index; a string is first matched against the option
     texts (so numeric options with a text gold work), then read as an index if it is all digits,
     then as a letter, then matched case-insensitively. Set ``answer_kind=index`` in the column map
-    for a CSV whose options are numbers and whose gold column holds indices.
+    for a CSV whose options are numbers and whose gold column holds indices. With options spread
+    over columns (``a0..a4``), ``digits_are_index`` reads an all-digit gold as an index first: that
+    layout stores the gold index (NExT-QA), and its cells are all strings.
     """
     n = len(texts)
     if isinstance(value, bool) or _is_blank(value):
@@ -170,6 +178,8 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
             return f"gold {value!r} is not a {kind}"
         return value if 0 <= value < n else f"gold index {value} out of range for {n} options"
     s = str(value).strip()
+    if kind == "auto" and digits_are_index and s.isdigit():
+        return resolve_answer(int(s), texts, raw, "index")
     if kind in ("auto", "text"):
         exact = [i for i, t in enumerate(texts) if t == s] or [i for i, t in enumerate(raw) if t.strip() == s]
         if exact:
@@ -196,7 +206,8 @@ def row_to_item(
     item_id = str(raw_id) if not _is_blank(raw_id) else f"{bench}_{index}"
     problems: list[str] = []
     if not _safe_name(bench):
-        problems.append(f"benchmark name {bench!r} is not a safe file name (results go to <bench>.jsonl)")
+        problems.append(f"benchmark name {bench!r} is not a safe file name (results go to <bench>.jsonl; "
+                        "no '/', no leading '.', no '.p<digits>' ending)")
     question = str(row.get(cmap.question) or "").strip() if cmap.question else ""
     if not question:
         problems.append("empty question")
@@ -206,7 +217,8 @@ def row_to_item(
         problems.append(f"fewer than 2 options ({len(texts)})")
     answer: int | str = "no gold answer"
     if cmap.answer:
-        answer = resolve_answer(row.get(cmap.answer), texts, raw_opts, cmap.answer_kind)
+        answer = resolve_answer(row.get(cmap.answer), texts, raw_opts, cmap.answer_kind,
+                                digits_are_index=len(cmap.options or ()) > 1)
     if isinstance(answer, str) and len(texts) >= 2:
         problems.append(answer)
     if problems:
@@ -240,12 +252,15 @@ def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
     """(where, row) per record; row is an error message when the record cannot be read."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
+        with path.open("rb") as f:
+            for n, raw_line in enumerate(f, 1):
+                if not raw_line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = json.loads(raw_line.decode("utf-8"))
+                except UnicodeDecodeError:
+                    yield f"{n}", "line is not UTF-8"
+                    continue
                 except json.JSONDecodeError as e:
                     yield f"{n}", f"line is not JSON ({e.msg})"
                     continue
@@ -255,7 +270,8 @@ def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
         for n, obj in enumerate(data if isinstance(data, list) else [], 1):
             yield f"#{n}", obj if isinstance(obj, dict) else "record is not a JSON object"
     elif suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as f:
+        # A stray non-UTF-8 byte becomes U+FFFD instead of ending the file's items.
+        with path.open(encoding="utf-8", errors="replace", newline="") as f:
             for n, row in enumerate(csv.DictReader(f), 2):
                 yield f"{n}", row
     elif suffix == ".parquet":
@@ -290,7 +306,13 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
                 continue
             if resolved is None or path.suffix.lower() in (".jsonl", ".json"):
                 resolved = _resolve_columns(_columns_of(path, row), cmap)
-            item, item_id, problems = row_to_item(row, resolved, bench_default, index)
+            try:
+                item, item_id, problems = row_to_item(row, resolved, bench_default, index)
+            except (TypeError, ValueError) as e:  # a field of the wrong type: this row's problem only
+                rid = row.get(resolved.item_id) if resolved.item_id else None
+                out.problems.append(Problem(str(path), where, None if rid is None else str(rid),
+                                            f"cannot read item: {type(e).__name__}: {e}"))
+                continue
             out.problems.extend(Problem(str(path), where, item_id, m) for m in problems)
             if item is None:
                 continue
@@ -322,7 +344,14 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
             out.extend(sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith(_SUFFIXES)))
         else:
             out.append(p)
-    return out
+    seen: set[Path] = set()
+    unique = []
+    for p in out:  # a file named twice (itself and through its folder) is read once
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
 
 
 def load_items(paths: Iterable[str | Path], cmap: ColumnMap | None = None) -> LoadResult:

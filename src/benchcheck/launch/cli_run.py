@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchcheck.launch.host import LaunchPlan, run_host
-from benchcheck.launch.servers import ServerOptions, gpu_count, vllm_available
+from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_available
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
 from benchcheck.screen.steps import STEPS
 from benchcheck.shard import parse_shard
@@ -56,7 +56,8 @@ def run_launch(a: LaunchArgs, echo: Callable[[str], None]) -> int:
         return remaining(a.step, a.screen_args)
     spec = STEPS[a.step]
     model, revision = resolve_model(spec, a.model, a.revision)
-    detected = gpu_count()
+    gpus = visible_gpus()
+    detected = len(gpus)
     n = a.gpus if a.gpus is not None else max(1, detected)
     if n < 1:
         raise ValueError("--gpus must be at least 1")
@@ -66,7 +67,7 @@ def run_launch(a: LaunchArgs, echo: Callable[[str], None]) -> int:
     opts = ServerOptions(model=model, served_name=served_name(model, a.served_model_name), revision=revision,
                          port0=a.port0, gpu_util=a.gpu_util, max_num_seqs=a.max_num_seqs,
                          max_model_len=a.max_model_len, use_vllm=use_vllm)
-    plan = LaunchPlan(step=a.step, n_servers=n, has_gpus=detected > 0, options=opts, screen_args=a.screen_args,
+    plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, screen_args=a.screen_args,
                       workers=a.workers or DEFAULT_WORKERS[a.step], logs=Path(a.logs), shard=parse_shard(a.shard),
                       server_timeout_s=a.server_timeout)
     code = run_host(plan, echo)

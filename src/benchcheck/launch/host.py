@@ -24,7 +24,7 @@ class LaunchPlan:
 
     step: int
     n_servers: int
-    has_gpus: bool
+    gpus: tuple[str, ...]  # GPU ids, server i on gpus[i]; empty: CPU servers
     options: ServerOptions
     screen_args: tuple[str, ...]  # --items ... --results ... and any filters, passed to each client
     workers: int
@@ -40,7 +40,7 @@ def client_argv(plan: LaunchPlan, server: ServerSpec) -> list[str]:
     i = rank * plan.n_servers + server.index
     argv = [sys.executable, "-m", "benchcheck", "screen", "--step", str(plan.step), "--engine", "openai",
             "--endpoint", server.url, "--model", plan.options.served_name, "--workers", str(plan.workers),
-            "--shard", f"{i}/{n}", "--no-progress", "--gpus", "1" if plan.has_gpus else "0", *plan.screen_args]
+            "--shard", f"{i}/{n}", "--no-progress", "--gpus", "1" if plan.gpus else "0", *plan.screen_args]
     if plan.options.revision:
         argv += ["--revision", plan.options.revision]
     return argv
@@ -59,7 +59,7 @@ def write_launch_params(logs: Path, specs: Sequence[ServerSpec], note: str = "")
 
 def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
     """Start servers, wait, run the clients, stop servers. Returns the worst client exit code."""
-    specs = server_specs(plan.n_servers, plan.options, plan.has_gpus)
+    specs = server_specs(plan.n_servers, plan.options, plan.gpus)
     write_launch_params(plan.logs, specs, f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}")
     started: list[subprocess.Popen[bytes]] = []
     servers: list[Running] = []

@@ -11,12 +11,13 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,8 +58,17 @@ def vllm_available() -> bool:
     return shutil.which("vllm") is not None
 
 
+def visible_gpus(env: Mapping[str, str] | None = None) -> list[str]:
+    """The GPU ids servers may use: ``CUDA_VISIBLE_DEVICES`` when set (a Slurm allocation, or the
+    user's choice), else every GPU nvidia-smi lists; torch is not imported for this."""
+    env = os.environ if env is None else env
+    if "CUDA_VISIBLE_DEVICES" in env:
+        return [g.strip() for g in env["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and g.strip() != "-1"]
+    return [str(i) for i in range(gpu_count())]
+
+
 def gpu_count() -> int:
-    """GPUs seen by nvidia-smi (0 without a driver); torch is not imported for this."""
+    """GPUs seen by nvidia-smi (0 without a driver)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
         return 0
@@ -69,12 +79,16 @@ def gpu_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
-def server_specs(n: int, opts: ServerOptions, has_gpus: bool) -> list[ServerSpec]:
-    """The server command lines of a host, one per GPU (or N CPU servers). Pure."""
+def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[ServerSpec]:
+    """The server command lines of a host: server i on GPU ``gpus[i]`` (N CPU servers when
+    ``gpus`` is empty). Pure."""
+    if gpus and n > len(gpus):
+        raise ValueError(f"{n} servers asked for but only {len(gpus)} GPUs are visible ({','.join(gpus)})")
+    has_gpus = bool(gpus)
     specs = []
     for i in range(n):
         port = opts.port0 + i
-        env = {"CUDA_VISIBLE_DEVICES": str(i)} if has_gpus else {}
+        env = {"CUDA_VISIBLE_DEVICES": gpus[i]} if has_gpus else {}
         if opts.use_vllm:
             argv = ["vllm", "serve", opts.model, "--served-model-name", opts.served_name, "--host", "127.0.0.1",
                     "--port", str(port), "--gpu-memory-utilization", str(opts.gpu_util),
@@ -100,8 +114,20 @@ class Running:
     log: Path
 
 
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def start(spec: ServerSpec, log: Path) -> Running:
-    """Start a server in its own process group, its output to ``log``."""
+    """Start a server in its own process group, its output to ``log``. Refuses a port that is
+    taken: the health check would otherwise find someone else's server there."""
+    if not port_free(spec.host, spec.port):
+        raise RuntimeError(f"port {spec.port} is already in use; choose another --port0")
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as f:
         proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, **spec.env},
@@ -127,7 +153,7 @@ def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
             if r.proc.poll() is not None:
                 raise RuntimeError(f"server {r.spec.index} (port {r.spec.port}) exited with {r.proc.returncode} "
                                    f"before it was healthy; see {r.log}")
-            if healthy(r.spec.url):
+            if healthy(r.spec.url) and r.proc.poll() is None:  # ours answers, not a stranger's
                 waiting.remove(r)
         if waiting and time.monotonic() > deadline:
             raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s; "

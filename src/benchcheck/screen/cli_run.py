@@ -55,7 +55,8 @@ def frame_source(frames_root: str | None, store: str | None) -> FrameSource | No
 
 
 def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], None]) -> int:
-    """Exit code 0 when the step ran (errors are rows, reported), 2 on a precondition failure."""
+    """Exit code 0 when the step ran (errors are rows, reported), 2 on a precondition failure, 3 when
+    the run stopped early because the engine was unreachable or refused the run (rerun to go on)."""
     steps = parse_chain(a.chain)
     if a.step not in steps:
         raise ValueError(f"step {a.step} is not in the chain {a.chain}")
@@ -93,4 +94,4 @@ def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], No
     echo(f"step {a.step} shard {shard[0]}/{shard[1]}: {summary.ok} ok, {summary.removed} removed, "
          f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
          f"failures, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
-    return 0
+    return 3 if summary.aborted else 0

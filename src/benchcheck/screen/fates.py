@@ -61,7 +61,7 @@ def item_fates(items: Sequence[Item], chain: Sequence[int], states: Mapping[int,
             continue
         for s in chain:
             spec, st = STEPS[s], states.get(s, StepState())
-            if spec.visual and not (it.has_frames_source and has_frames(it)) and it.item_id not in st.ok:
+            if spec.visual and not (it.has_frames_source and has_frames(it)) and not st.touched(it.item_id):
                 f.fates[s] = NOT_SCREENED
                 continue
             if it.item_id in st.ok:

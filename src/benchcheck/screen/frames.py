@@ -5,7 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from benchcheck.video.cache import frames_present
+from benchcheck.video.cache import cached_files, frames_present, read_frames_json
+
+GRID = 32  # the visual steps' grid: 32 time-uniform frames at 448 px long side, JPEG q85
+GRID_LONG_SIDE = 448
+GRID_JPEG_QUALITY = 85
 
 
 class FrameSource(Protocol):
@@ -17,18 +21,38 @@ class FrameSource(Protocol):
 
 
 class CacheFrames:
-    """``pool_frames/<video_id>/frame_<k>.jpg`` + ``frames.json`` (made by ``frames extract`` or the origin)."""
+    """``pool_frames/<video_id>/frame_<k>.jpg`` + ``frames.json`` (made by ``frames extract`` or the origin).
+
+    A folder counts only when it holds the whole 32-frame grid at 448 px, JPEG q85 (fields that an
+    origin ``frames.json`` lacks are not held against it): a ``mid``-only or sweep-sized cache is
+    reported as missing frames, never sent as if it were the grid.
+    """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self._ok: dict[str, bool] = {}
 
     def available(self, video_id: str) -> bool:
-        return frames_present(self.root, video_id)
+        if video_id not in self._ok:
+            self._ok[video_id] = self._check(video_id)
+        return self._ok[video_id]
+
+    def _check(self, video_id: str) -> bool:
+        if not frames_present(self.root, video_id):
+            return False
+        try:
+            meta = read_frames_json(self.root, video_id)
+            positions = {k for k, _ in cached_files(self.root, video_id)}
+        except (OSError, ValueError, TypeError):
+            return False
+        return (meta.get("long_side", GRID_LONG_SIDE) == GRID_LONG_SIDE
+                and meta.get("jpeg_quality", GRID_JPEG_QUALITY) == GRID_JPEG_QUALITY
+                and set(range(GRID)) <= positions)
 
     def grid(self, video_id: str) -> list[bytes]:
-        from benchcheck.video.cache import load_cached_jpegs
+        from benchcheck.video.cache import load_cached_frame
 
-        return load_cached_jpegs(self.root, video_id)
+        return [load_cached_frame(self.root, video_id, k) for k in range(GRID)]
 
 
 class StoreFrames:
@@ -48,4 +72,7 @@ class StoreFrames:
     def grid(self, video_id: str) -> list[bytes]:
         from benchcheck.video.extract import extract_jpegs
 
-        return list(extract_jpegs(self.store, video_id, "v32").jpegs)
+        jpegs = list(extract_jpegs(self.store, video_id, "v32").jpegs)
+        if len(jpegs) != GRID:
+            raise ValueError(f"{video_id}: the v32 plan gave {len(jpegs)} frames, not {GRID}")
+        return jpegs

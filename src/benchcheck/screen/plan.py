@@ -52,9 +52,13 @@ class StepPlan:
 
 
 def _earlier_verdict(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> str | None:
-    """Why an earlier step keeps the item out of this one, or None when it passed it."""
-    if spec.visual and not has_frames:
-        return None  # skipped that visual step; still eligible later
+    """Why an earlier step keeps the item out of this one, or None when it passed it.
+
+    The rows decide first: an item removed or failed at a visual step stays out even when its
+    frames are not available now. Only an item that step never touched skipped it for lack of
+    frames, and stays eligible for later non-visual steps."""
+    if spec.visual and not has_frames and not state.touched(item.item_id):
+        return None
     if state.is_removed(item.item_id):
         return "REMOVED_EARLIER"
     if state.is_failed(item.item_id):

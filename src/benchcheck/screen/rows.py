@@ -46,10 +46,19 @@ def _base(spec: StepSpec, item: Item, ctx: RowContext) -> dict[str, Any]:
     }
 
 
+REFUSED_STATUSES = (401, 403, 404)  # the server refused the run's key or model, not the item
+
+
 def error_row(spec: StepSpec, item: Item, ctx: RowContext, failure: Failure | str) -> dict[str, Any]:
-    """An error row: never counts as done; three of them fail the item permanently."""
+    """An error row: never counts as done; three counted ones fail the item permanently. Rows that
+    say nothing about the item (unreachable server, refused key or model) are ``retry_free``."""
     kind = failure.kind if isinstance(failure, Failure) else "internal"
-    return {**_base(spec, item, ctx), "status": "error", "error_kind": kind, "error": str(failure)[:500]}
+    status = failure.status if isinstance(failure, Failure) else None
+    row = {**_base(spec, item, ctx), "status": "error", "error_kind": kind, "error_status": status,
+           "error": str(failure)[:500]}
+    if kind == "connection" or status in REFUSED_STATUSES:
+        row["retry_free"] = True
+    return row
 
 
 def result_row(spec: StepSpec, ir: ItemRequests, ctx: RowContext,

@@ -21,10 +21,10 @@ from benchcheck.items import Item
 from benchcheck.screen.context import ScreenContext, step_dir
 from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.requests import ItemRequests, build_item_requests
-from benchcheck.screen.rows import RowContext, error_row, result_row
+from benchcheck.screen.rows import REFUSED_STATUSES, RowContext, error_row, result_row
 from benchcheck.screen.steps import STEPS, IntroSet, StepSpec, config_hash
 from benchcheck.shard import assign_units, plan_units
-from benchcheck.store import append_rows, read_rows, unit_file
+from benchcheck.store import append_rows, unit_file
 
 Echo = Callable[[str], None]
 
@@ -51,6 +51,7 @@ class RunSummary:
     failed: int = 0
     missing_frames: int = 0
     wall_s: float = 0.0
+    aborted: bool = False  # stopped early: the engine was unreachable or refused the run
     per_bench: dict[str, Counter[str]] = field(default_factory=dict)
 
     def bench_lines(self) -> list[str]:
@@ -65,11 +66,13 @@ class _Progress:
     pending: int  # items not settled yet (ok, out of retries, or left for the next run)
     unreachable_streak: int = 0
     aborted: bool = False
+    refused: str | None = None  # the server refused the run itself (401/403/404): stop at once
 
     def settle(self, chunk: list[_Job], rows: list[dict[str, Any]], summary: RunSummary, max_errors: int,
                bar: Callable[..., None], echo: Echo) -> list[_Job]:
-        """Count a chunk's rows; return the jobs to retry in this run. Connection failures are not
-        retried here (a dead server would burn every retry at once): the next run retries them."""
+        """Count a chunk's rows; return the jobs to retry in this run. ``retry_free`` rows (server
+        unreachable, key or model refused) are not retried here: a dead server would burn every
+        retry at once. They are left for the next run and never use up an item's retries."""
         retry = []
         unreachable = all(r.get("error_kind") == "connection" for r in rows)
         self.unreachable_streak = self.unreachable_streak + 1 if unreachable else 0
@@ -83,13 +86,18 @@ class _Progress:
             else:
                 summary.error_rows += 1
                 tally["errors"] += 1
-                job.errors += 1
-                if job.errors >= max_errors:
-                    summary.failed += 1
-                    echo(f"failed: {job.item.item_id} step {row['step']} after {job.errors} errors: {row['error']}")
-                elif row.get("error_kind") != "connection":
-                    retry.append(job)
-                    continue
+                if row.get("retry_free"):
+                    if row.get("error_status") in REFUSED_STATUSES and self.refused is None:
+                        self.refused = str(row.get("error"))
+                else:
+                    job.errors += 1
+                    if job.errors >= max_errors:
+                        summary.failed += 1
+                        echo(f"failed: {job.item.item_id} step {row['step']} after {job.errors} errors: "
+                             f"{row['error']}")
+                    else:
+                        retry.append(job)
+                        continue
             self.pending -= 1
             bar(1)
         return retry
@@ -104,12 +112,9 @@ class _Job:
 
 def record_missing_frames(results: Path, step: int, items: list[Item]) -> int:
     """Append missing-frame items to ``failures.jsonl`` once per (item, step): not error rows."""
-    path = results / "failures.jsonl"
-    seen = {(r.get("item_id"), r.get("step")) for r in read_rows(path)}
-    new = [{"item_id": i.item_id, "bench": i.bench, "step": step, "video_id": i.video_id,
-            "reason": "missing frame folder", "ts": round(time.time(), 3)}
-           for i in items if (i.item_id, step) not in seen]
-    return append_rows(path, new)
+    rows = [{"item_id": i.item_id, "bench": i.bench, "step": step, "video_id": i.video_id,
+             "reason": "missing frame folder", "ts": round(time.time(), 3)} for i in items]
+    return append_rows(results / "failures.jsonl", rows, unique_by=lambda r: (r.get("item_id"), r.get("step")))
 
 
 def my_jobs(ctx: ScreenContext, spec: StepSpec, cfg: RunConfig, eligible: list[Item], todo: list[Item],
@@ -139,7 +144,7 @@ async def run_step(ctx: ScreenContext, engine: Engine, frames: FrameSource | Non
     summary = RunSummary(cfg.step)
     summary.missing_frames = record_missing_frames(ctx.results, cfg.step, plan.missing_frames)
     state = ctx.states(cfg.step)[cfg.step]
-    jobs = my_jobs(ctx, spec, cfg, plan.eligible, plan.todo, state.errors)
+    jobs = my_jobs(ctx, spec, cfg, plan.eligible, plan.todo, state.counted)
     row_ctx = RowContext(engine.model_name, engine.revision, engine.name,
                          config_hash(spec, cfg.intro, engine.model_name, engine.revision),
                          cfg.intro.name, socket.gethostname())
@@ -165,6 +170,10 @@ async def run_step(ctx: ScreenContext, engine: Engine, frames: FrameSource | Non
                 run.aborted = True
                 echo(f"step {cfg.step}: the engine is unreachable ({run.unreachable_streak} calls in a row); "
                      "stopping. Run the same command again to retry.")
+            if run.refused and not run.aborted:
+                run.aborted = True
+                echo(f"step {cfg.step}: the server refused the run ({run.refused}); check --model and the "
+                     "API key, then run the same command again. Stopping.")
             if retry:
                 await asyncio.sleep(min(2.0, 0.2 * max(j.errors for j in retry)))
                 queue.put_nowait(retry)
@@ -172,6 +181,7 @@ async def run_step(ctx: ScreenContext, engine: Engine, frames: FrameSource | Non
     await asyncio.gather(*(worker() for _ in range(max(1, cfg.workers))))
     bar(0, close=True)
     summary.wall_s = round(time.time() - t0, 3)
+    summary.aborted = run.aborted
     return summary
 
 
