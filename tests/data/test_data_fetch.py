@@ -91,15 +91,34 @@ def test_truncated_download_is_resumed_with_a_range_request(fake_hub: FakeHub, f
     chunk = 10 * 2**20
     fake_hub.drop_after[shards[0]] = chunk + 4096
     out = tmp_path / "pool"
-    orphan = out / "frames_tar" / ".cache" / "huggingface" / "download" / "frames_000.tar.abc.1234.incomplete"
-    orphan.parent.mkdir(parents=True)
-    orphan.write_bytes(b"left by a killed run")
     rep = fetch_shards(_opts(fake_hub, out))
     assert rep.good, [v.line() for v in rep.verdicts]
     ranges = [r.range for r in fake_hub.gets(shards[0])]
     assert ranges == [None, f"bytes={chunk}-"]
     assert (out / "frames" / "pool_frames" / big.parent.name / big.name).read_bytes() == big.read_bytes()
-    assert not orphan.exists()
+
+
+def test_partial_file_of_a_killed_fetch_is_not_resumed_by_the_client_and_is_removed(
+        fake_hub: FakeHub, frame_cache: Path, tmp_path: Path) -> None:
+    # huggingface_hub 1.33 downloads into a process-unique "<hash>.<etag>.<uuid8>.incomplete"
+    # opened with "wb" (file_download._download_to_tmp_and_move, huggingface_hub PR 4228): it
+    # resumes only within one process, never from a file a killed process left, even one with
+    # the stable "<hash>.<etag>.incomplete" name. Such files are dead weight (a shard's size
+    # each), so a fetch removes them; if a later client resumes across processes, this fails.
+    from huggingface_hub._local_folder import get_local_download_paths
+
+    shards = _publish(fake_hub, frame_cache, tmp_path, size=10**9)
+    data = fake_hub.repos["lab/frames"].files[shards[0]]
+    local_dir = tmp_path / "pool" / "frames_tar"
+    incomplete = get_local_download_paths(local_dir, shards[0]).incomplete_path(hashlib.sha256(data).hexdigest())
+    stable = incomplete
+    unique = incomplete.with_name(f"{incomplete.stem}.0123abcd.incomplete")
+    for p in (stable, unique):
+        p.write_bytes(data[: len(data) // 2])  # what a SIGKILL mid-download leaves
+    rep = fetch_shards(_opts(fake_hub, tmp_path / "pool"))
+    assert rep.good, [v.line() for v in rep.verdicts]
+    assert [r.range for r in fake_hub.gets(shards[0])] == [None]  # served whole, from byte 0
+    assert not stable.exists() and not unique.exists()
 
 
 def test_manifest_listing_a_missing_shard(fake_hub: FakeHub, frame_cache: Path, tmp_path: Path) -> None:
@@ -221,3 +240,70 @@ def test_moved_package_still_verifies_after_delete_shards(fake_hub: FakeHub, fra
     rep = verify_manifest(t.manifest, t.kind, t.target, t.out)
     assert rep.good and [v.status for v in rep.verdicts] == ["extracted"] * len(shards)
     assert all("shard deleted" in v.detail for v in rep.verdicts)
+
+
+def test_rerun_keeps_reporting_refused_members(fake_hub: FakeHub, tmp_path: Path) -> None:
+    blob = _tar([("vidA/frames.json", tarfile.REGTYPE, b"{}", None),
+                 ("vidA/etc", tarfile.SYMTYPE, b"", None)])
+    _publish_blobs(fake_hub, [blob], n_videos=1)
+    out = tmp_path / "pool"
+    (v,) = fetch_shards(_opts(fake_hub, out)).verdicts
+    assert v.status == "refused"
+    rep = fetch_shards(_opts(fake_hub, out))
+    (v2,) = rep.verdicts
+    assert v2.status == "refused" and "already extracted" in v2.detail and "'vidA/etc'" in v2.detail
+    assert not rep.good
+    env = {**os.environ, "HF_ENDPOINT": fake_hub.url}
+    r = subprocess.run([str(Path(sys.executable).with_name("benchcheck")), "data", "fetch", "lab/frames",
+                        "--kind", "frames", "--out", str(out)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "frames_000.tar: REFUSED MEMBERS (already extracted" in r.stdout, r.stdout
+    r = subprocess.run([str(Path(sys.executable).with_name("benchcheck")), "data", "verify", str(out)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "REFUSED MEMBERS" in r.stdout  # fetch and verify agree
+
+
+def test_bad_member_mtime_or_unwritable_name_fails_one_shard_not_the_fetch(fake_hub: FakeHub,
+                                                                         tmp_path: Path) -> None:
+    bad_times = _tar([(f"vid{i}/frames.json", tarfile.REGTYPE, b"{}", mt)
+                      for i, mt in enumerate(["1e300", "-1e20", "nan"])])
+    too_long = _tar([("vid3/frames.json", tarfile.REGTYPE, b"{}", None),
+                     ("vid3/" + "x" * 300, tarfile.REGTYPE, b"?", None)])  # ENAMETOOLONG on extraction
+    good = _tar([("vid4/frames.json", tarfile.REGTYPE, b"{}", None)])
+    names = _publish_blobs(fake_hub, [bad_times, too_long, good], n_videos=5)
+    out = tmp_path / "pool"
+    rep = fetch_shards(_opts(fake_hub, out))
+    status = {v.file: v for v in rep.verdicts}
+    assert status[names[0]].status == "ok"  # the mtimes are not applied; the files are there
+    target = out / "frames" / "pool_frames"
+    for i in range(3):
+        assert (target / f"vid{i}" / "frames.json").read_bytes() == b"{}"
+    assert status[names[1]].status == "failed" and "OSError" in status[names[1]].detail
+    assert status[names[2]].status == "ok" and (target / "vid4" / "frames.json").is_file()
+    assert names[1] not in read_extracted(out, "frames")  # not logged: a rerun tries it again
+    assert not rep.good
+
+
+def _tar(members: list[tuple[str, bytes, bytes, str | None]]) -> bytes:
+    """A tar of (name, type, data, pax mtime or None) members."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name, kind, data, mtime in members:
+            ti = tarfile.TarInfo(name)
+            ti.type = kind
+            if kind == tarfile.SYMTYPE:
+                ti.linkname = "/etc"
+            ti.size = len(data) if kind == tarfile.REGTYPE else 0
+            if mtime is not None:
+                ti.pax_headers = {"mtime": mtime}
+            tf.addfile(ti, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+    return buf.getvalue()
+
+
+def _publish_blobs(hub: FakeHub, blobs: list[bytes], n_videos: int) -> list[str]:
+    names = [f"frames_{i:03d}.tar" for i in range(len(blobs))]
+    for name, blob in zip(names, blobs, strict=True):
+        hub.add_file("lab/frames", name, blob)
+    hub.add_file("lab/frames", "frames_manifest.json", json.dumps(
+        {"shards": [{"file": n, "sha256": hashlib.sha256(b).hexdigest()} for n, b in zip(names, blobs, strict=True)],
+         "n_videos": n_videos}).encode())
+    return names

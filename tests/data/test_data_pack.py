@@ -178,3 +178,50 @@ def test_upload_with_token_commits_all_files(tmp_path: Path, fake_hub: FakeHub) 
     assert {q.authorization for q in fake_hub.requests if q.method == "POST"} == {f"Bearer {TOKEN}"}
     assert TOKEN not in r.stdout + r.stderr
     assert "uploaded to" in r.stdout
+
+
+def test_log_files_are_masked_in_the_tarball(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _pool(tmp_path)
+    hf = "hf_" + "LaunchLineToken0123456789"
+    sk = "sk-" + "OpenAiStyleKey0123456789"
+    env_only = "ZzEnvOnlySecretValue42"  # known only from the environment, in no recognisable form
+    monkeypatch.setenv("MY_SERVICE_API_KEY", env_only)
+    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")  # a short value: must not mask every "1"
+    logs = tmp_path / "logs"
+    (logs / "launch_params.txt").write_text(
+        f"# 2026-11-29T10:00:00Z step 1 shard 0/2\nHF_TOKEN={hf} CUDA_VISIBLE_DEVICES=0 vllm serve {M8} "
+        f"--gpu-memory-utilization 0.85 --max-logprobs 20 --max-num-seqs 64 --api-key {sk}\n")
+    (logs / "vllm").mkdir()
+    (logs / "vllm" / "server_gpu0.log").write_bytes(
+        f"INFO args: api_key='{env_only}'\nINFO Authorization: Bearer {sk}\n".encode()
+        + b"\xff\xfe raw bytes stay\n" + f"served {hf}; 1 request\n".encode())
+    (logs / "vllm" / "blob.bin").write_bytes(b"\x00\x01binary " + env_only.encode())  # not a text log: as is
+    clean_row = '{"item_id": "MVBench_1",  "latency_s": 0.5}\n'
+    (logs / "client.jsonl").write_text(
+        clean_row + json.dumps({"cmd": f"vllm serve --api-key {sk}", "env": {"HF_TOKEN": hf}}) + "\n")
+    (logs / "params.json").write_text(json.dumps({"headers": [f"Authorization: Bearer {sk}"]}, indent=2))
+    res = pack(PackOptions(Path("results/pool"), (Path("logs"),), Path("out/ret.tar.gz"), "gpu-box", "20261129"))
+    ok = subprocess.run(["sha256sum", "-c", res.sha256_file.name], cwd=res.tarball.parent,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "ret.tar.gz: OK" in ok.stdout
+    dest = tmp_path / "unpacked"
+    with tarfile.open(res.tarball) as tf:
+        tf.extractall(dest, filter="data")
+    launch = (dest / "logs" / "launch_params.txt").read_text()
+    assert "HF_TOKEN=*** CUDA_VISIBLE_DEVICES=0 vllm serve" in launch and "--api-key ***" in launch
+    log = (dest / "logs" / "vllm" / "server_gpu0.log").read_bytes()
+    assert log == (b"INFO args: api_key='***'\nINFO Authorization: Bearer ***\n"
+                   b"\xff\xfe raw bytes stay\nserved ***; 1 request\n")
+    rows = (dest / "logs" / "client.jsonl").read_text().splitlines(keepends=True)
+    assert rows[0] == clean_row  # a line without secrets is left byte for byte
+    assert json.loads(rows[1]) == {"cmd": "vllm serve --api-key ***", "env": {"HF_TOKEN": "***"}}
+    assert json.loads((dest / "logs" / "params.json").read_text()) == {"headers": ["Authorization: Bearer ***"]}
+    assert (dest / "logs" / "vllm" / "blob.bin").read_bytes() == (logs / "vllm" / "blob.bin").read_bytes()
+    for p in dest.rglob("*"):
+        if p.is_file() and p.name != "blob.bin":
+            data = p.read_bytes()
+            assert not any(s.encode() in data for s in (hf, sk, env_only, TOKEN)), p
+    for f in (res.report_json, res.report_md):
+        assert not any(s in f.read_text() for s in (hf, sk, env_only))
+    assert (logs / "launch_params.txt").read_text().count(sk) == 1  # the originals are left as they were

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import time
 from pathlib import Path
 
 from benchcheck.data.safe_tar import safe_extract
@@ -91,3 +92,15 @@ def test_re_extraction_overwrites_a_truncated_file(tmp_path: Path) -> None:
     res = safe_extract(tar, target)
     assert (target / "v" / "frame_0.jpg").read_bytes() == b"0123456789"
     assert res.files == 1 and res.bytes == 10 and not res.refused
+
+
+def test_unusable_pax_mtimes_are_not_applied(tmp_path: Path) -> None:
+    tar = tmp_path / "t.tar"
+    with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT) as tf:
+        for i, mt in enumerate(["1e300", "-1e20", "nan", "inf", "1700000000.5"]):
+            _add(tf, f"v/f{i}", b"x", pax_headers={"mtime": mt})
+    target = tmp_path / "target"
+    res = safe_extract(tar, target)
+    assert res.files == 5 and not res.refused
+    assert (target / "v" / "f4").stat().st_mtime == 1700000000.5
+    assert all(abs((target / "v" / f"f{i}").stat().st_mtime - time.time()) < 600 for i in range(4))

@@ -14,7 +14,8 @@ from benchcheck.cli.common import die
 @click.option("--results", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
               help="Results folder: step*/ (pool) or conditions_results.csv + p1_raw/ (sweep).")
 @click.option("--logs", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
-              help="Log folder to include (repeatable, e.g. --logs logs --logs data/logs).")
+              help="Log folder to include (repeatable, e.g. --logs logs --logs data/logs); "
+                   "its text files go in with secrets masked.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Tarball path (default pool_returns_<host>_<date>.tar.gz or fp_returns_... for a sweep).")
 @click.option("--launcher-changes", default="", help="What you changed in the launcher (goes into the report).")

@@ -1,11 +1,12 @@
 """``data fetch``: download a run package from the Hugging Face Hub, verify, extract, count.
 
 Files come through ``huggingface_hub.hf_hub_download`` into ``OUT/<kind>_tar`` (a local-dir
-download: a file already there at this commit is not fetched again, and a dropped connection
-resumes with a Range request). Each shard is hashed against the manifest, then extracted with
-:func:`safe_extract`; downloads run ``workers`` at a time, at most that many ahead of the
-extraction, so ``--delete-shards`` bounds the disk used by tar files. One fetch at a time may
-run in an OUT folder (an exclusive lock); orphaned partial downloads of a killed run are removed.
+download: a file already there at this commit is not fetched again, and a connection dropped
+mid-file resumes with a Range request within the same process). Each shard is hashed against
+the manifest, then extracted with :func:`safe_extract`; downloads run ``workers`` at a time, at
+most that many ahead of the extraction, so ``--delete-shards`` bounds the disk used by tar
+files. One fetch at a time may run in an OUT folder (an exclusive lock); orphaned partial
+downloads of a killed run are removed (the client never resumes from them).
 """
 
 from __future__ import annotations
@@ -95,7 +96,13 @@ def _exclusive(out: Path) -> Iterator[None]:
 
 
 def _remove_orphans(local_dir: Path) -> None:
-    """A killed download leaves a process-unique ``*.incomplete`` file nobody will reuse."""
+    """Remove the partial downloads a killed fetch left: dead weight, up to a shard each.
+
+    huggingface_hub 1.33 (``file_download._download_to_tmp_and_move``) writes to
+    ``<hash>.<etag>.<uuid8>.incomplete``, opened with ``"wb"`` and unique to the process; it
+    resumes with a Range request only within that process and never reopens such a file. The
+    fetch lock means no other fetch of this folder is writing one now.
+    """
     cache = local_dir / ".cache" / "huggingface" / "download"
     if cache.is_dir():
         for p in cache.rglob("*.incomplete"):
@@ -190,10 +197,11 @@ def fetch_shards(opts: FetchOptions, on_verdict: Callable[[ShardVerdict], None] 
         todo: list[ShardEntry] = []
         for entry in manifest.shards:
             repo_path = _repo_path(prefix, entry.file)
-            if is_extracted(logged.get(entry.file), entry.sha256, target, out):
+            row = logged.get(entry.file)
+            if row is not None and is_extracted(row, entry.sha256, target, out):
                 if opts.delete_shards:
                     (mpath.parent / entry.file).unlink(missing_ok=True)
-                emit(ShardVerdict(entry.file, "extracted", "already extracted"))
+                emit(_already_extracted(entry.file, row))
             elif repo_path not in files:
                 emit(ShardVerdict(entry.file, "missing", f"listed in the manifest, not in {opts.repo}@{commit[:12]}"))
             else:
@@ -202,6 +210,17 @@ def fetch_shards(opts: FetchOptions, on_verdict: Callable[[ShardVerdict], None] 
         report.verdicts.sort(key=lambda v: v.file)
         report.count = check_count(target, manifest, kind)
         return report
+
+
+def _already_extracted(file: str, row: dict[str, Any]) -> ShardVerdict:
+    """The verdict of a shard an earlier fetch extracted: still ``refused`` when members were
+    refused then (as ``data verify`` says), so a rerun does not turn a flagged shard into OK."""
+    refused = row.get("refused")
+    if isinstance(refused, list) and refused:
+        shown = "; ".join(str(r) for r in refused[:5])
+        more = f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
+        return ShardVerdict(file, "refused", f"already extracted; {len(refused)} refused members: {shown}{more}")
+    return ShardVerdict(file, "extracted", "already extracted")
 
 
 def _download_and_unpack(hub: _Hub, todo: list[ShardEntry], prefix: PurePosixPath, local_dir: Path,

@@ -7,9 +7,12 @@ launcher the SPEC fixes (section 3 for the screening steps, section 5 for the sw
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _VLLM = re.compile(r"\bvllm\b")
 _STEP = re.compile(r"\bstep\s*(\d+)\b")
@@ -35,6 +38,45 @@ def redact(line: str) -> str:
     for pat in _SECRETS:
         line = pat.sub(lambda m: m.group(1) + "***", line)
     return line
+
+
+_SECRET_ENV = re.compile(r"(?:_API_KEY|_TOKEN|_SECRET)$")
+_MIN_SECRET_LEN = 8  # shorter values ("1", "true") would mask ordinary text, and are no secret
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of secret-looking environment variables (names ending in ``_API_KEY``,
+    ``_TOKEN`` or ``_SECRET``, ``HF_TOKEN`` among them), longest first; short values are left out."""
+    env = os.environ if environ is None else environ
+    vals = {line.strip() for k, v in env.items() if _SECRET_ENV.search(k.upper()) for line in v.splitlines()}
+    return sorted((v for v in vals if len(v) >= _MIN_SECRET_LEN), key=lambda v: (-len(v), v))
+
+
+def mask_values(text: str, secrets: list[str]) -> str:
+    """``text`` with every value in ``secrets`` replaced by ``***`` (nothing else touched)."""
+    for value in secrets:
+        text = text.replace(value, "***")
+    return text
+
+
+def mask(text: str, secrets: list[str]) -> str:
+    """``text`` with every value in ``secrets`` replaced and :func:`redact` applied per line.
+
+    For plain text (launch lines, server and client logs); JSON goes through :func:`mask_json`,
+    since a ``--api-key`` value in a JSON string would otherwise take the closing quote with it.
+    """
+    return "".join(redact(line) for line in mask_values(text, secrets).splitlines(keepends=True))
+
+
+def mask_json(obj: Any, secrets: list[str]) -> Any:
+    """A parsed JSON value with :func:`mask` applied to every string in it (keys included)."""
+    if isinstance(obj, str):
+        return mask(obj, secrets)
+    if isinstance(obj, list):
+        return [mask_json(v, secrets) for v in obj]
+    if isinstance(obj, dict):
+        return {mask(str(k), secrets): mask_json(v, secrets) for k, v in obj.items()}
+    return obj
 
 
 def read_launch_lines(paths: list[Path]) -> list[str]:

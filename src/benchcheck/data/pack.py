@@ -3,9 +3,13 @@
 The tarball holds the result files a run produced (pool: ``step*/`` and ``run_log.jsonl``;
 sweep: ``conditions_results.csv``, ``p1_raw/`` and ``run_log.jsonl``), the log folders and the
 report, under the paths they have relative to the current folder (``results/pool/step1/...``,
-``logs/...``, as the seeds' ``tar -czf`` writes them). It is hashed while it is written, goes
-through ``.partial`` and a rename, and its ``.sha256`` is written last: a kill leaves either
-no tarball or a complete one with its checksum.
+``logs/...``, as the seeds' ``tar -czf`` writes them). Text files of the log folders (``.txt``,
+``.log``, ``.jsonl``, ``.json``, ``.out``, ``.err``, ``.sh``) go in masked as the report is
+(``--api-key``, ``HF_TOKEN=``, ``hf_…``, Bearer headers), and so does every value of a
+secret-looking environment variable (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``) and the
+configured Hub token. The tarball is hashed while it is written, goes through ``.partial`` and
+a rename, and its ``.sha256`` is written last: a kill leaves either no tarball or a complete one
+with its checksum.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import os
 import re
 import socket
 import tarfile
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
+from benchcheck.data.launch import env_secrets, mask, mask_json, mask_values
 from benchcheck.data.manifest import safe_relative
 from benchcheck.data.report import RUN_LOG, SWEEP_CSV, ReturnsReport, build_report, results_kind, to_markdown
 
@@ -111,6 +117,80 @@ def _clean(ti: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return ti
 
 
+# Text files of the log folders are masked on their way into the tarball (launch lines, vLLM and
+# client logs can carry --api-key values, HF_TOKEN=..., Bearer headers); other files go as they are.
+TEXT_SUFFIXES = frozenset({".txt", ".log", ".jsonl", ".json", ".out", ".err", ".sh"})
+
+
+def secrets_to_mask() -> list[str]:
+    """Secret-looking environment values and the configured Hub token, longest first."""
+    from huggingface_hub import get_token
+
+    found = env_secrets()
+    token = (get_token() or "").strip()
+    if len(token) >= 8 and token not in found:
+        found.append(token)
+    return sorted(found, key=lambda v: (-len(v), v))
+
+
+_JSON_WHOLE_MAX = 64 << 20  # a .json log larger than this is masked as text, line by line
+
+
+def _mask_json_text(text: str, secrets: list[str]) -> str | None:
+    """``text`` masked string by string when it is JSON (unchanged when nothing is secret), else None."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    masked = mask_json(obj, secrets)
+    if masked == obj:
+        return text
+    return json.dumps(masked, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
+
+
+def _write_masked(path: Path, dst: IO[bytes], secrets: list[str]) -> int:
+    """Write ``path`` masked into ``dst``; return the number of bytes written.
+
+    Streamed line by line (a ``.jsonl`` line, or a whole ``.json`` file, masked value by value so
+    it stays valid JSON); bytes that are not UTF-8 pass through unchanged.
+    """
+    def enc(text: str) -> bytes:
+        return text.encode("utf-8", "surrogateescape")
+
+    suffix = path.suffix.lower()
+    if suffix == ".json" and path.stat().st_size <= _JSON_WHOLE_MAX:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+        whole = _mask_json_text(text, secrets)
+        return dst.write(enc(whole if whole is not None else mask(text, secrets)))
+    n = 0
+    with path.open("rb") as f:
+        for raw in f:
+            line = raw.decode("utf-8", "surrogateescape")
+            masked = _mask_json_text(line, secrets) if suffix == ".jsonl" else None
+            n += dst.write(enc(masked if masked is not None else mask(line, secrets)))
+    return n
+
+
+def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, secrets: list[str]) -> None:
+    """Add a log folder as ``tf.add`` would (sorted, links and specials left out), text files masked."""
+    ti = _clean(tf.gettarinfo(str(path), arcname=arc))
+    if ti is None:
+        return
+    if ti.isdir():
+        tf.addfile(ti)
+        for name in sorted(os.listdir(path)):
+            _add_logs(tf, path / name, f"{arc}/{name}", secrets)
+        return
+    if path.suffix.lower() in TEXT_SUFFIXES:
+        with tempfile.SpooledTemporaryFile(max_size=16 << 20) as src:
+            ti.size = _write_masked(path, src, secrets)
+            src.seek(0)
+            tf.addfile(ti, src)
+        return
+    with path.open("rb") as f:
+        tf.addfile(ti, f)
+
+
 def _bytes_member(tf: tarfile.TarFile, name: str, data: bytes) -> None:
     import io
 
@@ -137,6 +217,7 @@ def pack(opts: PackOptions) -> PackResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     base = stem(out.name)
     tmp = out.with_name(out.name + ".partial")
+    secrets = secrets_to_mask()
     # The report (JSON parsing) is built in a thread while the results are compressed (zlib
     # releases the GIL), then goes into the tarball as its last members.
     with ThreadPoolExecutor(max_workers=1) as ex:
@@ -149,10 +230,13 @@ def pack(opts: PackOptions) -> PackResult:
                 for m in result_members(results):
                     tf.add(m, arcname=f"{res_arc}/{m.relative_to(results).as_posix()}", filter=_clean)
                 for d in opts.logs:
-                    tf.add(d, arcname=arcname(d), filter=_clean)
+                    _add_logs(tf, d, arcname(d), secrets)
                 report = pending.result()
-                report_json = json.dumps(report.to_json(), indent=1, ensure_ascii=False).encode() + b"\n"
-                report_md = to_markdown(report).encode()
+                # The report's launch lines are redacted already; the known secret values go too
+                # (string by string in the JSON, so it stays valid JSON).
+                masked = mask_json(json.loads(json.dumps(report.to_json())), secrets)
+                report_json = json.dumps(masked, indent=1, ensure_ascii=False).encode() + b"\n"
+                report_md = mask_values(to_markdown(report), secrets).encode()
                 _bytes_member(tf, f"{base}.report.json", report_json)
                 _bytes_member(tf, f"{base}.report.md", report_md)
             raw.flush()

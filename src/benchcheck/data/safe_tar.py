@@ -3,13 +3,15 @@
 Only regular files and folders are written. A member is refused, by name and with the reason,
 when its path is absolute or climbs with ``..``, when it is a link (symbolic or hard), a
 device, a FIFO or any other special type, or when a folder on its way is a symlink or a file.
-A refused member is skipped and the rest of the shard is still extracted. Files are created
+A refused member is skipped and the rest of the shard is still extracted. A member mtime that is
+not finite or outside 0..2**32 is not applied (the file keeps its extraction time). Files are created
 with ``O_EXCL | O_NOFOLLOW``; whatever already has the name is removed first, so a planted
 symlink or hard link in the target is replaced, never written through.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import tarfile
@@ -20,6 +22,13 @@ from typing import IO
 
 _CHUNK = 1 << 20
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_MTIME = 2**32
+
+
+def usable_mtime(mtime: float) -> bool:
+    """Whether a member's mtime can be set: finite and within 0..2**32 (a pax header may say
+    ``1e300``, ``-1e20`` or ``nan``, which ``os.utime`` refuses with OverflowError/ValueError)."""
+    return math.isfinite(mtime) and 0 <= mtime <= _MAX_MTIME
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +120,8 @@ class _Writer:
                     k = os.write(fd, view)
                     view = view[k:]
                 n += len(chunk)
-            os.utime(fd, (mtime, mtime))
+            if usable_mtime(mtime):  # otherwise the file keeps the time it was written
+                os.utime(fd, (mtime, mtime))
         finally:
             os.close(fd)
         return n

@@ -115,6 +115,10 @@ def unpack_shard(path: Path, entry: ShardEntry, target: Path, out: Path, kind: S
         res = safe_extract(path, target, on_bytes)
     except (tarfile.TarError, EOFError) as e:
         return ShardVerdict(entry.file, "unreadable", f"hash matches but the tar cannot be read: {e}")
+    except (OSError, ValueError, OverflowError) as e:
+        # Disk full, a name the filesystem refuses, a value the OS cannot take: this shard fails
+        # (it is not logged, so a rerun extracts it again) and the others still go on.
+        return ShardVerdict(entry.file, "failed", f"extraction failed: {type(e).__name__}: {e}")
     refused = [str(r) for r in res.refused]
     rel_target = relative_to_out(target.resolve(), out.resolve())
     log_extracted(out, kind, {"file": entry.file, "sha256": entry.sha256, "target": rel_target,
