@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from PIL import Image
 from serve_fixtures import cli_server
 
@@ -201,3 +204,68 @@ def test_a_200_that_is_not_a_chat_completion_is_an_internal_failure() -> None:
         res = asyncio.run(go())
     assert [r.kind for r in res if isinstance(r, Failure)] == ["internal"] * 3
     assert "no choices" in res[2].message  # type: ignore[union-attr]
+
+
+def _malformed_logprob_app(entry: dict[str, object]) -> Any:
+    """A server whose scoring answers carry one malformed top-log-prob entry for prompts with "bad"."""
+    from aiohttp import web
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        prompt = body["messages"][0]["content"][-1]["text"]
+        top: list[dict[str, object]] = [{"token": "A", "logprob": -0.5}]
+        if "bad" in prompt:
+            top.append(entry)
+        usage: dict[str, object] = {"prompt_tokens": 7, "completion_tokens": 1}
+        if "inf-usage" in prompt:
+            usage["prompt_tokens"] = float("inf")
+        return web.json_response({
+            "model": "m", "usage": usage,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"},
+                         "logprobs": {"content": [{"token": "A", "logprob": -0.5, "top_logprobs": top}]}}],
+        }, dumps=lambda o: json.dumps(o, allow_nan=True))
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    return app
+
+
+@pytest.mark.parametrize("entry", [
+    {"token": "B"},                        # missing logprob: KeyError before the fix
+    {"token": "B", "logprob": None},       # null: TypeError
+    {"token": "B", "logprob": "-1.0x"},    # not a number: ValueError
+    {"token": "B", "logprob": [1]},
+    {"token": "B", "logprob": float("nan")},
+])
+def test_malformed_logprob_is_a_failure_of_that_request_only(entry: dict[str, object]) -> None:
+    with thread_server(_malformed_logprob_app(entry)) as url:
+        res = _score(OpenAIEngine([url], "m", max_retries=0), "good 1", "bad 2", "good 3")
+    assert isinstance(res[0], LetterScores) and isinstance(res[2], LetterScores)
+    assert res[0].top == [{"token": "A", "logprob": -0.5}] and res[0].prompt_tokens == 7
+    bad = res[1]
+    assert isinstance(bad, Failure) and bad.kind == "internal" and bad.request_id == "r1"
+    assert "logprob" in bad.message
+
+
+def test_non_finite_usage_is_a_failure_not_an_exception() -> None:
+    with thread_server(_malformed_logprob_app({})) as url:
+        res = _score(OpenAIEngine([url], "m", max_retries=0), "inf-usage", "good")
+    assert isinstance(res[0], Failure) and res[0].kind == "internal" and "usage" in res[0].message
+    assert isinstance(res[1], LetterScores)
+
+
+def test_unexpected_parser_exception_fails_one_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a parser raises, score() returns a Failure for that request, never raises."""
+    import benchcheck.engines.openai as oa
+
+    def broken(d: dict[str, Any], rid: str, latency: float) -> LetterScores:
+        if rid == "r1":
+            raise RuntimeError("parser bug")
+        return real(d, rid, latency)
+
+    real = oa.parse_score
+    monkeypatch.setattr(oa, "parse_score", broken)
+    with thread_server(_malformed_logprob_app({})) as url:
+        res = _score(OpenAIEngine([url], "m", max_retries=0), "good 1", "good 2")
+    assert isinstance(res[0], LetterScores)
+    assert isinstance(res[1], Failure) and res[1].kind == "internal" and "RuntimeError: parser bug" in res[1].message

@@ -108,3 +108,26 @@ def test_official_client_against_the_tiny_model(hf_server: str) -> None:
     g = client.chat.completions.create(model="tiny-vl", messages=[{"role": "user", "content": "Hello"}], max_tokens=5)
     assert g.usage is not None and 1 <= g.usage.completion_tokens <= 5
     assert isinstance(g.choices[0].message.content, str)
+
+
+def test_server_counts_prompts_as_the_hf_engine_does(tiny: Path) -> None:
+    """The rest of the context a request without max_tokens may use is computed from the engine's
+    own prompt length (text, system message and images)."""
+    from benchcheck.engines.base import GenerateRequest, Generation
+    from benchcheck.engines.serve import count_prompt_tokens, fill_default_max_tokens
+
+    engine = HFEngine(tiny, device="cpu")
+    reqs = [GenerateRequest("t", "Hello there", max_tokens=1, system="Be brief."),
+            GenerateRequest("i", "What is shown?", (_frame(1),), max_tokens=1)]
+
+    async def go() -> tuple[list[Generation | Failure], list[GenerateRequest]]:
+        try:
+            return (await engine.generate(reqs), [await fill_default_max_tokens(engine, r) for r in reqs])
+        finally:
+            await engine.aclose()
+
+    gens, filled = asyncio.run(go())
+    for req, gen, full in zip(reqs, gens, filled, strict=True):
+        assert isinstance(gen, Generation)
+        assert count_prompt_tokens(engine, req) == gen.prompt_tokens
+        assert full.max_tokens == 65536 - gen.prompt_tokens

@@ -158,3 +158,55 @@ def test_cli_errors_are_one_line(rules_file: Path, tmp_path: Path) -> None:
     assert res.returncode == 2 and "bad.json rule 0" in res.stderr and "Traceback" not in res.stderr
     res = serve("--model", str(tmp_path / "no-such-model-dir"), "--port", str(free_port()))
     assert res.returncode == 2 and "cannot load model" in res.stderr and "Traceback" not in res.stderr
+
+
+def _app_post(app: Any, bodies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    with thread_server(app) as url:
+        return [_post(url, b) for b in bodies]
+
+
+def test_logprobs_without_max_tokens_is_refused() -> None:
+    """vLLM would generate to the end of the context with log-probs; a silent 1-token answer is not that."""
+    app = build_app(ScriptedEngine([{"match": "", "letters": {"A": -0.1}}], "m"), "m")
+    msgs = [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "Answer:"}]
+    base = {"messages": msgs, "logprobs": True, "top_logprobs": 5, **SCORE_EXTRA}
+    (missing, null, one) = _app_post(app, [base, {**base, "max_tokens": None}, {**base, "max_tokens": 1}])
+    for status, body in (missing, null):
+        assert status == 400 and body["error"]["type"] == "BadRequestError"
+        assert "max_tokens=1" in body["error"]["message"]
+    assert one[0] == 200 and one[1]["choices"][0]["logprobs"]["content"][0]["token"] == "A"
+
+
+def test_no_max_tokens_uses_the_rest_of_the_context() -> None:
+    """As on vLLM: a prompt 300 tokens short of the limit is answered (up to 300 tokens), not refused."""
+    engine = ScriptedEngine([{"match": "", "reply": "w" * 8000}], "m", max_model_len=1000)
+    seen: list[int] = []
+    real = engine.generate
+
+    async def spy(reqs: Any) -> Any:
+        seen.extend(r.max_tokens for r in reqs)
+        return await real(reqs)
+
+    engine.generate = spy  # type: ignore[method-assign]
+    app = build_app(engine, "m")
+    near = {"messages": [{"role": "user", "content": "p" * 2800}]}  # 700 tokens by the scripted estimate
+    short = {"messages": [{"role": "user", "content": "p" * 40}]}  # 10 tokens
+    full = {"messages": [{"role": "user", "content": "p" * 4000}]}  # 1000 tokens: nothing left
+    explicit = {**near, "max_tokens": 512}
+    (r_near, r_short, r_full, r_explicit) = _app_post(app, [near, short, full, explicit])
+    assert r_near[0] == 200, r_near
+    assert r_near[1]["usage"]["prompt_tokens"] == 700 and r_near[1]["usage"]["completion_tokens"] == 300
+    assert r_near[1]["choices"][0]["finish_reason"] == "length"
+    assert r_short[0] == 200 and r_short[1]["usage"]["completion_tokens"] == 990
+    assert seen[:2] == [300, 990]
+    for status, body in (r_full, r_explicit):
+        assert status == 400 and "maximum context length is 1000 tokens" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("model", [["m"], {"name": "m"}, 5, True])
+def test_non_string_model_is_a_vllm_shaped_400(model: object) -> None:
+    app = build_app(ScriptedEngine([{"match": "", "reply": "ok"}], "m"), "m")
+    [(status, body)] = _app_post(app, [{"model": model, "messages": [{"role": "user", "content": "x"}]}])
+    assert status == 400
+    assert body["error"]["type"] == "BadRequestError" and body["error"]["code"] == 400
+    assert "'model'" in body["error"]["message"] and "string" in body["error"]["message"]

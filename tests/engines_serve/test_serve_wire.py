@@ -132,6 +132,9 @@ def test_parse_chat_score_and_generate() -> None:
     assert call.score == ScoreRequest("id", "Q", (b"jpegbytes",), "Answer:", 20)
     gen = parse_chat({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}]}, "g")
     assert gen.generate == GenerateRequest("g", "Hi", (), 512, None, "S")
+    assert gen.default_max_tokens  # the server replaces 512 by the rest of the context
+    given = parse_chat({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 512}, "g")
+    assert given.generate is not None and given.generate.max_tokens == 512 and not given.default_max_tokens
     few = parse_chat(_chat(top_logprobs=None), "f")  # logprobs without top_logprobs: the chosen token only
     assert few.score is not None and few.score.top_logprobs == 1 and few.top_logprobs == 0
 
@@ -145,6 +148,8 @@ def test_parse_chat_score_and_generate() -> None:
         ({"stream": True}, "stream"),
         ({"temperature": 0.7}, "greedily"),
         ({"max_tokens": 5}, "max_tokens=1"),
+        ({"max_tokens": None}, "max_tokens=1"),  # not silently a 1-token completion
+        ({"model": ["m"]}, "'model'"),
         ({"n": 2}, "'n'"),
         ({"messages": [{"role": "user", "content": "Q"}], "add_generation_prompt": True,
           "continue_final_message": False}, "first-token scoring"),

@@ -143,3 +143,39 @@ def test_tiny_model_served_as_the_vlm(tmp_path: Path, clips: Path,
     assert summary["model_served"] == "tiny-vlm" and summary["judge_model"] == "scripted:judge-x"
     assert summary["counts"]["scored"] == 2 and summary["accuracy"] == 0.0
     assert all(w["generated_answer"] for w in read_json(out / "workflow_output.json"))
+
+
+def test_endpoint_latency_is_the_whole_item(tmp_path: Path, clips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frame decoding counts in the latency, as everything counts in command mode; prep_s shows it alone."""
+    import asyncio
+    import time
+
+    from benchcheck.qa.dataset import QAItem
+    from benchcheck.qa.redact import Redactor
+    from benchcheck.qa.vlm_endpoint import EndpointVLM
+
+    real_media = EndpointVLM._media
+
+    def slow_media(self: EndpointVLM, item: QAItem) -> Any:
+        time.sleep(0.4)  # a slow decoder
+        return real_media(self, item)
+
+    monkeypatch.setattr(EndpointVLM, "_media", slow_media)
+    host = RecordingHost("cosmos", _vlm_reply)
+    item = QAItem("a", "Is there a car?", "yes", "a.mp4", clips / "a.mp4", ("qa",))
+
+    async def ask(url: str) -> Any:
+        vlm = EndpointVLM(url + "/v1", "cosmos", num_frames=2, timeout_s=30, watchdog_grace_s=5,
+                          redactor=Redactor([]), max_side=64)
+        try:
+            t0 = time.monotonic()
+            ans = await vlm.answer(item)
+            return ans, time.monotonic() - t0
+        finally:
+            await vlm.aclose()
+
+    with thread_server(host.app()) as url:
+        ans, wall = asyncio.run(ask(url))
+    assert ans.status == "ok" and ans.answer == "yes"
+    assert ans.latency_s > ans.prep_s >= 0.4
+    assert ans.latency_s <= wall

@@ -136,6 +136,7 @@ def test_changed_vlm_settings_ask_again(tmp_path: Path, clips: Path,
 @pytest.mark.parametrize(("status", "message", "hinted"), [
     (403, "key_model_access_denied: this key cannot use judge-x", True),
     (400, "Invalid model name passed in model=judge-x", True),
+    (404, "The model `judge-x` does not exist.", True),
     (400, "messages: bad field", False),
 ])
 def test_refusal_on_every_item_hints_at_models(tmp_path: Path, clips: Path,

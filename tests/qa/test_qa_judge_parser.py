@@ -27,9 +27,9 @@ from benchcheck.qa.records import Judgement
     ("Score: 0.8 out of 1", 0.8),
     ("Score: 3/4", 0.75),
     ("Score: 80%", 0.8),
-    # Out-of-range numbers are skipped: the last line with an in-range number decides.
-    ("Good answer, score 0.6\nConfidence: 95", 0.6),
-    ("Score: 0.4\nScore: -1", 0.4),
+    # Earlier numbers on the last line do not matter, only its last one.
+    ("Score 7 would be too much: 0.7", 0.7),
+    ("Graded 2 of 3 facts.\nScore: 2/3", 2 / 3),
     # Numbers inside words, versions and dates are not scores.
     ("Graded with rubric v1.2 on 2024-01-05 by Qwen3\nScore: 0.2", 0.2),
 ])
@@ -47,6 +47,12 @@ def test_scores(reply: str, score: float) -> None:
     "<think>The score is 1</think>",
     "<think>cut off while reasoning 0.9",
     "Rated by Qwen3 with rubric v1",
+    # The last line with a number decides even when it is out of range: an earlier in-range
+    # number is not the verdict (a judge grading on another scale).
+    "The candidate names 1 of the 2 people correctly.\nScore: 7",
+    "Good answer, score 0.6\nConfidence: 95",
+    "Score: 0.4\nScore: -1",
+    "It is 1 of 2.\nScore: 7/10 points, 1 / 0",
 ])
 def test_no_score_is_an_error(reply: str) -> None:
     parsed = parse_judge_reply(reply)
@@ -86,6 +92,19 @@ def test_hint_needs_every_item_refused() -> None:
     assert refusal_hint([_refused(400, "The model `gpt-judge` does not exist.")], cfg, None) is not None
     assert refusal_hint([_refused(500, "model broken")], cfg, None) is None
     assert refusal_hint([], cfg, None) is None
+
+
+def test_hint_for_404_naming_the_model() -> None:
+    """vLLM and most gateways answer an unknown model id with 404; a 404 for a wrong path is not it."""
+    cfg = _cfg()
+    hint = refusal_hint([_refused(404, "https://gw.example/v1: The model `gpt-judge` does not exist.")] * 2,
+                        cfg, ["gpt-4o"])
+    assert hint is not None and "HTTP 404" in hint and "gpt-4o" in hint
+    assert refusal_hint([_refused(404, "model_not_found: no such model")], cfg, None) is not None
+    mixed = [_refused(404, "The model `gpt-judge` does not exist."), _refused(403, "denied")]
+    assert refusal_hint(mixed, cfg, None) is not None
+    assert refusal_hint([_refused(404, "Not Found")], cfg, None) is None
+    assert refusal_hint([_refused(404, "The path /v1/chat/completions does not exist")], cfg, None) is None
 
 
 def test_judge_key_not_in_repr() -> None:

@@ -66,8 +66,9 @@ def qa() -> None:
 @click.option("--output-dir", type=click.Path(file_okay=False), required=True,
               help="Where answers, verdicts and the output files go (a rerun resumes here).")
 @click.option("--vlm-cmd", default=None, metavar="TEMPLATE",
-              help="Command line run per item; {video}, {question}, {num_frames}, {timeout} are filled "
-                   "in shell-quoted; it prints {\"answer\": ..., \"model\": ...}.")
+              help="Command line run per item without a shell; {video}, {question}, {num_frames}, {timeout} "
+                   "must each be a word by itself and become one argument verbatim; it prints "
+                   "{\"answer\": ..., \"model\": ...}.")
 @click.option("--vlm-endpoint", default=None, metavar="URL", help="OpenAI-compatible base URL of the VLM.")
 @click.option("--vlm-model", default=None, help="Model id to request from --vlm-endpoint.")
 @click.option("--vlm-api-key-env", default=None, metavar="VAR",

@@ -219,6 +219,9 @@ class OpenAIEngine:
                     return parse(res.body, rid, latency)
                 except WireError as e:
                     return Failure(rid, "internal", f"{ep.base}: {e}", latency_s=round(latency, 4))
+                except Exception as e:  # a parser bug must fail this request only, never the batch
+                    msg = f"{ep.base}: unreadable answer ({type(e).__name__}: {e})"
+                    return Failure(rid, "internal", msg, latency_s=round(latency, 4))
             assert res.failure is not None
             if not res.retry or attempt >= self.max_retries:
                 return _with_latency(res.failure, latency, attempt)

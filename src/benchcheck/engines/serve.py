@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -56,6 +57,37 @@ def served_id(engine: Engine, served_model_name: str | None) -> str:
     if engine.name == "scripted" and "scripted" not in name:
         return f"scripted:{name}"
     return name
+
+
+def count_prompt_tokens(engine: Engine, req: GenerateRequest) -> int | None:
+    """The prompt's length as ``engine`` counts it against its context (blocking), or None for an
+    engine the server cannot ask: the scripted engine's estimate, or the ``hf`` engine's encoder."""
+    if engine.name == "scripted":
+        from benchcheck.engines.scripted import estimate_tokens
+
+        return estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
+    encoder = getattr(engine, "encoder", None)
+    encode = getattr(encoder, "encode", None)
+    if not callable(encode):
+        return None
+    return int(encode(req.prompt, req.images, req.assistant_prefix, req.system).n_tokens)
+
+
+async def fill_default_max_tokens(engine: Engine, req: GenerateRequest) -> GenerateRequest:
+    """A request that gave no ``max_tokens`` may use the rest of the context, as on vLLM
+    (``max_model_len - prompt tokens``; a prompt that fills the context gets 1, which the engine
+    then refuses as context-too-long). Engines whose prompt length or context is unknown keep
+    ``DEFAULT_MAX_TOKENS``; a prompt that cannot be encoded is left to the engine to refuse."""
+    max_len = getattr(engine, "max_model_len", None)
+    if not isinstance(max_len, int) or isinstance(max_len, bool):
+        return req
+    try:
+        n = await asyncio.to_thread(count_prompt_tokens, engine, req)
+    except Exception:  # the engine reports it (bad image, placeholder token) in its own words
+        return req
+    if n is None:
+        return req
+    return replace(req, max_tokens=max(1, max_len - n))
 
 
 class ServerState:
@@ -116,12 +148,17 @@ async def _chat(request: web.Request) -> web.Response:
     except orjson.JSONDecodeError as e:
         return error_response(400, f"the request body is not valid JSON: {e}")
     model = body.get("model") if isinstance(body, dict) else None
+    if model is not None and not isinstance(model, str):
+        # vLLM's request validation answers 400 (a list or object here would not even hash).
+        return error_response(400, f"'model': Input should be a valid string (got {type(model).__name__})")
     if model is not None and model not in st.aliases:
         return error_response(404, f"The model `{model}` does not exist.", "NotFoundError")
     try:
         call = parse_chat(body, uuid.uuid4().hex)
     except RequestError as e:
         return error_response(e.status, str(e), e.type_)
+    if call.generate is not None and call.default_max_tokens:
+        call = replace(call, generate=await fill_default_max_tokens(st.engine, call.generate))
     try:
         if call.score is not None:
             res = await st.scores.submit(call.score)

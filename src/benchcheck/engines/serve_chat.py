@@ -22,7 +22,10 @@ from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, S
 from benchcheck.engines.wire import JSONDict
 
 MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs, which the origin's launcher sets
-DEFAULT_MAX_TOKENS = 512  # when a generation request gives none (vLLM: up to the context)
+# When a generation request gives no max_tokens, vLLM allows the rest of the context
+# (max_model_len - prompt tokens): the server does the same (``serve.fill_default_max_tokens``).
+# This is only the fallback for an engine whose prompt length the server cannot count.
+DEFAULT_MAX_TOKENS = 512
 _LOGPROB_FLOOR = -9999.0  # vLLM writes -inf log-probs as this (JSON has no infinities)
 
 
@@ -42,6 +45,8 @@ class ChatCall:
     score: ScoreRequest | None
     generate: GenerateRequest | None
     top_logprobs: int  # what the caller asked for (0 = the chosen token only)
+    # No max_tokens was given: ``generate.max_tokens`` is a placeholder for the rest of the context.
+    default_max_tokens: bool = False
 
 
 def _text_of(content: object, where: str) -> str:
@@ -116,6 +121,9 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
     """Validate a chat-completions body and map it to one engine request."""
     if not isinstance(body, Mapping):
         raise RequestError("the request body must be a JSON object")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise RequestError(f"'model': Input should be a valid string (got {type(model).__name__})")
     if body.get("stream"):
         raise RequestError("'stream' is not supported by benchcheck serve")
     if _int_field(body, "n", 1, 1) != 1:
@@ -154,8 +162,11 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
     text, images = _user_turn(rest[0].get("content"))
 
     if logprobs:
-        if (max_tokens or 1) != 1:
-            raise RequestError("benchcheck serve returns logprobs only for max_tokens=1 (first-token scoring)")
+        if max_tokens != 1:
+            # Without max_tokens vLLM would generate up to the context with per-token log-probs;
+            # answering a 1-token completion instead would be a silent divergence.
+            raise RequestError("benchcheck serve returns logprobs only for max_tokens=1 (first-token scoring): "
+                               f"give max_tokens=1 explicitly (got {max_tokens})")
         if system is not None or prefix is None:
             raise RequestError(
                 "benchcheck serve returns logprobs only for first-token scoring: messages [user, assistant] "
@@ -164,7 +175,7 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
         score = ScoreRequest(request_id, text, images, prefix, max(top, 1))
         return ChatCall(score=score, generate=None, top_logprobs=top)
     gen = GenerateRequest(request_id, text, images, max_tokens or DEFAULT_MAX_TOKENS, prefix, system)
-    return ChatCall(score=None, generate=gen, top_logprobs=0)
+    return ChatCall(score=None, generate=gen, top_logprobs=0, default_max_tokens=max_tokens is None)
 
 
 def _lp(value: float | str) -> float:

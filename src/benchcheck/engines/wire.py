@@ -18,6 +18,7 @@ vLLM 0.11 shapes (the origin's pin) matched here:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,19 @@ def _first_choice(d: Mapping[str, Any]) -> Mapping[str, Any]:
 def _usage(d: Mapping[str, Any], key: str) -> int:
     usage = d.get("usage")
     value = usage.get(key) if isinstance(usage, Mapping) else None
-    return int(value) if isinstance(value, int | float) else 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0  # absent (or not a count): the accounting is unknown, the answer still stands
+    if not math.isfinite(value):
+        raise WireError(f"usage.{key} is not a finite number: {value!r:.40}")
+    return int(value)
+
+
+def _logprob(entry: Mapping[str, Any]) -> float:
+    """An entry's log-prob as a float; a missing, null, non-numeric or NaN one is a ``WireError``."""
+    value = entry.get("logprob")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise WireError(f"top_logprobs entry {entry.get('token')!r:.40} has no numeric logprob: {value!r:.40}")
+    return float(value)
 
 
 def parse_score(d: Mapping[str, Any], request_id: str, latency_s: float) -> LetterScores:
@@ -148,7 +161,7 @@ def parse_score(d: Mapping[str, Any], request_id: str, latency_s: float) -> Lett
     for e in raw_top:
         if not isinstance(e, Mapping) or not isinstance(e.get("token"), str):
             raise WireError(f"malformed top_logprobs entry {e!r:.80}")
-        top.append({"token": e["token"], "logprob": float(e["logprob"])})
+        top.append({"token": e["token"], "logprob": _logprob(e)})
     return LetterScores(
         request_id=request_id,
         top=top,

@@ -75,13 +75,23 @@ def _names_model(message: str, model: str) -> bool:
     return model.lower() in low or any(p in low for p in _UNKNOWN_MODEL)
 
 
+def _names_missing_model(message: str, model: str) -> bool:
+    """A 404 about the model id (vLLM: "The model `x` does not exist."), not a wrong path."""
+    low = message.lower()
+    return model.lower() in low or ("model" in low and any(p in low for p in _UNKNOWN_MODEL))
+
+
 def refusal_hint(judgements: Sequence[Judgement], config: JudgeConfig, model_ids: Sequence[str] | None) -> str | None:
-    """The hint for a judge that refused every item with 403, or 400 naming the model: the
-    id is probably not what this gateway calls the model."""
+    """The hint for a judge that refused every item with 403, or 400 or 404 naming the model
+    (vLLM and most gateways answer an unknown model id with 404): the id is probably not what
+    this gateway calls the model."""
     def refused(j: Judgement) -> bool:
         if j.status != "error":
             return False
-        return j.http_status == 403 or (j.http_status == 400 and _names_model(j.error or "", config.model))
+        message = j.error or ""
+        return (j.http_status == 403
+                or (j.http_status == 400 and _names_model(message, config.model))
+                or (j.http_status == 404 and _names_missing_model(message, config.model)))
 
     if not judgements or not all(refused(j) for j in judgements):
         return None

@@ -5,13 +5,16 @@ exactly, timestamps within 5 seconds count as right, partial answers earn partia
 ``JUDGE_PROMPT_VERSION`` is part of the judge cache key: change it whenever the text changes,
 so a cached score is never reused for a different rubric.
 
-The parser strips reasoning blocks (``<think>`` and friends), then takes the last number in
-[0, 1] on the last line that holds one. A reply without such a number is a judge error, never
-a score.
+The parser strips reasoning blocks (``<think>`` and friends), then reads the last line that holds
+any number: its last number (fractions and percentages reduced) is the score. When that number
+is outside [0, 1] ("Score: 7", the judge grading on another scale) or there is no number at all,
+the reply is a judge error, never a score: an earlier in-range number ("1 of the 2 people") is
+not the verdict.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -68,14 +71,14 @@ def strip_reasoning(text: str) -> str:
 
 
 def _values(line: str) -> list[float]:
+    """The line's numbers, fractions and percentages reduced; ``nan`` for a fraction over 0 or
+    less (a number, but not a score)."""
     out = []
     for m in _SCORE.finditer(line):
         value = float(m.group(1))
         if m.group(2) is not None:
             denom = float(m.group(2))
-            if denom <= 0:
-                continue
-            value /= denom
+            value = value / denom if denom > 0 else math.nan
         elif m.group(3):
             value /= 100.0
         out.append(value)
@@ -92,11 +95,16 @@ class ParsedScore:
 
 
 def parse_judge_reply(text: str) -> ParsedScore:
-    """The last in-range number on the last line that has one; none is an error."""
+    """The last number of the last line that has any; out of [0, 1] or none is an error."""
     visible = strip_reasoning(text)
-    for line in reversed(visible.splitlines()):
-        in_range = [v for v in _values(line) if 0.0 <= v <= 1.0]
-        if in_range:
-            return ParsedScore(in_range[-1], visible)
     shown = visible[-200:] if visible else "(empty after removing reasoning)"
+    for line in reversed(visible.splitlines()):
+        values = _values(line)
+        if not values:
+            continue
+        last = values[-1]
+        if 0.0 <= last <= 1.0:
+            return ParsedScore(last, visible)
+        return ParsedScore(None, visible, f"judge reply has no score between 0 and 1: its last number is "
+                                          f"{line.strip()[-80:]!r}, outside 0-1 (another scale?): {shown!r}")
     return ParsedScore(None, visible, f"judge reply has no score between 0 and 1: {shown!r}")

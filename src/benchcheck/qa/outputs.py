@@ -4,7 +4,8 @@
 - ``qa_evaluator_output.json``: ``{average_score, eval_output_items: [{id, score, reasoning}]}``,
   the shape of the NAT QA evaluator; an item that errored has ``score: null`` and its error as
   the reasoning, so a reader can never average it in as a zero.
-- ``latency_summary.json``: per-item wall clock of the VLM call, plus the statistics.
+- ``latency_summary.json``: per-item wall clock of the whole VLM call (frame decoding included),
+  plus the statistics.
 - ``workflow_output.json``: raw answers (NAT field names: ``question``, ``answer`` = reference,
   ``generated_answer``), with status, error, model and latency.
 - ``summary.csv``: one header and one row of the headline numbers, so runs concatenate.

@@ -20,8 +20,9 @@ VLMErrorKind = Literal["watchdog", "exit", "bad_output", "video", "http", "timeo
 class VLMAnswer:
     """One item's VLM call: the answer and the model the deployment reported, or an error.
 
-    ``latency_s`` is the wall clock of the call itself (the command, or the HTTP request);
-    ``prep_s`` is client-side preparation outside it (frame decoding in endpoint mode).
+    ``latency_s`` is the wall clock of the whole item in both modes (the command; or, in
+    endpoint mode, the frame decoding and the HTTP request); ``prep_s`` is the client-side
+    preparation part of it (frame decoding in endpoint mode, 0 in command mode).
     """
 
     item_id: str

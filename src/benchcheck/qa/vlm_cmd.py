@@ -1,11 +1,17 @@
 """The VLM as a command line (``--vlm-cmd``), run under a watchdog.
 
-The template's ``{video}``, ``{question}``, ``{num_frames}`` and ``{timeout}`` are each replaced
-by one shell-quoted argument and the line runs under ``/bin/sh`` in its own process group.
-The command prints ``{"answer": ..., "model": ...}`` on stdout. There are no retries:
-``--timeout`` is the command's own limit (pass it with ``{timeout}``) and the watchdog kills the
-whole process group ``timeout + grace`` seconds after the start, so a command that never
-returns costs one item, not the run. A killed item is an error naming the watchdog.
+The template is split into words once, as a POSIX shell would (``shlex.split``: quotes group,
+no expansion), and every placeholder ``{video}``, ``{question}``, ``{num_frames}`` or
+``{timeout}`` must be a whole word by itself (``{question}``, ``"{question}"``); a placeholder
+inside a longer word (``--q={question}``, ``"Q: {question}"``) refuses the template. Each
+placeholder word becomes exactly one argument holding the value verbatim and the command is
+executed directly, never through ``/bin/sh``, so no text of the dataset is ever parsed by a
+shell. Wrap the command in ``sh -c '...' sh {video} {question}`` to use shell features and read
+the values as ``"$1"``, ``"$2"``. It runs in its own process group and prints
+``{"answer": ..., "model": ...}`` on stdout. There are no retries: ``--timeout`` is the
+command's own limit (pass it with ``{timeout}``) and the watchdog kills the whole process group
+``timeout + grace`` seconds after the start, so a command that never returns costs one item,
+not the run. A killed item is an error naming the watchdog.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -34,20 +41,44 @@ _DRAIN_S = 2.0
 _POLL_S = 0.05
 
 
-def check_template(template: str) -> None:
-    """Raise ``ValueError`` unless the template names the video and the question."""
-    found = set(_PLACEHOLDER.findall(template))
+def split_template(template: str) -> list[str]:
+    """The template's words (``shlex.split``); ``ValueError`` unless every placeholder is a whole
+    word, the video and the question are both there, and the program itself is not a placeholder."""
+    try:
+        words = shlex.split(template)
+    except ValueError as e:
+        raise ValueError(f"--vlm-cmd cannot be split into words: {e}") from None
+    if not words:
+        raise ValueError("--vlm-cmd is empty")
+    for word in words:
+        if _PLACEHOLDER.fullmatch(word) is None and _PLACEHOLDER.search(word) is not None:
+            raise ValueError(
+                f"--vlm-cmd: the word {word!r} has a placeholder inside it; each placeholder must be a "
+                "word by itself (e.g. `myvlm --question {question}`, not `--question={question}` or "
+                "`\"Q: {question}\"`): it becomes exactly one argument and no shell ever parses it. "
+                "For shell features use `sh -c '... \"$1\" ...' sh {question}`"
+            )
+    found = {m.group(1) for w in words if (m := _PLACEHOLDER.fullmatch(w)) is not None}
     missing = [p for p in REQUIRED_PLACEHOLDERS if p not in found]
     if missing:
         raise ValueError(
             f"--vlm-cmd must contain {', '.join('{' + m + '}' for m in missing)} "
             f"(placeholders: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})"
         )
+    if _PLACEHOLDER.fullmatch(words[0]) is not None:
+        raise ValueError("--vlm-cmd must start with the program to run, not a placeholder")
+    return words
 
 
-def fill_template(template: str, values: dict[str, str]) -> str:
-    """Replace each known placeholder by one shell-quoted argument; other braces stay as written."""
-    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), template)
+def check_template(template: str) -> None:
+    """Raise ``ValueError`` unless :func:`split_template` accepts the template."""
+    split_template(template)
+
+
+def fill_template(words: list[str], values: dict[str, str]) -> list[str]:
+    """The argument vector: each placeholder word replaced by its value verbatim (one argument);
+    every other word, braces included, stays as written."""
+    return [values[m.group(1)] if (m := _PLACEHOLDER.fullmatch(w)) is not None else w for w in words]
 
 
 def parse_vlm_output(stdout: str) -> tuple[str, str | None]:
@@ -102,13 +133,14 @@ class CommandResult:
     killed: bool
 
 
-async def run_with_watchdog(command: str, hard_limit_s: float) -> CommandResult:
-    """Run ``command`` under ``/bin/sh`` in a new process group; SIGKILL the whole group at
+async def run_with_watchdog(argv: list[str], hard_limit_s: float) -> CommandResult:
+    """Execute ``argv`` (no shell) in a new process group; SIGKILL the whole group at
     ``hard_limit_s``. Stragglers left in the group after the main process exits are killed too,
-    so a background child holding the pipes open cannot stall the item."""
+    so a background child holding the pipes open cannot stall the item. ``OSError`` when the
+    program cannot be started."""
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        "/bin/sh", "-c", command,
+        *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -147,7 +179,9 @@ class CommandVLM:
 
     def __init__(self, template: str, num_frames: int, timeout_s: float, watchdog_grace_s: float,
                  redactor: Redactor) -> None:
-        check_template(template)
+        self.argv = split_template(template)
+        if shutil.which(self.argv[0]) is None:
+            raise ValueError(f"--vlm-cmd: the program {self.argv[0]!r} is not found or not executable")
         self.template = template
         self.num_frames = num_frames
         self.timeout_s = timeout_s
@@ -158,8 +192,8 @@ class CommandVLM:
         """What identifies this VLM in the run configuration (no secrets)."""
         return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template)}
 
-    def command_for(self, item: QAItem) -> str:
-        return fill_template(self.template, {
+    def command_for(self, item: QAItem) -> list[str]:
+        return fill_template(self.argv, {
             "video": str(item.video_path),
             "question": item.question,
             "num_frames": str(self.num_frames),
@@ -170,7 +204,12 @@ class CommandVLM:
         if not item.video_path.is_file():
             return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
         limit = self.timeout_s + self.watchdog_grace_s
-        res = await run_with_watchdog(self.command_for(item), limit)
+        t0 = time.monotonic()
+        try:
+            res = await run_with_watchdog(self.command_for(item), limit)
+        except OSError as e:
+            msg = self.redactor.text(f"VLM command could not start: {e}")
+            return VLMAnswer(item.id, "error", time.monotonic() - t0, error=msg, error_kind="exit")
         if res.killed:
             msg = (f"killed by the watchdog after {res.elapsed_s:.1f} s (--timeout {self.timeout_s:g} + "
                    f"--watchdog-grace {self.watchdog_grace_s:g}): the VLM command never returned")
@@ -179,7 +218,7 @@ class CommandVLM:
             rc = res.returncode or 0
             what = f"killed by signal {_signal_name(-rc)}" if rc < 0 else f"exited {rc}"
             if 128 < rc < 128 + 65:
-                what += f" (the shell's child died of {_signal_name(rc - 128)}?)"
+                what += f" (a shell's child died of {_signal_name(rc - 128)}?)"
             tail = self.redactor.text(_tail(res.stderr) or _tail(res.stdout))
             msg = f"VLM command {what}" + (f": {tail}" if tail else "")
             return VLMAnswer(item.id, "error", res.elapsed_s, error=msg, error_kind="exit")

@@ -12,6 +12,8 @@ Three ways to show the clip:
 The engine's records carry images only, so the two video modes post their one request with a
 small aiohttp call here, reading the answer with the shared wire parser. ``--timeout`` bounds
 the request; the watchdog (``timeout + grace``) bounds the whole item, preparation included.
+The reported latency is the wall clock of the whole item (frame decoding and the request), as
+in command mode; ``prep_s`` gives the client-side preparation alone.
 """
 
 from __future__ import annotations
@@ -93,22 +95,24 @@ class EndpointVLM:
             return VLMAnswer(item.id, "error", elapsed, error=msg, error_kind="watchdog")
 
     async def _answer(self, item: QAItem) -> VLMAnswer:
+        """``latency_s`` is the wall clock of the whole item, as in command mode: frame decoding
+        (also reported alone as ``prep_s``) plus the request."""
+        t0 = time.monotonic()
         if not item.video_path.is_file():
             return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
-        t0 = time.monotonic()
         try:
             content = await asyncio.to_thread(self._media, item)
         except (ValueError, OSError) as e:
-            return VLMAnswer(item.id, "error", 0.0, error=str(e), error_kind="video", prep_s=time.monotonic() - t0)
+            prep = time.monotonic() - t0
+            return VLMAnswer(item.id, "error", prep, error=str(e), error_kind="video", prep_s=prep)
         prep = time.monotonic() - t0
-        t1 = time.monotonic()
         if isinstance(content, tuple):
             req = GenerateRequest(request_id=item.id, prompt=item.question, images=content,
                                   max_tokens=self.max_tokens)
             (res,) = await self.engine.generate([req])
         else:
             res = await self._post_video(item, content)
-        latency = time.monotonic() - t1
+        latency = time.monotonic() - t0
         if isinstance(res, Failure):
             kind = _FAILURE_KINDS.get(res.kind, "http")
             return VLMAnswer(item.id, "error", latency, error=self.redactor.text(f"VLM endpoint {res}"),
