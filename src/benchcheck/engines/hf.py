@@ -27,6 +27,7 @@ import torch
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import collate, plan_batches
 from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch
+from benchcheck.engines.hf_fused import compile_enabled, use_fused_text_norms
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_vision import use_grouped_vision_attention
@@ -150,6 +151,8 @@ class HFEngine:
             raise ValueError("max_batch_size and max_batch_tokens must be positive")
         self.model = model
         use_grouped_vision_attention(model)
+        if compile_enabled(next(model.parameters()).device):
+            use_fused_text_norms(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name

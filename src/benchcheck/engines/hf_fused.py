@@ -1,0 +1,54 @@
+"""Compiled RMSNorm for the Qwen3-VL language model on CUDA.
+
+transformers runs each text RMSNorm as about seven separate element-wise kernels in float32
+(cast, square, mean, rsqrt, two multiplies, cast back), and the 8B model has 145 of them per
+forward (two per layer plus the per-head q/k norms). On an H200 that unfused work was about 30 %
+of a text-only scoring forward. ``torch.compile`` fuses each norm into one kernel computing the
+same operations in the same order (only the reduction order inside the mean can differ): the
+8B blind workload went from 177 to 198 items/s through the engine, 196 to 227 forward-only
+(docs/PERFORMANCE.md). Only CUDA uses it: on the CPU the compile costs more than it saves.
+Set ``BENCHCHECK_HF_COMPILE=0`` to turn it off.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+NORM_CLASS = "Qwen3VLTextRMSNorm"
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' Qwen3-VL text RMSNorm, operation for operation."""
+    dtype = x.dtype
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(dtype)
+
+
+def compile_enabled(device: torch.device) -> bool:
+    """CUDA with Triton available (torch.compile's GPU backend), unless turned off."""
+    if device.type != "cuda" or os.environ.get("BENCHCHECK_HF_COMPILE", "1") == "0":
+        return False
+    try:
+        from torch.utils._triton import has_triton
+    except ImportError:
+        return False
+    return bool(has_triton())
+
+
+def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Replace the ``forward`` of every text RMSNorm of this model instance by one fused kernel;
+    returns how many were replaced. ``compiler`` defaults to ``torch.compile(dynamic=True)``
+    (batch and length vary from call to call)."""
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(rms_norm)
+    n = 0
+    for module in model.modules():
+        if type(module).__name__ == NORM_CLASS:
+            module.forward = types.MethodType(lambda self, x: fn(x, self.weight, self.variance_epsilon), module)
+            n += 1
+    return n

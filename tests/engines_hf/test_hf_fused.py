@@ -1,0 +1,39 @@
+"""The fused text RMSNorm computes what transformers' does, and replaces every text norm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from benchcheck.engines.hf_fused import compile_enabled, rms_norm, use_fused_text_norms
+
+
+def test_rms_norm_equals_transformers() -> None:
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRMSNorm
+
+    ref = Qwen3VLTextRMSNorm(64, eps=1e-6)
+    with torch.no_grad():
+        ref.weight.copy_(torch.randn(64))
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(3, 5, 64, dtype=dtype)
+        w = ref.weight.to(dtype)
+        ref_dtype = ref.to(dtype)
+        assert torch.equal(rms_norm(x, w, 1e-6), ref_dtype(x))
+
+
+def test_every_text_norm_is_replaced_and_scores_do_not_move(tiny_model: Path) -> None:
+    from benchcheck.engines.base import LetterScores, ScoreRequest
+    from benchcheck.engines.hf import HFEngine
+
+    engine = HFEngine(tiny_model, device="cpu")
+    reqs = [ScoreRequest(f"r{i}", f"Question {i}: which?\nOptions:\nA. x\nB. y") for i in range(3)]
+    before = engine.score_sync(reqs)
+    n = use_fused_text_norms(engine.model, compiler=lambda f: f)  # the same function, uncompiled
+    cfg = engine.model.config.text_config
+    assert n == cfg.num_hidden_layers * 4 + 1  # input, post-attention, q and k norms per layer + final
+    after = engine.score_sync(reqs)
+    for a, b in zip(before, after, strict=True):
+        assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
+        assert a.top == b.top
+    assert not compile_enabled(torch.device("cpu"))
