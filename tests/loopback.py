@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -42,3 +45,18 @@ def thread_server(app: web.Application) -> Iterator[str]:
     finally:
         loop.call_soon_threadsafe(loop.stop)
         t.join(30)
+
+
+def wait_health(url: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 120.0) -> None:
+    """Block until ``url``/health answers 200; fail at once if ``proc`` (the server) exits first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} not healthy after {timeout_s} s")

@@ -7,13 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from loopback import free_port
+from loopback import free_port, wait_health
 
 SCRIPTED_RULES = [
     {"match": "capital of France", "reply": "Paris"},
@@ -31,18 +29,6 @@ SCRIPTED_RULES = [
 
 
 
-def wait_health(url: str, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"{url} not healthy after {timeout_s} s")
 
 
 @contextmanager

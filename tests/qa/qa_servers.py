@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from loopback import free_port
+from loopback import free_port, wait_health
 
 FAKE_VLM = Path(__file__).with_name("fake_vlm.py")
 CLIP_FRAMES = 60  # frames of each test clip
@@ -31,18 +30,6 @@ CLIP_FRAMES = 60  # frames of each test clip
 
 
 
-def _wait_health(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"{url} not healthy after {timeout_s} s")
 
 
 @contextmanager
@@ -53,7 +40,7 @@ def serve_cli(*args: str) -> Iterator[str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_health(url, proc)
+        wait_health(url, proc)
         yield url
     finally:
         if proc.poll() is None:

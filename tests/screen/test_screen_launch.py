@@ -14,6 +14,7 @@ import pytest
 from screen_helpers import cli, ok_rows, popen, write_rules
 
 from benchcheck.store import read_rows
+from loopback import wait_health
 
 
 def free_port_block(n: int) -> int:
@@ -75,7 +76,7 @@ def test_server_dying_mid_run_gives_error_rows_then_rerun_completes(small_pool: 
     serve_args = ["serve", "--engine", "scripted", "--rules", str(rules), "--model", "judge", "--port", str(port),
                   "--served-model-name", "vlm"]
     server = popen(*serve_args)
-    _wait_health(port)
+    wait_health(f"http://127.0.0.1:{port}", timeout_s=60)
     res = tmp_path / "res"
     client = popen("screen", "--items", str(small_pool), "--step", "1", "--results", str(res), "--engine", "openai",
                    "--endpoint", f"http://127.0.0.1:{port}/v1", "--model", "vlm", "--workers", "4", "--no-progress")
@@ -93,7 +94,7 @@ def test_server_dying_mid_run_gives_error_rows_then_rerun_completes(small_pool: 
     assert all(r["item_id"] for r in errors)
     server = popen(*serve_args)
     try:
-        _wait_health(port)
+        wait_health(f"http://127.0.0.1:{port}", timeout_s=60)
         again = cli("screen", "--items", str(small_pool), "--step", "1", "--results", str(res), "--engine", "openai",
                     "--endpoint", f"http://127.0.0.1:{port}/v1", "--model", "vlm", "--workers", "4", "--no-progress")
         assert again.returncode == 0, again.stderr
@@ -104,19 +105,6 @@ def test_server_dying_mid_run_gives_error_rows_then_rerun_completes(small_pool: 
     plan = cli("screen", "--items", str(small_pool), "--step", "1", "--results", str(res), "--plan-only").stdout
     assert plan.startswith("REMAINING_TOTAL=0\n") and "FAILED_TOTAL=0" in plan
 
-
-def _wait_health(port: int, timeout: float = 60) -> None:
-    import urllib.request
-
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"server on {port} not healthy")
 
 
 def test_ctrl_c_stops_every_server_and_client(small_pool: Path, tmp_path: Path, tiny_model: Path) -> None:
