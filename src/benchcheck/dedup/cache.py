@@ -38,7 +38,7 @@ def bench_dir_name(bench: str) -> str:
     return f"{clean}-{hashlib.sha1(bench.encode()).hexdigest()[:8]}"
 
 
-def _atomic_write_bytes(path: Path, write: Callable[[BinaryIO], object]) -> None:
+def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write through a temporary file in the same folder, then rename it over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -108,7 +108,7 @@ class BenchCache:
         digest = hashlib.sha256(json.dumps([ids, hashes]).encode()).hexdigest()[:16]
         npy = f"emb-{digest}.npy"
         self.folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write_bytes(self.folder / npy, lambda f: np.save(f, matrix, allow_pickle=False))
+        atomic_write_bytes(self.folder / npy, lambda f: np.save(f, matrix, allow_pickle=False))
         meta = {
             "schema_version": SCHEMA_VERSION,
             "model": self.model,
@@ -118,7 +118,7 @@ class BenchCache:
             "ids": ids,
             "text_hashes": hashes,
         }
-        _atomic_write_bytes(self.folder / "ids.json", lambda f: f.write(json.dumps(meta).encode()))
+        atomic_write_bytes(self.folder / "ids.json", lambda f: f.write(json.dumps(meta).encode()))
         for old in self.folder.glob("emb-*.npy"):
             if old.name != npy:
                 old.unlink(missing_ok=True)

@@ -4,16 +4,16 @@ either the old file or the new one, never half of one; a rerun rewrites them all
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from benchcheck.dedup.cache import atomic_write_bytes
 from benchcheck.dedup.run import DedupResult
 from benchcheck.dedup.verdict import ItemVerdict
 
@@ -49,17 +49,9 @@ def bench_counts(verdicts: Sequence[ItemVerdict]) -> list[BenchCounts]:
     return [BenchCounts(b, k["items"], k["exact"], k["near"], k["cross_bench"], k["kept"]) for b, k in c.items()]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+def _write(data: bytes, f: BinaryIO) -> None:
+    f.write(data)
 
 
 def kept_table_bytes(verdicts: Sequence[ItemVerdict]) -> bytes:
@@ -154,5 +146,5 @@ def write_outputs(result: DedupResult, out: str | Path) -> list[Path]:
         (folder / KEPT_FILE, kept_table_bytes(result.verdicts)),
     ]
     for path, data in files:
-        _atomic_write(path, data)
+        atomic_write_bytes(path, functools.partial(_write, data))
     return [p for p, _ in files]
