@@ -86,7 +86,8 @@ def write_nextqa(path: Path, n: int) -> Path:
         w = csv.writer(f)
         w.writerow(NEXTQA_COLS)
         for i in range(n):
-            w.writerow([f"{1000 + i // 5}", 300, 640, 480, f"why did the boy {i} run?", i % 5, f"q{i}", "CW",
+            # as in NExT-QA's release, qid numbers the questions within each video (restarts at 0)
+            w.writerow([f"{1000 + i // 5}", 300, 640, 480, f"why did the boy {i} run?", i % 5, i % 5, "CW",
                         "to play", "to eat", "to hide", "to sleep", "to swim"])
     return path
 
@@ -95,7 +96,7 @@ def test_csv_nextqa_layout_auto_detected(tmp_path: Path) -> None:
     r = load_items([write_nextqa(tmp_path / "NExTQA.csv", 12)])
     assert not r.problems
     it = r.items[7]
-    assert it.item_id == "q7" and it.answer == 2 and len(it.options) == 5 and it.bench == "NExTQA"
+    assert it.item_id == "1001_2" and it.answer == 2 and len(it.options) == 5 and it.bench == "NExTQA"
     assert it.video_id == key_video_id("1001") and it.meta["video_key"] == "1001"
     assert not it.has_frames_source
 

@@ -18,7 +18,13 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
         raise click.BadParameter(str(e), param_hint="--columns") from e
     result = load_items(paths, cmap)
     if not quiet:
-        for p in result.problems:
+        from benchcheck.items.report import bad_share_lines
+
+        # A file's summary and hints come first: thousands of per-item lines would bury them.
+        for line in bad_share_lines(result):
+            click.echo(f"warning: {line}", err=True)
+        first = [p for p in result.problems if p.where == "0"]
+        for p in [*first, *(p for p in result.problems if p.where != "0")]:
             click.echo(f"{'bad item' if p.severity == 'error' else 'note'}: {p}", err=True)
     return result
 

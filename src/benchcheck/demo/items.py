@@ -112,7 +112,8 @@ def _write_csv(path: Path, rng: random.Random, n: int) -> Path:
             if i == 3:
                 gold = 7                                  # gold index out of range
             q = "why did the person stop?" if i != 4 else ""   # i == 4: empty question
-            w.writerow([f"{4000 + i // 4}", 300, 640, 480, q, gold, f"DemoNext_{i}", "CW", *act])
+            # qid numbers the questions within each video, as in NExT-QA: the id is video+qid
+            w.writerow([f"{4000 + i // 4}", 300, 640, 480, q, gold, i % 4, "CW", *act])
     return path
 
 

@@ -10,10 +10,17 @@ import csv
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from benchcheck.items.checks import (
+    bench_name_problem,
+    field_type_problem,
+    not_utf8_fields,
+    options_problem,
+    video_id_problem,
+)
 from benchcheck.items.record import Item, key_video_id
 from benchcheck.protocol import LETTERS, MAX_OPTIONS, strip_sequential_prefix
 
@@ -50,6 +57,8 @@ class ColumnMap:
     ``options`` is either one column holding a list (or a JSON list in a CSV cell) or several
     columns, one option each (``a0,a1,a2,a3,a4`` in the NExT-QA layout).
     Parse one from text with :meth:`parse`: ``"item_id=qid,options=a0|a1|a2,video_key=video"``.
+    ``item_id`` may join several columns with ``+``: ``item_id=video+qid`` gives ``{video}_{qid}``
+    (benchmarks that number their questions within each video, as NExT-QA does).
     """
 
     item_id: str | None = None
@@ -76,10 +85,11 @@ class ColumnMap:
 
 @dataclass(slots=True)
 class LoadResult:
-    """Good items in file order, and the problems found (errors and notes)."""
+    """Good items in file order, the problems found (errors and notes), and records read per file."""
 
     items: list[Item] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    records: dict[str, int] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Problem]:
@@ -103,6 +113,23 @@ def _spread_option_columns(columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(c for _, c in sorted(found))
 
 
+def id_columns(item_id: str | None, columns: Iterable[str] = ()) -> tuple[str, ...]:
+    """The columns an id is made of: ``video+qid`` -> ``("video", "qid")``; a column whose own name
+    holds a ``+`` is taken whole."""
+    if not item_id:
+        return ()
+    return (item_id,) if item_id in columns or "+" not in item_id else tuple(item_id.split("+"))
+
+
+def _default_id(cols: Mapping[str, None], options: tuple[str, ...]) -> str | None:
+    """The id column when the map names none. The NExT-QA layout (``video``, ``qid``, ``a0..a4``)
+    numbers its questions within each video (``qid`` restarts at 0), so its id is ``video+qid``."""
+    found = _first(cols, _ID_KEYS)
+    if found == "qid" and "video" in cols and len(options) > 1:
+        return "video+qid"
+    return found
+
+
 def _resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
     """Fill in the auto-detected columns of a map from a file's column names."""
     cols = {c: None for c in columns}
@@ -111,7 +138,7 @@ def _resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
         one = _first(cols, _OPTIONS_KEYS)
         options = (one,) if one else _spread_option_columns(columns)
     return ColumnMap(
-        item_id=cmap.item_id or _first(cols, _ID_KEYS),
+        item_id=cmap.item_id or _default_id(cols, options),
         bench=cmap.bench or ("bench" if "bench" in cols else None),
         question=cmap.question or _first(cols, _QUESTION_KEYS),
         options=options,
@@ -128,7 +155,8 @@ def _is_blank(v: Any) -> bool:
     return v is None or (isinstance(v, str) and not v.strip())
 
 
-def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> list[Any]:
+def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> Any:
+    """The raw options: a list when the row holds one (types are checked by the caller)."""
     if len(cols) == 1:
         v = row.get(cols[0])
         if isinstance(v, str):
@@ -140,21 +168,13 @@ def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> list[Any]:
                     return [v]
             else:
                 return [] if not s else [v]
-        return [] if v is None else list(v)
+        if v is None:
+            return []
+        return list(v) if isinstance(v, (list, tuple)) else v
     values = [row.get(c) for c in cols]
     while values and _is_blank(values[-1]):  # fewer options than columns: trailing cells are empty
         values.pop()
     return values
-
-
-_PART_SUFFIX = re.compile(r"\.p\d+$")
-
-
-def _safe_name(name: str) -> bool:
-    """A benchmark name becomes a results file name: it must not leave the results folder, and
-    must not end like a part file (``X.p1.jsonl`` is part 1 of ``X``)."""
-    return (bool(name) and not name.startswith(".") and not any(c in name for c in "/\\\x00")
-            and not _PART_SUFFIX.search(name))
 
 
 def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind,
@@ -201,17 +221,24 @@ def row_to_item(
     row: Mapping[str, Any], cmap: ColumnMap, bench_default: str, index: int
 ) -> tuple[Item | None, str | None, list[str]]:
     """One row -> (item or None, item id, problems). Pure: no I/O."""
+    names = dict.fromkeys([*id_columns(cmap.item_id, row), cmap.bench, cmap.question, cmap.video_id,
+                           cmap.video_key, cmap.task])
+    problems = [m for name in names if name
+                if (m := field_type_problem(name, row.get(name)))]
+    if problems:
+        return None, None, problems
     bench = str(row.get(cmap.bench) or bench_default) if cmap.bench else bench_default
-    raw_id = row.get(cmap.item_id) if cmap.item_id else None
-    item_id = str(raw_id) if not _is_blank(raw_id) else f"{bench}_{index}"
-    problems: list[str] = []
-    if not _safe_name(bench):
-        problems.append(f"benchmark name {bench!r} is not a safe file name (results go to <bench>.jsonl; "
-                        "no '/', no leading '.', no '.p<digits>' ending)")
+    item_id, id_problem = _item_id_of(row, cmap.item_id, bench, index)
+    problems = [id_problem] if id_problem else []
+    if (bad_bench := bench_name_problem(bench)):
+        problems.append(bad_bench)
     question = str(row.get(cmap.question) or "").strip() if cmap.question else ""
     if not question:
         problems.append("empty question")
-    raw_opts = ["" if o is None else str(o) for o in _options_of(row, cmap.options or ())]
+    opts = _options_of(row, cmap.options or ())
+    if (bad_opts := options_problem(opts, cmap.options or ())):
+        return None, item_id, [*problems, bad_opts]
+    raw_opts = [str(o) for o in opts]
     texts, _ = strip_sequential_prefix(raw_opts)
     if len(texts) < 2:
         problems.append(f"fewer than 2 options ({len(texts)})")
@@ -229,6 +256,8 @@ def row_to_item(
         key = str(row[cmap.video_key])
         meta["video_key"] = key
         video_id = key_video_id(key)
+    elif not _is_blank(video_id) and (bad_video := video_id_problem(str(video_id))):
+        return None, item_id, [bad_video]
     duration = row.get(cmap.duration_s) if cmap.duration_s else None
     assert isinstance(answer, int)
     return (
@@ -246,6 +275,21 @@ def row_to_item(
         item_id,
         [],
     )
+
+
+def _item_id_of(row: Mapping[str, Any], spec: str | None, bench: str, index: int) -> tuple[str, str | None]:
+    """(item id, problem): one column as it is, several joined by ``_``, else ``{bench}_{index}``."""
+    cols = id_columns(spec, row)
+    if len(cols) <= 1:
+        raw = row.get(cols[0]) if cols else None
+        return (str(raw) if not _is_blank(raw) else f"{bench}_{index}"), None
+    parts = []
+    for c in cols:
+        v = row.get(c)
+        if _is_blank(v):
+            return f"{bench}_{index}", f"item id column {c!r} (of {spec!r}) is empty or missing"
+        parts.append(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip())
+    return "_".join(parts), None
 
 
 def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
@@ -270,10 +314,15 @@ def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
         for n, obj in enumerate(data if isinstance(data, list) else [], 1):
             yield f"#{n}", obj if isinstance(obj, dict) else "record is not a JSON object"
     elif suffix == ".csv":
-        # A stray non-UTF-8 byte becomes U+FFFD instead of ending the file's items.
-        with path.open(encoding="utf-8", errors="replace", newline="") as f:
-            for n, row in enumerate(csv.DictReader(f), 2):
-                yield f"{n}", row
+        # surrogateescape keeps a stray non-UTF-8 byte visible (instead of U+FFFD) so that its row
+        # alone is reported, as in JSONL; utf-8-sig drops the BOM some spreadsheet tools write.
+        with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+            reader = csv.DictReader(f)
+            start = reader.line_num + 1
+            for row in reader:
+                where, start = f"{start if start > 1 else 2}", reader.line_num + 1
+                bad = not_utf8_fields(row)
+                yield where, (f"field {bad[0]!r} is not UTF-8" if bad else row)
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -291,6 +340,34 @@ def _columns_of(path: Path, first: Mapping[str, Any] | None) -> list[str]:
     return list(first.keys()) if first else []
 
 
+@dataclass(slots=True)
+class _IdTally:
+    """Within one file: how often the id column repeats, and whether (video, id) would be unique."""
+
+    repeats: int = 0
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, row: Mapping[str, Any], cmap: ColumnMap, item_id: str, repeat_in_file: bool) -> None:
+        self.repeats += repeat_in_file
+        video = _video_column(cmap)
+        if video and len(id_columns(cmap.item_id, row)) == 1:
+            self.pairs.append((str(row.get(video)), item_id))
+
+    def hint(self, cmap: ColumnMap | None) -> str | None:
+        video = _video_column(cmap) if cmap else None
+        if not (self.repeats and video and cmap and cmap.item_id and self.pairs):
+            return None
+        if len(set(self.pairs)) != len(self.pairs):
+            return None
+        return (f"item_id column {cmap.item_id!r} repeats ({self.repeats} duplicates) but {video}+{cmap.item_id} "
+                f"is unique: the file numbers its questions per video; pass "
+                f"--columns 'item_id={video}+{cmap.item_id}'")
+
+
+def _video_column(cmap: ColumnMap) -> str | None:
+    return cmap.video_key or cmap.video_id
+
+
 def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
     """Load one file. ``seen`` (item id -> file) carries duplicate detection across files."""
     cmap = cmap or ColumnMap()
@@ -298,14 +375,22 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
     out = LoadResult()
     bench_default = bench_of_path(path)
     resolved: ColumnMap | None = None
+    ids = _IdTally()
     try:
         rows = _read_rows(path)
         for index, (where, row) in enumerate(rows):
+            out.records[str(path)] = index + 1
             if isinstance(row, str):
                 out.problems.append(Problem(str(path), where, None, row))
                 continue
             if resolved is None or path.suffix.lower() in (".jsonl", ".json"):
-                resolved = _resolve_columns(_columns_of(path, row), cmap)
+                columns = _columns_of(path, row)
+                resolved = _resolve_columns(columns, cmap)
+                if path.suffix.lower() in (".csv", ".parquet") and (
+                        missing := [c for c in id_columns(resolved.item_id, columns) if c not in columns]):
+                    out.problems.append(Problem(str(path), "0", None, f"column map: item_id column {missing[0]!r} "
+                                                f"is not in this file (columns: {', '.join(map(str, columns))})"))
+                    return out
             try:
                 item, item_id, problems = row_to_item(row, resolved, bench_default, index)
             except (TypeError, ValueError) as e:  # a field of the wrong type: this row's problem only
@@ -316,12 +401,14 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
             out.problems.extend(Problem(str(path), where, item_id, m) for m in problems)
             if item is None:
                 continue
+            ids.add(row, resolved, item.item_id, seen.get(item.item_id) == str(path))
             if item.item_id in seen:
                 out.problems.append(
                     Problem(str(path), where, item.item_id, f"duplicate item_id (first in {seen[item.item_id]})")
                 )
                 continue
             seen[item.item_id] = str(path)
+            item = replace(item, source_file=str(path), source_line=where)
             if item.format == "open":
                 out.problems.append(
                     Problem(str(path), where, item.item_id,
@@ -329,6 +416,8 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
                             "letter-screened", "note")
                 )
             out.items.append(item)
+        if (hint := ids.hint(resolved)):
+            out.problems.append(Problem(str(path), "0", None, hint, "note"))
     except (OSError, ValueError, UnicodeDecodeError) as e:
         out.problems.append(Problem(str(path), "0", None, f"cannot read file: {e}"))
     except Exception as e:  # pyarrow raises its own types for a corrupt file
@@ -362,4 +451,5 @@ def load_items(paths: Iterable[str | Path], cmap: ColumnMap | None = None) -> Lo
         r = load_path(path, cmap, seen)
         total.items.extend(r.items)
         total.problems.extend(r.problems)
+        total.records.update(r.records)
     return total

@@ -17,7 +17,8 @@ class Item:
 
     ``options`` are the option texts with any sequential position letters stripped;
     ``answer`` is the index of the gold option. ``format="open"`` marks items with more than
-    26 options: kept in the pool but not screened by letter.
+    26 options: kept in the pool but not screened by letter. ``source_file`` / ``source_line``
+    say where a loader read it (not part of its identity).
     """
 
     item_id: str
@@ -29,6 +30,9 @@ class Item:
     task: str | None = None
     duration_s: float | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # Where the loader read it (file, and line or row): kept beside the decisions in pool_items.
+    source_file: str | None = field(default=None, compare=False, hash=False)
+    source_line: str | None = field(default=None, compare=False, hash=False)
 
     @property
     def format(self) -> ItemFormat:

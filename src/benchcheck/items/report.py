@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -18,12 +19,42 @@ def _bench_of_problem_path(path: str) -> str:
     return bench_of_path(Path(path))
 
 
+# Above this share of bad records a file's trouble is usually one cause (a column map, an encoding),
+# not a few broken items: say so before the per-item lines bury it.
+BAD_SHARE_WARN = 0.05
+
+
+def _kind_of(message: str) -> str:
+    """A problem's kind, without the values that differ per item: ``gold index … out of range``."""
+    return re.sub(r"'[^']*'|\d+(\.\d+)?", "…", message.split(" (first in ")[0]).strip()
+
+
+def bad_share_lines(result: LoadResult, threshold: float = BAD_SHARE_WARN) -> list[str]:
+    """One line per file whose bad records exceed ``threshold``: count, share, the commonest cause."""
+    bad_rows: dict[str, set[str]] = defaultdict(set)
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    for p in result.errors:
+        if p.where != "0":
+            bad_rows[p.path].add(p.where)
+            kinds[p.path][_kind_of(p.message)] += 1
+    lines = []
+    for path, n in result.records.items():
+        bad = len(bad_rows.get(path, ()))
+        if n and bad / n > threshold:
+            kind, count = kinds[path].most_common(1)[0]
+            lines.append(f"{_bench_of_problem_path(path)}: {bad} of {n} records are bad ({100 * bad / n:.1f}%) "
+                         f"in {path}; most often: {kind} ({count})")
+    return lines
+
+
 def validation_table(result: LoadResult) -> str:
-    """Per benchmark: valid items, letter-screenable, open-format, bad; then the total."""
+    """The bad-share lines first, then per benchmark: valid items, letter-screenable, open-format, bad
+    (records with at least one error); then the total."""
     valid: Counter[str] = Counter(i.bench for i in result.items)
     mc: Counter[str] = Counter(i.bench for i in result.items if i.format == "mc")
-    bad: Counter[str] = Counter(_bench_of_problem_path(p.path) for p in result.errors)
-    lines = [f"{'benchmark':<24} {'valid':>7} {'mc':>7} {'open':>6} {'bad':>5}"]
+    bad: Counter[str] = Counter(_bench_of_problem_path(path) for path, _ in
+                                dict.fromkeys((p.path, p.where) for p in result.errors))
+    lines = [*bad_share_lines(result), f"{'benchmark':<24} {'valid':>7} {'mc':>7} {'open':>6} {'bad':>5}"]
     for b in sorted(set(valid) | set(bad)):
         lines.append(f"{b:<24} {valid[b]:>7} {mc[b]:>7} {valid[b] - mc[b]:>6} {bad[b]:>5}")
     tv, tm, tb = sum(valid.values()), sum(mc.values()), sum(bad.values())
@@ -32,7 +63,7 @@ def validation_table(result: LoadResult) -> str:
 
 
 def stats_table(items: Sequence[Item]) -> str:
-    """Per benchmark: items, with video, options-per-item histogram, gold-position histogram."""
+    """Per benchmark: items, with a normalized / placeholder / no video, options per item, gold positions."""
     by: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         by[it.bench].append(it)
@@ -41,8 +72,12 @@ def stats_table(items: Sequence[Item]) -> str:
         its = by[b]
         n_opts = Counter(len(i.options) for i in its)
         pos = Counter(i.answer for i in its if i.format == "mc")
-        with_video = sum(1 for i in its if i.video_id)
-        lines.append(f"{b}: {len(its)} items, {with_video} with a video")
+        normalized = sum(1 for i in its if i.has_frames_source)
+        placeholder = sum(1 for i in its if i.video_id and not i.has_frames_source)
+        # A k: placeholder is a video not normalized yet: it has no frames (step 2 says NO_VIDEO).
+        lines.append(f"{b}: {len(its)} items, {normalized} with a normalized video, "
+                     f"{placeholder} placeholder (not normalized yet), {len(its) - normalized - placeholder} "
+                     "without a video")
         lines.append("  options per item: " + ", ".join(f"{k}:{v}" for k, v in sorted(n_opts.items())))
         total = sum(pos.values()) or 1
         lines.append("  answer position:  " + ", ".join(
