@@ -40,3 +40,26 @@ def make_sources(folder: Path) -> Path:
     (folder / "notvideo.mp4").write_text("this is not a video\n")
     (folder / "notes.txt").write_text("ignored: not a video extension\n")
     return folder
+
+
+def make_pts0_webm(path: Path, n_frames: int = 30, fps: int = 10, width: int = 160, height: int = 96) -> Path:
+    """A VP9 webm whose packets all have pts 0 (written without timestamps); frame i paints i."""
+    import av
+
+    from benchcheck.video.synth import paint_frame
+
+    with av.open(str(path), "w", format="webm") as out:
+        stream = out.add_stream("libvpx-vp9", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+
+        def mux(packets: Any) -> None:
+            for p in packets:
+                p.pts = p.dts = 0
+                out.mux(p)
+
+        for i in range(n_frames):
+            frame = av.VideoFrame.from_ndarray(paint_frame(i, width, height), format="rgb24")
+            frame.pts = i
+            mux(stream.encode(frame))
+        mux(stream.encode())
+    return path

@@ -104,6 +104,31 @@ def plan_target(times: list[float], frame_duration: float, width: int, height: i
     return Target(w, h, fps, slots, [nearest_index(times, t) for t in slots], rotation)
 
 
+def frame_times(pts_times: list[float], rate: float | None, declared: float | None) -> tuple[list[float], bool]:
+    """(frame times, retimed): the frames' own timestamps, or, when they carry none (every packet
+    has the same pts, as in a VP9 webm written without timestamps), times from the stream's frame
+    rate, else from its declared duration. Raises :class:`NormalizeError` when neither is known.
+    Pure: the caller reads ``rate`` and ``declared`` from the stream."""
+    n = len(pts_times)
+    if n < 2 or len(set(pts_times)) == n:
+        return pts_times, False
+    if len(set(pts_times)) > 1:  # some distinct, some repeated: not a timeline we can trust
+        raise NormalizeError(f"frames have repeated timestamps ({n - len(set(pts_times))} of {n})")
+    if rate and math.isfinite(rate) and rate > 0:
+        return [i / rate for i in range(n)], True
+    if declared and math.isfinite(declared) and declared > 0:
+        return [i * declared / n for i in range(n)], True
+    raise NormalizeError(f"frames carry no timestamps (all {n} have the same pts) and the stream declares "
+                         "no frame rate or duration to time them by")
+
+
+def _stream_rate(stream: Any) -> float | None:
+    for rate in (stream.average_rate, stream.guessed_rate, stream.base_rate):
+        if rate:
+            return float(rate)
+    return None
+
+
 def _declared_duration(stream: Any) -> float | None:
     if stream.duration and stream.time_base:
         return float(stream.duration * stream.time_base)
@@ -126,6 +151,9 @@ class OpenSource:
     index: PacketIndex
     target: Target
     facts: dict[str, Any]
+    # True when the frames had no timestamps of their own and were timed by rate or count:
+    # decoded frames are then matched by their output order, not their (meaningless) pts.
+    retimed: bool = False
 
 
 def probe(path: Path, threads: int) -> OpenSource:
@@ -137,19 +165,21 @@ def probe(path: Path, threads: int) -> OpenSource:
     container, stream = open_video(path, threads)
     try:
         packets, index = read_packets(container, stream)
-        times = index.timestamps
+        times, retimed = frame_times(index.timestamps, _stream_rate(stream), _declared_duration(stream))
         spacing = sorted(b - a for a, b in itertools.pairwise(times))
         frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
         rotation = _rotation(stream, packets, index)
         width, height = _display_width(stream), int(stream.codec_context.height)
-        target = plan_target(times, frame_duration, width, height, rotation, _declared_duration(stream))
+        # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
+        declared = None if retimed else _declared_duration(stream)
+        target = plan_target(times, frame_duration, width, height, rotation, declared)
     except BaseException:
         container.close()
         raise
     facts = {"width": width, "height": height, "rotation": rotation, "codec": stream.codec_context.name,
              "n_frames": len(times), "duration": round(times[-1] + frame_duration, 6),
-             "fps": round(len(times) / (times[-1] + frame_duration), 6)}
-    return OpenSource(container, stream, packets, index, target, facts)
+             "fps": round(len(times) / (times[-1] + frame_duration), 6), "retimed": retimed}
+    return OpenSource(container, stream, packets, index, target, facts, retimed)
 
 
 def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:
@@ -217,6 +247,7 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
     rank = {pts: i for i, pts in enumerate(index.pts)}
     wanted = set(target.slot_frames)
     missing = 0
+    shown = 0  # frames the decoder gave out so far: their presentation rank when retimed
     try:
         with av.open(str(dest), "w", format="mp4") as out:
             enc = _encoder(out, target, gop, x264_params)
@@ -231,9 +262,10 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
                 j += 1
 
             def take(frames: Any) -> None:
-                nonlocal last, missing
+                nonlocal last, missing, shown
                 for frame in frames:
-                    r = rank.get(frame.pts)
+                    r = shown if src.retimed else rank.get(frame.pts)
+                    shown += 1
                     if r is None or r not in wanted:
                         continue
                     while j < len(target.slot_frames) and target.slot_frames[j] < r:
@@ -247,7 +279,8 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
             wanted_packets = {index.packet_of[r] for r in wanted}
             for pos, p in enumerate(packets):
                 # Most source frames fill no slot; those no other frame references are not decoded.
-                codec.skip_frame = "DEFAULT" if pos in wanted_packets else "NONREF"
+                # (Retimed frames are counted as they come out, so none may be skipped.)
+                codec.skip_frame = "DEFAULT" if src.retimed or pos in wanted_packets else "NONREF"
                 take(codec.decode(p))
             codec.skip_frame = "DEFAULT"
             take(codec.decode(None))

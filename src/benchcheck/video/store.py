@@ -26,8 +26,10 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,6 +169,10 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
     except (OSError, ValueError) as e:
         reason = " ".join(str(e).split())[:300] or type(e).__name__
         return NormalizeOutcome(src.key, path, "failed", reason=reason, seconds=time.monotonic() - t0)
+    except Exception as e:  # a decoder or library bug on one file: that file's failure, not the run's
+        reason = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        return NormalizeOutcome(src.key, path, "failed", reason=f"unexpected error: {reason}",
+                                seconds=time.monotonic() - t0)
 
 
 def _index_row(o: NormalizeOutcome, stat: tuple[int, int] | None) -> dict[str, Any]:
@@ -184,13 +190,59 @@ def _is_done(src: SourceFile, row: dict[str, Any] | None, store: Path) -> bool:
     return stat is not None and (row.get("source_size"), row.get("source_mtime_ns")) == stat
 
 
+Work = Callable[[SourceFile, Path, int], NormalizeOutcome]
+
+
+def _died(src: SourceFile, e: BaseException) -> NormalizeOutcome:
+    what = "worker process died" if isinstance(e, BrokenProcessPool) else "worker raised"
+    return NormalizeOutcome(src.key, str(src.path), "failed", reason=f"{what}: {type(e).__name__}: {e}"[:300])
+
+
+def _run_pool(todo: Sequence[SourceFile], store: Path, workers: int, threads: int, work: Work,
+              record: Callable[[SourceFile, NormalizeOutcome], None]) -> None:
+    """Run ``work`` on every source in ``workers`` processes; every source gets exactly one outcome.
+
+    At most ``workers`` sources are in flight, so when a worker dies (a decoder crash, the OOM
+    killer) and breaks the pool, only those are suspects: each is retried alone in a fresh
+    process (a second death is its failure) and the others go on in a new pool.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    pending = deque(todo)
+    while pending:
+        suspects: list[SourceFile] = []
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            inflight: dict[Future[NormalizeOutcome], SourceFile] = {}
+            while (pending or inflight) and not suspects:
+                while pending and len(inflight) < workers:
+                    src = pending.popleft()
+                    inflight[pool.submit(work, src, store, threads)] = src
+                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    src = inflight.pop(fut)
+                    try:
+                        record(src, fut.result())
+                    except BrokenProcessPool:
+                        suspects.append(src)
+                    except Exception as e:  # the work function itself raised in the worker
+                        record(src, _died(src, e))
+            suspects.extend(inflight.values())
+        for src in suspects:
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+                try:
+                    record(src, alone.submit(work, src, store, threads).result())
+                except Exception as e:
+                    record(src, _died(src, e))
+
+
 def normalize_videos(sources: Sequence[Path], store: Path, workers: int = 1, keys: Sequence[str] | None = None,
-                     progress: bool = False) -> NormalizeReport:
+                     progress: bool = False, work: Work | None = None) -> NormalizeReport:
     """Normalize every source video into ``store`` (module doc); a bad file never stops the run.
 
     ``workers`` processes share the machine's cores (each decodes with ``cores // workers``
-    threads); ``progress`` shows a tqdm bar on stderr.
+    threads); ``progress`` shows a tqdm bar on stderr. ``work`` replaces :func:`normalize_one`
+    (a module-level function, so that worker processes can import it): tests inject failures.
     """
+    work = work or normalize_one
     from tqdm import tqdm
 
     store = Path(store)
@@ -226,20 +278,13 @@ def normalize_videos(sources: Sequence[Path], store: Path, workers: int = 1, key
     try:
         if workers <= 1:
             for src in todo:
-                record(src, normalize_one(src, store, threads))
+                try:
+                    outcome = work(src, store, threads)
+                except Exception as e:  # normalize_one never raises; an injected or future one might
+                    outcome = _died(src, e)
+                record(src, outcome)
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futures: dict[Future[NormalizeOutcome], SourceFile] = {
-                    pool.submit(normalize_one, src, store, threads): src for src in todo}
-                for fut in as_completed(futures):
-                    src = futures[fut]
-                    try:
-                        outcome = fut.result()
-                    except Exception as e:  # a worker that died (e.g. a decoder crash)
-                        outcome = NormalizeOutcome(src.key, str(src.path), "failed",
-                                                   reason=f"worker process died: {type(e).__name__}")
-                    record(src, outcome)
+            _run_pool(todo, store, workers, threads, work, record)
     finally:
         bar.close()
     return report
