@@ -57,6 +57,16 @@ class _Encoded:
     encode_s: float
 
 
+class CheckpointUnavailable(ValueError):
+    """A hub model that is neither a local folder nor in the hub cache, and cannot be fetched."""
+
+    def __init__(self, model: str, revision: str | None, cause: BaseException) -> None:
+        first = (str(cause).strip().splitlines() or [""])[0][:200]
+        self.model, self.revision = model, revision
+        super().__init__(f"cannot get model {model!r} at revision {revision or 'main'} from the hub "
+                         f"(not in the local cache; {type(cause).__name__}: {first})")
+
+
 def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, str | None]:
     """A local checkpoint folder for ``model`` and the revision it holds.
 
@@ -79,7 +89,10 @@ def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, s
         except LocalEntryNotFoundError:
             folder = None
     if folder is None:
-        folder = snapshot_download(repo_id=str(model), revision=revision, allow_patterns=_HUB_FILES)
+        try:
+            folder = snapshot_download(repo_id=str(model), revision=revision, allow_patterns=_HUB_FILES)
+        except Exception as e:  # network, offline mode, auth, missing repo: hub and httpx/requests types
+            raise CheckpointUnavailable(str(model), revision, e) from e
     return Path(folder), Path(folder).name
 
 

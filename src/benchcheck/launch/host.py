@@ -47,7 +47,7 @@ def client_argv(plan: LaunchPlan, server: ServerSpec) -> list[str]:
 
 
 def write_launch_params(logs: Path, specs: Sequence[ServerSpec], note: str = "") -> Path:
-    """Append the exact server command lines (what `pack` reports) with a timestamp header."""
+    """Append the exact command lines of servers that started and got healthy (what `pack` reports)."""
     path = logs / "launch_params.txt"
     logs.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
@@ -60,7 +60,6 @@ def write_launch_params(logs: Path, specs: Sequence[ServerSpec], note: str = "")
 def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
     """Start servers, wait, run the clients, stop servers. Returns the worst client exit code."""
     specs = server_specs(plan.n_servers, plan.options, plan.gpus)
-    write_launch_params(plan.logs, specs, f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}")
     started: list[subprocess.Popen[bytes]] = []
     servers: list[Running] = []
 
@@ -76,6 +75,9 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
             echo(f"server {s.index}: {s.line()}")
         wait_healthy(servers, plan.server_timeout_s)
         echo(f"{len(servers)} servers healthy")
+        # Only now: a refused port or a server that never got healthy served nothing, and `pack`
+        # reports these lines as the servers that ran.
+        write_launch_params(plan.logs, specs, f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}")
         clients = []
         for s in specs:
             log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"

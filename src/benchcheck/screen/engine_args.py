@@ -50,4 +50,10 @@ def build_engine(spec: StepSpec, args: EngineArgs) -> Engine:
         kwargs = {"rules": args.rules}
     else:
         kwargs = {"model": model, "revision": revision, "device": args.device}
+        from benchcheck.engines.hf import CheckpointUnavailable
+
+        try:
+            return create_engine(args.engine, **kwargs)
+        except CheckpointUnavailable as e:  # offline GPU nodes: a precondition, not a crash (exit 2)
+            raise ValueError(f"{e}; pass --model DIR (a local checkpoint folder) to run without the hub") from None
     return create_engine(args.engine, **kwargs)
