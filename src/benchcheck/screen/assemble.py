@@ -11,6 +11,7 @@ from typing import Any
 
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
+from benchcheck.screen.pool_text import with_item_text
 from benchcheck.store import StepState, read_rows
 
 ERROR_RATE_FLAG = 1e-3  # permanent errors per forward above this deserve a look (SPEC, Sanity)
@@ -115,7 +116,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
     states = ctx.states(ctx.chain[-1])
     fates = item_fates(ctx.items, ctx.chain, states, ctx.has_frames)
     out = Assembled()
-    records = [f.record(ctx.chain) for f in fates]
+    records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
     out.paths["pool_items"] = res / "pool_items.parquet"
     pq.write_table(pa.Table.from_pylist(records), out.paths["pool_items"])
     out.summary = summary_rows(fates, ctx.chain, states)
