@@ -21,5 +21,5 @@ def item_text_columns(item: Item) -> dict[str, Any]:
 
 def with_item_text(record: dict[str, Any], item: Item) -> dict[str, Any]:
     """``record`` (an item's fates) with its text columns after the id and benchmark."""
-    head = {k: record[k] for k in ("item_id", "bench") if k in record}
+    head: dict[str, Any] = {k: record[k] for k in ("item_id", "bench") if k in record}
     return {**head, **item_text_columns(item), **{k: v for k, v in record.items() if k not in head}}
