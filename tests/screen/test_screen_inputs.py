@@ -65,3 +65,16 @@ def test_screen_takes_what_validate_takes(tmp_path: Path) -> None:
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert [json.loads(x)["item_id"] for x in (tmp_path / "res" / "step1" / "Odd.jsonl").read_text().splitlines()] == [
         "ok"]
+
+
+def test_plan_of_a_csv_numbered_per_video_counts_only_truly_bad_items(tmp_path: Path) -> None:
+    p = tmp_path / "NExTQA.csv"
+    lines = ["video,frame_count,width,height,question,answer,qid,type,a0,a1,a2,a3,a4"]
+    for v in range(100):
+        for q in range(5):  # qid restarts at 0 for every video, as in NExT-QA's release
+            question = "" if (v, q) == (7, 1) else f"why did the dog {q} bark in {v}?"
+            lines.append(f"{5200 + v},900,640,480,{question},{q % 5},{q},CW,one,two,three,four,five")
+    p.write_text("\n".join(lines) + "\n")
+    r = cli("screen", "--items", str(p), "--step", "1", "--results", str(tmp_path / "res"), "--plan-only")
+    assert r.returncode == 0, r.stderr
+    assert "REMAINING_TOTAL=499" in r.stdout and "INVALID_ITEMS=1" in r.stdout
