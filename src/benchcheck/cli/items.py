@@ -16,7 +16,8 @@ def items() -> None:
 
 @items.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--columns", default=None, help="Column map, e.g. 'item_id=qid,options=a0|a1|a2|a3|a4'.")
+@click.option("--columns", default=None,
+              help="Column map, e.g. 'item_id=video+qid,options=a0|a1|a2|a3|a4' (A+B joins columns: {A}_{B}).")
 def validate(paths: tuple[str, ...], columns: str | None) -> None:
     """Check items; print per-benchmark counts and one line per bad item. Exit 1 if any is bad.
 
@@ -33,7 +34,8 @@ def validate(paths: tuple[str, ...], columns: str | None) -> None:
 
 @items.command("stats")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--columns", default=None, help="Column map, e.g. 'item_id=qid,options=a0|a1|a2|a3|a4'.")
+@click.option("--columns", default=None,
+              help="Column map, e.g. 'item_id=video+qid,options=a0|a1|a2|a3|a4' (A+B joins columns: {A}_{B}).")
 def stats(paths: tuple[str, ...], columns: str | None) -> None:
     """Items, options per item and the answer-position histogram per benchmark.
 
