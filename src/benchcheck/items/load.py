@@ -21,12 +21,12 @@ from benchcheck.items.checks import (
     options_problem,
     video_id_problem,
 )
+from benchcheck.items.ids import IdTally, default_id, id_columns, item_id_of
 from benchcheck.items.record import Item, key_video_id
 from benchcheck.protocol import LETTERS, MAX_OPTIONS, strip_sequential_prefix
 
 AnswerKind = Literal["auto", "index", "letter", "text"]
 
-_ID_KEYS = ("item_id", "id", "qid", "question_id")
 _QUESTION_KEYS = ("question", "query")
 _OPTIONS_KEYS = ("options", "candidates", "choices")
 _ANSWER_KEYS = ("answer", "gold", "label", "correct_answer")
@@ -113,23 +113,6 @@ def _spread_option_columns(columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(c for _, c in sorted(found))
 
 
-def id_columns(item_id: str | None, columns: Iterable[str] = ()) -> tuple[str, ...]:
-    """The columns an id is made of: ``video+qid`` -> ``("video", "qid")``; a column whose own name
-    holds a ``+`` is taken whole."""
-    if not item_id:
-        return ()
-    return (item_id,) if item_id in columns or "+" not in item_id else tuple(item_id.split("+"))
-
-
-def _default_id(cols: Mapping[str, None], options: tuple[str, ...]) -> str | None:
-    """The id column when the map names none. The NExT-QA layout (``video``, ``qid``, ``a0..a4``)
-    numbers its questions within each video (``qid`` restarts at 0), so its id is ``video+qid``."""
-    found = _first(cols, _ID_KEYS)
-    if found == "qid" and "video" in cols and len(options) > 1:
-        return "video+qid"
-    return found
-
-
 def _resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
     """Fill in the auto-detected columns of a map from a file's column names."""
     cols = {c: None for c in columns}
@@ -138,7 +121,7 @@ def _resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
         one = _first(cols, _OPTIONS_KEYS)
         options = (one,) if one else _spread_option_columns(columns)
     return ColumnMap(
-        item_id=cmap.item_id or _default_id(cols, options),
+        item_id=cmap.item_id or default_id(cols, options),
         bench=cmap.bench or ("bench" if "bench" in cols else None),
         question=cmap.question or _first(cols, _QUESTION_KEYS),
         options=options,
@@ -228,7 +211,7 @@ def row_to_item(
     if problems:
         return None, None, problems
     bench = str(row.get(cmap.bench) or bench_default) if cmap.bench else bench_default
-    item_id, id_problem = _item_id_of(row, cmap.item_id, bench, index)
+    item_id, id_problem = item_id_of(row, cmap.item_id, bench, index)
     problems = [id_problem] if id_problem else []
     if (bad_bench := bench_name_problem(bench)):
         problems.append(bad_bench)
@@ -275,21 +258,6 @@ def row_to_item(
         item_id,
         [],
     )
-
-
-def _item_id_of(row: Mapping[str, Any], spec: str | None, bench: str, index: int) -> tuple[str, str | None]:
-    """(item id, problem): one column as it is, several joined by ``_``, else ``{bench}_{index}``."""
-    cols = id_columns(spec, row)
-    if len(cols) <= 1:
-        raw = row.get(cols[0]) if cols else None
-        return (str(raw) if not _is_blank(raw) else f"{bench}_{index}"), None
-    parts = []
-    for c in cols:
-        v = row.get(c)
-        if _is_blank(v):
-            return f"{bench}_{index}", f"item id column {c!r} (of {spec!r}) is empty or missing"
-        parts.append(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip())
-    return "_".join(parts), None
 
 
 def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
@@ -340,34 +308,6 @@ def _columns_of(path: Path, first: Mapping[str, Any] | None) -> list[str]:
     return list(first.keys()) if first else []
 
 
-@dataclass(slots=True)
-class _IdTally:
-    """Within one file: how often the id column repeats, and whether (video, id) would be unique."""
-
-    repeats: int = 0
-    pairs: list[tuple[str, str]] = field(default_factory=list)
-
-    def add(self, row: Mapping[str, Any], cmap: ColumnMap, item_id: str, repeat_in_file: bool) -> None:
-        self.repeats += repeat_in_file
-        video = _video_column(cmap)
-        if video and len(id_columns(cmap.item_id, row)) == 1:
-            self.pairs.append((str(row.get(video)), item_id))
-
-    def hint(self, cmap: ColumnMap | None) -> str | None:
-        video = _video_column(cmap) if cmap else None
-        if not (self.repeats and video and cmap and cmap.item_id and self.pairs):
-            return None
-        if len(set(self.pairs)) != len(self.pairs):
-            return None
-        return (f"item_id column {cmap.item_id!r} repeats ({self.repeats} duplicates) but {video}+{cmap.item_id} "
-                f"is unique: the file numbers its questions per video; pass "
-                f"--columns 'item_id={video}+{cmap.item_id}'")
-
-
-def _video_column(cmap: ColumnMap) -> str | None:
-    return cmap.video_key or cmap.video_id
-
-
 def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
     """Load one file. ``seen`` (item id -> file) carries duplicate detection across files."""
     cmap = cmap or ColumnMap()
@@ -375,7 +315,7 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
     out = LoadResult()
     bench_default = bench_of_path(path)
     resolved: ColumnMap | None = None
-    ids = _IdTally()
+    ids = IdTally()
     try:
         rows = _read_rows(path)
         for index, (where, row) in enumerate(rows):
@@ -401,7 +341,8 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
             out.problems.extend(Problem(str(path), where, item_id, m) for m in problems)
             if item is None:
                 continue
-            ids.add(row, resolved, item.item_id, seen.get(item.item_id) == str(path))
+            ids.add(row, resolved.item_id, resolved.video_key or resolved.video_id, item.item_id,
+                    seen.get(item.item_id) == str(path))
             if item.item_id in seen:
                 out.problems.append(
                     Problem(str(path), where, item.item_id, f"duplicate item_id (first in {seen[item.item_id]})")
@@ -416,7 +357,7 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
                             "letter-screened", "note")
                 )
             out.items.append(item)
-        if (hint := ids.hint(resolved)):
+        if resolved and (hint := ids.hint(resolved.item_id, resolved.video_key or resolved.video_id)):
             out.problems.append(Problem(str(path), "0", None, hint, "note"))
     except (OSError, ValueError, UnicodeDecodeError) as e:
         out.problems.append(Problem(str(path), "0", None, f"cannot read file: {e}"))

@@ -1,0 +1,69 @@
+"""Item ids (pure): one column, several joined (``video+qid``), or ``{bench}_{index}``; and the
+per-file tally that notices ids numbered per video.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ID_KEYS = ("item_id", "id", "qid", "question_id")
+
+
+def _is_blank(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and not v.strip())
+
+
+def id_columns(item_id: str | None, columns: Iterable[str] = ()) -> tuple[str, ...]:
+    """The columns an id is made of: ``video+qid`` -> ``("video", "qid")``; a column whose own name
+    holds a ``+`` is taken whole."""
+    if not item_id:
+        return ()
+    return (item_id,) if item_id in columns or "+" not in item_id else tuple(item_id.split("+"))
+
+
+def default_id(cols: Mapping[str, None], options: tuple[str, ...]) -> str | None:
+    """The id column when the map names none. The NExT-QA layout (``video``, ``qid``, ``a0..a4``)
+    numbers its questions within each video (``qid`` restarts at 0), so its id is ``video+qid``."""
+    found = next((k for k in ID_KEYS if k in cols), None)
+    if found == "qid" and "video" in cols and len(options) > 1:
+        return "video+qid"
+    return found
+
+
+def item_id_of(row: Mapping[str, Any], spec: str | None, bench: str, index: int) -> tuple[str, str | None]:
+    """(item id, problem): one column as it is, several joined by ``_``, else ``{bench}_{index}``."""
+    cols = id_columns(spec, row)
+    if len(cols) <= 1:
+        raw = row.get(cols[0]) if cols else None
+        return (str(raw) if not _is_blank(raw) else f"{bench}_{index}"), None
+    parts = []
+    for c in cols:
+        v = row.get(c)
+        if _is_blank(v):
+            return f"{bench}_{index}", f"item id column {c!r} (of {spec!r}) is empty or missing"
+        parts.append(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip())
+    return "_".join(parts), None
+
+
+@dataclass(slots=True)
+class IdTally:
+    """Within one file: how often the id column repeats, and whether (video, id) would be unique."""
+
+    repeats: int = 0
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, row: Mapping[str, Any], id_spec: str | None, video: str | None, item_id: str,
+            repeat_in_file: bool) -> None:
+        self.repeats += repeat_in_file
+        if video and len(id_columns(id_spec, row)) == 1:
+            self.pairs.append((str(row.get(video)), item_id))
+
+    def hint(self, id_spec: str | None, video: str | None) -> str | None:
+        """One line suggesting ``--columns 'item_id=VIDEO+ID'`` when that would make the ids unique."""
+        if not (self.repeats and video and id_spec and self.pairs) or len(set(self.pairs)) != len(self.pairs):
+            return None
+        return (f"item_id column {id_spec!r} repeats ({self.repeats} duplicates) but {video}+{id_spec} "
+                f"is unique: the file numbers its questions per video; pass "
+                f"--columns 'item_id={video}+{id_spec}'")
