@@ -1,0 +1,88 @@
+"""The audit's parameterised rule is the protocol's at log 2; thresholds, agreement, profile."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from audit_synth import SimModel, make_items, run_step
+
+from benchcheck.audit import read_forwards
+from benchcheck.audit.agreement import agreements
+from benchcheck.audit.profile import profile
+from benchcheck.audit.rule import removes
+from benchcheck.audit.sensitivity import threshold_curves
+from benchcheck.protocol import LOG2, decide_permutations, decide_single, gold_position, permutations_for
+
+
+def test_rule_equals_protocol() -> None:
+    rng = random.Random(0)
+    for t in range(2000):
+        k = rng.randint(2, 6)
+        answer = rng.randrange(k)
+        if t % 2:
+            perm = list(range(k))
+            lp = [round(rng.gauss(0, 1), 1) for _ in range(k)]
+            assert removes([perm], [lp], answer) == decide_single(lp, gold_position(perm, answer)).removed
+        else:
+            perms = permutations_for(f"i{t}", k)
+            lps = [[round(rng.gauss(0, 1), 1) for _ in range(k)] for _ in perms]
+            golds = [gold_position(p, answer) for p in perms]
+            assert removes(perms, lps, answer) == decide_permutations(lps, golds).removed
+
+
+def test_threshold_curve_matches_rows_at_log2_and_falls(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    items = make_items("T", 200, 4, rng)
+    content = {it.item_id: [rng.gauss(0, 1.5) for _ in range(4)] for it in items}
+    rows = run_step(tmp_path, 1, items, SimModel("m", noise=0.3), content)
+    curve = [c for c in threshold_curves(read_forwards(tmp_path))]
+    at = {c["threshold"]: c["removed"] for c in curve}
+    assert at[round(LOG2, 4)] == sum(bool(r["removed"]) for r in rows)
+    ordered = [at[t] for t in sorted(at)]
+    assert ordered == sorted(ordered, reverse=True) and ordered[0] > ordered[-1]
+    assert min(at) == 0.0 and max(at) == 3.0
+
+
+def test_cross_model_agreement(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    items = make_items("K", 300, 4, rng)
+    shortcut = {it.item_id for it in items if rng.random() < 0.3}
+    content = {it.item_id: [3.0 if (j == it.answer and it.item_id in shortcut) else rng.gauss(0, 0.3)
+                            for j in range(4)] for it in items}
+    run_step(tmp_path / "a", 1, items, SimModel("big", noise=0.2, rng=random.Random(3)), content)
+    run_step(tmp_path / "b", 1, items, SimModel("small", noise=0.2, rng=random.Random(4)), content)
+    run_step(tmp_path / "c", 1, items, SimModel("unrelated", noise=0.2, rng=random.Random(5)),
+             {it.item_id: [rng.gauss(0, 2) for _ in range(4)] for it in items})
+    a, b, c = (read_forwards(tmp_path / x) for x in "abc")
+    (same, _) = agreements(a, b, boot=200)
+    assert same.kappa is not None and same.kappa > 0.9 and same.lo is not None and same.lo > 0.8
+    both = {f.item_id for f in a[1] if f.removed} & {f.item_id for f in b[1] if f.removed}
+    assert set(same.both) == both and shortcut <= both and same.model_a == "big" and same.model_b == "small"
+    (other, _) = agreements(a, c, boot=200)
+    assert other.kappa is not None and other.lo is not None and other.hi is not None
+    assert other.lo < 0.2 and other.kappa < 0.3
+
+
+def test_shortcut_profile(tmp_path: Path) -> None:
+    rng = random.Random(4)
+    items = make_items("P", 300, 4, rng)
+    text = {it.item_id: [2.0 if (j == it.answer and rng.random() < 0.5) else 0.0 for j in range(4)] for it in items}
+    video = {i: [v + (3.0 if j == next(x for x in items if x.item_id == i).answer else 0.0) for j, v in enumerate(c)]
+             for i, c in text.items()}
+    m = SimModel("m", noise=0.3)
+    run_step(tmp_path, 1, items, m, text)
+    run_step(tmp_path, 4, items, m, {i: [0.0] * 4 for i in text})
+    run_step(tmp_path, 2, items, m, video)
+    run_step(tmp_path, 6, items, m, video)
+    run_step(tmp_path, 3, items, m, video)
+    run_step(tmp_path, 5, items, m, video)  # shuffled frames: the same evidence -> no order gain
+    figs = {g.name: g for g in profile(read_forwards(tmp_path), boot=300)}
+    blind = figs["blind_gap"]
+    assert blind.value is not None and blind.lo is not None and blind.hi is not None
+    assert blind.lo > 0.2 and blind.lo < blind.value < blind.hi
+    oo = figs["options_only_gap"]
+    assert oo.lo is not None and oo.hi is not None and oo.lo < 0 < oo.hi
+    assert (figs["visual_gain_32"].lo or 0) > 0.2 and (figs["visual_gain_1"].lo or 0) > 0.2
+    og = figs["order_gain_32"]
+    assert og.items == 300 and og.lo is not None and og.hi is not None and og.lo <= 0.0 <= og.hi + 1e-9
