@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from audit_synth import SimModel, make_items, mixed_bench, run_step
 
 from benchcheck.audit import read_forwards
 from benchcheck.audit.confidence import auc, confidences, distance_to_flip, flip_probability
+from benchcheck.audit.rule import removes
 from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2
 
@@ -44,6 +46,19 @@ def test_flip_probability_by_exhaustive_resampling() -> None:
     assert abs(flip_probability(f) - (1 - 189 / 256)) < 1e-12
     g = _f([hit] * 4, [ident] * 4, 0, True)
     assert flip_probability(g) == 0.0
+
+
+def test_flip_probability_is_the_rule_over_every_draw() -> None:
+    rng = random.Random(5)
+    for t in range(60):
+        k = rng.randint(2, 5)
+        perms = [rng.sample(range(k), k) for _ in range(4)]
+        lps = [[round(rng.gauss(0, 1.5), 1) for _ in range(k)] for _ in perms]
+        answer = rng.randrange(k)
+        f = _f(lps, perms, answer, removes(perms, lps, answer))
+        draws = list(itertools.product(range(4), repeat=4))
+        want = sum(removes([perms[i] for i in d], [lps[i] for i in d], answer) != f.removed for d in draws)
+        assert flip_probability(f) == want / len(draws), t
 
 
 def test_distance_to_flip() -> None:

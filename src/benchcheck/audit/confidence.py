@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -20,9 +21,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchcheck.audit.rule import removes
+import numpy as np
+
 from benchcheck.audit.source import Forwards
-from benchcheck.protocol import LOG2, N_PERM, argmax_pos, gold_position, margin_of
+from benchcheck.protocol import LOG2, MIN_PERM_HITS, N_PERM, argmax_pos, gold_position, margin_of
 
 MC_DRAWS = 2000
 EXACT_UP_TO = 6  # pools of at most this many forwards are resampled exhaustively (6^4 = 1296)
@@ -59,17 +61,30 @@ def _margins(f: Forwards, extra: bool) -> list[float]:
     return [margin_of(lp, gold_position(p, f.answer)) for p, lp in zip(perms, lps, strict=True)]
 
 
+@functools.lru_cache(maxsize=EXACT_UP_TO)
+def _all_draws(pool: int) -> np.ndarray:
+    return np.array(list(itertools.product(range(pool), repeat=N_PERM)), dtype=np.int64)
+
+
+def _draws(pool: int, item_id: str, seed: int) -> np.ndarray:
+    """Index draws of N_PERM forwards from a pool: every draw when small, else seeded Monte Carlo."""
+    if pool <= EXACT_UP_TO:
+        return _all_draws(pool)
+    rng = np.random.default_rng(random.Random(f"{seed}|{item_id}").getrandbits(64))
+    return rng.integers(0, pool, (MC_DRAWS, N_PERM))
+
+
 def flip_probability(f: Forwards, seed: int = 0) -> float:
-    """P(a fresh draw of N_PERM forwards from the recorded ones gives the other decision)."""
-    pool = list(zip(f.perms + f.extra_perms, f.lps + f.extra_lps, strict=True))
-    draws: list[tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]]
-    if len(pool) <= EXACT_UP_TO:
-        draws = list(itertools.product(pool, repeat=N_PERM))
-    else:
-        rng = random.Random(f"{seed}|{f.item_id}")
-        draws = [tuple(rng.choices(pool, k=N_PERM)) for _ in range(MC_DRAWS)]
-    flips = sum(removes([d[0] for d in draw], [d[1] for d in draw], f.answer) != f.removed for draw in draws)
-    return flips / len(draws)
+    """P(a fresh draw of N_PERM forwards from the recorded ones gives the other decision).
+
+    A draw removes the item when >= MIN_PERM_HITS of its forwards pick the gold letter and its
+    mean margin exceeds log 2 (``rule.removes``, evaluated on per-forward hits and margins)."""
+    perms, lps = f.perms + f.extra_perms, f.lps + f.extra_lps
+    hit = np.array([argmax_pos(lp) == gold_position(p, f.answer) for p, lp in zip(perms, lps, strict=True)])
+    margin = np.array(_margins(f, extra=True))
+    idx = _draws(len(hit), f.item_id, seed)
+    removed = (hit[idx].sum(axis=1) >= MIN_PERM_HITS) & (margin[idx].mean(axis=1) > LOG2)
+    return float(np.mean(removed != f.removed))
 
 
 def perm_confidence(f: Forwards, seed: int = 0) -> Confidence:
