@@ -91,11 +91,12 @@ def markdown(res: AuditResult) -> str:
         cells = " | ".join(_pct(rates.get(x)) for x in (0.0, 0.5, round(LOG2, 4), 1.0, 1.5, 2.0, 3.0))
         lines.append(f"| {bench} | {_step_name(step)} | {cells} |")
     lines += ["", "## Exact letter scores and the top-20 floor", "",
-              "| bench | step | rows | with lp_exact | with a floored letter | decisions that differ |",
-              "|---|---|---|---|---|---|"]
+              "| bench | step | rows | with lp_exact | with a floored letter | decisions that differ | "
+              "margin shift from the floor (mean, largest) |", "|---|---|---|---|---|---|---|"]
     for f in res.floor:
         lines.append(f"| {f['bench']} | {_step_name(int(str(f['step'])))} | {f['rows']} | {f['with_exact']} | "
-                     f"{f['floored']} | {f['decisions_differ'] if f['with_exact'] else 'n/a (no lp_exact)'} |")
+                     f"{f['floored']} | {f['decisions_differ'] if f['with_exact'] else 'n/a (no lp_exact)'} | "
+                     f"{_num(f['mean_margin_shift'], '+.2f')}, {_num(f['max_margin_shift'], '+.2f')} |")
     if res.agreement:
         lines += ["", "## Cross-model agreement", "", "| step | bench | model A | model B | items | removed A | "
                   "removed B | both | kappa [95%] |", "|---|---|---|---|---|---|---|---|---|"]
