@@ -12,7 +12,8 @@ from benchcheck.audit.agreement import agreements
 from benchcheck.audit.profile import profile
 from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
-from benchcheck.protocol import LOG2, decide_permutations, decide_single, gold_position, permutations_for
+from benchcheck.audit.source import forwards_of
+from benchcheck.protocol import LOG2, LP_FLOOR, decide_permutations, decide_single, gold_position, permutations_for
 
 
 def test_rule_equals_protocol() -> None:
@@ -86,3 +87,39 @@ def test_shortcut_profile(tmp_path: Path) -> None:
     assert (figs["visual_gain_32"].lo or 0) > 0.2 and (figs["visual_gain_1"].lo or 0) > 0.2
     og = figs["order_gain_32"]
     assert og.items == 300 and og.lo is not None and og.hi is not None and og.lo <= 0.0 <= og.hi + 1e-9
+
+
+def test_floor_dependence_counts_decisions_the_floor_makes() -> None:
+    from benchcheck.audit.floor import floor_dependence
+    from benchcheck.audit.source import Forwards
+
+    ident = (0, 1, 2, 3)
+    floored = (-1.0, LP_FLOOR, LP_FLOOR, -2.0)  # B and C outside the top 20: margin 8.9, removed
+    exact = (-1.0, -1.2, -1.3, -2.0)  # their real log-probs: margin 0.5, kept
+    a = Forwards(4, "F", "a", "m", 0, (ident,), (floored,), True, lps_exact=(exact,))
+    b = Forwards(4, "F", "b", "m", 3, (ident,), (floored,), False, lps_exact=(exact,))  # kept either way
+    (row,) = floor_dependence({4: [a, b]})
+    assert row["with_exact"] == 2 and row["floored"] == 2
+    assert row["removed_lp_only"] == 1 and row["removed_exact_only"] == 0 and row["decisions_differ"] == 1
+
+
+def test_rows_record_lp_exact_beside_lp(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from audit_synth import scores
+
+    from benchcheck.screen.requests import build_item_requests
+    from benchcheck.screen.rows import RowContext, result_row
+    from benchcheck.screen.steps import STEPS
+
+    (item,) = make_items("R", 1, 4, random.Random(0))
+    ir = build_item_requests(STEPS[4], "intro", item)
+    s = scores(ir.requests[0].request_id, [0.0, -1.0, -2.0, -3.0])
+    top = [e for e in s.top if e["token"] != "D"]  # D fell out of the top list: floored in lp
+    exact = [{"token": e["token"], "logprob": e["logprob"], "token_id": i} for i, e in enumerate(s.top)]
+    ans = replace(s, top=top, exact=exact, exact_source="full_softmax")
+    row = result_row(STEPS[4], ir, RowContext("m", None, "sim", "c", "lmms-v1", "h"), [ans])
+    assert row["lp"][3] == LP_FLOOR and row["lp_exact"][3] > LP_FLOOR
+    assert row["lp_exact"][:3] == row["lp"][:3] and row["lp_exact_source"] == "full_softmax"
+    f = forwards_of(row)
+    assert f is not None and f.lps_exact is not None and f.lps_exact[0][3] == row["lp_exact"][3]
