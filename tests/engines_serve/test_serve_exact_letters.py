@@ -89,3 +89,34 @@ def test_openai_engine_records_unsupported_servers(scripted_server: str) -> None
 
     (res,) = asyncio.run(go())
     assert isinstance(res, LetterScores) and res.exact == [] and res.exact_source == "unsupported"
+
+
+def test_screen_through_serve_records_lp_exact(tiny_model: Path, hf_url: str, tmp_path: Path) -> None:
+    """``benchcheck screen --engine openai --letter-tokenizer`` rows carry the in-process lp_exact."""
+    import subprocess
+    import sys
+
+    from benchcheck.store import read_rows
+
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"S_{i}", "bench": "S", "question": f"q {i}?",
+                                         "options": [f"o{j}" for j in range(4)], "answer": i % 4}) + "\n"
+                             for i in range(4)))
+    exe = str(Path(sys.executable).with_name("benchcheck"))
+    p = subprocess.run([exe, "screen", "--items", str(items), "--step", "4", "--chain", "4", "--results",
+                        str(tmp_path / "r"), "--engine", "openai", "--endpoint", hf_url, "--model", "tiny-vl",
+                        "--letter-tokenizer", str(tiny_model), "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = list(read_rows(tmp_path / "r" / "step4" / "S.jsonl"))
+    assert len(rows) == 4 and all(r["lp_exact_source"] == "logprob_token_ids" for r in rows)
+    local = HFEngine(tiny_model, device="cpu", dtype="float32")
+    from benchcheck.protocol import build_prompt_options_only
+    from benchcheck.screen.steps import INTROS, STEPS
+
+    intro = INTROS["lmms-v1"].for_step(STEPS[4])
+    for r in sorted(rows, key=lambda r: r["item_id"]):
+        i = int(r["item_id"].split("_")[1])
+        (m,) = local.score_sync([ScoreRequest("x", build_prompt_options_only(intro, [f"o{j}" for j in range(4)]))])
+        assert isinstance(m, LetterScores)
+        assert r["lp_exact"] == pytest.approx(letter_logprobs(m.exact, 4)[0], abs=1e-4), i

@@ -47,6 +47,7 @@ class ScreenArgs:
     gpus: int = 0
     extra_perms: int = 0
     extra_band: float = 1.0
+    letter_tokenizer: str | None = None
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
@@ -76,7 +77,7 @@ def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], No
         return 0
     spec = STEPS[a.step]
     engine = build_engine(spec, EngineArgs(a.engine, a.model, a.revision, a.endpoints, a.device, a.rules,
-                                           a.api_key_env))
+                                           a.api_key_env, a.letter_tokenizer))
     served = a.engine != "hf"
     cfg = RunConfig(step=a.step, intro=INTROS[a.intro],
                     workers=a.workers or (DEFAULT_WORKERS[a.step] if served else 1),
