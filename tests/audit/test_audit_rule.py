@@ -123,3 +123,18 @@ def test_rows_record_lp_exact_beside_lp(tmp_path: Path) -> None:
     assert row["lp_exact"][:3] == row["lp"][:3] and row["lp_exact_source"] == "full_softmax"
     f = forwards_of(row)
     assert f is not None and f.lps_exact is not None and f.lps_exact[0][3] == row["lp_exact"][3]
+
+
+def test_removal_tables_equal_the_rule() -> None:
+    import numpy as np
+
+    from benchcheck.audit.rule import removal_tables
+
+    rng = random.Random(9)
+    for n_fwd in (1, 4):
+        for k in (2, 4, 5):
+            perms = [[rng.sample(range(k), k) for _ in range(n_fwd)] for _ in range(200)]
+            lps = [[[round(rng.gauss(0, 1), 1) for _ in range(k)] for _ in range(n_fwd)] for _ in range(200)]
+            table = removal_tables(np.array(perms), np.array(lps))
+            for i in range(200):
+                assert list(table[i]) == [removes(perms[i], lps[i], a) for a in range(k)]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.rule import removes, rule_text
+from benchcheck.audit.rule import removal_tables, removes, rule_text
 from benchcheck.audit.source import Forwards
 
 P_CAP = 0.95  # an item removed by chance almost whatever its answer carries no information
@@ -70,6 +70,19 @@ def removal_table(f: Forwards) -> list[bool]:
     return [removes(f.perms, f.lps, a) for a in range(f.k)]
 
 
+def _tables(group: Sequence[Forwards]) -> np.ndarray:
+    """The removal table of items with the same k, batched by their number of forwards."""
+    out = np.zeros((len(group), group[0].k), dtype=bool)
+    by_n: dict[int, list[int]] = defaultdict(list)
+    for i, f in enumerate(group):
+        by_n[len(f.lps)].append(i)
+    for idx in by_n.values():
+        perms = np.array([group[i].perms for i in idx], dtype=np.int64)
+        lps = np.array([group[i].lps for i in idx], dtype=np.float64)
+        out[idx] = removal_tables(perms, lps)
+    return out
+
+
 def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000, seed: int = 0) -> NullResult:
     """The permutation null of one benchmark x step."""
     rng = np.random.default_rng(seed)
@@ -79,7 +92,7 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
     counts = np.zeros(rounds, dtype=np.int64)
     item_p: dict[str, float] = {}
     for k, group in by_k.items():
-        table = np.array([removal_table(f) for f in group], dtype=bool)  # (n, k)
+        table = _tables(group)  # (n, k)
         golds = np.array([f.answer for f in group], dtype=np.int64)
         freq = np.bincount(golds, minlength=k) / len(golds)
         for f, p in zip(group, table.astype(float) @ freq, strict=True):

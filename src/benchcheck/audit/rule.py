@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, argmax_pos, gold_position, margin_of
 
 RULE_TEXT = ("single forward: removed when argmax == gold and margin > {t}; "
@@ -37,3 +39,20 @@ def removes(perms: Sequence[Sequence[int]], lps: Sequence[Sequence[float]], answ
     hits, mean_margin = decision_stats(perms, lps, answer)
     need = MIN_PERM_HITS if len(lps) > 1 else 1
     return hits >= need and mean_margin > threshold
+
+
+def removal_tables(perms: np.ndarray, lps: np.ndarray, threshold: float = LOG2) -> np.ndarray:
+    """``removes`` for every item of a batch and every possible gold option at once.
+
+    ``perms`` and ``lps`` are (items, forwards, k); returns (items, k) booleans: entry [i, a] is
+    ``removes(perms[i], lps[i], a, threshold)`` (a test holds the two equal). The pick is the
+    first index of the maximum, as ``protocol.argmax_pos``; the margin is ``protocol.margin_of``'s.
+    """
+    _, n_fwd, k = lps.shape
+    pos = np.argsort(perms, axis=2)  # pos[i, f, a] = where option a stands in forward f
+    at = np.take_along_axis(lps, pos, axis=2)  # the log-prob of option a in forward f
+    margins = at - (lps.sum(axis=2, keepdims=True) - at) / (k - 1)
+    hits = lps.argmax(axis=2)[:, :, None] == pos
+    need = MIN_PERM_HITS if n_fwd > 1 else 1
+    out: np.ndarray = (hits.sum(axis=1) >= need) & (margins.mean(axis=1) > threshold)
+    return out
