@@ -19,13 +19,13 @@ From it, per benchmark x step:
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.rule import removal_tables, removes, rule_text
+from benchcheck.audit.rule import removal_tables, rule_text
 from benchcheck.audit.source import Forwards
 
 P_CAP = 0.95  # an item removed by chance almost whatever its answer carries no information
@@ -63,11 +63,6 @@ class NullResult:
                 "est_false_lo": round(self.est_false_lo, 2), "est_false_hi": round(self.est_false_hi, 2),
                 "est_false_share": round(fdr, 4) if fdr is not None else None,
                 "rounds": self.rounds, "rule": rule_text()}
-
-
-def removal_table(f: Forwards) -> list[bool]:
-    """Whether the rule removes the item for each possible gold option."""
-    return [removes(f.perms, f.lps, a) for a in range(f.k)]
 
 
 def _tables(group: Sequence[Forwards]) -> np.ndarray:
@@ -134,6 +129,3 @@ def verdict(r: NullResult) -> str:
         return f"the null explains the removals (observed {r.observed_rate:.1%} within the null's {r.null_hi:.1%})"
     return f"{share:.0%} of the removal rate is what chance and letter preference give; excess {r.excess:+.1%}"
 
-
-def gold_counts(rows: Sequence[Forwards]) -> Counter[int]:
-    return Counter(f.answer for f in rows)

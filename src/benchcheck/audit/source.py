@@ -79,7 +79,10 @@ def forwards_of(row: Mapping[str, Any]) -> Forwards | None:
     except (KeyError, TypeError, ValueError):
         return None
     k = f.k
-    if k < 2 or not 0 <= f.answer < k or any(len(p) != k for p in f.perms) or any(len(x) != k for x in f.lps):
+    if (k < 2 or not 0 <= f.answer < k or len(f.perms) != len(f.lps) or any(len(x) != k for x in f.lps)
+            or any(sorted(p) != list(range(k)) for p in f.perms)
+            or len(f.extra_perms) != len(f.extra_lps) or any(sorted(p) != list(range(k)) for p in f.extra_perms)
+            or any(len(x) != k for x in f.extra_lps)):
         return None
     if exact is not None and (len(exact) != len(lps) or any(len(x) != k for x in exact)):
         f = Forwards(f.step, f.bench, f.item_id, f.model, f.answer, f.perms, f.lps, f.removed, None,
