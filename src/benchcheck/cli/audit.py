@@ -60,7 +60,10 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     explained = sum(int(str(e["prior_explained"])) for e in res.prior_effects)
     removed = sum(int(str(e["removed"])) for e in res.prior_effects)
     chance = sum(r.null_mean * r.n for r in res.nulls)
-    click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained}")
+    exact_rows = sum(int(str(f["with_exact"])) for f in res.floor)
+    differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
+    click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
+               f"FLOOR_DEPENDENT={differ} ROWS_WITH_LP_EXACT={exact_rows}")
     for p in paths:
         click.echo(str(p))
 
