@@ -118,6 +118,12 @@ def letter_logprobs(
     return lp, missing, variants
 
 
+def token_letter(token: str) -> str | None:
+    """The letter a token counts for under the protocol's regex (``" A"``, ``"(B"``, ``"C."``), or None."""
+    m = _TOKEN_LETTER.match(token)
+    return m.group(1) if m else None
+
+
 def margin_of(lp: Sequence[float], correct_pos: int) -> float:
     """``lp[gold] - mean(lp[others])`` (0 is subtracted when there are no others)."""
     others = [v for i, v in enumerate(lp) if i != correct_pos]

@@ -33,13 +33,23 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--extra-perms", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Items near the threshold get N more option permutations, recorded as evidence for "
+                   "`benchcheck audit` (extra_perms / extra_lp); the protocol's forwards still decide.")
+@click.option("--extra-band", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
+              help="With --extra-perms: 'near' = margin within this many nats of log 2 (or one hit from flipping).")
+@click.option("--letter-tokenizer", type=click.Path(exists=True, file_okay=False), default=None,
+              help="openai engine: the served model's tokenizer folder; asks each server once whether it "
+                   "takes logprob_token_ids and, where it does, records lp_exact (every letter variant's "
+                   "exact log-prob) beside lp. The hf engine records lp_exact always.")
 @click.option("--gpus", "run_gpus", type=int, default=0, hidden=True, help="GPUs behind this shard (run_log).")
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
            rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
            keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
            batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
-           no_progress: bool, run_gpus: int) -> None:
+           no_progress: bool, extra_perms: int, extra_band: float, letter_tokenizer: str | None,
+           run_gpus: int) -> None:
     """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
 
     \b
@@ -50,7 +60,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
 
     args = ScreenArgs(item_paths, step, results, engine, model, revision, endpoints, api_key_env, device, rules,
                       chain, intro, frames_root, store, keep_file, bench, limit, workers, batch_items, shard,
-                      columns, plan_only, not no_progress, max_unit, run_gpus)
+                      columns, plan_only, not no_progress, max_unit, run_gpus, extra_perms, extra_band,
+                      letter_tokenizer)
     try:
         code = run_screen(args, load_items_reporting, click.echo)
     except ValueError as e:

@@ -29,6 +29,9 @@ class ScoreRequest:
     images: tuple[ImageRef, ...] = ()
     assistant_prefix: str = ASSISTANT_PREFIX
     top_logprobs: int = TOP_LOGPROBS
+    # vLLM's ``logprob_token_ids``: the exact log-probs of these vocabulary ids (served requests).
+    # Empty: an engine with exact letter scores returns those of every letter variant instead.
+    logprob_token_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,11 @@ class LetterScores:
     prompt_tokens: int
     latency_s: float
     model: str = ""
+    # Exact log-probs from the full softmax (``{"token", "logprob", "token_id"}``) of the ids asked
+    # for, or of every letter variant the protocol's regex accepts; empty when the engine has none.
+    # ``protocol.letter_logprobs(exact, k)`` merges them into ``lp_exact``.
+    exact: list[dict[str, float | str | int]] = field(default_factory=list)
+    exact_source: str = ""  # how ``exact`` was obtained: "full_softmax", "logprob_token_ids", ""
 
 
 @dataclass(frozen=True, slots=True)

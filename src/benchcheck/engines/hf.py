@@ -31,6 +31,7 @@ from benchcheck.engines.hf_fused import compile_enabled, use_fused_text_norms
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_vision import use_grouped_vision_attention
+from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
 
 R = TypeVar("R")
@@ -181,6 +182,8 @@ class HFEngine:
         eos_list = eos if isinstance(eos, list) else [eos]
         self.stop_ids = {int(t) for t in [*eos_list, self.tokenizer.eos_token_id] if t is not None}
         self._token_text: dict[int, str] = {}
+        # Exact letter scores: every letter variant's log-prob is gathered from the full softmax.
+        self.letters = letter_variants(self.tokenizer, min(len(self.tokenizer), model.config.text_config.vocab_size))
         self._lock = threading.Lock()  # one forward at a time on the device
         # Tuning knobs (attributes, not constructor arguments): requests sorted together by
         # length (None: 8 batches' worth of text-only requests, 2 of requests with images, whose
@@ -217,12 +220,14 @@ class HFEngine:
         def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[LetterScores | Failure]]:
             t0 = time.perf_counter()
             k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
+            gather = self._gather_ids([reqs[i] for i in idx])
             with self._lock:
                 batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
-                pending = score_batch(self.model, batch, k)
-            return lambda: finish(idx, enc, pending, t0)
+                pending = score_batch(self.model, batch, k, torch.tensor(gather, dtype=torch.long))
+            return lambda: finish(idx, enc, pending, t0, gather)
 
-        def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float) -> list[LetterScores | Failure]:
+        def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float,
+                   gather: list[int]) -> list[LetterScores | Failure]:
             values, ids = pending.wait()
             dt = time.perf_counter() - t0
             res: list[LetterScores | Failure] = []
@@ -240,6 +245,8 @@ class HFEngine:
                         prompt_tokens=e.prompt.n_tokens,
                         latency_s=dt + e.encode_s,
                         model=self.model_name,
+                        exact=self._exact(reqs[i], gather, pending.gathered, row),
+                        exact_source="full_softmax",
                     )
                 )
             return res
@@ -366,6 +373,24 @@ class HFEngine:
             with_images = lo < len(jobs) and bool(jobs[lo].images)
             window = self.sort_window or (2 if with_images else 8) * self.max_batch_size
             chunk = min(4 * chunk, window)
+
+    def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
+        """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or
+        the letter variants for a request that names none."""
+        ids: set[int] = set()
+        for r in reqs:
+            ids.update(r.logprob_token_ids or self.letters.ids)
+        vocab = int(self.model.config.text_config.vocab_size)
+        return sorted(i for i in ids if 0 <= i < vocab)
+
+    def _exact(self, req: ScoreRequest, gather: list[int], gathered: torch.Tensor | None,
+               row: int) -> list[dict[str, float | str | int]]:
+        if gathered is None:
+            return []
+        col = {t: j for j, t in enumerate(gather)}
+        wanted = [i for i in (req.logprob_token_ids or self.letters.ids) if i in col]
+        values = gathered[row, [col[i] for i in wanted]].tolist()
+        return exact_entries(wanted, [self._text_of(i) for i in wanted], values)
 
     def _text_of(self, token_id: int) -> str:
         """A token's text as vLLM reports it in logprobs: that one id decoded on its own."""

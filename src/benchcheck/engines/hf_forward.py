@@ -17,6 +17,7 @@ class PendingTop:
     values: torch.Tensor  # (B, k) float32, host
     indices: torch.Tensor  # (B, k) int64, host
     done: torch.cuda.Event | None
+    gathered: torch.Tensor | None = None  # (B, n) float32, host: the log-probs of ``gather_ids``
 
     def wait(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.done is not None:
@@ -32,19 +33,21 @@ def _to_host(t: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def score_batch(model: Any, batch: Batch, k: int) -> PendingTop:
+def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | None = None) -> PendingTop:
     """One prefill forward: log-softmax at each row's last position and its top ``k``
-    (logprobs, token ids), each (B, k). Returns as soon as the work is queued on the device,
-    so the caller can queue the next batch before reading this one."""
+    (logprobs, token ids), each (B, k), and the exact log-probs of ``gather_ids`` (letter
+    variants) from the same row. Returns as soon as the work is queued on the device, so the
+    caller can queue the next batch before reading this one."""
     pos = position_ids(model, batch)
     out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=False)
     logprobs = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
     top = torch.topk(logprobs, k, dim=-1)
     values, indices = _to_host(top.values), _to_host(top.indices)
+    gathered = None if gather_ids is None else _to_host(logprobs[:, gather_ids.to(logprobs.device)])
     done = None
     if top.values.device.type == "cuda":
         done = torch.cuda.current_stream().record_event()
-    return PendingTop(values, indices, done)
+    return PendingTop(values, indices, done, gathered)
 
 
 @torch.inference_mode()

@@ -27,7 +27,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -38,12 +38,14 @@ from benchcheck.engines.wire import (
     JSONDict,
     WireError,
     error_message,
+    exact_payload,
     generate_payload,
     is_context_too_long,
     parse_generation,
     parse_score,
     score_payload,
 )
+from benchcheck.protocol import token_letter
 
 T = TypeVar("T")
 BACKOFF_BASE_S = 0.5
@@ -104,6 +106,8 @@ class OpenAIEngine:
         timeout_s: float = 600,
         max_retries: int = 3,
         revision: str | None = None,
+        letter_token_ids: Sequence[int] | None = None,
+        letter_tokenizer: str | None = None,
     ) -> None:
         urls = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         if not urls:
@@ -124,6 +128,17 @@ class OpenAIEngine:
         self._session: aiohttp.ClientSession | None = None
         self._endpoints: list[_Endpoint] = []
         self._rr = 0
+        # Exact letter scores (vLLM's ``logprob_token_ids``): the served tokenizer's letter-variant
+        # ids, given or read from a tokenizer folder; each server's support is checked once.
+        if letter_tokenizer is not None and letter_token_ids is None:
+            from benchcheck.engines.letters_exact import letter_variants
+            from benchcheck.engines.models.config import transformers_module
+
+            tokenizer = transformers_module().AutoTokenizer.from_pretrained(letter_tokenizer)
+            letter_token_ids = letter_variants(tokenizer).ids
+        self.letter_token_ids = tuple(letter_token_ids or ())
+        self._exact_ok: dict[str, bool] = {}
+        self._exact_lock: asyncio.Lock | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(endpoints={self.endpoint_urls!r}, model={self.model_name!r})"
@@ -231,13 +246,53 @@ class OpenAIEngine:
             attempt += 1
 
     async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
-        """SPEC section 3's forward for each request, concurrently; results in request order."""
+        """SPEC section 3's forward for each request, concurrently; results in request order.
+
+        With letter-variant ids, a second request per forward asks for their exact log-probs
+        (``logprob_token_ids``) where every server supports it; the answer says which it was.
+        """
         model = self.model_name
-        return list(
-            await asyncio.gather(
-                *(self._request(r.request_id, partial(score_payload, model, r), parse_score) for r in reqs)
-            )
-        )
+        exact = await self.exact_supported() if self.letter_token_ids else None
+        return list(await asyncio.gather(*(self._score_one(model, r, exact) for r in reqs)))
+
+    async def _score_one(self, model: str, r: ScoreRequest, exact: bool | None) -> LetterScores | Failure:
+        res = await self._request(r.request_id, partial(score_payload, model, r), parse_score)
+        if exact is None or not isinstance(res, LetterScores):
+            return res
+        if not exact:
+            return replace(res, exact_source="unsupported")
+        ids_req = replace(r, logprob_token_ids=self.letter_token_ids)
+        got = await self._request(r.request_id, partial(exact_payload, model, ids_req), parse_score)
+        if isinstance(got, Failure):
+            return got
+        # The sampled token leads the list; vLLM may list it again among the ids asked.
+        unique = {(str(e["token"]), float(e["logprob"])): e for e in got.top}
+        return replace(res, exact=[dict(e) for e in unique.values()], exact_source="logprob_token_ids")
+
+    async def exact_supported(self) -> bool:
+        """Whether every endpoint answers ``logprob_token_ids`` (asked once per server, then kept)."""
+        if self._exact_lock is None or self._loop is not asyncio.get_running_loop():
+            self._exact_lock = asyncio.Lock()
+        session = self._ensure_session()
+        async with self._exact_lock:
+            for ep in self._endpoints:
+                if ep.base not in self._exact_ok:
+                    self._exact_ok[ep.base] = await self._probe_exact(session, ep)
+        return all(self._exact_ok[ep.base] for ep in self._endpoints)
+
+    async def _probe_exact(self, session: aiohttp.ClientSession, ep: _Endpoint) -> bool:
+        """One small request: supported when the answer lists every id asked, as letter variants (a
+        server that ignores the field answers its natural top-k instead)."""
+        probe = ScoreRequest("exact-probe", "Answer with a letter.", logprob_token_ids=self.letter_token_ids)
+        res = await self._post(ep, exact_payload(self.model_name, probe), probe.request_id)
+        if res.body is None:
+            return False
+        try:
+            got = parse_score(res.body, probe.request_id, 0.0)
+        except WireError:
+            return False
+        letters = [e for e in got.top if token_letter(str(e["token"])) is not None]
+        return len(letters) >= len(self.letter_token_ids)
 
     async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """Greedy generation for each request, concurrently; results in request order."""

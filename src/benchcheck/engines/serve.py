@@ -164,7 +164,11 @@ async def _chat(request: web.Request) -> web.Response:
             res = await st.scores.submit(call.score)
             if isinstance(res, Failure):
                 return _failure_response(res)
-            out = score_completion(res, call.top_logprobs, st.model_id, st.fingerprint)
+            ids = call.score.logprob_token_ids
+            if ids and len(res.exact) != len(ids):
+                return error_response(400, "'logprob_token_ids': this engine has no exact log-probs for the ids "
+                                           "asked (the hf engine has; ids must be below the vocabulary size)")
+            out = score_completion(res, call.top_logprobs, st.model_id, st.fingerprint, ids)
         else:
             assert call.generate is not None
             gen = await st.generations.submit(call.generate)

@@ -27,6 +27,7 @@ MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs, which the origin's launc
 # This is only the fallback for an engine whose prompt length the server cannot count.
 DEFAULT_MAX_TOKENS = 512
 _LOGPROB_FLOOR = -9999.0  # vLLM writes -inf log-probs as this (JSON has no infinities)
+MAX_LOGPROB_TOKEN_IDS = 4096  # a bound on one request's explicit ids (every letter variant is ~100)
 
 
 class RequestError(ValueError):
@@ -137,6 +138,9 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
         raise RequestError(f"Requested top_logprobs of {top}, which is greater than max allowed: {MAX_TOP_LOGPROBS}")
     if top and not logprobs:
         raise RequestError("when using `top_logprobs`, `logprobs` must be set to true.")
+    token_ids = _token_ids(body)
+    if token_ids and not logprobs:
+        raise RequestError("when using `logprob_token_ids`, `logprobs` must be set to true.")
     max_tokens = _int_field(body, "max_completion_tokens", 1, None) or _int_field(body, "max_tokens", 1, None)
     cont = _bool_field(body, "continue_final_message", False)
     add_prompt = _bool_field(body, "add_generation_prompt", True)
@@ -172,10 +176,23 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
                 "benchcheck serve returns logprobs only for first-token scoring: messages [user, assistant] "
                 "with continue_final_message=true and no system message"
             )
-        score = ScoreRequest(request_id, text, images, prefix, max(top, 1))
+        score = ScoreRequest(request_id, text, images, prefix, max(top, 1), token_ids)
         return ChatCall(score=score, generate=None, top_logprobs=top)
     gen = GenerateRequest(request_id, text, images, max_tokens or DEFAULT_MAX_TOKENS, prefix, system)
     return ChatCall(score=None, generate=gen, top_logprobs=0, default_max_tokens=max_tokens is None)
+
+
+def _token_ids(body: Mapping[str, Any]) -> tuple[int, ...]:
+    """vLLM's ``logprob_token_ids``: explicit vocabulary ids whose log-probs replace the top-k."""
+    value = body.get("logprob_token_ids")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                              for v in value):
+        raise RequestError("'logprob_token_ids' must be a list of non-negative integers")
+    if len(value) > MAX_LOGPROB_TOKEN_IDS:
+        raise RequestError(f"'logprob_token_ids' holds {len(value)} ids; at most {MAX_LOGPROB_TOKEN_IDS}")
+    return tuple(dict.fromkeys(value))
 
 
 def _lp(value: float | str) -> float:
@@ -212,11 +229,21 @@ def _envelope(model: str, fingerprint: str, message: str, finish: str, logprobs:
     }
 
 
-def score_completion(res: LetterScores, top_logprobs: int, model: str, fingerprint: str) -> JSONDict:
-    """A ``max_tokens=1`` completion whose only token is the greedy one, with its top log-probs."""
+def score_completion(res: LetterScores, top_logprobs: int, model: str, fingerprint: str,
+                     token_ids: tuple[int, ...] = ()) -> JSONDict:
+    """A ``max_tokens=1`` completion whose only token is the greedy one, with its top log-probs.
+
+    With ``token_ids`` (vLLM's ``logprob_token_ids``) the list holds, as vLLM's does, the sampled
+    token and then every requested id's exact log-prob, in the order asked, instead of the top-k.
+    """
     top = [_entry(str(e["token"]), _lp(e["logprob"])) for e in res.top]
     chosen = next((e["logprob"] for e in top if e["token"] == res.top1_token), top[0]["logprob"] if top else 0.0)
-    content = [{**_entry(res.top1_token, chosen), "top_logprobs": top[:top_logprobs]}]
+    shown = top[:top_logprobs]
+    if token_ids:
+        asked = [_entry(str(e["token"]), _lp(e["logprob"])) for e in res.exact]
+        sampled = [] if any(e["token"] == res.top1_token for e in asked) else [_entry(res.top1_token, chosen)]
+        shown = sampled + asked
+    content = [{**_entry(res.top1_token, chosen), "top_logprobs": shown}]
     return _envelope(model, fingerprint, res.top1_token, "length", {"content": content}, res.prompt_tokens, 1)
 
 

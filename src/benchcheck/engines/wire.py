@@ -115,6 +115,14 @@ def score_payload(model: str, req: ScoreRequest) -> bytes:
                                                       req.top_logprobs)), req.images)
 
 
+def exact_payload(model: str, req: ScoreRequest) -> bytes:
+    """``score_body`` plus vLLM's ``logprob_token_ids`` (newer vLLM; ``benchcheck serve``): the
+    answer's log-prob list then holds the sampled token and every requested id's exact log-prob."""
+    body = score_body(model, ScoreRequest(req.request_id, req.prompt, (), req.assistant_prefix, req.top_logprobs))
+    body["logprob_token_ids"] = list(req.logprob_token_ids)
+    return encode_body(body, req.images)
+
+
 def generate_payload(model: str, req: GenerateRequest) -> bytes:
     """``generate_body`` as the bytes sent."""
     bare = GenerateRequest(req.request_id, req.prompt, (), req.max_tokens, req.assistant_prefix, req.system)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.audit.pool import add_confidence
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
@@ -117,6 +118,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
     fates = item_fates(ctx.items, ctx.chain, states, ctx.has_frames)
     out = Assembled()
     records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
+    add_confidence(records, res)  # how firmly each fate stands (docs/audit.md); never changes it
     out.paths["pool_items"] = res / "pool_items.parquet"
     pq.write_table(pa.Table.from_pylist(records), out.paths["pool_items"])
     out.summary = summary_rows(fates, ctx.chain, states)

@@ -11,6 +11,7 @@ from typing import Any
 
 from benchcheck.screen.context import make_context
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, EngineArgs, build_engine
+from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
 from benchcheck.screen.runner import RunConfig, append_run_log, run_step
 from benchcheck.screen.steps import INTROS, STEPS, parse_chain
@@ -44,6 +45,9 @@ class ScreenArgs:
     progress: bool
     max_unit: int = 20000
     gpus: int = 0
+    extra_perms: int = 0
+    extra_band: float = 1.0
+    letter_tokenizer: str | None = None
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
@@ -73,12 +77,13 @@ def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], No
         return 0
     spec = STEPS[a.step]
     engine = build_engine(spec, EngineArgs(a.engine, a.model, a.revision, a.endpoints, a.device, a.rules,
-                                           a.api_key_env))
+                                           a.api_key_env, a.letter_tokenizer))
     served = a.engine != "hf"
     cfg = RunConfig(step=a.step, intro=INTROS[a.intro],
                     workers=a.workers or (DEFAULT_WORKERS[a.step] if served else 1),
                     batch_items=a.batch_items or (1 if served else 16), shard=shard, progress=a.progress,
-                    max_unit=a.max_unit)
+                    max_unit=a.max_unit,
+                    extra=ExtraPerms(a.extra_perms, a.extra_band) if a.extra_perms > 0 else None)
     started = time.time()
 
     async def go() -> Any:

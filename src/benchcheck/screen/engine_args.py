@@ -23,6 +23,7 @@ class EngineArgs:
     device: str
     rules: str | None
     api_key_env: str | None = None
+    letter_tokenizer: str | None = None  # openai: ask for exact letter scores (logprob_token_ids)
 
 
 def resolve_model(spec: StepSpec, model: str | None, revision: str | None) -> tuple[str, str | None]:
@@ -43,7 +44,7 @@ def build_engine(spec: StepSpec, args: EngineArgs) -> Engine:
             raise ValueError("--engine openai needs at least one --endpoint URL")
         api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
         kwargs = {"endpoints": list(args.endpoints), "model": model, "revision": revision, "api_key": api_key,
-                  "concurrency": DEFAULT_WORKERS[spec.number]}
+                  "concurrency": DEFAULT_WORKERS[spec.number], "letter_tokenizer": args.letter_tokenizer}
     elif args.engine == "scripted":
         if not args.rules:
             raise ValueError("--engine scripted needs --rules FILE")

@@ -82,6 +82,7 @@ def result_row(spec: StepSpec, ir: ItemRequests, ctx: RowContext,
         one = decide_single(lps[0], golds[0])
         row.update(perm=list(ir.perms[0]), lp=lps[0], gold_pos=golds[0], pick=one.pick, margin=one.margin,
                    correct=one.correct, removed=one.removed)
+    _exact_fields(row, scores, k, spec.n_perm > 1)
     row.update(
         missing=[p[1] for p in parsed],
         top1=[s.top1_token for s in scores],
@@ -93,3 +94,15 @@ def result_row(spec: StepSpec, ir: ItemRequests, ctx: RowContext,
         if ir.shuffle_seed is not None:
             row["frames"]["shuffle_seed"] = ir.shuffle_seed
     return row
+
+
+def _exact_fields(row: dict[str, Any], scores: Sequence[LetterScores], k: int, multi: bool) -> None:
+    """``lp_exact`` beside ``lp`` when the engine gave every letter variant's full-softmax log-prob
+    (merged as the protocol merges the top-20 variants), and where that came from. Evidence for
+    the audit only: the decision stays on ``lp``."""
+    sources = {s.exact_source for s in scores}
+    if sources != {""}:
+        row["lp_exact_source"] = "/".join(sorted(x for x in sources if x))
+    if scores and all(s.exact for s in scores):
+        exact = [letter_logprobs(s.exact, k)[0] for s in scores]
+        row["lp_exact"] = exact if multi else exact[0]

@@ -19,6 +19,7 @@ from typing import Any
 from benchcheck.engines.base import Engine, Failure, LetterScores
 from benchcheck.items import Item
 from benchcheck.screen.context import ScreenContext, step_dir
+from benchcheck.screen.extra_perms import ExtraPerms, attach, extra_requests, in_band
 from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.requests import ItemRequests, build_item_requests
 from benchcheck.screen.rows import REFUSED_STATUSES, RowContext, error_row, result_row
@@ -39,6 +40,7 @@ class RunConfig:
     max_unit: int = 20000
     progress: bool = True
     abort_after_unreachable: int = 8  # engine calls in a row that only met connection failures
+    extra: ExtraPerms | None = None  # --extra-perms: evidence for the audit, never the decision
 
 
 @dataclass(slots=True)
@@ -163,7 +165,7 @@ async def run_step(ctx: ScreenContext, engine: Engine, frames: FrameSource | Non
             except asyncio.QueueEmpty:
                 await asyncio.sleep(0.01)
                 continue
-            rows = await _score_chunk(spec, intro, chunk, engine, frames, row_ctx)
+            rows = await _score_chunk(spec, intro, chunk, engine, frames, row_ctx, cfg.extra)
             await asyncio.to_thread(_append_by_file, chunk, rows)
             retry = run.settle(chunk, rows, summary, state.max_errors, bar, echo)
             if run.unreachable_streak >= cfg.abort_after_unreachable and not run.aborted:
@@ -206,7 +208,8 @@ def _append_by_file(chunk: list[_Job], rows: list[dict[str, Any]]) -> None:
 
 
 async def _score_chunk(spec: StepSpec, intro: str, chunk: list[_Job], engine: Engine,
-                       frames: FrameSource | None, row_ctx: RowContext) -> list[dict[str, Any]]:
+                       frames: FrameSource | None, row_ctx: RowContext,
+                       extra: ExtraPerms | None = None) -> list[dict[str, Any]]:
     """One engine call for a chunk of items; every item gets exactly one row back."""
     built: list[ItemRequests | str] = []
     for job in chunk:
@@ -233,7 +236,26 @@ async def _score_chunk(spec: StepSpec, intro: str, chunk: list[_Job], engine: En
         n = len(b.requests)
         rows.append(result_row(spec, b, row_ctx, answers[pos:pos + n]))
         pos += n
+    if extra is not None and extra.n > 0:
+        await _score_extra(spec, intro, [b for b in built if isinstance(b, ItemRequests)],
+                           [r for b, r in zip(built, rows, strict=True) if isinstance(b, ItemRequests)], engine, extra)
     return rows
+
+
+async def _score_extra(spec: StepSpec, intro: str, built: list[ItemRequests], rows: list[dict[str, Any]],
+                       engine: Engine, extra: ExtraPerms) -> None:
+    """The extra permutations of the chunk's items near the threshold, recorded into their rows."""
+    near = [(extra_requests(spec, intro, b, extra.n), r) for b, r in zip(built, rows, strict=True)
+            if in_band(r, extra.band)]
+    reqs = [q for x, _ in near for q in x.requests]
+    try:
+        answers: list[LetterScores | Failure] = await engine.score(reqs) if reqs else []
+    except Exception as e:  # the evidence is optional: its failure never costs the row
+        answers = [Failure(q.request_id, "internal", f"{type(e).__name__}: {e}") for q in reqs]
+    pos = 0
+    for x, r in near:
+        attach(r, x, answers[pos:pos + extra.n])
+        pos += extra.n
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Callable[..., None]:

@@ -1,0 +1,83 @@
+"""The whole audit over one results folder (pure over the rows once they are read)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchcheck.audit.agreement import Agreement, agreements
+from benchcheck.audit.confidence import Confidence, confidences
+from benchcheck.audit.floor import floor_dependence
+from benchcheck.audit.null import NullResult, nulls
+from benchcheck.audit.prior import LetterPrior, PriorKey, corrected_removes, estimate_priors, prior_explained
+from benchcheck.audit.profile import Figure, profile
+from benchcheck.audit.rule import removes
+from benchcheck.audit.sensitivity import threshold_curves
+from benchcheck.audit.source import Forwards, read_forwards
+
+Table = list[dict[str, object]]
+
+
+@dataclass(slots=True)
+class AuditResult:
+    nulls: list[NullResult] = field(default_factory=list)
+    priors: dict[PriorKey, LetterPrior] = field(default_factory=dict)
+    prior_effects: Table = field(default_factory=list)
+    items: Table = field(default_factory=list)
+    confidences: list[Confidence] = field(default_factory=list)
+    thresholds: Table = field(default_factory=list)
+    floor: Table = field(default_factory=list)
+    agreement: list[Agreement] = field(default_factory=list)
+    profile: list[Figure] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+
+
+def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,
+                   rounds: int = 1000, seed: int = 0) -> AuditResult:
+    """Every table of the audit from the rows of each step (and of a second run to compare)."""
+    res = AuditResult(steps=sorted(by_step))
+    res.priors = estimate_priors([f for rows in by_step.values() for f in rows])
+    res.nulls = nulls(by_step, rounds, seed)
+    res.confidences = confidences(by_step, seed)
+    res.thresholds = threshold_curves(by_step)
+    res.floor = floor_dependence(by_step)
+    res.profile = profile(by_step, seed=seed)
+    if compare:
+        res.agreement = agreements(by_step, compare, seed=seed)
+    conf = {(c.step, c.item_id): c for c in res.confidences}
+    null_p = {(r.step, i): p for r in res.nulls for i, p in r.item_p.items()}
+    effects: dict[tuple[str, int], dict[str, int]] = defaultdict(
+        lambda: {"items": 0, "removed": 0, "prior_explained": 0, "corrected_removed": 0, "flips_to_kept": 0,
+                 "flips_to_removed": 0})
+    for step in sorted(by_step):
+        for f in by_step[step]:
+            prior = res.priors[(f.model, f.step, f.k)]
+            explained = prior_explained(f, prior)
+            corr = corrected_removes(f, prior)
+            e = effects[(f.bench, step)]
+            e["items"] += 1
+            e["removed"] += f.removed
+            e["prior_explained"] += explained
+            e["corrected_removed"] += corr
+            e["flips_to_kept"] += f.removed and not corr
+            e["flips_to_removed"] += corr and not f.removed
+            c = conf[(step, f.item_id)]
+            res.items.append({
+                "item_id": f.item_id, "bench": f.bench, "step": step, "model": f.model, "removed": f.removed,
+                "prior_explained": explained, "prior_corrected_removed": corr,
+                "null_p": round(null_p.get((step, f.item_id), 0.0), 4),
+                "removed_exact": None if f.lps_exact is None else removes(f.perms, f.lps_exact, f.answer),
+                **{k: v for k, v in c.record().items() if k not in ("item_id", "bench", "step", "removed")}})
+    res.prior_effects = [{"bench": b, "step": s, **v} for (b, s), v in sorted(effects.items())]
+    return res
+
+
+def run_audit(results: str | Path, item_ids: Iterable[str] | None = None, compare: str | Path | None = None,
+              rounds: int = 1000, seed: int = 0) -> AuditResult:
+    """Read the rows of ``results`` (and of ``compare``) for the items given and audit them."""
+    ids = set(item_ids) if item_ids is not None else None
+    by_step = read_forwards(results, ids)
+    other = read_forwards(compare, ids) if compare is not None else None
+    return audit_forwards(by_step, other, rounds, seed)

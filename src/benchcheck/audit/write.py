@@ -1,0 +1,138 @@
+"""The audit's outputs: one CSV per table and ``audit.md`` that reads them out."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchcheck.atomic import write_text_atomic
+from benchcheck.audit.confidence import Confidence
+from benchcheck.audit.null import verdict
+from benchcheck.audit.rule import rule_text
+from benchcheck.audit.run import AuditResult
+from benchcheck.protocol import LETTERS, LOG2
+from benchcheck.screen.steps import STEPS
+
+
+def csv_text(rows: Sequence[dict[str, object]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        fields: list[str] = []
+        for r in rows:
+            fields += [k for k in r if k not in fields]
+        w = csv.DictWriter(buf, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def _step_name(s: int) -> str:
+    return f"{s} {STEPS[s].name}" if s in STEPS else str(s)
+
+
+def _pct(v: object) -> str:
+    return f"{100 * v:.1f}%" if isinstance(v, float | int) else ""
+
+
+def _num(v: object, fmt: str = "+.3f") -> str:
+    return format(v, fmt) if isinstance(v, float | int) else ""
+
+
+def markdown(res: AuditResult) -> str:
+    lines = ["# How far to trust each removal", "",
+             "Evidence beside the protocol's decisions; nothing here changes a decision.", "",
+             f"Rule: {rule_text()}.", "", "## Null of the rule (gold answers permuted within each benchmark)", "",
+             "| bench | step | items | removed | observed | null rate [95%] | excess | est. chance removals "
+             "[95%] | reading |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in res.nulls:
+        lines.append(f"| {r.bench} | {_step_name(r.step)} | {r.n} | {r.observed} | {_pct(r.observed_rate)} | "
+                     f"{_pct(r.null_mean)} [{_pct(r.null_lo)}, {_pct(r.null_hi)}] | {_pct(r.excess)} | "
+                     f"{r.est_false:.1f} [{r.est_false_lo:.1f}, {r.est_false_hi:.1f}] | {verdict(r)} |")
+    total_obs = sum(r.observed for r in res.nulls)
+    total_null = sum(r.null_mean * r.n for r in res.nulls)
+    if total_obs:
+        lines += ["", f"Over all benchmarks and steps: {total_obs} removals; chance and letter preference "
+                      f"alone would give {total_null:.1f} ({min(1.0, total_null / total_obs):.0%} of them)."]
+    lines += ["", "## Letter prior", "", "| model | step | k | source | forwards | dominant | prior margin of "
+              "dominant | P(position) | pick share |", "|---|---|---|---|---|---|---|---|---|"]
+    for p in sorted(res.priors.values(), key=lambda p: (p.step, p.model, p.k)):
+        probs = " ".join(f"{v:.2f}" for v in p.probs)
+        picks = " ".join(f"{c / p.forwards:.2f}" for c in p.picks)
+        lines.append(f"| {p.model} | {_step_name(p.step)} | {p.k} | {p.source} | {p.forwards} | "
+                     f"{LETTERS[p.dominant]} | {p.margin_at(p.dominant):.2f} | {probs} | {picks} |")
+    lines += ["", "| bench | step | removed | prior explains | PriDe-corrected removals | flips to kept | "
+              "flips to removed |", "|---|---|---|---|---|---|---|"]
+    for e in res.prior_effects:
+        lines.append(f"| {e['bench']} | {_step_name(int(str(e['step'])))} | {e['removed']} | {e['prior_explained']} | "
+                     f"{e['corrected_removed']} | {e['flips_to_kept']} | {e['flips_to_removed']} |")
+    lines += ["", "## Per-item confidence", "",
+              "Share of decisions by confidence (1 - probability that re-asking flips it); "
+              "`audit_items.csv` has every item.", "",
+              "| bench | step | removed | removed, confidence >= 0.9 | removed, confidence < 0.5 | noise sd | method |",
+              "|---|---|---|---|---|---|---|"]
+    groups: dict[tuple[str, int], list[Confidence]] = {}
+    for c in res.confidences:
+        groups.setdefault((c.bench, c.step), []).append(c)
+    for (bench, step), cs in sorted(groups.items()):
+        rm = [c for c in cs if c.removed]
+        hi = sum(1 for c in rm if c.confidence is not None and c.confidence >= 0.9)
+        lo = sum(1 for c in rm if c.confidence is not None and c.confidence < 0.5)
+        sd = next((c.noise_sd for c in cs if c.noise_sd), None)
+        lines.append(f"| {bench} | {_step_name(step)} | {len(rm)} | {hi} | {lo} | {_num(sd, '.3f')} "
+                     f"| {cs[0].method} |")
+    lines += ["", "## Threshold sensitivity (removal rate)", "",
+              "| bench | step | t=0 | 0.5 | log 2 | 1.0 | 1.5 | 2.0 | 3.0 |", "|---|---|---|---|---|---|---|---|---|"]
+    curve: dict[tuple[str, int], dict[float, object]] = {}
+    for t in res.thresholds:
+        curve.setdefault((str(t["bench"]), int(str(t["step"]))), {})[round(float(str(t["threshold"])), 4)] = t["rate"]
+    for (bench, step), rates in sorted(curve.items()):
+        cells = " | ".join(_pct(rates.get(x)) for x in (0.0, 0.5, round(LOG2, 4), 1.0, 1.5, 2.0, 3.0))
+        lines.append(f"| {bench} | {_step_name(step)} | {cells} |")
+    lines += ["", "## Exact letter scores and the top-20 floor", "",
+              "| bench | step | rows | with lp_exact | with a floored letter | decisions that differ | "
+              "margin shift from the floor (mean, largest) |", "|---|---|---|---|---|---|---|"]
+    for f in res.floor:
+        lines.append(f"| {f['bench']} | {_step_name(int(str(f['step'])))} | {f['rows']} | {f['with_exact']} | "
+                     f"{f['floored']} | {f['decisions_differ'] if f['with_exact'] else 'n/a (no lp_exact)'} | "
+                     f"{_num(f['mean_margin_shift'], '+.2f')}, {_num(f['max_margin_shift'], '+.2f')} |")
+    if res.agreement:
+        lines += ["", "## Cross-model agreement", "", "| step | bench | model A | model B | items | removed A | "
+                  "removed B | both | kappa [95%] |", "|---|---|---|---|---|---|---|---|---|"]
+        for a in res.agreement:
+            k = "" if a.kappa is None else f"{a.kappa:.3f} [{_num(a.lo, '.3f')}, {_num(a.hi, '.3f')}]"
+            lines.append(f"| {_step_name(a.step)} | {a.bench} | {a.model_a} | {a.model_b} | {a.items} | "
+                         f"{a.removed_a} | {a.removed_b} | {len(a.both)} | {k} |")
+    lines += ["", "## Shortcut profile (accuracy differences, 95% bootstrap intervals)", "",
+              "| bench | figure | items | value [95%] |", "|---|---|---|---|"]
+    for g in res.profile:
+        val = "no rows" if g.value is None else f"{_num(g.value)} [{_num(g.lo)}, {_num(g.hi)}]"
+        lines.append(f"| {g.bench} | {g.name} | {g.items} | {val} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_audit(res: AuditResult, out: str | Path) -> list[Path]:
+    """Write every table as CSV plus ``audit.md`` under ``out``; returns the paths written."""
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "audit_null.csv": [r.record() for r in res.nulls],
+        "audit_priors.csv": [p.record() for p in res.priors.values()],
+        "audit_prior_effects.csv": res.prior_effects,
+        "audit_items.csv": res.items,
+        "audit_thresholds.csv": res.thresholds,
+        "audit_floor.csv": res.floor,
+        "audit_profile.csv": [g.record() for g in res.profile],
+    }
+    if res.agreement:
+        tables["audit_agreement.csv"] = [a.record() for a in res.agreement]
+        tables["audit_agreement_both.csv"] = [{"step": a.step, "item_id": i} for a in res.agreement
+                                              if a.bench == "*" for i in a.both]
+    paths = []
+    for name, rows in tables.items():
+        write_text_atomic(d / name, csv_text(rows))
+        paths.append(d / name)
+    write_text_atomic(d / "audit.md", markdown(res))
+    paths.append(d / "audit.md")
+    return paths

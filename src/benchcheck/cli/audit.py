@@ -1,0 +1,71 @@
+"""``benchcheck audit``: how far to trust each removal (evidence beside the decisions)."""
+
+from __future__ import annotations
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+
+
+@click.command("audit")
+@click.option("--results", type=click.Path(file_okay=False), required=True,
+              help="Screening results folder (step<k>/<bench>.jsonl).")
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+              help="Item files or folders of the audited pool (repeatable); rows of other items are ignored.")
+@click.option("--out", type=click.Path(file_okay=False), required=True,
+              help="Output folder: audit.md and one audit_*.csv per table.")
+@click.option("--compare", type=click.Path(file_okay=False), default=None,
+              help="A second results folder (a step run with another model) for cross-model agreement.")
+@click.option("--rounds", type=click.IntRange(min=10), default=1000, show_default=True,
+              help="Rounds of the permutation null.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the null and the bootstraps.")
+@click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
+@click.option("--quiet", is_flag=True, help="No per-item problem lines.")
+def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | None, rounds: int, seed: int,
+          columns: str | None, quiet: bool) -> None:
+    """Audit the removals of a screening run from its recorded rows (no new forwards).
+
+    Per benchmark x step: the removal rule's permutation null (gold answers permuted within the
+    benchmark) against the observed rate, the letter prior and the removals it alone explains,
+    PriDe-corrected decisions, per-item confidence, removal rate against the threshold (0-3
+    nats), decisions that depend on the top-20 floor, and a shortcut profile per benchmark;
+    with --compare, Cohen's kappa between two runs' removals. Never changes a decision.
+
+    \b
+    Example:
+      benchcheck audit --results out/results --items out/items --out out/audit
+    """
+    from pathlib import Path
+
+    from benchcheck.audit import run_audit
+    from benchcheck.audit.null import verdict
+    from benchcheck.audit.source import steps_in
+    from benchcheck.audit.write import write_audit
+
+    if not steps_in(results):
+        die(f"{results}: no step<k> folders with results")
+    if compare is not None and not steps_in(compare):
+        die(f"{compare}: no step<k> folders with results (--compare)")
+    loaded = load_items_reporting(item_paths, columns, quiet=quiet)
+    ids = [it.item_id for it in loaded.items if it.format == "mc"]
+    if not ids:
+        die("no valid multiple-choice items to audit")
+    res = run_audit(results, ids, compare, rounds=rounds, seed=seed)
+    if not res.steps:
+        die(f"{results}: no ok rows with letter log-probs for the items given")
+    paths = write_audit(res, Path(out))
+    for r in res.nulls:
+        click.echo(f"{r.bench} step {r.step}: removed {r.observed}/{r.n} ({r.observed_rate:.1%}), null "
+                   f"{r.null_mean:.1%} [{r.null_lo:.1%}, {r.null_hi:.1%}]: {verdict(r)}")
+    explained = sum(int(str(e["prior_explained"])) for e in res.prior_effects)
+    removed = sum(int(str(e["removed"])) for e in res.prior_effects)
+    chance = sum(r.null_mean * r.n for r in res.nulls)
+    exact_rows = sum(int(str(f["with_exact"])) for f in res.floor)
+    differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
+    click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
+               f"FLOOR_DEPENDENT={differ} ROWS_WITH_LP_EXACT={exact_rows}")
+    for p in paths:
+        click.echo(str(p))
+
+
+COMMANDS = [audit]
