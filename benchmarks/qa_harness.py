@@ -124,9 +124,9 @@ def _free_port() -> int:
 
 
 def bench_judge(items: int) -> list[dict[str, Any]]:
+    from benchcheck.masking import Masker
     from benchcheck.qa.dataset import QAItem
     from benchcheck.qa.judge import Judge, JudgeConfig
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.state import JudgeCache
 
     rows: list[dict[str, Any]] = []
@@ -172,7 +172,7 @@ def bench_judge(items: int) -> list[dict[str, Any]]:
 
                     async def once(out: Path = out, conc: int = conc) -> float:
                         judge = Judge(
-                            JudgeConfig(url, "judge", concurrency=conc), JudgeCache(out, Redactor([])), Redactor([])
+                            JudgeConfig(url, "judge", concurrency=conc), JudgeCache(out, Masker([])), Masker([])
                         )
                         t0 = time.perf_counter()
                         verdicts = await judge.judge_all(pairs)

@@ -150,8 +150,8 @@ def test_endpoint_latency_is_the_whole_item(tmp_path: Path, clips: Path, monkeyp
     import asyncio
     import time
 
+    from benchcheck.masking import Masker
     from benchcheck.qa.dataset import QAItem
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.vlm_endpoint import EndpointVLM
 
     real_media = EndpointVLM._media
@@ -166,7 +166,7 @@ def test_endpoint_latency_is_the_whole_item(tmp_path: Path, clips: Path, monkeyp
 
     async def ask(url: str) -> Any:
         vlm = EndpointVLM(url + "/v1", "cosmos", num_frames=2, timeout_s=30, watchdog_grace_s=5,
-                          redactor=Redactor([]), max_side=64)
+                          redactor=Masker([]), max_side=64)
         try:
             t0 = time.monotonic()
             ans = await vlm.answer(item)

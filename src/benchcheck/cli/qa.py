@@ -111,13 +111,13 @@ def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_end
     import os
     from pathlib import Path
 
+    from benchcheck.masking import Masker
     from benchcheck.qa.errors import PreconditionError
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.runner import RunOptions, run_qa
     from benchcheck.qa.vlm import VLMOptions, make_vlm
 
     # The VLM key's variable may have any name: its value is masked like the usual secrets.
-    redactor = Redactor.from_env(extra=[os.environ.get(vlm_api_key_env, "")] if vlm_api_key_env else [])
+    redactor = Masker.from_env(extra=[os.environ.get(vlm_api_key_env, "")] if vlm_api_key_env else [])
     opts = RunOptions(Path(dataset), Path(videos), Path(output_dir), num_frames=num_frames, timeout_s=timeout,
                       watchdog_grace_s=watchdog_grace, concurrency=concurrency, limit=limit)
     vopts = VLMOptions(vlm_cmd, vlm_endpoint, vlm_model, vlm_api_key_env, inline_media, video_url_base,
@@ -151,11 +151,11 @@ def judge(output_dir: str, judge_concurrency: int, judge_max_tokens: int, judge_
     import asyncio
     from pathlib import Path
 
+    from benchcheck.masking import Masker
     from benchcheck.qa.errors import PreconditionError
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.runner import judge_stored
 
-    redactor = Redactor.from_env()
+    redactor = Masker.from_env()
     try:
         config = _judge_config(False, judge_concurrency, judge_max_tokens, judge_timeout)
         outcome = asyncio.run(judge_stored(Path(output_dir), config, redactor))

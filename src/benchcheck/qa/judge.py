@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
 from benchcheck.qa.judge_prompt import JUDGE_PROMPT_VERSION, JUDGE_SYSTEM, judge_prompt, parse_judge_reply
 from benchcheck.qa.records import Judgement
-from benchcheck.qa.redact import Redactor
 from benchcheck.qa.state import JudgeCache, judge_key
 from benchcheck.qa.urls import service_base_url
 
@@ -108,7 +108,7 @@ def refusal_hint(judgements: Sequence[Judgement], config: JudgeConfig, model_ids
 class Judge:
     """Scores answers against references through the judge engine, with the cache in front."""
 
-    def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Redactor) -> None:
+    def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Masker) -> None:
         from benchcheck.engines.openai import OpenAIEngine
 
         self.config = config

@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
 from benchcheck.qa.records import VLMAnswer
-from benchcheck.qa.redact import Redactor
 
 
 class VLM(Protocol):
@@ -38,7 +38,7 @@ class VLMOptions:
 
 
 def make_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-             concurrency: int, redactor: Redactor, warn: Callable[[str], None],
+             concurrency: int, redactor: Masker, warn: Callable[[str], None],
              env: Mapping[str, str] | None = None) -> VLM:
     """The command or endpoint VLM; inconsistent options are a :class:`PreconditionError`."""
     env = os.environ if env is None else env
@@ -59,7 +59,7 @@ def make_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_gr
 
 
 def _endpoint_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-                  concurrency: int, redactor: Redactor, warn: Callable[[str], None],
+                  concurrency: int, redactor: Masker, warn: Callable[[str], None],
                   env: Mapping[str, str]) -> VLM:
     from benchcheck.qa.urls import media_base_url, service_base_url
     from benchcheck.qa.vlm_endpoint import EndpointVLM, MediaMode

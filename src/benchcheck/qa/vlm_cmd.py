@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.records import VLMAnswer
-from benchcheck.qa.redact import Redactor
 
 PLACEHOLDERS = ("video", "question", "num_frames", "timeout")
 REQUIRED_PLACEHOLDERS = ("video", "question")
@@ -178,7 +178,7 @@ class CommandVLM:
     kind = "command"
 
     def __init__(self, template: str, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-                 redactor: Redactor) -> None:
+                 redactor: Masker) -> None:
         self.argv = split_template(template)
         if shutil.which(self.argv[0]) is None:
             raise ValueError(f"--vlm-cmd: the program {self.argv[0]!r} is not found or not executable")

@@ -27,10 +27,10 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.frames import sample_jpegs
 from benchcheck.qa.records import VLMAnswer, VLMErrorKind
-from benchcheck.qa.redact import Redactor
 
 MediaMode = Literal["frames", "url", "inline"]
 INLINE_WARN_BYTES = 10 * 1024 * 1024
@@ -53,7 +53,7 @@ class EndpointVLM:
     kind = "endpoint"
 
     def __init__(self, endpoint: str, model: str, *, num_frames: int, timeout_s: float,
-                 watchdog_grace_s: float, redactor: Redactor, api_key: str | None = None,
+                 watchdog_grace_s: float, redactor: Masker, api_key: str | None = None,
                  media: MediaMode = "frames", video_url_base: str | None = None, max_side: int = 768,
                  max_tokens: int = 512, concurrency: int = 1,
                  warn: Callable[[str], None] = lambda _msg: None) -> None:
