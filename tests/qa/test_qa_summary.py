@@ -52,7 +52,7 @@ def test_errors_never_enter_accuracy_or_latency() -> None:
     assert s["accuracy"] == pytest.approx(0.625)
     assert s["counts"] | {"skipped_by_reason": None} == {
         "dataset_entries": 6, "selected": 4, "scored": 2, "errors": 2, "vlm_errors": 1, "judge_errors": 1,
-        "unjudged": 0, "skipped": 2, "skipped_by_reason": None, "not_selected_by_limit": 0}
+        "unjudged": 0, "dataset_errors": 0, "skipped": 2, "skipped_by_reason": None, "not_selected_by_limit": 0}
     # Latency over the three successful VLM calls (1, 3, 2 s), not the killed one (62 s).
     assert s["latency_s"]["n"] == 3 and s["latency_s"]["mean"] == pytest.approx(2.0)
     assert s["latency_s"]["p50"] == pytest.approx(2.0) and s["latency_s"]["max"] == 3.0
