@@ -132,7 +132,7 @@ def bench_judge(items: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         rules = Path(d) / "rules.json"
-        rules.write_text(json.dumps([{"match": "", "reply": "Matches the reference.\n1"}]))
+        rules.write_text(json.dumps([{"match": "", "reply": '{"score": 1, "reasoning": "Matches the reference."}'}]))
         port = _free_port()
         proc = subprocess.Popen(
             [

@@ -130,7 +130,7 @@ def test_tiny_model_served_as_the_vlm(tmp_path: Path, clips: Path,
     """A real (random-weight) Qwen3-VL behind ``benchcheck serve``, judged by a scripted judge."""
     model = build_tiny_model(tmp_path / "tiny")
     dataset = write_dataset([qa_entry("a", "Is there a car?"), qa_entry("b", "How many?", "3", "sub/b.mp4")])
-    judge_rules = [{"match": "Candidate answer:", "reply": "Unrelated to the reference.\n0"}]
+    judge_rules = [{"match": "Candidate answer:", "reply": "Unrelated to the reference.\nSCORE: 0"}]
     out = tmp_path / "out"
     with serve_cli("--model", str(model), "--device", "cpu", "--served-model-name", "tiny-vlm") as vlm_url, \
             scripted_server(tmp_path, "judge-x", judge_rules) as judge_url:

@@ -18,13 +18,13 @@ from qa_servers import qa_entry, read_json, run_cli
 from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
+from benchcheck.qa.proc import run_with_watchdog
 from benchcheck.qa.vlm import VLMOptions, make_vlm
 from benchcheck.qa.vlm_cmd import (
     CommandVLM,
     check_template,
     fill_template,
     parse_vlm_output,
-    run_with_watchdog,
     split_template,
 )
 
