@@ -46,7 +46,12 @@ def _wait_gone(pids: list[int], within_s: float = 3.0) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
-def test_setsid_children_holding_stdout_keep_the_answer_and_die(tmp_path: Path) -> None:
+@pytest.mark.parametrize("children_files", [True, False], ids=["children-files", "process-table"])
+def test_setsid_children_holding_stdout_keep_the_answer_and_die(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                children_files: bool) -> None:
+    from benchcheck.qa import proc
+
+    monkeypatch.setattr(proc, "_CHILDREN_FILES", children_files and proc._CHILDREN_FILES)
     t0 = time.monotonic()
     res = asyncio.run(run_with_watchdog(["/bin/sh", "-c", _leaver(tmp_path)], 30))
     assert time.monotonic() - t0 < 10

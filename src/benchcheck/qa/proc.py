@@ -13,9 +13,11 @@
   processes that left the group and the tree (``setsid``, double fork). Those are found because
   every process of the item inherits a per-item token in its environment
   (``BENCHCHECK_QA_ITEM``), and on Linux this process makes itself a child subreaper
-  (``prctl(PR_SET_CHILD_SUBREAPER)``) so orphans are re-parented to it instead of init, then
-  reaped. The process table is also read every ``SCAN_S`` while the command runs, so a child
-  that clears its environment is still known by its parent. Only a process that both clears its
+  (``prctl(PR_SET_CHILD_SUBREAPER)``) so orphans are re-parented to it instead of init: its
+  children that carry the item's token are the item's orphans, and they are killed with their
+  descendants, then reaped (without a subreaper, the whole process table is searched for the
+  token). The item's descendants are also listed every ``SCAN_S`` while the command runs, so a
+  child that clears its environment is still known by its parent. Only a process that both clears its
   environment and detaches within one scan interval can escape; cgroups would be needed for that.
 - The pipes' transport is closed explicitly before returning, so no "Event loop is closed"
   noise appears when the loop ends.
@@ -89,6 +91,21 @@ def _table() -> dict[int, tuple[int, int, str]]:
     return out
 
 
+def _children(pid: int) -> list[int]:
+    """A process's children, from ``/proc/<pid>/task/<tid>/children`` (every thread's)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                out += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+    return out
+
+
+# Linux kernels built with CONFIG_PROC_CHILDREN (most) list children per thread: a few small
+# reads instead of the whole process table.
+_CHILDREN_FILES = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
 def _has_token(pid: int, marker: bytes) -> bool:
     try:
         return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -107,9 +124,31 @@ class ProcessTree:
         self.known: dict[int, int] = {}  # pid -> start time (a recycled pid has another)
 
     def refresh(self) -> None:
-        """Add the descendants (by parent) of every known process, and token holders."""
+        """Add the descendants of every known process, and the processes holding the item's token
+        among this process's children (orphans re-parented to the subreaper)."""
         if not sys.platform.startswith("linux"):
             return
+        if not (_CHILDREN_FILES and enable_subreaper()):
+            self._refresh_from_table()  # orphans went to init: only a search of every process finds them
+            return
+        me = os.getpid()
+        found: dict[int, int] = {}
+        stack = [self.root, *self.known]
+        stack += [c for c in _children(me) if c != self.root and c not in self.known and _has_token(c, self.marker)]
+        seen = {self.root}
+        while stack:
+            pid = stack.pop()
+            if pid in seen and pid != self.root:
+                continue
+            seen.add(pid)
+            if pid != self.root and (st := _stat(pid)) is not None and st[1] >= self.root_start:
+                found[pid] = st[1]
+            stack += [c for c in _children(pid) if c not in seen]
+        for pid, start in found.items():
+            self.known.setdefault(pid, start)
+
+    def _refresh_from_table(self) -> None:
+        """The same from the whole process table (kernels without ``/proc/<pid>/task/<tid>/children``)."""
         table = _table()
         me = os.getpid()
         children: dict[int, list[int]] = {}
