@@ -164,7 +164,7 @@ def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, masker: Masker, tally: 
         return
     with path.open("rb") as f, tempfile.SpooledTemporaryFile(max_size=16 << 20) as dst:
         try:
-            mask_stream(f, dst, masker, ti.size)
+            mask_stream(f, dst, masker)
         except Unchecked as e:
             tally.unchecked.append(f"{arc} ({e})")
             if tally.include_unchecked:

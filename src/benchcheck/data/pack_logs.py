@@ -12,9 +12,9 @@ What is text is decided by the content, never the name (an extensionless ``stdou
 - anything else (images, zip, zstd, sqlite, a compressed stream of binary data) cannot be
   checked: it is *unchecked*.
 
-Masking is :class:`benchcheck.masking.Masker` line by line; a line (or a whole file) that is
-JSON is masked string by string, so a secret written with JSON escapes is found too and the
-line stays valid JSON.
+Masking is :class:`benchcheck.masking.Masker` on blocks of whole lines. JSON needs no parsing:
+the masker also knows each secret's JSON-escaped spelling, and its patterns stop at quotes and
+backslashes, so a masked JSON line stays valid JSON, and a line without a secret is unchanged.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import bz2
 import codecs
 import gzip
 import io
-import json
 import lzma
 import tempfile
 import zlib
@@ -34,7 +33,7 @@ from benchcheck.masking import Masker
 
 HEAD_BYTES = 64 << 10
 _SPOOL = 16 << 20
-_JSON_WHOLE_MAX = 64 << 20  # a JSON file larger than this is masked as text, line by line
+_BLOCK_CHARS = 1 << 20
 # Longest first: the UTF-32 LE mark starts with the UTF-16 LE one.
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
          (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -80,47 +79,21 @@ def _errors(codec: str) -> str:
     return "surrogateescape" if codec == "utf-8" else "surrogatepass"
 
 
-def _mask_json(text: str, masker: Masker) -> str | None:
-    """``text`` masked string by string when it is JSON (unchanged when nothing is secret), else None."""
-    stripped = text.lstrip()
-    if not stripped.startswith(("{", "[")):
-        return None
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    masked = masker.value(obj)
-    if masked == obj:
-        return masker.text(text)  # still masks a secret-shaped value the parser cannot see
-    return json.dumps(masked, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
-
-
-def _mask_text(src: IO[bytes], dst: IO[bytes], codec: str, bom: bytes, masker: Masker, size: int,
-               head: bytes) -> None:
+def _mask_text(src: IO[bytes], dst: IO[bytes], codec: str, bom: bytes, masker: Masker) -> None:
+    """Decode, mask and re-encode in blocks of whole lines (no secret or pattern spans a line)."""
     errors = _errors(codec)
     dst.write(bom)
     reader = io.TextIOWrapper(src, encoding=codec, errors=errors, newline="")
-    starts_json = head[len(bom):].decode(codec, "ignore").lstrip().startswith(("{", "["))
     try:
-        if starts_json and size <= _JSON_WHOLE_MAX:
-            whole = reader.read()
-            masked = _mask_json(whole, masker)
-            if masked is not None:
-                dst.write(masked.encode(codec, errors))
-                return
-            lines: Any = whole.splitlines(keepends=True)
-        else:
-            lines = reader
-        for line in lines:
-            masked = _mask_json(line, masker)
-            dst.write((masked if masked is not None else masker.text(line)).encode(codec, errors))
+        while lines := reader.readlines(_BLOCK_CHARS):
+            dst.write(masker.text("".join(lines)).encode(codec, errors))
     except UnicodeError as e:
         raise Unchecked(f"not decodable as {codec}: {e}") from None
     finally:
         reader.detach()
 
 
-def mask_stream(src: IO[bytes], dst: IO[bytes], masker: Masker, size: int, nested: bool = False) -> None:
+def mask_stream(src: IO[bytes], dst: IO[bytes], masker: Masker, nested: bool = False) -> None:
     """Write ``src`` masked into ``dst``; raises :class:`Unchecked` when it cannot be checked."""
     head = src.read(HEAD_BYTES)
     src.seek(0)
@@ -130,10 +103,10 @@ def mask_stream(src: IO[bytes], dst: IO[bytes], masker: Masker, size: int, neste
     if kind == "bom":
         bom = next(b for b, c in _BOMS if c == what)
         src.seek(len(bom))
-        _mask_text(src, dst, what, bom, masker, size, head)
+        _mask_text(src, dst, what, bom, masker)
         return
     if kind == "text":
-        _mask_text(src, dst, what, b"", masker, size, head)
+        _mask_text(src, dst, what, b"", masker)
         return
     if nested:
         raise Unchecked(f"{what} inside a compressed stream")
@@ -146,10 +119,9 @@ def mask_stream(src: IO[bytes], dst: IO[bytes], masker: Masker, size: int, neste
                     plain.write(chunk)
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
             raise Unchecked(f"unreadable {name} stream: {e}") from None
-        n = plain.tell()
         plain.seek(0)
         try:
-            mask_stream(plain, masked, masker, n, nested=True)
+            mask_stream(plain, masked, masker, nested=True)
         except Unchecked as e:
             raise Unchecked(f"{name} of {e}") from None
         masked.seek(0)
