@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
+    proc.enable_subreaper()  # as `qa run` does
     old: Runner | None = None
     if a.old:
         spec = importlib.util.spec_from_file_location("oldvlm", a.old)

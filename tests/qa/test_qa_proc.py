@@ -46,12 +46,9 @@ def _wait_gone(pids: list[int], within_s: float = 3.0) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
-@pytest.mark.parametrize("children_files", [True, False], ids=["children-files", "process-table"])
-def test_setsid_children_holding_stdout_keep_the_answer_and_die(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                children_files: bool) -> None:
-    from benchcheck.qa import proc
-
-    monkeypatch.setattr(proc, "_CHILDREN_FILES", children_files and proc._CHILDREN_FILES)
+def test_setsid_children_holding_stdout_keep_the_answer_and_die(tmp_path: Path) -> None:
+    """In-process (no subreaper: the test process must not adopt orphans): the process-table
+    search. The subreaper path is `qa run`'s, below."""
     t0 = time.monotonic()
     res = asyncio.run(run_with_watchdog(["/bin/sh", "-c", _leaver(tmp_path)], 30))
     assert time.monotonic() - t0 < 10
@@ -67,6 +64,26 @@ def test_watchdog_kills_setsid_children_too(tmp_path: Path) -> None:
     res = asyncio.run(run_with_watchdog(["/bin/sh", "-c", script], 0.8))
     assert res.killed and time.monotonic() - t0 < 5
     assert _wait_gone([int((tmp_path / "p1").read_text())], 0.5) == []
+
+
+SUBREAPER_RUN = """
+import asyncio, sys
+from benchcheck.qa import proc
+assert proc.enable_subreaper() and proc._CHILDREN_FILES
+res = asyncio.run(proc.run_with_watchdog(["/bin/sh", "-c", sys.argv[1]], 30))
+sys.stdout.buffer.write(res.stdout)
+"""
+
+
+def test_subreaper_path_in_its_own_process(tmp_path: Path) -> None:
+    """As `qa run` runs it: a subreaper, orphans found among its children by their token."""
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-c", SUBREAPER_RUN, _leaver(tmp_path)], capture_output=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert b'"answer": "kept"' in res.stdout and b"Event loop is closed" not in res.stderr
+    assert _wait_gone(_pids(tmp_path)) == []
 
 
 def test_through_the_cli_no_orphan_no_event_loop_noise(tmp_path: Path, clips: Path,

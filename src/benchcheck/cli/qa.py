@@ -135,6 +135,10 @@ def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_end
     from benchcheck.qa.runner import RunOptions, run_qa
     from benchcheck.qa.vlm import VLMOptions, make_vlm
 
+    if vlm_cmd is not None:
+        from benchcheck.qa.proc import enable_subreaper
+
+        enable_subreaper()  # orphans of a --vlm-cmd come back to this process to be ended
     # The VLM key's variable may have any name: its value is masked like the usual secrets.
     redactor = Masker.from_env(extra=[os.environ.get(vlm_api_key_env, "")] if vlm_api_key_env else [])
     opts = RunOptions(Path(dataset), Path(videos), Path(output_dir), num_frames=num_frames, timeout_s=timeout,

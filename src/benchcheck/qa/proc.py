@@ -12,12 +12,14 @@
   start), everything the command started is killed: its process group, its descendants, and
   processes that left the group and the tree (``setsid``, double fork). Those are found because
   every process of the item inherits a per-item token in its environment
-  (``BENCHCHECK_QA_ITEM``), and on Linux this process makes itself a child subreaper
-  (``prctl(PR_SET_CHILD_SUBREAPER)``) so orphans are re-parented to it instead of init: its
-  children that carry the item's token are the item's orphans, and they are killed with their
-  descendants, then reaped (without a subreaper, the whole process table is searched for the
-  token). The item's descendants are also listed every ``SCAN_S`` while the command runs, so a
-  child that clears its environment is still known by its parent. Only a process that both clears its
+  (``BENCHCHECK_QA_ITEM``). ``benchcheck qa run`` makes its process a child subreaper on Linux
+  (:func:`enable_subreaper`, ``prctl(PR_SET_CHILD_SUBREAPER)``), so orphans are re-parented to it
+  instead of init: its children that carry the item's token are the item's orphans, and they
+  are killed with their descendants, then reaped. Library callers that do not want their process
+  to become a subreaper (it would adopt every orphan below it) get the same result from a search
+  of the whole process table for the token, at a few milliseconds per item. The item's
+  descendants are also listed every ``SCAN_S`` while the command runs, so a child that clears
+  its environment is still known by its parent. Only a process that both clears its
   environment and detaches within one scan interval can escape; cgroups would be needed for that.
 - The pipes' transport is closed explicitly before returning, so no "Event loop is closed"
   noise appears when the loop ends.
@@ -56,7 +58,8 @@ def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[
 
 
 def enable_subreaper() -> bool:
-    """Make this process the child subreaper of its descendants (Linux); once per process."""
+    """Make this process the child subreaper of its descendants (Linux); once per process. Called
+    by the ``qa run`` command, not by the library: a subreaper adopts every orphan below it."""
     global _subreaper
     if _subreaper is None:
         _subreaper = False
@@ -128,7 +131,7 @@ class ProcessTree:
         among this process's children (orphans re-parented to the subreaper)."""
         if not sys.platform.startswith("linux"):
             return
-        if not (_CHILDREN_FILES and enable_subreaper()):
+        if not (_CHILDREN_FILES and _subreaper):
             self._refresh_from_table()  # orphans went to init: only a search of every process finds them
             return
         me = os.getpid()
@@ -238,7 +241,6 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
     """Execute ``argv`` (no shell) in a new session with ``env`` (default: this environment, as
     it is) plus the item token; SIGKILL everything of it when the main process exits or at
     ``hard_limit_s``. ``OSError`` when the program cannot be started."""
-    enable_subreaper()
     token = secrets.token_hex(12)
     child_env = {**(os.environ if env is None else env), ITEM_TOKEN_VAR: token}
     loop = asyncio.get_running_loop()

@@ -134,8 +134,9 @@ class CommandVLM:
 
     def settings(self) -> dict[str, Any]:
         """What identifies this VLM in the run configuration (no secrets)."""
-        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template),
-                "vlm_env_passed": sorted(self.env_passed)}
+        # Only when used, so the configuration hash of earlier runs (and their stored answers) holds.
+        passed = {"vlm_env_passed": sorted(self.env_passed)} if self.env_passed else {}
+        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template), **passed}
 
     def command_for(self, item: QAItem) -> list[str]:
         return fill_template(self.argv, {
