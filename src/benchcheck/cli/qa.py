@@ -22,10 +22,12 @@ def _report(outcome: Any) -> None:
     p50 = "n/a" if lat["p50"] is None else f"{lat['p50']:.2f} s"
     p95 = "n/a" if lat["p95"] is None else f"{lat['p95']:.2f} s"
     click.echo(f"accuracy {acc} over {c['scored']} scored items; {c['vlm_errors']} VLM errors, "
-               f"{c['judge_errors']} judge errors, {c['skipped']} skipped; latency p50 {p50}, p95 {p95}", err=True)
+               f"{c['judge_errors']} judge errors, {c.get('dataset_errors', 0)} dataset errors, {c['skipped']} "
+               f"skipped; latency p50 {p50}, p95 {p95}", err=True)
     click.echo(f"model served: {s['model_served']}; judge model: {s['judge_model']}", err=True)
     for e in s["errors"][:10]:
-        click.echo(f"item {e['id']}: {e['error']}", err=True)
+        who = f"item {e['id']}" if e.get("id") is not None else f"entry {e.get('entry')}"
+        click.echo(f"{who}: {e['error']}", err=True)
     if len(s["errors"]) > 10:
         click.echo(f"... {len(s['errors']) - 10} more errors in summary.json", err=True)
     for note in outcome.notes:
