@@ -2,7 +2,8 @@
 
 Three comparisons, each side by side in one run:
 
-1. **Command VLM call**: ``run_with_watchdog`` (own process group, watchdog, pipe draining)
+1. **Command VLM call**: ``run_with_watchdog`` (own session, watchdog, pipes collected as they
+   arrive, the item's processes found and killed at exit: /proc scan, token, subreaper)
    against a bare ``subprocess.run(shell=True)`` of the same trivial command, which is the
    floor (process start-up). The difference is the harness's per-item latency overhead.
 2. **Frame sampling (endpoint mode)**: ``sample_jpegs`` (on ``benchcheck.video``: decode only
@@ -51,12 +52,12 @@ def _best_of(fn: Callable[[], object], repeat: int) -> float:
 
 
 def bench_command(calls: int) -> list[dict[str, Any]]:
-    from benchcheck.qa.vlm_cmd import run_with_watchdog
+    from benchcheck.qa.proc import run_with_watchdog
 
     async def ours_all() -> None:
-        # One event loop for the whole run, as ``qa run`` does.
+        # One event loop for the whole run, as ``qa run`` does; the same shell as the floor.
         for _ in range(calls):
-            res = await run_with_watchdog(CMD, 30)
+            res = await run_with_watchdog(["/bin/sh", "-c", CMD], 30)
             assert res.returncode == 0 and b"yes" in res.stdout
 
     def bare_all() -> None:
@@ -124,15 +125,15 @@ def _free_port() -> int:
 
 
 def bench_judge(items: int) -> list[dict[str, Any]]:
+    from benchcheck.masking import Masker
     from benchcheck.qa.dataset import QAItem
     from benchcheck.qa.judge import Judge, JudgeConfig
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.state import JudgeCache
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         rules = Path(d) / "rules.json"
-        rules.write_text(json.dumps([{"match": "", "reply": "Matches the reference.\n1"}]))
+        rules.write_text(json.dumps([{"match": "", "reply": '{"score": 1, "reasoning": "Matches the reference."}'}]))
         port = _free_port()
         proc = subprocess.Popen(
             [
@@ -172,7 +173,7 @@ def bench_judge(items: int) -> list[dict[str, Any]]:
 
                     async def once(out: Path = out, conc: int = conc) -> float:
                         judge = Judge(
-                            JudgeConfig(url, "judge", concurrency=conc), JudgeCache(out, Redactor([])), Redactor([])
+                            JudgeConfig(url, "judge", concurrency=conc), JudgeCache(out, Masker([])), Masker([])
                         )
                         t0 = time.perf_counter()
                         verdicts = await judge.judge_all(pairs)

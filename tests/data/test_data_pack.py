@@ -48,8 +48,11 @@ def _pool(root: Path) -> Path:
         {"step": 1, "shard": 1, "n_shards": 2, "gpus": [1], "started": "2026-11-29T10:05:00Z",
          "ended": "2026-11-29T10:15:00Z", "wall_s": 600.0, "items_attempted": 600, "rows_added": 8},
         {"step": 2, "gpus": [0, 1], "wall_s": 100.0, "items_attempted": 60, "ok": 50, "rows_added": 5},
+        {"step": 3, "gpus": 0, "wall_s": 40.0, "ok": 4, "rows_added": 4},  # a CPU run
     ])
-    (res / "pool_items.parquet").write_bytes(b"PAR1 inputs, not returned")
+    (res / "pool_items.parquet").write_bytes(b"PAR1 assembled")
+    (res / "pool_summary.md").write_text("# pool\n")
+    (res / "items_copy.jsonl").write_text("{}\n")  # an input copied beside the results: not returned
     logs = root / "logs"
     logs.mkdir()
     (logs / "launch_params.txt").write_text(
@@ -73,7 +76,8 @@ def test_pool_pack_verifies_with_sha256sum_and_reports(tmp_path: Path, monkeypat
         names = set(tf.getnames())
     assert {"results/pool/step1/MVBench.jsonl", "results/pool/step1/NExTQA.p1.jsonl", "results/pool/run_log.jsonl",
             "results/pool/step3/MVBench.jsonl", "logs/launch_params.txt", "ret.report.json", "ret.report.md"} <= names
-    assert "results/pool/pool_items.parquet" not in names
+    assert {"results/pool/pool_items.parquet", "results/pool/pool_summary.md"} <= names
+    assert "results/pool/items_copy.jsonl" not in names
     rep = json.loads(res.report_json.read_text())
     s = {st["name"]: st for st in rep["stages"]}
     assert list(s) == ["step1", "step2", "step3"]
@@ -88,9 +92,12 @@ def test_pool_pack_verifies_with_sha256sum_and_reports(tmp_path: Path, monkeypat
     assert one["launcher_changes"] == ["MAX_SEQS 64 -> 32 (OOM at start-up)", "--max-num-seqs 32 (SPEC: 64)"]
     assert s["step2"]["items_per_s_per_gpu"] == pytest.approx(50 / 200.0)
     assert s["step3"]["launch_lines"] == [line for line in rep["launch_params"] if M2 in line]
-    assert s["step3"]["wall_s"] is None and s["step3"]["launcher_changes"] == ["MAX_SEQS 64 -> 32 (OOM at start-up)"]
+    assert s["step3"]["wall_s"] == 40.0 and s["step3"]["launcher_changes"] == ["MAX_SEQS 64 -> 32 (OOM at start-up)"]
+    assert s["step3"]["cpu"] and s["step3"]["items_per_s_per_gpu"] is None and not s["step3"]["gpus_assumed"]
     md = res.report_md.read_text()
     assert "| step1 | 14 | 4 | - | 5 | 1 | MVBench_8, MVBench_9 | 0h15m00s | 1.00 | 20 | 2 |" in md
+    assert "| step3 | 4 | 0 | - | 0 | 0 | - | 0h00m40s | CPU | 4 | 1 |" in md
+    assert "assumed" not in md
     for f in res.files:
         assert TOKEN not in f.read_bytes().decode("latin-1")
     assert "--api-key ***" in md
@@ -196,7 +203,8 @@ def test_log_files_are_masked_in_the_tarball(tmp_path: Path, monkeypatch: pytest
     (logs / "vllm" / "server_gpu0.log").write_bytes(
         f"INFO args: api_key='{env_only}'\nINFO Authorization: Bearer {sk}\n".encode()
         + b"\xff\xfe raw bytes stay\n" + f"served {hf}; 1 request\n".encode())
-    (logs / "vllm" / "blob.bin").write_bytes(b"\x00\x01binary " + env_only.encode())  # not a text log: as is
+    # Not text: it cannot be checked, so it is left out (and listed).
+    (logs / "vllm" / "blob.bin").write_bytes(bytes(range(32)) * 8 + env_only.encode())
     clean_row = '{"item_id": "MVBench_1",  "latency_s": 0.5}\n'
     (logs / "client.jsonl").write_text(
         clean_row + json.dumps({"cmd": f"vllm serve --api-key {sk}", "env": {"HF_TOKEN": hf}}) + "\n")
@@ -217,11 +225,85 @@ def test_log_files_are_masked_in_the_tarball(tmp_path: Path, monkeypatch: pytest
     assert rows[0] == clean_row  # a line without secrets is left byte for byte
     assert json.loads(rows[1]) == {"cmd": "vllm serve --api-key ***", "env": {"HF_TOKEN": "***"}}
     assert json.loads((dest / "logs" / "params.json").read_text()) == {"headers": ["Authorization: Bearer ***"]}
-    assert (dest / "logs" / "vllm" / "blob.bin").read_bytes() == (logs / "vllm" / "blob.bin").read_bytes()
+    assert not (dest / "logs" / "vllm" / "blob.bin").exists()
+    assert res.unchecked == ("logs/vllm/blob.bin (binary content (control bytes))",)
+    assert "logs/vllm/blob.bin" in res.report_md.read_text() and "--include-unchecked" in res.report_md.read_text()
     for p in dest.rglob("*"):
-        if p.is_file() and p.name != "blob.bin":
+        if p.is_file():
             data = p.read_bytes()
             assert not any(s.encode() in data for s in (hf, sk, env_only, TOKEN)), p
     for f in (res.report_json, res.report_md):
         assert not any(s in f.read_text() for s in (hf, sk, env_only))
     assert (logs / "launch_params.txt").read_text().count(sk) == 1  # the originals are left as they were
+
+
+def _every_decoding(data: bytes) -> bytes:
+    """The bytes, plus every compressed stream found in them decompressed (a tar of gz members)."""
+    import bz2
+    import gzip
+    import io
+    import lzma
+
+    out = [data]
+    with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+        for m in tf.getmembers():
+            f = tf.extractfile(m)
+            if f is None:
+                continue
+            raw = f.read()
+            for magic, unpack in ((b"\x1f\x8b", gzip.decompress), (b"BZh", bz2.decompress),
+                                  (b"\xfd7zXZ\x00", lzma.decompress)):
+                if raw.startswith(magic):
+                    out.append(unpack(raw))
+    return b"\n".join(out)
+
+
+def test_markers_in_logs_of_every_kind_never_reach_the_tarball(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The review's files: an extensionless stdout, notes.csv, README.md, UTF-16 text and a .gz
+    log went in verbatim; masking a curl line ate the closing quote."""
+    import bz2
+    import gzip
+    import lzma
+
+    monkeypatch.chdir(tmp_path)
+    _pool(tmp_path)
+    env_marker = "MarkerFromTheEnv-7f3a9c"
+    monkeypatch.setenv("PACKTEST_API_KEY", env_marker)
+    bearer = "BearerMarker_9f8e7d6c5b4a"
+    logs = tmp_path / "logs"
+    line = f'curl -H "Authorization: Bearer {bearer}" http://x -d key={env_marker}\n'
+    (logs / "stdout").write_text(line)
+    (logs / "notes.csv").write_text(f"when,what\n2026-11-29,{env_marker}\n")
+    (logs / "README.md").write_text(f"# run\n\n`export PACKTEST_API_KEY={env_marker}`\n")
+    (logs / "u16.txt").write_bytes(line.encode("utf-16"))  # with a BOM
+    (logs / "u16be_nobom.txt").write_bytes(line.encode("utf-16-be"))
+    (logs / "u8bom.log").write_bytes(b"\xef\xbb\xbf" + line.encode())
+    (logs / "compressed.log.gz").write_bytes(gzip.compress(line.encode()))
+    (logs / "compressed.log.bz2").write_bytes(bz2.compress(line.encode("utf-16")))
+    (logs / "compressed.xz").write_bytes(lzma.compress(line.encode()))
+    (logs / "picture.gz").write_bytes(gzip.compress(bytes(range(32)) * 64 + env_marker.encode()))
+    res = pack(PackOptions(Path("results/pool"), (Path("logs"),), Path("out/ret.tar.gz"), "gpu-box", "20261129"))
+    everything = _every_decoding(gzip.decompress(res.tarball.read_bytes()))
+    for marker in (env_marker, bearer):
+        for enc in ("utf-8", "utf-16-le", "utf-16-be"):
+            assert marker.encode(enc) not in everything, (marker, enc)
+    with tarfile.open(res.tarball) as tf:
+        names = set(tf.getnames())
+        masked = '-H "Authorization: Bearer ***" http://x -d key=***\n'
+        assert tf.extractfile("logs/stdout").read().decode() == "curl " + masked  # type: ignore[union-attr]
+        assert tf.extractfile("logs/u16.txt").read() == ("curl " + masked).encode("utf-16")  # type: ignore[union-attr]
+        assert tf.extractfile("logs/u16be_nobom.txt").read() == (  # type: ignore[union-attr]
+            "curl " + masked).encode("utf-16-be")
+        assert gzip.decompress(tf.extractfile("logs/compressed.log.gz").read()) == (  # type: ignore[union-attr]
+            "curl " + masked).encode()
+        assert "logs/notes.csv" in names and "logs/README.md" in names
+    assert "logs/picture.gz" not in names
+    assert [u.split(" ")[0] for u in res.unchecked] == ["logs/picture.gz"]
+
+    # Asked for: the unchecked file goes in as it is, and is still listed.
+    res2 = pack(PackOptions(Path("results/pool"), (Path("logs"),), Path("out/ret2.tar.gz"), "gpu-box",
+                            "20261129", include_unchecked=True))
+    with tarfile.open(res2.tarball) as tf:
+        assert tf.extractfile("logs/picture.gz").read() == (logs / "picture.gz").read_bytes()  # type: ignore[union-attr]
+    assert "packed as they are" in res2.report_md.read_text()

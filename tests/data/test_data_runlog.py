@@ -23,10 +23,12 @@ def test_summarize_mixed_rows() -> None:
     assert not t.gpus_assumed
     unknown = summarize([{"step": 3}])
     assert unknown.wall_s is None and unknown.gpu_s is None and unknown.items_per_s_per_gpu is None
-    # The screening runner writes gpus=0 when it does not know: one GPU per run (one shard per GPU).
-    runner = summarize([{"wall_s": 10, "gpus": 0, "ok": 30, "items_attempted": 40}, {"wall_s": 20, "ok": 30}])
-    assert runner.wall_s == 30 and runner.gpu_s == 30 and runner.gpus_assumed
-    assert runner.items == 60 and runner.items_per_s_per_gpu == 2.0
+    # A run without "gpus" is one GPU (one shard per GPU); "gpus": 0 is a CPU run, not "unknown".
+    mixed = summarize([{"wall_s": 10, "gpus": 0, "ok": 30, "items_attempted": 40}, {"wall_s": 20, "ok": 30}])
+    assert mixed.wall_s == 30 and mixed.gpu_s == 20 and mixed.gpus_assumed and not mixed.cpu
+    assert mixed.items == 60 and mixed.items_per_s_per_gpu == 3.0
+    cpu = summarize([{"wall_s": 10, "gpus": 0, "ok": 30}, {"wall_s": 20, "gpus": [], "ok": 30}])
+    assert cpu.cpu and not cpu.gpus_assumed and cpu.items_per_s_per_gpu is None and cpu.gpu_s == 0
 
 
 def test_stage_keys_and_missing_log(tmp_path: Path) -> None:

@@ -59,3 +59,32 @@ def test_make_shards_cli(frame_cache: Path, tmp_path: Path) -> None:
     r = subprocess.run([BENCHCHECK, "data", "make-shards", str(frame_cache), "--out", str(tmp_path / "o"),
                         "--shard-size", "lots"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--shard-size" in r.stderr
+
+
+def test_a_shard_not_extracted_yet_lists_the_members_extraction_would_refuse(tmp_path: Path) -> None:
+    """A downloaded shard with unsafe members is not "OK (not extracted yet)": verify names them."""
+    import io
+    import json
+    import tarfile
+
+    from benchcheck.data.manifest import sha256_file
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    shard = pkg / "frames_000.tar"
+    with tarfile.open(shard, "w", format=tarfile.GNU_FORMAT) as tf:
+        for name, kind, link in (("vid1/frame_0.jpg", tarfile.REGTYPE, ""), ("../escape.txt", tarfile.REGTYPE, ""),
+                                 ("vid1/etc", tarfile.SYMTYPE, "/etc")):
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.linkname = kind, link
+            ti.size = 4 if kind == tarfile.REGTYPE else 0
+            tf.addfile(ti, io.BytesIO(b"data") if kind == tarfile.REGTYPE else None)
+    (pkg / "frames_manifest.json").write_text(json.dumps(
+        {"shards": [{"file": shard.name, "sha256": sha256_file(shard)}], "n_videos": 1}))
+    rep = verify_manifest(pkg / "frames_manifest.json", "frames", None, None)
+    (v,) = rep.verdicts
+    assert v.status == "refused" and not rep.good
+    assert "not extracted yet; extraction would refuse 2 members" in v.detail
+    assert "'../escape.txt'" in v.detail and "'vid1/etc'" in v.detail and "symbolic link" in v.detail
+    r = subprocess.run([BENCHCHECK, "data", "verify", str(pkg)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "REFUSED MEMBERS" in r.stdout + r.stderr and "escape.txt" in r.stdout + r.stderr

@@ -130,7 +130,7 @@ def test_tiny_model_served_as_the_vlm(tmp_path: Path, clips: Path,
     """A real (random-weight) Qwen3-VL behind ``benchcheck serve``, judged by a scripted judge."""
     model = build_tiny_model(tmp_path / "tiny")
     dataset = write_dataset([qa_entry("a", "Is there a car?"), qa_entry("b", "How many?", "3", "sub/b.mp4")])
-    judge_rules = [{"match": "Candidate answer:", "reply": "Unrelated to the reference.\n0"}]
+    judge_rules = [{"match": "Candidate answer:", "reply": "Unrelated to the reference.\nSCORE: 0"}]
     out = tmp_path / "out"
     with serve_cli("--model", str(model), "--device", "cpu", "--served-model-name", "tiny-vlm") as vlm_url, \
             scripted_server(tmp_path, "judge-x", judge_rules) as judge_url:
@@ -150,8 +150,8 @@ def test_endpoint_latency_is_the_whole_item(tmp_path: Path, clips: Path, monkeyp
     import asyncio
     import time
 
+    from benchcheck.masking import Masker
     from benchcheck.qa.dataset import QAItem
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.vlm_endpoint import EndpointVLM
 
     real_media = EndpointVLM._media
@@ -166,7 +166,7 @@ def test_endpoint_latency_is_the_whole_item(tmp_path: Path, clips: Path, monkeyp
 
     async def ask(url: str) -> Any:
         vlm = EndpointVLM(url + "/v1", "cosmos", num_frames=2, timeout_s=30, watchdog_grace_s=5,
-                          redactor=Redactor([]), max_side=64)
+                          redactor=Masker([]), max_side=64)
         try:
             t0 = time.monotonic()
             ans = await vlm.answer(item)
@@ -179,3 +179,34 @@ def test_endpoint_latency_is_the_whole_item(tmp_path: Path, clips: Path, monkeyp
     assert ans.status == "ok" and ans.answer == "yes"
     assert ans.latency_s > ans.prep_s >= 0.4
     assert ans.latency_s <= wall
+
+
+def test_endpoint_failures_are_the_openai_engines_kinds(tmp_path: Path, clips: Path,
+                                                        write_dataset: Callable[[list[Any]], Path]) -> None:
+    """QA's endpoint VLM goes through the openai engine: a 400 naming the context limit is
+    context_too_long, a 200 that is not a chat completion is bad_output, a 429 is not retried
+    (no retries around the VLM call), in frames and video-URL modes alike."""
+    def reply(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        text = body["messages"][-1]["content"][-1]["text"].lower()
+        if "long" in text:
+            return 400, {"error": {"message": "This model's maximum context length is 32768 tokens", "code": 400}}
+        if "odd" in text:
+            return 200, {"unexpected": True}
+        if "busy" in text:
+            return 429, {"error": {"message": "slow down", "code": 429}}
+        return 200, completion("cosmos", "yes")
+
+    dataset = write_dataset([qa_entry("long", "Too long?"), qa_entry("odd", "Odd?"), qa_entry("busy", "Busy?"),
+                             qa_entry("ok", "Fine?")])
+    host = RecordingHost("cosmos", reply)
+    with thread_server(host.app()) as url:
+        frames = _run(dataset, clips, tmp_path / "f", url, "--num-frames", "2", "--max-side", "64")
+        by_url = _run(dataset, clips, tmp_path / "u", url, "--video-url-base", "http://10.0.0.5:7777/clips")
+    for res, out in ((frames, tmp_path / "f"), (by_url, tmp_path / "u")):
+        assert res.returncode == 3, res.stderr
+        summary = read_json(out / "summary.json")
+        assert summary["vlm_errors_by_kind"] == {"bad_output": 1, "context_too_long": 1, "http": 1}
+        assert summary["counts"]["unjudged"] == 1
+    busy = [c for c in host.chats() if "Busy?" in c["messages"][-1]["content"][-1]["text"]]
+    assert len(busy) == 2  # once per run: never retried
+    assert host.chats()[-1]["messages"][-1]["content"][0]["type"] == "video_url"

@@ -37,7 +37,7 @@ def _grader(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     ref = re.search(r"Reference answer: (.*)", prompt)
     cand = re.search(r"Candidate answer: (.*)", prompt)
     same = ref is not None and cand is not None and ref.group(1).strip() == cand.group(1).strip()
-    return 200, completion("judge-reported-v2", f"Compared.\n{1 if same else 0}")
+    return 200, completion("judge-reported-v2", json.dumps({"score": 1 if same else 0, "reasoning": "Compared."}))
 
 
 def _run(dataset: Path, clips: Path, out: Path, env: dict[str, str], *extra: str) -> Any:

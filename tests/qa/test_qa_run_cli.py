@@ -15,15 +15,17 @@ import pytest
 from qa_servers import qa_entry, read_json, run_cli, scripted_server, vlm_cmd
 
 JUDGE_RULES: list[dict[str, Any]] = [
-    {"match": "Candidate answer: yes", "reply": "The candidate says yes, as the reference does.\n1"},
+    {"match": "Candidate answer: yes",
+     "reply": '{"score": 1, "reasoning": "The candidate says yes, as the reference does."}'},
     {"match": "Candidate answer: 2\\b",
-     "reply": "<think>Reference says 3 people; maybe 1 point? No.</think>Counts differ: 2 vs 3.\nScore: 0"},
-    {"match": "Candidate answer: partly", "reply": "Half of the events are named.\nScore: 0.5 out of 1"},
-    {"match": "Candidate answer: nonumber", "reply": "I cannot grade this answer."},
+     "reply": "<think>Reference says 3 people; maybe 1 point? No.</think>Counts differ: 2 vs 3.\nSCORE: 0"},
+    {"match": "Candidate answer: partly",
+     "reply": '```json\n{"score": 0.5, "reasoning": "Half of the events are named."}\n```'},
+    {"match": "Candidate answer: nonumber", "reply": "I cannot grade this answer, the reference says 1."},
     {"match": "Candidate answer: flaky", "error": {"status": 503, "message": "warming up"}, "times": 2},
-    {"match": "Candidate answer: flaky", "reply": "Right after the retries.\n1"},
+    {"match": "Candidate answer: flaky", "reply": '{"score": 1, "reasoning": "Right after the retries."}'},
     {"match": "Candidate answer: busy", "error": {"status": 429, "message": "rate limited"}, "times": 1},
-    {"match": "Candidate answer: busy", "reply": "Right once the rate limit passed.\n1"},
+    {"match": "Candidate answer: busy", "reply": "Right once the rate limit passed.\nSCORE: 1"},
 ]
 
 
@@ -82,7 +84,7 @@ def test_hanging_item_ends_on_time_others_scored(tmp_path: Path, clips: Path,
     assert set(errors) == {"hang-4", "crash-5", "nonumber-6"}
     assert errors["hang-4"]["kind"] == "watchdog" and "watchdog" in errors["hang-4"]["error"]
     assert "exited 4" in errors["crash-5"]["error"] and "ngc-secret-value" not in errors["crash-5"]["error"]
-    assert errors["nonumber-6"]["stage"] == "judge" and "no score" in errors["nonumber-6"]["error"]
+    assert errors["nonumber-6"]["stage"] == "judge" and "no verdict in 4 replies" in errors["nonumber-6"]["error"]
     assert summary["model_served"] == "fake-vlm-1"
     assert summary["judge_model"] == "scripted:judge-x"
     assert summary["exit_code"] == 3

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.outputs import OUTPUT_FILES, write_outputs
 from benchcheck.qa.records import Judgement, VLMAnswer
-from benchcheck.qa.redact import Redactor
 from benchcheck.qa.summary import ItemResult, build_summary, exit_code, percentile
 
 
@@ -52,7 +52,7 @@ def test_errors_never_enter_accuracy_or_latency() -> None:
     assert s["accuracy"] == pytest.approx(0.625)
     assert s["counts"] | {"skipped_by_reason": None} == {
         "dataset_entries": 6, "selected": 4, "scored": 2, "errors": 2, "vlm_errors": 1, "judge_errors": 1,
-        "unjudged": 0, "skipped": 2, "skipped_by_reason": None, "not_selected_by_limit": 0}
+        "unjudged": 0, "dataset_errors": 0, "skipped": 2, "skipped_by_reason": None, "not_selected_by_limit": 0}
     # Latency over the three successful VLM calls (1, 3, 2 s), not the killed one (62 s).
     assert s["latency_s"]["n"] == 3 and s["latency_s"]["mean"] == pytest.approx(2.0)
     assert s["latency_s"]["p50"] == pytest.approx(2.0) and s["latency_s"]["max"] == 3.0
@@ -82,7 +82,7 @@ def test_output_files(tmp_path: Path) -> None:
     s = build_summary(results, dataset_entries=4, skipped={}, not_selected=0,
                       settings={"dataset": "d.json", "vlm_cmd": "vlm --key topsecret-1234"},
                       judge_model_requested="j", judge_hint=None)
-    write_outputs(tmp_path, results, s, Redactor(["topsecret-1234"]))
+    write_outputs(tmp_path, results, s, Masker(["topsecret-1234"]))
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(OUTPUT_FILES)
     ev = json.loads((tmp_path / "qa_evaluator_output.json").read_text())
     assert set(ev) == {"average_score", "eval_output_items"}

@@ -15,16 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qa_servers import qa_entry, read_json, run_cli
 
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
-from benchcheck.qa.redact import Redactor
+from benchcheck.qa.proc import run_with_watchdog
 from benchcheck.qa.vlm import VLMOptions, make_vlm
 from benchcheck.qa.vlm_cmd import (
     CommandVLM,
     check_template,
     fill_template,
     parse_vlm_output,
-    run_with_watchdog,
     split_template,
 )
 
@@ -65,12 +65,12 @@ def test_placeholder_inside_a_word_is_refused(template: str) -> None:
         split_template(template)
     with pytest.raises(PreconditionError, match="--vlm-cmd"):
         make_vlm(VLMOptions(cmd=template), num_frames=1, timeout_s=5, watchdog_grace_s=1, concurrency=1,
-                 redactor=Redactor([]), warn=lambda _m: None)
+                 redactor=Masker([]), warn=lambda _m: None)
 
 
 def test_missing_program_is_a_precondition() -> None:
     with pytest.raises(ValueError, match="not found"):
-        CommandVLM("/nonexistent/vlm-9f2 {video} {question}", 1, 5, 1, Redactor([]))
+        CommandVLM("/nonexistent/vlm-9f2 {video} {question}", 1, 5, 1, Masker([]))
 
 
 @pytest.mark.parametrize("template", [
@@ -83,7 +83,7 @@ def test_question_is_never_run_by_a_shell(tmp_path: Path, template: str) -> None
     in it is executed (the marker file would appear otherwise)."""
     marker = tmp_path / "pwned"
     question = f"x $(touch {marker}) `touch {marker}` y; touch {marker} && id -u | cat > {marker}"
-    argv = CommandVLM(template, 1, 5, 1, Redactor([])).command_for(_item(tmp_path, question))
+    argv = CommandVLM(template, 1, 5, 1, Masker([])).command_for(_item(tmp_path, question))
     res = asyncio.run(run_with_watchdog(argv, 10))
     assert res.returncode == 0 and not res.killed
     assert not marker.exists()
@@ -162,7 +162,7 @@ def _item(tmp_path: Path, question: str) -> QAItem:
 
 
 def test_exit_code_and_signal_are_errors(tmp_path: Path) -> None:
-    red = Redactor(["s3cr3t-value"])
+    red = Masker(["s3cr3t-value"])
     vlm = CommandVLM("sh -c 'echo token s3cr3t-value >&2; exit 7' {video} {question}", 1, 5, 1, red)
     ans = asyncio.run(vlm.answer(_item(tmp_path, "q")))
     assert ans.status == "error" and ans.error_kind == "exit"
@@ -175,7 +175,7 @@ def test_exit_code_and_signal_are_errors(tmp_path: Path) -> None:
 
 def test_timeout_placeholder_and_env(tmp_path: Path) -> None:
     vlm = CommandVLM("sh -c 'printf \"{\\\"answer\\\": \\\"%s|%s\\\", \\\"model\\\": \\\"m\\\"}\" \"$1\" \"$2\"' "
-                     "sh {timeout} {num_frames} {video} {question}", 16, 2.5, 1, Redactor([]))
+                     "sh {timeout} {num_frames} {video} {question}", 16, 2.5, 1, Masker([]))
     ans = asyncio.run(vlm.answer(_item(tmp_path, "q")))
     assert (ans.status, ans.answer, ans.model) == ("ok", "2.5|16", "m")
     assert os.getpgrp() != 0

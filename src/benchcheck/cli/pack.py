@@ -14,21 +14,26 @@ from benchcheck.cli.common import die
 @click.option("--results", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
               help="Results folder: step*/ (pool) or conditions_results.csv + p1_raw/ (sweep).")
 @click.option("--logs", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
-              help="Log folder to include (repeatable, e.g. --logs logs --logs data/logs); "
-                   "its text files go in with secrets masked.")
+              help="Log folder to include (repeatable, e.g. --logs logs --logs data/logs); every text "
+                   "file in it (decided by content; UTF-8/16/32, gzip/bzip2/xz too) goes in with secrets "
+                   "masked, and files that cannot be checked (binary) are left out and listed.")
+@click.option("--include-unchecked", is_flag=True,
+              help="Pack the log files that cannot be checked for secrets as they are (still listed).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Tarball path (default pool_returns_<host>_<date>.tar.gz or fp_returns_... for a sweep).")
 @click.option("--launcher-changes", default="", help="What you changed in the launcher (goes into the report).")
 @click.option("--upload", "repo", default=None, help="Dataset repo to upload to (needs a configured token).")
 @click.option("--path-in-repo", default="returns", show_default=True,
               help="Folder (or exact .tar.gz path) in the repo for the upload.")
-def pack_cmd(results: Path, logs: tuple[Path, ...], out: Path | None, launcher_changes: str, repo: str | None,
-             path_in_repo: str) -> None:
+def pack_cmd(results: Path, logs: tuple[Path, ...], include_unchecked: bool, out: Path | None,
+             launcher_changes: str, repo: str | None, path_in_repo: str) -> None:
     """Pack results and logs into a tarball with a sha256sum file and a report (JSON + Markdown).
 
     The report gives per step (or sweep condition): items done, removed, error rows with example
     item ids, wall time, items/s per GPU, rows added, the server launch lines (secrets redacted)
-    and launcher changes. With --upload the four files go to the dataset repo in one commit;
+    and launcher changes. Result files are data and go in as they are; log files are masked
+    (--api-key values, Bearer tokens, hf_ tokens, values of *_API_KEY/*_TOKEN/*_SECRET variables).
+    With --upload the four files go to the dataset repo in one commit;
     without a token it says so, leaves the files ready to send and exits 2. Exit 3 when the
     upload fails.
 
@@ -44,7 +49,8 @@ def pack_cmd(results: Path, logs: tuple[Path, ...], out: Path | None, launcher_c
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--path-in-repo") from e
     try:
-        res = pack(PackOptions(results, logs, out, launcher_note=launcher_changes))
+        res = pack(PackOptions(results, logs, out, launcher_note=launcher_changes,
+                              include_unchecked=include_unchecked))
     except ValueError as e:
         die(str(e))
         return

@@ -22,10 +22,12 @@ def _report(outcome: Any) -> None:
     p50 = "n/a" if lat["p50"] is None else f"{lat['p50']:.2f} s"
     p95 = "n/a" if lat["p95"] is None else f"{lat['p95']:.2f} s"
     click.echo(f"accuracy {acc} over {c['scored']} scored items; {c['vlm_errors']} VLM errors, "
-               f"{c['judge_errors']} judge errors, {c['skipped']} skipped; latency p50 {p50}, p95 {p95}", err=True)
+               f"{c['judge_errors']} judge errors, {c.get('dataset_errors', 0)} dataset errors, {c['skipped']} "
+               f"skipped; latency p50 {p50}, p95 {p95}", err=True)
     click.echo(f"model served: {s['model_served']}; judge model: {s['judge_model']}", err=True)
     for e in s["errors"][:10]:
-        click.echo(f"item {e['id']}: {e['error']}", err=True)
+        who = f"item {e['id']}" if e.get("id") is not None else f"entry {e.get('entry')}"
+        click.echo(f"{who}: {e['error']}", err=True)
     if len(s["errors"]) > 10:
         click.echo(f"... {len(s['errors']) - 10} more errors in summary.json", err=True)
     for note in outcome.notes:
@@ -33,17 +35,23 @@ def _report(outcome: Any) -> None:
     click.echo(str(outcome.output_dir / "summary.json"))
 
 
-def _judge_config(skip: bool, concurrency: int, max_tokens: int, timeout: float) -> Any:
+def _judge_config(skip: bool, concurrency: int, max_tokens: int, timeout: float, fmt: str = "auto") -> Any:
     import os
 
     from benchcheck.qa.judge import JudgeConfig
 
     if skip:
         return None
-    return JudgeConfig.from_env(os.environ, concurrency=concurrency, max_tokens=max_tokens, timeout_s=timeout)
+    return JudgeConfig.from_env(os.environ, concurrency=concurrency, max_tokens=max_tokens, timeout_s=timeout,
+                                verdict_format=fmt)
 
 
 def _judge_options(f: Any) -> Any:
+    f = click.option("--judge-format", type=click.Choice(["auto", "json", "line"]), default="auto",
+                     show_default=True,
+                     help="How the judge gives its verdict: json (a JSON object, sent with response_format), "
+                          "line (a last line 'SCORE: <x>'), auto (json, or line when the endpoint refuses "
+                          "response_format). A reply without a verdict is asked again, then is a judge error.")(f)
     f = click.option("--judge-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
                      help="Seconds per judge request (connection errors, 429 and 5xx are retried).")(f)
     f = click.option("--judge-max-tokens", type=click.IntRange(min=16), default=1024, show_default=True,
@@ -91,39 +99,56 @@ def qa() -> None:
               help="VLM calls in flight (1 measures unloaded latency).")
 @click.option("--skip-judge", is_flag=True, help="Latency only: no judge is called or needed.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run the first N runnable items only.")
+@click.option("--vlm-env", multiple=True, metavar="NAME",
+              help="Pass this environment variable to the --vlm-cmd child even though its name looks like a "
+                   "secret (repeatable). The child gets the environment minus the judge's EVAL_LLM_JUDGE_* "
+                   "variables and every *_API_KEY, *_KEY, *_TOKEN, *_SECRET, *PASSWORD* (and similar) variable.")
 @_judge_options
 def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_endpoint: str | None,
         vlm_model: str | None, vlm_api_key_env: str | None, inline_media: bool, video_url_base: str | None,
         num_frames: int, max_side: int, max_tokens: int, timeout: float, watchdog_grace: float,
-        concurrency: int, skip_judge: bool, limit: int | None, judge_concurrency: int,
-        judge_max_tokens: int, judge_timeout: float) -> None:
+        concurrency: int, skip_judge: bool, limit: int | None, vlm_env: tuple[str, ...], judge_format: str,
+        judge_concurrency: int, judge_max_tokens: int, judge_timeout: float) -> None:
     """Ask the VLM every qa item, time it, score it with the LLM judge, write the outputs.
 
     The judge is read from EVAL_LLM_JUDGE_BASE_URL, EVAL_LLM_JUDGE_NAME and EVAL_LLM_JUDGE_API_KEY;
-    only that key is sent, and only to that host. Exit 0: every item ok; 2: a precondition
-    failed; 3: an item errored (a VLM error or a judge error, never counted as a low score).
+    only that key is sent, and only to that host. The --vlm-cmd child never sees the judge's
+    variables nor any secret-named variable (*_API_KEY, *_TOKEN, *_SECRET, *PASSWORD*...) unless
+    passed with --vlm-env NAME; everything else (the VLM CLI's own settings) passes as it is.
+    When the command's main process exits, everything it started is ended (its process group,
+    and children that left it with setsid).
+
+    Exit 0: every item ok; 2: a precondition failed (unreadable dataset, no runnable qa item, no
+    judge settings); 3: an item errored (a VLM error, a judge error, or a qa entry of the dataset
+    that cannot run; never counted as a low score). Entries that are not qa are skipped and
+    counted, not errors.
 
     \b
     Example:
-      benchcheck qa run --dataset qa.json --videos clips --output-dir out/qa --vlm-cmd "myvlm {video} {question}"
+      benchcheck qa run --dataset qa.json --videos clips --output-dir out/qa \
+        --vlm-cmd "myvlm {video} {question}" --vlm-env NGC_API_KEY
     """
     import asyncio
     import os
     from pathlib import Path
 
+    from benchcheck.masking import Masker
     from benchcheck.qa.errors import PreconditionError
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.runner import RunOptions, run_qa
     from benchcheck.qa.vlm import VLMOptions, make_vlm
 
+    if vlm_cmd is not None:
+        from benchcheck.qa.proc import enable_subreaper
+
+        enable_subreaper()  # orphans of a --vlm-cmd come back to this process to be ended
     # The VLM key's variable may have any name: its value is masked like the usual secrets.
-    redactor = Redactor.from_env(extra=[os.environ.get(vlm_api_key_env, "")] if vlm_api_key_env else [])
+    redactor = Masker.from_env(extra=[os.environ.get(vlm_api_key_env, "")] if vlm_api_key_env else [])
     opts = RunOptions(Path(dataset), Path(videos), Path(output_dir), num_frames=num_frames, timeout_s=timeout,
                       watchdog_grace_s=watchdog_grace, concurrency=concurrency, limit=limit)
     vopts = VLMOptions(vlm_cmd, vlm_endpoint, vlm_model, vlm_api_key_env, inline_media, video_url_base,
-                       max_side, max_tokens)
+                       max_side, max_tokens, vlm_env)
     try:
-        judge = _judge_config(skip_judge, judge_concurrency, judge_max_tokens, judge_timeout)
+        judge = _judge_config(skip_judge, judge_concurrency, judge_max_tokens, judge_timeout, judge_format)
         vlm = make_vlm(vopts, num_frames=num_frames, timeout_s=timeout, watchdog_grace_s=watchdog_grace,
                        concurrency=concurrency, redactor=redactor,
                        warn=lambda m: click.echo(f"warning: {redactor.text(m)}", err=True))
@@ -138,7 +163,8 @@ def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_end
 @click.option("--output-dir", type=click.Path(file_okay=False, exists=True), required=True,
               help="The folder of a finished `qa run`.")
 @_judge_options
-def judge(output_dir: str, judge_concurrency: int, judge_max_tokens: int, judge_timeout: float) -> None:
+def judge(output_dir: str, judge_format: str, judge_concurrency: int, judge_max_tokens: int,
+          judge_timeout: float) -> None:
     """Re-judge the stored answers of a run (no VLM calls) and rewrite its outputs.
 
     Verdicts already in the folder's judge cache for the same judge model and prompt version
@@ -151,13 +177,13 @@ def judge(output_dir: str, judge_concurrency: int, judge_max_tokens: int, judge_
     import asyncio
     from pathlib import Path
 
+    from benchcheck.masking import Masker
     from benchcheck.qa.errors import PreconditionError
-    from benchcheck.qa.redact import Redactor
     from benchcheck.qa.runner import judge_stored
 
-    redactor = Redactor.from_env()
+    redactor = Masker.from_env()
     try:
-        config = _judge_config(False, judge_concurrency, judge_max_tokens, judge_timeout)
+        config = _judge_config(False, judge_concurrency, judge_max_tokens, judge_timeout, judge_format)
         outcome = asyncio.run(judge_stored(Path(output_dir), config, redactor))
     except PreconditionError as e:
         die(redactor.text(str(e)))

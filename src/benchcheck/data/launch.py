@@ -1,28 +1,21 @@
 """Server launch lines from ``launch_params.txt``: secrets redacted, changes from the SPEC found.
 
 The report quotes the launch lines verbatim except for secrets (``--api-key``, ``HF_TOKEN=``,
-``hf_…`` tokens, ``Authorization`` headers), and lists every server flag that differs from the
-launcher the SPEC fixes (section 3 for the screening steps, section 5 for the sweep).
+``hf_…`` tokens, ``Authorization`` headers; :mod:`benchcheck.masking` is the one masking helper),
+and lists every server flag that differs from the launcher the SPEC fixes (section 3 for the
+screening steps, section 5 for the sweep).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from benchcheck.masking import redact
 
 _VLLM = re.compile(r"\bvllm\b")
 _STEP = re.compile(r"\bstep\s*(\d+)\b")
-
-_SECRETS = [
-    re.compile(r"(--api-key[= ]\s*)(\S+)"),
-    re.compile(r"((?:HF_TOKEN|HUGGING_FACE_HUB_TOKEN|OPENAI_API_KEY|[A-Z_]*API_KEY)=)(\S+)"),
-    re.compile(r"((?:Authorization|authorization):\s*Bearer\s+)(\S+)"),
-    re.compile(r"()(hf_[A-Za-z0-9]{16,})"),
-]
 
 # The vLLM flags the SPEC fixes per kind of run (only these may differ, and each difference is reported).
 EXPECTED: dict[str, dict[str, str]] = {
@@ -31,52 +24,6 @@ EXPECTED: dict[str, dict[str, str]] = {
     "sweep": {"--gpu-memory-utilization": "0.85", "--max-model-len": "65536",
               "--limit-mm-per-prompt": '{"image": 1024}', "--max-num-seqs": "32"},
 }
-
-
-def redact(line: str) -> str:
-    """The line with every secret value replaced by ``***``."""
-    for pat in _SECRETS:
-        line = pat.sub(lambda m: m.group(1) + "***", line)
-    return line
-
-
-_SECRET_ENV = re.compile(r"(?:_API_KEY|_TOKEN|_SECRET)$")
-_MIN_SECRET_LEN = 8  # shorter values ("1", "true") would mask ordinary text, and are no secret
-
-
-def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values of secret-looking environment variables (names ending in ``_API_KEY``,
-    ``_TOKEN`` or ``_SECRET``, ``HF_TOKEN`` among them), longest first; short values are left out."""
-    env = os.environ if environ is None else environ
-    vals = {line.strip() for k, v in env.items() if _SECRET_ENV.search(k.upper()) for line in v.splitlines()}
-    return sorted((v for v in vals if len(v) >= _MIN_SECRET_LEN), key=lambda v: (-len(v), v))
-
-
-def mask_values(text: str, secrets: list[str]) -> str:
-    """``text`` with every value in ``secrets`` replaced by ``***`` (nothing else touched)."""
-    for value in secrets:
-        text = text.replace(value, "***")
-    return text
-
-
-def mask(text: str, secrets: list[str]) -> str:
-    """``text`` with every value in ``secrets`` replaced and :func:`redact` applied per line.
-
-    For plain text (launch lines, server and client logs); JSON goes through :func:`mask_json`,
-    since a ``--api-key`` value in a JSON string would otherwise take the closing quote with it.
-    """
-    return "".join(redact(line) for line in mask_values(text, secrets).splitlines(keepends=True))
-
-
-def mask_json(obj: Any, secrets: list[str]) -> Any:
-    """A parsed JSON value with :func:`mask` applied to every string in it (keys included)."""
-    if isinstance(obj, str):
-        return mask(obj, secrets)
-    if isinstance(obj, list):
-        return [mask_json(v, secrets) for v in obj]
-    if isinstance(obj, dict):
-        return {mask(str(k), secrets): mask_json(v, secrets) for k, v in obj.items()}
-    return obj
 
 
 def read_launch_lines(paths: list[Path]) -> list[str]:

@@ -1,15 +1,16 @@
 """``pack``: the results tarball, its ``sha256sum`` file and the report; optional Hub upload.
 
-The tarball holds the result files a run produced (pool: ``step*/`` and ``run_log.jsonl``;
-sweep: ``conditions_results.csv``, ``p1_raw/`` and ``run_log.jsonl``), the log folders and the
-report, under the paths they have relative to the current folder (``results/pool/step1/...``,
-``logs/...``, as the seeds' ``tar -czf`` writes them). Text files of the log folders (``.txt``,
-``.log``, ``.jsonl``, ``.json``, ``.out``, ``.err``, ``.sh``) go in masked as the report is
-(``--api-key``, ``HF_TOKEN=``, ``hf_…``, Bearer headers), and so does every value of a
-secret-looking environment variable (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``) and the
-configured Hub token. The tarball is hashed while it is written, goes through ``.partial`` and
-a rename, and its ``.sha256`` is written last: a kill leaves either no tarball or a complete one
-with its checksum.
+The tarball holds the result files a run produced (pool: ``step*/``, ``run_log.jsonl`` and the
+assembled outputs; sweep: ``conditions_results.csv``, ``p1_raw/``, ``run_log.jsonl`` and the
+analysis), the log folders and the report, under the paths they have relative to the current
+folder (``results/pool/step1/...``, ``logs/...``, as the seeds' ``tar -czf`` writes them).
+
+Result files are data, not logs: they go in as they are. Every file of the log folders is a log:
+text (decided by content, any encoding with a BOM, UTF-16, inside gzip/bzip2/xz too) goes in
+masked by :mod:`benchcheck.data.pack_logs`, and a file that cannot be checked is left out and
+listed in the report (``include_unchecked`` packs it as it is). The tarball is hashed while it
+is written, goes through ``.partial`` and a rename, and its ``.sha256`` is written last: a kill
+leaves either no tarball or a complete one with its checksum.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ import socket
 import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import BinaryIO
 
-from benchcheck.data.launch import env_secrets, mask, mask_json, mask_values
+from benchcheck.atomic import write_bytes_atomic
 from benchcheck.data.manifest import safe_relative
+from benchcheck.data.pack_logs import Unchecked, mask_stream
 from benchcheck.data.report import RUN_LOG, SWEEP_CSV, ReturnsReport, build_report, results_kind, to_markdown
+from benchcheck.masking import Masker
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -48,6 +51,7 @@ class PackOptions:
     host: str | None = None
     date: str | None = None
     launcher_note: str = ""
+    include_unchecked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,7 @@ class PackResult:
     report_json: Path
     report_md: Path
     report: ReturnsReport
+    unchecked: tuple[str, ...] = ()
 
     @property
     def files(self) -> list[Path]:
@@ -86,13 +91,25 @@ def arcname(path: Path) -> str:
     return rel if rel != "." else p.name
 
 
+# What ``assemble`` writes beside the step folders (pool.duckdb is left out: it is rebuilt from
+# pool_items.parquet in seconds and is the largest of them).
+POOL_ASSEMBLED = ("pool_items.parquet", "pool_summary.md", "pool_summary.csv", "run_accounting.csv")
+
+
+def _sweep_analysis(results: Path) -> list[Path]:
+    """The sweep's analysis outputs: an ``analysis/`` folder and ``*analysis*`` files beside the CSV."""
+    found = [p for p in results.iterdir() if "analysis" in p.name.lower() and (p.is_file() or p.is_dir())]
+    return sorted(found)
+
+
 def result_members(results: Path) -> list[Path]:
     """The files and folders of a results folder that go back (not the copied item inputs)."""
     if results_kind(results) == "sweep":
         names = [SWEEP_CSV, "p1_raw", RUN_LOG]
-        return [results / n for n in names if (results / n).exists()]
+        return [results / n for n in names if (results / n).exists()] + _sweep_analysis(results)
     steps = sorted(p for p in results.iterdir() if p.is_dir() and re.fullmatch(r"step\d+", p.name))
-    return [*steps, *([results / RUN_LOG] if (results / RUN_LOG).is_file() else [])]
+    files = [results / n for n in (RUN_LOG, *POOL_ASSEMBLED) if (results / n).is_file()]
+    return [*steps, *files]
 
 
 class _HashingFile:
@@ -117,78 +134,46 @@ def _clean(ti: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return ti
 
 
-# Text files of the log folders are masked on their way into the tarball (launch lines, vLLM and
-# client logs can carry --api-key values, HF_TOKEN=..., Bearer headers); other files go as they are.
-TEXT_SUFFIXES = frozenset({".txt", ".log", ".jsonl", ".json", ".out", ".err", ".sh"})
-
-
-def secrets_to_mask() -> list[str]:
-    """Secret-looking environment values and the configured Hub token, longest first."""
+def secrets_to_mask() -> Masker:
+    """The masker of the tarball and the report: secret-named environment values, the configured
+    Hub token, and the secret-shaped patterns (:mod:`benchcheck.masking`)."""
     from huggingface_hub import get_token
 
-    found = env_secrets()
-    token = (get_token() or "").strip()
-    if len(token) >= 8 and token not in found:
-        found.append(token)
-    return sorted(found, key=lambda v: (-len(v), v))
+    return Masker.from_env(extra=[(get_token() or "").strip()])
 
 
-_JSON_WHOLE_MAX = 64 << 20  # a .json log larger than this is masked as text, line by line
+@dataclass(slots=True)
+class _LogsTally:
+    """The log files that could not be checked for secrets (left out, or packed as asked)."""
+
+    include_unchecked: bool
+    unchecked: list[str] = field(default_factory=list)
 
 
-def _mask_json_text(text: str, secrets: list[str]) -> str | None:
-    """``text`` masked string by string when it is JSON (unchanged when nothing is secret), else None."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    masked = mask_json(obj, secrets)
-    if masked == obj:
-        return text
-    return json.dumps(masked, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
-
-
-def _write_masked(path: Path, dst: IO[bytes], secrets: list[str]) -> int:
-    """Write ``path`` masked into ``dst``; return the number of bytes written.
-
-    Streamed line by line (a ``.jsonl`` line, or a whole ``.json`` file, masked value by value so
-    it stays valid JSON); bytes that are not UTF-8 pass through unchanged.
-    """
-    def enc(text: str) -> bytes:
-        return text.encode("utf-8", "surrogateescape")
-
-    suffix = path.suffix.lower()
-    if suffix == ".json" and path.stat().st_size <= _JSON_WHOLE_MAX:
-        text = path.read_bytes().decode("utf-8", "surrogateescape")
-        whole = _mask_json_text(text, secrets)
-        return dst.write(enc(whole if whole is not None else mask(text, secrets)))
-    n = 0
-    with path.open("rb") as f:
-        for raw in f:
-            line = raw.decode("utf-8", "surrogateescape")
-            masked = _mask_json_text(line, secrets) if suffix == ".jsonl" else None
-            n += dst.write(enc(masked if masked is not None else mask(line, secrets)))
-    return n
-
-
-def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, secrets: list[str]) -> None:
-    """Add a log folder as ``tf.add`` would (sorted, links and specials left out), text files masked."""
+def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, masker: Masker, tally: _LogsTally) -> None:
+    """Add a log folder as ``tf.add`` would (sorted, links and specials left out), every file
+    masked (:mod:`benchcheck.data.pack_logs`); one that cannot be checked is listed in ``tally``
+    and left out unless ``include_unchecked``."""
     ti = _clean(tf.gettarinfo(str(path), arcname=arc))
     if ti is None:
         return
     if ti.isdir():
         tf.addfile(ti)
         for name in sorted(os.listdir(path)):
-            _add_logs(tf, path / name, f"{arc}/{name}", secrets)
+            _add_logs(tf, path / name, f"{arc}/{name}", masker, tally)
         return
-    if path.suffix.lower() in TEXT_SUFFIXES:
-        with tempfile.SpooledTemporaryFile(max_size=16 << 20) as src:
-            ti.size = _write_masked(path, src, secrets)
-            src.seek(0)
-            tf.addfile(ti, src)
-        return
-    with path.open("rb") as f:
-        tf.addfile(ti, f)
+    with path.open("rb") as f, tempfile.SpooledTemporaryFile(max_size=16 << 20) as dst:
+        try:
+            mask_stream(f, dst, masker)
+        except Unchecked as e:
+            tally.unchecked.append(f"{arc} ({e})")
+            if tally.include_unchecked:
+                f.seek(0)
+                tf.addfile(ti, f)
+            return
+        ti.size = dst.tell()
+        dst.seek(0)
+        tf.addfile(ti, dst)
 
 
 def _bytes_member(tf: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -217,7 +202,8 @@ def pack(opts: PackOptions) -> PackResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     base = stem(out.name)
     tmp = out.with_name(out.name + ".partial")
-    secrets = secrets_to_mask()
+    masker = secrets_to_mask()
+    tally = _LogsTally(opts.include_unchecked)
     # The report (JSON parsing) is built in a thread while the results are compressed (zlib
     # releases the GIL), then goes into the tarball as its last members.
     with ThreadPoolExecutor(max_workers=1) as ex:
@@ -230,31 +216,32 @@ def pack(opts: PackOptions) -> PackResult:
                 for m in result_members(results):
                     tf.add(m, arcname=f"{res_arc}/{m.relative_to(results).as_posix()}", filter=_clean)
                 for d in opts.logs:
-                    _add_logs(tf, d, arcname(d), secrets)
+                    _add_logs(tf, d, arcname(d), masker, tally)
                 report = pending.result()
+                if tally.unchecked:
+                    what = ("packed as they are (--include-unchecked)" if opts.include_unchecked
+                            else "left out; pass --include-unchecked to pack them as they are")
+                    report.notes.append(f"{len(tally.unchecked)} log files could not be checked for secrets, "
+                                        f"{what}: " + "; ".join(tally.unchecked))
                 # The report's launch lines are redacted already; the known secret values go too
                 # (string by string in the JSON, so it stays valid JSON).
-                masked = mask_json(json.loads(json.dumps(report.to_json())), secrets)
+                masked = masker.value(json.loads(json.dumps(report.to_json())))
                 report_json = json.dumps(masked, indent=1, ensure_ascii=False).encode() + b"\n"
-                report_md = mask_values(to_markdown(report), secrets).encode()
+                report_md = masker.text(to_markdown(report)).encode()
                 _bytes_member(tf, f"{base}.report.json", report_json)
                 _bytes_member(tf, f"{base}.report.md", report_md)
             raw.flush()
             os.fsync(raw.fileno())
     digest = hf.hash.hexdigest()
     rj, rm = out.with_name(f"{base}.report.json"), out.with_name(f"{base}.report.md")
-    _write_atomic(rj, report_json)
-    _write_atomic(rm, report_md)
+    write_bytes_atomic(rj, report_json)
+    write_bytes_atomic(rm, report_md)
+    # The tarball is streamed (hashed as it is written) into .partial, fsynced, then renamed:
+    # the same guarantees as benchcheck.atomic, which takes whole buffers.
     os.replace(tmp, out)
     sha_file = out.with_name(f"{base}.sha256")
-    _write_atomic(sha_file, f"{digest}  {out.name}\n".encode())
-    return PackResult(out, sha_file, digest, rj, rm, report)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_bytes_atomic(sha_file, f"{digest}  {out.name}\n".encode())
+    return PackResult(out, sha_file, digest, rj, rm, report, tuple(tally.unchecked))
 
 
 def repo_paths(path_in_repo: str, tarball: str) -> tuple[str, str]:

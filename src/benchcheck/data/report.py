@@ -46,6 +46,7 @@ class StageReport:
     gpus_assumed: bool
     launch_lines: list[str]
     launcher_changes: list[str]
+    cpu: bool = False  # every run recorded "gpus": 0: a CPU run, no items/s per GPU
 
 
 @dataclass(slots=True)
@@ -143,7 +144,7 @@ def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: l
             wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
             rows_added=t.rows_added if t else None, runs=t.runs if t else None,
             gpus_assumed=bool(t and t.gpus_assumed), launch_lines=mine,
-            launcher_changes=_changes(note, changes(mine, expected))))
+            launcher_changes=_changes(note, changes(mine, expected)), cpu=bool(t and t.cpu)))
     return stages
 
 
@@ -176,7 +177,7 @@ def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: 
             error_examples=sorted(set(errs))[:N_EXAMPLES], failed_items=None, na_rows=na.get(cond, 0),
             wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
             rows_added=added, runs=t.runs if t else None, gpus_assumed=bool(t and t.gpus_assumed),
-            launch_lines=cmds, launcher_changes=_changes(note, detected)))
+            launch_lines=cmds, launcher_changes=_changes(note, detected), cpu=bool(t and t.cpu)))
     return stages
 
 
@@ -261,7 +262,8 @@ def to_markdown(rep: ReturnsReport) -> str:
         cells = [s.name, _fmt(s.items_done), _fmt(s.removed) if rep.kind == "pool" else "-",
                  _fmt(s.na_rows) if rep.kind == "sweep" else "-", _fmt(s.error_rows),
                  _fmt(s.failed_items) if rep.kind == "pool" else "-", ", ".join(s.error_examples) or "-",
-                 _hms(s.wall_s), _fmt(s.items_per_s_per_gpu, 2), _fmt(s.rows_added), _fmt(s.runs)]
+                 _hms(s.wall_s), "CPU" if s.cpu else _fmt(s.items_per_s_per_gpu, 2), _fmt(s.rows_added),
+                 _fmt(s.runs)]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if rep.failures is not None:
         out += ["", f"Failures (data/logs/failures.jsonl): {rep.failures}"

@@ -4,8 +4,10 @@ A row may lack any field; what is missing stays unknown instead of becoming zero
 the union of the runs' ``[started, ended]`` intervals (parallel shards are not counted twice,
 idle gaps between reruns are not counted); GPU time is each run's ``wall_s`` times its GPUs.
 Items are the runs' ``ok`` counts (``items_attempted`` when no run has ``ok``), as
-``screen.assemble`` counts them. A run that does not record its GPUs (``gpus`` missing or 0) is
+``screen.assemble`` counts them. A run that does not record its GPUs (``gpus`` missing) is
 counted as one GPU, because the launcher runs one client shard per GPU; ``gpus_assumed`` says so.
+A run that records ``"gpus": 0`` ran on CPUs: a stage whose runs all did is ``cpu`` and has no
+items/s per GPU.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class StageTiming:
     engines: tuple[str, ...]
     models: tuple[str, ...] = ()
     gpus_assumed: bool = False
+    cpu: bool = False
 
     @property
     def items_per_s_per_gpu(self) -> float | None:
@@ -61,9 +64,10 @@ def _num(v: Any) -> float | None:
 
 
 def _n_gpus(v: Any) -> int | None:
+    """The recorded GPU count (0: a CPU run); None when the row does not say."""
     if isinstance(v, list | tuple):
-        return len(v) or None
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return len(v)
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
         return v
     if isinstance(v, str) and v.strip():
         return len([g for g in v.split(",") if g.strip()])
@@ -105,6 +109,7 @@ def summarize(rows: list[Mapping[str, Any]]) -> StageTiming:
     """One stage's runs → :class:`StageTiming`."""
     intervals, walls, gpu_s = [], [], []
     assumed = False
+    recorded: list[int] = []
     for r in rows:
         s, e, w = _time(r.get("started")), _time(r.get("ended")), _num(r.get("wall_s"))
         if s is not None and e is not None and e >= s:
@@ -114,6 +119,8 @@ def summarize(rows: list[Mapping[str, Any]]) -> StageTiming:
         g = _n_gpus(r.get("gpus"))
         if g is None:
             g, assumed = 1, True
+        else:
+            recorded.append(g)
         gpu_s.append(w * g if w is not None else None)
     wall = union_seconds(intervals) if len(intervals) == len(rows) and rows else _sum(walls)
     items = _sum([_num(r.get("ok")) for r in rows])
@@ -122,8 +129,9 @@ def summarize(rows: list[Mapping[str, Any]]) -> StageTiming:
     added = _sum([_num(r.get("rows_added")) for r in rows])
     engines = tuple(sorted({str(r["engine"]) for r in rows if r.get("engine")}))
     models = tuple(sorted({str(r["model"]) for r in rows if r.get("model")}))
+    cpu = bool(rows) and len(recorded) == len(rows) and sum(recorded) == 0
     return StageTiming(len(rows), wall, _sum(gpu_s), int(items) if items is not None else None,
-                       int(added) if added is not None else None, engines, models, assumed)
+                       int(added) if added is not None else None, engines, models, assumed, cpu)
 
 
 def read_run_log(path: str | Path) -> dict[str, StageTiming] | None:

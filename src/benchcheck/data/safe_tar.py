@@ -127,6 +127,20 @@ class _Writer:
         return n
 
 
+def would_refuse(tar_path: str | Path) -> list[Refusal]:
+    """The members :func:`safe_extract` would refuse by their own header (absolute, ``..``,
+    links, devices...), read without extracting anything. Refusals that depend on the target
+    (a symlink or file already on the way) can only be known at extraction. Raises
+    ``tarfile.TarError`` when the archive cannot be read."""
+    refused = []
+    with tarfile.open(tar_path, "r:") as tf:
+        for m in tf:
+            parts, why = member_parts(m)
+            if parts is None:
+                refused.append(Refusal(m.name, why or "refused"))
+    return refused
+
+
 def safe_extract(tar_path: str | Path, target: str | Path,
                  on_member: Callable[[int], None] | None = None) -> ExtractResult:
     """Extract the regular files and folders of ``tar_path`` under ``target``.

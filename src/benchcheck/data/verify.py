@@ -32,11 +32,12 @@ from benchcheck.data.manifest import (
     manifest_name,
     sha256_file,
 )
-from benchcheck.data.safe_tar import safe_extract
+from benchcheck.data.safe_tar import safe_extract, would_refuse
 from benchcheck.data.shards import marker_file
 
 Status = Literal["ok", "extracted", "mismatch", "missing", "refused", "unreadable", "failed"]
 GOOD: frozenset[str] = frozenset({"ok", "extracted"})
+_MAX_SHOWN = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +162,19 @@ def _verify_shard(entry: ShardEntry, shard_dir: Path, target: Path | None, out: 
         return ShardVerdict(entry.file, "mismatch", f"got {sha[:12]}…, manifest {entry.sha256[:12]}…")
     if refused:
         return ShardVerdict(entry.file, "refused", f"extracted; {len(refused)} refused members")
-    return ShardVerdict(entry.file, "ok", "extracted" if done is not None else "not extracted yet")
+    if done is not None:
+        return ShardVerdict(entry.file, "ok", "extracted")
+    # Not extracted yet: say now which members extraction would refuse, not "OK" and a surprise later.
+    try:
+        unsafe = would_refuse(path)
+    except (tarfile.TarError, EOFError, OSError) as e:
+        return ShardVerdict(entry.file, "unreadable", f"hash matches but the tar cannot be read: {e}")
+    if unsafe:
+        shown = "; ".join(str(r) for r in unsafe[:_MAX_SHOWN])
+        more = f"; ... and {len(unsafe) - _MAX_SHOWN} more" if len(unsafe) > _MAX_SHOWN else ""
+        return ShardVerdict(entry.file, "refused",
+                            f"not extracted yet; extraction would refuse {len(unsafe)} members: {shown}{more}")
+    return ShardVerdict(entry.file, "ok", "not extracted yet")
 
 
 def verify_manifest(manifest_path: Path, kind: ShardKind, target: Path | None, out: Path | None,

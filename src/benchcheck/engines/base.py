@@ -54,8 +54,15 @@ class LetterScores:
 
 @dataclass(frozen=True, slots=True)
 class GenerateRequest:
-    """Greedy generation (sweep, QA): user turn = images then ``prompt``; ``assistant_prefix``
-    optional (None: a normal generation prompt)."""
+    """Greedy generation (sweep, QA): user turn = images, then the video part when
+    ``video_url`` is set, then ``prompt``; ``assistant_prefix`` optional (None: a normal
+    generation prompt).
+
+    ``video_url`` is a clip the server fetches (``http(s)://``) or a ``data:video/...;base64``
+    URL, sent as an OpenAI ``video_url`` content part (vLLM's video input); ``response_format``
+    (``"json_object"``) asks the server for JSON mode. Both are wire fields: the ``openai``
+    engine sends them (QA's endpoint VLM and judge); the in-process engines do not read them.
+    """
 
     request_id: str
     prompt: str
@@ -63,6 +70,8 @@ class GenerateRequest:
     max_tokens: int = 128
     assistant_prefix: str | None = None
     system: str | None = None
+    video_url: str | None = None
+    response_format: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

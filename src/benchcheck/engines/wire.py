@@ -17,6 +17,7 @@ vLLM 0.11 shapes (the origin's pin) matched here:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -43,9 +44,12 @@ def image_data_url(image: ImageRef) -> str:
     return "data:image/jpeg;base64," + pybase64.b64encode(data).decode("ascii")
 
 
-def user_content(prompt: str, images: tuple[ImageRef, ...]) -> list[JSONDict]:
-    """The user turn: image parts first, then the text part (seed 002, ``logprob_request``)."""
+def user_content(prompt: str, images: tuple[ImageRef, ...], video_url: str | None = None) -> list[JSONDict]:
+    """The user turn: image parts first, then the video part if any, then the text part (seed
+    002, ``logprob_request``)."""
     parts: list[JSONDict] = [{"type": "image_url", "image_url": {"url": image_data_url(i)}} for i in images]
+    if video_url is not None:
+        parts.append({"type": "video_url", "video_url": {"url": video_url}})
     parts.append({"type": "text", "text": prompt})
     return parts
 
@@ -72,8 +76,10 @@ def generate_body(model: str, req: GenerateRequest) -> JSONDict:
     messages: list[JSONDict] = []
     if req.system is not None:
         messages.append({"role": "system", "content": req.system})
-    messages.append({"role": "user", "content": user_content(req.prompt, req.images)})
+    messages.append({"role": "user", "content": user_content(req.prompt, req.images, req.video_url)})
     body: JSONDict = {"model": model, "messages": messages, "temperature": 0.0, "max_tokens": req.max_tokens}
+    if req.response_format is not None:
+        body["response_format"] = {"type": req.response_format}
     if req.assistant_prefix is not None:
         messages.append({"role": "assistant", "content": req.assistant_prefix})
         body["continue_final_message"] = True
@@ -125,8 +131,7 @@ def exact_payload(model: str, req: ScoreRequest) -> bytes:
 
 def generate_payload(model: str, req: GenerateRequest) -> bytes:
     """``generate_body`` as the bytes sent."""
-    bare = GenerateRequest(req.request_id, req.prompt, (), req.max_tokens, req.assistant_prefix, req.system)
-    return encode_body(generate_body(model, bare), req.images)
+    return encode_body(generate_body(model, dataclasses.replace(req, images=())), req.images)
 
 
 def _first_choice(d: Mapping[str, Any]) -> Mapping[str, Any]:

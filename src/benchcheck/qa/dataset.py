@@ -2,16 +2,23 @@
 
 Each entry has ``id``, ``query`` (or ``question``), ``ground_truth``, ``evaluation_method`` (a
 list such as ``["qa"]`` or ``["report"]``) and ``video`` (a path under the videos folder).
-Entries whose ``evaluation_method`` contains ``"qa"`` and that carry a text ``ground_truth``
-are run; the others are counted as skipped by reason. A dataset that cannot be read safely
-(not a JSON list, entries that are not objects, missing or duplicate ids, a runnable entry
-without a question or video, a video path that leaves the videos folder) raises
-:class:`DatasetError`, a failed precondition: the whole file is reported, nothing is run.
+
+Problems are kept at the level where they are:
+
+- *dataset* problems stop the run before anything is asked (:class:`DatasetError`, exit 2): the
+  file cannot be read, it is not a JSON list, or it holds no runnable qa item at all;
+- an entry that is not a qa entry (its ``evaluation_method`` does not name ``"qa"``, it is not
+  an object, it has no text ``ground_truth``) is *skipped* with its reason, whatever else is
+  wrong with it (a ``report`` entry without an ``id`` is skipped, not an error);
+- a qa entry that cannot run (no or duplicate ``id``, an ``evaluation_method`` that is not a
+  list of strings, no question, no video, a video path that leaves the videos folder) is an
+  *item error*: counted and listed in ``summary.json``, the run goes on, and it ends with exit 3.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -23,6 +30,8 @@ from benchcheck.qa.errors import PreconditionError
 SKIP_NO_METHOD = "no_evaluation_method"
 SKIP_NOT_QA = "not_qa"
 SKIP_NO_TEXT_GROUND_TRUTH = "no_text_ground_truth"
+SKIP_NOT_OBJECT = "not_an_object"
+SKIP_BAD_METHOD = "invalid_evaluation_method"
 
 _MAX_REPORTED = 20
 
@@ -51,13 +60,33 @@ class QAItem:
 
 
 @dataclass(frozen=True, slots=True)
+class EntryNote:
+    """One entry that is not run: its position, its id when it has one, and why (a skip
+    reason code, or an item error's one-line message)."""
+
+    entry: int
+    id: str | None
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry": self.entry, "id": self.id, "why": self.why}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> EntryNote:
+        return cls(int(d["entry"]), None if d.get("id") is None else str(d["id"]), str(d["why"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Dataset:
-    """Runnable items in file order, skip counts by reason and the number of entries read."""
+    """Runnable items in file order, skip counts by reason, the entries skipped and the qa
+    entries that cannot run (item errors), and the number of entries read."""
 
     path: Path
     items: list[QAItem]
     skipped: dict[str, int] = field(default_factory=dict)
     total: int = 0
+    skipped_entries: list[EntryNote] = field(default_factory=list)
+    entry_errors: list[EntryNote] = field(default_factory=list)
 
 
 def safe_video_path(videos_root: Path, rel: str) -> Path:
@@ -82,11 +111,26 @@ def _item_id(raw: Any) -> str | None:
     return text or None
 
 
-def _skip_reason(entry: dict[str, Any]) -> str | None:
+def _claims_qa(methods: Any) -> bool:
+    """Whether an entry asks to be run as qa, however badly its ``evaluation_method`` is shaped
+    (``"qa"`` as a string, a list holding non-strings)."""
+    if isinstance(methods, str):
+        return "qa" in re.split(r"[\s,;|]+", methods.strip().lower())
+    if isinstance(methods, list):
+        return "qa" in methods
+    return False
+
+
+def _skip_reason(entry: Any) -> str | None:
+    """Why an entry is not a qa entry to run (``None``: it is one)."""
+    if not isinstance(entry, dict):
+        return SKIP_NOT_OBJECT
     methods = entry.get("evaluation_method")
-    if not methods:
-        return SKIP_NO_METHOD
-    if "qa" not in methods:
+    if not _claims_qa(methods):
+        if not methods:
+            return SKIP_NO_METHOD
+        if not isinstance(methods, list) or not all(isinstance(m, str) for m in methods):
+            return SKIP_BAD_METHOD
         return SKIP_NOT_QA
     gt = entry.get("ground_truth")
     if not isinstance(gt, str) or not gt.strip():
@@ -94,67 +138,57 @@ def _skip_reason(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def _read_entry(i: int, entry: Any, videos_root: Path, problems: list[str]) -> QAItem | str | None:
-    """A runnable item, a skip reason, or ``None`` after appending the entry's problems."""
-    if not isinstance(entry, dict):
-        problems.append(f"entry {i}: not a JSON object ({type(entry).__name__})")
-        return None
-    iid = _item_id(entry.get("id"))
-    where = f"entry {i} (id {iid})" if iid else f"entry {i}"
+def _qa_item(entry: dict[str, Any], iid: str | None, videos_root: Path) -> QAItem | str:
+    """The runnable item of a qa entry, or the one-line reason it cannot run."""
     if iid is None:
-        problems.append(f"{where}: missing or invalid 'id' (a non-empty string or integer)")
-        return None
+        return "missing or invalid 'id' (a non-empty string or integer)"
     methods = entry.get("evaluation_method")
-    if methods is not None and (
-        not isinstance(methods, list) or not all(isinstance(m, str) for m in methods)
-    ):
-        problems.append(f"{where}: 'evaluation_method' must be a list of strings, got {methods!r}")
-        return None
-    reason = _skip_reason(entry)
-    if reason is not None:
-        return reason
+    if not isinstance(methods, list) or not all(isinstance(m, str) for m in methods):
+        return f"'evaluation_method' must be a list of strings, got {methods!r:.80}"
     question = entry.get("query", entry.get("question"))
     if not isinstance(question, str) or not question.strip():
-        problems.append(f"{where}: a qa item needs a text 'query' (or 'question')")
-        return None
+        return "a qa item needs a text 'query' (or 'question')"
     video = entry.get("video")
     if not isinstance(video, str) or not video.strip():
-        problems.append(f"{where}: a qa item needs 'video', a path under the videos folder")
-        return None
+        return "a qa item needs 'video', a path under the videos folder"
     try:
         path = safe_video_path(videos_root, video)
     except ValueError as e:
-        problems.append(f"{where}: {e}")
-        return None
-    return QAItem(iid, question, str(entry["ground_truth"]), video, path, tuple(methods or ()))
+        return str(e)
+    return QAItem(iid, question, str(entry["ground_truth"]), video, path, tuple(methods))
 
 
 def parse_dataset(data: Any, path: Path, videos_root: Path) -> Dataset:
-    """Validate decoded JSON; raises :class:`DatasetError` listing every defect found."""
+    """Sort decoded JSON into runnable items, skipped entries and item errors; raises
+    :class:`DatasetError` only when it is not a list or nothing at all can run."""
     if not isinstance(data, list):
         raise DatasetError(path, [f"expected a JSON list of items, got a JSON {type(data).__name__}"])
-    problems: list[str] = []
     items: list[QAItem] = []
     skipped: Counter[str] = Counter()
+    skipped_entries: list[EntryNote] = []
+    errors: list[EntryNote] = []
     seen: dict[str, int] = {}
     for i, entry in enumerate(data):
-        got = _read_entry(i, entry, videos_root, problems)
         iid = _item_id(entry.get("id")) if isinstance(entry, dict) else None
-        if iid is not None:
-            if iid in seen:
-                problems.append(f"entry {i}: duplicate id {iid!r} (first at entry {seen[iid]})")
-                continue
-            seen[iid] = i
+        first = seen.setdefault(iid, i) if iid is not None else i
+        reason = _skip_reason(entry)
+        if reason is not None:
+            skipped[reason] += 1
+            skipped_entries.append(EntryNote(i, iid, reason))
+            continue
+        assert isinstance(entry, dict)
+        got = _qa_item(entry, iid, videos_root) if first == i else f"duplicate id {iid!r} (first at entry {first})"
         if isinstance(got, QAItem):
             items.append(got)
-        elif isinstance(got, str):
-            skipped[got] += 1
-    if problems:
-        raise DatasetError(path, problems)
+        else:
+            errors.append(EntryNote(i, iid, got))
     if not items:
         reasons = ", ".join(f"{k}={v}" for k, v in sorted(skipped.items())) or "the list is empty"
-        raise DatasetError(path, [f"no runnable qa item ({reasons})"])
-    return Dataset(path, items, dict(sorted(skipped.items())), len(data))
+        problems = [f"entry {e.entry}" + (f" (id {e.id})" if e.id else "") + f": {e.why}" for e in errors]
+        raise DatasetError(path, [f"no runnable qa item ({reasons}"
+                                  + (f", {len(errors)} qa entries that cannot run" if errors else "") + ")",
+                                  *problems])
+    return Dataset(path, items, dict(sorted(skipped.items())), len(data), skipped_entries, errors)
 
 
 def load_dataset(path: str | Path, videos_root: str | Path) -> Dataset:

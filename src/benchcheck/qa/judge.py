@@ -5,6 +5,12 @@
 and only to that host: requests go through :class:`benchcheck.engines.openai.OpenAIEngine`
 built with the key explicitly (no other variable is read), which follows no redirect.
 Verdicts are cached by judge model, prompt version and item.
+
+The judge is asked for a structured verdict (:mod:`benchcheck.qa.judge_prompt`): a JSON object,
+sent with ``response_format: {"type": "json_object"}``; an endpoint that refuses that field
+(a 400/422 naming ``response_format``) is asked for a final ``SCORE: <x>`` line instead, from
+then on (``--judge-format auto``, the default; ``json`` or ``line`` fix the format). A reply
+without a verdict is asked again, up to the judge's retry limit, then it is a judge error.
 """
 
 from __future__ import annotations
@@ -12,14 +18,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
-from benchcheck.qa.judge_prompt import JUDGE_PROMPT_VERSION, JUDGE_SYSTEM, judge_prompt, parse_judge_reply
+from benchcheck.qa.judge_prompt import (
+    JUDGE_PROMPT_VERSION,
+    JUDGE_SYSTEM,
+    ParsedScore,
+    VerdictFormat,
+    judge_prompt,
+    parse_verdict,
+)
 from benchcheck.qa.records import Judgement
-from benchcheck.qa.redact import Redactor
 from benchcheck.qa.state import JudgeCache, judge_key
 from benchcheck.qa.urls import service_base_url
 
@@ -27,6 +40,8 @@ ENV_BASE_URL = "EVAL_LLM_JUDGE_BASE_URL"
 ENV_NAME = "EVAL_LLM_JUDGE_NAME"
 ENV_API_KEY = "EVAL_LLM_JUDGE_API_KEY"
 _MAX_IDS_SHOWN = 20
+JudgeFormat = Literal["auto", "json", "line"]
+JUDGE_FORMATS: tuple[JudgeFormat, ...] = ("auto", "json", "line")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +55,7 @@ class JudgeConfig:
     concurrency: int = 8
     timeout_s: float = 120.0
     max_retries: int = 3
+    verdict_format: JudgeFormat = "auto"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **kwargs: Any) -> JudgeConfig:
@@ -61,7 +77,7 @@ class JudgeConfig:
         """For summary.json: where and what, never the key."""
         return {"judge_base_url": self.base_url, "judge_model_requested": self.model,
                 "judge_prompt_version": JUDGE_PROMPT_VERSION, "judge_max_tokens": self.max_tokens,
-                "judge_key_set": self.api_key is not None}
+                "judge_format": self.verdict_format, "judge_key_set": self.api_key is not None}
 
 
 # How gateways word "no such model" in a 400 (OpenAI, LiteLLM, vLLM, NVIDIA API catalog).
@@ -105,10 +121,16 @@ def refusal_hint(judgements: Sequence[Judgement], config: JudgeConfig, model_ids
     return hint
 
 
+def _refuses_json_mode(f: Failure) -> bool:
+    """A 400/422 that names the JSON-mode field: the endpoint does not support it."""
+    low = f.message.lower()
+    return f.status in (400, 422) and ("response_format" in low or "json_object" in low)
+
+
 class Judge:
     """Scores answers against references through the judge engine, with the cache in front."""
 
-    def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Redactor) -> None:
+    def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Masker) -> None:
         from benchcheck.engines.openai import OpenAIEngine
 
         self.config = config
@@ -116,6 +138,7 @@ class Judge:
         self.redactor = redactor
         self._hits = cache.load()
         self.cache_hits = 0
+        self.format: VerdictFormat = "line" if config.verdict_format == "line" else "json"
         self.engine = OpenAIEngine([config.base_url], config.model, api_key=config.api_key,
                                    concurrency=config.concurrency, timeout_s=config.timeout_s,
                                    max_retries=config.max_retries)
@@ -130,26 +153,41 @@ class Judge:
         if hit is not None:
             self.cache_hits += 1
             return hit
-        # An answer that echoes a secret from the environment must not carry it to the judge host.
-        prompt = self.redactor.text(judge_prompt(item.question, item.ground_truth, answer))
-        req = GenerateRequest(request_id=item.id, prompt=prompt, max_tokens=self.config.max_tokens,
-                              system=JUDGE_SYSTEM)
-        (res,) = await self.engine.generate([req])
-        verdict = self._verdict(item, res)
+        verdict = await self._ask(item, answer)
         self.cache.append(key, verdict)
         if verdict.status == "ok":
             self._hits[key] = verdict
         return verdict
 
-    def _verdict(self, item: QAItem, res: Any) -> Judgement:
-        if isinstance(res, Failure):
-            return Judgement(item.id, "error", error=self.redactor.text(str(res)), http_status=res.status)
-        parsed = parse_judge_reply(res.text)
-        model = res.model or None
-        if parsed.score is None:
-            return Judgement(item.id, "error", reasoning=parsed.reasoning, judge_model=model,
-                             error=parsed.error)
-        return Judgement(item.id, "ok", score=parsed.score, reasoning=parsed.reasoning, judge_model=model)
+    async def _ask(self, item: QAItem, answer: str) -> Judgement:
+        """Ask until a reply holds a verdict: ``max_retries`` more times after the first."""
+        parsed: ParsedScore | None = None
+        model: str | None = None
+        replies = 0
+        while replies <= self.config.max_retries:
+            fmt = self.format
+            (res,) = await self.engine.generate([self._request(item, answer, fmt)])
+            if isinstance(res, Failure):
+                if fmt == "json" and self.config.verdict_format == "auto" and _refuses_json_mode(res):
+                    self.format = "line"  # this endpoint has no JSON mode: every later item asks for a line
+                    continue
+                return Judgement(item.id, "error", error=self.redactor.text(str(res)), http_status=res.status)
+            replies += 1
+            model = res.model or None
+            parsed = parse_verdict(res.text)
+            if parsed.score is not None:
+                return Judgement(item.id, "ok", score=parsed.score, reasoning=self.redactor.text(parsed.reasoning),
+                                 judge_model=model)
+        assert parsed is not None
+        error = f"no verdict in {replies} replies; the last: {parsed.error}"
+        return Judgement(item.id, "error", reasoning=self.redactor.text(parsed.reasoning), judge_model=model,
+                         error=self.redactor.text(error))
+
+    def _request(self, item: QAItem, answer: str, fmt: VerdictFormat) -> GenerateRequest:
+        # An answer that echoes a secret from the environment must not carry it to the judge host.
+        prompt = self.redactor.text(judge_prompt(item.question, item.ground_truth, answer, fmt))
+        return GenerateRequest(request_id=item.id, prompt=prompt, max_tokens=self.config.max_tokens,
+                               system=JUDGE_SYSTEM, response_format="json_object" if fmt == "json" else None)
 
     async def judge_all(self, pairs: Sequence[tuple[QAItem, str]]) -> list[Judgement]:
         """Verdicts in input order; each is cached as soon as it arrives."""

@@ -1,31 +1,43 @@
-"""The judge's rubric and the parser of its replies (pure; SPEC section 6).
+"""The judge's rubric and the parser of its verdicts (pure; SPEC section 6).
 
 The rubric scores an answer 0-1 against the reference: yes/no answers and counts must match
 exactly, timestamps within 5 seconds count as right, partial answers earn partial credit.
-``JUDGE_PROMPT_VERSION`` is part of the judge cache key: change it whenever the text changes,
-so a cached score is never reused for a different rubric.
+``JUDGE_PROMPT_VERSION`` is part of the judge cache key: change it whenever the text or the
+parser changes, so a cached score is never reused for a different rubric or reading.
 
-The parser strips reasoning blocks (``<think>`` and friends), then reads the last line that holds
-any number: its last number (fractions and percentages reduced) is the score. When that number
-is outside [0, 1] ("Score: 7", the judge grading on another scale) or there is no number at all,
-the reply is a judge error, never a score: an earlier in-range number ("1 of the 2 people") is
-not the verdict.
+The judge is asked for a structured verdict, in one of two formats:
+
+- ``json``: the reply is one JSON object ``{"score": <0..1>, "reasoning": "..."}`` (sent with
+  ``response_format: {"type": "json_object"}`` where the endpoint supports it);
+- ``line``: free reasoning, then a last line ``SCORE: <x>`` (for endpoints without JSON mode).
+
+The parser is strict and reads either format, whatever was asked: after reasoning blocks
+(``<think>`` and friends) are removed, the reply must be exactly one JSON object (a Markdown
+code fence around it is allowed) whose ``score`` is a JSON number in [0, 1], or its last
+non-empty line must be ``SCORE: <number>`` with the number in [0, 1] and no other ``SCORE:``
+line disagreeing. Nothing else is a verdict: not the last number of the reply ("the reference
+says 0."), not "1/1", "0.5 out of 1", "score: 1.0 (partial 0.5)" or a percentage. A reply
+without a verdict is asked again and, after the judge's retries, is a judge error, never a score.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
+from typing import Literal
 
-JUDGE_PROMPT_VERSION = "qa-judge-v1"
+JUDGE_PROMPT_VERSION = "qa-judge-v2"
+
+VerdictFormat = Literal["json", "line"]
 
 JUDGE_SYSTEM = (
     "You grade answers to questions about a video. You compare a candidate answer with a "
     "reference answer written by a person who watched the video; you do not see the video."
 )
 
-JUDGE_TEMPLATE = """Score how well the candidate answer agrees with the reference answer, from 0 to 1.
+_RUBRIC = """Score how well the candidate answer agrees with the reference answer, from 0 to 1.
 
 Rules:
 - Yes/no questions: 1 if the candidate gives the same yes/no as the reference, else 0.
@@ -38,8 +50,14 @@ Question: {question}
 Reference answer: {reference}
 Candidate answer: {candidate}
 
-Explain your grading in one or two sentences, then give the score alone on the last line as a
-number between 0 and 1 (for example 0.5)."""
+"""
+
+_ASK = {
+    "json": 'Reply with one JSON object and nothing else: {{"score": <a number from 0 to 1>, '
+            '"reasoning": "<one or two sentences>"}}',
+    "line": "Explain your grading in one or two sentences, then end with a last line that holds only "
+            "SCORE: <a number from 0 to 1> (for example SCORE: 0.5).",
+}
 
 _BLOCK_TAGS = ("think", "thinking", "reasoning", "reflection")
 _TAGS = "|".join(_BLOCK_TAGS)
@@ -49,18 +67,16 @@ _LEADING_CLOSE = re.compile(rf"^.*?</(?:{_TAGS})>", re.I | re.S)
 # A reply cut off inside its reasoning.
 _OPEN_TO_END = re.compile(rf"<(?:{_TAGS})>.*\Z", re.I | re.S)
 
-_NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
-# A number, optionally as a fraction ("3/4", "0.8 out of 1") or a percentage ("80%"); not part
-# of a word, version or date ("Qwen3", "v1.2", "2024-01").
-_SCORE = re.compile(
-    rf"(?<![\w.\-])({_NUM})(?:\s*(?:/|out\s+of)\s*({_NUM}))?(\s*%)?(?![\w])", re.I
-)
+_FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
+_NUMBER = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
+_SCORE_LINE = re.compile(rf"score\s*:\s*({_NUMBER})", re.I)
+_SCORE_START = re.compile(r"score\s*:", re.I)
 
 
-def judge_prompt(question: str, reference: str, candidate: str) -> str:
-    """The user turn sent to the judge for one item."""
-    return JUDGE_TEMPLATE.format(question=question.strip(), reference=reference.strip(),
-                                 candidate=candidate.strip())
+def judge_prompt(question: str, reference: str, candidate: str, fmt: VerdictFormat = "json") -> str:
+    """The user turn sent to the judge for one item, asking for a verdict in ``fmt``."""
+    return _RUBRIC.format(question=question.strip(), reference=reference.strip(),
+                          candidate=candidate.strip()) + _ASK[fmt].format()
 
 
 def strip_reasoning(text: str) -> str:
@@ -68,21 +84,6 @@ def strip_reasoning(text: str) -> str:
     text = _CLOSED_BLOCK.sub("", text)
     text = _LEADING_CLOSE.sub("", text)
     return _OPEN_TO_END.sub("", text).strip()
-
-
-def _values(line: str) -> list[float]:
-    """The line's numbers, fractions and percentages reduced; ``nan`` for a fraction over 0 or
-    less (a number, but not a score)."""
-    out = []
-    for m in _SCORE.finditer(line):
-        value = float(m.group(1))
-        if m.group(2) is not None:
-            denom = float(m.group(2))
-            value = value / denom if denom > 0 else math.nan
-        elif m.group(3):
-            value /= 100.0
-        out.append(value)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,17 +95,58 @@ class ParsedScore:
     error: str | None = None
 
 
-def parse_judge_reply(text: str) -> ParsedScore:
-    """The last number of the last line that has any; out of [0, 1] or none is an error."""
+def _in_range(value: float, what: str, visible: str) -> ParsedScore:
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        return ParsedScore(None, visible, f"judge verdict {what} is {value!r}, outside 0-1 (another scale?)")
+    return ParsedScore(value, visible)
+
+
+def _from_json(obj: dict[str, object], visible: str) -> ParsedScore:
+    score = obj.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        return ParsedScore(None, visible, f"judge verdict JSON has no numeric 'score' (got {score!r:.40})")
+    reasoning = obj.get("reasoning")
+    parsed = _in_range(float(score), "'score'", visible)
+    if parsed.score is None:
+        return parsed
+    return ParsedScore(parsed.score, reasoning if isinstance(reasoning, str) and reasoning.strip() else visible)
+
+
+def _json_object(body: str) -> dict[str, object] | None:
+    """The reply as one JSON object (bare or in one code fence), else None."""
+    fenced = _FENCE.fullmatch(body)
+    candidate = (fenced.group(1) if fenced else body).strip()
+    if not candidate.startswith("{"):
+        return None
+    try:
+        obj = json.loads(candidate)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _score_lines(visible: str) -> tuple[list[str], str | None]:
+    """The lines that start with ``SCORE:`` (Markdown emphasis removed) and the last non-empty line."""
+    lines = [ln.replace("*", "").replace("`", "").strip() for ln in visible.splitlines()]
+    lines = [ln for ln in lines if ln]
+    return [ln for ln in lines if _SCORE_START.match(ln)], (lines[-1] if lines else None)
+
+
+def parse_verdict(text: str) -> ParsedScore:
+    """The verdict of a judge reply (see the module docstring); ``score=None`` with ``error``
+    when the reply holds none."""
     visible = strip_reasoning(text)
-    shown = visible[-200:] if visible else "(empty after removing reasoning)"
-    for line in reversed(visible.splitlines()):
-        values = _values(line)
-        if not values:
-            continue
-        last = values[-1]
-        if 0.0 <= last <= 1.0:
-            return ParsedScore(last, visible)
-        return ParsedScore(None, visible, f"judge reply has no score between 0 and 1: its last number is "
-                                          f"{line.strip()[-80:]!r}, outside 0-1 (another scale?): {shown!r}")
-    return ParsedScore(None, visible, f"judge reply has no score between 0 and 1: {shown!r}")
+    shown = repr(visible[-200:]) if visible else "(empty after removing reasoning)"
+    obj = _json_object(visible)
+    if obj is not None:
+        return _from_json(obj, visible)
+    score_lines, last = _score_lines(visible)
+    m = _SCORE_LINE.fullmatch(last) if last is not None else None
+    if m is None:
+        return ParsedScore(None, visible, "judge reply has no verdict (neither a JSON object with 'score' nor "
+                                          f"a last line 'SCORE: <0..1>'): {shown}")
+    value = float(m.group(1))
+    others = {ln for ln in score_lines if (o := _SCORE_LINE.fullmatch(ln)) is None or float(o.group(1)) != value}
+    if others:
+        return ParsedScore(None, visible, f"judge reply has disagreeing SCORE lines: {shown}")
+    return _in_range(value, "SCORE", visible)

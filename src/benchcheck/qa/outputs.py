@@ -1,4 +1,4 @@
-"""The five output files of a QA run, written whole (temp file + rename) and redacted.
+"""The five output files of a QA run, written whole (``benchcheck.atomic``) and masked.
 
 - ``summary.json``: the run's numbers (see :func:`benchcheck.qa.summary.build_summary`).
 - ``qa_evaluator_output.json``: ``{average_score, eval_output_items: [{id, score, reasoning}]}``,
@@ -16,13 +16,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcheck.qa.redact import Redactor
+from benchcheck.atomic import write_text_atomic
+from benchcheck.masking import Masker
 from benchcheck.qa.summary import ItemResult
 
 SUMMARY_JSON = "summary.json"
@@ -92,21 +91,8 @@ def summary_csv(summary: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` whole: a reader (or a kill) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_outputs(out_dir: Path, results: Sequence[ItemResult], summary: dict[str, Any],
-                  redactor: Redactor) -> list[Path]:
+                  redactor: Masker) -> list[Path]:
     """Write the five files; every string passes through the redactor first."""
     def dump(obj: Any) -> str:
         return json.dumps(redactor.value(obj), indent=2, ensure_ascii=False) + "\n"
@@ -120,6 +106,6 @@ def write_outputs(out_dir: Path, results: Sequence[ItemResult], summary: dict[st
     }
     paths = []
     for name, text in payloads.items():
-        write_atomic(out_dir / name, text)
+        write_text_atomic(out_dir / name, text)
         paths.append(out_dir / name)
     return paths

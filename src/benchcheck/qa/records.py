@@ -13,7 +13,7 @@ Status = Literal["ok", "error"]
 
 # Why a VLM call produced no answer.
 VLMErrorKind = Literal["watchdog", "exit", "bad_output", "video", "http", "timeout", "connection", "internal",
-                      "not_run"]
+                      "not_run", "context_too_long"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck import __version__
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem, load_dataset
 from benchcheck.qa.errors import PreconditionError
 from benchcheck.qa.judge import Judge, JudgeConfig, refusal_hint
 from benchcheck.qa.outputs import write_outputs
 from benchcheck.qa.records import Judgement, VLMAnswer
-from benchcheck.qa.redact import Redactor
 from benchcheck.qa.state import AnswerStore, JudgeCache, RunConfig, digest, load_run_config, save_run_config
 from benchcheck.qa.summary import ItemResult, build_summary
 from benchcheck.qa.vlm import VLM
@@ -85,7 +85,7 @@ async def _ask_all(vlm: VLM, items: Sequence[QAItem], store: AnswerStore, concur
 
 
 async def _judge_answers(config: JudgeConfig, out_dir: Path, items: Sequence[QAItem],
-                         answers: dict[str, VLMAnswer], redactor: Redactor,
+                         answers: dict[str, VLMAnswer], redactor: Masker,
                          outcome: RunOutcome) -> tuple[dict[str, Judgement], str | None]:
     """Verdicts for every ok answer (cache first) and the refusal hint, if every call was refused."""
     pairs = [(i, answers[i.id].answer or "") for i in items if answers[i.id].status == "ok"]
@@ -116,7 +116,7 @@ async def _judge_answers(config: JudgeConfig, out_dir: Path, items: Sequence[QAI
 
 
 async def _finish(config: RunConfig, out_dir: Path, answers: dict[str, VLMAnswer],
-                  judge: JudgeConfig | None, redactor: Redactor, outcome: RunOutcome,
+                  judge: JudgeConfig | None, redactor: Masker, outcome: RunOutcome,
                   timing: dict[str, Any], t0: float) -> RunOutcome:
     """Judge (unless skipped), then build and write every output file."""
     verdicts: dict[str, Judgement] = {}
@@ -128,6 +128,7 @@ async def _finish(config: RunConfig, out_dir: Path, answers: dict[str, VLMAnswer
                 "finished_at": _now(), "wall_s": round(time.monotonic() - t0, 3)}
     summary = build_summary(results, dataset_entries=config.dataset_entries, skipped=config.skipped,
                             not_selected=config.not_selected, settings=settings,
+                            skipped_entries=config.skipped_entries, entry_errors=config.entry_errors,
                             judge_model_requested=judge.model if judge else None, judge_hint=hint)
     write_outputs(out_dir, results, summary, redactor)
     outcome.exit_code = summary["exit_code"]
@@ -150,7 +151,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def prepare_run(opts: RunOptions, vlm: VLM, redactor: Redactor) -> RunConfig:
+def prepare_run(opts: RunOptions, vlm: VLM, redactor: Masker) -> RunConfig:
     """Load the dataset and record the run's configuration; raises :class:`PreconditionError`."""
     dataset = load_dataset(opts.dataset, opts.videos)
     items = dataset.items[: opts.limit] if opts.limit is not None else dataset.items
@@ -161,7 +162,7 @@ def prepare_run(opts: RunOptions, vlm: VLM, redactor: Redactor) -> RunConfig:
         "limit": opts.limit, "benchcheck_version": __version__,
     }
     config = RunConfig(digest(vlm_settings), settings, items, dataset.total, dataset.skipped,
-                       len(dataset.items) - len(items))
+                       len(dataset.items) - len(items), dataset.skipped_entries, dataset.entry_errors)
     try:
         opts.output_dir.mkdir(parents=True, exist_ok=True)
         save_run_config(opts.output_dir, config, redactor)
@@ -170,7 +171,7 @@ def prepare_run(opts: RunOptions, vlm: VLM, redactor: Redactor) -> RunConfig:
     return config
 
 
-async def run_qa(opts: RunOptions, vlm: VLM, judge: JudgeConfig | None, redactor: Redactor,
+async def run_qa(opts: RunOptions, vlm: VLM, judge: JudgeConfig | None, redactor: Masker,
                  echo: Echo = lambda _s: None) -> RunOutcome:
     """The whole benchmark; ``judge=None`` is ``--skip-judge`` (latency only)."""
     started, t0 = _now(), time.monotonic()
@@ -180,7 +181,9 @@ async def run_qa(opts: RunOptions, vlm: VLM, judge: JudgeConfig | None, redactor
     todo = [i for i in config.items if i.id not in done or done[i.id].status != "ok"]
     reused = len(config.items) - len(todo)
     echo(f"qa: {len(config.items)} items selected, {sum(config.skipped.values())} skipped, "
-         f"{reused} answered before, {len(todo)} to ask")
+         f"{len(config.entry_errors)} qa entries that cannot run, {reused} answered before, {len(todo)} to ask")
+    for e in config.entry_errors[:10]:
+        echo(f"entry {e.entry}" + (f" (id {e.id})" if e.id else "") + f": {redactor.text(e.why)}")
     try:
         await _ask_all(vlm, todo, store, opts.concurrency)
     finally:
@@ -191,7 +194,7 @@ async def run_qa(opts: RunOptions, vlm: VLM, judge: JudgeConfig | None, redactor
     return await _finish(config, opts.output_dir, answers, judge, redactor, outcome, timing, t0)
 
 
-async def judge_stored(out_dir: Path, judge: JudgeConfig, redactor: Redactor) -> RunOutcome:
+async def judge_stored(out_dir: Path, judge: JudgeConfig, redactor: Masker) -> RunOutcome:
     """Re-judge the answers stored in ``out_dir`` (cache first) and rewrite its outputs."""
     try:
         config = load_run_config(out_dir)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.qa.dataset import QAItem
-from benchcheck.qa.outputs import write_atomic
+from benchcheck.atomic import write_json_atomic
+from benchcheck.masking import Masker
+from benchcheck.qa.dataset import EntryNote, QAItem
 from benchcheck.qa.records import Judgement, VLMAnswer
-from benchcheck.qa.redact import Redactor
 from benchcheck.store import append_rows, read_rows
 
 RUN_CONFIG = "run_config.json"
@@ -55,6 +55,8 @@ class RunConfig:
     dataset_entries: int
     skipped: dict[str, int]
     not_selected: int
+    skipped_entries: list[EntryNote] = field(default_factory=list)
+    entry_errors: list[EntryNote] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,8 @@ class RunConfig:
             "dataset_entries": self.dataset_entries,
             "skipped": self.skipped,
             "not_selected": self.not_selected,
+            "skipped_entries": [e.to_json() for e in self.skipped_entries],
+            "entry_errors": [e.to_json() for e in self.entry_errors],
             "items": [{"id": i.id, "question": i.question, "ground_truth": i.ground_truth,
                        "video": i.video, "video_path": str(i.video_path),
                        "evaluation_method": list(i.evaluation_method)} for i in self.items],
@@ -74,13 +78,15 @@ class RunConfig:
         items = [QAItem(str(i["id"]), i["question"], i["ground_truth"], i["video"], Path(i["video_path"]),
                         tuple(i.get("evaluation_method", ())))
                  for i in d["items"]]
+        # Folders written before item-level dataset errors existed have neither list.
         return cls(d["vlm_config_hash"], d["settings"], items, int(d["dataset_entries"]),
-                   dict(d["skipped"]), int(d["not_selected"]))
+                   dict(d["skipped"]), int(d["not_selected"]),
+                   [EntryNote.from_json(e) for e in d.get("skipped_entries", [])],
+                   [EntryNote.from_json(e) for e in d.get("entry_errors", [])])
 
 
-def save_run_config(out_dir: Path, config: RunConfig, redactor: Redactor) -> None:
-    write_atomic(out_dir / RUN_CONFIG, json.dumps(redactor.value(config.to_json()), indent=2,
-                                                  ensure_ascii=False) + "\n")
+def save_run_config(out_dir: Path, config: RunConfig, redactor: Masker) -> None:
+    write_json_atomic(out_dir / RUN_CONFIG, redactor.value(config.to_json()), indent=2)
 
 
 def load_run_config(out_dir: Path) -> RunConfig:
@@ -97,7 +103,7 @@ def load_run_config(out_dir: Path) -> RunConfig:
 class AnswerStore:
     """The VLM answers of one configuration, read from and appended to ``answers.jsonl``."""
 
-    def __init__(self, out_dir: Path, vlm_config_hash: str, redactor: Redactor) -> None:
+    def __init__(self, out_dir: Path, vlm_config_hash: str, redactor: Masker) -> None:
         self.path = out_dir / ANSWERS
         self.config_hash = vlm_config_hash
         self.redactor = redactor
@@ -126,7 +132,7 @@ class AnswerStore:
 class JudgeCache:
     """Ok verdicts keyed by :func:`judge_key`; every verdict (errors too) is appended for the record."""
 
-    def __init__(self, out_dir: Path, redactor: Redactor) -> None:
+    def __init__(self, out_dir: Path, redactor: Masker) -> None:
         self.path = out_dir / JUDGE_CACHE
         self.redactor = redactor
 

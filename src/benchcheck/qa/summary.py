@@ -1,7 +1,8 @@
 """From stored answers and verdicts to the run's numbers (pure).
 
 Accuracy is the mean over scored items only; latency statistics cover items whose VLM call
-succeeded only. An error (VLM or judge) is counted apart and never enters either number.
+succeeded only. An error (VLM, judge, or a qa entry of the dataset that cannot run) is counted
+apart and never enters either number.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.dataset import EntryNote, QAItem
 from benchcheck.qa.records import Judgement, VLMAnswer
 
 PERCENTILES = (50, 90, 95, 99)
@@ -84,15 +85,21 @@ def _names(values: Iterable[str | None]) -> tuple[str | None, dict[str, int]]:
     return ", ".join(sorted(counts)), dict(sorted(counts.items()))
 
 
-def exit_code(results: Sequence[ItemResult]) -> int:
-    """0 when every item is ok, 3 when any item errored (VLM or judge)."""
-    bad = any(r.outcome in ("vlm_error", "judge_error") for r in results)
+def exit_code(results: Sequence[ItemResult], entry_errors: int = 0) -> int:
+    """0 when every item is ok, 3 when any item errored (VLM, judge, or a qa entry that cannot run)."""
+    bad = entry_errors > 0 or any(r.outcome in ("vlm_error", "judge_error") for r in results)
     return EXIT_ITEM_ERRORS if bad else EXIT_OK
+
+
+def _entry_error(e: EntryNote) -> dict[str, Any]:
+    return {"id": e.id, "entry": e.entry, "stage": "dataset", "kind": "dataset",
+            "error": f"dataset entry {e.entry}: {e.why}"}
 
 
 def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skipped: dict[str, int],
                   not_selected: int, settings: dict[str, Any], judge_model_requested: str | None,
-                  judge_hint: str | None) -> dict[str, Any]:
+                  judge_hint: str | None, skipped_entries: Sequence[EntryNote] = (),
+                  entry_errors: Sequence[EntryNote] = ()) -> dict[str, Any]:
     """The content of ``summary.json``."""
     by = Counter(r.outcome for r in results)
     scores = [s for r in results if (s := r.score) is not None]
@@ -105,7 +112,7 @@ def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skippe
         {"id": r.item.id, "stage": "vlm" if r.outcome == "vlm_error" else "judge",
          "kind": r.answer.error_kind if r.outcome == "vlm_error" else "judge", "error": r.error}
         for r in results if r.error is not None
-    ]
+    ] + [_entry_error(e) for e in entry_errors]
     return {
         "schema_version": 1,
         "accuracy": sum(scores) / len(scores) if scores else None,
@@ -113,10 +120,11 @@ def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skippe
             "dataset_entries": dataset_entries,
             "selected": len(results),
             "scored": by["scored"],
-            "errors": by["vlm_error"] + by["judge_error"],
+            "errors": by["vlm_error"] + by["judge_error"] + len(entry_errors),
             "vlm_errors": by["vlm_error"],
             "judge_errors": by["judge_error"],
             "unjudged": by["unjudged"],
+            "dataset_errors": len(entry_errors),
             "skipped": sum(skipped.values()),
             "skipped_by_reason": dict(skipped),
             "not_selected_by_limit": not_selected,
@@ -131,6 +139,7 @@ def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skippe
         "judge_model_requested": judge_model_requested,
         "judge_hint": judge_hint,
         "errors": errors,
+        "skipped_entries": [e.to_json() for e in skipped_entries],
         "settings": settings,
-        "exit_code": exit_code(results),
+        "exit_code": exit_code(results, len(entry_errors)),
     }

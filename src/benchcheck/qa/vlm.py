@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
 from benchcheck.qa.records import VLMAnswer
-from benchcheck.qa.redact import Redactor
 
 
 class VLM(Protocol):
@@ -35,10 +35,11 @@ class VLMOptions:
     video_url_base: str | None = None
     max_side: int = 768
     max_tokens: int = 512
+    env_passed: tuple[str, ...] = ()  # --vlm-env: secret-named variables the command may see
 
 
 def make_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-             concurrency: int, redactor: Redactor, warn: Callable[[str], None],
+             concurrency: int, redactor: Masker, warn: Callable[[str], None],
              env: Mapping[str, str] | None = None) -> VLM:
     """The command or endpoint VLM; inconsistent options are a :class:`PreconditionError`."""
     env = os.environ if env is None else env
@@ -50,8 +51,11 @@ def make_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_gr
                                     "apply to --vlm-endpoint only")
         from benchcheck.qa.vlm_cmd import CommandVLM
 
+        unset = [n for n in opts.env_passed if n not in env]
+        if unset:
+            raise PreconditionError(f"--vlm-env {', '.join(unset)}: not set in this environment")
         try:
-            return CommandVLM(opts.cmd, num_frames, timeout_s, watchdog_grace_s, redactor)
+            return CommandVLM(opts.cmd, num_frames, timeout_s, watchdog_grace_s, redactor, env, opts.env_passed)
         except ValueError as e:
             raise PreconditionError(str(e)) from None
     return _endpoint_vlm(opts, num_frames=num_frames, timeout_s=timeout_s, watchdog_grace_s=watchdog_grace_s,
@@ -59,13 +63,15 @@ def make_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_gr
 
 
 def _endpoint_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-                  concurrency: int, redactor: Redactor, warn: Callable[[str], None],
+                  concurrency: int, redactor: Masker, warn: Callable[[str], None],
                   env: Mapping[str, str]) -> VLM:
     from benchcheck.qa.urls import media_base_url, service_base_url
     from benchcheck.qa.vlm_endpoint import EndpointVLM, MediaMode
 
     if not opts.model:
         raise PreconditionError("--vlm-endpoint needs --vlm-model (the model id the server serves)")
+    if opts.env_passed:
+        raise PreconditionError("--vlm-env applies to --vlm-cmd only (the endpoint runs elsewhere)")
     if opts.inline_media and opts.video_url_base:
         raise PreconditionError("--inline-media and --video-url-base exclude each other")
     key = None

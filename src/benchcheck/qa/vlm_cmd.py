@@ -7,17 +7,16 @@ inside a longer word (``--q={question}``, ``"Q: {question}"``) refuses the templ
 placeholder word becomes exactly one argument holding the value verbatim and the command is
 executed directly, never through ``/bin/sh``, so no text of the dataset is ever parsed by a
 shell. Wrap the command in ``sh -c '...' sh {video} {question}`` to use shell features and read
-the values as ``"$1"``, ``"$2"``. It runs in its own process group and prints
-``{"answer": ..., "model": ...}`` on stdout. There are no retries: ``--timeout`` is the
-command's own limit (pass it with ``{timeout}``) and the watchdog kills the whole process group
-``timeout + grace`` seconds after the start, so a command that never returns costs one item,
-not the run. A killed item is an error naming the watchdog.
+the values as ``"$1"``, ``"$2"``. It prints ``{"answer": ..., "model": ...}`` on stdout. There
+are no retries: ``--timeout`` is the command's own limit (pass it with ``{timeout}``) and the
+watchdog kills everything of the command ``timeout + grace`` seconds after the start, so a
+command that never returns costs one item, not the run. A killed item is an error naming the
+watchdog. The child's environment and the cleanup of what it leaves behind are
+:mod:`benchcheck.qa.proc`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
@@ -25,20 +24,18 @@ import shlex
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.proc import child_environment, run_with_watchdog
 from benchcheck.qa.records import VLMAnswer
-from benchcheck.qa.redact import Redactor
 
 PLACEHOLDERS = ("video", "question", "num_frames", "timeout")
 REQUIRED_PLACEHOLDERS = ("video", "question")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _TAIL_CHARS = 500
-# After the main process exits, how long to wait for the pipes to drain.
-_DRAIN_S = 2.0
-_POLL_S = 0.05
 
 
 def split_template(template: str) -> list[str]:
@@ -117,68 +114,13 @@ def _signal_name(num: int) -> str:
         return str(num)
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    """What one run of the command did; ``killed`` when the watchdog ended it."""
-
-    returncode: int | None
-    stdout: bytes
-    stderr: bytes
-    elapsed_s: float
-    killed: bool
-
-
-async def run_with_watchdog(argv: list[str], hard_limit_s: float) -> CommandResult:
-    """Execute ``argv`` (no shell) in a new process group; SIGKILL the whole group at
-    ``hard_limit_s``. Stragglers left in the group after the main process exits are killed too,
-    so a background child holding the pipes open cannot stall the item. ``OSError`` when the
-    program cannot be started."""
-    start = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    readers = [asyncio.ensure_future(proc.stdout.read()), asyncio.ensure_future(proc.stderr.read())]
-    # asyncio's wait() also waits for the pipes to close, which a straggler may hold open:
-    # poll the exit status too, so the item ends when the main process does.
-    waiter = asyncio.ensure_future(proc.wait())
-    deadline = start + hard_limit_s
-    killed = False
-    try:
-        while not waiter.done() and proc.returncode is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                killed = True
-                break
-            await asyncio.wait([waiter], timeout=min(remaining, _POLL_S))
-        elapsed = time.monotonic() - start
-    finally:
-        _kill_group(proc.pid)
-    # A process that left the group (setsid) can hold the pipes forever: stop waiting for them.
-    done, pending = await asyncio.wait([waiter, *readers], timeout=_DRAIN_S)
-    for task in pending:
-        task.cancel()
-    out = readers[0].result() if readers[0] in done else b""
-    err = readers[1].result() if readers[1] in done else b""
-    return CommandResult(None if killed else proc.returncode, out, err, elapsed, killed)
-
-
 class CommandVLM:
     """Asks the VLM by running the ``--vlm-cmd`` template once per item."""
 
     kind = "command"
 
     def __init__(self, template: str, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-                 redactor: Redactor) -> None:
+                 redactor: Masker, env: Mapping[str, str] | None = None, env_passed: tuple[str, ...] = ()) -> None:
         self.argv = split_template(template)
         if shutil.which(self.argv[0]) is None:
             raise ValueError(f"--vlm-cmd: the program {self.argv[0]!r} is not found or not executable")
@@ -187,10 +129,14 @@ class CommandVLM:
         self.timeout_s = timeout_s
         self.watchdog_grace_s = watchdog_grace_s
         self.redactor = redactor
+        self.env_passed = env_passed
+        self.env = child_environment(os.environ if env is None else env, env_passed)
 
     def settings(self) -> dict[str, Any]:
         """What identifies this VLM in the run configuration (no secrets)."""
-        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template)}
+        # Only when used, so the configuration hash of earlier runs (and their stored answers) holds.
+        passed = {"vlm_env_passed": sorted(self.env_passed)} if self.env_passed else {}
+        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template), **passed}
 
     def command_for(self, item: QAItem) -> list[str]:
         return fill_template(self.argv, {
@@ -206,7 +152,7 @@ class CommandVLM:
         limit = self.timeout_s + self.watchdog_grace_s
         t0 = time.monotonic()
         try:
-            res = await run_with_watchdog(self.command_for(item), limit)
+            res = await run_with_watchdog(self.command_for(item), limit, self.env)
         except OSError as e:
             msg = self.redactor.text(f"VLM command could not start: {e}")
             return VLMAnswer(item.id, "error", time.monotonic() - t0, error=msg, error_kind="exit")

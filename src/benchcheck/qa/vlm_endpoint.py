@@ -9,9 +9,13 @@ Three ways to show the clip:
 - ``inline`` (``--inline-media``): the clip inline as a base64 ``data:`` URL; warns above
   about 10 MB, which servers commonly reject (HTTP 413/422).
 
-The engine's records carry images only, so the two video modes post their one request with a
-small aiohttp call here, reading the answer with the shared wire parser. ``--timeout`` bounds
-the request; the watchdog (``timeout + grace``) bounds the whole item, preparation included.
+Every mode goes through :class:`benchcheck.engines.openai.OpenAIEngine` (frames as image parts,
+a clip as the request's ``video_url`` part), so QA has the engine's failure kinds:
+``context_too_long`` (a 400 naming the context limit), ``timeout``, ``connection``, ``http``,
+and ``bad_output`` for a 200 that is not a chat completion. There are no retries (SPEC section 6:
+no retries around the VLM call): the engine is built with ``max_retries=0``, so a 429 or 5xx
+is the item's error, not a wait. ``--timeout`` bounds the request; the watchdog
+(``timeout + grace``) bounds the whole item, preparation included.
 The reported latency is the wall clock of the whole item (frame decoding and the request), as
 in command mode; ``prep_s`` gives the client-side preparation alone.
 """
@@ -26,20 +30,18 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import quote
 
-from benchcheck.engines.base import Failure, GenerateRequest, Generation
+from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.frames import sample_jpegs
 from benchcheck.qa.records import VLMAnswer, VLMErrorKind
-from benchcheck.qa.redact import Redactor
 
 MediaMode = Literal["frames", "url", "inline"]
 INLINE_WARN_BYTES = 10 * 1024 * 1024
 
-_FAILURE_KINDS: dict[str, VLMErrorKind] = {"timeout": "timeout", "connection": "connection"}
-
-
-def video_part(url: str) -> dict[str, Any]:
-    return {"type": "video_url", "video_url": {"url": url}}
+# The engine's failure kinds as QA's error kinds (``http`` for every other HTTP refusal).
+_FAILURE_KINDS: dict[str, VLMErrorKind] = {"timeout": "timeout", "connection": "connection",
+                                          "context_too_long": "context_too_long", "internal": "bad_output"}
 
 
 def inline_video_url(data: bytes, name: str) -> str:
@@ -53,7 +55,7 @@ class EndpointVLM:
     kind = "endpoint"
 
     def __init__(self, endpoint: str, model: str, *, num_frames: int, timeout_s: float,
-                 watchdog_grace_s: float, redactor: Redactor, api_key: str | None = None,
+                 watchdog_grace_s: float, redactor: Masker, api_key: str | None = None,
                  media: MediaMode = "frames", video_url_base: str | None = None, max_side: int = 768,
                  max_tokens: int = 512, concurrency: int = 1,
                  warn: Callable[[str], None] = lambda _msg: None) -> None:
@@ -75,7 +77,6 @@ class EndpointVLM:
         self.warn = warn
         self.engine = OpenAIEngine([self.endpoint], model, api_key=api_key, concurrency=concurrency,
                                    timeout_s=timeout_s, max_retries=0)
-        self._session: Any = None
 
     def settings(self) -> dict[str, Any]:
         """What identifies this VLM in the run configuration (no secrets)."""
@@ -109,9 +110,10 @@ class EndpointVLM:
         if isinstance(content, tuple):
             req = GenerateRequest(request_id=item.id, prompt=item.question, images=content,
                                   max_tokens=self.max_tokens)
-            (res,) = await self.engine.generate([req])
         else:
-            res = await self._post_video(item, content)
+            req = GenerateRequest(request_id=item.id, prompt=item.question, video_url=content,
+                                  max_tokens=self.max_tokens)
+        (res,) = await self.engine.generate([req])
         latency = time.monotonic() - t0
         if isinstance(res, Failure):
             kind = _FAILURE_KINDS.get(res.kind, "http")
@@ -131,33 +133,5 @@ class EndpointVLM:
                       "servers often reject clips over ~10 MB (HTTP 413/422): serve the clips by URL instead")
         return inline_video_url(data, item.video)
 
-    async def _post_video(self, item: QAItem, url: str) -> Generation | Failure:
-        import aiohttp
-
-        from benchcheck.engines.wire import WireError, error_message, parse_generation
-
-        if self._session is None:
-            self._session = aiohttp.ClientSession(trust_env=False)
-        body = {"model": self.model, "temperature": 0.0, "max_tokens": self.max_tokens,
-                "messages": [{"role": "user", "content": [video_part(url), {"type": "text", "text": item.question}]}]}
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        t0 = time.monotonic()
-        try:
-            async with self._session.post(f"{self.endpoint}/chat/completions", json=body, headers=headers,
-                                          allow_redirects=False,
-                                          timeout=aiohttp.ClientTimeout(total=self.timeout_s)) as resp:
-                text = await resp.text()
-                if resp.status != 200:
-                    return Failure(item.id, "http", error_message(text), status=resp.status)
-                return parse_generation(await resp.json(content_type=None), item.id, time.monotonic() - t0)
-        except TimeoutError:
-            return Failure(item.id, "timeout", f"no answer within --timeout {self.timeout_s:g} s")
-        except aiohttp.ClientError as e:
-            return Failure(item.id, "connection", f"{type(e).__name__}: {e}")
-        except (WireError, ValueError) as e:
-            return Failure(item.id, "internal", f"malformed response: {e}")
-
     async def aclose(self) -> None:
         await self.engine.aclose()
-        if self._session is not None:
-            await self._session.close()

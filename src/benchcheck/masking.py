@@ -1,0 +1,143 @@
+"""The one secret-masking helper: which variables are secrets, and how their values are masked.
+
+Used by everything that writes text a person or another host may read: the QA harness's
+result files and terminal lines, ``pack``'s logs and report, the launch lines in the returns
+report, and the environment given to a ``--vlm-cmd`` child (:func:`is_secret_name`).
+
+Two kinds of masking, both applied by :meth:`Masker.text`:
+
+- *known values*: the values of the secret-named environment variables (and any value passed
+  in on purpose, such as the Hub token), replaced wherever they occur;
+- *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``Authorization: Bearer X`` and ``hf_…``
+  tokens, for secrets this process never saw (a log written on another machine). Only the
+  secret itself is replaced: quotes and text around it are kept
+  (``-H "Authorization: Bearer ***" http://x``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MASK = "***"
+# Short values ("1", "true", "yes") would blank out ordinary text without protecting anything.
+MIN_SECRET_LEN = 6
+
+# A variable is a secret when its name says so: ``*_API_KEY``/``*_KEY``, ``*_TOKEN``, ``*_SECRET``
+# (``AWS_SECRET_ACCESS_KEY``), ``*PASSWORD*``, ``*_PASS``/``*_PASSWD``, ``*_CREDENTIALS``, ``*_AUTH``.
+# Names that merely contain such a word (``TOKENIZERS_PARALLELISM``, ``SSH_AUTH_SOCK``) are not.
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASS|PASSWD|CREDENTIALS?|AUTH|AUTHORIZATION)$"
+    r"|(?:^|_)SECRET_|PASSWORD"
+)
+
+# Characters of a bearer token (RFC 6750 b64token) and of a bare command-line value: a quote,
+# a backslash (a JSON escape), a space or a closing bracket ends the secret and is kept. No
+# pattern crosses a line, so text can be masked in blocks of many lines.
+_TOKEN = r"[A-Za-z0-9._~+/=\-]+"
+_VALUE = r"[^\s\"'`,;)\]}\\]+"
+# Each pattern with the literals (in the lower-cased text, or as is) one of which must be present
+# for it to match: most log lines hold none, and a substring test is ~100x cheaper than a regex.
+_PATTERNS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
+    (("--api-key", "--api_key"), True, re.compile(rf"(--api[-_]key(?:=|[ \t]+)[\"']?)({_VALUE})", re.I)),
+    (("API_KEY=", "TOKEN=", "SECRET=", "PASSWORD="), False,
+     re.compile(rf"((?:API_KEY|TOKEN|SECRET|PASSWORD)=[\"']?)({_VALUE})")),
+    (("authorization",), True,
+     re.compile(rf"([Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz][Aa][Tt][Ii][Oo][Nn][ \t]*:[ \t]*"
+                rf"(?:[Bb]earer|[Bb]asic|[Tt]oken)[ \t]+)({_TOKEN})")),
+    (("hf_",), False, re.compile(r"()(?<![A-Za-z0-9_])(hf_[A-Za-z0-9]{16,})")),
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name marks its value as a secret."""
+    return _SECRET_NAME.search(name.upper()) is not None
+
+
+def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
+    """The values of the secret-named variables of ``env`` (default ``os.environ``) and ``extra``,
+    each line of a multi-line value on its own, longest first; short values are left out."""
+    env = os.environ if env is None else env
+    found = {line.strip() for k, v in env.items() if is_secret_name(k) for line in v.splitlines()}
+    found |= {line.strip() for v in extra for line in (v or "").splitlines()}
+    # Longest first, so a secret that contains another is masked whole.
+    return sorted((v for v in found if len(v) >= MIN_SECRET_LEN), key=lambda v: (-len(v), v))
+
+
+def _secret_spans(text: str, hay: str, literals: tuple[str, ...], pat: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Where ``pat``'s secret (group 2) is, trying the pattern only where one of its literals
+    starts in ``hay`` (a substring search runs at memory speed; a regex scan of every position
+    of a log does not)."""
+    spans = []
+    for lit in literals:
+        i = hay.find(lit)
+        while i != -1:
+            m = pat.match(text, i)
+            if m is not None:
+                spans.append(m.span(2))
+            i = hay.find(lit, i + 1)
+    return spans
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret-shaped value (the patterns) replaced by ``***``."""
+    low = text.lower()
+    if len(low) != len(text):  # a few characters lower-case to two: positions would not line up
+        for _lits, _lowered, pat in _PATTERNS:
+            text = pat.sub(lambda m: m.group(1) + MASK, text)
+        return text
+    spans: list[tuple[int, int]] = []
+    for literals, lowered, pat in _PATTERNS:
+        spans += _secret_spans(text, low if lowered else text, literals, pat)
+    if not spans:
+        return text
+    out, at = [], 0
+    for start, end in sorted(spans):
+        if end <= at:
+            continue
+        out += [text[at:max(start, at)], MASK]
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _spellings(value: str) -> set[str]:
+    """A secret as written in text and inside JSON strings (escaped, ASCII-escaped)."""
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+
+
+class Masker:
+    """Masks known secret values and secret-shaped values in strings and nested JSON values."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # A secret written in JSON with escapes (a quote, a backslash, non-ASCII) is masked in that
+        # spelling too, so JSON text can be masked as text and stays valid JSON.
+        values = {sp for s in secrets if len(s) >= MIN_SECRET_LEN for sp in _spellings(s)}
+        self.values = sorted(values, key=lambda v: (-len(v), v))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> Masker:
+        return cls(secret_values(env, extra))
+
+    def values_only(self, s: str) -> str:
+        for v in self.values:
+            if v in s:
+                s = s.replace(v, MASK)
+        return s
+
+    def text(self, s: str) -> str:
+        """Known values first (they may contain pattern-like text), then the patterns."""
+        return redact(self.values_only(s))
+
+    def value(self, obj: Any) -> Any:
+        """A copy of a JSON-like value with every string masked (keys included), so JSON stays JSON."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            return {self.text(str(k)): self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.value(v) for v in obj]
+        return obj
