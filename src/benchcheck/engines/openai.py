@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.engines.wire import (
     JSONDict,
     WireError,
@@ -89,6 +90,8 @@ class _Attempt:
     retry: bool = False
     wait_s: float = 0.0
 
+DEFAULT_CONCURRENCY = 32  # requests in flight per endpoint when the caller does not say
+
 
 class OpenAIEngine:
     """Scores and generates through OpenAI-compatible endpoints (see the module docstring)."""
@@ -100,7 +103,7 @@ class OpenAIEngine:
         endpoints: Sequence[str] | str,
         model: str,
         api_key: str | None = None,
-        concurrency: int = 32,
+        concurrency: int = 32,  # DEFAULT_CONCURRENCY
         timeout_s: float = 600,
         max_retries: int = 3,
         revision: str | None = None,
@@ -124,6 +127,16 @@ class OpenAIEngine:
         self._session: aiohttp.ClientSession | None = None
         self._endpoints: list[_Endpoint] = []
         self._rr = 0
+
+    @classmethod
+    def from_options(cls, o: EngineOptions) -> OpenAIEngine:
+        """``workers`` is the number of requests in flight per endpoint."""
+        if not o.endpoints:
+            raise EngineOptionError("--engine openai needs at least one --endpoint URL")
+        if not o.model:
+            raise EngineOptionError("--engine openai needs --model (the name the server answers to)")
+        return cls(list(o.endpoints), o.model, api_key=o.api_key, concurrency=o.workers or DEFAULT_CONCURRENCY,
+                   revision=o.revision)
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(endpoints={self.endpoint_urls!r}, model={self.model_name!r})"
