@@ -109,6 +109,7 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     """
     from pathlib import Path
 
+    from benchcheck.atomic import write_text_atomic
     from benchcheck.launch.slurm import SlurmJob, render_sbatch
 
     if array < 1:
@@ -116,7 +117,7 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
                                   cpus_per_task, None, logs, python))
     if out:
-        Path(out).write_text(text)
+        write_text_atomic(out, text)
         Path(out).chmod(0o755)
         click.echo(f"wrote {out}: sbatch {out}")
     else:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_atomic, write_text_atomic
+from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.store import read_rows
@@ -143,7 +143,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
 
 def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[str, Any]],
                   accounting: list[dict[str, Any]], states: dict[int, StepState]) -> Path:
-    """Rebuilt from scratch each time (a temp file renamed over the old one), so it is never torn."""
+    """Rebuilt from scratch each time (a temp file fsynced and renamed over the old one), never torn."""
     import duckdb
     import pyarrow as pa
 
@@ -160,5 +160,5 @@ def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[s
     finally:
         con.close()
     final = res / "pool.duckdb"
-    tmp.replace(final)
+    replace_atomic(tmp, final)
     return final

@@ -25,6 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from benchcheck.atomic import write_json_atomic
+
 FRAMES_JSON = "frames.json"
 CACHE_SCHEMA_VERSION = 1
 
@@ -135,9 +137,8 @@ def write_frames(root: str | Path, video_id: str, frames_json: dict[str, Any], j
     try:
         for name, data in zip(files, jpegs, strict=True):
             (tmp / name).write_bytes(data)
-        with (tmp / FRAMES_JSON).open("w", encoding="utf-8") as f:
-            json.dump({"schema_version": CACHE_SCHEMA_VERSION, **frames_json}, f)
-            f.write("\n")
+        # frames.json last, through the one atomic writer: the folder is renamed into place whole.
+        write_json_atomic(tmp / FRAMES_JSON, {"schema_version": CACHE_SCHEMA_VERSION, **frames_json})
         if final.exists():
             old = final.parent / f".old-{video_id}-{tag}"
             os.replace(final, old)

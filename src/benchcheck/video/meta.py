@@ -8,7 +8,6 @@ differ slightly (``frame_timestamps``, ``duration_s``, ``frame_count``...).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,17 +105,6 @@ def read_meta(store: str | Path, video_id: str) -> VideoMeta:
         raise ValueError(f"{path}: {e.strerror or e}") from e
     except (ValueError, TypeError) as e:
         raise ValueError(f"{path}: {e}") from e
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader never sees a half-written file (temp file + rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def normalized_ids(store: str | Path) -> list[str]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.atomic import write_json_atomic
 from benchcheck.video.cache import clear_stale
 from benchcheck.video.index import (
     FAILURES_FILE,
@@ -41,7 +42,7 @@ from benchcheck.video.index import (
     last_failures,
     local_key,
 )
-from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta, write_json_atomic
+from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta
 from benchcheck.video.normalize import NormalizeError, content_hash_of, file_sha256, stored_meta, transcode
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg",
