@@ -1,8 +1,8 @@
-"""Server launch lines from ``launch_params.txt``: secrets redacted, changes from the SPEC found.
+"""Server launch lines from ``launch_params.txt``: secrets redacted, changes from the protocol found.
 
 The report quotes the launch lines verbatim except for secrets (``--api-key``, ``HF_TOKEN=``,
 ``hf_…`` tokens, ``Authorization`` headers), and lists every server flag that differs from the
-launcher the SPEC fixes (section 3 for the screening steps, section 5 for the sweep).
+launcher docs/PROTOCOL.md fixes ("Launcher" for the screening steps, "Frame plans" for the sweep).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _SECRETS = [
     re.compile(r"()(hf_[A-Za-z0-9]{16,})"),
 ]
 
-# The vLLM flags the SPEC fixes per kind of run (only these may differ, and each difference is reported).
+# The vLLM flags docs/PROTOCOL.md fixes per kind of run (only these may differ, and each difference is reported).
 EXPECTED: dict[str, dict[str, str]] = {
     "pool": {"--gpu-memory-utilization": "0.85", "--max-logprobs": "20"},
     "pool:step1": {"--max-num-seqs": "64"},

@@ -1,6 +1,6 @@
-"""The shard manifest in the origin's format, and streamed sha256 (SPEC section 7).
+"""The shard manifest in the original runs' format, and streamed sha256 (docs/PROTOCOL.md, "Returns").
 
-The origin's manifest is ``{"shards": [{"file", "sha256"}], "n_videos"}``; its readers use only
+The original runs' manifest is ``{"shards": [{"file", "sha256"}], "n_videos"}``; its readers use only
 those keys, so the extra fields we write (``kind`` and ``schema_version`` at the top, ``size``
 and ``n_videos`` per shard) sit beside them without breaking an origin reader.
 """

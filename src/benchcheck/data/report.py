@@ -2,7 +2,7 @@
 
 Per stage: items done, removed, error rows (count and up to 5 example item ids), permanently
 failed items, wall time, items/s per GPU, rows added, the launch lines that served it and the
-launcher changes (a note from the operator plus every flag that differs from the SPEC).
+launcher changes (a note from the operator plus every flag that differs from the protocol: docs/PROTOCOL.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Build tar shards and their manifest from a local frame cache or video store (``make-shards``).
 
 Each video folder goes whole into one shard, in sorted order, so a shard's members are
-``<video_id>/...`` exactly as the origin's ``tar -xf shard -C pool_frames`` expects. Shards are
+``<video_id>/...`` exactly as the original runs' ``tar -xf shard -C pool_frames`` expects. Shards are
 deterministic (sorted members, owner 0, fixed modes, the files' own mtimes): a rerun after a
 kill rebuilds byte-identical shards. Each shard is hashed while it is written and renamed into
 place when complete; the manifest is written last.

@@ -1,7 +1,7 @@
 """The ``openai`` engine: an async client for one or many OpenAI-compatible servers (vLLM).
 
-Sends SPEC section 3's request (``wire.score_body``) or a greedy generation request, over one
-keep-alive aiohttp session. Requests go to the endpoint with the fewest requests in flight
+Sends the protocol's request (docs/PROTOCOL.md, "Requests"; ``wire.score_body``) or a greedy
+generation request, over one keep-alive aiohttp session. Requests go to the endpoint with the fewest requests in flight
 (round-robin among equals), at most ``concurrency`` at a time per endpoint.
 
 Failures are returned, never raised or dropped:
@@ -11,7 +11,7 @@ Failures are returned, never raised or dropped:
   endpoint, and new requests skip an endpoint whose connections fail for a while (1 s, doubling
   to 30 s); the last error becomes a ``Failure`` (``connection`` or ``http``);
 - a 400 whose text contains "maximum", "longer than" or "context length" is
-  ``context_too_long`` (the origin's rule); other 4xx are ``bad_request``, not retried;
+  ``context_too_long`` (PROTOCOL.md, "Requests"); other 4xx are ``bad_request``, not retried;
 - a request that takes longer than ``timeout_s`` is a ``timeout`` failure, not retried (a
   server that hangs would hang every retry too);
 - a 200 whose body is not a chat completion is an ``internal`` failure.
@@ -49,7 +49,7 @@ from benchcheck.engines.wire import (
 T = TypeVar("T")
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
-CONNECT_TIMEOUT_S = 10.0  # the origin's (10, 600) connect / read timeouts
+CONNECT_TIMEOUT_S = 10.0  # the original runs' (10, 600) connect / read timeouts
 DOWN_BASE_S = 1.0
 DOWN_CAP_S = 30.0
 
@@ -244,7 +244,7 @@ class OpenAIEngine:
             attempt += 1
 
     async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
-        """SPEC section 3's forward for each request, concurrently; results in request order."""
+        """The protocol's forward (PROTOCOL.md, "Requests") for each request, concurrently; results in request order."""
         model = self.model_name
         return list(
             await asyncio.gather(

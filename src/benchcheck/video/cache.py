@@ -1,7 +1,7 @@
 """Frame cache layout: ``<root>/<video_id>/frame_<k>.jpg`` plus ``frames.json`` (the authority).
 
 ``k`` is the position in the plan's grid (for the 32-frame grid the middle frame is
-``frame_16.jpg``), so a cache written by the origin reads correctly. ``frames.json``:
+``frame_16.jpg``), so a cache written by the original runs reads correctly. ``frames.json``:
 
 .. code-block:: json
 

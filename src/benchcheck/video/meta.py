@@ -1,7 +1,7 @@
-"""The normalized store's layout and ``meta.json`` (SPEC section 4).
+"""The normalized store's layout and ``meta.json`` (docs/PROTOCOL.md, "Videos").
 
 ``<store>/normalized/<content_hash>/video.mp4`` holds the normalized video and ``meta.json``
-describes it. :func:`read_meta` also reads a store made by the origin, whose field names may
+describes it. :func:`read_meta` also reads a store made by the original runs, whose field names may
 differ slightly (``frame_timestamps``, ``duration_s``, ``frame_count``...).
 """
 
@@ -64,7 +64,7 @@ def _first(d: dict[str, Any], *names: str) -> Any:
 
 
 def meta_from_json(d: dict[str, Any], content_hash: str) -> VideoMeta:
-    """A :class:`VideoMeta` from a ``meta.json`` object (ours or the origin's field names)."""
+    """A :class:`VideoMeta` from a ``meta.json`` object (ours or the original runs' field names)."""
     ts = _first(d, "timestamps", "frame_timestamps", "timestamps_s", "ts")
     if not isinstance(ts, list) or not ts:
         raise ValueError("meta.json has no frame timestamps")

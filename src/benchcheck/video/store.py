@@ -1,7 +1,7 @@
 """Normalize many source videos into the store, idempotently, in parallel processes.
 
 ``<store>/normalized/<content_hash>/{video.mp4, meta.json}``, ``<store>/index.jsonl`` (key ->
-content hash, the origin's manifest format) and ``<store>/failures.jsonl`` (one row per source
+content hash, the original runs' manifest format) and ``<store>/failures.jsonl`` (one row per source
 that could not be normalized, with the reason).
 
 * **video_id** = :func:`~benchcheck.video.normalize.content_hash_of` the source bytes: the
