@@ -51,7 +51,9 @@ class StepSpec:
 
     def run_spec(self, intro: IntroSet, model: ModelRef) -> RunSpec:
         """Everything that shapes this step's answers for ``model``; its hash goes into every row."""
-        extra: tuple[tuple[str, object], ...] = (("step", self.number), ("grid", plans.GRID32))
+        extra: tuple[tuple[str, object], ...] = (("step", self.number),)
+        if self.visual:  # the grid the frames come from; a blind step's hash does not depend on it
+            extra += (("grid", plans.GRID32),)
         if self.frames == "mid":
             extra += (("grid_position", plans.MID_POSITION),)
         return RunSpec(
