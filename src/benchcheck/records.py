@@ -39,6 +39,10 @@ def _tokens(d: Mapping[str, Any]) -> tuple[int, ...]:
     return ()
 
 
+# What a compact reader keeps of a row's fields (accounting), besides the typed fields.
+COMPACT_FIELDS = ("prompt_tokens", "latency_s")
+
+
 class _RowView:
     """Read access to the row as written (``row["lp"]``), for evidence the typed fields leave out."""
 
@@ -51,7 +55,7 @@ class _RowView:
         return self.fields.get(key, default)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, **self.fields}
+        return {**self.fields, "schema_version": SCHEMA_VERSION}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +68,13 @@ class ScoreRow(_RowView):
     config_hash: str | None
     removed: bool
     margin: float | None
-    prompt_tokens: tuple[int, ...]
     model: str | None
     fields: Mapping[str, Any]
+
+    @property
+    def prompt_tokens(self) -> tuple[int, ...]:
+        """Per forward (read when asked: most readers never need it)."""
+        return _tokens(self.fields)
 
     @property
     def forwards(self) -> int:
@@ -130,21 +138,23 @@ _MIGRATIONS: dict[int, Any] = {}
 
 def _version(d: Mapping[str, Any], where: str) -> int:
     v = d.get("schema_version", 1)
+    if v == SCHEMA_VERSION and type(v) is int:
+        return v
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise RowSchemaError(f"{where}: schema_version {v!r} is not a positive integer")
+        raise RowSchemaError(f"{where}schema_version {v!r} is not a positive integer")
     if v > SCHEMA_VERSION:
-        raise RowSchemaError(f"{where}: row schema_version {v} is newer than this benchcheck reads "
+        raise RowSchemaError(f"{where}row schema_version {v} is newer than this benchcheck reads "
                              f"({SCHEMA_VERSION}); upgrade benchcheck to read these results")
     return v
 
 
-def parse_row(d: Mapping[str, Any], where: str = "row") -> Record | None:
+def parse_row(d: Mapping[str, Any], where: str = "") -> Record | None:
     """The typed record of a row as read from disk; None for a row without an item id."""
     iid = d.get("item_id")
     if iid is None:
         return None
     v = _version(d, where)
-    fields = {k: x for k, x in d.items() if k != "schema_version"}
+    fields = d  # not copied: a million-row step is read through here
     while v < SCHEMA_VERSION:
         fields, v = _MIGRATIONS[v](fields), v + 1
     item_id, bench, step = str(iid), _opt_str(fields.get("bench")), _step(fields.get("step"))
@@ -161,7 +171,7 @@ def parse_row(d: Mapping[str, Any], where: str = "row") -> Record | None:
                       correct=correct if isinstance(correct, bool) else None, model=_opt_str(fields.get("model")),
                       fields=fields)
     return ScoreRow(item_id, bench, step, chash, removed=bool(fields.get("removed")), margin=_margin(fields),
-                    prompt_tokens=_tokens(fields), model=_opt_str(fields.get("model")), fields=fields)
+                    model=_opt_str(fields.get("model")), fields=fields)
 
 
 def _opt_str(v: Any) -> str | None:

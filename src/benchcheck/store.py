@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.lease import Lease, is_held, try_lease
-from benchcheck.records import Record, parse_row
+from benchcheck.records import Record, RowSchemaError, parse_row
 from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.verdicts import MAX_ERRORS_PER_ITEM, StepState
 
@@ -133,7 +133,10 @@ def read_records(path: str | Path) -> Iterator[Record]:
     ``RowSchemaError`` names the file and line of a row written by a newer benchcheck."""
     p = Path(path)
     for n, row in enumerate(read_rows(p), 1):
-        rec = parse_row(row, f"{p} (row {n})")
+        try:
+            rec = parse_row(row)
+        except RowSchemaError as e:  # where it is, formatted only when needed
+            raise RowSchemaError(f"{p} (row {n}): {e}") from None
         if rec is not None:
             yield rec
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from benchcheck.records import ErrorRow, GenRow, Record, ScoreRow, parse_row
+from benchcheck.records import COMPACT_FIELDS, ErrorRow, GenRow, Record, ScoreRow, parse_row
 
 MAX_ERRORS_PER_ITEM = 3
 
@@ -74,7 +74,8 @@ class StepState:
 
     ``expect_hash``: the step's current ``config_hash`` (None: not judged, e.g. a folder written
     before ``run_spec.json`` existed). ``compact`` drops each ok row's evidence and keeps only
-    the typed fields: a million-row step is counted without holding its log-probs.
+    the typed fields and ``records.COMPACT_FIELDS``: a million-row step is counted without
+    holding its log-probs.
     """
 
     ok: dict[str, OkRow] = field(default_factory=dict)
@@ -98,7 +99,9 @@ class StepState:
             if not rec.retry_free:
                 self.counted[iid] = self.counted.get(iid, 0) + 1
             return
-        self.ok[iid] = replace(rec, fields={}) if self.compact else rec
+        if self.compact:
+            rec = replace(rec, fields={k: rec.fields[k] for k in COMPACT_FIELDS if k in rec.fields})
+        self.ok[iid] = rec
 
     def add_all(self, rows: Iterable[Record | Mapping[str, Any]]) -> StepState:
         for r in rows:

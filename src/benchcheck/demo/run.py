@@ -72,9 +72,11 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True) -> Path
 
 async def _screen_all(ctx: ScreenContext, models: dict[str, Path], echo: Echo,
                       progress: bool) -> None:
-    from benchcheck.engines.hf import HFEngine
+    from benchcheck.engines.options import EngineOptions
+    from benchcheck.engines.registry import from_options
 
-    engines: dict[str, Engine] = {k: HFEngine(p, device="cpu", served_name=p.name) for k, p in models.items()}
+    engines: dict[str, Engine] = {k: from_options("hf", EngineOptions(model=str(p), device="cpu", served_name=p.name))
+                                  for k, p in models.items()}
     try:
         for step in DEFAULT_CHAIN:
             spec = STEPS[step]

@@ -47,8 +47,10 @@ class ScreenContext:
     def plan(self, step: int, include_own: bool = True) -> StepPlan:
         """The step's plan and the states it read (``plan.states``). Without ``include_own`` the
         step's own rows are not read: every eligible item is "todo", and ``run_task`` reads each
-        unit's rows itself under the unit's lease (read before the lease, they could be stale)."""
-        return plan_step(self.items, step, self.chain, self.states(step, include_own), self.has_frames, self.keep)
+        unit's rows itself under the unit's lease (read before the lease, they could be stale).
+        Read compact: the planner needs each row's verdict, not its log-probs."""
+        states = self.states(step, include_own, compact=True)
+        return plan_step(self.items, step, self.chain, states, self.has_frames, self.keep)
 
 
 def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, ...],
