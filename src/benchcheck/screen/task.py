@@ -10,6 +10,7 @@ happened. Resumable by construction: done is read back from the rows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from collections import Counter
@@ -57,6 +58,8 @@ class TaskOptions:
     max_errors: int = MAX_ERRORS_PER_ITEM
     abort_after_unreachable: int = 8  # engine calls in a row that only met connection failures
     host: str = field(default_factory=socket.gethostname)
+    # Engine calls in flight shared with other tasks of the same executor (None: ``workers`` per task).
+    calls: asyncio.Semaphore | None = None
 
 
 @dataclass(slots=True)
@@ -173,7 +176,8 @@ async def _work(spec: RunSpec, jobs: list[_Job], engine: Engine, store: StepStor
             except asyncio.QueueEmpty:
                 await asyncio.sleep(0.01)
                 continue
-            rows = await score_chunk(spec, [j.item for j in chunk], engine, opts.frames, row_ctx)
+            async with opts.calls or contextlib.nullcontext():
+                rows = await score_chunk(spec, [j.item for j in chunk], engine, opts.frames, row_ctx)
             await asyncio.to_thread(store.append, path, rows)
             retry = run.settle(chunk, rows, progress)
             while summary.failures:
