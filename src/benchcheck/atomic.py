@@ -45,6 +45,18 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def replace_atomic(tmp: str | Path, path: str | Path) -> None:
+    """Publish a file another library wrote at ``tmp`` (beside ``path``; e.g. a DuckDB database):
+    fsync it, rename it over ``path``, fsync the folder. The same guarantee as ``write_atomic``."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(Path(path).parent)
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     write_atomic(path, lambda f: f.write(data))
 

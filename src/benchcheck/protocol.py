@@ -1,6 +1,6 @@
-"""The screening protocol (SPEC section 3) as pure functions.
+"""The screening protocol (docs/PROTOCOL.md) as pure functions.
 
-The public names and their behaviour match the reference library (seed 002, first copy) so that
+The public names and their behaviour match the reference library of the original runs (its first copy) so that
 code written against it ports unchanged: same permutations for an item id, same letter parsing
 and log-sum-exp merging, same margins and tie-breaks.
 """

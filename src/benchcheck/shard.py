@@ -1,4 +1,4 @@
-"""Deterministic work units and their assignment to the tasks of an array (SPEC section 3).
+"""Deterministic work units and their assignment to the tasks of an array (docs/PROTOCOL.md, "Sharding and leases").
 
 Every task computes the same plan from the same inputs, so a Slurm array task (or a Ray actor,
 or a local process) knows its share without talking to the others.

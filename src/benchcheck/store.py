@@ -1,4 +1,4 @@
-"""Append-only keyed JSONL results (SPEC section 3, Results).
+"""Append-only keyed JSONL results (docs/PROTOCOL.md, "Results"); the only reader and writer of rows.
 
 Rows are appended whole under an exclusive ``flock``; "done" is derived from the rows, never
 stored. A writer killed mid-line leaves a torn tail: the next writer ends it with a newline
@@ -12,11 +12,17 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_ERRORS_PER_ITEM = 3
+from benchcheck.lease import Lease, is_held, try_lease
+from benchcheck.records import Record, RowSchemaError, parse_row
+from benchcheck.spec import RunSpec, write_run_spec
+from benchcheck.verdicts import MAX_ERRORS_PER_ITEM, StepState
+
+__all__ = ["MAX_ERRORS_PER_ITEM", "StepState", "StepStore", "append_records", "append_rows", "bench_files",
+           "bench_of_file", "is_ok", "load_state", "read_records", "read_rows", "unit_file"]
 _PART = re.compile(r"^(?P<bench>.+?)(?:\.p(?P<part>\d+))?\.jsonl$")
 
 
@@ -91,7 +97,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
 
 
 def is_ok(row: Mapping[str, Any]) -> bool:
-    """A row without ``status`` is ok (SPEC); any other status is an error row."""
+    """A row without ``status`` is ok; any other status is an error row (docs/PROTOCOL.md)."""
     return bool(row.get("status", "ok") == "ok")
 
 
@@ -121,53 +127,73 @@ def bench_files(step_dir: str | Path, benches: Iterable[str] | None = None) -> l
     return out
 
 
-@dataclass(slots=True)
-class StepState:
-    """What a step's rows say: the last ok row per item and error-row counts."""
+def read_records(path: str | Path) -> Iterator[Record]:
+    """Every row of a result file as its typed record (torn lines skipped, as ``read_rows``).
 
-    ok: dict[str, dict[str, Any]] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)  # every error row
-    counted: dict[str, int] = field(default_factory=dict)  # error rows that count toward the limit
-    max_errors: int = MAX_ERRORS_PER_ITEM
+    ``RowSchemaError`` names the file and line of a row written by a newer benchcheck."""
+    p = Path(path)
+    for n, row in enumerate(read_rows(p), 1):
+        try:
+            rec = parse_row(row)
+        except RowSchemaError as e:  # where it is, formatted only when needed
+            raise RowSchemaError(f"{p} (row {n}): {e}") from None
+        if rec is not None:
+            yield rec
 
-    def add(self, row: Mapping[str, Any]) -> None:
-        iid = row.get("item_id")
-        if iid is None:
-            return
-        iid = str(iid)
-        if is_ok(row):
-            self.ok[iid] = dict(row)
-        else:
-            self.errors[iid] = self.errors.get(iid, 0) + 1
-            if not row.get("retry_free"):
-                self.counted[iid] = self.counted.get(iid, 0) + 1
 
-    def touched(self, item_id: str) -> bool:
-        """The step has some row for the item (ok or error)."""
-        return item_id in self.ok or item_id in self.errors
-
-    def is_done(self, item_id: str) -> bool:
-        return item_id in self.ok
-
-    def is_failed(self, item_id: str) -> bool:
-        """Permanently failed: no ok row and ``max_errors`` error rows that count. A row marked
-        ``retry_free`` (the server was unreachable or refused the run's credentials or model: not
-        the item's fault) is kept and reported but does not use up the item's retries."""
-        return item_id not in self.ok and self.counted.get(item_id, 0) >= self.max_errors
-
-    def is_removed(self, item_id: str) -> bool:
-        row = self.ok.get(item_id)
-        return bool(row and row.get("removed"))
-
-    def failed_ids(self) -> list[str]:
-        return sorted(i for i in self.errors if self.is_failed(i))
+def append_records(path: str | Path, records: Iterable[Record], fsync: bool = False) -> int:
+    """Append typed records (each as the flat JSON object it reads back from)."""
+    return append_rows(path, [r.to_dict() for r in records], fsync=fsync)
 
 
 def load_state(step_dir: str | Path, benches: Iterable[str] | None = None,
-               max_errors: int = MAX_ERRORS_PER_ITEM) -> StepState:
-    """Read every result file of a step folder into a :class:`StepState`."""
-    state = StepState(max_errors=max_errors)
+               max_errors: int = MAX_ERRORS_PER_ITEM, expect_hash: str | None = None,
+               compact: bool = False) -> StepState:
+    """Read every result file of a step folder through the reducer (:class:`StepState`)."""
+    state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=compact)
     for p in bench_files(step_dir, benches):
-        for row in read_rows(p):
-            state.add(row)
+        state.add_all(read_records(p))
     return state
+
+
+RUN_SPEC_FILE = "run_spec.json"
+
+
+@dataclass(frozen=True, slots=True)
+class StepStore:
+    """The rows of one step or condition: a folder of unit files, their leases, its run spec."""
+
+    folder: Path
+
+    def unit_path(self, bench: str, part: int, n_parts: int) -> Path:
+        return unit_file(self.folder, bench, part, n_parts)
+
+    def lease(self, path: Path) -> Lease | None:
+        return try_lease(path)
+
+    def held(self, path: Path) -> bool:
+        return is_held(path)
+
+    def unit_state(self, path: Path, expect_hash: str | None, max_errors: int = MAX_ERRORS_PER_ITEM) -> StepState:
+        return StepState(max_errors=max_errors, expect_hash=expect_hash).add_all(read_records(path))
+
+    def state(self, benches: Iterable[str] | None = None, expect_hash: str | None = None,
+              compact: bool = False) -> StepState:
+        return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact)
+
+    def append(self, path: Path, records: Iterable[Record]) -> int:
+        return append_records(path, records)
+
+    def write_spec(self, spec: RunSpec) -> Path:
+        """``run_spec.json`` beside the rows: what the rows of the current hash were asked with."""
+        return write_run_spec(spec, self.folder)
+
+    def current_hash(self) -> str | None:
+        """The ``config_hash`` of the last run's spec, or None when the folder has none (rows
+        written before run specs were stored are then not judged stale)."""
+        try:
+            data = json.loads((self.folder / RUN_SPEC_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        h = data.get("config_hash") if isinstance(data, dict) else None
+        return h if isinstance(h, str) else None

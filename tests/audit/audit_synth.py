@@ -20,7 +20,8 @@ from benchcheck.items import Item
 from benchcheck.protocol import LETTERS
 from benchcheck.screen.requests import ItemRequests, build_item_requests
 from benchcheck.screen.rows import RowContext, result_row
-from benchcheck.screen.steps import STEPS
+from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS
+from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.store import append_rows
 
 
@@ -64,19 +65,25 @@ class SimModel:
 def run_step(results: Path, step: int, items: Sequence[Item], model: SimModel,
              content: dict[str, Sequence[float]]) -> list[dict[str, object]]:
     """Write the rows of ``step`` for ``items`` as the screening would."""
-    spec = STEPS[step]
-    ctx = RowContext(model.name, None, "sim", "cfg", "lmms-v1", "test")
+    step_spec = STEPS[step]
+    spec = run_spec_of(step)
+    ctx = RowContext(step, step_spec.name, model.name, None, "sim", "cfg", "lmms-v1", "test")
     rows = []
     for it in items:
-        if spec.visual:
+        if step_spec.visual:
             ident = tuple(range(len(it.options)))
-            base = build_item_requests(STEPS[1], "intro", it)
+            base = build_item_requests(run_spec_of(1), it)
             ir = ItemRequests(it, (base.requests[0],), (ident,))
         else:
-            ir = build_item_requests(spec, "intro", it)
-        rows.append(result_row(spec, ir, ctx, model.answer(ir, content[it.item_id])))
+            ir = build_item_requests(spec, it)
+        rows.append(result_row(spec, ir, ctx, model.answer(ir, content[it.item_id])).to_dict())
     append_rows(results / f"step{step}" / f"{items[0].bench}.jsonl", rows)
     return rows
+
+
+def run_spec_of(step: int) -> RunSpec:
+    """The step's RunSpec under the default intro and a simulated model."""
+    return STEPS[step].run_spec(INTROS[DEFAULT_INTRO], ModelRef("sim", None))
 
 
 def mixed_bench(results: Path, seed: int, step: int, n: int = 1500) -> tuple[set[str], int]:

@@ -26,7 +26,7 @@ def _run(results: Path, items: list[Item], engine: HFEngine, extra: ExtraPerms |
          step: int = 1) -> list[dict[str, Any]]:
     ctx = make_context(items, results, (step,), None, None)
     cfg = RunConfig(step=step, intro=INTROS["lmms-v1"], workers=1, batch_items=4, progress=False, extra=extra)
-    asyncio.run(run_step(ctx, engine, None, cfg, echo=lambda _: None))
+    asyncio.run(run_step(ctx, engine, cfg, echo=lambda _: None))
     return sorted(read_rows(results / f"step{step}" / "X.jsonl"), key=lambda r: r["item_id"])
 
 

@@ -106,19 +106,18 @@ def test_floor_dependence_counts_decisions_the_floor_makes() -> None:
 def test_rows_record_lp_exact_beside_lp(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from audit_synth import scores
+    from audit_synth import run_spec_of, scores
 
     from benchcheck.screen.requests import build_item_requests
     from benchcheck.screen.rows import RowContext, result_row
-    from benchcheck.screen.steps import STEPS
-
     (item,) = make_items("R", 1, 4, random.Random(0))
-    ir = build_item_requests(STEPS[4], "intro", item)
+    ir = build_item_requests(run_spec_of(4), item)
     s = scores(ir.requests[0].request_id, [0.0, -1.0, -2.0, -3.0])
     top = [e for e in s.top if e["token"] != "D"]  # D fell out of the top list: floored in lp
     exact = [{"token": e["token"], "logprob": e["logprob"], "token_id": i} for i, e in enumerate(s.top)]
     ans = replace(s, top=top, exact=exact, exact_source="full_softmax")
-    row = result_row(STEPS[4], ir, RowContext("m", None, "sim", "c", "lmms-v1", "h"), [ans])
+    ctx = RowContext(4, "opt_only", "m", None, "sim", "c", "lmms-v1", "h")
+    row = result_row(run_spec_of(4), ir, ctx, [ans]).to_dict()
     assert row["lp"][3] == LP_FLOOR and row["lp_exact"][3] > LP_FLOOR
     assert row["lp_exact"][:3] == row["lp"][:3] and row["lp_exact_source"] == "full_softmax"
     f = forwards_of(row)

@@ -23,7 +23,7 @@ def test_chain_in_process_equals_launched(tmp_path: Path, tiny_model: Path) -> N
                     "--device", "cpu", "--no-progress", *common)
         assert local.returncode == 0, local.stderr[-2000:]
         served = cli("launch", "--step", str(step), "--gpus", "2", "--port0", str(free_port_block(2)),
-                     "--results", str(tmp_path / "served"), "--logs", str(tmp_path / "logs"), "--workers", "2",
+                     "--results", str(tmp_path / "served"), "--logs", str(tmp_path / "logs"), "--workers", "8",
                      *common, timeout=600)
         assert served.returncode == 0, served.stdout[-2000:] + served.stderr[-2000:]
         a, b = ok_rows(tmp_path / "local" / f"step{step}"), ok_rows(tmp_path / "served" / f"step{step}")

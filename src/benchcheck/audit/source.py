@@ -112,7 +112,7 @@ def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
         for iid in sorted(state.ok):
             if wanted is not None and iid not in wanted:
                 continue
-            f = forwards_of(state.ok[iid])
+            f = forwards_of(state.ok[iid].fields)
             if f is not None:
                 rows.append(f)
         if rows:

@@ -32,7 +32,8 @@ class _Main(click.Group):
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         lines = []
         for name in sorted(self.commands):
-            lines += _examples(self.commands[name], f"benchcheck {name}")
+            if not self.commands[name].hidden:  # internal commands (``task run``) are not advertised
+                lines += _examples(self.commands[name], f"benchcheck {name}")
         formatter.write_paragraph()
         formatter.write_text("Examples (one per command; see COMMAND --help):")
         for line in lines:

@@ -1,4 +1,4 @@
-"""``benchcheck data fetch|verify|make-shards``: run packages in, checked (SPEC section 7)."""
+"""``benchcheck data fetch|verify|make-shards``: run packages in, checked (docs/PROTOCOL.md, "Returns")."""
 
 from __future__ import annotations
 

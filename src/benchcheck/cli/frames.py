@@ -12,7 +12,7 @@ from benchcheck.cli.common import die, load_items_reporting
 
 @click.group("frames")
 def frames() -> None:
-    """Extract frame caches from the normalized store (SPEC sections 4 and 5)."""
+    """Extract frame caches from the normalized store (docs/PROTOCOL.md, "Videos", "Frame plans")."""
 
 
 @frames.command("extract")

@@ -9,21 +9,6 @@ import click
 
 from benchcheck.cli.common import die
 
-
-def _screen_args(item_paths: tuple[str, ...], results: str, chain: str, intro: str, frames_root: str | None,
-                 store: str | None, keep_file: str | None, bench: str | None, limit: int | None,
-                 columns: str | None) -> list[str]:
-    args: list[str] = []
-    for p in item_paths:
-        args += ["--items", p]
-    args += ["--results", results, "--chain", chain, "--intro", intro]
-    for flag, value in (("--frames", frames_root), ("--store", store), ("--keep", keep_file), ("--bench", bench),
-                        ("--limit", limit), ("--columns", columns)):
-        if value is not None:
-            args += [flag, str(value)]
-    return args
-
-
 _common = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True)),
     click.option("--results", type=click.Path(), required=True),
@@ -58,7 +43,8 @@ def common(f: F) -> F:
 @click.option("--max-num-seqs", type=int, default=64, show_default=True)
 @click.option("--gpu-util", type=float, default=0.85, show_default=True)
 @click.option("--max-model-len", type=int, default=None)
-@click.option("--workers", type=int, default=None, help="Client workers per server (default 32/16/8 by step).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Requests in flight per server (default 32/16/8 by step).")
 @click.option("--logs", type=click.Path(), default="logs", show_default=True)
 @click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
 @click.option("--server", type=click.Choice(["auto", "vllm", "benchcheck"]), default="auto", show_default=True)
@@ -80,14 +66,16 @@ def launch(step: int, gpus: int | None, model: str | None, revision: str | None,
     Example:
       benchcheck launch --step 1 --gpus 4 --items items/ --results results
     """
+    from benchcheck.cli.common import load_items_reporting
     from benchcheck.launch.cli_run import LaunchArgs, run_launch
+    from benchcheck.screen.cli_run import ShardJob
 
-    screen_args = _screen_args(item_paths, results, chain, intro, frames_root, store, keep_file, bench, limit,
-                               columns)
+    job = ShardJob(items=item_paths, results=results, step=step, chain=chain, intro=intro, frames_root=frames_root,
+                   store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
     try:
         code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0, max_num_seqs,
                                      gpu_util, max_model_len, workers, logs, shard, server, server_timeout,
-                                     plan_only, tuple(screen_args)), click.echo)
+                                     plan_only, job), load_items_reporting, click.echo)
     except (ValueError, RuntimeError) as e:
         die(str(e))
     raise SystemExit(code)
@@ -121,6 +109,7 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     """
     from pathlib import Path
 
+    from benchcheck.atomic import write_text_atomic
     from benchcheck.launch.slurm import SlurmJob, render_sbatch
 
     if array < 1:
@@ -128,7 +117,7 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
                                   cpus_per_task, None, logs, python))
     if out:
-        Path(out).write_text(text)
+        write_text_atomic(out, text)
         Path(out).chmod(0o755)
         click.echo(f"wrote {out}: sbatch {out}")
     else:

@@ -1,4 +1,4 @@
-"""``benchcheck qa run|judge``: the end-to-end video QA benchmark (SPEC section 6).
+"""``benchcheck qa run|judge``: the end-to-end video QA benchmark (docs/PROTOCOL.md, "QA benchmark").
 
 Exit codes: 0 every item ok, 2 a precondition failed, 3 any item errored (VLM or judge).
 """

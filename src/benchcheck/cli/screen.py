@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.engines.registry import engine_names
 
 
 @click.command("screen")
@@ -12,7 +13,7 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Item files or folders (repeatable).")
 @click.option("--step", type=int, required=True, help="Step number (1-6).")
 @click.option("--results", type=click.Path(), required=True, help="Results folder (step<k>/ inside).")
-@click.option("--engine", type=click.Choice(["hf", "openai", "scripted"]), default="hf", show_default=True)
+@click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True)
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None, help="Hub revision (default: the pinned one for the step's model).")
 @click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable).")
@@ -26,10 +27,11 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--keep", "keep_file", type=click.Path(exists=True), default=None, help="Step-0 kept list.")
 @click.option("--bench", default=None, help="Only these benchmarks: A,B.")
 @click.option("--limit", type=int, default=None, help="At most N items per benchmark.")
-@click.option("--workers", type=int, default=None, help="Engine calls in flight (default: 1 for hf, 32/16/8 served).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Requests in flight per --endpoint (default 32/16/8 by step); in-process: engine calls (1).")
 @click.option("--batch-items", type=int, default=None, help="Items per engine call (default: 16 hf, 1 served).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
-@click.option("--max-unit", type=int, default=20000, show_default=True, help="Items per shard unit (SPEC).")
+@click.option("--max-unit", type=int, default=20000, show_default=True, help="Items per shard unit (PROTOCOL.md).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
@@ -56,14 +58,16 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     Example:
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
     """
-    from benchcheck.screen.cli_run import ScreenArgs, run_screen
+    from benchcheck.screen.cli_run import ShardJob, run_job
 
-    args = ScreenArgs(item_paths, step, results, engine, model, revision, endpoints, api_key_env, device, rules,
-                      chain, intro, frames_root, store, keep_file, bench, limit, workers, batch_items, shard,
-                      columns, plan_only, not no_progress, max_unit, run_gpus, extra_perms, extra_band,
-                      letter_tokenizer)
+    job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
+                   endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
+                   intro=intro, frames_root=frames_root, store=store, keep_file=keep_file, bench=bench, limit=limit,
+                   workers=workers, batch_items=batch_items, shard=shard, columns=columns, progress=not no_progress,
+                   max_unit=max_unit, gpus=run_gpus, extra_perms=extra_perms, extra_band=extra_band,
+                   letter_tokenizer=letter_tokenizer)
     try:
-        code = run_screen(args, load_items_reporting, click.echo)
+        code = run_job(job, load_items_reporting, click.echo, plan_only=plan_only)
     except ValueError as e:
         die(str(e))
     raise SystemExit(code)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from benchcheck.engines.registry import SERVABLE
+
 
 @click.command("serve")
 @click.option("--model", required=True, help="hf: checkpoint folder or hub name; scripted: a label for the model.")
-@click.option("--engine", "engine_name", type=click.Choice(["hf", "scripted"]), default="hf", show_default=True)
+@click.option("--engine", "engine_name", type=click.Choice(list(SERVABLE)), default="hf", show_default=True)
 @click.option("--rules", type=click.Path(exists=True, dir_okay=False), help="Rules file (JSON) of the scripted engine.")
 @click.option("--revision", default=None, help="hf: pinned revision of a hub model.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
@@ -47,30 +49,21 @@ def serve(
       benchcheck serve --model models/tiny --port 8001
     """
     from benchcheck.cli.common import die
-    from benchcheck.engines.base import Engine
-    from benchcheck.engines.registry import create_engine
+    from benchcheck.engines.capabilities import concurrent_calls
+    from benchcheck.engines.options import EngineOptionError, EngineOptions
+    from benchcheck.engines.registry import from_options
     from benchcheck.engines.serve import run_server
 
-    if engine_name == "scripted":
-        if not rules:
-            return die("--engine scripted needs --rules FILE")
-        from benchcheck.engines.scripted import RulesError, ScriptedEngine
-
-        try:
-            engine: Engine = ScriptedEngine(rules, name=model, max_model_len=max_model_len)
-        except RulesError as e:
-            die(str(e))
-        # Scripted answers cost nothing, and a delay rule must not hold up other requests.
-        inflight = 64
-    else:
-        try:
-            engine = create_engine(
-                "hf", model=model, revision=revision, device=device, max_batch_size=max_batch_size,
-                served_name=served_model_name,
-            )
-        except (OSError, ValueError) as e:
-            return die(f"cannot load model {model}: {e}")
-        inflight = 1
+    opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
+                         served_name=served_model_name or model,
+                         max_model_len=max_model_len)
+    try:
+        engine = from_options(engine_name, opts)
+    except EngineOptionError as e:
+        return die(str(e))
+    except (OSError, ValueError) as e:
+        return die(f"cannot load model {model}: {e}")
+    inflight = concurrent_calls(engine)
     try:
         run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log)
     except OSError as e:  # the port is taken, or the host is not an interface of this machine

@@ -10,7 +10,7 @@ import click
 
 @click.group("videos")
 def videos() -> None:
-    """Normalize source videos into the store (SPEC section 4)."""
+    """Normalize source videos into the store (docs/PROTOCOL.md, "Videos")."""
 
 
 @videos.command("normalize")

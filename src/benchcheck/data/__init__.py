@@ -1,1 +1,1 @@
-"""Data in and results out (SPEC section 7): shards and manifests, fetch and verify, pack and report."""
+"""Data in and results out (docs/PROTOCOL.md, "Returns"): shards and manifests, fetch and verify, pack and report."""

@@ -1,9 +1,9 @@
-"""Server launch lines from ``launch_params.txt``: secrets redacted, changes from the SPEC found.
+"""Server launch lines from ``launch_params.txt``: secrets redacted, changes from the protocol found.
 
 The report quotes the launch lines verbatim except for secrets (``--api-key``, ``HF_TOKEN=``,
 ``hf_…`` tokens, ``Authorization`` headers; :mod:`benchcheck.masking` is the one masking helper),
-and lists every server flag that differs from the launcher the SPEC fixes (section 3 for the
-screening steps, section 5 for the sweep).
+and lists every server flag that differs from the launcher docs/PROTOCOL.md fixes ("Launcher" for
+the screening steps, "Frame plans" for the sweep).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from benchcheck.masking import redact
 _VLLM = re.compile(r"\bvllm\b")
 _STEP = re.compile(r"\bstep\s*(\d+)\b")
 
-# The vLLM flags the SPEC fixes per kind of run (only these may differ, and each difference is reported).
+# The vLLM flags docs/PROTOCOL.md fixes per kind of run (only these may differ, and each difference is reported).
 EXPECTED: dict[str, dict[str, str]] = {
     "pool": {"--gpu-memory-utilization": "0.85", "--max-logprobs": "20"},
     "pool:step1": {"--max-num-seqs": "64"},

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchcheck.data.manifest import ShardKind, write_json_atomic
+from benchcheck.atomic import write_json_atomic
+from benchcheck.data.manifest import ShardKind
 from benchcheck.store import append_rows, read_rows
 
 STATE_DIR = ".benchcheck"
@@ -55,7 +56,7 @@ def relative_to_out(path: str | Path, out: Path) -> str:
 def write_record(out: str | Path, rec: FetchRecord) -> None:
     o = Path(out).resolve()
     data = asdict(rec) | {"manifest": relative_to_out(rec.manifest, o), "target": relative_to_out(rec.target, o)}
-    write_json_atomic(record_path(out, rec.kind), data)
+    write_json_atomic(record_path(out, rec.kind), data, indent=1)
 
 
 def read_record(out: str | Path, kind: ShardKind) -> FetchRecord | None:

@@ -1,6 +1,6 @@
-"""The shard manifest in the origin's format, and streamed sha256 (SPEC section 7).
+"""The shard manifest in the original runs' format, and streamed sha256 (docs/PROTOCOL.md, "Returns").
 
-The origin's manifest is ``{"shards": [{"file", "sha256"}], "n_videos"}``; its readers use only
+The original runs' manifest is ``{"shards": [{"file", "sha256"}], "n_videos"}``; its readers use only
 those keys, so the extra fields we write (``kind`` and ``schema_version`` at the top, ``size``
 and ``n_videos`` per shard) sit beside them without breaking an origin reader.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -116,15 +115,6 @@ def load_manifest(path: str | Path) -> Manifest:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ManifestError(f"{p}: not valid JSON ({e})") from e
     return parse_manifest(data, str(p))
-
-
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON through a temporary file and a rename, so a kill never leaves half a file."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, p)
 
 
 def sha256_file(path: str | Path) -> str:

@@ -1,8 +1,8 @@
-"""The returns report (SPEC section 7): per step or condition, what was done and how fast.
+"""The returns report (docs/PROTOCOL.md, "Returns"): per step or condition, what was done and how fast.
 
 Per stage: items done, removed, error rows (count and up to 5 example item ids), permanently
 failed items, wall time, items/s per GPU, rows added, the launch lines that served it and the
-launcher changes (a note from the operator plus every flag that differs from the SPEC).
+launcher changes (a note from the operator plus every flag that differs from the protocol: docs/PROTOCOL.md).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
 from benchcheck.data.runlog import StageTiming, read_run_log
-from benchcheck.store import MAX_ERRORS_PER_ITEM, bench_files, is_ok, read_rows
+from benchcheck.store import StepStore, read_rows
+from benchcheck.verdicts import ItemVerdict, StepState
 
 ReportKind = Literal["pool", "sweep"]
 SCHEMA_VERSION = 1
@@ -89,42 +90,28 @@ def _changes(note: str, detected: list[str]) -> list[str]:
 
 @dataclass(slots=True)
 class _StepTally:
-    """What the report needs from a step's rows, without keeping the rows.
+    """What the report needs from a step: the reducer's verdicts, read compact (the typed fields
+    of each ok row, not its log-probs: a million-row step is counted without gigabytes)."""
 
-    ``store.StepState`` keeps every ok row whole (log-probs, permutations...): a step of a
-    million rows would need gigabytes only to count them. The rules are the store's: the last
-    ok row of an item decides, a row without ``status`` is ok, ``MAX_ERRORS_PER_ITEM`` error rows
-    without an ok row make an item permanently failed.
-    """
+    state: StepState
 
-    removed: dict[str, bool] = field(default_factory=dict)
-    errors: Counter[str] = field(default_factory=Counter)
-    models: Counter[str] = field(default_factory=Counter)
-
-    def add(self, row: dict[str, Any]) -> None:
-        iid = row.get("item_id")
-        if iid is None:
-            return
-        if is_ok(row):
-            self.removed[str(iid)] = bool(row.get("removed"))
-            if row.get("model"):
-                self.models[str(row["model"])] += 1
-        else:
-            self.errors[str(iid)] += 1
+    def verdicts(self) -> list[ItemVerdict]:
+        return list(self.state.verdicts())
 
     def unresolved(self) -> list[str]:
-        return sorted(i for i in self.errors if i not in self.removed)
+        return sorted(v.item_id for v in self.verdicts() if v.error_rows and not v.done)
 
     def failed(self) -> int:
-        return sum(1 for i, n in self.errors.items() if n >= MAX_ERRORS_PER_ITEM and i not in self.removed)
+        return sum(1 for v in self.verdicts() if v.failed)
+
+    @property
+    def models(self) -> Counter[str]:
+        return Counter(r.model for r in self.state.ok.values() if r.model)
 
 
 def _tally(step_dir: Path) -> _StepTally:
-    t = _StepTally()
-    for p in bench_files(step_dir):
-        for row in read_rows(p):
-            t.add(row)
-    return t
+    store = StepStore(step_dir)
+    return _StepTally(store.state(expect_hash=store.current_hash(), compact=True))
 
 
 def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: list[str],
@@ -133,14 +120,16 @@ def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: l
     steps = sorted((int(m.group(1)), p) for p in results.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
     for k, d in steps:
         st = _tally(d)
-        examples = (st.unresolved() or sorted(st.errors))[:N_EXAMPLES]
+        verdicts = st.verdicts()
+        examples = (st.unresolved() or sorted(v.item_id for v in verdicts if v.error_rows))[:N_EXAMPLES]
         t = (timings or {}).get(f"step{k}")
         model = t.models[0] if t and t.models else (st.models.most_common(1)[0][0] if st.models else None)
         mine = lines_for_stage(lines, f"step{k}", model)
         expected = {**EXPECTED["pool"], **EXPECTED.get(f"pool:step{k}", {})}
         stages.append(StageReport(
-            name=f"step{k}", items_done=len(st.removed), removed=sum(st.removed.values()),
-            error_rows=sum(st.errors.values()), error_examples=examples, failed_items=st.failed(), na_rows=None,
+            name=f"step{k}", items_done=sum(v.done for v in verdicts), removed=sum(v.removed for v in verdicts),
+            error_rows=sum(v.error_rows for v in verdicts), error_examples=examples, failed_items=st.failed(),
+            na_rows=None,
             wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
             rows_added=t.rows_added if t else None, runs=t.runs if t else None,
             gpus_assumed=bool(t and t.gpus_assumed), launch_lines=mine,

@@ -1,4 +1,4 @@
-"""Tar extraction that never writes outside its target (SPEC section 7).
+"""Tar extraction that never writes outside its target (docs/PROTOCOL.md, "Returns").
 
 Only regular files and folders are written. A member is refused, by name and with the reason,
 when its path is absolute or climbs with ``..``, when it is a link (symbolic or hard), a

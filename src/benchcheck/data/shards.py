@@ -1,7 +1,7 @@
 """Build tar shards and their manifest from a local frame cache or video store (``make-shards``).
 
 Each video folder goes whole into one shard, in sorted order, so a shard's members are
-``<video_id>/...`` exactly as the origin's ``tar -xf shard -C pool_frames`` expects. Shards are
+``<video_id>/...`` exactly as the original runs' ``tar -xf shard -C pool_frames`` expects. Shards are
 deterministic (sorted members, owner 0, fixed modes, the files' own mtimes): a rerun after a
 kill rebuilds byte-identical shards. Each shard is hashed while it is written and renamed into
 place when complete; the manifest is written last.
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from benchcheck.atomic import write_atomic, write_json_atomic
 from benchcheck.data.manifest import (
     Manifest,
     ShardEntry,
     ShardKind,
     manifest_name,
     shard_name,
-    write_json_atomic,
 )
 from benchcheck.video.cache import FRAMES_JSON
 
@@ -167,10 +167,12 @@ def _info(name: str, size: int, mtime: int, is_dir: bool) -> tarfile.TarInfo:
 
 def write_shard(path: Path, src: Path, videos: list[VideoDir],
                 on_bytes: Callable[[int], None] | None = None) -> tuple[str, int]:
-    """Write one shard through ``<name>.partial`` and a rename; return (sha256, size)."""
-    tmp = path.with_name(path.name + ".partial")
-    with tmp.open("wb") as raw:
+    """Write one shard atomically (``benchcheck.atomic``), hashing it as it is written; return (sha256, size)."""
+    hashed: list[_HashingWriter] = []
+
+    def write(raw: BinaryIO) -> None:
         hw = _HashingWriter(raw)
+        hashed.append(hw)
         with tarfile.open(fileobj=hw, mode="w", format=tarfile.PAX_FORMAT) as tf:  # type: ignore[call-overload]
             for v in videos:
                 vdir = src / v.video_id
@@ -181,9 +183,9 @@ def write_shard(path: Path, src: Path, videos: list[VideoDir],
                         tf.addfile(_info(f"{v.video_id}/{name}", size, int(fp.stat().st_mtime), False), f)
                     if on_bytes is not None:
                         on_bytes(size)
-        raw.flush()
-        os.fsync(raw.fileno())
-    os.replace(tmp, path)
+
+    write_atomic(path, write)
+    hw = hashed[0]
     return hw.hash.hexdigest(), hw.size
 
 
@@ -216,7 +218,7 @@ def make_shards(src: str | Path, out: str | Path, shard_bytes: int, kind: ShardK
         entries.append(ShardEntry(name, sha, size, len(group)))
     manifest = Manifest(tuple(entries), len(scan.videos), kind)
     mpath = out_p / manifest_name(kind)
-    write_json_atomic(mpath, manifest.to_json())
+    write_json_atomic(mpath, manifest.to_json(), indent=1)
     planned = {e.file for e in entries}
     stale = sorted(p.name for p in out_p.glob(f"{kind}_*.tar") if p.name not in planned)
     return MakeShardsResult(manifest, mpath, scan.problems, stale)

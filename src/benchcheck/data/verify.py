@@ -1,4 +1,4 @@
-"""Check shards against their manifest and unpack them; count the videos (SPEC section 7).
+"""Check shards against their manifest and unpack them; count the videos (docs/PROTOCOL.md, "Returns").
 
 Used by ``data fetch`` (after each download) and ``data verify`` (on what is already on disk).
 A shard is hashed in a streamed pass before anything is extracted; a mismatch is reported and

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
+from benchcheck.atomic import write_atomic
 from benchcheck.dedup.model import Embeddings
 
 SCHEMA_VERSION = 1
@@ -36,20 +34,6 @@ def bench_dir_name(bench: str) -> str:
     """A folder name that cannot escape the cache: a cleaned name plus a hash of the real one."""
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", bench).strip("._")[:64] or "bench"
     return f"{clean}-{hashlib.sha1(bench.encode()).hexdigest()[:8]}"
-
-
-def atomic_write_bytes(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write through a temporary file in the same folder, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(slots=True)
@@ -108,7 +92,7 @@ class BenchCache:
         digest = hashlib.sha256(json.dumps([ids, hashes]).encode()).hexdigest()[:16]
         npy = f"emb-{digest}.npy"
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.folder / npy, lambda f: np.save(f, matrix, allow_pickle=False))
+        write_atomic(self.folder / npy, lambda f: np.save(f, matrix, allow_pickle=False))
         meta = {
             "schema_version": SCHEMA_VERSION,
             "model": self.model,
@@ -118,7 +102,7 @@ class BenchCache:
             "ids": ids,
             "text_hashes": hashes,
         }
-        atomic_write_bytes(self.folder / "ids.json", lambda f: f.write(json.dumps(meta).encode()))
+        write_atomic(self.folder / "ids.json", lambda f: f.write(json.dumps(meta).encode()))
         for old in self.folder.glob("emb-*.npy"):
             if old.name != npy:
                 old.unlink(missing_ok=True)

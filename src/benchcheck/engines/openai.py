@@ -1,7 +1,7 @@
 """The ``openai`` engine: an async client for one or many OpenAI-compatible servers (vLLM).
 
-Sends SPEC section 3's request (``wire.score_body``) or a greedy generation request, over one
-keep-alive aiohttp session. Requests go to the endpoint with the fewest requests in flight
+Sends the protocol's request (docs/PROTOCOL.md, "Requests"; ``wire.score_body``) or a greedy
+generation request, over one keep-alive aiohttp session. Requests go to the endpoint with the fewest requests in flight
 (round-robin among equals), at most ``concurrency`` at a time per endpoint.
 
 Failures are returned, never raised or dropped:
@@ -11,7 +11,7 @@ Failures are returned, never raised or dropped:
   endpoint, and new requests skip an endpoint whose connections fail for a while (1 s, doubling
   to 30 s); the last error becomes a ``Failure`` (``connection`` or ``http``);
 - a 400 whose text contains "maximum", "longer than" or "context length" is
-  ``context_too_long`` (the origin's rule); other 4xx are ``bad_request``, not retried;
+  ``context_too_long`` (PROTOCOL.md, "Requests"); other 4xx are ``bad_request``, not retried;
 - a request that takes longer than ``timeout_s`` is a ``timeout`` failure, not retried (a
   server that hangs would hang every retry too);
 - a 200 whose body is not a chat completion is an ``internal`` failure.
@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.engines.wire import (
     JSONDict,
     WireError,
@@ -50,7 +51,7 @@ from benchcheck.protocol import token_letter
 T = TypeVar("T")
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
-CONNECT_TIMEOUT_S = 10.0  # the origin's (10, 600) connect / read timeouts
+CONNECT_TIMEOUT_S = 10.0  # the original runs' (10, 600) connect / read timeouts
 DOWN_BASE_S = 1.0
 DOWN_CAP_S = 30.0
 
@@ -91,6 +92,8 @@ class _Attempt:
     retry: bool = False
     wait_s: float = 0.0
 
+DEFAULT_CONCURRENCY = 32  # requests in flight per endpoint when the caller does not say
+
 
 class OpenAIEngine:
     """Scores and generates through OpenAI-compatible endpoints (see the module docstring)."""
@@ -102,7 +105,7 @@ class OpenAIEngine:
         endpoints: Sequence[str] | str,
         model: str,
         api_key: str | None = None,
-        concurrency: int = 32,
+        concurrency: int = 32,  # DEFAULT_CONCURRENCY
         timeout_s: float = 600,
         max_retries: int = 3,
         revision: str | None = None,
@@ -139,6 +142,16 @@ class OpenAIEngine:
         self.letter_token_ids = tuple(letter_token_ids or ())
         self._exact_ok: dict[str, bool] = {}
         self._exact_lock: asyncio.Lock | None = None
+
+    @classmethod
+    def from_options(cls, o: EngineOptions) -> OpenAIEngine:
+        """``workers`` is the number of requests in flight per endpoint."""
+        if not o.endpoints:
+            raise EngineOptionError("--engine openai needs at least one --endpoint URL")
+        if not o.model:
+            raise EngineOptionError("--engine openai needs --model (the name the server answers to)")
+        return cls(list(o.endpoints), o.model, api_key=o.api_key, concurrency=o.workers or DEFAULT_CONCURRENCY,
+                   revision=o.revision, letter_tokenizer=o.letter_tokenizer)
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(endpoints={self.endpoint_urls!r}, model={self.model_name!r})"
@@ -246,7 +259,7 @@ class OpenAIEngine:
             attempt += 1
 
     async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
-        """SPEC section 3's forward for each request, concurrently; results in request order.
+        """The protocol's forward (PROTOCOL.md, "Requests") for each request, concurrently; results in request order.
 
         With letter-variant ids, a second request per forward asks for their exact log-probs
         (``logprob_token_ids``) where every server supports it; the answer says which it was.

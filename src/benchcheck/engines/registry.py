@@ -1,11 +1,17 @@
-"""Engines chosen by name and imported only when used (no if/elif factory)."""
+"""Engines chosen by name and imported only when used (no if/elif factory).
+
+Every engine class has ``from_options(EngineOptions) -> engine``. To add one: write the class
+(the ``Engine`` protocol plus ``from_options``), add ``name: "module:Class"`` here; the CLI's
+``--engine`` choices, ``serve`` and ``launch`` pick it up from ``ENGINES``.
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Protocol, cast
 
 from benchcheck.engines.base import Engine
+from benchcheck.engines.options import EngineOptions
 
 # name -> "module:Class"; the module is imported on first use.
 ENGINES: dict[str, str] = {
@@ -13,14 +19,34 @@ ENGINES: dict[str, str] = {
     "openai": "benchcheck.engines.openai:OpenAIEngine",
     "scripted": "benchcheck.engines.scripted:ScriptedEngine",
 }
+# Engines that answer without a server of their own (``serve`` can put them behind one).
+SERVABLE = ("hf", "scripted")
 
 
-def create_engine(name: str, /, **kwargs: Any) -> Engine:
-    """Build the engine registered under ``name`` with its own keyword arguments."""
+class EngineClass(Protocol):
+    def from_options(self, options: EngineOptions) -> Engine: ...
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Engine: ...
+
+
+def engine_names() -> list[str]:
+    return sorted(ENGINES)
+
+
+def engine_class(name: str) -> EngineClass:
     try:
         target = ENGINES[name]
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; choose from {', '.join(sorted(ENGINES))}") from None
     module, _, cls = target.partition(":")
-    engine: Engine = getattr(importlib.import_module(module), cls)(**kwargs)
-    return engine
+    return cast(EngineClass, getattr(importlib.import_module(module), cls))
+
+
+def from_options(name: str, options: EngineOptions) -> Engine:
+    """Build the engine registered under ``name`` from the common options (the usual way)."""
+    return engine_class(name).from_options(options)
+
+
+def create_engine(name: str, /, **kwargs: Any) -> Engine:
+    """Build the engine registered under ``name`` with its own keyword arguments."""
+    return engine_class(name)(**kwargs)

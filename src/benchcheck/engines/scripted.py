@@ -60,6 +60,7 @@ from benchcheck.engines.base import (
     LetterScores,
     ScoreRequest,
 )
+from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.engines.wire import is_context_too_long
 
 _RULE_KEYS = {"match", "ignore_case", "reply", "letters", "error", "delay_s", "times"}
@@ -223,6 +224,21 @@ class ScriptedEngine:
         self.model_name = name if name.startswith("scripted") else f"scripted:{name}"
         self.revision: str | None = None
         self.max_model_len = max_model_len
+
+    concurrent_calls = 64  # answers cost nothing; a delay rule must not hold up other requests
+
+    @classmethod
+    def from_options(cls, o: EngineOptions) -> ScriptedEngine:
+        if not o.rules:
+            raise EngineOptionError("--engine scripted needs --rules FILE")
+        return cls(o.rules, name=o.served_name or "scripted", max_model_len=o.max_model_len or 65536)
+
+    def served_id(self, name: str) -> str:
+        """Scripted answers are always labelled as such in a served model id."""
+        return name if "scripted" in name else f"scripted:{name}"
+
+    def count_tokens(self, req: GenerateRequest) -> int:
+        return estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
 
     def _pick(self, text: str) -> tuple[float, Rule | None]:
         """Total delay of the delay-only rules passed, and the deciding rule (or None)."""

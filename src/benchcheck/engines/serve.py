@@ -23,6 +23,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from benchcheck.engines import capabilities
 from benchcheck.engines.base import Engine, Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.serve_batch import Batcher, EngineCallError
 from benchcheck.engines.serve_chat import (
@@ -52,25 +53,14 @@ def error_response(status: int, message: str, type_: str | None = None) -> web.R
 
 
 def served_id(engine: Engine, served_model_name: str | None) -> str:
-    """The model id the server reports; a scripted engine is always labelled as such."""
-    name = served_model_name or engine.model_name
-    if engine.name == "scripted" and "scripted" not in name:
-        return f"scripted:{name}"
-    return name
+    """The model id the server reports (an engine may relabel it: scripted answers say so)."""
+    return capabilities.served_id(engine, served_model_name or engine.model_name)
 
 
 def count_prompt_tokens(engine: Engine, req: GenerateRequest) -> int | None:
     """The prompt's length as ``engine`` counts it against its context (blocking), or None for an
-    engine the server cannot ask: the scripted engine's estimate, or the ``hf`` engine's encoder."""
-    if engine.name == "scripted":
-        from benchcheck.engines.scripted import estimate_tokens
-
-        return estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
-    encoder = getattr(engine, "encoder", None)
-    encode = getattr(encoder, "encode", None)
-    if not callable(encode):
-        return None
-    return int(encode(req.prompt, req.images, req.assistant_prefix, req.system).n_tokens)
+    engine that does not count tokens."""
+    return capabilities.count_tokens(engine, req)
 
 
 async def fill_default_max_tokens(engine: Engine, req: GenerateRequest) -> GenerateRequest:
@@ -78,8 +68,8 @@ async def fill_default_max_tokens(engine: Engine, req: GenerateRequest) -> Gener
     (``max_model_len - prompt tokens``; a prompt that fills the context gets 1, which the engine
     then refuses as context-too-long). Engines whose prompt length or context is unknown keep
     ``DEFAULT_MAX_TOKENS``; a prompt that cannot be encoded is left to the engine to refuse."""
-    max_len = getattr(engine, "max_model_len", None)
-    if not isinstance(max_len, int) or isinstance(max_len, bool):
+    max_len = capabilities.max_model_len(engine)
+    if max_len is None:
         return req
     try:
         n = await asyncio.to_thread(count_prompt_tokens, engine, req)
@@ -135,7 +125,7 @@ async def _models(request: web.Request) -> web.Response:
         "owned_by": "benchcheck",
         "root": st.engine.model_name,
         "parent": None,
-        "max_model_len": getattr(st.engine, "max_model_len", None),
+        "max_model_len": capabilities.max_model_len(st.engine),
         "permission": [],
     }
     return json_response({"object": "list", "data": [card]})

@@ -21,7 +21,7 @@ import pybase64
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.wire import JSONDict
 
-MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs, which the origin's launcher sets
+MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs, which the launcher sets (PROTOCOL.md, "Launcher")
 # When a generation request gives no max_tokens, vLLM allows the rest of the context
 # (max_model_len - prompt tokens): the server does the same (``serve.fill_default_max_tokens``).
 # This is only the fallback for an engine whose prompt length the server cannot count.

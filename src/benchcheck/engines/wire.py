@@ -1,12 +1,12 @@
 """The OpenAI / vLLM 0.11 chat-completions wire format, shared by the client and the server.
 
-Client side: the exact request bodies of SPEC section 3 (``score_body``) and of greedy generation
+Client side: the exact request bodies of docs/PROTOCOL.md, "Requests" (``score_body``) and of greedy generation
 (``generate_body``), their bytes as sent (``score_payload`` / ``generate_payload``, which splice
 the frames' base64 in rather than JSON-encode it), and the parsers of their responses. Server
 side: the error body and the context-too-long rule. Both sides import this module so they cannot
 drift apart.
 
-vLLM 0.11 shapes (the origin's pin) matched here:
+vLLM 0.11 shapes (the original runs' pin) matched here:
 
 - score answer: ``choices[0].logprobs.content[0] = {"token", "logprob", "bytes", "top_logprobs":
   [{"token", "logprob", "bytes"}, ...]}`` and ``usage.prompt_tokens``;
@@ -28,7 +28,7 @@ import pybase64
 
 from benchcheck.engines.base import GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
 
-# The origin's rule (seed 002): a 400 whose text holds one of these is a context-too-long failure.
+# PROTOCOL.md, "Requests": a 400 whose text holds one of these is a context-too-long failure.
 CONTEXT_TOO_LONG_MARKERS = ("maximum", "longer than", "context length")
 
 JSONDict = dict[str, Any]
@@ -45,8 +45,8 @@ def image_data_url(image: ImageRef) -> str:
 
 
 def user_content(prompt: str, images: tuple[ImageRef, ...], video_url: str | None = None) -> list[JSONDict]:
-    """The user turn: image parts first, then the video part if any, then the text part (seed
-    002, ``logprob_request``)."""
+    """The user turn: image parts first, then the video part if any, then the text part (as the
+    original runs' ``logprob_request``)."""
     parts: list[JSONDict] = [{"type": "image_url", "image_url": {"url": image_data_url(i)}} for i in images]
     if video_url is not None:
         parts.append({"type": "video_url", "video_url": {"url": video_url}})
@@ -55,7 +55,8 @@ def user_content(prompt: str, images: tuple[ImageRef, ...], video_url: str | Non
 
 
 def score_body(model: str, req: ScoreRequest) -> JSONDict:
-    """SPEC section 3's request: prefilled assistant turn continued, first token's top log-probs."""
+    """The protocol's request (PROTOCOL.md, "Requests"): prefilled assistant turn continued, first
+    token's top log-probs."""
     return {
         "model": model,
         "messages": [
@@ -228,5 +229,5 @@ def error_message(text: str) -> str:
 
 
 def is_context_too_long(status: int, text: str) -> bool:
-    """The origin's rule: a 400 whose text mentions the context limit."""
+    """PROTOCOL.md, "Requests": a 400 whose text mentions the context limit."""
     return status == 400 and any(m in text for m in CONTEXT_TOO_LONG_MARKERS)

@@ -1,4 +1,4 @@
-"""Items (SPEC section 2): the record, loaders for JSONL / Parquet / CSV, and validation."""
+"""Items (docs/PROTOCOL.md, "Items"): the record, loaders for JSONL / Parquet / CSV, and validation."""
 
 from benchcheck.items.load import ColumnMap, LoadResult, Problem, load_items, load_path
 from benchcheck.items.record import Item, key_video_id, video_has_frames

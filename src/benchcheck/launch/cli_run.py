@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from benchcheck.launch.host import LaunchPlan, run_host
 from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_available
+from benchcheck.screen.cli_run import ShardJob, plan_lines
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
 from benchcheck.screen.steps import STEPS
 from benchcheck.shard import parse_shard
@@ -32,7 +32,7 @@ class LaunchArgs:
     server: str
     server_timeout: float
     plan_only: bool
-    screen_args: tuple[str, ...]
+    job: ShardJob  # the items, results and filters every client shard works on
 
 
 def served_name(model: str, given: str | None) -> str:
@@ -43,17 +43,19 @@ def served_name(model: str, given: str | None) -> str:
     return p.name if p.exists() else model
 
 
-def remaining(step: int, screen_args: tuple[str, ...]) -> int:
+def remaining(job: ShardJob, load: Callable[..., Any], echo: Callable[[str], None]) -> int:
     """Print the step's plan (REMAINING_TOTAL=...) through the same planner the clients use."""
-    cmd = [sys.executable, "-m", "benchcheck", "screen", "--step", str(step), "--plan-only", *screen_args]
-    return subprocess.run(cmd, check=False).returncode
+    for line in plan_lines(job, load, quiet=True):
+        echo(line)
+    return 0
 
 
-def run_launch(a: LaunchArgs, echo: Callable[[str], None]) -> int:
+def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], None]) -> int:
     if a.step not in STEPS:
         raise ValueError(f"unknown step {a.step}")
+    job = replace(a.job, step=a.step, shard=None)
     if a.plan_only:
-        return remaining(a.step, a.screen_args)
+        return remaining(job, load, echo)
     spec = STEPS[a.step]
     model, revision = resolve_model(spec, a.model, a.revision)
     gpus = visible_gpus()
@@ -67,9 +69,9 @@ def run_launch(a: LaunchArgs, echo: Callable[[str], None]) -> int:
     opts = ServerOptions(model=model, served_name=served_name(model, a.served_model_name), revision=revision,
                          port0=a.port0, gpu_util=a.gpu_util, max_num_seqs=a.max_num_seqs,
                          max_model_len=a.max_model_len, use_vllm=use_vllm)
-    plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, screen_args=a.screen_args,
+    plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, job=job,
                       workers=a.workers or DEFAULT_WORKERS[a.step], logs=Path(a.logs), shard=parse_shard(a.shard),
                       server_timeout_s=a.server_timeout)
     code = run_host(plan, echo)
-    remaining(a.step, a.screen_args)
+    remaining(job, load, echo)
     return code

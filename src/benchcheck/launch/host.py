@@ -1,5 +1,8 @@
 """`benchcheck launch`: servers on this host, one client shard per server, then the remaining work.
 
+Each client is a process of its own (``benchcheck task run JOB``) working a ``ShardJob`` written
+beside its log: the job is data, not a `screen` command line, and the client ends in ``run_task``.
+
 Ctrl-C (or SIGTERM) stops everything it started. A server that dies mid-run turns its items
 into error rows (the client cannot reach it); the next run retries them.
 """
@@ -11,39 +14,42 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
 from benchcheck.launch.servers import Running, ServerOptions, ServerSpec, server_specs, start, stop, wait_healthy
+from benchcheck.screen.cli_run import ShardJob
 
 
 @dataclass(frozen=True, slots=True)
 class LaunchPlan:
-    """Everything a host run needs; the client command is the `screen` command minus engine flags."""
+    """Everything a host run needs; each client works ``job`` against its own server."""
 
     step: int
     n_servers: int
     gpus: tuple[str, ...]  # GPU ids, server i on gpus[i]; empty: CPU servers
     options: ServerOptions
-    screen_args: tuple[str, ...]  # --items ... --results ... and any filters, passed to each client
+    job: ShardJob  # items, results and filters; each client's engine and shard are filled in
     workers: int
     logs: Path
     shard: tuple[int, int] = (0, 1)  # this host's share of a Slurm array
     server_timeout_s: float = 900.0
 
 
-def client_argv(plan: LaunchPlan, server: ServerSpec) -> list[str]:
+def client_job(plan: LaunchPlan, server: ServerSpec) -> ShardJob:
     """The client shard for one server: global shard = host rank * servers + server index. Pure."""
     rank, hosts = plan.shard
     n = hosts * plan.n_servers
     i = rank * plan.n_servers + server.index
-    argv = [sys.executable, "-m", "benchcheck", "screen", "--step", str(plan.step), "--engine", "openai",
-            "--endpoint", server.url, "--model", plan.options.served_name, "--workers", str(plan.workers),
-            "--shard", f"{i}/{n}", "--no-progress", "--gpus", "1" if plan.gpus else "0", *plan.screen_args]
-    if plan.options.revision:
-        argv += ["--revision", plan.options.revision]
-    return argv
+    return replace(plan.job, step=plan.step, engine="openai", endpoints=(server.url,),
+                   model=plan.options.served_name, revision=plan.options.revision, workers=plan.workers,
+                   shard=f"{i}/{n}", progress=False, gpus=1 if plan.gpus else 0)
+
+
+def client_argv(job_file: Path) -> list[str]:
+    """A client process: the program's own entry point on a job file (isolation, not an API)."""
+    return [sys.executable, "-m", "benchcheck", "task", "run", str(job_file)]
 
 
 def write_launch_params(logs: Path, specs: Sequence[ServerSpec], note: str = "") -> Path:
@@ -81,8 +87,9 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
         clients = []
         for s in specs:
             log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"
+            job_file = client_job(plan, s).write(plan.logs / f"client_s{plan.step}_gpu{s.index}.job.json")
             with log.open("ab") as f:
-                p = subprocess.Popen(client_argv(plan, s), stdout=f, stderr=subprocess.STDOUT,
+                p = subprocess.Popen(client_argv(job_file), stdout=f, stderr=subprocess.STDOUT,
                                      start_new_session=True)
             clients.append(p)
             started.append(p)

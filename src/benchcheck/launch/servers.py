@@ -1,7 +1,7 @@
 """One inference server per GPU: command lines (pure), start, wait until healthy, stop.
 
-`vllm serve` with the SPEC arguments when vLLM is installed, otherwise `benchcheck serve`
-(which speaks the same API subset); on a machine without GPUs, N CPU servers.
+`vllm serve` with the protocol's arguments (docs/PROTOCOL.md, "Launcher") when vLLM is installed,
+otherwise `benchcheck serve` (which speaks the same API subset); on a machine without GPUs, N CPU servers.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Screening: step specs, the planner, the runner and assembly (SPEC section 3)."""
+"""Screening: step specs, the planner, the runner and assembly (docs/PROTOCOL.md; layout in docs/ARCHITECTURE.md)."""

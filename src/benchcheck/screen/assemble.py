@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic
 from benchcheck.audit.pool import add_confidence
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
-from benchcheck.store import StepState, read_rows
+from benchcheck.store import read_rows
+from benchcheck.verdicts import StepState
 
-ERROR_RATE_FLAG = 1e-3  # permanent errors per forward above this deserve a look (SPEC, Sanity)
+ERROR_RATE_FLAG = 1e-3  # permanent errors per forward above this deserve a look (PROTOCOL.md, "Sanity")
 MIN_ITEMS_FOR_RATE_FLAG = 20
 
 
@@ -27,7 +30,8 @@ class Assembled:
 
 
 def summary_rows(fates: Sequence[ItemFate], chain: Sequence[int], states: dict[int, StepState]) -> list[dict[str, Any]]:
-    """Per benchmark x step: done, removed, error rows, failed, removal rate, forwards."""
+    """Per benchmark x step: done, removed, error rows, failed, removal rate, forwards; every count
+    read through the reducer's verdicts (an item counts once, whatever the files hold)."""
     out = []
     by_bench: dict[str, list[ItemFate]] = defaultdict(list)
     for f in fates:
@@ -36,10 +40,10 @@ def summary_rows(fates: Sequence[ItemFate], chain: Sequence[int], states: dict[i
         ids = {f.item.item_id for f in by_bench[bench]}
         for s in chain:
             c = Counter(f.fates.get(s) for f in by_bench[bench])
-            st = states[s]
+            verdicts = [states[s].verdict(i) for i in sorted(ids)]
             done = c[KEPT] + c[REMOVED]
-            forwards = sum(len(st.ok[i].get("prompt_tokens") or [1]) for i in ids if i in st.ok)
-            errors = sum(n for i, n in st.errors.items() if i in ids)
+            forwards = sum(v.row.forwards for v in verdicts if v.row is not None)
+            errors = sum(v.error_rows for v in verdicts)
             out.append({"bench": bench, "step": s, "done": done, "removed": c[REMOVED], "error_rows": errors,
                         "failed": c[FAILED], "removal_rate": round(c[REMOVED] / done, 4) if done else None,
                         "pending": c[PENDING] + c[ERROR], "not_screened": c[NOT_SCREENED],
@@ -58,8 +62,12 @@ def sanity_flags(summary: Sequence[dict[str, Any]]) -> list[str]:
     return flags
 
 
-def accounting_rows(results: Path) -> list[dict[str, Any]]:
-    """Per step from run_log.jsonl: wall time (first start to last end), items/s, items/s per GPU."""
+def accounting_rows(results: Path, done: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Per step from run_log.jsonl: wall time (first start to last end), items/s, items/s per GPU.
+
+    ``done``: items done per step as the reducer counts them. When given, ``items_ok`` is that
+    count, so an item is counted once however many runs (or rows) it took; the run log's own
+    sum (``ok_rows_logged``) is kept beside it."""
     by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in read_rows(results / "run_log.jsonl"):
         if isinstance(r.get("step"), int):
@@ -68,10 +76,12 @@ def accounting_rows(results: Path) -> list[dict[str, Any]]:
     for s in sorted(by_step):
         runs = by_step[s]
         span = max(r.get("ended", 0) for r in runs) - min(r.get("started", 0) for r in runs)
-        ok = sum(r.get("ok", 0) for r in runs)
+        logged = sum(r.get("ok", 0) for r in runs)
+        ok = done[s] if done is not None and s in done else logged
         busy = sum(r.get("wall_s", 0.0) for r in runs)
         units = max(max((r.get("n_shards", 1) for r in runs), default=1), 1)
-        out.append({"step": s, "runs": len(runs), "items_ok": ok, "error_rows": sum(r.get("errors", 0) for r in runs),
+        out.append({"step": s, "runs": len(runs), "items_ok": ok, "ok_rows_logged": logged,
+                    "error_rows": sum(r.get("errors", 0) for r in runs),
                     "wall_s": round(span, 2), "busy_s": round(busy, 2),
                     "items_per_s": round(ok / span, 3) if span > 0 else None,
                     "items_per_s_per_gpu": round(ok / busy, 3) if busy > 0 else None, "parallel_units": units})
@@ -79,12 +89,12 @@ def accounting_rows(results: Path) -> list[dict[str, Any]]:
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        if not rows:
-            return
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    buf = io.StringIO(newline="")
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    write_text_atomic(path, buf.getvalue())
 
 
 def _markdown(summary: Sequence[dict[str, Any]], fates: Sequence[ItemFate], flags: Sequence[str]) -> str:
@@ -101,10 +111,9 @@ def _markdown(summary: Sequence[dict[str, Any]], fates: Sequence[ItemFate], flag
 
 
 def _step_table(state: StepState, step: int) -> list[dict[str, Any]]:
-    return [{"item_id": i, "bench": r.get("bench"), "step": step, "removed": bool(r.get("removed")),
-             "margin": r.get("mean_margin", r.get("margin")), "model": r.get("model"),
-             "config_hash": r.get("config_hash"), "latency_s": r.get("latency_s"),
-             "prompt_tokens": sum(r.get("prompt_tokens") or [])} for i, r in state.ok.items()]
+    return [{"item_id": v.item_id, "bench": v.row.bench, "step": step, "removed": v.removed, "margin": v.margin,
+             "model": v.row.model, "config_hash": v.row.config_hash, "latency_s": v.row.get("latency_s"),
+             "prompt_tokens": sum(v.row.prompt_tokens)} for v in state.verdicts() if v.row is not None]
 
 
 def assemble(ctx: ScreenContext) -> Assembled:
@@ -120,14 +129,15 @@ def assemble(ctx: ScreenContext) -> Assembled:
     records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
     add_confidence(records, res)  # how firmly each fate stands (docs/audit.md); never changes it
     out.paths["pool_items"] = res / "pool_items.parquet"
-    pq.write_table(pa.Table.from_pylist(records), out.paths["pool_items"])
+    write_atomic(out.paths["pool_items"], lambda f: pq.write_table(pa.Table.from_pylist(records), f))
     out.summary = summary_rows(fates, ctx.chain, states)
     out.flags = sanity_flags(out.summary)
     out.paths["summary_csv"] = res / "pool_summary.csv"
     _write_csv(out.paths["summary_csv"], out.summary)
     out.paths["summary_md"] = res / "pool_summary.md"
-    out.paths["summary_md"].write_text(_markdown(out.summary, fates, out.flags), encoding="utf-8")
-    accounting = accounting_rows(res)
+    write_text_atomic(out.paths["summary_md"], _markdown(out.summary, fates, out.flags))
+    done = {s: sum(1 for v in st.verdicts() if v.done) for s, st in states.items()}
+    accounting = accounting_rows(res, done)
     out.paths["accounting"] = res / "run_accounting.csv"
     _write_csv(out.paths["accounting"], accounting)
     out.paths["duckdb"] = _write_duckdb(res, records, out.summary, accounting, states)
@@ -136,7 +146,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
 
 def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[str, Any]],
                   accounting: list[dict[str, Any]], states: dict[int, StepState]) -> Path:
-    """Rebuilt from scratch each time (a temp file renamed over the old one), so it is never torn."""
+    """Rebuilt from scratch each time (a temp file fsynced and renamed over the old one), never torn."""
     import duckdb
     import pyarrow as pa
 
@@ -153,5 +163,5 @@ def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[s
     finally:
         con.close()
     final = res / "pool.duckdb"
-    tmp.replace(final)
+    replace_atomic(tmp, final)
     return final

@@ -1,53 +1,92 @@
-"""The body of ``benchcheck screen``: load, plan, run, report (kept out of the thin CLI)."""
+"""A screening job for one shard (``ShardJob``) and its body: load, plan, run, report.
+
+``screen`` builds a job from its flags; ``launch`` writes one job file per client shard and starts
+``benchcheck task run JOB`` (a process of its own, for isolation), and both end in ``run_job``,
+which calls ``run_task`` per unit. No part of the program builds ``screen`` argument strings.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from benchcheck.screen.context import make_context
-from benchcheck.screen.engine_args import DEFAULT_WORKERS, EngineArgs, build_engine
+from benchcheck.engines.capabilities import concurrent_calls
+from benchcheck.engines.options import EngineOptions
+from benchcheck.screen.context import ScreenContext, make_context
+from benchcheck.screen.engine_args import DEFAULT_WORKERS, build_engine
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
-from benchcheck.screen.runner import RunConfig, append_run_log, run_step
-from benchcheck.screen.steps import INTROS, STEPS, parse_chain
+from benchcheck.screen.runner import RunConfig, append_run_log, held_by_other, run_step
+from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import parse_shard
+
+Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
-class ScreenArgs:
-    item_paths: Sequence[str]
-    step: int
+class ShardJob:
+    """One step for one shard: the items, where rows go, the engine, the filters. Serializable
+    (``launch`` hands it to a client process as a file); it never holds a secret, only the name
+    of the environment variable that does."""
+
+    items: tuple[str, ...]
     results: str
-    engine: str
-    model: str | None
-    revision: str | None
-    endpoints: Sequence[str]
-    api_key_env: str | None
-    device: str
-    rules: str | None
-    chain: str
-    intro: str
-    frames_root: str | None
-    store: str | None
-    keep_file: str | None
-    bench: str | None
-    limit: int | None
-    workers: int | None
-    batch_items: int | None
-    shard: str | None
-    columns: str | None
-    plan_only: bool
-    progress: bool
+    step: int
+    engine: str = "hf"
+    model: str | None = None
+    revision: str | None = None
+    endpoints: tuple[str, ...] = ()
+    api_key_env: str | None = None
+    device: str = "auto"
+    rules: str | None = None
+    chain: str = "1,2,3,4,5,6"
+    intro: str = DEFAULT_INTRO
+    frames_root: str | None = None
+    store: str | None = None
+    keep_file: str | None = None
+    bench: str | None = None
+    limit: int | None = None
+    workers: int | None = None  # served: requests in flight per endpoint; hf: engine calls in flight
+    batch_items: int | None = None
+    shard: str | None = None
+    columns: str | None = None
+    progress: bool = True
     max_unit: int = 20000
     gpus: int = 0
     extra_perms: int = 0
     extra_band: float = 1.0
     letter_tokenizer: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> ShardJob:
+        known = {f.name for f in fields(ShardJob)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"job file: unknown fields {', '.join(unknown)}")
+        d = {**d, "items": tuple(d.get("items", ())), "endpoints": tuple(d.get("endpoints", ()))}
+        return ShardJob(**d)
+
+    def write(self, path: Path) -> Path:
+        from benchcheck.atomic import write_json_atomic
+
+        write_json_atomic(path, self.to_json(), indent=1)
+        return path
+
+    @staticmethod
+    def read(path: str | Path) -> ShardJob:
+        try:
+            return ShardJob.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError) as e:
+            raise ValueError(f"{path}: not a job file: {e}") from None
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
@@ -58,45 +97,71 @@ def frame_source(frames_root: str | None, store: str | None) -> FrameSource | No
     return StoreFrames(store) if store else None
 
 
-def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], None]) -> int:
+def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> tuple[ScreenContext, int]:
+    """The job's items and step states (their context), and how many items were invalid."""
+    steps = parse_chain(job.chain)
+    if job.step not in steps:
+        raise ValueError(f"step {job.step} is not in the chain {job.chain}")
+    if job.intro not in INTROS:
+        raise ValueError(f"unknown --intro {job.intro!r}; known: {', '.join(INTROS)}")
+    loaded = load(job.items, job.columns, quiet)
+    frames = frame_source(job.frames_root, job.store)
+    ctx = make_context(loaded.items, job.results, steps, frames, job.keep_file,
+                       job.bench.split(",") if job.bench else None, job.limit)
+    return ctx, len(loaded.errors)
+
+
+def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> list[str]:
+    """``REMAINING_TOTAL=<n>`` and the other counts of the job's step, read once, in-process."""
+    shard = parse_shard(job.shard)
+    ctx, invalid = job_context(job, load, quiet)
+    plan = ctx.plan(job.step)
+    return plan.lines(invalid=invalid, held=held_by_other(ctx, plan, shard, job.max_unit))
+
+
+def engine_options(job: ShardJob) -> EngineOptions:
+    api_key = os.environ.get(job.api_key_env) if job.api_key_env else None
+    served = bool(job.endpoints)
+    return EngineOptions(model=job.model, revision=job.revision, endpoints=tuple(job.endpoints), api_key=api_key,
+                         device=job.device, rules=job.rules,
+                         workers=(job.workers or DEFAULT_WORKERS[job.step]) if served else None,
+                         letter_tokenizer=job.letter_tokenizer)
+
+
+def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool = False) -> int:
     """Exit code 0 when the step ran (errors are rows, reported), 2 on a precondition failure, 3 when
     the run stopped early because the engine was unreachable or refused the run (rerun to go on)."""
-    steps = parse_chain(a.chain)
-    if a.step not in steps:
-        raise ValueError(f"step {a.step} is not in the chain {a.chain}")
-    if a.intro not in INTROS:
-        raise ValueError(f"unknown --intro {a.intro!r}; known: {', '.join(INTROS)}")
-    shard = parse_shard(a.shard)
-    loaded = load(a.item_paths, a.columns, a.plan_only)
-    frames = frame_source(a.frames_root, a.store)
-    ctx = make_context(loaded.items, a.results, steps, frames, a.keep_file,
-                       a.bench.split(",") if a.bench else None, a.limit)
-    if a.plan_only:
-        for line in ctx.plan(a.step).lines(invalid=len(loaded.errors)):
+    if plan_only:
+        for line in plan_lines(job, load):
             echo(line)
         return 0
-    spec = STEPS[a.step]
-    engine = build_engine(spec, EngineArgs(a.engine, a.model, a.revision, a.endpoints, a.device, a.rules,
-                                           a.api_key_env, a.letter_tokenizer))
-    served = a.engine != "hf"
-    cfg = RunConfig(step=a.step, intro=INTROS[a.intro],
-                    workers=a.workers or (DEFAULT_WORKERS[a.step] if served else 1),
-                    batch_items=a.batch_items or (1 if served else 16), shard=shard, progress=a.progress,
-                    max_unit=a.max_unit,
-                    extra=ExtraPerms(a.extra_perms, a.extra_band) if a.extra_perms > 0 else None)
+    shard = parse_shard(job.shard)
+    ctx, _ = job_context(job, load)
+    engine = build_engine(job.engine, STEPS[job.step], engine_options(job))
+    # Served: each endpoint gets ``workers`` requests in flight, so the runner keeps that many
+    # single-item calls going per endpoint. In-process: engine calls in flight as the engine
+    # says it can take them (a model on one device: 1 call of 16 items).
+    parallel = bool(job.endpoints) or concurrent_calls(engine) > 1
+    workers = job.workers or (DEFAULT_WORKERS[job.step] if parallel else 1)
+    cfg = RunConfig(step=job.step, intro=INTROS[job.intro], workers=workers * max(1, len(job.endpoints)),
+                    batch_items=job.batch_items or (1 if parallel else 16), shard=shard, progress=job.progress,
+                    max_unit=job.max_unit,
+                    extra=ExtraPerms(job.extra_perms, job.extra_band) if job.extra_perms > 0 else None)
     started = time.time()
 
     async def go() -> Any:
         try:
-            return await run_step(ctx, engine, frames, cfg, echo)
+            return await run_step(ctx, engine, cfg, echo)
         finally:
             await engine.aclose()
 
     summary = asyncio.run(go())
-    append_run_log(Path(a.results), summary, cfg, engine, list(a.endpoints), started, a.gpus)
+    append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, job.gpus)
     for line in summary.bench_lines():
         echo(line)
-    echo(f"step {a.step} shard {shard[0]}/{shard[1]}: {summary.ok} ok, {summary.removed} removed, "
+    stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
+    echo(f"step {job.step} shard {shard[0]}/{shard[1]}: {summary.ok} ok, {summary.removed} removed, "
          f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
-         f"failures, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
+         f"failures{stale}, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
     return 3 if summary.aborted else 0
+

@@ -9,11 +9,15 @@ from pathlib import Path
 from benchcheck.items import Item
 from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.plan import StepPlan, load_keep, plan_step
-from benchcheck.store import StepState, load_state
+from benchcheck.store import StepState, StepStore
 
 
 def step_dir(results: str | Path, step: int) -> Path:
     return Path(results) / f"step{step}"
+
+
+def step_store(results: str | Path, step: int) -> StepStore:
+    return StepStore(step_dir(results, step))
 
 
 @dataclass(slots=True)
@@ -26,16 +30,27 @@ class ScreenContext:
     frames: FrameSource | None = None
     keep: set[str] | None = None
 
-    def states(self, upto: int) -> dict[int, StepState]:
+    def states(self, upto: int, include_own: bool = True, compact: bool = False) -> dict[int, StepState]:
+        """The chain's step states up to ``upto`` (without it when ``include_own`` is false), each
+        read once through the reducer and judged against its folder's ``run_spec.json``."""
         benches = {i.bench for i in self.items}
-        steps = self.chain[: self.chain.index(upto) + 1]
-        return {s: load_state(step_dir(self.results, s), benches) for s in steps}
+        steps = self.chain[: self.chain.index(upto) + (1 if include_own else 0)]
+        out = {}
+        for s in steps:
+            store = step_store(self.results, s)
+            out[s] = store.state(benches, expect_hash=store.current_hash(), compact=compact)
+        return out
 
     def has_frames(self, item: Item) -> bool:
         return self.frames is not None and bool(item.video_id) and self.frames.available(str(item.video_id))
 
-    def plan(self, step: int) -> StepPlan:
-        return plan_step(self.items, step, self.chain, self.states(step), self.has_frames, self.keep)
+    def plan(self, step: int, include_own: bool = True) -> StepPlan:
+        """The step's plan and the states it read (``plan.states``). Without ``include_own`` the
+        step's own rows are not read: every eligible item is "todo", and ``run_task`` reads each
+        unit's rows itself under the unit's lease (read before the lease, they could be stale).
+        Read compact: the planner needs each row's verdict, not its log-probs."""
+        states = self.states(step, include_own, compact=True)
+        return plan_step(self.items, step, self.chain, states, self.has_frames, self.keep)
 
 
 def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, ...],

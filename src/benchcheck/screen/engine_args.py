@@ -1,29 +1,16 @@
-"""Build the engine a screening command asked for (thin glue between CLI flags and the registry)."""
+"""The engine a screening job asks for: the step's pinned model unless one is given, then the
+registry (``from_options``); no engine is named here."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from benchcheck.engines import Engine, create_engine
+from benchcheck.engines import Engine
+from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.registry import from_options
 from benchcheck.screen.steps import MODELS, StepSpec
 
-# Client workers per step for a served engine (seed 000: 32 / 16 / 8 for steps 1 / 2 / 3).
+# Requests in flight per endpoint for a served engine when --workers is not given (32 / 16 / 8 for
+# steps 1 / 2 / 3 in the original runs: the visual steps send larger requests).
 DEFAULT_WORKERS = {1: 32, 2: 16, 3: 8, 4: 32, 5: 8, 6: 8}
-
-
-@dataclass(frozen=True, slots=True)
-class EngineArgs:
-    engine: str
-    model: str | None
-    revision: str | None
-    endpoints: Sequence[str]
-    device: str
-    rules: str | None
-    api_key_env: str | None = None
-    letter_tokenizer: str | None = None  # openai: ask for exact letter scores (logprob_token_ids)
 
 
 def resolve_model(spec: StepSpec, model: str | None, revision: str | None) -> tuple[str, str | None]:
@@ -36,25 +23,15 @@ def resolve_model(spec: StepSpec, model: str | None, revision: str | None) -> tu
     return model, revision
 
 
-def build_engine(spec: StepSpec, args: EngineArgs) -> Engine:
-    model, revision = resolve_model(spec, args.model, args.revision)
-    kwargs: dict[str, Any]
-    if args.engine == "openai":
-        if not args.endpoints:
-            raise ValueError("--engine openai needs at least one --endpoint URL")
-        api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
-        kwargs = {"endpoints": list(args.endpoints), "model": model, "revision": revision, "api_key": api_key,
-                  "concurrency": DEFAULT_WORKERS[spec.number], "letter_tokenizer": args.letter_tokenizer}
-    elif args.engine == "scripted":
-        if not args.rules:
-            raise ValueError("--engine scripted needs --rules FILE")
-        kwargs = {"rules": args.rules}
-    else:
-        kwargs = {"model": model, "revision": revision, "device": args.device}
-        from benchcheck.engines.hf import CheckpointUnavailable
+def build_engine(engine: str, spec: StepSpec, options: EngineOptions) -> Engine:
+    """The registered engine ``engine`` for step ``spec``, the model resolved against the step's pin."""
+    model, revision = resolve_model(spec, options.model, options.revision)
+    from dataclasses import replace
 
-        try:
-            return create_engine(args.engine, **kwargs)
-        except CheckpointUnavailable as e:  # offline GPU nodes: a precondition, not a crash (exit 2)
+    try:
+        return from_options(engine, replace(options, model=model, revision=revision))
+    except ValueError as e:
+        # offline GPU nodes: the hub checkpoint is a precondition, not a crash (exit 2)
+        if type(e).__name__ == "CheckpointUnavailable":  # hf's error; named, not imported (torch)
             raise ValueError(f"{e}; pass --model DIR (a local checkpoint folder) to run without the hub") from None
-    return create_engine(args.engine, **kwargs)
+        raise

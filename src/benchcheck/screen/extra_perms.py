@@ -10,11 +10,11 @@ item's confidence (docs/audit.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
+from benchcheck.engines.base import Engine, Failure, LetterScores, ScoreRequest
 from benchcheck.protocol import (
     LOG2,
     MIN_PERM_HITS,
@@ -25,7 +25,7 @@ from benchcheck.protocol import (
     permutations_for,
 )
 from benchcheck.screen.requests import ItemRequests
-from benchcheck.screen.steps import StepSpec
+from benchcheck.spec import RunSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ def in_band(row: Mapping[str, Any], band: float) -> bool:
     return isinstance(hits, int) and hits in (MIN_PERM_HITS - 1, MIN_PERM_HITS)
 
 
-def extra_requests(spec: StepSpec, intro: str, ir: ItemRequests, n: int) -> ItemRequests:
+def extra_requests(spec: RunSpec, ir: ItemRequests, n: int) -> ItemRequests:
     """N more forwards of the same input with the options permuted (images unchanged)."""
     it = ir.item
     perms = [tuple(p) for p in permutations_for(it.item_id, len(it.options), N_PERM + n)[N_PERM:]]
@@ -53,13 +53,14 @@ def extra_requests(spec: StepSpec, intro: str, ir: ItemRequests, n: int) -> Item
     reqs = []
     for j, perm in enumerate(perms):
         opts = [it.options[i] for i in perm]
-        prompt = build_prompt_options_only(intro, opts) if spec.input == "options_only" else build_prompt(
+        intro = spec.prompt.intro
+        prompt = build_prompt_options_only(intro, opts) if spec.prompt.input == "options_only" else build_prompt(
             intro, it.question, opts)
         reqs.append(ScoreRequest(f"{it.item_id}#x{j}", prompt, images))
     return ItemRequests(it, tuple(reqs), tuple(perms))
 
 
-def attach(row: dict[str, Any], extra: ItemRequests, answers: Sequence[LetterScores | Failure]) -> None:
+def attach(row: MutableMapping[str, Any], extra: ItemRequests, answers: Sequence[LetterScores | Failure]) -> None:
     """Record the extra forwards in the row; a failed one records why and nothing else."""
     failed = next((a for a in answers if isinstance(a, Failure)), None)
     if failed is not None:
@@ -69,3 +70,19 @@ def attach(row: dict[str, Any], extra: ItemRequests, answers: Sequence[LetterSco
     row["extra_perms"] = [list(p) for p in extra.perms]
     row["extra_lp"] = [letter_logprobs(a.top, k)[0] for a in answers if isinstance(a, LetterScores)]
     row["extra_n"] = len(extra.perms)
+
+
+async def score_extra(spec: RunSpec, built: Sequence[tuple[ItemRequests, Any]], engine: Engine,
+                      extra: ExtraPerms) -> None:
+    """The extra permutations of a chunk's items near the threshold, recorded into their ok rows."""
+    near = [(extra_requests(spec, b, extra.n), r) for b, r in built
+            if isinstance(r.fields, MutableMapping) and in_band(r.fields, extra.band)]
+    reqs = [q for x, _ in near for q in x.requests]
+    try:
+        answers: list[LetterScores | Failure] = await engine.score(reqs) if reqs else []
+    except Exception as e:  # the evidence is optional: its failure never costs the row
+        answers = [Failure(q.request_id, "internal", f"{type(e).__name__}: {e}") for q in reqs]
+    pos = 0
+    for x, r in near:
+        attach(r.fields, x, answers[pos:pos + extra.n])
+        pos += extra.n

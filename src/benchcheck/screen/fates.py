@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchcheck.items import Item
+from benchcheck.screen.plan import gate
 from benchcheck.screen.steps import STEPS
-from benchcheck.store import StepState
+from benchcheck.verdicts import StepState
 
 # Fate of an item at one step.
 REMOVED, KEPT, FAILED, ERROR, PENDING, NOT_SCREENED, NOT_REACHED = (
@@ -45,35 +46,28 @@ class ItemFate:
         return out
 
 
-def row_margin(row: Mapping[str, Any]) -> float | None:
-    """Step 1's mean margin over permutations, or the single forward's margin."""
-    v = row.get("mean_margin", row.get("margin"))
-    return float(v) if isinstance(v, int | float) else None
-
-
 def item_fates(items: Sequence[Item], chain: Sequence[int], states: Mapping[int, StepState],
                has_frames: Callable[[Item], bool]) -> list[ItemFate]:
+    """Each item's fate per step, read through the reducer and the planner's chain rule (``gate``)."""
     out = []
     for it in items:
         f = ItemFate(it)
         out.append(f)
         if it.format != "mc":
             continue
+        frames = it.has_frames_source and has_frames(it)
         for s in chain:
-            spec, st = STEPS[s], states.get(s, StepState())
-            if spec.visual and not (it.has_frames_source and has_frames(it)) and not st.touched(it.item_id):
+            v = gate(it, STEPS[s], states.get(s, StepState()), frames)
+            if v is None:
                 f.fates[s] = NOT_SCREENED
                 continue
-            if it.item_id in st.ok:
-                f.margins[s] = row_margin(st.ok[it.item_id])
-                if st.is_removed(it.item_id):
+            if v.done:
+                f.margins[s] = v.margin
+                if v.removed:
                     f.fates[s], f.removed_at = REMOVED, s
                     break
                 f.fates[s] = KEPT
-            elif st.is_failed(it.item_id):
-                f.fates[s] = FAILED
-                break
-            else:
-                f.fates[s] = ERROR if it.item_id in st.errors else PENDING
-                break
+                continue
+            f.fates[s] = {"failed": FAILED, "error": ERROR}.get(v.status, PENDING)
+            break
     return out

@@ -5,15 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from benchcheck.video import plans
 from benchcheck.video.cache import cached_files, frames_present, read_frames_json
-
-GRID = 32  # the visual steps' grid: 32 time-uniform frames at 448 px long side, JPEG q85
-GRID_LONG_SIDE = 448
-GRID_JPEG_QUALITY = 85
 
 
 class FrameSource(Protocol):
-    """A source of each video's 32-frame grid at 448 px, as JPEG bytes in grid order."""
+    """A source of each video's frame grid (the visual steps' ``v32`` plan), as JPEG bytes in grid order."""
 
     def available(self, video_id: str) -> bool: ...
 
@@ -21,10 +18,12 @@ class FrameSource(Protocol):
 
 
 class CacheFrames:
-    """``pool_frames/<video_id>/frame_<k>.jpg`` + ``frames.json`` (made by ``frames extract`` or the origin).
+    """``pool_frames/<video_id>/frame_<k>.jpg`` + ``frames.json`` (made by ``frames extract``, or a
+    frame cache of the original runs).
 
-    A folder counts only when it holds the whole 32-frame grid at 448 px, JPEG q85 (fields that an
-    origin ``frames.json`` lacks are not held against it): a ``mid``-only or sweep-sized cache is
+    A folder counts only when it holds the whole grid (``plans.GRID32`` frames at
+    ``plans.FRAME_LONG_SIDE`` px, JPEG ``plans.JPEG_QUALITY``; fields that an older ``frames.json``
+    lacks are not held against it): a ``mid``-only or sweep-sized cache is
     reported as missing frames, never sent as if it were the grid.
     """
 
@@ -45,14 +44,14 @@ class CacheFrames:
             positions = {k for k, _ in cached_files(self.root, video_id)}
         except (OSError, ValueError, TypeError):
             return False
-        return (meta.get("long_side", GRID_LONG_SIDE) == GRID_LONG_SIDE
-                and meta.get("jpeg_quality", GRID_JPEG_QUALITY) == GRID_JPEG_QUALITY
-                and set(range(GRID)) <= positions)
+        return (meta.get("long_side", plans.FRAME_LONG_SIDE) == plans.FRAME_LONG_SIDE
+                and meta.get("jpeg_quality", plans.JPEG_QUALITY) == plans.JPEG_QUALITY
+                and set(range(plans.GRID32)) <= positions)
 
     def grid(self, video_id: str) -> list[bytes]:
         from benchcheck.video.cache import load_cached_frame
 
-        return [load_cached_frame(self.root, video_id, k) for k in range(GRID)]
+        return [load_cached_frame(self.root, video_id, k) for k in range(plans.GRID32)]
 
 
 class StoreFrames:
@@ -73,6 +72,6 @@ class StoreFrames:
         from benchcheck.video.extract import extract_jpegs
 
         jpegs = list(extract_jpegs(self.store, video_id, "v32").jpegs)
-        if len(jpegs) != GRID:
-            raise ValueError(f"{video_id}: the v32 plan gave {len(jpegs)} frames, not {GRID}")
+        if len(jpegs) != plans.GRID32:
+            raise ValueError(f"{video_id}: the v32 plan gave {len(jpegs)} frames, not {plans.GRID32}")
         return jpegs

@@ -1,4 +1,4 @@
-"""What is left to do at a step: eligibility along the chain (SPEC section 3, Eligibility).
+"""What is left to do at a step: eligibility along the chain (docs/PROTOCOL.md, "Eligibility").
 
 Pure: it takes items, the step states of the earlier steps and a frames predicate, and returns
 the items to run plus a count for every item it left out and why.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchcheck.items import Item
 from benchcheck.screen.steps import STEPS, StepSpec
-from benchcheck.store import StepState
+from benchcheck.verdicts import ItemVerdict, StepState
 
 # Printed by --plan-only after REMAINING_TOTAL, in this order.
 COUNT_KEYS = (
@@ -26,6 +26,7 @@ COUNT_KEYS = (
     "REMOVED_EARLIER",
     "FAILED_EARLIER",
     "WAITING_EARLIER",
+    "STALE",  # still to do (in REMAINING_TOTAL): their rows were asked under another config_hash
 )
 
 
@@ -39,33 +40,42 @@ class StepPlan:
     counts: Counter[str] = field(default_factory=Counter)
     missing_frames: list[Item] = field(default_factory=list)
     by_bench: dict[str, Counter[str]] = field(default_factory=dict)
+    states: Mapping[int, StepState] = field(default_factory=dict)  # what the plan read: use it, do not re-read
 
     @property
     def remaining(self) -> int:
         return len(self.todo)
 
-    def lines(self, invalid: int = 0) -> list[str]:
+    def lines(self, invalid: int = 0, held: int | None = None) -> list[str]:
         out = [f"REMAINING_TOTAL={self.remaining}"]
         out += [f"{k}={self.counts.get(k, 0)}" for k in COUNT_KEYS]
         out.append(f"INVALID_ITEMS={invalid}")
+        if held is not None:
+            out.append(f"HELD_BY_OTHER={held}")  # remaining items in units a live process holds now
         return out
 
 
-def _earlier_verdict(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> str | None:
-    """Why an earlier step keeps the item out of this one, or None when it passed it.
+def gate(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> ItemVerdict | None:
+    """The item's verdict at ``spec``'s step as the chain reads it, or None when the item skipped
+    that step. The one chain rule (the planner and the fates both read it):
 
     The rows decide first: an item removed or failed at a visual step stays out even when its
     frames are not available now. Only an item that step never touched skipped it for lack of
     frames, and stays eligible for later non-visual steps."""
-    if spec.visual and not has_frames and not state.touched(item.item_id):
+    v = state.verdict(item.item_id)
+    if spec.visual and not has_frames and not v.touched:
         return None
-    if state.is_removed(item.item_id):
+    return v
+
+
+def _earlier_verdict(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> str | None:
+    """Why an earlier step keeps the item out of this one, or None when it passed (or skipped) it."""
+    v = gate(item, spec, state, has_frames)
+    if v is None or (v.done and not v.removed):
+        return None
+    if v.removed:
         return "REMOVED_EARLIER"
-    if state.is_failed(item.item_id):
-        return "FAILED_EARLIER"
-    if not state.is_done(item.item_id):
-        return "WAITING_EARLIER"
-    return None
+    return "FAILED_EARLIER" if v.failed else "WAITING_EARLIER"
 
 
 def plan_step(
@@ -82,7 +92,7 @@ def plan_step(
     spec = STEPS[step]
     earlier = [STEPS[s] for s in chain[: list(chain).index(step)]]
     own = states.get(step, StepState())
-    plan = StepPlan(step)
+    plan = StepPlan(step, states=states)
     for item in items:
         reason = _reason(item, spec, earlier, states, own, has_frames, keep)
         bench_counts = plan.by_bench.setdefault(item.bench, Counter())
@@ -91,6 +101,8 @@ def plan_step(
         if reason is None:
             plan.todo.append(item)
             bench_counts["REMAINING"] += 1
+            if own.verdict(item.item_id).stale:
+                plan.counts["STALE"] += 1
             continue
         plan.counts[reason] += 1
         bench_counts[reason] += 1
@@ -121,11 +133,10 @@ def _reason(
         return "NO_VIDEO"
     if spec.visual and not frames:
         return "MISSING_FRAMES"
-    if own.is_done(item.item_id):
+    v = own.verdict(item.item_id)
+    if v.done:
         return "DONE_TOTAL"
-    if own.is_failed(item.item_id):
-        return "FAILED_TOTAL"
-    return None
+    return "FAILED_TOTAL" if v.failed else None
 
 
 def load_keep(path: str | Path) -> set[str]:

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from benchcheck.engines.base import ImageRef, ScoreRequest
 from benchcheck.items import Item
 from benchcheck.protocol import (
+    ASSISTANT_PREFIX,
+    TOP_LOGPROBS,
     build_prompt,
     build_prompt_options_only,
     permutations_for,
     shuffle_seed,
     shuffled_order,
 )
-from benchcheck.screen.steps import StepSpec
-
-MID_POS = 16  # the middle frame is grid32[16]
-N_GRID = 32
+from benchcheck.spec import RunSpec
+from benchcheck.video import plans
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,36 +36,44 @@ class ItemRequests:
     shuffle_seed: str | None = None
 
 
-def frames_for(spec: StepSpec, item: Item, grid: Sequence[ImageRef]) -> tuple[list[ImageRef], tuple[int, ...] | None,
-                                                                                str | None]:
+def _request(spec: RunSpec, request_id: str, prompt: str, images: tuple[ImageRef, ...] = ()) -> ScoreRequest:
+    """A forward under the spec's generation settings (assistant prefix, top log-probs)."""
+    g = spec.gen
+    return ScoreRequest(request_id, prompt, images,
+                        g.assistant_prefix if g.assistant_prefix is not None else ASSISTANT_PREFIX,
+                        g.top_logprobs if g.top_logprobs is not None else TOP_LOGPROBS)
+
+
+def frames_for(spec: RunSpec, item: Item, grid: Sequence[ImageRef]) -> tuple[list[ImageRef], tuple[int, ...] | None,
+                                                                               str | None]:
     """The images a visual step shows, the grid positions they come from, and the shuffle seed."""
-    if spec.frames == "mid":
-        return [grid[MID_POS]], (MID_POS,), None
-    if spec.frames == "v32":
+    if spec.frames.plan == "mid":
+        return [grid[plans.MID_POSITION]], (plans.MID_POSITION,), None
+    if spec.frames.plan == "v32" and spec.frames.order == "shuffled":
+        order = shuffled_order(item.item_id, len(grid), spec.seed)
+        return [grid[k] for k in order], tuple(order), shuffle_seed(item.item_id, spec.seed)
+    if spec.frames.plan == "v32":
         return list(grid), tuple(range(len(grid))), None
-    if spec.frames == "v32_shuffle":
-        order = shuffled_order(item.item_id, len(grid))
-        return [grid[k] for k in order], tuple(order), shuffle_seed(item.item_id)
     return [], None, None
 
 
-def build_item_requests(spec: StepSpec, intro: str, item: Item,
-                        grid: Sequence[ImageRef] | None = None) -> ItemRequests:
-    """All requests of ``item`` at step ``spec``; ``grid`` is the 32-frame grid for visual steps."""
+def build_item_requests(spec: RunSpec, item: Item, grid: Sequence[ImageRef] | None = None) -> ItemRequests:
+    """All requests of ``item`` under ``spec``; ``grid`` is the 32-frame grid for visual steps."""
     k = len(item.options)
     identity = tuple(range(k))
-    if spec.input == "blind":
-        perms = [tuple(p) for p in permutations_for(item.item_id, k, spec.n_perm)]
+    intro = spec.prompt.intro
+    if spec.prompt.input == "blind":
+        perms = [tuple(p) for p in permutations_for(item.item_id, k, spec.n_perm, spec.seed)]
         reqs = tuple(
-            ScoreRequest(f"{item.item_id}#p{j}", build_prompt(intro, item.question, [item.options[i] for i in perm]))
+            _request(spec, f"{item.item_id}#p{j}", build_prompt(intro, item.question, [item.options[i] for i in perm]))
             for j, perm in enumerate(perms)
         )
         return ItemRequests(item, reqs, tuple(perms))
-    if spec.input == "options_only":
-        return ItemRequests(item, (ScoreRequest(item.item_id, build_prompt_options_only(intro, item.options)),),
+    if spec.prompt.input == "options_only":
+        return ItemRequests(item, (_request(spec, item.item_id, build_prompt_options_only(intro, item.options)),),
                             (identity,))
     if grid is None:
-        raise ValueError(f"{item.item_id}: step {spec.number} needs frames")
+        raise ValueError(f"{item.item_id}: {spec.name} needs frames")
     images, order, seed = frames_for(spec, item, grid)
-    req = ScoreRequest(item.item_id, build_prompt(intro, item.question, item.options), tuple(images))
+    req = _request(spec, item.item_id, build_prompt(intro, item.question, item.options), tuple(images))
     return ItemRequests(item, (req,), (identity,), order, seed)

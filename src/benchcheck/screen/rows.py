@@ -1,4 +1,4 @@
-"""Turn engine answers into result rows (pure). A row keeps everything needed to re-derive its
+"""Turn engine answers into result records (pure). A row keeps everything needed to re-derive its
 decision: the permutation(s), the letters' log-probs, picks, margins, and accounting."""
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from typing import Any
 from benchcheck.engines.base import Failure, LetterScores
 from benchcheck.items import Item
 from benchcheck.protocol import decide_permutations, decide_single, gold_position, letter_logprobs
+from benchcheck.records import SCHEMA_VERSION, ErrorRow, ScoreRow, error_record, score_row
 from benchcheck.screen.requests import ItemRequests
-from benchcheck.screen.steps import StepSpec
-
-SCHEMA_VERSION = 1
+from benchcheck.spec import RunSpec
 
 
 @dataclass(frozen=True, slots=True)
 class RowContext:
     """What every row of a run carries besides the answer."""
 
+    step: int
+    step_name: str
     model: str
     revision: str | None
     engine: str
@@ -29,13 +30,13 @@ class RowContext:
     host: str
 
 
-def _base(spec: StepSpec, item: Item, ctx: RowContext) -> dict[str, Any]:
+def _base(item: Item, ctx: RowContext) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "item_id": item.item_id,
         "bench": item.bench,
-        "step": spec.number,
-        "step_name": spec.name,
+        "step": ctx.step,
+        "step_name": ctx.step_name,
         "model": ctx.model,
         "revision": ctx.revision,
         "engine": ctx.engine,
@@ -49,30 +50,35 @@ def _base(spec: StepSpec, item: Item, ctx: RowContext) -> dict[str, Any]:
 REFUSED_STATUSES = (401, 403, 404)  # the server refused the run's key or model, not the item
 
 
-def error_row(spec: StepSpec, item: Item, ctx: RowContext, failure: Failure | str) -> dict[str, Any]:
+def error_row(item: Item, ctx: RowContext, failure: Failure | str) -> ErrorRow:
     """An error row: never counts as done; three counted ones fail the item permanently. Rows that
     say nothing about the item (unreachable server, refused key or model) are ``retry_free``."""
     kind = failure.kind if isinstance(failure, Failure) else "internal"
     status = failure.status if isinstance(failure, Failure) else None
-    row = {**_base(spec, item, ctx), "status": "error", "error_kind": kind, "error_status": status,
+    row = {**_base(item, ctx), "status": "error", "error_kind": kind, "error_status": status,
            "error": str(failure)[:500]}
     if kind == "connection" or status in REFUSED_STATUSES:
         row["retry_free"] = True
-    return row
+    return error_record(row)
 
 
-def result_row(spec: StepSpec, ir: ItemRequests, ctx: RowContext,
-               answers: Sequence[LetterScores | Failure]) -> dict[str, Any]:
+def frames_label(spec: RunSpec) -> str:
+    """The frame plan as rows name it: ``mid``, ``v32`` or ``v32_shuffle``."""
+    return spec.frames.plan + ("_shuffle" if spec.frames.order == "shuffled" else "")
+
+
+def result_row(spec: RunSpec, ir: ItemRequests, ctx: RowContext,
+               answers: Sequence[LetterScores | Failure]) -> ScoreRow | ErrorRow:
     """The ok row of an item (or its error row when any of its forwards failed)."""
     failures = [a for a in answers if isinstance(a, Failure)]
     if failures:
-        return error_row(spec, ir.item, ctx, failures[0])
+        return error_row(ir.item, ctx, failures[0])
     scores = [a for a in answers if isinstance(a, LetterScores)]
     k = len(ir.item.options)
     parsed = [letter_logprobs(s.top, k) for s in scores]
     lps = [p[0] for p in parsed]
     golds = [gold_position(perm, ir.item.answer) for perm in ir.perms]
-    row = {**_base(spec, ir.item, ctx), "status": "ok", "video_id": ir.item.video_id, "n_options": k,
+    row = {**_base(ir.item, ctx), "status": "ok", "video_id": ir.item.video_id, "n_options": k,
            "answer": ir.item.answer}
     if spec.n_perm > 1:
         d = decide_permutations(lps, golds)
@@ -90,10 +96,10 @@ def result_row(spec: StepSpec, ir: ItemRequests, ctx: RowContext,
         latency_s=round(sum(s.latency_s for s in scores), 4),
     )
     if ir.frame_order is not None:
-        row["frames"] = {"plan": spec.frames, "positions": list(ir.frame_order), "n": len(ir.frame_order)}
+        row["frames"] = {"plan": frames_label(spec), "positions": list(ir.frame_order), "n": len(ir.frame_order)}
         if ir.shuffle_seed is not None:
             row["frames"]["shuffle_seed"] = ir.shuffle_seed
-    return row
+    return score_row(row)
 
 
 def _exact_fields(row: dict[str, Any], scores: Sequence[LetterScores], k: int, multi: bool) -> None:

@@ -1,23 +1,22 @@
-"""The six screening steps as data, the chain, and the prompt intros (SPEC section 3)."""
+"""The six screening steps as data, the chain, and the prompt intros (docs/PROTOCOL.md, "Steps").
+
+Each step becomes a :class:`benchcheck.spec.RunSpec` (``StepSpec.run_spec``) built from the
+single definitions of the constants: the prompt templates, assistant prefix, top log-probs and
+seed in ``benchcheck.protocol``, the grid, middle position, frame size and JPEG quality in
+``benchcheck.video.plans`` (read when the spec is built, so the hash follows them).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
-InputKind = Literal["blind", "options_only", "frames"]
+from benchcheck import protocol
+from benchcheck.spec import FrameSpec, GenSettings, InputKind, ModelRef, PromptSpec, RunSpec
+from benchcheck.video import plans
+
 FramesPlan = Literal["none", "mid", "v32", "v32_shuffle"]
-
-
-@dataclass(frozen=True, slots=True)
-class ModelRef:
-    """A hub model at a pinned revision; served under its hub name."""
-
-    name: str
-    revision: str
 
 
 MODELS: dict[str, ModelRef] = {
@@ -41,9 +40,33 @@ class StepSpec:
     def visual(self) -> bool:
         return self.frames != "none"
 
+    def frame_spec(self) -> FrameSpec:
+        """The frames this step shows, with the numbers (not only the plan's name) that shape them."""
+        if self.frames == "none":
+            return FrameSpec()
+        mid = self.frames == "mid"
+        return FrameSpec(plan="mid" if mid else "v32", n_frames=1 if mid else plans.GRID32, size_mode="long",
+                         size_px=plans.FRAME_LONG_SIDE, order="shuffled" if self.frames == "v32_shuffle" else "time",
+                         jpeg_quality=plans.JPEG_QUALITY)
+
+    def run_spec(self, intro: IntroSet, model: ModelRef) -> RunSpec:
+        """Everything that shapes this step's answers for ``model``; its hash goes into every row."""
+        extra: tuple[tuple[str, object], ...] = (("step", self.number),)
+        if self.visual:  # the grid the frames come from; a blind step's hash does not depend on it
+            extra += (("grid", plans.GRID32),)
+        if self.frames == "mid":
+            extra += (("grid_position", plans.MID_POSITION),)
+        return RunSpec(
+            name=self.name, kind="score", model=model,
+            prompt=PromptSpec.for_input(self.input, intro.for_step(self), intro.name),
+            frames=self.frame_spec(),
+            gen=GenSettings(max_tokens=1, assistant_prefix=protocol.ASSISTANT_PREFIX,
+                            top_logprobs=protocol.TOP_LOGPROBS),
+            n_perm=self.n_perm, seed=protocol.SEED, extra=extra)
+
 
 STEPS: dict[int, StepSpec] = {
-    1: StepSpec(1, "blind", "8b", "blind", "none", n_perm=4),
+    1: StepSpec(1, "blind", "8b", "blind", "none", n_perm=protocol.N_PERM),
     2: StepSpec(2, "single_frame", "8b", "frames", "mid"),
     3: StepSpec(3, "v32_2b", "2b", "frames", "v32"),
     4: StepSpec(4, "opt_only", "8b", "options_only", "none"),
@@ -57,8 +80,8 @@ DEFAULT_CHAIN: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 class IntroSet:
     """The per-input-kind intro sentence of the prompt; its name is versioned and hashed into rows.
 
-    The origin reused intro strings that are not in the seeds; the default set follows the
-    common lmms-eval wording for Qwen-VL multiple choice.
+    The intro strings of the original runs are not published; the default set follows the
+    common lmms-eval wording for Qwen-VL multiple choice (docs/PROTOCOL.md, "Prompts").
     """
 
     name: str
@@ -87,13 +110,3 @@ def parse_chain(text: str | Sequence[int]) -> tuple[int, ...]:
     if not steps or len(set(steps)) != len(steps) or any(s not in STEPS for s in steps):
         raise ValueError(f"chain {text!r}: expected distinct steps among {sorted(STEPS)}")
     return steps
-
-
-def config_hash(spec: StepSpec, intro: IntroSet, model_name: str, revision: str | None) -> str:
-    """Hash of everything that shapes a step's answer; written into every row."""
-    blob = json.dumps(
-        {"step": asdict(spec), "intro": asdict(intro), "model": model_name, "revision": revision,
-         "prefix": "Answer:", "top_logprobs": 20, "jpeg_quality": 85, "long_side": 448},
-        sort_keys=True,
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]

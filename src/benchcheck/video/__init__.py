@@ -1,1 +1,1 @@
-"""Video store, frame plans, extraction and the frame cache (SPEC sections 4 and 5)."""
+"""Video store, frame plans, extraction and the frame cache (docs/PROTOCOL.md, "Videos", "Frame plans")."""

@@ -1,7 +1,7 @@
 """Frame cache layout: ``<root>/<video_id>/frame_<k>.jpg`` plus ``frames.json`` (the authority).
 
 ``k`` is the position in the plan's grid (for the 32-frame grid the middle frame is
-``frame_16.jpg``), so a cache written by the origin reads correctly. ``frames.json``:
+``frame_16.jpg``), so a cache written by the original runs reads correctly. ``frames.json``:
 
 .. code-block:: json
 
@@ -24,6 +24,8 @@ import shutil
 import uuid
 from pathlib import Path
 from typing import Any
+
+from benchcheck.atomic import write_json_atomic
 
 FRAMES_JSON = "frames.json"
 CACHE_SCHEMA_VERSION = 1
@@ -135,9 +137,8 @@ def write_frames(root: str | Path, video_id: str, frames_json: dict[str, Any], j
     try:
         for name, data in zip(files, jpegs, strict=True):
             (tmp / name).write_bytes(data)
-        with (tmp / FRAMES_JSON).open("w", encoding="utf-8") as f:
-            json.dump({"schema_version": CACHE_SCHEMA_VERSION, **frames_json}, f)
-            f.write("\n")
+        # frames.json last, through the one atomic writer: the folder is renamed into place whole.
+        write_json_atomic(tmp / FRAMES_JSON, {"schema_version": CACHE_SCHEMA_VERSION, **frames_json})
         if final.exists():
             old = final.parent / f".old-{video_id}-{tag}"
             os.replace(final, old)

@@ -1,7 +1,7 @@
-"""The video index: source keys to content hashes, in the origin's manifest format.
+"""The video index: source keys to content hashes, in the original runs' manifest format.
 
 JSONL, one row per event, append-only: ``{"key", "status", "content_hash", ...}``; the last
-``status="done"`` row of a key wins and other statuses are ignored, so the origin's
+``status="done"`` row of a key wins and other statuses are ignored, so the original runs'
 ``logs/manifest.jsonl`` reads as is. Keys are ``"repo::zip_path::member"``; a local file gets
 ``"local::<folder name>::<path below it>"`` (see :func:`local_key`).
 """

@@ -1,14 +1,13 @@
-"""The normalized store's layout and ``meta.json`` (SPEC section 4).
+"""The normalized store's layout and ``meta.json`` (docs/PROTOCOL.md, "Videos").
 
 ``<store>/normalized/<content_hash>/video.mp4`` holds the normalized video and ``meta.json``
-describes it. :func:`read_meta` also reads a store made by the origin, whose field names may
+describes it. :func:`read_meta` also reads a store made by the original runs, whose field names may
 differ slightly (``frame_timestamps``, ``duration_s``, ``frame_count``...).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +64,7 @@ def _first(d: dict[str, Any], *names: str) -> Any:
 
 
 def meta_from_json(d: dict[str, Any], content_hash: str) -> VideoMeta:
-    """A :class:`VideoMeta` from a ``meta.json`` object (ours or the origin's field names)."""
+    """A :class:`VideoMeta` from a ``meta.json`` object (ours or the original runs' field names)."""
     ts = _first(d, "timestamps", "frame_timestamps", "timestamps_s", "ts")
     if not isinstance(ts, list) or not ts:
         raise ValueError("meta.json has no frame timestamps")
@@ -106,17 +105,6 @@ def read_meta(store: str | Path, video_id: str) -> VideoMeta:
         raise ValueError(f"{path}: {e.strerror or e}") from e
     except (ValueError, TypeError) as e:
         raise ValueError(f"{path}: {e}") from e
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader never sees a half-written file (temp file + rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def normalized_ids(store: str | Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""Normalize one video file (SPEC section 4): 2 fps (at most 1,024 frames), short side 720
+"""Normalize one video file (docs/PROTOCOL.md, "Videos"): 2 fps (at most 1,024 frames), short side 720
 (480 beyond 30 minutes), never upscaled, upright, H.264 in mp4.
 
 Two passes over the source: a demux pass (no decoding) lists every frame's timestamp, so the

@@ -24,7 +24,7 @@ With N = n uniform frames this returns every frame once; with N > n frames repea
 i always means the same fraction of the video and ``grid32[16]`` is always the middle frame.
 Example: 2 fps timestamps ``0, 0.5, ..., 9.5`` (20 frames), N = 4: centres 1.1875, 3.5625,
 5.9375, 8.3125 s -> indices ``[2, 7, 12, 17]``. Sweep grids with N > 32 (``v_128_s224``) send
-all stored frames instead when the video has fewer than N (``capped=True``, SPEC section 5).
+all stored frames instead when the video has fewer than N (``capped=True``, docs/PROTOCOL.md, "Frame plans").
 
 **fps grid** at F fps: targets ``t_0 + j / F`` for j = 0, 1, ... while ``<= t_{n-1}``; each
 takes the nearest stored frame; repeats are dropped (``n_grid`` frames remain). The context

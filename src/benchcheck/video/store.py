@@ -1,7 +1,7 @@
 """Normalize many source videos into the store, idempotently, in parallel processes.
 
 ``<store>/normalized/<content_hash>/{video.mp4, meta.json}``, ``<store>/index.jsonl`` (key ->
-content hash, the origin's manifest format) and ``<store>/failures.jsonl`` (one row per source
+content hash, the original runs' manifest format) and ``<store>/failures.jsonl`` (one row per source
 that could not be normalized, with the reason).
 
 * **video_id** = :func:`~benchcheck.video.normalize.content_hash_of` the source bytes: the
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.atomic import write_json_atomic
 from benchcheck.video.cache import clear_stale
 from benchcheck.video.index import (
     FAILURES_FILE,
@@ -43,7 +44,7 @@ from benchcheck.video.index import (
     last_failures,
     local_key,
 )
-from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta, write_json_atomic
+from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta
 from benchcheck.video.normalize import NormalizeError, content_hash_of, file_sha256, stored_meta, transcode
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg",

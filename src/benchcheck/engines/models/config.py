@@ -1,4 +1,4 @@
-"""Qwen3-VL configurations built in code: the two real shapes (SPEC section 8) and the tiny one.
+"""Qwen3-VL configurations built in code: the two real shapes (docs/PROTOCOL.md, "Model shapes") and the tiny one.
 
 One function turns a :class:`Shape` into a ``Qwen3VLConfig``, so the tiny model and the
 random-weight replicas differ only in their numbers, never in how they are wired.
@@ -60,7 +60,7 @@ class Shape:
     vocab: int = 151936
 
 
-# SPEC section 8.
+# docs/PROTOCOL.md, "Model shapes".
 SHAPES: dict[str, Shape] = {
     "qwen3-vl-8b": Shape(
         hidden=4096, layers=36, mlp=12288, heads=32, kv_heads=8, head_dim=128, tied=False,

@@ -1,4 +1,4 @@
-"""Random-weight Qwen3-VL models with the true shapes (SPEC section 8), built on the device.
+"""Random-weight Qwen3-VL models with the true shapes (docs/PROTOCOL.md, "Model shapes"), built on the device.
 
 Sixteen gigabytes of weights cannot travel to a GPU machine, and the benchmarks need the
 compute of the real models, not their answers: the model is instantiated directly on the device

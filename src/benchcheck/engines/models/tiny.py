@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from benchcheck.atomic import write_text_atomic
 from benchcheck.engines.models.config import PREPROCESSOR_CONFIG, Shape, config_dict, transformers_module
 from benchcheck.engines.models.tokenizer import SPECIAL_TOKENS, write_tokenizer
 from benchcheck.protocol import LETTERS
@@ -121,8 +122,9 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
     tok = json.loads((out / "tokenizer.json").read_text())
     _plant_letter_prior(weights, _letter_token_ids(tok), seed)
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    (out / "config.json").write_text(json.dumps(cfg, sort_keys=True, indent=2) + "\n")
+    write_text_atomic(out / "config.json", json.dumps(cfg, sort_keys=True, indent=2) + "\n")
     gen = {"do_sample": False, "eos_token_id": [ids["im_end"], ids["endoftext"]], "pad_token_id": ids["endoftext"]}
-    (out / "generation_config.json").write_text(json.dumps(gen, sort_keys=True, indent=2) + "\n")
-    (out / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR_CONFIG, sort_keys=True, indent=2) + "\n")
+    write_text_atomic(out / "generation_config.json", json.dumps(gen, sort_keys=True, indent=2) + "\n")
+    preprocessor = json.dumps(PREPROCESSOR_CONFIG, sort_keys=True, indent=2) + "\n"
+    write_text_atomic(out / "preprocessor_config.json", preprocessor)
     return out

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from benchcheck.atomic import write_text_atomic
 from benchcheck.protocol import LETTERS, PROMPT, PROMPT_OPT_ONLY
 
 # Qwen's special tokens in the order of their ids (151643 ... 151656 on the real models).
@@ -157,7 +158,7 @@ def write_tokenizer(out: Path, first_special_id: int | None = None) -> int:
     """Write ``tokenizer.json``, ``tokenizer_config.json`` and ``chat_template.jinja`` into
     ``out``; return the id of the first special token (``<|endoftext|>``)."""
     data = tokenizer_json(first_special_id)
-    (out / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1))
+    write_text_atomic(out / "tokenizer.json", json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1))
     config = {
         "tokenizer_class": "Qwen2Tokenizer",
         "model_max_length": 65536,
@@ -170,8 +171,8 @@ def write_tokenizer(out: Path, first_special_id: int | None = None) -> int:
         "split_special_tokens": False,
         "errors": "replace",
     }
-    (out / "tokenizer_config.json").write_text(json.dumps(config, sort_keys=True, indent=1) + "\n")
-    (out / "chat_template.jinja").write_text(CHAT_TEMPLATE)
+    write_text_atomic(out / "tokenizer_config.json", json.dumps(config, sort_keys=True, indent=1) + "\n")
+    write_text_atomic(out / "chat_template.jinja", CHAT_TEMPLATE)
     added = data["added_tokens"]
     assert isinstance(added, list)
     first: int = added[0]["id"]

@@ -1,0 +1,34 @@
+"""``benchcheck task run JOB``: run a shard job file (what ``launch`` starts per client shard)."""
+
+from __future__ import annotations
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+
+
+@click.group("task", hidden=True)
+def task() -> None:
+    """Shard job files written by `launch` (one per client process)."""
+
+
+@task.command("run")
+@click.argument("job_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--plan-only", is_flag=True, help="Print the plan of the job's step; run nothing.")
+def run(job_file: str, plan_only: bool) -> None:
+    """Run one shard job: its units through run_task, rows to the job's results folder.
+
+    \b
+    Example:
+      benchcheck task run logs/client_s1_gpu0.job.json
+    """
+    from benchcheck.screen.cli_run import ShardJob, run_job
+
+    try:
+        code = run_job(ShardJob.read(job_file), load_items_reporting, click.echo, plan_only=plan_only)
+    except ValueError as e:
+        die(str(e))
+    raise SystemExit(code)
+
+
+COMMANDS = [task]
