@@ -26,11 +26,12 @@ import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import collate, plan_batches
-from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch
-from benchcheck.engines.hf_fused import compile_enabled, use_fused_text_norms
+from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
+from benchcheck.engines.hf_fused import compile_enabled, compiled_vision_rotary, use_fused_text_norms
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
 from benchcheck.engines.hf_pixels import PixelSpec
-from benchcheck.engines.hf_vision import use_grouped_vision_attention
+from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.models.config import transformers_module
 
 R = TypeVar("R")
@@ -150,8 +151,10 @@ class HFEngine:
         if max_bs < 1 or max_tokens < 1:
             raise ValueError("max_batch_size and max_batch_tokens must be positive")
         self.model = model
-        use_grouped_vision_attention(model)
-        if compile_enabled(next(model.parameters()).device):
+        fuse = compile_enabled(next(model.parameters()).device)
+        use_grouped_vision_attention(model, rotary=compiled_vision_rotary() if fuse else None)
+        use_linear_patch_embed(model)
+        if fuse:
             use_fused_text_norms(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
@@ -175,6 +178,9 @@ class HFEngine:
         # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
         # the device work for Python's lock, and two already encode faster than the GPU consumes.
         self.sort_window: int | None = None
+        # Scoring requests that start with the same tokens (step 1's permutations) share them:
+        # one packed forward per family (hf_prefix). False: every request runs in full.
+        self.share_prefixes = True
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
 
     def set_encode_threads(self, n: int) -> None:
@@ -204,9 +210,14 @@ class HFEngine:
         def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[LetterScores | Failure]]:
             t0 = time.perf_counter()
             k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
+            prompts = [e.prompt for e in enc]
+            families = plan_families(prompts) if self.share_prefixes else []
             with self._lock:
-                batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
-                pending = score_batch(self.model, batch, k)
+                if worth_sharing(families):
+                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype)
+                    pending = score_packed(self.model, packed, k)
+                else:
+                    pending = score_batch(self.model, collate(prompts, self.pad_id, self.pixels, self.dtype), k)
             return lambda: finish(idx, enc, pending, t0)
 
         def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float) -> list[LetterScores | Failure]:
@@ -231,7 +242,7 @@ class HFEngine:
                 )
             return res
 
-        return self._pipeline(jobs, run)
+        return self._pipeline(jobs, run, share=self.share_prefixes)
 
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
@@ -276,7 +287,10 @@ class HFEngine:
         return _Encoded(enc, job.new_tokens, time.perf_counter() - t0)
 
     def _pipeline(
-        self, jobs: list[_Job], run: Callable[[list[int], list[_Encoded]], Callable[[], list[R]]]
+        self,
+        jobs: list[_Job],
+        run: Callable[[list[int], list[_Encoded]], Callable[[], list[R]]],
+        share: bool = False,
     ) -> list[R | Failure]:
         """Encode requests in worker threads and run them in length-sorted batches, overlapping
         the three stages: threads encode later requests while the device works, and each batch
@@ -304,7 +318,7 @@ class HFEngine:
             except (RuntimeError, ValueError) as e:
                 fail(idx, f"{type(e).__name__}: {e}")
 
-        for pending, ready in self._batches(jobs, futures, out):
+        for pending, ready in self._batches(jobs, futures, out, share):
             while pending:
                 idx = pending.pop(0)
                 try:
@@ -327,12 +341,14 @@ class HFEngine:
         return [o for o in out if o is not None]
 
     def _batches(
-        self, jobs: list[_Job], futures: list[Future[_Encoded | Failure]], out: list[Any]
+        self, jobs: list[_Job], futures: list[Future[_Encoded | Failure]], out: list[Any], share: bool = False
     ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
         """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
         Chunks grow from a quarter batch, four times each step, up to the sort window: the device
-        starts at once, and each chunk is encoded while the device runs the one before.
+        starts at once, and each chunk is encoded while the device runs the one before. With
+        ``share``, requests sharing a prefix stay in one batch and batches are planned by the
+        packed length of their families (``hf_prefix``).
         """
         lo = 0
         chunk = max(1, self.max_batch_size // 4)
@@ -345,10 +361,16 @@ class HFEngine:
                 else:
                     ready[i] = r
             todo = sorted(ready)
-            # Generated tokens occupy the batch too.
-            sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
-            batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
-            yield [[todo[j] for j in b] for b in batches], ready
+            prompts = [ready[i].prompt for i in todo]
+            families = plan_families(prompts) if share else []
+            if worth_sharing(families):
+                fb = plan_family_batches(prompts, families, self.max_batch_size, self.max_batch_tokens)
+                yield [[todo[j] for f in b for j in f.members] for b in fb], ready
+            else:
+                # Generated tokens occupy the batch too.
+                sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
+                batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
+                yield [[todo[j] for j in b] for b in batches], ready
             lo += chunk
             with_images = lo < len(jobs) and bool(jobs[lo].images)
             window = self.sort_window or (2 if with_images else 8) * self.max_batch_size

@@ -52,3 +52,10 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
             module.forward = types.MethodType(lambda self, x: fn(x, self.weight, self.variance_epsilon), module)
             n += 1
     return n
+
+
+def compiled_vision_rotary() -> Callable[..., Any]:
+    """transformers' ``apply_rotary_pos_emb_vision`` compiled into one kernel per call shape."""
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
+
+    return torch.compile(apply_rotary_pos_emb_vision, dynamic=True)
