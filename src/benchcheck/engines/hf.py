@@ -27,7 +27,12 @@ import torch
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import collate, plan_batches
 from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
-from benchcheck.engines.hf_fused import compile_enabled, compiled_vision_rotary, use_fused_text_norms
+from benchcheck.engines.hf_fused import (
+    compile_enabled,
+    compiled_vision_rotary,
+    use_fused_text_mlp,
+    use_fused_text_norms,
+)
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
@@ -100,6 +105,19 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
         raise ValueError(f"unknown dtype {dtype!r}; choose from auto, {', '.join(_DTYPES)}") from None
 
 
+def _tokens_that_fit(model: Any, max_tokens: int) -> int:
+    """``max_tokens``, or fewer when a batch of that many tokens would not fit in half of the
+    device's free memory (the live activations of one token: about 8 hidden-size and 3
+    MLP-size vectors in the model's dtype; the vision tower's are smaller per token)."""
+    param = next(model.parameters())
+    if param.device.type != "cuda":
+        return max_tokens
+    free, _ = torch.cuda.mem_get_info(param.device)
+    t = model.config.text_config
+    per_token = param.element_size() * (8 * t.hidden_size + 3 * t.intermediate_size)
+    return max(1024, min(max_tokens, int(free // 2 // per_token)))
+
+
 class HFEngine:
     """In-process Qwen3-VL scoring and greedy generation (the ``Engine`` protocol)."""
 
@@ -111,7 +129,7 @@ class HFEngine:
         revision: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
-        max_batch_size: int = 64,
+        max_batch_size: int = 256,
         max_batch_tokens: int = 65536,
         served_name: str | None = None,
     ) -> None:
@@ -134,7 +152,7 @@ class HFEngine:
         *,
         name: str,
         revision: str | None = None,
-        max_batch_size: int = 64,
+        max_batch_size: int = 256,
         max_batch_tokens: int = 65536,
     ) -> HFEngine:
         """Wrap a model already built in memory (the random-weight true shapes)."""
@@ -156,12 +174,13 @@ class HFEngine:
         use_linear_patch_embed(model)
         if fuse:
             use_fused_text_norms(model)
+            use_fused_text_mlp(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name
         self.revision = revision
         self.max_batch_size = max_bs
-        self.max_batch_tokens = max_tokens
+        self.max_batch_tokens = _tokens_that_fit(model, max_tokens)
         self.max_model_len = int(model.config.text_config.max_position_embeddings)
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
@@ -345,13 +364,13 @@ class HFEngine:
     ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
         """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
-        Chunks grow from a quarter batch, four times each step, up to the sort window: the device
+        Chunks grow from a quarter batch (16 requests at most), four times each step, up to the sort window: the device
         starts at once, and each chunk is encoded while the device runs the one before. With
         ``share``, requests sharing a prefix stay in one batch and batches are planned by the
         packed length of their families (``hf_prefix``).
         """
         lo = 0
-        chunk = max(1, self.max_batch_size // 4)
+        chunk = max(1, min(self.max_batch_size // 4, 16))
         while lo < len(futures):
             ready: dict[int, _Encoded] = {}
             for i in range(lo, min(lo + chunk, len(futures))):
