@@ -26,7 +26,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--keep", "keep_file", type=click.Path(exists=True), default=None, help="Step-0 kept list.")
 @click.option("--bench", default=None, help="Only these benchmarks: A,B.")
 @click.option("--limit", type=int, default=None, help="At most N items per benchmark.")
-@click.option("--workers", type=int, default=None, help="Engine calls in flight (default: 1 for hf, 32/16/8 served).")
+@click.option("--workers", type=int, default=None, help="Engine calls in flight (default: 2 for hf, 32/16/8 served).")
 @click.option("--batch-items", type=int, default=None, help="Items per engine call (default: 16 hf, 1 served).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
 @click.option("--max-unit", type=int, default=20000, show_default=True, help="Items per shard unit (SPEC).")

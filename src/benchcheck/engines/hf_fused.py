@@ -47,10 +47,17 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
     returns how many were replaced. ``compiler`` defaults to ``torch.compile(dynamic=True)``
     (batch and length vary from call to call)."""
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(rms_norm)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        # Always one 2-D shape (rows, width): the layer norms see (batch, length, hidden) and the
+        # q/k norms (batch, length, heads, head_dim); each new rank or a dimension of 1 would
+        # cost a recompile (seconds) in the middle of a run, and after 8 a silent fall-back.
+        return fn(x.reshape(-1, x.shape[-1]), self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
+
     n = 0
     for module in model.modules():
         if type(module).__name__ == NORM_CLASS:
-            module.forward = types.MethodType(lambda self, x: fn(x, self.weight, self.variance_epsilon), module)
+            module.forward = types.MethodType(forward, module)
             n += 1
     return n
 
@@ -72,11 +79,15 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
     activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
     activation is SiLU change."""
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_proj(x), self.up_proj(x)
+        act = fn(gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])).view(gate.shape)  # one rank always
+        return self.down_proj(act)  # type: ignore[no-any-return]
+
     n = 0
     for module in model.modules():
         if type(module).__name__ == MLP_CLASS and getattr(module.config, "hidden_act", None) == "silu":
-            module.forward = types.MethodType(
-                lambda self, x: self.down_proj(fn(self.gate_proj(x), self.up_proj(x))), module
-            )
+            module.forward = types.MethodType(forward, module)
             n += 1
     return n

@@ -45,14 +45,6 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
     return int(diff[0]) if len(diff) else n
 
 
-def _prefix_ok(p: EncodedPrompt, prefix: int) -> bool:
-    """A prefix may hold the images, but never cut one: every image token must lie inside it."""
-    if not p.frames:
-        return True
-    image_pos = np.flatnonzero(p.mm_token_type_ids != 0)
-    return bool(image_pos[-1] < prefix)
-
-
 def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED,
                   max_family: int = MAX_FAMILY) -> list[Family]:
     """Group ``prompts`` into families (every prompt in exactly one; ordered by first member).
@@ -71,17 +63,19 @@ def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED
     # lcp[j]: common prefix of sorted neighbours j-1 and j (0 when their images differ).
     lcp = [0] + [common_prefix(ps[j - 1].input_ids, ps[j].input_ids) if _same_frames(ps[j - 1], ps[j]) else 0
                  for j in range(1, len(ps))]
+    # The last image token of each prompt (-1: none): a shared prefix must reach past it.
+    last_image = [int(np.flatnonzero(p.mm_token_type_ids != 0)[-1]) if p.frames else -1 for p in ps]
     best = [0] * (len(ps) + 1)  # best[i]: most tokens saved over the first i sorted prompts
     cut: list[tuple[int, int]] = [(0, 0)] * (len(ps) + 1)  # (family start, its prefix) at best[i]
     for end in range(1, len(ps) + 1):
         best[end], cut[end] = best[end - 1], (end - 1, ps[end - 1].n_tokens - 1)
         n = ps[end - 1].n_tokens - 1
+        image_end = last_image[end - 1]
         for start in range(end - 2, max(-1, end - 1 - max_family), -1):
             n = min(n, lcp[start + 1], ps[start].n_tokens - 1)
-            if n < min_shared:
-                break
-            if not all(_prefix_ok(ps[j], n) for j in range(start, end)):
-                continue
+            image_end = max(image_end, last_image[start])
+            if n < min_shared or image_end >= n:
+                break  # n only shrinks as the run grows: no longer run can qualify
             gain = best[start] + (end - start - 1) * n
             if gain > best[end]:
                 best[end], cut[end] = gain, (start, n)

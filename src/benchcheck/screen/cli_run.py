@@ -75,8 +75,10 @@ def run_screen(a: ScreenArgs, load: Callable[..., Any], echo: Callable[[str], No
     engine = build_engine(spec, EngineArgs(a.engine, a.model, a.revision, a.endpoints, a.device, a.rules,
                                            a.api_key_env))
     served = a.engine != "hf"
+    # hf: two calls in flight, so the next call's frames are decoded while the device runs this
+    # one (the engine runs one forward at a time; docs/PERFORMANCE.md, end to end).
     cfg = RunConfig(step=a.step, intro=INTROS[a.intro],
-                    workers=a.workers or (DEFAULT_WORKERS[a.step] if served else 1),
+                    workers=a.workers or (DEFAULT_WORKERS[a.step] if served else 2),
                     batch_items=a.batch_items or (1 if served else 16), shard=shard, progress=a.progress,
                     max_unit=a.max_unit)
     started = time.time()
