@@ -21,6 +21,10 @@ import torch
 
 NORM_CLASS = "Qwen3VLTextRMSNorm"
 MLP_CLASS = "Qwen3VLTextMLP"
+# Below this many rows (generation's decode steps: one token per sequence) the fused functions
+# run eagerly: there the cost is the host's, and a compiled call (guards, cache lookup) costs the
+# host more than the few small kernels it saves (H200 profile of 582-frame generation).
+EAGER_ROWS = 256
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -52,7 +56,10 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
         # Always one 2-D shape (rows, width): the layer norms see (batch, length, hidden) and the
         # q/k norms (batch, length, heads, head_dim); each new rank or a dimension of 1 would
         # cost a recompile (seconds) in the middle of a run, and after 8 a silent fall-back.
-        return fn(x.reshape(-1, x.shape[-1]), self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
+        rows = x.reshape(-1, x.shape[-1])
+        if rows.shape[0] < EAGER_ROWS:  # a decode step: the compiled call's overhead would dominate
+            return rms_norm(x, self.weight, self.variance_epsilon)
+        return fn(rows, self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
 
     n = 0
     for module in model.modules():
@@ -82,6 +89,8 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_proj(x), self.up_proj(x)
+        if gate.numel() < EAGER_ROWS * gate.shape[-1]:
+            return self.down_proj(silu_mul(gate, up))  # type: ignore[no-any-return]
         act = fn(gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])).view(gate.shape)  # one rank always
         return self.down_proj(act)  # type: ignore[no-any-return]
 

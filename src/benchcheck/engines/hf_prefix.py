@@ -196,7 +196,8 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
             rows[m], cols[m] = r, at - 1
     seg_t = torch.from_numpy(seg).to(device)
     q, k = seg_t[:, :, None], seg_t[:, None, :]
-    causal = torch.ones(width, width, dtype=torch.bool, device=device).tril()
+    where = torch.arange(width, device=device)
+    causal = where[:, None] >= where[None, :]
     # A token sees its own segment (padding sees padding, so no row is empty) and a suffix sees
     # the prefix; causal order on top.
     mask = ((q == k) | ((k == 0) & (q > 0))) & causal
