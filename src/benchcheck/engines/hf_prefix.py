@@ -16,6 +16,7 @@ Unlike vLLM's automatic prefix caching (whole 16-token blocks), the split is tok
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -215,6 +216,18 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
     )
 
 
+def _masked_attention_kernel(device: torch.device) -> contextlib.AbstractContextManager[None]:
+    """On CUDA, SDPA's memory-efficient kernel first for the tree mask. cuDNN's, picked by
+    default, spends about 0.8 ms of host time per call (H200 profile); on the H200 the two measured
+    within run-to-run spread (blind 8B 345-353 vs 325-360 forwards/s), so this keeps the host
+    lighter at no device cost."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH])
+
+
 @torch.inference_mode()
 def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
     """(N, vocab) float32 log-softmax at each request's last position."""
@@ -222,6 +235,7 @@ def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
     if batch.pixel_values is not None:
         kw["pixel_values"] = batch.pixel_values
         kw["image_grid_thw"] = batch.image_grid_thw
-    out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False)
+    with _masked_attention_kernel(batch.input_ids.device):
+        out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False)
     hidden = out.last_hidden_state[batch.rows, batch.cols]  # (N, hidden): only the scored positions
     return torch.log_softmax(model.lm_head(hidden).float(), dim=-1)
