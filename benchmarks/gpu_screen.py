@@ -419,6 +419,7 @@ def main() -> None:
     ap.add_argument("--only", default="blind,image1,video32_8b,sweep,video32,e2e", help="comma-separated workloads")
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the item counts")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"), help="folder for gpu_screen.json")
+    ap.add_argument("--blind-items", type=int, default=256, help="items of the blind workload (4 forwards each)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     args = ap.parse_args()
     device = torch.device("cpu" if args.tiny else "cuda")
@@ -452,7 +453,7 @@ def main() -> None:
         nextqa = load_items([nextqa_like_csv(tmp / "NExTLike.csv", 500)]).items
         splits["demo pool (step 1)"] = split_stats(engine, step1([it for it in demo if 2 <= len(it.options) <= 26]))
         splits["NExT-QA-like CSV (step 1)"] = split_stats(engine, step1(nextqa))
-        blind_reqs = step1(synthetic_items(n(256), 50))
+        blind_reqs = step1(synthetic_items(n(args.blind_items), 50))
         splits["blind workload"] = split_stats(engine, blind_reqs)
         for k, v in splits.items():
             print(f"  split {k}: {json.dumps({a: round(b, 3) for a, b in v.items()})}", flush=True)
