@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
-from benchcheck.engines.hf_fused import compile_enabled, rms_norm, use_fused_text_norms
+from benchcheck.engines.hf_fused import compile_enabled, rms_norm, use_fused_text_mlp, use_fused_text_norms
 
 
 def test_rms_norm_equals_transformers() -> None:
@@ -37,3 +38,23 @@ def test_every_text_norm_is_replaced_and_scores_do_not_move(tiny_model: Path) ->
         assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
         assert a.top == b.top
     assert not compile_enabled(torch.device("cpu"))
+
+
+@pytest.mark.parametrize("eager_rows", [0, 256])  # 0: every call through the reshaped fused path
+def test_fused_mlp_and_norms_replace_every_module_and_scores_do_not_move(
+    tiny_model: Path, eager_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchcheck.engines import hf_fused
+    from benchcheck.engines.base import LetterScores, ScoreRequest
+    from benchcheck.engines.hf import HFEngine
+
+    monkeypatch.setattr(hf_fused, "EAGER_ROWS", eager_rows)
+    engine = HFEngine(tiny_model, device="cpu")
+    reqs = [ScoreRequest(f"r{i}", f"Question {i}: which?\nOptions:\nA. x\nB. y") for i in range(3)]
+    before = engine.score_sync(reqs)
+    assert use_fused_text_mlp(engine.model, compiler=lambda f: f) == engine.model.config.text_config.num_hidden_layers
+    use_fused_text_norms(engine.model, compiler=lambda f: f)
+    after = engine.score_sync(reqs)
+    for a, b in zip(before, after, strict=True):
+        assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
+        assert a.top == b.top

@@ -30,6 +30,16 @@ def test_chat_rendering_matches_the_vllm_messages(hf_engine: HFEngine) -> None:
     )
 
 
+def test_spliced_rendering_equals_the_template(hf_engine: HFEngine) -> None:
+    enc = hf_engine.encoder
+    prompts = [PROMPT, "Question: why?\nOptions:\nA. {x}\nB. %s", "  padded  ", "<think>tag</think> q", "x" * 500]
+    layouts = [(0, "Answer:", None), (3, "Answer:", None), (1, None, "Be brief."), (0, None, None)]
+    for n_images, prefix, system in layouts:
+        for p in prompts:
+            assert enc.render(p, n_images, prefix, system) == enc._render(p, n_images, prefix, system), (p, n_images)
+    assert all(enc._layouts.values())  # every layout spliced (the tiny model's template is Qwen's)
+
+
 def test_token_sequence_user_images_then_text_then_answer_continued(hf_engine: HFEngine) -> None:
     tok = hf_engine.tokenizer
     e = hf_engine.encoder.encode(PROMPT, (make_jpeg(1),), "Answer:")

@@ -26,11 +26,17 @@ import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import collate, plan_batches
-from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch
-from benchcheck.engines.hf_fused import compile_enabled, use_fused_text_norms
+from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
+from benchcheck.engines.hf_fused import (
+    compile_enabled,
+    compiled_vision_rotary,
+    use_fused_text_mlp,
+    use_fused_text_norms,
+)
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
 from benchcheck.engines.hf_pixels import PixelSpec
-from benchcheck.engines.hf_vision import use_grouped_vision_attention
+from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
 from benchcheck.engines.options import EngineOptionError, EngineOptions
@@ -114,6 +120,19 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
         raise ValueError(f"unknown dtype {dtype!r}; choose from auto, {', '.join(_DTYPES)}") from None
 
 
+def _tokens_that_fit(model: Any, max_tokens: int) -> int:
+    """``max_tokens``, or fewer when a batch of that many tokens would not fit in half of the
+    device's free memory (the live activations of one token: about 8 hidden-size and 3
+    MLP-size vectors in the model's dtype; the vision tower's are smaller per token)."""
+    param = next(model.parameters())
+    if param.device.type != "cuda":
+        return max_tokens
+    free, _ = torch.cuda.mem_get_info(param.device)
+    t = model.config.text_config
+    per_token = param.element_size() * (8 * t.hidden_size + 3 * t.intermediate_size)
+    return max(1024, min(max_tokens, int(free // 2 // per_token)))
+
+
 class HFEngine:
     """In-process Qwen3-VL scoring and greedy generation (the ``Engine`` protocol)."""
 
@@ -125,7 +144,7 @@ class HFEngine:
         revision: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
-        max_batch_size: int = 64,
+        max_batch_size: int = 256,
         max_batch_tokens: int = 65536,
         served_name: str | None = None,
     ) -> None:
@@ -143,7 +162,7 @@ class HFEngine:
     def from_options(cls, o: EngineOptions) -> HFEngine:
         if not o.model:
             raise EngineOptionError("--engine hf needs --model (a checkpoint folder or hub name)")
-        return cls(o.model, o.revision, o.device, max_batch_size=o.max_batch_size or 64, served_name=o.served_name)
+        return cls(o.model, o.revision, o.device, max_batch_size=o.max_batch_size or 256, served_name=o.served_name)
 
     def count_tokens(self, req: GenerateRequest) -> int:
         """The prompt's tokens as this engine counts them against its context."""
@@ -158,7 +177,7 @@ class HFEngine:
         *,
         name: str,
         revision: str | None = None,
-        max_batch_size: int = 64,
+        max_batch_size: int = 256,
         max_batch_tokens: int = 65536,
     ) -> HFEngine:
         """Wrap a model already built in memory (the random-weight true shapes)."""
@@ -175,15 +194,18 @@ class HFEngine:
         if max_bs < 1 or max_tokens < 1:
             raise ValueError("max_batch_size and max_batch_tokens must be positive")
         self.model = model
-        use_grouped_vision_attention(model)
-        if compile_enabled(next(model.parameters()).device):
+        fuse = compile_enabled(next(model.parameters()).device)
+        use_grouped_vision_attention(model, rotary=compiled_vision_rotary() if fuse else None)
+        use_linear_patch_embed(model)
+        if fuse:
             use_fused_text_norms(model)
+            use_fused_text_mlp(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name
         self.revision = revision
         self.max_batch_size = max_bs
-        self.max_batch_tokens = max_tokens
+        self.max_batch_tokens = _tokens_that_fit(model, max_tokens)
         self.max_model_len = int(model.config.text_config.max_position_embeddings)
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
@@ -202,6 +224,9 @@ class HFEngine:
         # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
         # the device work for Python's lock, and two already encode faster than the GPU consumes.
         self.sort_window: int | None = None
+        # Scoring requests that start with the same tokens (step 1's permutations) share them:
+        # one packed forward per family (hf_prefix). False: every request runs in full.
+        self.share_prefixes = True
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
 
     def set_encode_threads(self, n: int) -> None:
@@ -231,10 +256,17 @@ class HFEngine:
         def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[LetterScores | Failure]]:
             t0 = time.perf_counter()
             k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
+            prompts = [e.prompt for e in enc]
+            families = plan_families(prompts) if self.share_prefixes else []
             gather = self._gather_ids([reqs[i] for i in idx])
+            gather_t = torch.tensor(gather, dtype=torch.long)
             with self._lock:
-                batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
-                pending = score_batch(self.model, batch, k, torch.tensor(gather, dtype=torch.long))
+                if worth_sharing(families):
+                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype)
+                    pending = score_packed(self.model, packed, k, gather_t)
+                else:
+                    pending = score_batch(self.model, collate(prompts, self.pad_id, self.pixels, self.dtype), k,
+                                          gather_t)
             return lambda: finish(idx, enc, pending, t0, gather)
 
         def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float,
@@ -262,7 +294,7 @@ class HFEngine:
                 )
             return res
 
-        return self._pipeline(jobs, run)
+        return self._pipeline(jobs, run, share=self.share_prefixes)
 
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
@@ -307,7 +339,10 @@ class HFEngine:
         return _Encoded(enc, job.new_tokens, time.perf_counter() - t0)
 
     def _pipeline(
-        self, jobs: list[_Job], run: Callable[[list[int], list[_Encoded]], Callable[[], list[R]]]
+        self,
+        jobs: list[_Job],
+        run: Callable[[list[int], list[_Encoded]], Callable[[], list[R]]],
+        share: bool = False,
     ) -> list[R | Failure]:
         """Encode requests in worker threads and run them in length-sorted batches, overlapping
         the three stages: threads encode later requests while the device works, and each batch
@@ -335,7 +370,7 @@ class HFEngine:
             except (RuntimeError, ValueError) as e:
                 fail(idx, f"{type(e).__name__}: {e}")
 
-        for pending, ready in self._batches(jobs, futures, out):
+        for pending, ready in self._batches(jobs, futures, out, share):
             while pending:
                 idx = pending.pop(0)
                 try:
@@ -358,15 +393,17 @@ class HFEngine:
         return [o for o in out if o is not None]
 
     def _batches(
-        self, jobs: list[_Job], futures: list[Future[_Encoded | Failure]], out: list[Any]
+        self, jobs: list[_Job], futures: list[Future[_Encoded | Failure]], out: list[Any], share: bool = False
     ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
         """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
-        Chunks grow from a quarter batch, four times each step, up to the sort window: the device
-        starts at once, and each chunk is encoded while the device runs the one before.
+        Chunks grow from a quarter batch (16 requests at most), four times each step, up to the sort window: the device
+        starts at once, and each chunk is encoded while the device runs the one before. With
+        ``share``, requests sharing a prefix stay in one batch and batches are planned by the
+        packed length of their families (``hf_prefix``).
         """
         lo = 0
-        chunk = max(1, self.max_batch_size // 4)
+        chunk = max(1, min(self.max_batch_size // 4, 16))
         while lo < len(futures):
             ready: dict[int, _Encoded] = {}
             for i in range(lo, min(lo + chunk, len(futures))):
@@ -376,10 +413,16 @@ class HFEngine:
                 else:
                     ready[i] = r
             todo = sorted(ready)
-            # Generated tokens occupy the batch too.
-            sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
-            batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
-            yield [[todo[j] for j in b] for b in batches], ready
+            prompts = [ready[i].prompt for i in todo]
+            families = plan_families(prompts) if share else []
+            if worth_sharing(families):
+                fb = plan_family_batches(prompts, families, self.max_batch_size, self.max_batch_tokens)
+                yield [[todo[j] for f in b for j in f.members] for b in fb], ready
+            else:
+                # Generated tokens occupy the batch too.
+                sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
+                batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
+                yield [[todo[j] for j in b] for b in batches], ready
             lo += chunk
             with_images = lo < len(jobs) and bool(jobs[lo].images)
             window = self.sort_window or (2 if with_images else 8) * self.max_batch_size

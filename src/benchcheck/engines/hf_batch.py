@@ -53,6 +53,7 @@ class Batch:
     pixel_values: torch.Tensor | None
     image_grid_thw: torch.Tensor | None
     lengths: list[int]
+    host: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]  # ids, mask, types, grids on the CPU
 
     def model_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {
@@ -82,28 +83,30 @@ def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtyp
     frames = [f for it in items for f in it.frames]
     grids = [it.image_grid_thw for it in items if it.image_grid_thw is not None]
     pixel_values = patchify(frames, pixels).to(dtype) if frames else None
-    grid = torch.from_numpy(np.concatenate(grids)).to(device) if grids else None
+    host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
+    host = (torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types), host_grid)
     return Batch(
-        torch.from_numpy(ids).to(device),
-        torch.from_numpy(mask).to(device),
-        torch.from_numpy(types).to(device),
+        host[0].to(device),
+        host[1].to(device),
+        host[2].to(device),
         pixel_values,
-        grid,
+        host_grid.to(device) if host_grid is not None else None,
         lengths,
+        host,
     )
 
 
 def position_ids(model: Any, batch: Batch) -> torch.Tensor:
-    """(4, B, L) positions: text positions, then M-RoPE (t, h, w); padding gets 0."""
-    mask = batch.attention_mask
+    """(4, B, L) positions: text positions, then M-RoPE (t, h, w); padding gets 0.
+
+    Computed from the host copies: transformers' ``get_rope_index`` reads a few numbers per image
+    with ``.item()``, and on device tensors each read would wait for the device to finish all
+    queued work (thousands of waits per batch of 32-frame requests)."""
+    ids, mask, types, grid = batch.host
     text = (mask.cumsum(-1) - 1).clamp(min=0) * mask
-    if batch.image_grid_thw is None:
+    if grid is None:
         mrope = text.unsqueeze(0).expand(3, -1, -1)
     else:
-        mrope, _ = model.model.get_rope_index(
-            batch.input_ids,
-            mm_token_type_ids=batch.mm_token_type_ids,
-            image_grid_thw=batch.image_grid_thw,
-            attention_mask=mask,
-        )
-    return torch.cat([text.unsqueeze(0), mrope.to(text.dtype)], dim=0)
+        mrope, _ = model.model.get_rope_index(ids, mm_token_type_ids=types, image_grid_thw=grid, attention_mask=mask)
+    pos = torch.cat([text.unsqueeze(0), mrope.to(text.dtype)], dim=0)
+    return pos.to(batch.input_ids.device, non_blocking=True)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from benchcheck.engines.hf_batch import Batch, position_ids
+from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
 
 
 @dataclass(slots=True)
@@ -40,7 +41,17 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
     caller can queue the next batch before reading this one."""
     pos = position_ids(model, batch)
     out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=False)
-    logprobs = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+    return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
+
+
+@torch.inference_mode()
+def score_packed(model: Any, batch: PackedBatch, k: int, gather_ids: torch.Tensor | None = None) -> PendingTop:
+    """``score_batch`` for families packed with their shared prefix once (``hf_prefix``)."""
+    return _pending_top(packed_logprobs(model, batch), k, gather_ids)
+
+
+def _pending_top(logprobs: torch.Tensor, k: int, gather_ids: torch.Tensor | None = None) -> PendingTop:
+    """Top ``k`` of each row, copied to the host without waiting."""
     top = torch.topk(logprobs, k, dim=-1)
     values, indices = _to_host(top.values), _to_host(top.indices)
     gathered = None if gather_ids is None else _to_host(logprobs[:, gather_ids.to(logprobs.device)])

@@ -20,6 +20,11 @@ from typing import Any
 import torch
 
 NORM_CLASS = "Qwen3VLTextRMSNorm"
+MLP_CLASS = "Qwen3VLTextMLP"
+# Below this many rows (generation's decode steps: one token per sequence) the fused functions
+# run eagerly: there the cost is the host's, and a compiled call (guards, cache lookup) costs the
+# host more than the few small kernels it saves (H200 profile of 582-frame generation).
+EAGER_ROWS = 256
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -46,9 +51,52 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
     returns how many were replaced. ``compiler`` defaults to ``torch.compile(dynamic=True)``
     (batch and length vary from call to call)."""
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(rms_norm)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        # Always one 2-D shape (rows, width): the layer norms see (batch, length, hidden) and the
+        # q/k norms (batch, length, heads, head_dim); each new rank or a dimension of 1 would
+        # cost a recompile (seconds) in the middle of a run, and after 8 a silent fall-back.
+        rows = x.reshape(-1, x.shape[-1])
+        if rows.shape[0] < EAGER_ROWS:  # a decode step: the compiled call's overhead would dominate
+            return rms_norm(x, self.weight, self.variance_epsilon)
+        return fn(rows, self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
+
     n = 0
     for module in model.modules():
         if type(module).__name__ == NORM_CLASS:
-            module.forward = types.MethodType(lambda self, x: fn(x, self.weight, self.variance_epsilon), module)
+            module.forward = types.MethodType(forward, module)
+            n += 1
+    return n
+
+
+def compiled_vision_rotary() -> Callable[..., Any]:
+    """transformers' ``apply_rotary_pos_emb_vision`` compiled into one kernel per call shape."""
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
+
+    return torch.compile(apply_rotary_pos_emb_vision, dynamic=True)
+
+
+def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """The gated activation of transformers' Qwen3-VL text MLP (``act_fn(gate) * up``, SiLU)."""
+    return torch.nn.functional.silu(gate) * up
+
+
+def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
+    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
+    activation is SiLU change."""
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_proj(x), self.up_proj(x)
+        if gate.numel() < EAGER_ROWS * gate.shape[-1]:
+            return self.down_proj(silu_mul(gate, up))  # type: ignore[no-any-return]
+        act = fn(gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])).view(gate.shape)  # one rank always
+        return self.down_proj(act)  # type: ignore[no-any-return]
+
+    n = 0
+    for module in model.modules():
+        if type(module).__name__ == MLP_CLASS and getattr(module.config, "hidden_act", None) == "silu":
+            module.forward = types.MethodType(forward, module)
             n += 1
     return n

@@ -73,6 +73,7 @@ class PromptEncoder:
         self.image_processor = Qwen2VLImageProcessorPil(**kwargs)
         self.merge = int(self.image_processor.merge_size)
         self._table: np.ndarray | None = None
+        self._layouts: dict[tuple[int, str | None, str | None], tuple[str, str] | tuple[()]] = {}
 
     @classmethod
     def from_folder(cls, folder: Path, tokenizer: Any, image_token_id: int) -> PromptEncoder:
@@ -89,7 +90,37 @@ class PromptEncoder:
 
     def render(self, prompt: str, n_images: int, assistant_prefix: str | None, system: str | None = None) -> str:
         """The chat text: [system], user = images then ``prompt``, then either the prefilled
-        assistant turn continued (no generation prompt) or a generation prompt."""
+        assistant turn continued (no generation prompt) or a generation prompt.
+
+        The template is rendered once per message layout with a marker for the prompt; later
+        prompts are spliced in where the marker was (a Jinja render costs the encoding threads
+        most of their time, under Python's lock that the thread driving the device needs too).
+        A layout is spliced only when the splice reproduced a real render exactly, and a prompt only
+        when the template could treat it differently (tags, surrounding white space) is not.
+        """
+        key = (n_images, assistant_prefix, system)
+        if "<" not in prompt and prompt == prompt.strip():
+            parts = self._layouts.get(key)
+            if parts is None:
+                parts = self._layout(key, prompt)
+            if parts:
+                return parts[0] + prompt + parts[1]
+        return self._render(prompt, n_images, assistant_prefix, system)
+
+    def _layout(self, key: tuple[int, str | None, str | None], prompt: str) -> tuple[str, str] | tuple[()]:
+        """Text before and after the prompt for one message layout, or () when splicing would not
+        reproduce the template's own rendering of ``prompt``."""
+        marker = "BENCHCHECKPROMPTMARKER"
+        text = self._render(marker, *key)
+        parts: tuple[str, str] | tuple[()] = ()
+        if text.count(marker) == 1:
+            head, tail = text.split(marker)
+            if head + prompt + tail == self._render(prompt, *key):
+                parts = (head, tail)
+        self._layouts[key] = parts
+        return parts
+
+    def _render(self, prompt: str, n_images: int, assistant_prefix: str | None, system: str | None) -> str:
         content: list[dict[str, str]] = [{"type": "image"} for _ in range(n_images)]
         content.append({"type": "text", "text": prompt})
         messages: list[dict[str, Any]] = []

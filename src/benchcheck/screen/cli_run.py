@@ -140,9 +140,10 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
     engine = build_engine(job.engine, STEPS[job.step], engine_options(job))
     # Served: each endpoint gets ``workers`` requests in flight, so the runner keeps that many
     # single-item calls going per endpoint. In-process: engine calls in flight as the engine
-    # says it can take them (a model on one device: 1 call of 16 items).
+    # says it can take them, and at least two, so the next call's frames are decoded while the
+    # device runs this one (the hf engine runs one forward at a time; docs/PERFORMANCE.md, end to end).
     parallel = bool(job.endpoints) or concurrent_calls(engine) > 1
-    workers = job.workers or (DEFAULT_WORKERS[job.step] if parallel else 1)
+    workers = job.workers or (DEFAULT_WORKERS[job.step] if parallel else 2)
     cfg = RunConfig(step=job.step, intro=INTROS[job.intro], workers=workers * max(1, len(job.endpoints)),
                     batch_items=job.batch_items or (1 if parallel else 16), shard=shard, progress=job.progress,
                     max_unit=job.max_unit,

@@ -110,3 +110,10 @@ def parse_chain(text: str | Sequence[int]) -> tuple[int, ...]:
     if not steps or len(set(steps)) != len(steps) or any(s not in STEPS for s in steps):
         raise ValueError(f"chain {text!r}: expected distinct steps among {sorted(STEPS)}")
     return steps
+
+
+def default_run_spec(step: int, model: ModelRef | None = None, intro: str = DEFAULT_INTRO) -> RunSpec:
+    """Step ``step``'s RunSpec under the named intro, for the step's pinned model unless one is
+    given (scripts and benchmarks that build requests without a results folder)."""
+    spec = STEPS[step]
+    return spec.run_spec(INTROS[intro], model or MODELS[spec.model])

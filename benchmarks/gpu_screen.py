@@ -1,0 +1,542 @@
+"""The screening and sweep workloads of the ``hf`` engine on one GPU, checked and timed in one run.
+
+Workloads (random-weight true-shape Qwen3-VL models, bf16; ``--tiny``: the tiny model, CPU):
+  blind      8B, step 1: 4 seeded option permutations per item (real request builder)
+  image1     8B, step 2: the middle 448x256 frame + question
+  video32    2B, step 3: 32 frames at 448x256 + question
+  video32_8b 8B, step 6: 32 frames at 448x256
+  sweep      8B, v_fps2_s224: 582 frames at 416x224 (about 54,000 prompt tokens), 128 greedy tokens
+  e2e        2B, ``benchcheck screen --step 3`` from a JPEG frame cache vs the engine alone (gpu_e2e.py)
+Rows per workload: ``naive`` (one request at a time, transformers' own forward: no engine
+changes, full logits), ``ours`` (``HFEngine`` as a user gets it: everything chosen automatically),
+and for blind also ``unshared`` (the same engine with prefix sharing off). Columns: items/s, the
+limit (useful FLOPs at the bf16 matmul rate measured in this run; for shared rows the FLOPs of the
+shared computation), ratio to it, peak device memory, and the GPU busy fraction (NVML's kernel
+time share, sampled every 20 ms; not measured without NVML).
+
+Correctness, every workload: the letters' log-probs (full softmax, letters A-E) of ours against
+transformers' plain forward of each request alone; the tolerance is set from the noise floor
+measured in the same run (the same plain forward at batch 1 and batched), and for prefix sharing
+exactness is also checked in float32 (the 2B model cast to float32).
+
+Run (GPU):  PYTHONPATH=src python3 benchmarks/gpu_screen.py --out $OUT
+Run (CPU):  PYTHONPATH=src python benchmarks/gpu_screen.py --tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import gc
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_batch import collate, position_ids
+from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families
+from benchcheck.items import Item, load_items
+from benchcheck.screen.requests import build_item_requests
+from benchcheck.screen.steps import default_run_spec
+from engine_throughput import WORDS, item_flops, jpeg, matmul_peak, sync
+
+LETTERS = "ABCDE"
+
+
+@dataclass
+class Row:
+    workload: str
+    mode: str
+    items: int
+    seconds: float
+    items_per_s: float
+    limit_per_s: float
+    ratio: float
+    peak_gib: float
+    busy: float
+    prompt_tokens: float
+    note: str = ""
+
+
+@dataclass
+class Check:
+    workload: str
+    n: int
+    noise_floor: float  # max |letters' lp| difference: plain alone vs plain batched
+    tolerance: float
+    ours_vs_plain: float
+    ok: bool
+    dtype: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- requests ----------------------------------------------------------------------------
+
+
+def words(rng: np.random.Generator, n: int) -> str:
+    return " ".join(WORDS[j] for j in rng.integers(0, len(WORDS), n))
+
+
+def synthetic_items(n: int, q_words: int, seed: int = 0) -> list[Item]:
+    rng = np.random.default_rng(seed)
+    return [Item(f"syn_{i}", "syn", words(rng, q_words) + "?", tuple(words(rng, 4) for _ in range(5)), 0)
+            for i in range(n)]
+
+
+def nextqa_like_csv(path: Path, n: int, seed: int = 1) -> Path:
+    """A benchmark file in the NExT-QA CSV layout with questions and options of its usual length."""
+    rng = np.random.default_rng(seed)
+    subj = ["the boy in blue", "the lady", "the man with the hat", "the baby", "the dog", "the girl in pink"]
+    verbs = ["pick up the toy", "turn around", "walk to the sofa", "laugh", "look at the camera", "stand up"]
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["video", "frame_count", "width", "height", "question", "answer", "qid", "type",
+                    "a0", "a1", "a2", "a3", "a4"])
+        for i in range(n):
+            s, v = subj[i % len(subj)], verbs[(i * 7) % len(verbs)]
+            q = f"why did {s} {v} after {subj[(i + 2) % len(subj)]} {verbs[(i + 3) % len(verbs)]}"
+            opts = [f"{rng.choice(['to', 'because', 'so that'])} {words(rng, int(rng.integers(3, 8)))}"
+                    for _ in range(5)]
+            w.writerow([1000 + i, 900, 640, 360, q, int(rng.integers(0, 5)), i, "CW", *opts])
+    return path
+
+
+def step1(items: Sequence[Item]) -> list[ScoreRequest]:
+    return [r for it in items for r in build_item_requests(default_run_spec(1), it).requests]
+
+
+def visual(items: Sequence[Item], step: int, frames: Sequence[bytes], n_frames: int) -> list[ScoreRequest]:
+    out = []
+    for i, it in enumerate(items):
+        grid = [frames[(i * 7 + k) % len(frames)] for k in range(n_frames)]
+        out += build_item_requests(default_run_spec(step), it, grid).requests
+    return out
+
+
+# -- measuring -----------------------------------------------------------------------------
+
+
+class Busy:
+    """GPU busy fraction over a block, from NVML utilization samples (nan without NVML)."""
+
+    def __init__(self, engine: HFEngine) -> None:
+        self.engine = engine
+        self.samples: list[int] = []
+        self.handle: Any = None
+        if engine.device.type == "cuda":
+            with contextlib.suppress(Exception):
+                import pynvml
+
+                pynvml.nvmlInit()
+                self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+
+    @contextlib.contextmanager
+    def measure(self) -> Iterator[None]:
+        self.samples, stop = [], threading.Event()
+        thread = None
+        if self.handle is not None:
+            import pynvml
+
+            def sample() -> None:
+                while not stop.wait(0.02):
+                    self.samples.append(pynvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+
+            thread = threading.Thread(target=sample, daemon=True)
+            thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if thread is not None:
+                thread.join()
+
+    def fraction(self) -> float:
+        return float(np.mean(self.samples)) / 100 if self.samples else float("nan")
+
+
+PROFILE: dict[str, Path] = {}  # workload -> folder for a torch profile of one call (--profile)
+
+
+def profile(name: str, fn: Callable[[], object]) -> None:
+    """Where one call spends its time: torch profiler tables (device and host), if asked for."""
+    if name not in PROFILE:
+        return
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with torch_profile(activities=acts) as prof:
+        fn()
+        sync()
+    avg = prof.key_averages()
+    key = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+    text = avg.table(sort_by=key, row_limit=30) + "\n" + avg.table(sort_by="cpu_time_total", row_limit=30)
+    (PROFILE[name] / f"profile_{name}.txt").write_text(text)
+
+
+def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tokens: float, limit: float,
+            fn: Callable[[], object], note: str = "") -> object:
+    busy = Busy(engine)
+    if engine.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    sync()
+    with busy.measure():
+        t0 = time.perf_counter()
+        res = fn()
+        sync()
+        dt = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_allocated() / 2**30 if engine.device.type == "cuda" else float("nan")
+    r = Row(name, mode, n, dt, n / dt, limit, n / dt / limit if limit else float("nan"), peak, busy.fraction(),
+            tokens, note)
+    rows.append(r)
+    print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s  limit {limit:8.1f}  ratio {r.ratio:6.1%}  "
+          f"peak {peak:6.1f} GiB  busy {r.busy:5.1%} {note}", flush=True)
+    return res
+
+
+@contextlib.contextmanager
+def plain(engine: HFEngine) -> Iterator[None]:
+    """transformers' own model: every per-instance ``forward`` the engine installed removed."""
+    saved = {m: vars(m).pop("forward") for m in engine.model.modules() if "forward" in vars(m)}
+    try:
+        yield
+    finally:
+        for m, f in saved.items():
+            m.forward = f
+
+
+def naive(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> None:
+    """One request at a time: encode, full forward (logits everywhere), top-20 of the last one."""
+    for r in reqs:
+        e = engine.encoder.encode(r.prompt, r.images, r.assistant_prefix)
+        b = collate([e], engine.pad_id, engine.pixels, engine.dtype)
+        with torch.inference_mode():
+            logits = engine.model(**b.model_kwargs()).logits
+            torch.topk(torch.log_softmax(logits[0, -1].float(), -1), 20).indices.cpu()
+
+
+def flops_unshared(cfg: Any, prompts: Sequence[EncodedPrompt]) -> float:
+    total = 0.0
+    for p in prompts:
+        grids = [tuple(int(x) for x in g) for g in (p.image_grid_thw if p.image_grid_thw is not None else [])]
+        total += item_flops(cfg, p.n_tokens, grids)  # type: ignore[arg-type]
+    return total
+
+
+def flops_shared(cfg: Any, prompts: Sequence[EncodedPrompt], fams: Sequence[Family]) -> float:
+    """Useful FLOPs when each family's prefix is computed once: linear layers per packed token;
+    attention of the prefix (causal) and of each suffix over prefix + its own earlier tokens."""
+    t = cfg.text_config
+    q, kv = t.num_attention_heads * t.head_dim, t.num_key_value_heads * t.head_dim
+    layer = t.hidden_size * (2 * q + 2 * kv) + 3 * t.hidden_size * t.intermediate_size
+    total = 0.0
+    for f in fams:
+        first = prompts[f.members[0]]
+        grids = [tuple(int(x) for x in g) for g in (first.image_grid_thw if first.image_grid_thw is not None else [])]
+        vision = item_flops(cfg, 0, grids) - 2.0 * t.hidden_size * t.vocab_size  # type: ignore[arg-type]
+        p = f.prefix
+        pairs = p * (p + 1) / 2
+        for m in f.members:
+            s = prompts[m].n_tokens - p
+            pairs += s * p + s * (s + 1) / 2
+        total += vision + 2.0 * layer * t.num_hidden_layers * packed_length(prompts, f)
+        total += 4.0 * q * t.num_hidden_layers * pairs + 2.0 * t.hidden_size * t.vocab_size * len(f.members)
+    return total
+
+
+def letter_ids(engine: HFEngine) -> list[int]:
+    return [engine.tokenizer.convert_tokens_to_ids(c) for c in LETTERS]
+
+
+@torch.inference_mode()
+def plain_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt], batch: int) -> torch.Tensor:
+    """Letters' log-probs from transformers' own forward, ``batch`` requests per forward."""
+    ids = letter_ids(engine)
+    out = []
+    with plain(engine):
+        for i in range(0, len(prompts), batch):
+            b = collate(prompts[i : i + batch], engine.pad_id, engine.pixels, engine.dtype)
+            pos = position_ids(engine.model, b)
+            logits = engine.model(**b.model_kwargs(), position_ids=pos, logits_to_keep=1).logits
+            out.append(torch.log_softmax(logits[:, -1].float(), -1)[:, ids].cpu())
+    return torch.cat(out)
+
+
+@torch.inference_mode()
+def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor:
+    """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
+    fams = plan_families(prompts)
+    if any(len(f.members) > 1 for f in fams):
+        packed = pack(engine.model, prompts, fams, engine.pad_id, engine.pixels, engine.dtype)
+        lp = packed_logprobs(engine.model, packed)
+    else:
+        b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+        logits = engine.model(**b.model_kwargs(), position_ids=position_ids(engine.model, b), logits_to_keep=1).logits
+        lp = torch.log_softmax(logits[:, -1].float(), -1)
+    return lp[:, letter_ids(engine)].cpu()
+
+
+def check(engine: HFEngine, name: str, prompts: Sequence[EncodedPrompt], batch: int) -> Check:
+    alone = plain_lps(engine, prompts, 1)
+    batched = plain_lps(engine, prompts, batch)
+    ours = ours_lps(engine, prompts)
+    noise = float((alone - batched).abs().max())
+    diff = float((ours - alone).abs().max())
+    # Ours may differ from the plain forward by what batching alone moves it, with headroom for
+    # the sample size (a handful of requests), and never less than float32 rounding allows.
+    tol = max(3 * noise, 1e-4 if engine.dtype == torch.float32 else 1e-3)
+    c = Check(name, len(prompts), noise, tol, diff, diff <= tol, str(engine.dtype).replace("torch.", ""))
+    print(f"  check {name:10s} {c.dtype}: ours-vs-plain {diff:.2e}, noise floor {noise:.2e}, tol {tol:.2e}: "
+          f"{'OK' if c.ok else 'FAIL'}", flush=True)
+    return c
+
+
+def split_stats(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> dict[str, float]:
+    """The real prefix/suffix split of step 1 on these requests."""
+    prompts = [engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
+    fams = plan_families(prompts)
+    full = sum(p.n_tokens for p in prompts)
+    packed = sum(packed_length(prompts, f) for f in fams)
+    shared = [f for f in fams if len(f.members) > 1]
+    return {
+        "requests": len(prompts),
+        "families": len(fams),
+        "mean_prompt_tokens": full / len(prompts),
+        "mean_prefix_tokens": float(np.mean([f.prefix for f in shared])) if shared else 0.0,
+        "mean_suffix_tokens": float(np.mean([prompts[m].n_tokens - f.prefix for f in shared for m in f.members]))
+        if shared else 0.0,
+        "packed_over_full_tokens": packed / full,
+    }
+
+
+# -- workloads -------------------------------------------------------------------------------
+
+
+def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[ScoreRequest],
+            n_naive: int, n_check: int, peak: float, unshared: bool = False) -> None:
+    cfg = engine.model.config
+    prompts = [engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
+    tokens = float(np.mean([p.n_tokens for p in prompts]))
+    lim_full = len(reqs) / (flops_unshared(cfg, prompts) / (peak * 1e12))
+    fams = plan_families(prompts)
+    lim_shared = len(reqs) / (flops_shared(cfg, prompts, fams) / (peak * 1e12))
+    checks.append(check(engine, name, prompts[:n_check], min(8, n_check)))
+    if n_naive:
+        with plain(engine):
+            naive(engine, reqs[:2])
+            run_row(rows, name, "naive", engine, n_naive, tokens, lim_full, lambda: naive(engine, reqs[:n_naive]))
+    modes = [("unshared", False), ("ours", True)] if unshared else [("ours", True)]
+    for mode, share in modes:
+        engine.share_prefixes = share
+        engine.score_sync(reqs[: min(len(reqs), 64)])  # warm-up (compiles)
+        res = run_row(rows, name, mode, engine, len(reqs), tokens, lim_shared if share else lim_full,
+                      lambda: engine.score_sync(reqs))
+        bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
+        if bad:
+            raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
+    if unshared and engine.device.type == "cuda":
+        # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
+        # kernel, which costs the host ~0.8 ms a call, instead of the memory-efficient one.
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        def cudnn() -> object:
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                return engine.score_sync(reqs)
+
+        run_row(rows, name, "ours-cudnn", engine, len(reqs), tokens, lim_shared, cudnn,
+                note="variant: cuDNN attention for the tree mask")
+    profile(name, lambda: engine.score_sync(reqs[: max(16, len(reqs) // 4)]))
+    engine.share_prefixes = True
+
+
+def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: int, peak: float,
+          size: tuple[int, int]) -> None:
+    frames = [jpeg(1000 + s, *size) for s in range(16)]
+    reqs = [GenerateRequest(f"g{i}", "Question: what happens in the video?\nAnswer in one sentence.",
+                            tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=128)
+            for i in range(n_items)]
+    p = engine.encoder.encode(reqs[0].prompt, reqs[0].images, None)
+    grids = [tuple(int(x) for x in g) for g in p.image_grid_thw] if p.image_grid_thw is not None else []
+    # Limit: the prefill's useful FLOPs plus 128 decode steps of the whole model (2 FLOPs per
+    # weight and token) at the matmul rate; decode at batch 1 is bound by reading the weights.
+    n_params = sum(x.numel() for x in engine.model.model.language_model.parameters())
+    flops = item_flops(engine.model.config, p.n_tokens, grids) + 128 * 2.0 * n_params  # type: ignore[arg-type]
+    stop = engine.stop_ids
+    engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
+    try:
+        res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), peak * 1e12 / flops,
+                      lambda: engine.generate_sync(reqs), note=f"{n_frames} frames, 128 new tokens")
+    finally:
+        engine.stop_ids = stop
+    done = [g.completion_tokens for g in res if isinstance(g, Generation)]  # type: ignore[attr-defined]
+    if len(done) != n_items:
+        raise SystemExit(f"{name}: {n_items - len(done)} failed: {[g for g in res if not isinstance(g, Generation)]}")  # type: ignore[attr-defined]
+    rows[-1].note += f"; {np.mean(done):.0f} tokens generated"
+    engine.stop_ids = set()
+    try:
+        profile(name, lambda: engine.generate_sync(reqs[:1]))
+    finally:
+        engine.stop_ids = stop
+
+
+def build(shape: str, tiny_dir: Path | None, device: torch.device) -> HFEngine:
+    if tiny_dir is not None:
+        return HFEngine(tiny_dir, device=str(device), served_name=f"tiny({shape})")
+    from benchcheck.engines.models.random import build_random_model
+
+    t0 = time.perf_counter()
+    built = build_random_model(shape, device=str(device))
+    print(f"built {shape} in {time.perf_counter() - t0:.1f} s", flush=True)
+    return HFEngine.from_model(built.model, built.tokenizer, built.preprocessor_config, name=shape)
+
+
+def free(engine: HFEngine | None) -> None:
+    del engine
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tiny", action="store_true", help="the tiny model on the CPU (smoke run)")
+    ap.add_argument("--only", default="blind,image1,video32_8b,sweep,video32,e2e", help="comma-separated workloads")
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the item counts")
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"), help="folder for gpu_screen.json")
+    ap.add_argument("--blind-items", type=int, default=256, help="items of the blind workload (4 forwards each)")
+    ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
+    args = ap.parse_args()
+    device = torch.device("cpu" if args.tiny else "cuda")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    PROFILE.update({w: out for w in args.profile.split(",") if w})
+    tiny_dir = None
+    scale = args.scale * (0.1 if args.tiny else 1.0)
+    if args.tiny:
+        from benchcheck.engines.models import build_tiny_model
+
+        tiny_dir = build_tiny_model(Path(tempfile.mkdtemp()) / "tiny")
+
+    def n(x: int) -> int:
+        return max(2, int(x * scale))
+
+    peak = matmul_peak(device)
+    print(f"matmul peak: {peak:.4g} TFLOP/s", flush=True)
+    frames = [jpeg(s) for s in range(64)]
+    only = set(args.only.split(","))
+    rows: list[Row] = []
+    checks: list[Check] = []
+    splits: dict[str, dict[str, float]] = {}
+    t_start = time.perf_counter()
+    if only & {"blind", "image1", "video32_8b", "sweep"}:
+        engine = build("qwen3-vl-8b", tiny_dir, device)
+        tmp = Path(tempfile.mkdtemp())
+        from benchcheck.demo.items import write_demo_items
+
+        demo = load_items(write_demo_items(tmp / "demo").paths).items
+        nextqa = load_items([nextqa_like_csv(tmp / "NExTLike.csv", 500)]).items
+        splits["demo pool (step 1)"] = split_stats(engine, step1([it for it in demo if 2 <= len(it.options) <= 26]))
+        splits["NExT-QA-like CSV (step 1)"] = split_stats(engine, step1(nextqa))
+        blind_reqs = step1(synthetic_items(n(args.blind_items), 50))
+        splits["blind workload"] = split_stats(engine, blind_reqs)
+        for k, v in splits.items():
+            print(f"  split {k}: {json.dumps({a: round(b, 3) for a, b in v.items()})}", flush=True)
+        if "blind" in only:
+            scoring(rows, checks, "blind", engine, blind_reqs, n(64), 32, peak, unshared=True)
+        if "image1" in only:
+            scoring(rows, checks, "image1", engine, visual(synthetic_items(n(384), 30, 2), 2, frames, 32),
+                    n(48), 8, peak)
+        if "video32_8b" in only:
+            scoring(rows, checks, "video32_8b", engine, visual(synthetic_items(n(48), 30, 3), 6, frames, 32),
+                    n(4), 4, peak)
+        if "sweep" in only:
+            sweep(rows, "sweep", engine, 2 if args.tiny else 3, 16 if args.tiny else 582, peak, (416, 224))
+        free(engine)
+    if "video32" in only:
+        engine = build("qwen3-vl-2b", tiny_dir, device)
+        scoring(rows, checks, "video32", engine, visual(synthetic_items(n(96), 30, 4), 3, frames, 32),
+                n(12), 4, peak)
+        # Exactness of prefix sharing in float32: the same model cast to float32, step-1 prompts.
+        engine.model.float()
+        engine.dtype = torch.float32
+        reqs = step1(synthetic_items(8, 50, 5))
+        prompts = [engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
+        checks.append(check(engine, "blind_fp32", prompts, 8))
+        free(engine)
+
+    e2e: dict[str, Any] = {}
+    if "e2e" in only:
+        import gpu_e2e
+
+        tmp = Path(tempfile.mkdtemp())
+        folder = gpu_e2e.write_model(tmp, device, tiny_dir)
+        cache, items = gpu_e2e.write_pool(tmp, n(192), frames)
+        rate, n_req = gpu_e2e.engine_rate(folder, device, items, cache)
+        try:
+            one = gpu_e2e.screen_rate(folder, device, items, cache, tmp / "results1", n_req, ("--workers", "1"))
+            e2e = gpu_e2e.screen_rate(folder, device, items, cache, tmp / "results", n_req)
+        except SystemExit as e:  # keep every other result
+            print(f"  e2e failed: {e}", flush=True)
+            one, e2e = {"steady_items_per_s": float("nan")}, {"error": str(e), "steady_items_per_s": float("nan"),
+                                                               "rows": 0, "wall_s": 0.0, "first_row_s": 0.0}
+        e2e["engine_items_per_s"] = rate
+        e2e["ratio"] = e2e["steady_items_per_s"] / rate
+        e2e["workers1_items_per_s"] = one["steady_items_per_s"]
+        print(f"  e2e: engine {rate:.2f} items/s, screen {e2e['steady_items_per_s']:.2f} items/s steady "
+              f"({e2e['ratio']:.0%}; --workers 1: {one['steady_items_per_s']:.2f}), wall {e2e['wall_s']:.1f} s "
+              f"for {n_req} items", flush=True)
+
+    env = {
+        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "matmul_peak_tflops": peak,
+        "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "wall_s": time.perf_counter() - t_start,
+    }
+    (out / "gpu_screen.json").write_text(json.dumps(
+        {"env": env, "rows": [asdict(r) for r in rows], "checks": [asdict(c) for c in checks], "splits": splits,
+         "e2e": e2e},
+        indent=1))
+    lines = [f"device: {env['device']}; torch {env['torch']}; matmul peak {peak:.4g} TFLOP/s; {env['date']}", "",
+             "| workload | mode | items | prompt tokens | items/s | limit/s | ratio | peak GiB | GPU busy | note |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines += [f"| {r.workload} | {r.mode} | {r.items} | {r.prompt_tokens:.0f} | {r.items_per_s:.1f} | "
+              f"{r.limit_per_s:.1f} | {r.ratio:.1%} | {r.peak_gib:.1f} | {r.busy:.0%} | {r.note} |" for r in rows]
+    lines += ["", "| check | dtype | n | noise floor | tolerance | ours vs plain | ok |",
+              "|---|---|---:|---:|---:|---:|---|"]
+    lines += [f"| {c.workload} | {c.dtype} | {c.n} | {c.noise_floor:.2e} | {c.tolerance:.2e} | {c.ours_vs_plain:.2e} | "
+              f"{'yes' if c.ok else 'NO'} |" for c in checks]
+    lines += ["", "| pool | requests | mean prompt | mean prefix | mean suffix | packed/full tokens |",
+              "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {k} | {v['requests']:.0f} | {v['mean_prompt_tokens']:.1f} | {v['mean_prefix_tokens']:.1f} | "
+              f"{v['mean_suffix_tokens']:.1f} | {v['packed_over_full_tokens']:.3f} |" for k, v in splits.items()]
+    if e2e:
+        lines += ["", f"e2e (2B, step 3, {e2e['rows']} items from a JPEG frame cache): engine alone "
+                  f"{e2e['engine_items_per_s']:.2f} items/s; `benchcheck screen` {e2e['steady_items_per_s']:.2f} "
+                  f"items/s from first to last row ({e2e['ratio']:.0%}; with --workers 1: "
+                  f"{e2e['workers1_items_per_s']:.2f}); wall {e2e['wall_s']:.1f} s including "
+                  f"model load ({e2e['first_row_s']:.1f} s to the first row)"]
+    (out / "gpu_screen.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    if not all(c.ok for c in checks):
+        raise SystemExit("correctness check failed")
+
+
+if __name__ == "__main__":
+    main()

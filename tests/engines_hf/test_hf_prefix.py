@@ -1,0 +1,111 @@
+"""Prefix-shared scoring (step 1's permutations) equals unshared scoring, in float32 on the CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hf_helpers import make_jpeg
+
+from benchcheck.engines import Failure, LetterScores, ScoreRequest
+from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_prefix import Family, common_prefix, plan_families
+from benchcheck.items import Item
+from benchcheck.protocol import letter_logprobs
+from benchcheck.screen.requests import build_item_requests
+from benchcheck.screen.steps import default_run_spec
+
+QUESTIONS = ["What color is the ball?", "What does the man do after he opens the door?", "Where is the dog?"]
+OPTIONS = [["red", "blue", "green", "black"], ["runs away", "sits down", "waves", "reads a book"],
+           ["on the sofa", "in the garden", "under the table", "next to the car", "on the bed"]]
+
+
+def step1_requests() -> list[ScoreRequest]:
+    """Step 1's real requests (4 seeded permutations per item) for three items."""
+    out: list[ScoreRequest] = []
+    for i, (q, opts) in enumerate(zip(QUESTIONS, OPTIONS, strict=True)):
+        item = Item(item_id=f"demo_{i}", bench="demo", question=q, options=list(opts), answer=0, video_id=None)
+        out += build_item_requests(default_run_spec(1), item).requests
+    return out
+
+
+def ok(res: list[LetterScores | Failure]) -> list[LetterScores]:
+    assert all(isinstance(r, LetterScores) for r in res), res
+    return [r for r in res if isinstance(r, LetterScores)]
+
+
+@pytest.fixture()
+def engine(hf_engine: HFEngine) -> Iterator[HFEngine]:
+    size, share = hf_engine.max_batch_size, hf_engine.share_prefixes
+    hf_engine.max_batch_size = 16
+    yield hf_engine
+    hf_engine.max_batch_size, hf_engine.share_prefixes = size, share
+
+
+def compare(engine: HFEngine, reqs: list[ScoreRequest]) -> float:
+    """Largest difference of any top-20 log-prob between shared and unshared scoring."""
+    engine.share_prefixes = True
+    shared = ok(engine.score_sync(reqs))
+    engine.share_prefixes = False
+    plain = ok(engine.score_sync(reqs))
+    worst = 0.0
+    for a, b in zip(shared, plain, strict=True):
+        assert a.request_id == b.request_id and a.prompt_tokens == b.prompt_tokens
+        assert [e["token"] for e in a.top[:5]] == [e["token"] for e in b.top[:5]]
+        la, _, _ = letter_logprobs(a.top, 5)
+        lb, _, _ = letter_logprobs(b.top, 5)
+        worst = max(worst, *(abs(x - y) for x, y in zip(la, lb, strict=True)))
+        worst = max(worst, *(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)))
+    return worst
+
+
+def test_permutations_form_one_family_per_item(hf_engine: HFEngine) -> None:
+    reqs = step1_requests()
+    prompts = [hf_engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
+    fams = plan_families(prompts)
+    assert sorted(sorted(f.members) for f in fams) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    for f in fams:
+        head = prompts[f.members[0]].input_ids
+        # The prefix is the longest common start of the members: it ends where an option differs.
+        assert f.prefix == min(common_prefix(head, prompts[m].input_ids) for m in f.members)
+        assert all(f.prefix < prompts[m].n_tokens for m in f.members)
+
+
+def test_identical_prompts_and_loners() -> None:
+    a = EncodedPrompt(np.arange(20), np.zeros(20, np.int64), (), None)
+    b = EncodedPrompt(np.arange(20), np.zeros(20, np.int64), (), None)
+    c = EncodedPrompt(np.arange(100, 130), np.zeros(30, np.int64), (), None)
+    short = EncodedPrompt(np.arange(5), np.zeros(5, np.int64), (), None)  # under the minimum shared
+    fams = plan_families([a, c, b, short])
+    assert Family((0, 2), 19) in fams  # all but the scored last token
+    assert Family((1,), 29) in fams and Family((3,), 4) in fams
+
+
+def test_shared_scoring_equals_unshared_float32(engine: HFEngine) -> None:
+    reqs = step1_requests()
+    worst = compare(engine, reqs)
+    assert worst < 1e-4, worst
+
+
+def test_shared_scoring_with_images_equals_unshared(engine: HFEngine) -> None:
+    frame = make_jpeg(3)
+    other = make_jpeg(4)
+    base = step1_requests()[:8]
+    # Items 0-3 share one image (a family including the image), 4-7 each see another one.
+    reqs = [ScoreRequest(r.request_id, r.prompt, (frame,) if i < 4 else (other, frame) if i % 2 else (frame, other))
+            for i, r in enumerate(base)]
+    prompts = [engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
+    fams = plan_families(prompts)
+    assert any(len(f.members) == 4 for f in fams)
+    assert compare(engine, reqs) < 1e-4
+
+
+def test_mixed_batch_of_families_and_loners_keeps_order(engine: HFEngine) -> None:
+    reqs = step1_requests()
+    mixed = [reqs[5], ScoreRequest("lone", "Something else entirely. Answer with A or B."), *reqs[:4], reqs[9]]
+    assert compare(engine, mixed) < 1e-4
+    engine.share_prefixes = True
+    res = ok(engine.score_sync(mixed))
+    assert [r.request_id for r in res] == [r.request_id for r in mixed]
