@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 from screen_helpers import cli, ok_rows
 from test_screen_launch import free_port_block
 
@@ -13,6 +14,8 @@ from benchcheck.demo.items import write_demo_items
 from benchcheck.demo.videos import make_demo_videos, store_and_cache
 
 
+# Twelve CLI runs, six of them with two loaded servers each: minutes on a loaded 2-core machine.
+@pytest.mark.timeout(1800)
 def test_chain_in_process_equals_launched(tmp_path: Path, tiny_model: Path) -> None:
     frames = tmp_path / "pool_frames"
     ids = store_and_cache(make_demo_videos(tmp_path / "videos", n=2), tmp_path / "store", frames)
