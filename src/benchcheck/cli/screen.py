@@ -35,18 +35,23 @@ from benchcheck.engines.registry import engine_names
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")
+@click.option("--ray-address", default=None,
+              help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")
 @click.option("--gpus", "run_gpus", type=int, default=0, hidden=True, help="GPUs behind this shard (run_log).")
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
            rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
            keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
            batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
-           no_progress: bool, run_gpus: int) -> None:
+           no_progress: bool, executor: str, ray_address: str | None, run_gpus: int) -> None:
     """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
 
     \b
     Example:
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
+      benchcheck screen --items items/ --step 3 --results results --frames pool_frames --executor ray
     """
     from benchcheck.screen.cli_run import ShardJob, run_job
 
@@ -54,7 +59,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
                    intro=intro, frames_root=frames_root, store=store, keep_file=keep_file, bench=bench, limit=limit,
                    workers=workers, batch_items=batch_items, shard=shard, columns=columns, progress=not no_progress,
-                   max_unit=max_unit, gpus=run_gpus)
+                   max_unit=max_unit, gpus=run_gpus,
+                   executor=executor, ray_address=ray_address)
     try:
         code = run_job(job, load_items_reporting, click.echo, plan_only=plan_only)
     except ValueError as e:
