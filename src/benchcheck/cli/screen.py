@@ -55,6 +55,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     """
     from benchcheck.screen.cli_run import ShardJob, run_job
 
+    if ray_address and executor != "ray":
+        die("--ray-address needs --executor ray")
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
                    intro=intro, frames_root=frames_root, store=store, keep_file=keep_file, bench=bench, limit=limit,

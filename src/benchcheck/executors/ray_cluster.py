@@ -64,7 +64,11 @@ def connect(address: str | None) -> Placement:
     ray = import_ray()
     if not ray.is_initialized():
         if address:
-            ctx = ray.init(address=address, log_to_driver=False)
+            try:
+                ctx = ray.init(address=address, log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                raise RayUnavailable(f"--ray-address {address}: cannot join the Ray cluster: "
+                                     f"{str(e).splitlines()[0][:200]}") from None
         else:
             gpus = _local_gpus()
             ctx = ray.init(num_cpus=os.cpu_count() or 1, num_gpus=gpus,
