@@ -6,9 +6,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import hypothesis  # noqa: F401  (imported before Ray runs: see below)
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# hypothesis's pytest plugin imports hypothesis lazily at the terminal summary; after a Ray session
+# in this process, CPython 3.11's ``ast.parse`` of its modules (assertion rewriting) fails with
+# "AST constructor recursion depth mismatch", failing a run of tests/ray alone. Importing it first
+# avoids that.
 
 
 @pytest.fixture(scope="module")
