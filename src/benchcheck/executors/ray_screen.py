@@ -176,7 +176,8 @@ def run_step_ray(ctx: ScreenContext, recipe: EngineRecipe, cfg: RunConfig, addre
     with contextlib.ExitStack() as leases:
         todo = _plan_under_leases(units, store, spec, summary, leases)
         bar = _Bar(sum(len(u.items) for u in units), f"step {cfg.step} (ray)", cfg.progress)
-        bar.update(sum(len(u.items) for u in units if u.name not in summary.held_units) - len(todo))
+        # Items settled before this run tick at once; a held unit's items are another process's.
+        bar.update(sum(len(u.items) for u in units) - summary.held_items - len(todo))
         stats = PipelineStats()
         for _ in range(MAX_ERRORS_PER_ITEM):
             if not todo:
