@@ -44,6 +44,10 @@ from benchcheck.engines.registry import engine_names
               help="openai engine: the served model's tokenizer folder; asks each server once whether it "
                    "takes logprob_token_ids and, where it does, records lp_exact (every letter variant's "
                    "exact log-prob) beside lp. The hf engine records lp_exact always.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")
+@click.option("--ray-address", default=None,
+              help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")
 @click.option("--gpus", "run_gpus", type=int, default=0, hidden=True, help="GPUs behind this shard (run_log).")
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
@@ -51,21 +55,24 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
            keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
            batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
            no_progress: bool, extra_perms: int, extra_band: float, letter_tokenizer: str | None,
-           run_gpus: int) -> None:
+           executor: str, ray_address: str | None, run_gpus: int) -> None:
     """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
 
     \b
     Example:
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
+      benchcheck screen --items items/ --step 3 --results results --frames pool_frames --executor ray
     """
     from benchcheck.screen.cli_run import ShardJob, run_job
 
+    if ray_address and executor != "ray":
+        die("--ray-address needs --executor ray")
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
                    intro=intro, frames_root=frames_root, store=store, keep_file=keep_file, bench=bench, limit=limit,
                    workers=workers, batch_items=batch_items, shard=shard, columns=columns, progress=not no_progress,
                    max_unit=max_unit, gpus=run_gpus, extra_perms=extra_perms, extra_band=extra_band,
-                   letter_tokenizer=letter_tokenizer)
+                   letter_tokenizer=letter_tokenizer, executor=executor, ray_address=ray_address)
     try:
         code = run_job(job, load_items_reporting, click.echo, plan_only=plan_only)
     except ValueError as e:

@@ -62,6 +62,8 @@ class ShardJob:
     extra_perms: int = 0
     extra_band: float = 1.0
     letter_tokenizer: str | None = None
+    executor: str = "local"  # local | ray (docs/ray.md)
+    ray_address: str | None = None  # ray: auto | HOST:PORT; None starts a local Ray
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,6 +139,10 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
         return 0
     shard = parse_shard(job.shard)
     ctx, _ = job_context(job, load)
+    if job.executor == "ray":
+        from benchcheck.executors.ray_job import run_job_ray
+
+        return run_job_ray(job, ctx, shard, echo)
     engine = build_engine(job.engine, STEPS[job.step], engine_options(job))
     # Served: each endpoint gets ``workers`` requests in flight, so the runner keeps that many
     # single-item calls going per endpoint. In-process: engine calls in flight as the engine

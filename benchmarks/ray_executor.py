@@ -1,0 +1,78 @@
+"""Ray executor overhead: items/s of the local runner against ``--executor ray`` on the same items.
+
+Workloads (each on a fresh results folder, so every item is worked):
+
+- ``scripted step 1``: the demo pool's text-only step with the scripted engine (answers cost
+  ~nothing): the pure cost of each executor (planning, request building, rows, the store);
+- ``scripted step 3``: the 32-frame step from a frame cache (Ray's CPU actors read the JPEGs and
+  build the requests; the engine actor answers);
+- ``tiny step 1``: the in-process ``hf`` engine with the tiny random Qwen3-VL (CPU).
+
+Ray is started once before timing (its start-up, printed apart, is not in the items/s); each
+Ray run includes asking an engine actor for the engine's identity and starting the actor pools.
+Executors run interleaved for ``--rounds`` rounds and the median is reported.
+
+    python benchmarks/ray_executor.py --rounds 2 --tiny-items 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ray"))
+
+from ray_helpers import make_pool, ok_rows, run_step, write_rules
+
+
+def timed(items: Path, results: Path, step: int, executor: str, **kw: object) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    run_step(items, results, step, executor, **kw)  # type: ignore[arg-type]
+    return time.perf_counter() - t0, len(ok_rows(results / f"step{step}"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tiny-items", type=int, default=12, help="items per benchmark for the tiny model")
+    ap.add_argument("--cpus", type=int, default=2)
+    a = ap.parse_args()
+    import ray
+    from benchcheck.engines.models import build_tiny_model
+
+    root = Path(tempfile.mkdtemp(prefix="bench_ray_"))
+    items, frames = make_pool(root)
+    rules = write_rules(root / "rules.json")
+    tiny = build_tiny_model(root / "tiny", seed=0)
+    t0 = time.perf_counter()
+    ray.init(num_cpus=a.cpus, resources={"engine_slot": 1}, log_to_driver=False)
+    print(f"ray.init: {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    work = {
+        "scripted step 1": [(1, {"rules": rules})],
+        "scripted step 3": [(1, {"rules": rules}), (2, {"rules": rules, "frames": frames}),
+                            (3, {"rules": rules, "frames": frames})],
+        "tiny step 1": [(1, {"engine": "hf", "model": tiny, "limit": a.tiny_items})],
+    }
+    print("| workload | executor | items | wall s | items/s |\n|---|---|---|---|---|")
+    for name, steps in work.items():
+        res: dict[str, list[tuple[float, int]]] = {"local": [], "ray": []}
+        for r in range(a.rounds):
+            for ex in ("local", "ray"):
+                out = root / f"{name.replace(' ', '_')}_{ex}_{r}"
+                for step, kw in steps[:-1]:  # earlier steps of the chain: not timed
+                    run_step(items, out, step, "local", **kw)  # type: ignore[arg-type]
+                step, kw = steps[-1]
+                res[ex].append(timed(items, out, step, ex, **kw))
+        for ex, runs in res.items():
+            wall = statistics.median(w for w, _ in runs)
+            n = runs[0][1]
+            print(f"| {name} | {ex} | {n} | {wall:.1f} | {n / wall:.1f} |")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

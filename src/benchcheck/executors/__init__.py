@@ -1,0 +1,1 @@
+"""Executors beside the local runner: Ray (``ray_pipeline`` generic, ``ray_screen`` for screening)."""

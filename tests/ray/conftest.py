@@ -1,0 +1,32 @@
+"""Ray tests share one Ray per module (start-up is slow on 2 cores); an ``engine_slot`` stands in for a GPU."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import hypothesis  # noqa: F401  (imported before Ray runs: see below)
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+# hypothesis's pytest plugin imports hypothesis lazily at the terminal summary; after a Ray session
+# in this process, CPython 3.11's ``ast.parse`` of its modules (assertion rewriting) fails with
+# "AST constructor recursion depth mismatch", failing a run of tests/ray alone. Importing it first
+# avoids that.
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[str]:
+    """A local Ray with 2 CPUs and one engine slot; yields its address (for other drivers)."""
+    ray = pytest.importorskip("ray")
+    ctx = ray.init(num_cpus=2, resources={"engine_slot": 1}, log_to_driver=False)
+    yield str(ctx.address_info["address"])
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from ray_helpers import make_pool
+
+    return make_pool(tmp_path_factory.mktemp("raypool"))

@@ -1,0 +1,93 @@
+"""Helpers for the Ray executor tests: a small pool with real frames, in-process runs of a step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchcheck.cli.common import load_items_reporting
+from benchcheck.demo.items import write_demo_items
+from benchcheck.demo.videos import make_demo_videos, store_and_cache
+from benchcheck.screen.cli_run import ShardJob, run_job
+from benchcheck.store import read_rows
+
+RULES = [
+    {"match": "Question: What color.*\nOptions:\nA\\. red", "letters": {"A": -0.05, "B": -4, "C": -4.5, "D": -5}},
+    {"match": "", "letters": {"A": -1.2, "B": -1.5, "C": -1.4, "D": -1.3, "E": -3.0}},
+]
+
+
+def make_pool(root: Path) -> tuple[Path, Path]:
+    """Demo items over two real videos (PyAV), their frame cache; returns (items, frames)."""
+    frames = root / "pool_frames"
+    ids = store_and_cache(make_demo_videos(root / "videos", n=2), root / "store", frames)
+    write_demo_items(root / "items", video_ids=ids)
+    return root / "items", frames
+
+
+def write_rules(path: Path, delay_s: float = 0.0) -> Path:
+    rules: list[dict[str, Any]] = list(RULES)
+    if delay_s:
+        rules.insert(0, {"match": "", "delay_s": delay_s})
+    path.write_text(json.dumps(rules))
+    return path
+
+
+def run_step(items: Path, results: Path, step: int, executor: str, frames: Path | None = None,
+             engine: str = "scripted", rules: Path | None = None, model: Path | None = None, limit: int | None = None,
+             address: str | None = None, batch_items: int | None = None) -> list[str]:
+    """One step through ``run_job`` (the screen CLI's body) in this process; returns its lines."""
+    lines: list[str] = []
+    job = ShardJob(items=(str(items),), results=str(results), step=step, engine=engine,
+                   model=str(model) if model else None, rules=str(rules) if rules else None, device="cpu",
+                   frames_root=str(frames) if frames else None, limit=limit, progress=False, executor=executor,
+                   ray_address=address, batch_items=batch_items)
+    code = run_job(job, lambda *a: load_items_reporting(*a[:2], True), lines.append)
+    assert code == 0, lines
+    return lines
+
+
+def ok_rows(step_dir: Path) -> dict[str, dict[str, Any]]:
+    """item_id -> its ok row; asserts there is exactly one ok row per item and no torn line."""
+    rows = []
+    for p in sorted(step_dir.glob("*.jsonl")):
+        for line in p.read_bytes().split(b"\n"):
+            if line.strip():
+                json.loads(line)  # a torn line raises
+        rows += [r for r in read_rows(p) if r.get("status", "ok") == "ok"]
+    counts = Counter(r["item_id"] for r in rows)
+    assert not [i for i, n in counts.items() if n > 1], "duplicate ok rows"
+    return {r["item_id"]: r for r in rows}
+
+
+def decisions(step_dir: Path) -> dict[str, tuple[Any, ...]]:
+    """What must not depend on the executor: removed, the letter log-probs, the picks, the frames."""
+    return {i: (r["removed"], json.dumps(r["lp"]), json.dumps(r.get("picks", r.get("pick"))),
+                json.dumps(r.get("frames")), r["config_hash"])
+            for i, r in ok_rows(step_dir).items()}
+
+
+def n_rows(step_dir: Path) -> int:
+    return sum(1 for p in step_dir.glob("*.jsonl") for _ in read_rows(p))
+
+
+def engine_actor_pids() -> list[int]:
+    """Processes of this user whose title names the engine stage's actor class."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"_EngineActor" in cmd and int(d.name) != os.getpid():
+                pids.append(int(d.name))
+    return pids
+
+
+def kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
