@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcheck.engines.base import Engine
 from benchcheck.items import Item
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.conditions import BLIND, condition_specs, parse_conditions
@@ -87,16 +88,28 @@ def dry_run(a: SweepArgs, echo: Echo) -> list[Cell]:
 
 
 def run(a: SweepArgs, echo: Echo) -> SweepSummary:
-    """Plan, check the context precondition, run; ``PreconditionError`` before any request."""
+    """Plan, build the engine, check the context precondition, run (``PreconditionError`` first)."""
     cells, specs, benches = plan(a)
     if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
         echo("nothing to do: every row is already in the CSV")
         return SweepSummary()
     engine = build_sweep_engine(a.engine)
+
+    async def go() -> SweepSummary:
+        try:
+            return await run_planned(a, cells, specs, benches, engine, echo)
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
+
+
+async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
+                      engine: Engine, echo: Echo) -> SweepSummary:
+    """Run planned cells on an engine the caller owns (and closes)."""
     visual = any(c.kind == "todo" and c.condition != BLIND for c in cells)
     problem = check_context(engine_max_model_len(engine, a.engine), a.max_model_len, visual)
     if problem:
-        asyncio.run(engine.aclose())
         log_line(a.paths, f"stopped: {problem}")
         raise PreconditionError(problem)
     served = a.engine.engine == "openai"
@@ -105,15 +118,8 @@ def run(a: SweepArgs, echo: Echo) -> SweepSummary:
     pool = FramePool(Path(a.store) if a.store else None, a.decode_workers)
     cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}")
-
-    async def go() -> SweepSummary:
-        try:
-            return await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo)
-        finally:
-            await engine.aclose()
-
     try:
-        summary = asyncio.run(go())
+        summary = await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo)
     finally:
         pool.close()
     if a.pilot:
