@@ -121,6 +121,7 @@ class _Seen:
     offset: int
     header: list[str]
     keys: set[Key]
+    inode: int = 0
 
 
 _SEEN: dict[Path, _Seen] = {}
@@ -129,8 +130,9 @@ _SEEN: dict[Path, _Seen] = {}
 def _catch_up(fd: int, p: Path, size: int) -> _Seen:
     """Keys of the file up to its last newline, reading only what this process has not read."""
     seen = _SEEN.get(p)
-    if seen is None or seen.offset > size:
-        seen = _Seen(0, [], set())
+    inode = os.fstat(fd).st_ino
+    if seen is None or seen.offset > size or seen.inode != inode:  # a new or replaced file: read it all
+        seen = _Seen(0, [], set(), inode)
     chunk = os.pread(fd, size - seen.offset, seen.offset) if size > seen.offset else b""
     end = chunk.rfind(b"\n") + 1
     if end:
