@@ -17,7 +17,7 @@ normalized copy (``benchcheck videos normalize``: 2 fps, short side 720, GOP 32)
 Single-process methods run single-threaded and are timed in CPU seconds of this process;
 ``fps/core`` = frames delivered per CPU second (for ``ours xN``: frames per wall second / N).
 
-    python benchmarks/sweep_decode.py --minutes 10 --procs 4 --json out.json
+    python benchmarks/sweep_decode.py --minutes 10 --procs 2 --json out.json
 """
 
 from __future__ import annotations
@@ -43,14 +43,17 @@ from frames import cpu_time, naive, stream_facts
 PLAN = "v_fps2_s224"
 
 
-def opencv_seek(path: Path, plan: FramePlan) -> dict[int, bytes]:
+def opencv_seek(path: Path, plan: FramePlan, limit: int = 0) -> dict[int, bytes]:
+    """``limit`` > 0: only the first ``limit`` wanted frames (its per-frame cost is the same for every
+    frame: a seek to the keyframe before it and a decode up to it)."""
     import cv2
 
     cv2.setNumThreads(1)
     cap = cv2.VideoCapture(str(path))
     out: dict[int, bytes] = {}
+    wanted = plan.unique_indices[:limit] if limit else plan.unique_indices
     try:
-        for i in plan.unique_indices:
+        for i in wanted:
             cap.set(cv2.CAP_PROP_POS_FRAMES, i)
             ok, bgr = cap.read()
             if not ok:
@@ -81,14 +84,41 @@ def ours_pool(path: Path, plan: FramePlan, procs: int) -> float:
         return time.perf_counter() - t0
 
 
-def make_sources(work: Path, minutes: float) -> dict[str, Path]:
+CLIP_FRAMES = 750  # 25 s at 30 fps: three 250-frame GOPs, repeated to the asked length
+
+
+def concat_copies(clip: Path, dest: Path, copies: int) -> None:
+    """``copies`` back-to-back stream copies of ``clip`` (no re-encode: each copy starts at an IDR
+    frame with a closed GOP, so the decode cost per frame is that of the clip)."""
+    import av
+
+    with av.open(str(clip)) as src, av.open(str(dest), "w", format="mp4") as out:
+        ins = src.streams.video[0]
+        outs = out.add_stream_from_template(ins)
+        packets = [p for p in src.demux(ins) if p.size > 0]
+        span = CLIP_FRAMES * round(1 / (float(ins.time_base) * 30))
+        for k in range(copies):
+            for p in packets:
+                q = av.Packet(bytes(p))
+                q.pts, q.dts = int(p.pts) + k * span, int(p.dts) + k * span
+                q.time_base, q.is_keyframe = p.time_base, p.is_keyframe
+                q.stream = outs
+                out.mux(q)
+
+
+def make_sources(work: Path, minutes: float, preset: str) -> dict[str, Path]:
     work.mkdir(parents=True, exist_ok=True)
     n = int(minutes * 60 * 30)
-    src = work / f"source_720p_{minutes:g}min_gop250.mp4"
+    src = work / f"source_720p_{minutes:g}min_gop250_{preset}.mp4"
     if not src.exists():
-        print(f"making the {minutes:g}-minute 720p source ({n} frames)...", flush=True)
-        make_test_video(src.with_suffix(".tmp.mp4"), n, fps=30.0, width=1280, height=720, gop=250, textured=True,
-                        preset="veryfast")
+        clip = work / f"clip_720p_{CLIP_FRAMES}f_gop250_{preset}.mp4"
+        if not clip.exists():
+            print(f"making the {CLIP_FRAMES}-frame 720p clip...", flush=True)
+            make_test_video(clip.with_suffix(".tmp.mp4"), CLIP_FRAMES, fps=30.0, width=1280, height=720, gop=250,
+                            textured=True, preset=preset, bframes=3)
+            os.replace(clip.with_suffix(".tmp.mp4"), clip)
+        print(f"stream-copying it to a {minutes:g}-minute source ({n} frames)...", flush=True)
+        concat_copies(clip, src.with_suffix(".tmp.mp4"), max(1, n // CLIP_FRAMES))
         os.replace(src.with_suffix(".tmp.mp4"), src)
     store = work / "store"
     report = normalize_videos([src], store, workers=1)
@@ -102,33 +132,40 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/benchcheck_sweep_decode"))
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--procs", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    ap.add_argument("--preset", default="ultrafast", help="x264 preset of the source (3 B-frames whatever it is)")
+    ap.add_argument("--opencv-frames", type=int, default=100, help="opencv-seek: the first N wanted frames (0: all)")
     ap.add_argument("--skip", default="", help="methods to skip, comma-separated (e.g. opencv-seek)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     skip = set(a.skip.split(",")) - {""}
     rows: list[dict[str, Any]] = []
-    for name, path in make_sources(a.workdir, a.minutes).items():
+    for name, path in make_sources(a.workdir, a.minutes, a.preset).items():
         ts, w, h, gop = stream_facts(path)
         plan = plan_frames(PLAN, ts, w, h)
         n = len(plan.unique_indices)
         row: dict[str, Any] = {"source": name, "stored_frames": len(ts), "mean_gop": round(gop, 1), "frames": n,
                                "capped_ctx": plan.extra["capped_ctx"], "size": f"{plan.width}x{plan.height}"}
         results = {}
-        for mname, fn in (("naive", naive), ("opencv-seek", opencv_seek), ("ours", ours)):
+        def cv(p: Path, q: FramePlan) -> dict[int, bytes]:
+            return opencv_seek(p, q, a.opencv_frames)
+
+        for mname, fn in (("naive", naive), ("opencv-seek", cv), ("ours", ours)):
             if mname in skip:
                 continue
             cpu, wall, out = cpu_time(lambda f=fn, p=path, q=plan: f(p, q), 1)  # type: ignore[misc]
             results[mname] = out
-            row[mname] = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "fps_per_core": round(n / cpu, 1)}
-            print(f"  {name:10s} {mname:12s} cpu {cpu:7.2f} s  {n / cpu:7.1f} frames/s/core", flush=True)
+            k = len(out)
+            row[mname] = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "frames": k,
+                          "fps_per_core": round(k / cpu, 1)}
+            print(f"  {name:10s} {mname:12s} {k:4d} frames cpu {cpu:7.2f} s  {k / cpu:7.1f} frames/s/core", flush=True)
         wall = ours_pool(path, plan, a.procs)
         row[f"ours x{a.procs}"] = {"wall_s": round(wall, 2), "fps": round(a.procs * n / wall, 1),
                                    "fps_per_core": round(n / wall, 1)}
         print(f"  {name:10s} ours x{a.procs:<6d} wall {wall:7.2f} s  {a.procs * n / wall:7.1f} frames/s", flush=True)
         if "naive" in results:  # same frames picked (the painted index survives resizing and JPEG)
-            want = {i: read_frame_index(b) for i, b in results["naive"].items()}
+            want = {i: read_frame_index(b) for i, b in results["naive"].items()}  # painted: index in the clip
             for m, r in results.items():
-                assert {i: read_frame_index(b) for i, b in r.items()} == want, f"{m} picked other frames"
+                assert all(read_frame_index(b) == want[i] for i, b in r.items()), f"{m} picked other frames"
         rows.append(row)
     meta = {"machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores",
             "python": sys.version.split()[0], "minutes": a.minutes, "procs": a.procs, "plan": PLAN}

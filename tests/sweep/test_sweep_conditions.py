@@ -88,3 +88,15 @@ def test_items_without_a_normalized_video_are_failures_except_blind(store: Path)
     for vid in (None, "k:0123456789abcdef", "missing"):
         assert decide(_item(vid), specs["v_1"], metas, set()).kind == "failure"
         assert decide(_item(vid), specs["v_blind"], metas, set()).kind == "todo"
+
+
+def test_token_budget_and_max_images_are_hashed_and_cap_the_plan(store: Path) -> None:
+    default = condition_specs(["v_fps2_s224"])["v_fps2_s224"]
+    small = condition_specs(["v_fps2_s224"], token_budget=30000)["v_fps2_s224"]
+    assert small.config_hash != default.config_hash
+    cell = decide(_item("long16x9"), small, MetaCache(store), set())
+    assert cell.plan is not None and cell.plan.extra["n_max"] == (30000 - 1500) // 97 == len(cell.plan.indices)
+    few = condition_specs(["v_fps2_s224"], max_images=100)["v_fps2_s224"]
+    assert len(decide(_item("long16x9"), few, MetaCache(store), set()).plan.indices) == 100  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="--token-budget"):
+        condition_specs(token_budget=1000)

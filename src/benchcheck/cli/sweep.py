@@ -26,6 +26,9 @@ _plan_opts = [
     click.option("--columns", default=None, help="Column map for CSV/Parquet items."),
     click.option("--model", default=None, help="Hub name or checkpoint folder (default: Qwen3-VL-8B, pinned)."),
     click.option("--revision", default=None),
+    click.option("--token-budget", type=int, default=58000, show_default=True,
+                 help="Prompt tokens the fps ladders may fill (SPEC: do not change)."),
+    click.option("--max-images", type=int, default=1024, show_default=True, help="Images per request (SPEC)."),
 ]
 
 
@@ -44,7 +47,7 @@ def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
     paths = SweepPaths.under(kw["results"], kw["logs"], kw["data_logs"])
     eng = engine or EngineOptions(model=kw["model"], revision=kw["revision"])
     return SweepArgs(loaded.items, kw["store"], paths, kw["conds"], kw["bench"], kw["pilot"], kw["limit"], eng,
-                     **extra)
+                     token_budget=kw["token_budget"], max_images=kw["max_images"], **extra)
 
 
 @click.group("sweep")

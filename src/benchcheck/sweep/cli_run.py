@@ -23,6 +23,7 @@ from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
 from benchcheck.sweep.results import SweepPaths, done_keys, log_line, read_csv
 from benchcheck.sweep.runner import RunnerConfig, SweepSummary, run_sweep
+from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET
 
 Echo = Callable[[str], None]
 
@@ -46,6 +47,8 @@ class SweepArgs:
     chunk: int = 1
     max_model_len: int | None = None
     progress: bool = True
+    token_budget: int = TOKEN_BUDGET
+    max_images: int = MAX_IMAGES
 
 
 def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
@@ -73,7 +76,7 @@ def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
 
 
 def plan(a: SweepArgs) -> tuple[list[Cell], dict[str, RunSpec], list[str]]:
-    specs = condition_specs(parse_conditions(a.conds), model_ref(a.engine))
+    specs = condition_specs(parse_conditions(a.conds), model_ref(a.engine), a.token_budget, a.max_images)
     items, benches = select_items(a)
     done = done_keys(read_csv(a.paths.csv))
     return plan_sweep(items, specs, Path(a.store) if a.store else None, done), specs, benches
@@ -108,7 +111,7 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
                       engine: Engine, echo: Echo) -> SweepSummary:
     """Run planned cells on an engine the caller owns (and closes)."""
     visual = any(c.kind == "todo" and c.condition != BLIND for c in cells)
-    problem = check_context(engine_max_model_len(engine, a.engine), a.max_model_len, visual)
+    problem = check_context(engine_max_model_len(engine, a.engine), a.max_model_len, visual, a.token_budget)
     if problem:
         log_line(a.paths, f"stopped: {problem}")
         raise PreconditionError(problem)

@@ -75,13 +75,13 @@ def reuses(condition: str, stored_width: int, stored_height: int) -> str | None:
     return source
 
 
-def frame_spec(condition: str) -> FrameSpec:
+def frame_spec(condition: str, token_budget: int = TOKEN_BUDGET, max_images: int = MAX_IMAGES) -> FrameSpec:
     plan = plan_of(condition)
     if plan is None:
         return FrameSpec()
     return FrameSpec(plan=plan.name, n_frames=None if plan.kind == "fps" else (1 if plan.kind == "mid" else plan.n),
-                     fps=plan.fps, size_mode=plan.size.mode, size_px=plan.size.px, token_budget=TOKEN_BUDGET,
-                     reserve_tokens=PROMPT_RESERVE, max_images=MAX_IMAGES)
+                     fps=plan.fps, size_mode=plan.size.mode, size_px=plan.size.px, token_budget=token_budget,
+                     reserve_tokens=PROMPT_RESERVE, max_images=max_images)
 
 
 def base_spec(model: ModelRef = SWEEP_MODEL) -> RunSpec:
@@ -92,7 +92,7 @@ def base_spec(model: ModelRef = SWEEP_MODEL) -> RunSpec:
                                    parser=PARSER))
 
 
-def ladder(names: Sequence[str]) -> Expander:
+def ladder(names: Sequence[str], token_budget: int = TOKEN_BUDGET, max_images: int = MAX_IMAGES) -> Expander:
     """An expander: one spec -> one spec per rung (the condition name is the spec name)."""
     rungs = [canonical(n) for n in names]
 
@@ -105,7 +105,8 @@ def ladder(names: Sequence[str]) -> Expander:
             extra: tuple[tuple[str, Any], ...] = (("na_if_too_short", na_if_too_short(name)),)
             if name in REUSE:
                 extra += (("reuse", (REUSE[name], REUSE_MAX_SHORT_SIDE)),)
-            out.append(replace(spec, name=name, prompt=prompt, frames=frame_spec(name), extra=extra))
+            out.append(replace(spec, name=name, prompt=prompt, frames=frame_spec(name, token_budget, max_images),
+                               extra=extra))
         return out
 
     return expand_one
@@ -131,7 +132,11 @@ def parse_conditions(text: str | None) -> list[str]:
     return sorted(names, key=lambda c: order.get(c, len(order)))
 
 
-def condition_specs(names: Iterable[str] | None = None, model: ModelRef = SWEEP_MODEL) -> dict[str, RunSpec]:
-    """The RunSpec of each condition, by name, in run order."""
+def condition_specs(names: Iterable[str] | None = None, model: ModelRef = SWEEP_MODEL,
+                    token_budget: int = TOKEN_BUDGET, max_images: int = MAX_IMAGES) -> dict[str, RunSpec]:
+    """The RunSpec of each condition, by name, in run order (``--token-budget``, ``--max-images``
+    are hashed into every visual condition: rows made under other values are other work)."""
+    if token_budget <= PROMPT_RESERVE or max_images < 1:
+        raise ValueError(f"--token-budget must exceed the {PROMPT_RESERVE}-token reserve and --max-images be >= 1")
     conds = list(names) if names is not None else list(CONDITIONS)
-    return {s.name: s for s in expand([base_spec(model)], [ladder(conds)])}
+    return {s.name: s for s in expand([base_spec(model)], [ladder(conds, token_budget, max_images)])}

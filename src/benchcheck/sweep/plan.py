@@ -22,7 +22,7 @@ from benchcheck.spec import RunSpec
 from benchcheck.sweep.conditions import BLIND, na_if_too_short, plan_of, reuses
 from benchcheck.sweep.results import Key
 from benchcheck.video.meta import VideoMeta, read_meta
-from benchcheck.video.plans import FramePlan, plan_frames, tokens_per_frame
+from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET, FramePlan, plan_frames, tokens_per_frame
 
 Kind = Literal["done", "todo", "na", "reuse", "failure"]
 KINDS: tuple[Kind, ...] = ("done", "todo", "na", "reuse", "failure")
@@ -93,7 +93,7 @@ def decide(item: Item, spec: RunSpec, metas: MetaCache, done: set[Key]) -> Cell:
     fs = spec.frames
     try:
         plan = plan_frames(plan_spec, meta.timestamps, meta.width, meta.height,
-                           fs.token_budget or 58000, fs.max_images or 1024)
+                           fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)
     except ValueError as e:
         return Cell(item, cond, "failure", prompt, reason=f"frame plan: {e}")
     tokens = text_tokens(prompt) + len(plan.indices) * tokens_per_frame(plan.width, plan.height)
