@@ -198,8 +198,10 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
 
 
 def append_raw(paths: SweepPaths, condition: str, bench: str, rows: list[dict[str, Any]]) -> None:
-    """Raw outputs; a key already there (a row written just before a kill) is not repeated."""
-    append_rows(paths.raw(condition, bench), rows, unique_by=lambda r: (r.get("item_id"), r.get("config_hash")))
+    """Raw outputs. The CSV is the authority: a kill between the raw line and its CSV row makes the
+    rerun append the item's raw line again (readers keep the last line per item); checking for
+    the key here would re-read a file of 582-frame records on every append."""
+    append_rows(paths.raw(condition, bench), rows)
 
 
 def append_failures(paths: SweepPaths, rows: list[dict[str, Any]]) -> None:
