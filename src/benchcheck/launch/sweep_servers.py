@@ -163,7 +163,7 @@ def launch_sweep(gpus: int | None, model: str | None, revision: str | None, serv
     args: list[str] = []
     for p in item_paths:
         args += ["--items", p]
-    args += ["--store", store, "--results", results]
+    args += ["--store", store, "--results", results, "--logs", logs]  # runner.log beside launch_params.txt
     for flag, value in (("--bench", bench), ("--limit", limit), ("--columns", columns), ("--conds", conds)):
         if value is not None:
             args += [flag, str(value)]
