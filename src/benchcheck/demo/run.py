@@ -67,6 +67,10 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True) -> Path
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")
     echo(f"  rows: {results}/step<k>/<bench>.jsonl   report: {assembled.paths['summary_md']}")
+    from benchcheck.sweep.demo import run_demo_sweep
+
+    echo("sweep: frames x pixels on 3 items per benchmark (tiny model), then its analysis")
+    echo(f"  sweep summary: {run_demo_sweep(pool.paths, out / 'store', out / 'sweep', models['8b'], echo)['markdown']}")
     return results
 
 
