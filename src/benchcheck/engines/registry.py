@@ -12,6 +12,7 @@ ENGINES: dict[str, str] = {
     "hf": "benchcheck.engines.hf:HFEngine",
     "openai": "benchcheck.engines.openai:OpenAIEngine",
     "scripted": "benchcheck.engines.scripted:ScriptedEngine",
+    "reference": "benchcheck.engines.reference:ReferenceEngine",
 }
 
 
