@@ -13,13 +13,26 @@ def demo() -> None:
 @demo.command("items")
 @click.option("--out", type=click.Path(), required=True, help="Folder for the demo item files.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def items(out: str, seed: int) -> None:
-    """Write three small synthetic benchmarks (JSONL, CSV, Parquet) with planted bad items.
+@click.option("--videos", is_flag=True,
+              help="Instead: the known-kind video benchmarks (clips, store, frame cache, items, ground truth).")
+def items(out: str, seed: int, videos: bool) -> None:
+    """Write three small synthetic benchmarks (JSONL, CSV, Parquet) with planted bad items, or with
+    --videos the demo's video benchmarks whose item kinds are known (docs/demo.md).
 
     \b
     Example:
       benchcheck demo items --out demo_out/items
+      benchcheck demo items --videos --out demo_out
     """
+    if videos:
+        from benchcheck.demo.run import prepare_benchmarks
+
+        bundle = prepare_benchmarks(out)
+        for p in bundle.paths:
+            click.echo(str(p))
+        click.echo(f"frames: {bundle.frames}")
+        click.echo(f"ground truth: {bundle.truth}")
+        return
     from benchcheck.demo.items import write_demo_items
 
     pool = write_demo_items(out, seed=seed)
@@ -30,7 +43,8 @@ def items(out: str, seed: int) -> None:
 @demo.command("run")
 @click.option("--out", type=click.Path(), default="demo_out", show_default=True)
 def run(out: str) -> None:
-    """Run the main job on the embedded demo and print where the outputs are.
+    """Run the pipeline on the known-kind benchmarks with the reference engine; print the funnel
+    per kind next to the predicted one, and where the outputs are. Exit 1 when they differ.
 
     \b
     Example:
@@ -38,7 +52,9 @@ def run(out: str) -> None:
     """
     from benchcheck.demo.run import run_demo
 
-    run_demo(out, echo=click.echo)
+    result = run_demo(out, echo=click.echo)
+    if not result.funnel_match:
+        raise SystemExit(1)
 
 
 COMMANDS = [demo]

@@ -12,7 +12,7 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Item files or folders (repeatable).")
 @click.option("--step", type=int, required=True, help="Step number (1-6).")
 @click.option("--results", type=click.Path(), required=True, help="Results folder (step<k>/ inside).")
-@click.option("--engine", type=click.Choice(["hf", "openai", "scripted"]), default="hf", show_default=True)
+@click.option("--engine", type=click.Choice(["hf", "openai", "scripted", "reference"]), default="hf", show_default=True)
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None, help="Hub revision (default: the pinned one for the step's model).")
 @click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable).")

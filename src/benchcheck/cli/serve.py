@@ -6,8 +6,10 @@ import click
 
 
 @click.command("serve")
-@click.option("--model", required=True, help="hf: checkpoint folder or hub name; scripted: a label for the model.")
-@click.option("--engine", "engine_name", type=click.Choice(["hf", "scripted"]), default="hf", show_default=True)
+@click.option("--model", required=True,
+              help="hf: checkpoint folder or hub name; scripted, reference: a label for the model.")
+@click.option("--engine", "engine_name", type=click.Choice(["hf", "scripted", "reference"]), default="hf",
+              show_default=True)
 @click.option("--rules", type=click.Path(exists=True, dir_okay=False), help="Rules file (JSON) of the scripted engine.")
 @click.option("--revision", default=None, help="hf: pinned revision of a hub model.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
@@ -40,24 +42,32 @@ def serve(
 
     Accepts the vLLM fields the protocol uses (continue_final_message, add_generation_prompt,
     logprobs, top_logprobs up to 20) and batches concurrent requests. The scripted engine answers
-    from a rules file and is labelled "scripted" in the served model id.
+    from a rules file and is labelled "scripted" in the served model id; the reference engine is a
+    deterministic rule-based program (docs/demo.md), labelled "reference:" in the served model id.
 
     \b
     Example:
       benchcheck serve --model models/tiny --port 8001
+      benchcheck serve --engine reference --model rules --port 8002
     """
     from benchcheck.cli.common import die
     from benchcheck.engines.base import Engine
     from benchcheck.engines.registry import create_engine
     from benchcheck.engines.serve import run_server
 
-    if engine_name == "scripted":
+    if engine_name == "reference":
+        from benchcheck.engines.reference import ReferenceEngine
+
+        # Deterministic rules over the request's text and images; labelled "reference:" in the model id.
+        engine: Engine = ReferenceEngine(model)
+        inflight = 4
+    elif engine_name == "scripted":
         if not rules:
             return die("--engine scripted needs --rules FILE")
         from benchcheck.engines.scripted import RulesError, ScriptedEngine
 
         try:
-            engine: Engine = ScriptedEngine(rules, name=model, max_model_len=max_model_len)
+            engine = ScriptedEngine(rules, name=model, max_model_len=max_model_len)
         except RulesError as e:
             die(str(e))
         # Scripted answers cost nothing, and a delay rule must not hold up other requests.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchcheck.atomic import write_json_atomic, write_text_atomic
 from benchcheck.demo import funnel as fn
-from benchcheck.demo.benchmarks import build_items, scenes_needed, write_benchmarks
+from benchcheck.demo.benchmarks import DemoItem, build_items, scenes_needed, write_benchmarks
 from benchcheck.demo.kind_videos import make_scene_videos, normalize_scenes
 from benchcheck.demo.kinds import expected_verdicts
 from benchcheck.demo.scenes import make_scenes
@@ -97,42 +97,63 @@ async def _tiny_step1(items: Sequence[Item], out: Path, results: Path, echo: Ech
         await engine.aclose()
 
 
+@dataclass(frozen=True, slots=True)
+class Benchmarks:
+    """Where ``prepare_benchmarks`` put things."""
+
+    paths: list[Path]
+    items: list[DemoItem]
+    video_ids: list[str]
+    frames: Path
+    truth: Path
+    n_scenes: int
+
+
+def prepare_benchmarks(out: str | Path, chain: Sequence[int] = DEFAULT_CHAIN) -> Benchmarks:
+    """Clips (``videos/``), the normalized store (``store/``), the 32-frame cache
+    (``frames/pool_frames/``), the benchmarks (``items/``) and their ground truth (``truth/``)
+    under ``out``; idempotent."""
+    out = Path(out)
+    scenes = make_scenes(scenes_needed())
+    frames_root = out / "frames" / "pool_frames"
+    video_ids = normalize_scenes(make_scene_videos(scenes, out / "videos"), out / "store", frames_root)
+    items = build_items(scenes)
+    paths = write_benchmarks(out / "items", items, video_ids, chain, truth_dir=out / "truth")
+    return Benchmarks(paths, items, video_ids, frames_root, out / "truth", len(scenes))
+
+
 def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
              chain: tuple[int, ...] = DEFAULT_CHAIN, tiny: bool = True) -> DemoResult:
     """Run everything under ``out``; returns where the results are and whether the funnel matched."""
     t0 = time.time()
     out = Path(out)
-    echo("1/6 scenes -> clips -> normalized store -> 32-frame cache")
-    scenes = make_scenes(scenes_needed())
-    frames_root = out / "frames" / "pool_frames"
-    video_ids = normalize_scenes(make_scene_videos(scenes, out / "videos"), out / "store", frames_root)
-    echo(f"  {len(scenes)} clips of 40 frames at 896x448")
-    echo("2/6 benchmarks with known item kinds")
-    demo_items = build_items(scenes)
-    paths = write_benchmarks(out / "items", demo_items, video_ids, chain, truth_dir=out / "truth")
-    loaded = load_items(paths)
+    echo("1/6 scenes -> clips -> normalized store -> 32-frame cache; benchmarks with known item kinds")
+    bundle = prepare_benchmarks(out, chain)
+    frames_root = bundle.frames
+    loaded = load_items(bundle.paths)
     if loaded.errors:
         raise RuntimeError(f"demo items failed to load: {loaded.errors[:3]}")
-    kind_of = {it.item_id: it.kind for it in demo_items}
-    echo(f"  {len(loaded.items)} items in {len(paths)} benchmarks; ground truth: {out / 'truth'}")
-    echo("3/6 step 0: duplicates (sentence embeddings)")
+    kind_of = {it.item_id: it.kind for it in bundle.items}
+    echo(f"  {bundle.n_scenes} clips of 40 frames at 896x448; {len(loaded.items)} items in {len(bundle.paths)} "
+         f"benchmarks; ground truth: {bundle.truth}")
+    echo("2/6 step 0: duplicates (sentence embeddings)")
     keep = _step0(loaded.items, out / "step0", echo, progress)
     results = out / "results"
     frames = CacheFrames(frames_root)
     ctx = make_context(loaded.items, results, chain, frames, keep)
     engine = ReferenceEngine()
-    echo(f"4/6 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
+    echo(f"3/6 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
          "a deterministic rule-based program, not a model)")
     asyncio.run(_screen(ctx, engine, frames, echo, progress, 8))
     if tiny:
         echo(f"  + a short step 1 with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, real hf engine path; "
              "its decisions are noise) -> results_tiny_random/")
         asyncio.run(_tiny_step1(loaded.items, out, out / "results_tiny_random", echo, progress))
-    echo("5/6 assemble")
+    echo("4/6 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
         echo(f"  FLAG: {flag}")
-    echo("6/6 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
+    echo("5/6 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
     step0_kept = None
     if keep is not None:
         from benchcheck.screen.plan import load_keep
@@ -148,7 +169,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     record = fn.funnel_record(observed, expected, cols, chain, engine.model_name)
     write_json_atomic(out / "funnel.json", record, indent=1)
     write_text_atomic(out / "funnel.txt", table + "\n")
-    echo("expected sweep verdicts (benchcheck sweep is not wired into the demo yet):")
+    echo("6/6 expected sweep verdicts (benchcheck sweep is not wired into the demo yet):")
     for bench, verdict in expected_verdicts().items():
         echo(f"  {bench}: prefers {verdict}")
     echo("outputs:")

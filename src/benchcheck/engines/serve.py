@@ -52,10 +52,10 @@ def error_response(status: int, message: str, type_: str | None = None) -> web.R
 
 
 def served_id(engine: Engine, served_model_name: str | None) -> str:
-    """The model id the server reports; a scripted engine is always labelled as such."""
+    """The model id the server reports; a scripted or reference engine is always labelled as such."""
     name = served_model_name or engine.model_name
-    if engine.name == "scripted" and "scripted" not in name:
-        return f"scripted:{name}"
+    if engine.name in ("scripted", "reference") and engine.name not in name:
+        return f"{engine.name}:{name}"
     return name
 
 

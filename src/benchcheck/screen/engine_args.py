@@ -48,6 +48,8 @@ def build_engine(spec: StepSpec, args: EngineArgs) -> Engine:
         if not args.rules:
             raise ValueError("--engine scripted needs --rules FILE")
         kwargs = {"rules": args.rules}
+    elif args.engine == "reference":
+        kwargs = {}  # a deterministic program: nothing to load, nothing to choose
     else:
         kwargs = {"model": model, "revision": revision, "device": args.device}
     return create_engine(args.engine, **kwargs)
