@@ -34,6 +34,10 @@ PRESENT_AREA = 0.002  # share of a frame a colour must cover to count as present
 MARK_CONTRAST = 0.6  # a tiny mark: a near-white pixel this far from the background towards white
 MAX_MARK_PIXELS = 64  # more than this many bright pixels is not a tiny mark
 SAMPLE_STRIDE = 4
+COLOUR_ROWS = 56
+MARK_MAX_TINT = 60  # channel spread of a grey-white pixel
+MARK_RING = 3  # a mark's pixels have background this many pixels away on every side
+MARK_DARK = 60
 CACHE_FRAMES = 4096  # measured frames kept (steps and items share frames)
 
 
@@ -61,8 +65,9 @@ _RGB = np.asarray([COLOUR_RGB[n] for n in _NAMES], dtype=np.int32)
 
 
 def _colours(rgb: npt.NDArray[np.uint8]) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
-    # Colour areas on every fourth pixel: large shapes do not need full resolution.
-    small = rgb[::SAMPLE_STRIDE, ::SAMPLE_STRIDE].astype(np.int32)
+    # Colour areas on a sparse grid (about COLOUR_ROWS rows): large shapes need no full resolution.
+    stride = max(1, rgb.shape[0] // COLOUR_ROWS)
+    small = rgb[::stride, ::stride].astype(np.int32)
     h, w = small.shape[:2]
     dist = ((small[:, :, None, :] - _RGB[None, None, :, :]) ** 2).sum(axis=3)
     nearest = dist.argmin(axis=2)
@@ -80,16 +85,28 @@ def _colours(rgb: npt.NDArray[np.uint8]) -> tuple[dict[str, float], dict[str, tu
 
 
 def _mark(rgb: npt.NDArray[np.uint8]) -> tuple[float, float] | None:
-    """A tiny near-white mark: pixels whose darkest channel is far above the background's."""
+    """A tiny near-white mark: grey-white pixels whose darkest channel is far above the
+    background's, with dark surroundings (a shape's desaturated edge is not a mark)."""
     low = np.minimum(np.minimum(rgb[:, :, 0], rgb[:, :, 1]), rgb[:, :, 2])
+    high = np.maximum(np.maximum(rgb[:, :, 0], rgb[:, :, 1]), rgb[:, :, 2])
     bg = float(np.median(low[::SAMPLE_STRIDE, ::SAMPLE_STRIDE]))
+    bg_high = float(np.median(high[::SAMPLE_STRIDE, ::SAMPLE_STRIDE]))
     if bg >= 250:
         return None
     ys, xs = np.nonzero(low >= math.ceil(bg + MARK_CONTRAST * (255.0 - bg)))
     if len(xs) == 0 or len(xs) > MAX_MARK_PIXELS:
         return None
     h, w = low.shape
-    return (float(xs.mean() + 0.5) / w, float(ys.mean() + 0.5) / h)
+    keep = []
+    for y, x in zip(ys.tolist(), xs.tolist(), strict=True):
+        if int(high[y, x]) - int(low[y, x]) > MARK_MAX_TINT:
+            continue
+        ring = [(y + dy, x + dx) for dy, dx in ((-MARK_RING, 0), (MARK_RING, 0), (0, -MARK_RING), (0, MARK_RING))]
+        if all(0 <= v < h and 0 <= u < w and high[v, u] < bg_high + MARK_DARK for v, u in ring):
+            keep.append((x, y))
+    if not keep:
+        return None
+    return (sum(x for x, _ in keep) / len(keep) + 0.5) / w, (sum(y for _, y in keep) / len(keep) + 0.5) / h
 
 
 def measure(image: bytes | Path) -> FrameFacts:
