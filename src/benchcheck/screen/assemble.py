@@ -98,6 +98,19 @@ def _markdown(summary: Sequence[dict[str, Any]], fates: Sequence[ItemFate], flag
     return "\n".join(lines) + "\n"
 
 
+def _engines_markdown(results: Path) -> str:
+    """Which engine and model answered each step (from run_log.jsonl), so a summary never hides
+    that a step ran on a rule-based reference engine or a random-weight stand-in."""
+    used: dict[int, set[str]] = defaultdict(set)
+    for r in read_rows(results / "run_log.jsonl"):
+        if isinstance(r.get("step"), int):
+            used[r["step"]].add(f"{r.get('engine')} / {r.get('model')}")
+    if not used:
+        return ""
+    lines = ["", "## Engines", ""] + [f"- step {s}: {', '.join(sorted(used[s]))}" for s in sorted(used)]
+    return "\n".join(lines) + "\n"
+
+
 def _step_table(state: StepState, step: int) -> list[dict[str, Any]]:
     return [{"item_id": i, "bench": r.get("bench"), "step": step, "removed": bool(r.get("removed")),
              "margin": r.get("mean_margin", r.get("margin")), "model": r.get("model"),
@@ -123,7 +136,8 @@ def assemble(ctx: ScreenContext) -> Assembled:
     out.paths["summary_csv"] = res / "pool_summary.csv"
     _write_csv(out.paths["summary_csv"], out.summary)
     out.paths["summary_md"] = res / "pool_summary.md"
-    out.paths["summary_md"].write_text(_markdown(out.summary, fates, out.flags), encoding="utf-8")
+    out.paths["summary_md"].write_text(_markdown(out.summary, fates, out.flags) + _engines_markdown(res),
+                                       encoding="utf-8")
     accounting = accounting_rows(res)
     out.paths["accounting"] = res / "run_accounting.csv"
     _write_csv(out.paths["accounting"], accounting)
