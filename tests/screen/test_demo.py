@@ -31,6 +31,8 @@ def test_demo_runs_every_step_matches_the_construction_and_resumes(tmp_path: Pat
     for name in ("pool_items.parquet", "pool.duckdb", "pool_summary.md", "pool_summary.csv", "run_accounting.csv"):
         assert (res / name).is_file(), name
     assert "reference / reference:" in (res / "pool_summary.md").read_text()
+    qa = json.loads((out / "qa" / "run" / "summary.json").read_text())
+    assert qa["accuracy"] == 1.0 and qa["counts"]["errors"] == 0 and qa["model_served"].startswith("reference:")
     con = duckdb.connect(str(res / "pool.duckdb"), read_only=True)
     finals = dict(con.execute("SELECT final, count(*) FROM items GROUP BY final").fetchall())
     assert finals.get("removed", 0) > 0 and finals.get("kept", 0) > 0

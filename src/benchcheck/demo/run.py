@@ -4,8 +4,9 @@ Synthetic clips of coloured shapes give items of known kinds (``demo.kinds``); t
 ``reference`` engine (a deterministic program, not a model) screens them through step 0 and steps
 1-6, so every removal can be checked against the construction: the demo prints the funnel per
 kind, observed next to predicted. A tiny random-weight transformer also runs a short step 1
-through the real ``hf`` engine path (its decisions are noise, and its rows say so). Running it
-again resumes (nothing left to do) and rebuilds the assembled outputs.
+through the real ``hf`` engine path (its decisions are noise, and its rows say so), and
+``qa run`` asks a few items of the reference engine behind ``benchcheck serve``, scored by the
+scripted judge. Running it again resumes (nothing left to do) and rebuilds the assembled outputs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from benchcheck.atomic import write_json_atomic, write_text_atomic
 from benchcheck.demo import funnel as fn
 from benchcheck.demo.benchmarks import DemoItem, build_items, scenes_needed, write_benchmarks
 from benchcheck.demo.kind_videos import make_scene_videos, normalize_scenes
-from benchcheck.demo.kinds import expected_verdicts
+from benchcheck.demo.kinds import STORAGE_SHORT, View, answerable, expected_verdicts
 from benchcheck.demo.scenes import make_scenes
 from benchcheck.engines.base import Engine
 from benchcheck.engines.reference import ReferenceEngine
@@ -123,11 +124,11 @@ def prepare_benchmarks(out: str | Path, chain: Sequence[int] = DEFAULT_CHAIN) ->
 
 
 def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
-             chain: tuple[int, ...] = DEFAULT_CHAIN, tiny: bool = True) -> DemoResult:
+             chain: tuple[int, ...] = DEFAULT_CHAIN, tiny: bool = True, qa: bool = True) -> DemoResult:
     """Run everything under ``out``; returns where the results are and whether the funnel matched."""
     t0 = time.time()
     out = Path(out)
-    echo("1/6 scenes -> clips -> normalized store -> 32-frame cache; benchmarks with known item kinds")
+    echo("1/7 scenes -> clips -> normalized store -> 32-frame cache; benchmarks with known item kinds")
     bundle = prepare_benchmarks(out, chain)
     frames_root = bundle.frames
     loaded = load_items(bundle.paths)
@@ -136,24 +137,36 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     kind_of = {it.item_id: it.kind for it in bundle.items}
     echo(f"  {bundle.n_scenes} clips of 40 frames at 896x448; {len(loaded.items)} items in {len(bundle.paths)} "
          f"benchmarks; ground truth: {bundle.truth}")
-    echo("2/6 step 0: duplicates (sentence embeddings)")
+    echo("2/7 step 0: duplicates (sentence embeddings)")
     keep = _step0(loaded.items, out / "step0", echo, progress)
     results = out / "results"
     frames = CacheFrames(frames_root)
     ctx = make_context(loaded.items, results, chain, frames, keep)
     engine = ReferenceEngine()
-    echo(f"3/6 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
+    echo(f"3/7 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
          "a deterministic rule-based program, not a model)")
     asyncio.run(_screen(ctx, engine, frames, echo, progress, 8))
     if tiny:
         echo(f"  + a short step 1 with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, real hf engine path; "
              "its decisions are noise) -> results_tiny_random/")
         asyncio.run(_tiny_step1(loaded.items, out, out / "results_tiny_random", echo, progress))
-    echo("4/6 assemble")
+    echo("4/7 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
         echo(f"  FLAG: {flag}")
-    echo("5/6 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
+    if qa:
+        echo("5/7 QA benchmark: qa run -> serve --engine reference, scored by the scripted judge")
+        from benchcheck.demo.qa_demo import QA_FRAMES, qa_dataset, run_qa_demo
+
+        summary = run_qa_demo(out, bundle.items)
+        view = View(n_frames=QA_FRAMES, short_side=STORAGE_SHORT)
+        kinds = [kind_of[str(d["id"])] for d in qa_dataset(bundle.items)]
+        expect = sum(answerable(k, view) for k in kinds) / len(kinds)
+        echo(f"  accuracy {summary.get('accuracy')} (predicted {expect:.2f}: {QA_FRAMES} frames at full size show "
+             f"every kind), {summary.get('counts', {}).get('errors')} errors, exit {summary['exit_code']}; "
+             f"model served {summary.get('model_served')}, judge {summary.get('judge_model')}; "
+             f"{summary['output_dir']}")
+    echo("6/7 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
     step0_kept = None
     if keep is not None:
         from benchcheck.screen.plan import load_keep
@@ -169,7 +182,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     record = fn.funnel_record(observed, expected, cols, chain, engine.model_name)
     write_json_atomic(out / "funnel.json", record, indent=1)
     write_text_atomic(out / "funnel.txt", table + "\n")
-    echo("6/6 expected sweep verdicts (benchcheck sweep is not wired into the demo yet):")
+    echo("7/7 expected sweep verdicts (benchcheck sweep is not wired into the demo yet):")
     for bench, verdict in expected_verdicts().items():
         echo(f"  {bench}: prefers {verdict}")
     echo("outputs:")
