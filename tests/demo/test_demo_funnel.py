@@ -35,3 +35,22 @@ def test_predictions_say_what_the_issue_says() -> None:
     assert predicted_step("high_res", (1, 2, 3, 4, 5, 6)) is None
     assert predicted_step("duplicate", (1, 2, 3, 4, 5, 6)) == 0
     assert predicted_step("duplicate", (1, 2, 3, 4, 5, 6), dedup=False) == 2
+
+
+def test_screen_cli_runs_the_reference_engine(known: Benchmarks, tmp_path: Path) -> None:
+    """`benchcheck screen --engine reference` takes step 1's decisions and labels its rows."""
+    import json
+    import subprocess
+    import sys
+
+    items = known.frames.parent.parent / "items"
+    cmd = [sys.executable, "-m", "benchcheck", "screen", "--items", str(items), "--step", "1", "--results",
+           str(tmp_path / "r"), "--engine", "reference", "--bench", "DemoNeither", "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(line) for line in (tmp_path / "r" / "step1" / "DemoNeither.jsonl").read_text().splitlines()]
+    kinds = {it.item_id: it.kind for it in known.items}
+    removed = {r["item_id"] for r in rows if r["removed"]}
+    blind = ("text_leak", "options_only")
+    assert removed == {i for i, k in kinds.items() if i.startswith("DemoNeither_") and k in blind}
+    assert {r["engine"] for r in rows} == {"reference"} and all(r["model"].startswith("reference:") for r in rows)
