@@ -42,17 +42,27 @@ def items(out: str, seed: int, videos: bool) -> None:
 
 @demo.command("run")
 @click.option("--out", type=click.Path(), default="demo_out", show_default=True)
-def run(out: str) -> None:
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True,
+              help="Screening chain; the predicted funnel follows it (docs/demo.md).")
+@click.option("--qa/--no-qa", default=True, show_default=True, help="Run the QA benchmark part (two local servers).")
+def run(out: str, chain: str, qa: bool) -> None:
     """Run the pipeline on the known-kind benchmarks with the reference engine; print the funnel
     per kind next to the predicted one, and where the outputs are. Exit 1 when they differ.
 
     \b
     Example:
       benchcheck demo run --out demo_out
+      benchcheck demo run --out demo_chain5 --chain 5 --no-qa
     """
+    from benchcheck.cli.common import die
     from benchcheck.demo.run import run_demo
+    from benchcheck.screen.steps import parse_chain
 
-    result = run_demo(out, echo=click.echo)
+    try:
+        steps = parse_chain(chain)
+    except ValueError as e:
+        return die(str(e))
+    result = run_demo(out, echo=click.echo, chain=steps, qa=qa)
     if not result.funnel_match:
         raise SystemExit(1)
 
