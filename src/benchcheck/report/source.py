@@ -1,0 +1,165 @@
+"""The one place the report reads screening rows (an adapter).
+
+Everything else in :mod:`benchcheck.report` works on the records below. Today they are built from
+``store.load_state`` + ``screen.fates.item_fates`` (the rules `assemble` uses, so the report and
+``pool_summary.md`` agree); when typed records and an ``ItemVerdict`` reducer land, only this
+module changes. Benchmarks are read one at a time, so memory follows the largest benchmark,
+not the pool.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchcheck.items import Item
+from benchcheck.screen.assemble import sanity_flags, summary_rows
+from benchcheck.screen.fates import ItemFate, item_fates
+from benchcheck.store import StepState, bench_of_file, load_state, read_rows
+
+PROVENANCE_KEYS = ("model", "revision", "engine", "config_hash", "intro", "host")
+
+
+@dataclass(frozen=True, slots=True)
+class ItemEvidence:
+    """One item, its fate along the chain and the rows behind it (the ok row, else the last error)."""
+
+    item: Item
+    final: str
+    removed_at: int | None
+    fates: Mapping[int, str]
+    margins: Mapping[int, float | None]
+    rows: Mapping[int, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchEvidence:
+    bench: str
+    items: Sequence[ItemEvidence]
+    summary: Sequence[Mapping[str, Any]]  # assemble's per-step rows for this benchmark
+    flags: Sequence[str]
+
+
+@dataclass(slots=True)
+class StepProvenance:
+    """What the rows of one step say about how they were made."""
+
+    values: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    first_ts: float | None = None
+    last_ts: float | None = None
+    rows: int = 0
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.rows += 1
+        for k in PROVENANCE_KEYS:
+            v = row.get(k)
+            if v is not None:
+                self.values[k].add(str(v))
+        ts = row.get("ts")
+        if isinstance(ts, int | float):
+            self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+            self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+
+
+def step_dir(results: Path, step: int) -> Path:
+    return results / f"step{step}"
+
+
+def benches_with_rows(results: Path, chain: Sequence[int]) -> list[str]:
+    found: set[str] = set()
+    for s in chain:
+        d = step_dir(results, s)
+        if d.is_dir():
+            found |= {b for p in d.iterdir() if p.suffix == ".jsonl" and (b := bench_of_file(p.name))}
+    return sorted(found)
+
+
+def items_from_rows(results: Path, bench: str, chain: Sequence[int]) -> list[Item]:
+    """Stand-in items when no item files are given: ids, gold and option count from the rows."""
+    seen: dict[str, Item] = {}
+    for s in chain:
+        for row in _bench_rows(results, s, bench):
+            iid, k, gold = row.get("item_id"), row.get("n_options"), row.get("answer")
+            if iid is None or str(iid) in seen or not isinstance(k, int) or not isinstance(gold, int):
+                continue
+            seen[str(iid)] = Item(str(iid), bench, "", tuple(f"option {j + 1}" for j in range(k)), gold,
+                                  row.get("video_id"), meta={"from_rows": True})
+    return sorted(seen.values(), key=lambda i: i.item_id)
+
+
+def _bench_rows(results: Path, step: int, bench: str) -> Iterator[dict[str, Any]]:
+    d = step_dir(results, step)
+    if not d.is_dir():
+        return
+    for p in sorted(d.glob("*.jsonl")):
+        if bench_of_file(p.name) == bench:
+            yield from read_rows(p)
+
+
+def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[int, Mapping[str, Mapping[str, Any]]]
+              ) -> ItemEvidence:
+    iid = f.item.item_id
+    rows: dict[int, Mapping[str, Any]] = {}
+    for s in f.fates:
+        row = states[s].ok.get(iid) or last_error[s].get(iid)
+        if row is not None:
+            rows[s] = row
+    return ItemEvidence(f.item, f.final, f.removed_at, dict(f.fates), dict(f.margins), rows)
+
+
+def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence[int],
+               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> BenchEvidence:
+    """One benchmark's evidence; provenance of its rows is added to ``provenance``."""
+    states: dict[int, StepState] = {}
+    last_error: dict[int, dict[str, Mapping[str, Any]]] = {}
+    for s in chain:
+        st = load_state(step_dir(results, s), [bench])
+        states[s] = st
+        prov = provenance.setdefault(s, StepProvenance())
+        for row in st.ok.values():
+            prov.add(row)
+        last_error[s] = {}
+        if st.errors:  # only error rows are read a second time, and only for benchmarks that have them
+            for row in _bench_rows(results, s, bench):
+                if row.get("status", "ok") != "ok" and row.get("item_id") is not None:
+                    last_error[s][str(row["item_id"])] = row
+    fates = item_fates(items, chain, states, has_frames)
+    summary = summary_rows(fates, chain, states) if fates else []
+    return BenchEvidence(bench, [_evidence(f, states, last_error) for f in fates], summary, sanity_flags(summary))
+
+
+def iter_benches(results: Path, items: Sequence[Item] | None, chain: Sequence[int],
+                 has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> Iterator[BenchEvidence]:
+    """Per benchmark (sorted): with item files, their benchmarks; without, those that have rows."""
+    if items is not None:
+        by_bench: dict[str, list[Item]] = defaultdict(list)
+        for it in items:
+            by_bench[it.bench].append(it)
+        for bench in sorted(by_bench):
+            yield read_bench(results, bench, by_bench[bench], chain, has_frames, provenance)
+        return
+    for bench in benches_with_rows(results, chain):
+        yield read_bench(results, bench, items_from_rows(results, bench, chain), chain, has_frames, provenance)
+
+
+def run_log(results: Path) -> list[dict[str, Any]]:
+    return list(read_rows(results / "run_log.jsonl"))
+
+
+def run_specs(results: Path, chain: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """``run_spec.json`` beside a step's rows, where a runner wrote one."""
+    import json
+
+    out = {}
+    for s in chain:
+        p = step_dir(results, s) / "run_spec.json"
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            out[s] = data
+    return out
