@@ -25,6 +25,15 @@ RULES = [
 ]
 
 
+# Text that breaks naive TSV/YAML/JSON writers: tabs, newlines, quotes, a leading '#', non-ASCII.
+TRICKY = [{"item_id": f"Tricky_{i}", "bench": "Tricky", "question": q, "options": opts, "answer": a}
+          for i, (q, opts, a) in enumerate([
+              ('What color is the "tab"\tcar?', ["red", "blue\tgreen", "#fff"], 0),
+              ("Line one\nline two: which?", ['say "yes"', "no", "maybe, later", "café"], 2),
+              ("- a YAML-looking question: true", ["null", "1e3", "- x"], 1),
+          ])]
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "benchcheck", *args], capture_output=True, text=True, timeout=300)
 
@@ -34,6 +43,7 @@ def screened_pool(root: Path) -> tuple[Path, Path]:
     items, res = root / "items", root / "results"
     r = cli("demo", "items", "--out", str(items))
     assert r.returncode == 0, r.stderr
+    (items / "Tricky.jsonl").write_text("".join(json.dumps(x) + "\n" for x in TRICKY))
     rules = root / "rules.json"
     rules.write_text(json.dumps(RULES))
     for step in (1, 4):

@@ -153,7 +153,7 @@ def build_report(opts: ReportOptions, echo: Echo = print, progress: bool = True)
     if opts.frames is not None:
         frames_base = "frames" if opts.copy_frames else Path(os.path.relpath(opts.frames.resolve(),
                                                                              out.resolve())).as_posix()
-    has_frames = _frame_check(opts.frames)
+    has_frames = frame_check(opts.frames)
     prov: dict[int, StepProvenance] = {}
     pages: list[BenchPage] = []
     chunks: list[BenchChunks] = []
@@ -183,7 +183,7 @@ def build_report(opts: ReportOptions, echo: Echo = print, progress: bool = True)
     return built
 
 
-def _frame_check(frames: Path | None) -> Callable[[Item], bool]:
+def frame_check(frames: Path | None) -> Callable[[Item], bool]:
     if frames is None:
         return lambda _item: False
     from benchcheck.screen.frames import CacheFrames
