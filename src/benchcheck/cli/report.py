@@ -20,10 +20,11 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
+@click.option("--bench-png", is_flag=True, help="Also a matplotlib PNG per benchmark (slow on big pools).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Report folder (open its index.html).")
 @click.option("--no-progress", is_flag=True)
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
-           qa_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool, out: str,
+           qa_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool, bench_png: bool, out: str,
            no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
 
@@ -32,6 +33,7 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
       benchcheck report --results results --items items/ --out results/report
     """
     from benchcheck.report import ReportOptions, build_report
+    from benchcheck.report.site import ReportError
     from benchcheck.screen.steps import parse_chain
 
     try:
@@ -43,8 +45,11 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         die(f"--frames {frames_root}: not a folder")
     opts = ReportOptions(Path(results), Path(out), items, steps, Path(sweep) if sweep else None,
                          Path(qa_dir) if qa_dir else None, Path(frames_root) if frames_root else None,
-                         copy_frames, not no_plots)
-    built = build_report(opts, echo=lambda m: click.echo(m, err=True), progress=not no_progress)
+                         copy_frames, not no_plots, not no_progress, bench_png)
+    try:
+        built = build_report(opts)
+    except ReportError as e:
+        die(str(e))
     for w in built.warnings:
         click.echo(f"WARNING: {w}", err=True)
     click.echo(f"{built.benches} benchmarks, {built.items} items, {built.seconds:.1f} s", err=True)

@@ -9,7 +9,6 @@ no longer needs; it never holds the whole pool.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_text_atomic
+import orjson
+
 from benchcheck.report.source import ItemEvidence
 from benchcheck.report.sweep import SweepAnswer
 
@@ -27,8 +27,8 @@ QUESTION_CHARS = 90  # searchable question prefix kept in the list chunks
 FATE_CODE = {"kept": "k", "removed": "r", "failed": "f", "error": "e", "pending": "p", "not_screened": "n",
              "not_reached": "-", "open_format": "o"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-STEP_FIELDS = ("perms", "perm", "gold_pos", "picks", "pick", "margins", "margin", "mean_margin", "hits", "removed",
-               "correct", "missing", "top1", "prompt_tokens", "latency_s", "model", "engine", "n_perm")
+# What the item view shows per step; the rest of a row (tokens, latency, host...) stays in the rows.
+STEP_FIELDS = ("perms", "gold_pos", "picks", "pick", "margins", "margin", "mean_margin", "hits", "removed", "model")
 
 
 def slug(bench: str) -> str:
@@ -45,11 +45,20 @@ def safe_video_id(video_id: str | None) -> str | None:
 
 
 def _r(x: Any) -> Any:
+    """Floats to 3 decimals (one level of lists, or two for step 1's per-permutation log-probs)."""
     if isinstance(x, float):
         return round(x, 3) if math.isfinite(x) else None
-    if isinstance(x, list):
-        return [_r(v) for v in x]
+    if isinstance(x, list) and x:
+        first = x[0]
+        if isinstance(first, list):
+            return [[round(v, 3) if isinstance(v, float) and math.isfinite(v) else v for v in sub]
+                    if isinstance(sub, list) else sub for sub in x]
+        if isinstance(first, float):
+            return [round(v, 3) if isinstance(v, float) and math.isfinite(v) else v for v in x]
     return x
+
+
+ROUNDED = frozenset({"lp", "margins", "margin", "mean_margin", "latency_s"})
 
 
 def step_evidence(step: int, fate: str, row: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -61,11 +70,16 @@ def step_evidence(step: int, fate: str, row: Mapping[str, Any] | None) -> dict[s
         return out
     for k in STEP_FIELDS:
         if k in row:
-            out[k] = _r(row[k])
+            out[k] = _r(row[k]) if k in ROUNDED else row[k]
     out["lp"] = _r(row.get("lp"))
+    perm = row.get("perm")
+    if isinstance(perm, list) and perm != list(range(len(perm))):
+        out["perm"] = perm  # a single forward in the original order needs no permutation
     fr = row.get("frames")
     if isinstance(fr, dict) and isinstance(fr.get("positions"), list):
-        out["frames"] = [p for p in fr["positions"] if isinstance(p, int)]
+        pos = fr["positions"]
+        # the time-ordered grid is the common case: "n frames in order" instead of n numbers
+        out["frames"] = len(pos) if pos == list(range(len(pos))) else [p for p in pos if isinstance(p, int)]
     return out
 
 
@@ -105,8 +119,15 @@ class BenchChunks:
         return {"name": self.bench, "slug": self.slug, "n": self.n, "lists": self.list_files, "tasks": self.tasks}
 
 
-def _payload(key: str, data: Any) -> str:
-    return f"BC_DATA({json.dumps(key)},{json.dumps(data, ensure_ascii=False, separators=(',', ':'))});\n"
+def _payload(key: str, data: Any) -> bytes:
+    return b"BC_DATA(" + orjson.dumps(key) + b"," + orjson.dumps(data) + b");\n"
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """A plain write: the whole report is built in a staging folder and published by one rename
+    (see ``site.publish``), so single files need no fsync of their own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Sequence[int],
@@ -121,8 +142,8 @@ def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Seq
         d = j // DETAIL_CHUNK
         key = f"{bc.slug}/d{d}"
         text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ())) for ev in part])
-        write_text_atomic(folder / f"d{d}.js", text)
-        bc.bytes_written += len(text.encode())
+        write_file(folder / f"d{d}.js", text)
+        bc.bytes_written += len(text)
         bc.detail_files += 1
         for ev in part:
             t = tasks.setdefault(ev.item.task or "", len(tasks))
@@ -134,8 +155,8 @@ def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Seq
     for j in range(0, len(rows), LIST_CHUNK):
         name = f"l{j // LIST_CHUNK}"
         text = _payload(f"{bc.slug}/{name}", rows[j: j + LIST_CHUNK])
-        write_text_atomic(folder / f"{name}.js", text)
-        bc.bytes_written += len(text.encode())
+        write_file(folder / f"{name}.js", text)
+        bc.bytes_written += len(text)
         bc.list_files.append(name)
     return bc
 
@@ -147,5 +168,5 @@ def write_index(out: Path, benches: Sequence[BenchChunks], chain: Sequence[int],
     data = {"chain": list(chain), "fields": LIST_FIELDS, "codes": FATE_CODE, "frames": frames_base,
             "benches": [b.index_entry() for b in benches]}
     text = _payload("index", data)
-    write_text_atomic(out / "data" / "index.js", text)
-    return len(text.encode())
+    write_file(out / "data" / "index.js", text)
+    return len(text)

@@ -17,10 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_json_atomic, write_text_atomic
+from benchcheck.atomic import write_json_atomic
 from benchcheck.items import Item
-from benchcheck.report import plots, stats
-from benchcheck.report.browser import BenchChunks, safe_video_id, write_bench, write_index
+from benchcheck.report import plots, stats, svg
+from benchcheck.report.browser import BenchChunks, safe_video_id, write_bench, write_file, write_index
 from benchcheck.report.provenance import step_lines, warnings
 from benchcheck.report.qa import QAData, read_qa
 from benchcheck.report.source import BenchEvidence, StepProvenance, iter_benches, run_log, run_specs
@@ -28,7 +28,6 @@ from benchcheck.report.sweep import SweepData, fmt_diff, ladders, plane, read_sw
 from benchcheck.screen.fates import REMOVED
 from benchcheck.screen.steps import STEPS
 
-Echo = Callable[[str], None]
 EXAMPLES_PER_BENCH = 8
 THUMB_PX = 160
 
@@ -44,6 +43,8 @@ class ReportOptions:
     frames: Path | None = None  # frame cache root (pool_frames)
     copy_frames: bool = False  # copy the shown frames small instead of referencing the cache
     plots: bool = True
+    progress: bool = False
+    bench_png: bool = False  # also a matplotlib PNG per benchmark (slow on big pools)
 
 
 @dataclass(slots=True)
@@ -58,6 +59,7 @@ class BenchPage:
     flags: list[str]
     examples: list[dict[str, Any]]
     figure: str | None
+    charts: list[str] = field(default_factory=list)  # inline SVG
 
 
 @dataclass(slots=True)
@@ -90,7 +92,7 @@ def _copy_static(out: Path) -> None:
     (out / "static").mkdir(parents=True, exist_ok=True)
     for f in static.iterdir():
         if f.is_file():
-            write_text_atomic(out / "static" / f.name, f.read_text(encoding="utf-8"))
+            write_file(out / "static" / f.name, f.read_bytes())
 
 
 def _thumbs(out: Path, frames: Path, bench: BenchEvidence) -> None:
@@ -128,58 +130,113 @@ def _examples(bench: BenchEvidence) -> list[dict[str, Any]]:
     return out
 
 
-def _bench_page(opts: ReportOptions, bench: BenchEvidence, chunks: BenchChunks) -> BenchPage:
+def _bench_page(opts: ReportOptions, staging: Path, bench: BenchEvidence, chunks: BenchChunks) -> BenchPage:
     rates = stats.removal_rates(bench)
     finals = stats.final_counts(bench.items)
     screened = sum(1 for ev in bench.items if any(f in ("kept", "removed") for f in ev.fates.values()))
-    figure = None
+    figure, charts = None, []
     if opts.plots:
         gold, picks = stats.positions(bench.items, 1)
         margins = {s: stats.step_margins(bench.items, s) for s in opts.chain}
-        name = f"img/bench_{chunks.slug}.png"
-        plots.bench_figure(opts.out / name, bench.bench, opts.chain, rates, margins, gold, picks)
-        figure = "../" + name
+        charts = _charts(opts.chain, rates, margins, gold, picks)
+        if opts.bench_png:
+            name = f"img/bench_{chunks.slug}.png"
+            plots.bench_figure(staging / name, bench.bench, opts.chain, rates, margins, gold, picks)
+            figure = "../" + name
     return BenchPage(bench.bench, chunks.slug, len(bench.items), dict(finals), [dict(r) for r in bench.summary],
-                     rates, stats.wilson(finals[REMOVED], screened), list(bench.flags), _examples(bench), figure)
+                     rates, stats.wilson(finals[REMOVED], screened), list(bench.flags), _examples(bench), figure,
+                     charts)
 
 
-def build_report(opts: ReportOptions, echo: Echo = print, progress: bool = True) -> Built:
+def _charts(chain: Sequence[int], rates: dict[int, stats.Rate], margins: dict[int, list[float]],
+            gold: Counter[int], picks: Counter[int]) -> list[str]:
+    labels = [str(s) for s in chain]
+    r = [rates.get(s, stats.Rate(0, 0, None, None)) for s in chain]
+    out = [svg.bars("removal rate per step, 95% interval", labels, [("removed %", plots.REMOVED_C,
+                    [100 * (x.value or 0) for x in r])], ymax=100.0,
+                    err=[(100 * (x.lo or 0), 100 * (x.hi or 0)) for x in r], ylabel="% removed")]
+    k = max([*gold, *picks, 1]) + 1
+    out.append(svg.bars("step 1 answer position (all permutations)", list(plots.LETTERS[:k]),
+                        [("gold", plots.GOLD, [float(gold.get(j, 0)) for j in range(k)]),
+                         ("model pick", plots.PICK, [float(picks.get(j, 0)) for j in range(k)])], ylabel="count"))
+    for s in chain:
+        if margins.get(s):
+            counts, edges = stats.histogram(margins[s], bins=30)
+            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=stats.LOG2))
+    return out
+
+
+class ReportError(Exception):
+    """A precondition the user can fix (one line)."""
+
+
+def check_out(out: Path) -> None:
+    """A build replaces ``out`` whole, so ``out`` must be absent, empty or an earlier report."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "report.json").is_file())):
+        raise ReportError(f"{out}: exists and is not a BenchCheck report (no report.json); choose another --out")
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Swap the finished staging folder in: a reader (or a kill) sees the old report or the new one."""
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)
+
+
+def build_report(opts: ReportOptions) -> Built:
+    """Build the site in a staging folder beside ``opts.out``, then publish it by renames."""
     t0 = time.time()
     out = opts.out
-    out.mkdir(parents=True, exist_ok=True)
-    remove_stale(out)
+    check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.building-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        built = _build(opts, staging)
+        built.seconds = round(time.time() - t0, 2)
+        write_json_atomic(staging / "report.json", {
+            "results": str(opts.results), "benches": built.benches, "items": built.items, "flags": built.flags,
+            "warnings": built.warnings, "data_bytes": built.data_bytes, "seconds": built.seconds}, indent=1)
+        publish(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return built
+
+
+def _build(opts: ReportOptions, staging: Path) -> Built:
     sweep, qa = read_sweep(opts.sweep), read_qa(opts.qa)
     frames_base = None
     if opts.frames is not None:
         frames_base = "frames" if opts.copy_frames else Path(os.path.relpath(opts.frames.resolve(),
-                                                                             out.resolve())).as_posix()
+                                                                             opts.out.resolve())).as_posix()
     has_frames = frame_check(opts.frames)
     prov: dict[int, StepProvenance] = {}
     pages: list[BenchPage] = []
     chunks: list[BenchChunks] = []
     summary: list[dict[str, Any]] = []
-    bar = _bar(len({i.bench for i in opts.items}) if opts.items is not None else None, progress)
+    bar = _bar(len({i.bench for i in opts.items}) if opts.items is not None else None, progress=opts.progress)
     for bench in iter_benches(opts.results, opts.items, opts.chain, has_frames, prov):
-        bc = write_bench(out, bench.bench, bench.items, opts.chain, sweep.answers.get(bench.bench, {}))
+        bc = write_bench(staging, bench.bench, bench.items, opts.chain, sweep.answers.get(bench.bench, {}))
         if opts.copy_frames and opts.frames is not None:
-            _thumbs(out, opts.frames, bench)
-        pages.append(_bench_page(opts, bench, bc))
+            _thumbs(staging, opts.frames, bench)
+        pages.append(_bench_page(opts, staging, bench, bc))
         chunks.append(bc)
         summary += [dict(r) for r in bench.summary]
         bar.update(1)
     bar.close()
-    built = Built(out, out / "index.html", len(pages), sum(p.n for p in pages))
-    built.data_bytes = sum(c.bytes_written for c in chunks) + write_index(out, chunks, opts.chain, frames_base)
+    built = Built(opts.out, opts.out / "index.html", len(pages), sum(p.n for p in pages))
+    built.data_bytes = sum(c.bytes_written for c in chunks) + write_index(staging, chunks, opts.chain, frames_base)
     built.flags = [f for p in pages for f in p.flags]
     lines = step_lines(prov)
     log = run_log(opts.results)
     built.warnings = warnings(lines, log)
-    _render(opts, built, pages, summary, lines, log, sweep, qa)
-    built.seconds = round(time.time() - t0, 2)
-    write_json_atomic(out / "report.json", {
-        "results": str(opts.results), "benches": built.benches, "items": built.items, "flags": built.flags,
-        "warnings": built.warnings, "data_bytes": built.data_bytes, "seconds": built.seconds,
-        "sweep": sweep.reason or "ok", "qa": qa.reason or "ok"}, indent=1)
+    _render(opts, staging, built, pages, summary, lines, log, sweep, qa)
     return built
 
 
@@ -208,9 +265,8 @@ def _bar(total: int | None, progress: bool) -> Any:
     return tqdm(total=total, desc="report", unit="bench", leave=False)
 
 
-def _render(opts: ReportOptions, built: Built, pages: Sequence[BenchPage], summary: Sequence[dict[str, Any]],
+def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchPage], summary: Sequence[dict[str, Any]],
             lines: Sequence[Any], log: Sequence[dict[str, Any]], sweep: SweepData, qa: QAData) -> None:
-    out = opts.out
     env = _env()
     _copy_static(out)
     funnel = stats.funnel(summary)
@@ -228,13 +284,13 @@ def _render(opts: ReportOptions, built: Built, pages: Sequence[BenchPage], summa
 
     def page(name: str, template: str, root: str = "", **ctx: Any) -> None:
         html = env.get_template(template).render(root=root, page=name, **common, **ctx)
-        write_text_atomic(out / name, html)
+        write_file(out / name, html.encode())
 
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
          flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results))
     for p in pages:
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p)
-    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, sweep))
+    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep))
     qa_fig = None
     if opts.plots and qa.latencies:
         qa_fig = plots.latency_figure(out / "img" / "qa_latency.png", qa.latencies).relative_to(out).as_posix()
@@ -244,20 +300,14 @@ def _render(opts: ReportOptions, built: Built, pages: Sequence[BenchPage], summa
          results=str(opts.results))
 
 
-def _sweep_rows(opts: ReportOptions, sweep: SweepData) -> list[dict[str, Any]]:
+def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[str, Any]]:
     from benchcheck.report.browser import slug
 
     rows = []
     for bench, acc in sweep.acc.items():
         fig = None
         if opts.plots:
-            fig = plots.ladder_figure(opts.out / "img" / f"sweep_{slug(bench)}.png", bench, ladders(acc),
-                                      plane(acc)).relative_to(opts.out).as_posix()
+            fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.png", bench, ladders(acc),
+                                      plane(acc)).relative_to(out).as_posix()
         rows.append({"name": bench, "acc": acc, "verdict": verdict(acc), "fig": fig})
     return rows
-
-
-def remove_stale(out: Path) -> None:
-    """Drop the data and figures of an earlier build, so a smaller pool leaves no stale chunks."""
-    for sub in ("data", "img", "bench"):
-        shutil.rmtree(out / sub, ignore_errors=True)

@@ -54,10 +54,11 @@ class StepProvenance:
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.rows += 1
+        values = self.values
         for k in PROVENANCE_KEYS:
             v = row.get(k)
             if v is not None:
-                self.values[k].add(str(v))
+                values[k].add(v if isinstance(v, str) else str(v))
         ts = row.get("ts")
         if isinstance(ts, int | float):
             self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)

@@ -184,7 +184,8 @@
     wrap.appendChild(el("p", {}, line.join(" · ")));
     if (s.frames && rec.vid && index.frames) {
       var strip = el("div", { "class": "thumbs" });
-      s.frames.forEach(function (k) {
+      var shown = typeof s.frames === "number" ? Array.from({ length: s.frames }, function (_, i) { return i; }) : s.frames;
+      shown.forEach(function (k) {
         strip.appendChild(el("img", { src: index.frames + "/" + encodeURIComponent(rec.vid) + "/frame_" + k + ".jpg",
                                       loading: "lazy", alt: "frame " + k, title: "grid position " + k }));
       });
