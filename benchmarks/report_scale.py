@@ -20,6 +20,7 @@ import math
 import os
 import platform
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -108,18 +109,24 @@ def main() -> None:
     pool = args.out / f"pool_{args.items}_{args.benches}"
     if not (pool / "results").is_dir():
         t = time.time()
-        generate(pool, args.items, args.benches)
+        partial = pool.with_name(pool.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        generate(partial, args.items, args.benches)
+        partial.rename(pool)  # a killed generation is never mistaken for a whole pool
         print(f"generated {args.items} items in {time.time() - t:.1f} s", flush=True)
     out: dict[str, object] = {"machine": f"{platform.machine()} {os.cpu_count()} cores, Python "
                                          f"{platform.python_version()}", "items": args.items, "benches": args.benches}
-    t = time.time()
+    t, c = time.time(), time.process_time()
     items = load_items([pool / "items"]).items
     out["load_items_s"] = round(time.time() - t, 1)
+    out["load_items_cpu_s"] = round(time.process_time() - c, 1)
     for label, plots in (("no_plots", False), ("with_plots", True)):
         dest = args.out / f"report_{label}"
-        t = time.time()
+        t, c = time.time(), time.process_time()
         built = build_report(ReportOptions(pool / "results", dest, items, plots=plots))
         out[f"report_{label}_s"] = round(time.time() - t, 1)
+        # CPU seconds of this process: what the wall time would be on an idle core (the dev VM is shared)
+        out[f"report_{label}_cpu_s"] = round(time.process_time() - c, 1)
         out[f"data_mb_{label}"] = round(built.data_bytes / 1e6, 1)
         out["first_page_bytes"] = first_page_bytes(dest)
         chunks = list((dest / "data").glob("*/*.js"))
@@ -127,6 +134,7 @@ def main() -> None:
         out["largest_list_chunk"] = max(p.stat().st_size for p in chunks if p.name.startswith("l"))
         out["largest_detail_chunk"] = max(p.stat().st_size for p in chunks if p.name.startswith("d"))
     out["total_with_items_s"] = round(float(str(out["load_items_s"])) + float(str(out["report_with_plots_s"])), 1)
+    out["load_average_1min"] = round(os.getloadavg()[0], 1)
     print(json.dumps(out, indent=1))
 
 

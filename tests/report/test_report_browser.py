@@ -67,6 +67,17 @@ def test_filter_by_bench_and_decision_then_open_item(site: tuple[Path, Path, Pat
         wait_matches(page, len(kept_json))
         shown = set(page.locator("#list tbody tr").evaluate_all("rs => rs.map(r => r.dataset.id)"))
         assert len(shown) == min(50, len(kept_json)) and shown <= set(kept_json)
+        # margin range at step 1 (any decision): exactly the items whose mean margin is in range
+        page.select_option("#f-final", "")
+        page.fill("#f-mlo", "1")
+        page.fill("#f-mhi", "5")
+        page.click("#f-go")
+        in_range = {i for i, r in step1.ok.items() if r["bench"] == "DemoJson" and 1 <= round(r["mean_margin"], 3) <= 5}
+        wait_matches(page, len(in_range))
+        shown = set(page.locator("#list tbody tr").evaluate_all("rs => rs.map(r => r.dataset.id)"))
+        assert shown and shown <= in_range and len(shown) == min(50, len(in_range))
+        page.fill("#f-mlo", "")
+        page.fill("#f-mhi", "")
         # open a removed item: its question and its step-1 margins
         page.select_option("#f-final", "removed")
         wait_matches(page, len(removed))

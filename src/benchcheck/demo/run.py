@@ -18,6 +18,7 @@ from benchcheck.demo.videos import make_demo_videos, store_and_cache
 from benchcheck.engines.base import Engine
 from benchcheck.items import load_items
 from benchcheck.items.report import validation_table
+from benchcheck.report.site import demo_report
 from benchcheck.screen.assemble import assemble
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.frames import CacheFrames
@@ -67,6 +68,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True) -> Path
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")
     echo(f"  rows: {results}/step<k>/<bench>.jsonl   report: {assembled.paths['summary_md']}")
+    echo(f"  audit report (open in a browser): {demo_report(results, out / 'items', frames_root)}")
     return results
 
 

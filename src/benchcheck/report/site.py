@@ -311,3 +311,11 @@ def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[s
                                       plane(acc)).relative_to(out).as_posix()
         rows.append({"name": bench, "acc": acc, "verdict": verdict(acc), "fig": fig})
     return rows
+
+
+def demo_report(results: Path, items_dir: Path, frames: Path | None) -> Path:
+    """The demo's report (``results/report``), linking the demo's frame cache; returns index.html."""
+    from benchcheck.items import load_items
+
+    items = load_items([items_dir]).items
+    return build_report(ReportOptions(results, results / "report", items, frames=frames)).index
