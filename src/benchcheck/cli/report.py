@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -22,10 +23,12 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
 @click.option("--bench-png", is_flag=True, help="Also a matplotlib PNG per benchmark (slow on big pools).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Report folder (open its index.html).")
+@click.option("--workers", type=click.IntRange(1, 64), default=min(4, os.cpu_count() or 1), show_default=True,
+              help="Processes (benchmarks are built in parallel).")
 @click.option("--no-progress", is_flag=True)
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
            qa_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool, bench_png: bool, out: str,
-           no_progress: bool) -> None:
+           workers: int, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
 
     \b
@@ -43,9 +46,10 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     items = load_items_reporting(item_paths, columns, quiet=True).items if item_paths else None
     if frames_root is not None and not Path(frames_root).is_dir():
         die(f"--frames {frames_root}: not a folder")
-    opts = ReportOptions(Path(results), Path(out), items, steps, Path(sweep) if sweep else None,
-                         Path(qa_dir) if qa_dir else None, Path(frames_root) if frames_root else None,
-                         copy_frames, not no_plots, not no_progress, bench_png)
+    opts = ReportOptions(Path(results), Path(out), items, steps, sweep=Path(sweep) if sweep else None,
+                         qa=Path(qa_dir) if qa_dir else None, frames=Path(frames_root) if frames_root else None,
+                         copy_frames=copy_frames, plots=not no_plots, progress=not no_progress, workers=workers,
+                         bench_png=bench_png)
     try:
         built = build_report(opts)
     except ReportError as e:

@@ -7,11 +7,14 @@ chunks (see :mod:`benchcheck.report.browser`).
 
 from __future__ import annotations
 
+import dataclasses
+import multiprocessing
 import os
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,8 +26,8 @@ from benchcheck.report import plots, stats, svg
 from benchcheck.report.browser import BenchChunks, safe_video_id, write_bench, write_file, write_index
 from benchcheck.report.provenance import step_lines, warnings
 from benchcheck.report.qa import QAData, read_qa
-from benchcheck.report.source import BenchEvidence, StepProvenance, iter_benches, run_log, run_specs
-from benchcheck.report.sweep import SweepData, fmt_diff, ladders, plane, read_sweep, verdict
+from benchcheck.report.source import BenchEvidence, StepProvenance, bench_groups, read_group, run_log, run_specs
+from benchcheck.report.sweep import SweepAnswer, SweepData, fmt_diff, ladders, plane, read_sweep, verdict
 from benchcheck.screen.fates import REMOVED
 from benchcheck.screen.steps import STEPS
 
@@ -44,6 +47,7 @@ class ReportOptions:
     copy_frames: bool = False  # copy the shown frames small instead of referencing the cache
     plots: bool = True
     progress: bool = False
+    workers: int = 1  # processes, one benchmark each at a time
     bench_png: bool = False  # also a matplotlib PNG per benchmark (slow on big pools)
 
 
@@ -215,21 +219,16 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     if opts.frames is not None:
         frames_base = "frames" if opts.copy_frames else Path(os.path.relpath(opts.frames.resolve(),
                                                                              opts.out.resolve())).as_posix()
-    has_frames = frame_check(opts.frames)
     prov: dict[int, StepProvenance] = {}
     pages: list[BenchPage] = []
     chunks: list[BenchChunks] = []
     summary: list[dict[str, Any]] = []
-    bar = _bar(len({i.bench for i in opts.items}) if opts.items is not None else None, progress=opts.progress)
-    for bench in iter_benches(opts.results, opts.items, opts.chain, has_frames, prov):
-        bc = write_bench(staging, bench.bench, bench.items, opts.chain, sweep.answers.get(bench.bench, {}))
-        if opts.copy_frames and opts.frames is not None:
-            _thumbs(staging, opts.frames, bench)
-        pages.append(_bench_page(opts, staging, bench, bc))
+    for page, bc, rows, p in _bench_results(opts, staging, sweep):
+        pages.append(page)
         chunks.append(bc)
-        summary += [dict(r) for r in bench.summary]
-        bar.update(1)
-    bar.close()
+        summary += rows
+        for s, sp in p.items():
+            prov.setdefault(s, StepProvenance()).merge(sp)
     built = Built(opts.out, opts.out / "index.html", len(pages), sum(p.n for p in pages))
     built.data_bytes = sum(c.bytes_written for c in chunks) + write_index(staging, chunks, opts.chain, frames_base)
     built.flags = [f for p in pages for f in p.flags]
@@ -238,6 +237,45 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     built.warnings = warnings(lines, log)
     _render(opts, staging, built, pages, summary, lines, log, sweep, qa)
     return built
+
+
+BenchResult = tuple[BenchPage, BenchChunks, list[dict[str, Any]], dict[int, StepProvenance]]
+
+
+def _bench_task(opts: ReportOptions, staging: Path, bench: str, items: list[Item] | None,
+                answers: dict[str, list[SweepAnswer]]) -> BenchResult:
+    """One benchmark end to end: rows read, chunks and thumbnails written, page data built."""
+    prov: dict[int, StepProvenance] = {}
+    ev = read_group(opts.results, bench, items, opts.chain, frame_check(opts.frames), prov)
+    bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers)
+    if opts.copy_frames and opts.frames is not None:
+        _thumbs(staging, opts.frames, ev)
+    return _bench_page(opts, staging, ev, bc), bc, [dict(r) for r in ev.summary], prov
+
+
+def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list[BenchResult]:
+    """Benchmarks are independent: with ``workers`` > 1 they run in spawned processes (each
+    holds one benchmark at a time), and come back in benchmark order."""
+    groups = bench_groups(opts.results, opts.items, opts.chain)
+    light = dataclasses.replace(opts, items=None)  # never pickle the whole pool per task
+    bar = _bar(len(groups), opts.progress)
+    out: dict[str, BenchResult] = {}
+    try:
+        if opts.workers <= 1 or len(groups) <= 1:
+            for bench, its in groups:
+                out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}))
+                bar.update(1)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx) as pool:
+                futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {})): bench
+                           for bench, its in groups}
+                for fut in as_completed(futures):
+                    out[futures[fut]] = fut.result()
+                    bar.update(1)
+    finally:
+        bar.close()
+    return [out[b] for b, _ in groups]
 
 
 def frame_check(frames: Path | None) -> Callable[[Item], bool]:

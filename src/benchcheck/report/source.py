@@ -52,6 +52,15 @@ class StepProvenance:
     last_ts: float | None = None
     rows: int = 0
 
+    def merge(self, other: StepProvenance) -> None:
+        self.rows += other.rows
+        for k, v in other.values.items():
+            self.values[k] |= v
+        for ts in (other.first_ts, other.last_ts):
+            if ts is not None:
+                self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+                self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+
     def add(self, row: Mapping[str, Any]) -> None:
         self.rows += 1
         values = self.values
@@ -132,18 +141,30 @@ def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence
     return BenchEvidence(bench, [_evidence(f, states, last_error) for f in fates], summary, sanity_flags(summary))
 
 
+Group = tuple[str, list[Item] | None]
+
+
+def bench_groups(results: Path, items: Sequence[Item] | None, chain: Sequence[int]) -> list[Group]:
+    """The benchmarks to read (sorted) with their items; ``None`` when the rows must supply them."""
+    if items is None:
+        return [(b, None) for b in benches_with_rows(results, chain)]
+    by_bench: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        by_bench[it.bench].append(it)
+    return sorted(by_bench.items())
+
+
+def read_group(results: Path, bench: str, items: Sequence[Item] | None, chain: Sequence[int],
+               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> BenchEvidence:
+    its = items if items is not None else items_from_rows(results, bench, chain)
+    return read_bench(results, bench, its, chain, has_frames, provenance)
+
+
 def iter_benches(results: Path, items: Sequence[Item] | None, chain: Sequence[int],
                  has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> Iterator[BenchEvidence]:
     """Per benchmark (sorted): with item files, their benchmarks; without, those that have rows."""
-    if items is not None:
-        by_bench: dict[str, list[Item]] = defaultdict(list)
-        for it in items:
-            by_bench[it.bench].append(it)
-        for bench in sorted(by_bench):
-            yield read_bench(results, bench, by_bench[bench], chain, has_frames, provenance)
-        return
-    for bench in benches_with_rows(results, chain):
-        yield read_bench(results, bench, items_from_rows(results, bench, chain), chain, has_frames, provenance)
+    for bench, its in bench_groups(results, items, chain):
+        yield read_group(results, bench, its, chain, has_frames, provenance)
 
 
 def run_log(results: Path) -> list[dict[str, Any]]:
