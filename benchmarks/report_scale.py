@@ -101,14 +101,49 @@ def first_page_bytes(out: Path) -> dict[str, int]:
     return sizes
 
 
+def browser_timings(out: Path) -> dict[str, float]:
+    """Headless Chromium on the built report: first list, a filter over one benchmark, over all."""
+    from playwright.sync_api import sync_playwright
+
+    done = "document.getElementById('status').getAttribute('data-busy') === '0'"
+    res: dict[str, float] = {}
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = b.new_page()
+        t = time.time()
+        page.goto((out / "items.html").as_uri())
+        page.wait_for_selector("#list tbody tr")
+        res["first_list_s"] = round(time.time() - t, 2)
+        index = json.loads((out / "data" / "index.js").read_text().split(",", 1)[1].rsplit(");", 1)[0])
+        bench = index["benches"][len(index["benches"]) // 2]["name"]
+        t = time.time()
+        page.select_option("#f-bench", bench)
+        page.select_option("#f-final", "removed")
+        page.wait_for_function(done)
+        res["filter_one_bench_removed_first_page_s"] = round(time.time() - t, 2)
+        t = time.time()
+        page.select_option("#f-bench", "")
+        page.select_option("#f-step", "6")
+        page.select_option("#f-final", "removed")
+        page.wait_for_function(done, timeout=300_000)
+        res["filter_all_benches_first_page_s"] = round(time.time() - t, 2)
+        res["js_heap_mb"] = round(page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : 0") / 1e6, 1)
+        b.close()
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=300_000)
     ap.add_argument("--benches", type=int, default=139)
     ap.add_argument("--out", type=Path, default=Path("/tmp/report_scale"))
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--browser-only", action="store_true", help="only time Chromium on an existing report")
     args = ap.parse_args()
     pool = args.out / f"pool_{args.items}_{args.benches}"
+    if args.browser_only:
+        print(json.dumps(browser_timings(args.out / "report_with_plots"), indent=1))
+        return
     if not (pool / "results").is_dir():
         t = time.time()
         partial = pool.with_name(pool.name + ".partial")

@@ -51,6 +51,7 @@ class StepProvenance:
     first_ts: float | None = None
     last_ts: float | None = None
     rows: int = 0
+    _last: tuple[Any, ...] = ()
 
     def merge(self, other: StepProvenance) -> None:
         self.rows += other.rows
@@ -63,15 +64,18 @@ class StepProvenance:
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.rows += 1
-        values = self.values
-        for k in PROVENANCE_KEYS:
-            v = row.get(k)
-            if v is not None:
-                values[k].add(v if isinstance(v, str) else str(v))
+        key = tuple(map(row.get, PROVENANCE_KEYS))
+        if key != self._last:  # rows of one run repeat the same values: update the sets only on a change
+            self._last = key
+            for k, v in zip(PROVENANCE_KEYS, key, strict=True):
+                if v is not None:
+                    self.values[k].add(v if isinstance(v, str) else str(v))
         ts = row.get("ts")
         if isinstance(ts, int | float):
-            self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
-            self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+            if self.first_ts is None or ts < self.first_ts:
+                self.first_ts = ts
+            if self.last_ts is None or ts > self.last_ts:
+                self.last_ts = ts
 
 
 def step_dir(results: Path, step: int) -> Path:

@@ -98,6 +98,7 @@
     benches.forEach(function (b) { b.lists.forEach(function (l) { todo.push([b, b.slug + "/" + l]); }); });
     var total = benches.reduce(function (a, b) { return a + b.n; }, 0);
     scan = { f: f, test: matcher(f), todo: todo, matches: [], scanned: 0, total: total, page: 0, busy: false };
+    $("status").setAttribute("data-busy", "1");
     writeHash(Object.assign({}, f, { step: f.step === "final" ? "" : f.step }));
     return fill();
   }
@@ -137,6 +138,7 @@
     $("status").textContent = (done ? s.matches.length : "at least " + s.matches.length) + " matching items" +
       (done ? "" : " (read " + s.scanned + " of " + s.total + " so far)");
     $("status").setAttribute("data-done", done ? "1" : "0");
+    $("status").setAttribute("data-busy", "0");  // this page is filled (tests and benchmarks wait on it)
     var pager = $("pager"); pager.textContent = "";
     if (s.page > 0) { var p = el("button", {}, "previous"); p.onclick = function () { s.page--; render(); }; pager.appendChild(p); }
     pager.appendChild(el("span", {}, " page " + (s.page + 1) + " "));
