@@ -153,3 +153,46 @@ def test_first_page_is_small_and_needs_no_network(pool: tuple[Path, Path], tmp_p
         assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in text
     js = (out / "static" / "browser.js").read_text()
     assert "fetch(" not in js and "XMLHttpRequest" not in js and "http" not in js
+
+
+def test_frame_thumbnails_linked_or_copied_small(tmp_path: Path) -> None:
+    """A visual step run by the real runner on a real frame cache: the item data name the frames
+    it showed; --frames links them, --copy-frames copies them at most 160 px."""
+    from PIL import Image
+
+    cache, items = tmp_path / "pool_frames", tmp_path / "items"
+    items.mkdir()
+    rows = []
+    for v in range(3):
+        vid = f"{v:032x}"
+        (cache / vid).mkdir(parents=True)
+        for k in range(32):
+            Image.new("RGB", (448, 252), (8 * k, 40 * v, 90)).save(cache / vid / f"frame_{k}.jpg", quality=85)
+        (cache / vid / "frames.json").write_text(json.dumps({"positions": list(range(32))}))
+        rows.append({"item_id": f"Vid_{v}", "question": f"What colour is clip {v}?", "options": ["red", "blue"],
+                     "answer": 0, "video_id": vid})
+    (items / "Vid.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"match": "", "letters": {"A": -2.0, "B": -0.2}}]))
+    res = tmp_path / "results"
+    for step in (1, 2):
+        r = cli("screen", "--items", str(items), "--step", str(step), "--results", str(res), "--engine", "scripted",
+                "--rules", str(rules), "--frames", str(cache), "--no-progress")
+        assert r.returncode == 0, r.stderr
+    linked = tmp_path / "linked"
+    build_report(ReportOptions(res, linked, load_items([items]).items, frames=cache, plots=False))
+    index = (linked / "data" / "index.js").read_text()
+    assert '"frames":"../pool_frames"' in index
+    step2_rows = load_state(res / "step2").ok
+    assert step2_rows
+    recs = [r for r in chunks(linked, "d") if r["id"] in step2_rows]
+    for rec in recs:
+        step2 = next(s for s in rec["steps"] if s["s"] == 2)
+        assert step2["frames"] == [16] and rec["vid"] == step2_rows[rec["id"]]["video_id"]
+    copied = tmp_path / "copied"
+    build_report(ReportOptions(res, copied, load_items([items]).items, frames=cache, copy_frames=True, plots=False))
+    thumbs = sorted(copied.glob("frames/*/*.jpg"))
+    assert [p.name for p in thumbs] == ["frame_16.jpg"] * len(step2_rows)
+    with Image.open(thumbs[0]) as im:
+        assert max(im.size) <= 160
+    assert '"frames":"frames"' in (copied / "data" / "index.js").read_text()
