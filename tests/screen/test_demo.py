@@ -40,6 +40,14 @@ def test_demo_runs_every_step_matches_the_construction_and_resumes(tmp_path: Pat
     verdicts = json.loads((out / "sweep_verdicts.json").read_text())
     assert {b: v["observed"] for b, v in verdicts.items()} == expected_verdicts()
     assert set(expected_verdicts().values()) == {"pixels", "frames", "both", "neither"}
+    # The HTML report: the sweep section with the same verdicts, loud labels for what is not a model.
+    report = out / "results" / "report"
+    assert f"report (open in a browser): {report / 'index.html'}" in first.stdout
+    index = (report / "index.html").read_text()
+    assert "rule-based reference engine" in index and "RANDOM-WEIGHT" in index
+    sweep_html = (report / "sweep.html").read_text()
+    for bench, verdict in expected_verdicts().items():
+        assert bench in sweep_html and f'class="v-{verdict}">{verdict}' in sweep_html
     con = duckdb.connect(str(res / "pool.duckdb"), read_only=True)
     finals = dict(con.execute("SELECT final, count(*) FROM items GROUP BY final").fetchall())
     assert finals.get("removed", 0) > 0 and finals.get("kept", 0) > 0

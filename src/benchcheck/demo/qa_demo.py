@@ -29,8 +29,8 @@ VLM_LABEL = "demo-vlm"
 # The scripted judge: the candidate's letter equals the reference letter (a regex backreference).
 JUDGE_RULES = [
     {"match": r"Reference answer: ([A-Z])\nCandidate answer: (?:Answer: ?)?\1\b",
-     "reply": "The candidate names the reference option.\n1"},
-    {"match": "", "reply": "The candidate names another option.\n0"},
+     "reply": "The candidate names the reference option.\nSCORE: 1"},
+    {"match": "", "reply": "The candidate names another option.\nSCORE: 0"},
 ]
 
 

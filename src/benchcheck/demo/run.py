@@ -28,6 +28,7 @@ from benchcheck.engines.options import EngineOptions
 from benchcheck.engines.reference import DEFAULT_NAME as REFERENCE_NAME
 from benchcheck.engines.registry import from_options
 from benchcheck.items import Item, load_items
+from benchcheck.report.site import demo_report
 from benchcheck.screen.assemble import assemble
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.frames import CacheFrames
@@ -105,10 +106,10 @@ async def _tiny_step1(items: Sequence[Item], out: Path, results: Path, echo: Ech
 def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
     """The frames x pixels sweep on every demo item through the reference engine, then its verdict
     per benchmark next to the one the construction gives (``expected_verdicts``)."""
-    echo(f"7/8 sweep: conditions {DEMO_CONDS} on every item, reference engine, then the analysis")
+    echo(f"7/9 sweep: conditions {DEMO_CONDS} on every item, reference engine, then the analysis")
     result = run_demo_sweep(bundle.paths, out / "store", out / "sweep",
                             SweepEngine("reference", model=REFERENCE_NAME), echo=lambda _: None)
-    echo("8/8 sweep verdict per benchmark: observed vs expected (pixels: acc 32f s448 - s168; "
+    echo("8/9 sweep verdict per benchmark: observed vs expected (pixels: acc 32f s448 - s168; "
          "frames: acc 128f - 8f at s224; 95% video-clustered intervals)")
     for bench, want in expected_verdicts().items():
         v = result.verdicts.get(bench)
@@ -155,7 +156,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     """Run everything under ``out``; returns where the results are and whether the funnel matched."""
     t0 = time.time()
     out = Path(out)
-    echo("1/8 scenes -> clips -> normalized store -> 32-frame cache; benchmarks with known item kinds")
+    echo("1/9 scenes -> clips -> normalized store -> 32-frame cache; benchmarks with known item kinds")
     bundle = prepare_benchmarks(out, chain)
     frames_root = bundle.frames
     loaded = load_items(bundle.paths)
@@ -164,25 +165,25 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     kind_of = {it.item_id: it.kind for it in bundle.items}
     echo(f"  {bundle.n_scenes} clips of 40 frames at 896x448; {len(loaded.items)} items in {len(bundle.paths)} "
          f"benchmarks; ground truth: {bundle.truth}")
-    echo("2/8 step 0: duplicates (sentence embeddings)")
+    echo("2/9 step 0: duplicates (sentence embeddings)")
     keep = _step0(loaded.items, out / "step0", echo, progress)
     results = out / "results"
     frames = CacheFrames(frames_root)
     ctx = make_context(loaded.items, results, chain, frames, keep)
     engine = from_options("reference", EngineOptions())
-    echo(f"3/8 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
+    echo(f"3/9 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
          "a deterministic rule-based program, not a model)")
     asyncio.run(_screen(ctx, engine, echo, progress, 8))
     if tiny:
         echo(f"  + a short step 1 with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, real hf engine path; "
              "its decisions are noise) -> results_tiny_random/")
         asyncio.run(_tiny_step1(loaded.items, out, out / "results_tiny_random", echo, progress))
-    echo("4/8 assemble")
+    echo("4/9 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
         echo(f"  FLAG: {flag}")
     if qa:
-        echo("5/8 QA benchmark: qa run -> serve --engine reference, scored by the scripted judge")
+        echo("5/9 QA benchmark: qa run -> serve --engine reference, scored by the scripted judge")
         from benchcheck.demo.qa_demo import QA_FRAMES, qa_dataset, run_qa_demo
 
         summary = run_qa_demo(out, bundle.items)
@@ -193,7 +194,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
              f"every kind), {summary.get('counts', {}).get('errors')} errors, exit {summary['exit_code']}; "
              f"model served {summary.get('model_served')}, judge {summary.get('judge_model')}; "
              f"{summary['output_dir']}")
-    echo("6/8 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
+    echo("6/9 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
     step0_kept = None
     if keep is not None:
         from benchcheck.screen.plan import load_keep
@@ -210,12 +211,17 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     write_json_atomic(out / "funnel.json", record, indent=1)
     write_text_atomic(out / "funnel.txt", table + "\n")
     sweep = _sweep(bundle, out, echo) if sweep_on else None
+    echo("9/9 HTML report (funnel, benchmarks, sweep, QA, provenance with the engines' labels)")
+    report = demo_report(results, out / "items", frames_root, sweep=out / "sweep" if sweep_on else None,
+                         qa=out / "qa" / "run" if qa else None,
+                         side_results=[out / "results_tiny_random"] if tiny else [])
     echo("outputs:")
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")
     echo(f"  funnel: {out / 'funnel.json'}   ground truth: {out / 'truth' / 'ground_truth.jsonl'}")
     if sweep is not None:
         echo(f"  sweep: {sweep.files['markdown']}")
+    echo(f"  report (open in a browser): {report}")
     wall = time.time() - t0
     echo(f"demo done in {wall:.1f} s")
     write_json_atomic(out / "demo_timing.json", {"wall_s": round(wall, 2)})
