@@ -48,6 +48,9 @@ def test_demo_runs_every_step_matches_the_construction_and_resumes(tmp_path: Pat
     sweep_html = (report / "sweep.html").read_text()
     for bench, verdict in expected_verdicts().items():
         assert bench in sweep_html and f'class="v-{verdict}">{verdict}' in sweep_html
+    audit_html = (report / "audit.html").read_text()  # the audit's null and threshold tables
+    assert 'id="audit_null"' in audit_html and 'id="audit_thresholds"' in audit_html
+    assert (out / "audit" / "audit_null.csv").is_file()
     con = duckdb.connect(str(res / "pool.duckdb"), read_only=True)
     finals = dict(con.execute("SELECT final, count(*) FROM items GROUP BY final").fetchall())
     assert finals.get("removed", 0) > 0 and finals.get("kept", 0) > 0

@@ -18,6 +18,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True)
 @click.option("--sweep", type=click.Path(), default=None, help="Sweep folder (reads results/conditions_results.csv).")
 @click.option("--qa", "qa_dir", type=click.Path(), default=None, help="Output folder of `benchcheck qa run`.")
+@click.option("--audit", "audit_dir", type=click.Path(), default=None, help="Output folder of `benchcheck audit`.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
@@ -27,8 +28,8 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Processes (benchmarks are built in parallel).")
 @click.option("--no-progress", is_flag=True)
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
-           qa_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool, bench_png: bool, out: str,
-           workers: int, no_progress: bool) -> None:
+           qa_dir: str | None, audit_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool,
+           bench_png: bool, out: str, workers: int, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
 
     \b
@@ -47,7 +48,8 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     if frames_root is not None and not Path(frames_root).is_dir():
         die(f"--frames {frames_root}: not a folder")
     opts = ReportOptions(Path(results), Path(out), items, steps, sweep=Path(sweep) if sweep else None,
-                         qa=Path(qa_dir) if qa_dir else None, frames=Path(frames_root) if frames_root else None,
+                         qa=Path(qa_dir) if qa_dir else None, audit=Path(audit_dir) if audit_dir else None,
+                         frames=Path(frames_root) if frames_root else None,
                          copy_frames=copy_frames, plots=not no_plots, progress=not no_progress, workers=workers,
                          bench_png=bench_png)
     try:

@@ -125,6 +125,20 @@ def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
     return result
 
 
+def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo) -> Path | None:
+    """``benchcheck audit`` on the screening rows (no new forwards); None when nothing to audit."""
+    from benchcheck.audit import run_audit
+    from benchcheck.audit.write import write_audit
+
+    res = run_audit(results, [it.item_id for it in items if it.format == "mc"])
+    if not res.steps:
+        echo("  audit skipped: no ok rows with letter log-probs")
+        return None
+    write_audit(res, out)
+    echo(f"  audit: {out / 'audit.md'}")
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Benchmarks:
     """Where ``prepare_benchmarks`` put things."""
@@ -211,10 +225,12 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     write_json_atomic(out / "funnel.json", record, indent=1)
     write_text_atomic(out / "funnel.txt", table + "\n")
     sweep = _sweep(bundle, out, echo) if sweep_on else None
-    echo("9/9 HTML report (funnel, benchmarks, sweep, QA, provenance with the engines' labels)")
+    echo("9/9 audit of the removals (permutation null, thresholds), then the HTML report (funnel, benchmarks, "
+         "sweep, QA, audit, provenance with the engines' labels)")
+    audit_dir = _audit(results, loaded.items, out / "audit", echo)
     report = demo_report(results, out / "items", frames_root, sweep=out / "sweep" if sweep_on else None,
                          qa=out / "qa" / "run" if qa else None,
-                         side_results=[out / "results_tiny_random"] if tiny else [])
+                         side_results=[out / "results_tiny_random"] if tiny else [], audit=audit_dir)
     echo("outputs:")
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")

@@ -23,6 +23,7 @@ from typing import Any
 from benchcheck.atomic import write_json_atomic
 from benchcheck.items import Item
 from benchcheck.report import plots, stats, svg
+from benchcheck.report.audit import read_audit
 from benchcheck.report.browser import BenchChunks, safe_video_id, write_bench, write_file, write_index
 from benchcheck.report.provenance import step_lines, warnings
 from benchcheck.report.qa import QAData, read_qa
@@ -52,6 +53,7 @@ class ReportOptions:
     chain: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
     sweep: Path | None = None
     qa: Path | None = None
+    audit: Path | None = None  # output folder of `benchcheck audit`
     frames: Path | None = None  # frame cache root (pool_frames)
     copy_frames: bool = False  # copy the shown frames small instead of referencing the cache
     plots: bool = True
@@ -343,6 +345,7 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
     if opts.plots and qa.latencies:
         qa_fig = plots.latency_figure(out / "img" / "qa_latency.png", qa.latencies).relative_to(out).as_posix()
     page("qa.html", "qa.html", qa=qa, fig=qa_fig)
+    page("audit.html", "audit.html", audit=read_audit(opts.audit))
     page("items.html", "items.html")
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
          results=str(opts.results))
@@ -363,11 +366,11 @@ def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[s
 
 
 def demo_report(results: Path, items_dir: Path, frames: Path | None, sweep: Path | None = None,
-                qa: Path | None = None, side_results: Sequence[Path] = ()) -> Path:
+                qa: Path | None = None, side_results: Sequence[Path] = (), audit: Path | None = None) -> Path:
     """The demo's report (``results/report``), linking the demo's frame cache, with the sweep and
     QA sections when given; returns index.html."""
     from benchcheck.items import load_items
 
     items = load_items([items_dir]).items
-    return build_report(ReportOptions(results, results / "report", items, sweep=sweep, qa=qa, frames=frames,
-                                      side_results=tuple(side_results))).index
+    return build_report(ReportOptions(results, results / "report", items, sweep=sweep, qa=qa, audit=audit,
+                                      frames=frames, side_results=tuple(side_results))).index
