@@ -142,5 +142,5 @@ def expected_verdict(mix: dict[str, int]) -> str:
 
 
 def expected_verdicts() -> dict[str, str]:
-    """The sweep verdict each demo benchmark is built to get (wire the real sweep to this)."""
+    """The sweep verdict each demo benchmark is built to get (the demo prints the real sweep's beside it)."""
     return {bench: expected_verdict(mix) for bench, mix in MIXES.items()}
