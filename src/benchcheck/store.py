@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from benchcheck.lease import Lease, is_held, try_lease
 from benchcheck.records import Record, RowSchemaError, parse_row
 from benchcheck.spec import RunSpec, write_run_spec
@@ -79,6 +81,19 @@ def _last_byte(path: Path, size: int) -> bytes:
         return f.read(1)
 
 
+def _loads(line: bytes) -> Any:
+    """orjson first (3-5x faster on big result folders); the standard parser for what orjson refuses
+    but json accepts (NaN, Infinity), so the rows that count are exactly the same as before."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
 def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every row that parses as a JSON object; torn or foreign lines are skipped."""
     p = Path(path)
@@ -88,9 +103,8 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
         for line in f:
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            obj = _loads(line)
+            if obj is None:
                 continue
             if isinstance(obj, dict):
                 yield obj

@@ -13,13 +13,26 @@ def demo() -> None:
 @demo.command("items")
 @click.option("--out", type=click.Path(), required=True, help="Folder for the demo item files.")
 @click.option("--seed", type=int, default=0, show_default=True)
-def items(out: str, seed: int) -> None:
-    """Write three small synthetic benchmarks (JSONL, CSV, Parquet) with planted bad items.
+@click.option("--videos", is_flag=True,
+              help="Instead: the known-kind video benchmarks (clips, store, frame cache, items, ground truth).")
+def items(out: str, seed: int, videos: bool) -> None:
+    """Write three small synthetic benchmarks (JSONL, CSV, Parquet) with planted bad items, or with
+    --videos the demo's video benchmarks whose item kinds are known (docs/demo.md).
 
     \b
     Example:
       benchcheck demo items --out demo_out/items
+      benchcheck demo items --videos --out demo_out
     """
+    if videos:
+        from benchcheck.demo.run import prepare_benchmarks
+
+        bundle = prepare_benchmarks(out)
+        for p in bundle.paths:
+            click.echo(str(p))
+        click.echo(f"frames: {bundle.frames}")
+        click.echo(f"ground truth: {bundle.truth}")
+        return
     from benchcheck.demo.items import write_demo_items
 
     pool = write_demo_items(out, seed=seed)
@@ -29,16 +42,31 @@ def items(out: str, seed: int) -> None:
 
 @demo.command("run")
 @click.option("--out", type=click.Path(), default="demo_out", show_default=True)
-def run(out: str) -> None:
-    """Run the main job on the embedded demo and print where the outputs are.
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True,
+              help="Screening chain; the predicted funnel follows it (docs/demo.md).")
+@click.option("--qa/--no-qa", default=True, show_default=True, help="Run the QA benchmark part (two local servers).")
+@click.option("--sweep/--no-sweep", "sweep", default=True, show_default=True,
+              help="Run the frames x pixels sweep on the benchmarks (reference engine) and its verdicts.")
+def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
+    """Run the pipeline on the known-kind benchmarks with the reference engine; print the funnel
+    per kind next to the predicted one, and where the outputs are. Exit 1 when they differ.
 
     \b
     Example:
       benchcheck demo run --out demo_out
+      benchcheck demo run --out demo_chain5 --chain 5 --no-qa
     """
+    from benchcheck.cli.common import die
     from benchcheck.demo.run import run_demo
+    from benchcheck.screen.steps import parse_chain
 
-    run_demo(out, echo=click.echo)
+    try:
+        steps = parse_chain(chain)
+    except ValueError as e:
+        return die(str(e))
+    result = run_demo(out, echo=click.echo, chain=steps, qa=qa, sweep_on=sweep)
+    if not result.funnel_match or result.sweep_match is False:
+        raise SystemExit(1)
 
 
 COMMANDS = [demo]

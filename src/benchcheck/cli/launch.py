@@ -34,13 +34,16 @@ def common(f: F) -> F:
 
 
 @click.command("launch")
-@click.option("--step", type=int, required=True)
+@click.option("--step", type=int, default=None, help="Screening step (1-6); not with --sweep.")
+@click.option("--sweep", is_flag=True, help="The frames x pixels sweep's servers (ports 8011+i) and client.")
+@click.option("--conds", default=None, help="With --sweep: conditions or ladders (default: all 13).")
+@click.option("--pilot", is_flag=True, help="With --sweep: the pilot benchmarks only.")
 @click.option("--gpus", type=int, default=None, help="Servers on this host (default: every visible GPU, or 1).")
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None)
 @click.option("--served-model-name", default=None, help="Default: the hub name, or the folder's name.")
-@click.option("--port0", type=int, default=8001, show_default=True)
-@click.option("--max-num-seqs", type=int, default=64, show_default=True)
+@click.option("--port0", type=int, default=None, help="First server port (default 8001; --sweep: 8011).")
+@click.option("--max-num-seqs", type=int, default=None, help="Default 64 (steps); --sweep: 32, 8 on 32 GB GPUs.")
 @click.option("--gpu-util", type=float, default=0.85, show_default=True)
 @click.option("--max-model-len", type=int, default=None)
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -51,8 +54,9 @@ def common(f: F) -> F:
 @click.option("--server-timeout", type=float, default=900.0, show_default=True)
 @click.option("--plan-only", is_flag=True)
 @common
-def launch(step: int, gpus: int | None, model: str | None, revision: str | None, served_model_name: str | None,
-           port0: int, max_num_seqs: int, gpu_util: float, max_model_len: int | None, workers: int | None,
+def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: int | None, model: str | None,
+           revision: str | None, served_model_name: str | None,
+           port0: int | None, max_num_seqs: int | None, gpu_util: float, max_model_len: int | None, workers: int | None,
            logs: str, shard: str | None, server: str, server_timeout: float, plan_only: bool,
            item_paths: tuple[str, ...], results: str, chain: str, intro: str, frames_root: str | None,
            store: str | None, keep_file: str | None, bench: str | None, limit: int | None,
@@ -62,18 +66,30 @@ def launch(step: int, gpus: int | None, model: str | None, revision: str | None,
     Uses `vllm serve` when vLLM is installed, else `benchcheck serve`; without GPUs, N CPU servers.
     Logs: LOGS/vllm_s<STEP>_gpu<i>.log, LOGS/client_s<STEP>_gpu<i>.log, LOGS/launch_params.txt.
 
+    With --sweep: the sweep's servers (docs/sweep.md) and one `benchcheck sweep run` over all of them.
+
     \b
     Example:
       benchcheck launch --step 1 --gpus 4 --items items/ --results results
+      benchcheck launch --sweep --gpus 4 --items items/samples --store data/store --results results
     """
     from benchcheck.cli.common import load_items_reporting
     from benchcheck.launch.cli_run import LaunchArgs, run_launch
     from benchcheck.screen.cli_run import ShardJob
 
+    if sweep:
+        from benchcheck.launch.sweep_servers import launch_sweep
+
+        raise SystemExit(launch_sweep(gpus, model, revision, served_model_name, server, max_num_seqs, port0, logs,
+                                      item_paths, results, store, bench, limit, columns, conds, pilot, click.echo))
+    if step is None:
+        die("give --step N (screening) or --sweep")
+        return
+
     job = ShardJob(items=item_paths, results=results, step=step, chain=chain, intro=intro, frames_root=frames_root,
                    store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
     try:
-        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0, max_num_seqs,
+        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or 8001, max_num_seqs or 64,
                                      gpu_util, max_model_len, workers, logs, shard, server, server_timeout,
                                      plan_only, job), load_items_reporting, click.echo)
     except (ValueError, RuntimeError) as e:

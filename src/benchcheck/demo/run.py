@@ -1,93 +1,246 @@
-"""The README's first command: the main job end to end on the embedded demo.
+"""The README's first command: the pipeline end to end on benchmarks whose answers are known.
 
-Tiny random-weight models stand in for Qwen3-VL-8B and -2B (the same code path as the real ones),
-so the decisions mean nothing; what the demo shows is the pipeline: items validated, videos
-normalized, frames cut, steps 1-6 screened in-process, the pool assembled. Running it again
-resumes (nothing left to do) and rebuilds the assembled outputs.
+Synthetic clips of coloured shapes give items of known kinds (``demo.kinds``); the rule-based
+``reference`` engine (a deterministic program, not a model) screens them through step 0 and steps
+1-6, so every removal can be checked against the construction: the demo prints the funnel per
+kind, observed next to predicted. A tiny random-weight transformer also runs a short step 1
+through the real ``hf`` engine path (its decisions are noise, and its rows say so), and
+``qa run`` asks a few items of the reference engine behind ``benchcheck serve``, scored by the
+scripted judge. Running it again resumes (nothing left to do) and rebuilds the assembled outputs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from benchcheck.demo.items import write_demo_items
-from benchcheck.demo.videos import make_demo_videos, store_and_cache
+from benchcheck.atomic import write_json_atomic, write_text_atomic
+from benchcheck.demo import funnel as fn
+from benchcheck.demo.benchmarks import DemoItem, build_items, scenes_needed, write_benchmarks
+from benchcheck.demo.kind_videos import make_scene_videos, normalize_scenes
+from benchcheck.demo.kinds import STORAGE_SHORT, View, answerable, expected_verdicts
+from benchcheck.demo.scenes import make_scenes
 from benchcheck.engines.base import Engine
-from benchcheck.items import load_items
-from benchcheck.items.report import validation_table
+from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.reference import DEFAULT_NAME as REFERENCE_NAME
+from benchcheck.engines.registry import from_options
+from benchcheck.items import Item, load_items
+from benchcheck.report.site import demo_report
 from benchcheck.screen.assemble import assemble
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.frames import CacheFrames
 from benchcheck.screen.runner import RunConfig, append_run_log, run_step
 from benchcheck.screen.steps import DEFAULT_CHAIN, DEFAULT_INTRO, INTROS, STEPS
+from benchcheck.sweep.analysis import Interval
+from benchcheck.sweep.demo import DEMO_CONDS, DemoSweep, run_demo_sweep
+from benchcheck.sweep.engine import SweepEngine
 
 Echo = Callable[[str], None]
-TINY_SEEDS = {"8b": 0, "2b": 1}
+TINY_LABEL = "tiny-qwen3-vl-8b-random-weights"  # the tiny model's rows name it as what it is
+TINY_ITEMS_PER_BENCH = 2
 
 
-def build_models(root: Path) -> dict[str, Path]:
-    """Tiny stand-ins for the 8B and 2B models (different seeds), built once."""
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    results: Path
+    funnel_match: bool
+    funnel_path: Path
+    truth_path: Path
+    wall_s: float
+    sweep_match: bool | None = None  # every benchmark's sweep verdict is the expected one (None: not run)
+
+
+def build_tiny(root: Path) -> Path:
     from benchcheck.engines.models import build_tiny_model
 
-    out = {}
-    for key, seed in TINY_SEEDS.items():
-        d = root / f"tiny-qwen3-vl-{key}"
-        if not (d / "config.json").is_file():
-            build_tiny_model(d, seed=seed)
-        out[key] = d
+    d = root / "tiny-qwen3-vl-8b"
+    if not (d / "config.json").is_file():
+        build_tiny_model(d, seed=0)
+    return d
+
+
+def _step0(items: Sequence[Item], out: Path, echo: Echo, progress: bool) -> Path | None:
+    """Step-0 dedup with the packaged MiniLM; None (and a note) where it is not installed."""
+    from benchcheck.dedup import DedupError, SentenceEmbedder, dedup_items, default_threshold, resolve_model
+    from benchcheck.dedup.outputs import write_outputs
+
+    try:
+        ref = resolve_model("minilm")
+        result = dedup_items(items, SentenceEmbedder(ref, device="cpu"), default_threshold(ref),
+                             out / "pool_embeddings", progress=progress)
+        write_outputs(result, out)
+    except (DedupError, ImportError, OSError) as e:
+        echo(f"  step 0 skipped: {e}")
+        return None
+    verdicts = [v.verdict for v in result.verdicts]
+    echo(f"  step 0: {len(verdicts)} items, {verdicts.count('kept')} kept, "
+         f"{len(verdicts) - verdicts.count('kept')} duplicates removed")
+    return out / "step0_kept.parquet"
+
+
+async def _screen(ctx: ScreenContext, engine: Engine, echo: Echo, progress: bool, batch_items: int) -> None:
+    for step in ctx.chain:
+        cfg = RunConfig(step=step, intro=INTROS[DEFAULT_INTRO], workers=1, batch_items=batch_items,
+                        progress=progress)
+        started = time.time()
+        summary = await run_step(ctx, engine, cfg, echo)
+        append_run_log(ctx.results, summary, cfg, engine, [], started)
+        plan = ctx.plan(step)
+        echo(f"  step {step} {STEPS[step].name}: {summary.ok} screened now, {summary.removed} removed, "
+             f"{summary.error_rows} error rows; REMAINING_TOTAL={plan.remaining}")
+
+
+async def _tiny_step1(items: Sequence[Item], out: Path, results: Path, echo: Echo, progress: bool) -> None:
+    ctx = make_context(items, results, (1,), None, None, limit=TINY_ITEMS_PER_BENCH)
+    engine = from_options("hf", EngineOptions(model=str(build_tiny(out / "models")), device="cpu",
+                                              served_name=TINY_LABEL))
+    try:
+        await _screen(ctx, engine, echo, progress, 16)
+    finally:
+        await engine.aclose()
+
+
+def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
+    """The frames x pixels sweep on every demo item through the reference engine, then its verdict
+    per benchmark next to the one the construction gives (``expected_verdicts``)."""
+    echo(f"7/9 sweep: conditions {DEMO_CONDS} on every item, reference engine, then the analysis")
+    result = run_demo_sweep(bundle.paths, out / "store", out / "sweep",
+                            SweepEngine("reference", model=REFERENCE_NAME), echo=lambda _: None)
+    echo("8/9 sweep verdict per benchmark: observed vs expected (pixels: acc 32f s448 - s168; "
+         "frames: acc 128f - 8f at s224; 95% video-clustered intervals)")
+    for bench, want in expected_verdicts().items():
+        v = result.verdicts.get(bench)
+        got = v.verdict if v else "missing"
+
+        def fmt(i: Interval | None) -> str:
+            return "-" if i is None else f"{i.est:+.2f} [{i.lo:+.2f}, {i.hi:+.2f}]"
+
+        effects = f"pixels {fmt(v.pixels)}  frames {fmt(v.frames)}" if v else ""
+        echo(f"  {bench:<12} {got:<12} expected {want:<8} {'ok' if got == want else 'DIFFERS'}  {effects}")
+    record = {b: {"observed": v.verdict, "expected": expected_verdicts().get(b)} for b, v in result.verdicts.items()}
+    write_json_atomic(out / "sweep_verdicts.json", record, indent=1)
+    return result
+
+
+def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo) -> Path | None:
+    """``benchcheck audit`` on the screening rows (no new forwards); None when nothing to audit."""
+    from benchcheck.audit import run_audit
+    from benchcheck.audit.write import write_audit
+
+    res = run_audit(results, [it.item_id for it in items if it.format == "mc"])
+    if not res.steps:
+        echo("  audit skipped: no ok rows with letter log-probs")
+        return None
+    write_audit(res, out)
+    echo(f"  audit: {out / 'audit.md'}")
     return out
 
 
-def run_demo(out: str | Path, echo: Echo = print, progress: bool = True) -> Path:
-    """Run everything under ``out``; returns the results folder."""
+@dataclass(frozen=True, slots=True)
+class Benchmarks:
+    """Where ``prepare_benchmarks`` put things."""
+
+    paths: list[Path]
+    items: list[DemoItem]
+    video_ids: list[str]
+    frames: Path
+    truth: Path
+    n_scenes: int
+
+
+def prepare_benchmarks(out: str | Path, chain: Sequence[int] = DEFAULT_CHAIN) -> Benchmarks:
+    """Clips (``videos/``), the normalized store (``store/``), the 32-frame cache
+    (``frames/pool_frames/``), the benchmarks (``items/``) and their ground truth (``truth/``)
+    under ``out``; idempotent."""
     out = Path(out)
-    echo("1/6 tiny models")
-    models = build_models(out / "models")
-    echo("2/6 demo videos -> normalized store -> 32-frame cache")
+    scenes = make_scenes(scenes_needed())
     frames_root = out / "frames" / "pool_frames"
-    video_ids = store_and_cache(make_demo_videos(out / "videos"), out / "store", frames_root)
-    echo("3/6 demo items")
-    pool = write_demo_items(out / "items", video_ids=video_ids)
-    loaded = load_items(pool.paths)
-    echo(validation_table(loaded))
-    echo(f"{len(loaded.errors)} bad items reported and skipped (see `benchcheck items validate {out / 'items'}`)")
+    video_ids = normalize_scenes(make_scene_videos(scenes, out / "videos"), out / "store", frames_root)
+    items = build_items(scenes)
+    paths = write_benchmarks(out / "items", items, video_ids, chain, truth_dir=out / "truth")
+    return Benchmarks(paths, items, video_ids, frames_root, out / "truth", len(scenes))
+
+
+def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
+             chain: tuple[int, ...] = DEFAULT_CHAIN, tiny: bool = True, qa: bool = True,
+             sweep_on: bool = True) -> DemoResult:
+    """Run everything under ``out``; returns where the results are and whether the funnel matched."""
+    t0 = time.time()
+    out = Path(out)
+    echo("1/9 scenes -> clips -> normalized store -> 32-frame cache; benchmarks with known item kinds")
+    bundle = prepare_benchmarks(out, chain)
+    frames_root = bundle.frames
+    loaded = load_items(bundle.paths)
+    if loaded.errors:
+        raise RuntimeError(f"demo items failed to load: {loaded.errors[:3]}")
+    kind_of = {it.item_id: it.kind for it in bundle.items}
+    echo(f"  {bundle.n_scenes} clips of 40 frames at 896x448; {len(loaded.items)} items in {len(bundle.paths)} "
+         f"benchmarks; ground truth: {bundle.truth}")
+    echo("2/9 step 0: duplicates (sentence embeddings)")
+    keep = _step0(loaded.items, out / "step0", echo, progress)
     results = out / "results"
     frames = CacheFrames(frames_root)
-    ctx = make_context(loaded.items, results, DEFAULT_CHAIN, frames, None)
-    echo("4/6 screening steps 1-6 (in-process hf engine on the CPU)")
-    asyncio.run(_screen_all(ctx, models, echo, progress))
-    echo("5/6 assemble")
+    ctx = make_context(loaded.items, results, chain, frames, keep)
+    engine = from_options("reference", EngineOptions())
+    echo(f"3/9 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
+         "a deterministic rule-based program, not a model)")
+    asyncio.run(_screen(ctx, engine, echo, progress, 8))
+    if tiny:
+        echo(f"  + a short step 1 with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, real hf engine path; "
+             "its decisions are noise) -> results_tiny_random/")
+        asyncio.run(_tiny_step1(loaded.items, out, out / "results_tiny_random", echo, progress))
+    echo("4/9 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
-        echo(f"FLAG: {flag}")
-    echo("6/6 outputs")
+        echo(f"  FLAG: {flag}")
+    if qa:
+        echo("5/9 QA benchmark: qa run -> serve --engine reference, scored by the scripted judge")
+        from benchcheck.demo.qa_demo import QA_FRAMES, qa_dataset, run_qa_demo
+
+        summary = run_qa_demo(out, bundle.items)
+        view = View(n_frames=QA_FRAMES, short_side=STORAGE_SHORT)
+        kinds = [kind_of[str(d["id"])] for d in qa_dataset(bundle.items)]
+        expect = sum(answerable(k, view) for k in kinds) / len(kinds)
+        echo(f"  accuracy {summary.get('accuracy')} (predicted {expect:.2f}: {QA_FRAMES} frames at full size show "
+             f"every kind), {summary.get('counts', {}).get('errors')} errors, exit {summary['exit_code']}; "
+             f"model served {summary.get('model_served')}, judge {summary.get('judge_model')}; "
+             f"{summary['output_dir']}")
+    echo("6/9 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
+    step0_kept = None
+    if keep is not None:
+        from benchcheck.screen.plan import load_keep
+
+        step0_kept = load_keep(keep)
+    cols = fn.columns(chain, keep is not None)
+    observed = fn.tabulate(fn.observed_fates(ctx, step0_kept), kind_of)
+    expected = fn.predicted(loaded.items, kind_of, chain, keep is not None)
+    table = fn.render(observed, expected, cols)
+    echo(table)
+    match = observed == expected
+    echo("  funnel matches the construction" if match else "  FUNNEL DIFFERS from the construction (cells with !)")
+    record = fn.funnel_record(observed, expected, cols, chain, engine.model_name)
+    write_json_atomic(out / "funnel.json", record, indent=1)
+    write_text_atomic(out / "funnel.txt", table + "\n")
+    sweep = _sweep(bundle, out, echo) if sweep_on else None
+    echo("9/9 audit of the removals (permutation null, thresholds), then the HTML report (funnel, benchmarks, "
+         "sweep, QA, audit, provenance with the engines' labels)")
+    audit_dir = _audit(results, loaded.items, out / "audit", echo)
+    report = demo_report(results, out / "items", frames_root, sweep=out / "sweep" if sweep_on else None,
+                         qa=out / "qa" / "run" if qa else None,
+                         side_results=[out / "results_tiny_random"] if tiny else [], audit=audit_dir)
+    echo("outputs:")
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")
-    echo(f"  rows: {results}/step<k>/<bench>.jsonl   report: {assembled.paths['summary_md']}")
-    return results
-
-
-async def _screen_all(ctx: ScreenContext, models: dict[str, Path], echo: Echo,
-                      progress: bool) -> None:
-    from benchcheck.engines.options import EngineOptions
-    from benchcheck.engines.registry import from_options
-
-    engines: dict[str, Engine] = {k: from_options("hf", EngineOptions(model=str(p), device="cpu", served_name=p.name))
-                                  for k, p in models.items()}
-    try:
-        for step in DEFAULT_CHAIN:
-            spec = STEPS[step]
-            cfg = RunConfig(step=step, intro=INTROS[DEFAULT_INTRO], workers=1, batch_items=16, progress=progress)
-            started = time.time()
-            summary = await run_step(ctx, engines[spec.model], cfg, echo)
-            append_run_log(ctx.results, summary, cfg, engines[spec.model], [], started)
-            plan = ctx.plan(step)
-            echo(f"step {step} {spec.name}: {summary.ok} screened now, {summary.removed} removed, "
-                 f"{summary.error_rows} error rows; REMAINING_TOTAL={plan.remaining} "
-                 f"NO_VIDEO={plan.counts['NO_VIDEO']} MISSING_FRAMES={plan.counts['MISSING_FRAMES']}")
-    finally:
-        for e in engines.values():
-            await e.aclose()
+    echo(f"  funnel: {out / 'funnel.json'}   ground truth: {out / 'truth' / 'ground_truth.jsonl'}")
+    if sweep is not None:
+        echo(f"  sweep: {sweep.files['markdown']}")
+    echo(f"  report (open in a browser): {report}")
+    wall = time.time() - t0
+    echo(f"demo done in {wall:.1f} s")
+    write_json_atomic(out / "demo_timing.json", {"wall_s": round(wall, 2)})
+    sweep_match = None if sweep is None else all(
+        (v := sweep.verdicts.get(b)) is not None and v.verdict == want for b, want in expected_verdicts().items())
+    return DemoResult(results, match, out / "funnel.json", out / "truth" / "ground_truth.jsonl", wall, sweep_match)

@@ -18,9 +18,10 @@ ENGINES: dict[str, str] = {
     "hf": "benchcheck.engines.hf:HFEngine",
     "openai": "benchcheck.engines.openai:OpenAIEngine",
     "scripted": "benchcheck.engines.scripted:ScriptedEngine",
+    "reference": "benchcheck.engines.reference:ReferenceEngine",
 }
 # Engines that answer without a server of their own (``serve`` can put them behind one).
-SERVABLE = ("hf", "scripted")
+SERVABLE = ("hf", "scripted", "reference")
 
 
 class EngineClass(Protocol):

@@ -32,6 +32,11 @@ Keys of a rule (``match`` and at least one action are required; unknown keys are
   delays and then lets the following rules decide.
 - ``times``: the rule applies to its first N matching requests only (then it is skipped), e.g. a
   judge that answers 429 twice and then succeeds.
+- ``images``: the rule matches only requests whose frames fit, ``{"count_min": 100,
+  "count_max": 600, "short_min": 300, "short_max": 480}`` (any subset): the number of images and
+  the smallest short side among them (a request without images has short side 0). The sweep's
+  analysis tests use it to script a "model" whose accuracy depends only on resolution or only
+  on the number of frames.
 
 No matching rule is a ``bad_request`` failure naming the text, never a made-up answer.
 Prompt tokens are estimated (4 characters per token, one token per 32x32 pixels of each image plus
@@ -63,7 +68,8 @@ from benchcheck.engines.base import (
 from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.engines.wire import is_context_too_long
 
-_RULE_KEYS = {"match", "ignore_case", "reply", "letters", "error", "delay_s", "times"}
+_RULE_KEYS = {"match", "ignore_case", "reply", "letters", "error", "delay_s", "times", "images"}
+_IMAGE_KEYS = ("count_min", "count_max", "short_min", "short_max")
 _ACTIONS = ("reply", "letters", "error", "delay_s")
 # Non-letter filler tokens (none matches the protocol's letter regex) that pad the top list.
 _FILLERS = (
@@ -88,6 +94,20 @@ class Rule:
     delay_s: float
     times: int | None
     used: int = 0
+    images: dict[str, int] | None = None
+
+    def fits(self, images: Sequence[ImageRef]) -> bool:
+        """Whether the request's frames satisfy the rule's ``images`` bounds."""
+        if not self.images:
+            return True
+        b = self.images
+        n = len(images)
+        if n < b.get("count_min", 0) or n > b.get("count_max", n):
+            return False
+        if "short_min" not in b and "short_max" not in b:
+            return True
+        short = min((min(_image_size(i)) for i in images), default=0)
+        return b.get("short_min", 0) <= short <= b.get("short_max", short)
 
     @property
     def delay_only(self) -> bool:
@@ -130,7 +150,13 @@ def _parse_rule(raw: object, where: str) -> Rule:
     times = raw.get("times")
     if times is not None and (not isinstance(times, int) or times < 1):
         raise RulesError(f"{where}: 'times' must be an integer >= 1")
-    return Rule(pattern, reply, letters, error, float(delay), times)
+    images = raw.get("images")
+    if images is not None:
+        if (not isinstance(images, Mapping) or not images or set(images) - set(_IMAGE_KEYS)
+                or not all(isinstance(v, int) and v >= 0 for v in images.values())):
+            raise RulesError(f"{where}: 'images' must be an object of {', '.join(_IMAGE_KEYS)} -> integer >= 0")
+        images = {str(k): int(v) for k, v in images.items()}
+    return Rule(pattern, reply, letters, error, float(delay), times, images=images)
 
 
 def load_rules(rules: str | Path | Sequence[Mapping[str, Any]]) -> list[Rule]:
@@ -186,7 +212,7 @@ def jpeg_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-def _image_tokens(image: ImageRef) -> int:
+def _image_size(image: ImageRef) -> tuple[int, int]:
     data = image.read_bytes() if isinstance(image, Path) else image
     size = jpeg_size(data)
     if size is None:
@@ -194,7 +220,11 @@ def _image_tokens(image: ImageRef) -> int:
 
         with Image.open(io.BytesIO(data)) as im:  # other formats: the header only, no decoding
             size = im.size
-    w, h = size
+    return int(size[0]), int(size[1])
+
+
+def _image_tokens(image: ImageRef) -> int:
+    w, h = _image_size(image)
     return math.ceil(w / 32) * math.ceil(h / 32) + 2
 
 
@@ -240,11 +270,13 @@ class ScriptedEngine:
     def count_tokens(self, req: GenerateRequest) -> int:
         return estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
 
-    def _pick(self, text: str) -> tuple[float, Rule | None]:
+    def _pick(self, text: str, images: Sequence[ImageRef] = ()) -> tuple[float, Rule | None]:
         """Total delay of the delay-only rules passed, and the deciding rule (or None)."""
         delay = 0.0
         for rule in self.rules:
             if (rule.times is not None and rule.used >= rule.times) or not rule.pattern.search(text):
+                continue
+            if not rule.fits(images):
                 continue
             rule.used += 1
             delay += rule.delay_s
@@ -272,7 +304,7 @@ class ScriptedEngine:
         return rule
 
     async def _score_one(self, req: ScoreRequest, t0: float) -> LetterScores | Failure:
-        delay, rule = self._pick(req.prompt)
+        delay, rule = self._pick(req.prompt, req.images)
         if delay:
             await asyncio.sleep(delay)
         decided = self._decide(req.request_id, req.prompt, rule)
@@ -294,7 +326,7 @@ class ScriptedEngine:
         )
 
     async def _generate_one(self, req: GenerateRequest, t0: float) -> Generation | Failure:
-        delay, rule = self._pick(req.prompt)
+        delay, rule = self._pick(req.prompt, req.images)
         if delay:
             await asyncio.sleep(delay)
         decided = self._decide(req.request_id, req.prompt, rule)

@@ -110,6 +110,19 @@ def _markdown(summary: Sequence[dict[str, Any]], fates: Sequence[ItemFate], flag
     return "\n".join(lines) + "\n"
 
 
+def _engines_markdown(results: Path) -> str:
+    """Which engine and model answered each step (from run_log.jsonl), so a summary never hides
+    that a step ran on a rule-based reference engine or a random-weight stand-in."""
+    used: dict[int, set[str]] = defaultdict(set)
+    for r in read_rows(results / "run_log.jsonl"):
+        if isinstance(r.get("step"), int):
+            used[r["step"]].add(f"{r.get('engine')} / {r.get('model')}")
+    if not used:
+        return ""
+    lines = ["", "## Engines", ""] + [f"- step {s}: {', '.join(sorted(used[s]))}" for s in sorted(used)]
+    return "\n".join(lines) + "\n"
+
+
 def _step_table(state: StepState, step: int) -> list[dict[str, Any]]:
     return [{"item_id": v.item_id, "bench": v.row.bench, "step": step, "removed": v.removed, "margin": v.margin,
              "model": v.row.model, "config_hash": v.row.config_hash, "latency_s": v.row.get("latency_s"),
@@ -135,7 +148,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
     out.paths["summary_csv"] = res / "pool_summary.csv"
     _write_csv(out.paths["summary_csv"], out.summary)
     out.paths["summary_md"] = res / "pool_summary.md"
-    write_text_atomic(out.paths["summary_md"], _markdown(out.summary, fates, out.flags))
+    write_text_atomic(out.paths["summary_md"], _markdown(out.summary, fates, out.flags) + _engines_markdown(res))
     done = {s: sum(1 for v in st.verdicts() if v.done) for s, st in states.items()}
     accounting = accounting_rows(res, done)
     out.paths["accounting"] = res / "run_accounting.csv"

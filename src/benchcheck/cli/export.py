@@ -1,0 +1,52 @@
+"""``benchcheck export``: the cleaned (or removed) items for lmms-eval, VLMEvalKit or HF datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+
+
+@click.command("export")
+@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True)
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True))
+@click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True)
+@click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
+@click.option("--frames", "frames_root", type=click.Path(), default=None,
+              help="Frame cache: visual steps count as not screened for items without frames (as assemble).")
+@click.option("--store", type=click.Path(), default=None, help="Normalized store: write video file paths.")
+@click.option("--out", type=click.Path(file_okay=False), required=True)
+def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, fmt: str, removed: bool,
+           frames_root: str | None, store: str | None, out: str) -> None:
+    """Write the kept items of each benchmark (or --removed ones) for your own harness.
+
+    \b
+    Example:
+      benchcheck export --results results --items items/ --format lmms-eval --out export/lmms
+    """
+    from benchcheck.report.export import export as run
+    from benchcheck.report.export import select
+    from benchcheck.report.site import frame_check
+    from benchcheck.screen.steps import parse_chain
+
+    try:
+        steps = parse_chain(chain)
+    except ValueError as e:
+        die(str(e))
+    loaded = load_items_reporting(item_paths, columns, quiet=True)
+    if not loaded.items:
+        die("no valid items in --items")
+    selected = select(Path(results), loaded.items, steps, removed,
+                      frame_check(Path(frames_root) if frames_root else None), Path(store) if store else None)
+    paths = run(fmt, Path(out), selected, removed)
+    n = sum(len(v) for v in selected.values())
+    click.echo(f"{n} {'removed' if removed else 'kept'} items of {len(selected)} benchmarks -> {out}", err=True)
+    for p in paths:
+        click.echo(str(p))
+
+
+COMMANDS = [export]

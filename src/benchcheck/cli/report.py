@@ -1,0 +1,65 @@
+"""``benchcheck report``: the static audit site a person reads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+
+
+@click.command("report")
+@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True, help="Screening results.")
+@click.option("--items", "item_paths", multiple=True, type=click.Path(exists=True),
+              help="Item files or folders (for question text); without them ids and golds come from the rows.")
+@click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
+@click.option("--sweep", type=click.Path(), default=None, help="Sweep folder (reads results/conditions_results.csv).")
+@click.option("--qa", "qa_dir", type=click.Path(), default=None, help="Output folder of `benchcheck qa run`.")
+@click.option("--audit", "audit_dir", type=click.Path(), default=None, help="Output folder of `benchcheck audit`.")
+@click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
+@click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
+@click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
+@click.option("--bench-png", is_flag=True, help="Also a matplotlib PNG per benchmark (slow on big pools).")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Report folder (open its index.html).")
+@click.option("--workers", type=click.IntRange(1, 64), default=min(4, os.cpu_count() or 1), show_default=True,
+              help="Processes (benchmarks are built in parallel).")
+@click.option("--no-progress", is_flag=True)
+def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
+           qa_dir: str | None, audit_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool,
+           bench_png: bool, out: str, workers: int, no_progress: bool) -> None:
+    """Write a self-contained static report (works from file://, offline) and print its index.html.
+
+    \b
+    Example:
+      benchcheck report --results results --items items/ --out results/report
+    """
+    from benchcheck.report import ReportOptions, build_report
+    from benchcheck.report.site import ReportError
+    from benchcheck.screen.steps import parse_chain
+
+    try:
+        steps = parse_chain(chain)
+    except ValueError as e:
+        die(str(e))
+    items = load_items_reporting(item_paths, columns, quiet=True).items if item_paths else None
+    if frames_root is not None and not Path(frames_root).is_dir():
+        die(f"--frames {frames_root}: not a folder")
+    opts = ReportOptions(Path(results), Path(out), items, steps, sweep=Path(sweep) if sweep else None,
+                         qa=Path(qa_dir) if qa_dir else None, audit=Path(audit_dir) if audit_dir else None,
+                         frames=Path(frames_root) if frames_root else None,
+                         copy_frames=copy_frames, plots=not no_plots, progress=not no_progress, workers=workers,
+                         bench_png=bench_png)
+    try:
+        built = build_report(opts)
+    except ReportError as e:
+        die(str(e))
+    for w in built.warnings:
+        click.echo(f"WARNING: {w}", err=True)
+    click.echo(f"{built.benches} benchmarks, {built.items} items, {built.seconds:.1f} s", err=True)
+    click.echo(str(built.index))
+
+
+COMMANDS = [report]

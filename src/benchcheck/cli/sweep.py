@@ -1,0 +1,140 @@
+"""``benchcheck sweep run|dry-run|analyze``: the frames x pixels sweep (SPEC section 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.engines.registry import engine_names
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_plan_opts = [
+    click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+                 help="Item files or folders (repeatable)."),
+    click.option("--store", type=click.Path(), default=None, help="Normalized video store (normalized/<id>/)."),
+    click.option("--results", type=click.Path(), required=True, help="Results folder (conditions_results.csv)."),
+    click.option("--logs", type=click.Path(), default=None, help="Run logs (default: RESULTS/../logs)."),
+    click.option("--data-logs", type=click.Path(), default=None,
+                 help="Timing and failures (default: RESULTS/../data/logs)."),
+    click.option("--conds", default=None, help="Conditions or ladder names, comma-separated (default: all 13)."),
+    click.option("--bench", default=None, help="Only these benchmarks: A,B."),
+    click.option("--pilot", is_flag=True, help="MVBench, LVBench, TimeScope (or the first three present)."),
+    click.option("--limit", type=int, default=None, help="At most N items per benchmark."),
+    click.option("--columns", default=None, help="Column map for CSV/Parquet items."),
+    click.option("--model", default=None, help="Hub name or checkpoint folder (default: Qwen3-VL-8B, pinned)."),
+    click.option("--revision", default=None),
+    click.option("--token-budget", type=int, default=58000, show_default=True,
+                 help="Prompt tokens the fps ladders may fill (SPEC: do not change)."),
+    click.option("--max-images", type=int, default=1024, show_default=True, help="Images per request (SPEC)."),
+]
+
+
+def plan_options(f: F) -> F:
+    for opt in reversed(_plan_opts):
+        f = opt(f)
+    return f
+
+
+def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
+    from benchcheck.sweep.cli_run import SweepArgs
+    from benchcheck.sweep.engine import SweepEngine
+    from benchcheck.sweep.results import SweepPaths
+
+    loaded = load_items_reporting(kw["item_paths"], kw["columns"])
+    paths = SweepPaths.under(kw["results"], kw["logs"], kw["data_logs"])
+    eng = engine or SweepEngine(model=kw["model"], revision=kw["revision"])
+    return SweepArgs(loaded.items, kw["store"], paths, kw["conds"], kw["bench"], kw["pilot"], kw["limit"], eng,
+                     token_budget=kw["token_budget"], max_images=kw["max_images"], **extra)
+
+
+@click.group("sweep")
+def sweep() -> None:
+    """The frames x pixels sweep: resolution, frame-rate and frame-count ladders."""
+
+
+@sweep.command("dry-run")
+@plan_options
+def dry_run_cmd(**kw: Any) -> None:
+    """Per benchmark x condition: todo / NA / reuse / failures and projected prompt tokens per item.
+
+    \b
+    Example:
+      benchcheck sweep dry-run --items items/samples --store data/store --results results
+    """
+    from benchcheck.sweep.cli_run import dry_run
+
+    try:
+        dry_run(_args(kw), click.echo)
+    except ValueError as e:
+        die(str(e))
+
+
+@sweep.command("run")
+@plan_options
+@click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True)
+@click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable; round-robin).")
+@click.option("--api-key-env", default=None, help="Environment variable holding the endpoints' API key.")
+@click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
+@click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
+@click.option("--workers", type=int, default=None, help="Units in flight (default: 6 per endpoint, 1 for hf).")
+@click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
+@click.option("--chunk", type=int, default=1, show_default=True, help="Items per engine call.")
+@click.option("--max-model-len", type=int, default=None,
+              help="Declare the engine's context when it cannot report it (never lowers the budget).")
+@click.option("--no-progress", is_flag=True)
+def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str, rules: str | None,
+            workers: int | None, decode_workers: int | None, chunk: int, max_model_len: int | None,
+            no_progress: bool, **kw: Any) -> None:
+    """Run the missing (bench, item, condition) rows; existing CSV rows are skipped (resumable).
+
+    \b
+    Example:
+      benchcheck sweep run --items items/samples --store data/store --results results \\
+        --engine openai --endpoint http://127.0.0.1:8011/v1 --endpoint http://127.0.0.1:8012/v1 --pilot
+    """
+    from benchcheck.sweep.cli_run import PreconditionError, run
+    from benchcheck.sweep.engine import SweepEngine, endpoints_list
+
+    eps = endpoints_list(endpoints)
+    opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules,
+                         concurrency=workers or 6 * max(1, len(eps)))
+    try:
+        summary = run(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
+                            max_model_len=max_model_len, progress=not no_progress), click.echo)
+    except PreconditionError as e:
+        die(str(e))
+    except ValueError as e:
+        die(str(e))
+    raise SystemExit(3 if summary.aborted else 0)
+
+
+@sweep.command("analyze")
+@click.option("--results", type=click.Path(exists=True), required=True, help="Results folder (conditions_results.csv).")
+@click.option("--out", type=click.Path(), required=True, help="Output folder (CSV, Markdown, PNG plots).")
+@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--no-plots", is_flag=True)
+def analyze_cmd(results: str, out: str, n_boot: int, seed: int, no_plots: bool) -> None:
+    """Accuracy with clustered bootstrap CIs, pixels and frames effects, and the verdict per benchmark.
+
+    \b
+    Example:
+      benchcheck sweep analyze --results results --out results/sweep_analysis
+    """
+    from pathlib import Path
+
+    from benchcheck.sweep.report import write_analysis
+
+    try:
+        paths = write_analysis(Path(results), Path(out), n_boot=n_boot, seed=seed, plots=not no_plots)
+    except ValueError as e:
+        die(str(e))
+    for name, p in paths.items():
+        click.echo(f"{name}: {p}")
+
+
+COMMANDS = [sweep]

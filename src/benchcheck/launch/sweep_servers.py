@@ -1,0 +1,178 @@
+"""``benchcheck launch --sweep``: the sweep's servers (SPEC section 5, seed 001) and its one client.
+
+One server per GPU on ports 8011+i with ``--max-model-len 65536`` and
+``--limit-mm-per-prompt '{"image": 1024}'`` (the fps ladders send up to 582 frames of 97
+tokens), ``--max-num-seqs 32`` (8 on GPUs of 32 GB or less), then ONE ``benchcheck sweep run``
+client given every endpoint: it round-robins over them with 6 workers per GPU. The exact server
+lines go to ``logs/launch_params.txt``. Without vLLM, ``benchcheck serve`` stands in.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from benchcheck.launch.host import write_launch_params
+from benchcheck.launch.servers import Running, ServerSpec, start, stop, visible_gpus, vllm_available, wait_healthy
+
+SWEEP_PORT0 = 8011
+SWEEP_MAX_MODEL_LEN = 65536
+SWEEP_LIMIT_MM = '{"image": 1024}'
+SWEEP_MAX_SEQS = 32
+SMALL_GPU_MAX_SEQS = 8
+SMALL_GPU_GIB = 40  # a 32 GB card (RTX 5090) reports a little under 32 GiB
+SWEEP_WORKERS_PER_GPU = 6
+SWEEP_GPU_UTIL = 0.85
+
+
+@dataclass(frozen=True, slots=True)
+class SweepLaunch:
+    n_servers: int
+    gpus: tuple[str, ...]
+    model: str
+    served_name: str
+    revision: str | None
+    use_vllm: bool
+    max_num_seqs: int
+    sweep_args: tuple[str, ...]  # --items ... --store ... --results ... [--conds ...] [--pilot]
+    logs: Path
+    port0: int = SWEEP_PORT0
+    workers_per_gpu: int = SWEEP_WORKERS_PER_GPU
+    gpu_util: float = SWEEP_GPU_UTIL
+    server_timeout_s: float = 900.0
+
+
+def gpu_memory_gib() -> list[float]:
+    """Total memory of each GPU nvidia-smi lists (empty without a driver)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"], capture_output=True,
+                             text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [float(x) / 1024 for x in out.split() if x.replace(".", "", 1).isdigit()]
+
+
+def default_max_seqs(memory_gib: Sequence[float]) -> int:
+    """32 sequences per server; 8 when the smallest GPU has 32 GB or less (seed 001 MAX_SEQS)."""
+    return SMALL_GPU_MAX_SEQS if memory_gib and min(memory_gib) <= SMALL_GPU_GIB else SWEEP_MAX_SEQS
+
+
+def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
+    """Server i on GPU ``gpus[i]`` (CPU servers when none), port 8011+i. Pure."""
+    if p.gpus and p.n_servers > len(p.gpus):
+        raise ValueError(f"{p.n_servers} servers asked for but only {len(p.gpus)} GPUs are visible")
+    specs = []
+    for i in range(p.n_servers):
+        port = p.port0 + i
+        env = {"CUDA_VISIBLE_DEVICES": p.gpus[i]} if p.gpus else {}
+        if p.use_vllm:
+            argv = ["vllm", "serve", p.model, "--served-model-name", p.served_name, "--host", "127.0.0.1",
+                    "--port", str(port), "--gpu-memory-utilization", str(p.gpu_util), "--max-num-seqs",
+                    str(p.max_num_seqs), "--max-model-len", str(SWEEP_MAX_MODEL_LEN), "--limit-mm-per-prompt",
+                    SWEEP_LIMIT_MM]
+        else:
+            argv = [sys.executable, "-m", "benchcheck", "serve", "--model", p.model, "--served-model-name",
+                    p.served_name, "--host", "127.0.0.1", "--port", str(port), "--max-batch-size",
+                    str(p.max_num_seqs), "--max-model-len", str(SWEEP_MAX_MODEL_LEN), "--device",
+                    "cuda" if p.gpus else "cpu"]
+        if p.revision:
+            argv += ["--revision", p.revision]
+        specs.append(ServerSpec(i, port, tuple(argv), env))
+    return specs
+
+
+def sweep_client_argv(p: SweepLaunch, specs: Sequence[ServerSpec]) -> list[str]:
+    """The one client: every endpoint (round-robin), 6 workers per GPU. Pure."""
+    argv = [sys.executable, "-m", "benchcheck", "sweep", "run", "--engine", "openai", "--model", p.served_name,
+            "--workers", str(p.workers_per_gpu * len(specs)), "--no-progress"]
+    for s in specs:
+        argv += ["--endpoint", s.url]
+    if p.revision:
+        argv += ["--revision", p.revision]
+    return argv + list(p.sweep_args)
+
+
+def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, revision: str | None, server: str,
+                      max_num_seqs: int | None, sweep_args: Sequence[str], logs: Path,
+                      port0: int = SWEEP_PORT0) -> SweepLaunch:
+    gpus = visible_gpus()
+    n = gpus_wanted if gpus_wanted is not None else max(1, len(gpus))
+    if n < 1:
+        raise ValueError("--gpus must be at least 1")
+    if server == "vllm" and not vllm_available():
+        raise ValueError("--server vllm: vllm is not installed")
+    use_vllm = server == "vllm" or (server == "auto" and vllm_available() and bool(gpus))
+    seqs = max_num_seqs or default_max_seqs(gpu_memory_gib()[: n] if gpus else [])
+    return SweepLaunch(n, tuple(gpus[:n]), model, served_name, revision, use_vllm, seqs, tuple(sweep_args), logs,
+                       port0)
+
+
+def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
+    """Start the servers, wait until healthy, run the client, stop them. Returns the client's exit code."""
+    specs = sweep_server_specs(p)
+    write_launch_params(p.logs, specs, f"sweep: {p.n_servers} servers, max-num-seqs {p.max_num_seqs}, "
+                                       f"{p.workers_per_gpu} workers per GPU")
+    started: list[subprocess.Popen[bytes]] = []
+    servers: list[Running] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        for s in specs:
+            r = start(s, p.logs / f"vllm_gpu{s.index}.log")
+            servers.append(r)
+            started.append(r.proc)
+            echo(f"server {s.index}: {s.line()}")
+        wait_healthy(servers, p.server_timeout_s)
+        echo(f"{len(servers)} servers healthy; sweep client over {len(specs)} endpoints")
+        client = subprocess.Popen(sweep_client_argv(p, specs), start_new_session=True)
+        started.append(client)
+        return client.wait()
+    except KeyboardInterrupt:
+        echo("interrupted: stopping servers and the client")
+        return 130
+    finally:
+        stop(started)
+        signal.signal(signal.SIGTERM, old)
+
+
+def launch_sweep(gpus: int | None, model: str | None, revision: str | None, served_model_name: str | None,
+                 server: str, max_num_seqs: int | None, port0: int | None, logs: str, item_paths: Sequence[str],
+                 results: str, store: str | None, bench: str | None, limit: int | None, columns: str | None,
+                 conds: str | None, pilot: bool, echo: Callable[[str], None]) -> int:
+    """The body of ``benchcheck launch --sweep`` (exit 2 with a message on a precondition failure)."""
+    from benchcheck.launch.cli_run import served_name
+    from benchcheck.sweep.conditions import SWEEP_MODEL
+
+    if not store:
+        echo("error: --sweep needs --store (the normalized videos)")
+        return 2
+    name = model or SWEEP_MODEL.name
+    rev = revision if model else (revision or SWEEP_MODEL.revision)
+    args: list[str] = []
+    for p in item_paths:
+        args += ["--items", p]
+    args += ["--store", store, "--results", results, "--logs", logs]  # runner.log beside launch_params.txt
+    for flag, value in (("--bench", bench), ("--limit", limit), ("--columns", columns), ("--conds", conds)):
+        if value is not None:
+            args += [flag, str(value)]
+    if pilot:
+        args.append("--pilot")
+    try:
+        plan = plan_sweep_launch(gpus, name, served_name(name, served_model_name), rev, server, max_num_seqs, args,
+                                 Path(logs), port0 or SWEEP_PORT0)
+        return run_sweep_launch(plan, echo)
+    except (ValueError, RuntimeError) as e:
+        echo(f"error: {e}")
+        return 2

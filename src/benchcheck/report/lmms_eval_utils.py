@@ -1,0 +1,49 @@
+"""Task functions for the lmms-eval task folder that ``benchcheck export --format lmms-eval`` writes.
+
+This file is copied as ``utils.py`` beside the task YAMLs and imported by lmms-eval's own loader
+(``!function utils.doc_to_text``), so it imports nothing from benchcheck. The prompt is the
+screening protocol's: the question, one option per line as ``"A. text"``, then the instruction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+INSTRUCTION = "Answer with the option letter only."
+_FIRST_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]\.:,]|\s|$)")
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[str]:
+    """The item's video file when it exists on this machine (lmms-eval video models read paths)."""
+    path = doc.get("video")
+    return [path] if isinstance(path, str) and path and os.path.isfile(path) else []
+
+
+def doc_to_choice(doc: dict[str, Any]) -> list[str]:
+    return list(doc["options"])
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    kw = lmms_eval_specific_kwargs or {}
+    opts = "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(doc["options"]))
+    pre, post = kw.get("pre_prompt", ""), kw.get("post_prompt", INSTRUCTION)
+    return f"{pre}Question: {doc['question']}\nOptions:\n{opts}\n{post}"
+
+
+def doc_to_target(doc: dict[str, Any]) -> str:
+    return LETTERS[int(doc["answer"])]
+
+
+def parse_letter(text: str, n_options: int) -> str | None:
+    """The option letter a reply starts with ("B", "(B)", "B. text"); None when there is none."""
+    m = _FIRST_LETTER.match(text or "")
+    return m.group(1) if m and LETTERS.index(m.group(1)) < n_options else None
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
+    """1.0 when the reply's letter is the gold letter; a reply without a letter scores 0, never a guess."""
+    pred = parse_letter(results[0] if results else "", len(doc["options"]))
+    return {"accuracy": float(pred == doc_to_target(doc))}

@@ -1,0 +1,376 @@
+"""``build_report``: the static audit site (HTML + CSS + JS + data chunks + PNG figures).
+
+Opens from ``file://`` with no server and no network: templates are rendered here, the CSS and
+JS are package files copied beside the pages, and the item data is split into small script
+chunks (see :mod:`benchcheck.report.browser`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from benchcheck.atomic import write_json_atomic
+from benchcheck.items import Item
+from benchcheck.report import plots, stats, svg
+from benchcheck.report.audit import read_audit
+from benchcheck.report.browser import BenchChunks, safe_video_id, write_bench, write_file, write_index
+from benchcheck.report.provenance import step_lines, warnings
+from benchcheck.report.qa import QAData, read_qa
+from benchcheck.report.source import BenchEvidence, StepProvenance, bench_groups, read_group, run_log, run_specs
+from benchcheck.report.sweep import (
+    SweepAnswer,
+    SweepData,
+    analysis_verdicts,
+    fmt_diff,
+    ladders,
+    plane,
+    read_sweep,
+    verdict,
+)
+from benchcheck.screen.fates import REMOVED
+from benchcheck.screen.steps import STEPS
+
+EXAMPLES_PER_BENCH = 8
+THUMB_PX = 160
+
+
+@dataclass(slots=True)
+class ReportOptions:
+    results: Path
+    out: Path
+    items: Sequence[Item] | None = None
+    chain: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    sweep: Path | None = None
+    qa: Path | None = None
+    audit: Path | None = None  # output folder of `benchcheck audit`
+    frames: Path | None = None  # frame cache root (pool_frames)
+    copy_frames: bool = False  # copy the shown frames small instead of referencing the cache
+    plots: bool = True
+    progress: bool = False
+    workers: int = 1  # processes, one benchmark each at a time
+    bench_png: bool = False  # also a matplotlib PNG per benchmark (slow on big pools)
+    side_results: tuple[Path, ...] = ()  # other runs on the same items (their run logs go into provenance)
+
+
+@dataclass(slots=True)
+class BenchPage:
+    name: str
+    slug: str
+    n: int
+    finals: dict[str, int]
+    summary: list[dict[str, Any]]
+    rates: dict[int, stats.Rate]
+    overall: stats.Rate
+    flags: list[str]
+    examples: list[dict[str, Any]]
+    figure: str | None
+    charts: list[str] = field(default_factory=list)  # inline SVG
+
+
+@dataclass(slots=True)
+class Built:
+    out: Path
+    index: Path
+    benches: int = 0
+    items: int = 0
+    data_bytes: int = 0
+    flags: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("benchcheck.report", "templates"),
+                             autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.1f}%"
+    env.filters["rate"] = lambda r: "-" if r.value is None else (
+        f"{100 * r.value:.1f}% [{100 * (r.lo or 0):.1f}, {100 * (r.hi or 0):.1f}]")
+    env.filters["diff"] = fmt_diff
+    env.filters["num"] = lambda v: "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+    return env
+
+
+def _copy_static(out: Path) -> None:
+    static = resources.files("benchcheck.report") / "static"
+    (out / "static").mkdir(parents=True, exist_ok=True)
+    for f in static.iterdir():
+        if f.is_file():
+            write_file(out / "static" / f.name, f.read_bytes())
+
+
+def _thumbs(out: Path, frames: Path, bench: BenchEvidence) -> None:
+    """Copy the frames each item was shown, at most THUMB_PX on the long side (once per file)."""
+    from PIL import Image
+
+    for ev in bench.items:
+        vid = safe_video_id(ev.item.video_id)
+        if vid is None:
+            continue
+        wanted = {p for row in ev.rows.values() for p in ((row.get("frames") or {}).get("positions") or [])
+                  if isinstance(p, int)}
+        for k in sorted(wanted):
+            src, dst = frames / vid / f"frame_{k}.jpg", out / "frames" / vid / f"frame_{k}.jpg"
+            if dst.is_file() or not src.is_file():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with Image.open(src) as im:
+                    im.thumbnail((THUMB_PX, THUMB_PX))
+                    im.convert("RGB").save(dst.with_suffix(".tmp"), format="JPEG", quality=80)
+                os.replace(dst.with_suffix(".tmp"), dst)
+            except OSError:
+                continue  # an unreadable frame shows as a missing thumbnail, never stops the report
+
+
+def _examples(bench: BenchEvidence) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for ev in bench.items:
+        if ev.final == REMOVED and len(out) < EXAMPLES_PER_BENCH:
+            s = ev.removed_at
+            out.append({"id": ev.item.item_id, "q": ev.item.question, "gold": ev.item.options[ev.item.answer]
+                        if 0 <= ev.item.answer < len(ev.item.options) else "?", "step": s,
+                        "margin": ev.margins.get(s) if s is not None else None})
+    return out
+
+
+def _bench_page(opts: ReportOptions, staging: Path, bench: BenchEvidence, chunks: BenchChunks) -> BenchPage:
+    rates = stats.removal_rates(bench)
+    finals = stats.final_counts(bench.items)
+    screened = sum(1 for ev in bench.items if any(f in ("kept", "removed") for f in ev.fates.values()))
+    figure, charts = None, []
+    if opts.plots:
+        gold, picks = stats.positions(bench.items, 1)
+        margins = {s: stats.step_margins(bench.items, s) for s in opts.chain}
+        charts = _charts(opts.chain, rates, margins, gold, picks)
+        if opts.bench_png:
+            name = f"img/bench_{chunks.slug}.png"
+            plots.bench_figure(staging / name, bench.bench, opts.chain, rates, margins, gold, picks)
+            figure = "../" + name
+    return BenchPage(bench.bench, chunks.slug, len(bench.items), dict(finals), [dict(r) for r in bench.summary],
+                     rates, stats.wilson(finals[REMOVED], screened), list(bench.flags), _examples(bench), figure,
+                     charts)
+
+
+def _charts(chain: Sequence[int], rates: dict[int, stats.Rate], margins: dict[int, list[float]],
+            gold: Counter[int], picks: Counter[int]) -> list[str]:
+    labels = [str(s) for s in chain]
+    r = [rates.get(s, stats.Rate(0, 0, None, None)) for s in chain]
+    out = [svg.bars("removal rate per step, 95% interval", labels, [("removed %", plots.REMOVED_C,
+                    [100 * (x.value or 0) for x in r])], ymax=100.0,
+                    err=[(100 * (x.lo or 0), 100 * (x.hi or 0)) for x in r], ylabel="% removed")]
+    k = max([*gold, *picks, 1]) + 1
+    out.append(svg.bars("step 1 answer position (all permutations)", list(plots.LETTERS[:k]),
+                        [("gold", plots.GOLD, [float(gold.get(j, 0)) for j in range(k)]),
+                         ("model pick", plots.PICK, [float(picks.get(j, 0)) for j in range(k)])], ylabel="count"))
+    for s in chain:
+        if margins.get(s):
+            counts, edges = stats.histogram(margins[s], bins=30)
+            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=stats.LOG2))
+    return out
+
+
+class ReportError(Exception):
+    """A precondition the user can fix (one line)."""
+
+
+def check_out(out: Path) -> None:
+    """A build replaces ``out`` whole, so ``out`` must be absent, empty or an earlier report."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "report.json").is_file())):
+        raise ReportError(f"{out}: exists and is not a BenchCheck report (no report.json); choose another --out")
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Swap the finished staging folder in: a reader (or a kill) sees the old report or the new one."""
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)
+
+
+def build_report(opts: ReportOptions) -> Built:
+    """Build the site in a staging folder beside ``opts.out``, then publish it by renames."""
+    t0 = time.time()
+    out = opts.out
+    check_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.building-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        built = _build(opts, staging)
+        built.seconds = round(time.time() - t0, 2)
+        write_json_atomic(staging / "report.json", {
+            "results": str(opts.results), "benches": built.benches, "items": built.items, "flags": built.flags,
+            "warnings": built.warnings, "data_bytes": built.data_bytes, "seconds": built.seconds}, indent=1)
+        publish(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return built
+
+
+def _build(opts: ReportOptions, staging: Path) -> Built:
+    sweep, qa = read_sweep(opts.sweep), read_qa(opts.qa)
+    frames_base = None
+    if opts.frames is not None:
+        frames_base = "frames" if opts.copy_frames else Path(os.path.relpath(opts.frames.resolve(),
+                                                                             opts.out.resolve())).as_posix()
+    prov: dict[int, StepProvenance] = {}
+    pages: list[BenchPage] = []
+    chunks: list[BenchChunks] = []
+    summary: list[dict[str, Any]] = []
+    for page, bc, rows, p in _bench_results(opts, staging, sweep):
+        pages.append(page)
+        chunks.append(bc)
+        summary += rows
+        for s, sp in p.items():
+            prov.setdefault(s, StepProvenance()).merge(sp)
+    built = Built(opts.out, opts.out / "index.html", len(pages), sum(p.n for p in pages))
+    built.data_bytes = sum(c.bytes_written for c in chunks) + write_index(staging, chunks, opts.chain, frames_base)
+    built.flags = [f for p in pages for f in p.flags]
+    lines = step_lines(prov)
+    log = run_log(opts.results) + [{**r, "results": str(d)} for d in opts.side_results for r in run_log(d)]
+    built.warnings = warnings(lines, log)
+    _render(opts, staging, built, pages, summary, lines, log, sweep, qa)
+    return built
+
+
+BenchResult = tuple[BenchPage, BenchChunks, list[dict[str, Any]], dict[int, StepProvenance]]
+
+
+def _bench_task(opts: ReportOptions, staging: Path, bench: str, items: list[Item] | None,
+                answers: dict[str, list[SweepAnswer]]) -> BenchResult:
+    """One benchmark end to end: rows read, chunks and thumbnails written, page data built."""
+    prov: dict[int, StepProvenance] = {}
+    ev = read_group(opts.results, bench, items, opts.chain, frame_check(opts.frames), prov)
+    bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers)
+    if opts.copy_frames and opts.frames is not None:
+        _thumbs(staging, opts.frames, ev)
+    return _bench_page(opts, staging, ev, bc), bc, [dict(r) for r in ev.summary], prov
+
+
+def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list[BenchResult]:
+    """Benchmarks are independent: with ``workers`` > 1 they run in spawned processes (each
+    holds one benchmark at a time), and come back in benchmark order."""
+    groups = bench_groups(opts.results, opts.items, opts.chain)
+    light = dataclasses.replace(opts, items=None)  # never pickle the whole pool per task
+    bar = _bar(len(groups), opts.progress)
+    out: dict[str, BenchResult] = {}
+    try:
+        if opts.workers <= 1 or len(groups) <= 1:
+            for bench, its in groups:
+                out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}))
+                bar.update(1)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx) as pool:
+                futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {})): bench
+                           for bench, its in groups}
+                for fut in as_completed(futures):
+                    out[futures[fut]] = fut.result()
+                    bar.update(1)
+    finally:
+        bar.close()
+    return [out[b] for b, _ in groups]
+
+
+def frame_check(frames: Path | None) -> Callable[[Item], bool]:
+    if frames is None:
+        return lambda _item: False
+    from benchcheck.screen.frames import CacheFrames
+
+    cache = CacheFrames(frames)
+    return lambda item: bool(item.video_id) and cache.available(str(item.video_id))
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int | None, progress: bool) -> Any:
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="report", unit="bench", leave=False)
+
+
+def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchPage], summary: Sequence[dict[str, Any]],
+            lines: Sequence[Any], log: Sequence[dict[str, Any]], sweep: SweepData, qa: QAData) -> None:
+    env = _env()
+    _copy_static(out)
+    funnel = stats.funnel(summary)
+    finals: Counter[str] = Counter()
+    for p in pages:
+        finals.update(p.finals)
+    figs: dict[str, str] = {}
+    if opts.plots and funnel:
+        figs["funnel"] = plots.funnel_figure(out / "img" / "funnel.png", funnel).relative_to(out).as_posix()
+    if opts.plots and pages:
+        figs["benches"] = plots.bench_removal_figure(out / "img" / "benches.png", [p.name for p in pages],
+                                                     [p.overall for p in pages]).relative_to(out).as_posix()
+    common = {"warnings": built.warnings, "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "steps": {s: STEPS[s].name for s in opts.chain if s in STEPS}, "chain": opts.chain}
+
+    def page(name: str, template: str, root: str = "", **ctx: Any) -> None:
+        html = env.get_template(template).render(root=root, page=name, **common, **ctx)
+        write_file(out / name, html.encode())
+
+    page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
+         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results))
+    for p in pages:
+        page(f"bench/{p.slug}.html", "bench.html", root="../", b=p)
+    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep))
+    qa_fig = None
+    if opts.plots and qa.latencies:
+        qa_fig = plots.latency_figure(out / "img" / "qa_latency.png", qa.latencies).relative_to(out).as_posix()
+    page("qa.html", "qa.html", qa=qa, fig=qa_fig)
+    page("audit.html", "audit.html", audit=read_audit(opts.audit))
+    page("items.html", "items.html")
+    page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
+         results=str(opts.results))
+
+
+def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[str, Any]]:
+    from benchcheck.report.browser import slug
+
+    rows = []
+    own = analysis_verdicts(sweep.path) if sweep.available else {}
+    for bench, acc in sweep.acc.items():
+        fig = None
+        if opts.plots:
+            fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.png", bench, ladders(acc),
+                                      plane(acc)).relative_to(out).as_posix()
+        rows.append({"name": bench, "acc": acc, "verdict": own.get(bench) or verdict(acc), "fig": fig})
+    return rows
+
+
+def demo_report(results: Path, items_dir: Path, frames: Path | None, sweep: Path | None = None,
+                qa: Path | None = None, side_results: Sequence[Path] = (), audit: Path | None = None) -> Path:
+    """The demo's report (``results/report``), linking the demo's frame cache, with the sweep and
+    QA sections when given; returns index.html."""
+    from benchcheck.items import load_items
+
+    items = load_items([items_dir]).items
+    return build_report(ReportOptions(results, results / "report", items, sweep=sweep, qa=qa, audit=audit,
+                                      frames=frames, side_results=tuple(side_results))).index

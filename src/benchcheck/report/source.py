@@ -1,0 +1,205 @@
+"""The one place the report reads screening rows (an adapter).
+
+Everything else in :mod:`benchcheck.report` works on the records below, built from the typed
+records through ``store.load_state`` (the verdict reducer) + ``screen.fates.item_fates`` (the rules
+`assemble` uses, so the report and ``pool_summary.md`` agree); the evidence shown is each
+record's row as written (``Record.fields``). Benchmarks are read one at a time, so memory follows the largest benchmark,
+not the pool.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchcheck.items import Item
+from benchcheck.records import ErrorRow
+from benchcheck.screen.assemble import sanity_flags, summary_rows
+from benchcheck.screen.fates import ItemFate, item_fates
+from benchcheck.store import bench_of_file, load_state, read_records, read_rows
+from benchcheck.verdicts import StepState
+
+PROVENANCE_KEYS = ("model", "revision", "engine", "config_hash", "intro", "host")
+
+
+@dataclass(frozen=True, slots=True)
+class ItemEvidence:
+    """One item, its fate along the chain and the rows behind it (the ok row, else the last error)."""
+
+    item: Item
+    final: str
+    removed_at: int | None
+    fates: Mapping[int, str]
+    margins: Mapping[int, float | None]
+    rows: Mapping[int, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchEvidence:
+    bench: str
+    items: Sequence[ItemEvidence]
+    summary: Sequence[Mapping[str, Any]]  # assemble's per-step rows for this benchmark
+    flags: Sequence[str]
+
+
+@dataclass(slots=True)
+class StepProvenance:
+    """What the rows of one step say about how they were made."""
+
+    values: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    first_ts: float | None = None
+    last_ts: float | None = None
+    rows: int = 0
+    _last: tuple[Any, ...] = ()
+
+    def merge(self, other: StepProvenance) -> None:
+        self.rows += other.rows
+        for k, v in other.values.items():
+            self.values[k] |= v
+        for ts in (other.first_ts, other.last_ts):
+            if ts is not None:
+                self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+                self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.rows += 1
+        key = tuple(map(row.get, PROVENANCE_KEYS))
+        if key != self._last:  # rows of one run repeat the same values: update the sets only on a change
+            self._last = key
+            for k, v in zip(PROVENANCE_KEYS, key, strict=True):
+                if v is not None:
+                    self.values[k].add(v if isinstance(v, str) else str(v))
+        ts = row.get("ts")
+        if isinstance(ts, int | float):
+            if self.first_ts is None or ts < self.first_ts:
+                self.first_ts = ts
+            if self.last_ts is None or ts > self.last_ts:
+                self.last_ts = ts
+
+
+def step_dir(results: Path, step: int) -> Path:
+    return results / f"step{step}"
+
+
+def benches_with_rows(results: Path, chain: Sequence[int]) -> list[str]:
+    found: set[str] = set()
+    for s in chain:
+        d = step_dir(results, s)
+        if d.is_dir():
+            found |= {b for p in d.iterdir() if p.suffix == ".jsonl" and (b := bench_of_file(p.name))}
+    return sorted(found)
+
+
+def items_from_rows(results: Path, bench: str, chain: Sequence[int]) -> list[Item]:
+    """Stand-in items when no item files are given: ids, gold and option count from the rows."""
+    seen: dict[str, Item] = {}
+    for s in chain:
+        for row in _bench_rows(results, s, bench):
+            iid, k, gold = row.get("item_id"), row.get("n_options"), row.get("answer")
+            if iid is None or str(iid) in seen or not isinstance(k, int) or not isinstance(gold, int):
+                continue
+            seen[str(iid)] = Item(str(iid), bench, "", tuple(f"option {j + 1}" for j in range(k)), gold,
+                                  row.get("video_id"), meta={"from_rows": True})
+    return sorted(seen.values(), key=lambda i: i.item_id)
+
+
+def _bench_rows(results: Path, step: int, bench: str) -> Iterator[Mapping[str, Any]]:
+    """The benchmark's rows at ``step``, as written, read through the typed records."""
+    d = step_dir(results, step)
+    if not d.is_dir():
+        return
+    for p in sorted(d.glob("*.jsonl")):
+        if bench_of_file(p.name) == bench:
+            yield from (rec.fields for rec in read_records(p))
+
+
+def _bench_errors(results: Path, step: int, bench: str) -> dict[str, Mapping[str, Any]]:
+    """item -> its last error row (as written) at ``step``."""
+    out: dict[str, Mapping[str, Any]] = {}
+    d = step_dir(results, step)
+    for p in sorted(d.glob("*.jsonl")) if d.is_dir() else []:
+        if bench_of_file(p.name) == bench:
+            for rec in read_records(p):
+                if isinstance(rec, ErrorRow):
+                    out[rec.item_id] = rec.fields
+    return out
+
+
+def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[int, Mapping[str, Mapping[str, Any]]]
+              ) -> ItemEvidence:
+    iid = f.item.item_id
+    rows: dict[int, Mapping[str, Any]] = {}
+    for s in f.fates:
+        ok = states[s].verdict(iid).row
+        row = ok.fields if ok is not None else last_error[s].get(iid)
+        if row is not None:
+            rows[s] = row
+    return ItemEvidence(f.item, f.final, f.removed_at, dict(f.fates), dict(f.margins), rows)
+
+
+def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence[int],
+               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> BenchEvidence:
+    """One benchmark's evidence; provenance of its rows is added to ``provenance``."""
+    states: dict[int, StepState] = {}
+    last_error: dict[int, dict[str, Mapping[str, Any]]] = {}
+    for s in chain:
+        st = load_state(step_dir(results, s), [bench])
+        states[s] = st
+        prov = provenance.setdefault(s, StepProvenance())
+        for v in st.verdicts():
+            if v.row is not None:
+                prov.add(v.row.fields)
+        # only error rows are read a second time, and only for benchmarks that have them
+        last_error[s] = _bench_errors(results, s, bench) if st.errors else {}
+    fates = item_fates(items, chain, states, has_frames)
+    summary = summary_rows(fates, chain, states) if fates else []
+    return BenchEvidence(bench, [_evidence(f, states, last_error) for f in fates], summary, sanity_flags(summary))
+
+
+Group = tuple[str, list[Item] | None]
+
+
+def bench_groups(results: Path, items: Sequence[Item] | None, chain: Sequence[int]) -> list[Group]:
+    """The benchmarks to read (sorted) with their items; ``None`` when the rows must supply them."""
+    if items is None:
+        return [(b, None) for b in benches_with_rows(results, chain)]
+    by_bench: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        by_bench[it.bench].append(it)
+    return sorted(by_bench.items())
+
+
+def read_group(results: Path, bench: str, items: Sequence[Item] | None, chain: Sequence[int],
+               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> BenchEvidence:
+    its = items if items is not None else items_from_rows(results, bench, chain)
+    return read_bench(results, bench, its, chain, has_frames, provenance)
+
+
+def iter_benches(results: Path, items: Sequence[Item] | None, chain: Sequence[int],
+                 has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> Iterator[BenchEvidence]:
+    """Per benchmark (sorted): with item files, their benchmarks; without, those that have rows."""
+    for bench, its in bench_groups(results, items, chain):
+        yield read_group(results, bench, its, chain, has_frames, provenance)
+
+
+def run_log(results: Path) -> list[dict[str, Any]]:
+    return list(read_rows(results / "run_log.jsonl"))
+
+
+def run_specs(results: Path, chain: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """``run_spec.json`` beside a step's rows, where a runner wrote one."""
+    import json
+
+    out = {}
+    for s in chain:
+        p = step_dir(results, s) / "run_spec.json"
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            out[s] = data
+    return out

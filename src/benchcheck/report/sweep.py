@@ -1,0 +1,214 @@
+"""The sweep section: read ``results/conditions_results.csv`` (tolerant), accuracy per benchmark x
+condition, ladders, the pixels x frames plane and a verdict per benchmark.
+
+The sweep's writer is built in parallel, so the reader accepts the column names either side may
+use (``bench``/``benchmark``, ``correct``/``is_correct``, or a prediction beside a gold answer)
+and a missing, empty or partial file gives a reason to show, never an exception.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchcheck.report.stats import Rate, diff_interval, wilson
+
+CSV_NAME = "conditions_results.csv"
+BENCH_COLS = ("bench", "benchmark", "dataset")
+ITEM_COLS = ("item_id", "id", "qid", "index")
+COND_COLS = ("condition", "cond")
+CORRECT_COLS = ("correct", "is_correct", "hit", "acc")
+PRED_COLS = ("pred", "pred_letter", "parsed", "prediction", "answer_pred", "pred_answer")
+GOLD_COLS = ("gold", "gold_letter", "answer", "target", "gt")
+TEXT_COLS = ("raw", "output", "response", "generated", "text")
+NOT_SCORED = {"na", "error", "failed", "skipped"}
+STORAGE_SHORT_SIDE = 720.0  # where `v_32` (storage resolution) sits on the short-side axis
+_COND = re.compile(r"^v_(?:(?P<n>\d+)|fps(?P<fps>[\d.]+))(?:_s(?P<s>\d+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class SweepAnswer:
+    condition: str
+    pred: str | None
+    correct: bool | None
+    status: str
+
+
+@dataclass(slots=True)
+class SweepData:
+    path: Path | None
+    reason: str | None = None  # why there is nothing (or only part) to show
+    rows: int = 0
+    skipped: int = 0
+    acc: dict[str, dict[str, Rate]] = field(default_factory=dict)  # bench -> condition -> accuracy
+    answers: dict[str, dict[str, list[SweepAnswer]]] = field(default_factory=dict)  # bench -> item -> answers
+
+    @property
+    def available(self) -> bool:
+        return bool(self.acc)
+
+
+def _pick(header: Sequence[str], names: Sequence[str]) -> str | None:
+    low = {h.strip().lower(): h for h in header}
+    return next((low[n] for n in names if n in low), None)
+
+
+def _truth(v: str) -> bool | None:
+    t = v.strip().lower()
+    if t in ("1", "1.0", "true", "yes", "y", "t"):
+        return True
+    if t in ("0", "0.0", "false", "no", "n", "f"):
+        return False
+    return None
+
+
+def find_csv(folder: Path) -> Path | None:
+    for p in (folder / "results" / CSV_NAME, folder / CSV_NAME):
+        if p.is_file():
+            return p
+    return None
+
+
+def read_sweep(folder: Path | None) -> SweepData:
+    if folder is None:
+        return SweepData(None, "no sweep folder given (--sweep)")
+    path = find_csv(folder)
+    if path is None:
+        return SweepData(None, f"no sweep results in {folder} (expected results/{CSV_NAME})")
+    data = SweepData(path)
+    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames or []
+            cols = {k: _pick(header, names) for k, names in (("bench", BENCH_COLS), ("item", ITEM_COLS),
+                    ("cond", COND_COLS), ("correct", CORRECT_COLS), ("pred", PRED_COLS), ("gold", GOLD_COLS),
+                    ("text", TEXT_COLS), ("status", ("status",)))}
+            need = [k for k in ("bench", "item", "cond") if cols[k] is None]
+            if need or (cols["correct"] is None and (cols["pred"] is None or cols["gold"] is None)):
+                data.reason = (f"{path}: cannot read the sweep: no column for "
+                               f"{', '.join(need) or 'correctness (correct, or pred + gold)'}; header: {header}")
+                return data
+            for row in reader:
+                _add(data, counts, row, cols)
+    except (OSError, csv.Error) as e:
+        data.reason = f"{path}: {e}"
+    data.acc = {b: {c: wilson(k, n) for c, (k, n) in sorted(cs.items())} for b, cs in sorted(counts.items())}
+    if not data.acc and data.reason is None:
+        data.reason = f"{path}: no scored rows yet"
+    return data
+
+
+def _add(data: SweepData, counts: dict[str, dict[str, list[int]]], row: Mapping[str, str | None],
+         cols: Mapping[str, str | None]) -> None:
+    def get(key: str) -> str:
+        c = cols[key]
+        v = row.get(c) if c else None
+        return v.strip() if isinstance(v, str) else ""
+
+    bench, item, cond = get("bench"), get("item"), get("cond")
+    if not (bench and item and cond):
+        data.skipped += 1
+        return
+    data.rows += 1
+    status = get("status") or "ok"
+    pred = get("pred") or get("text") or None
+    correct = _truth(get("correct")) if cols["correct"] else None
+    if correct is None and cols["pred"] and cols["gold"] and get("pred") and get("gold"):
+        correct = get("pred").upper() == get("gold").upper()
+    if status.lower() in NOT_SCORED:
+        correct = None
+    data.answers.setdefault(bench, {}).setdefault(item, []).append(SweepAnswer(cond, pred, correct, status))
+    if correct is not None:
+        c = counts[bench][cond]
+        c[0] += int(correct)
+        c[1] += 1
+
+
+def parse_condition(name: str) -> tuple[float | None, float | None, float | None]:
+    """(frames, fps, short side) of a condition name; storage resolution is ``STORAGE_SHORT_SIDE``."""
+    m = _COND.match(name)
+    if not m:
+        return None, None, None
+    n = float(m["n"]) if m["n"] else None
+    fps = float(m["fps"]) if m["fps"] else None
+    s = float(m["s"]) if m["s"] else STORAGE_SHORT_SIDE
+    return n, fps, s
+
+
+def ladders(acc: Mapping[str, Rate]) -> dict[str, list[tuple[float, Rate]]]:
+    """Accuracy against short side (32 frames), fps (short side 224) and frame count (short side 224)."""
+    out: dict[str, list[tuple[float, Rate]]] = {"short side (32 frames)": [], "fps (224 px)": [],
+                                                 "frames (224 px)": []}
+    for cond, rate in acc.items():
+        n, fps, s = parse_condition(cond)
+        if rate.n == 0:
+            continue
+        if n == 32 and s is not None:
+            out["short side (32 frames)"].append((s, rate))
+        if fps is not None and s == 224:
+            out["fps (224 px)"].append((fps, rate))
+        if n is not None and n > 1 and s == 224:
+            out["frames (224 px)"].append((n, rate))
+    return {k: sorted(v, key=lambda p: p[0]) for k, v in out.items()}
+
+
+def plane(acc: Mapping[str, Rate]) -> list[tuple[float, float, float]]:
+    pts = []
+    for cond, rate in acc.items():
+        n, _, s = parse_condition(cond)
+        if n is not None and s is not None and rate.value is not None:
+            pts.append((n, s, rate.value))
+    return pts
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    prefers: str  # pixels | frames | both | neither | unknown
+    pixels: tuple[float, float, float] | None  # v_32_s448 - v_32_s168 (difference, lo, hi)
+    frames: tuple[float, float, float] | None  # v_128_s224 - v_8_s224
+
+
+def verdict(acc: Mapping[str, Rate]) -> Verdict:
+    """A ladder helps when the 95 % interval of (top rung - bottom rung) lies above zero."""
+    def d(a: str, b: str) -> tuple[float, float, float] | None:
+        return diff_interval(acc[a], acc[b]) if a in acc and b in acc else None
+
+    px, fr = d("v_32_s448", "v_32_s168"), d("v_128_s224", "v_8_s224")
+    if px is None and fr is None:
+        return Verdict("unknown", px, fr)
+    up_p, up_f = bool(px and px[1] > 0), bool(fr and fr[1] > 0)
+    prefers = "both" if up_p and up_f else "pixels" if up_p else "frames" if up_f else "neither"
+    if not (up_p or up_f) and (px is None or fr is None):
+        prefers = "unknown"
+    return Verdict(prefers, px, fr)
+
+
+def analysis_verdicts(path: Path | None) -> dict[str, Verdict]:
+    """The sweep analysis' own verdicts (``benchcheck.sweep.analysis``: video-clustered intervals,
+    the one rule ``sweep analyze`` prints) for a CSV the sweep wrote; empty for a foreign CSV, which
+    then gets :func:`verdict` from the report's own counts."""
+    if path is None:
+        return {}
+    from benchcheck.sweep.analysis import Interval, analyze
+    from benchcheck.sweep.results import read_csv
+
+    def iv(i: Interval | None) -> tuple[float, float, float] | None:
+        return None if i is None else (i.est, i.lo, i.hi)
+
+    try:
+        result = analyze(read_csv(path))
+    except (KeyError, ValueError, TypeError):  # not the sweep's columns
+        return {}
+    return {v.bench: Verdict(v.verdict, iv(v.pixels), iv(v.frames)) for v in result.verdicts}
+
+
+def fmt_diff(d: tuple[float, float, float] | None) -> str:
+    if d is None or any(math.isnan(x) for x in d):
+        return "-"
+    return f"{100 * d[0]:+.1f} pts [{100 * d[1]:+.1f}, {100 * d[2]:+.1f}]"

@@ -1,0 +1,134 @@
+"""The bodies of ``benchcheck sweep run`` and ``dry-run`` (kept out of the thin CLI)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchcheck.engines.base import Engine
+from benchcheck.engines.capabilities import concurrent_calls
+from benchcheck.items import Item
+from benchcheck.spec import RunSpec
+from benchcheck.sweep.conditions import BLIND, condition_specs, parse_conditions
+from benchcheck.sweep.engine import (
+    DEFAULT_WORKERS_PER_ENDPOINT,
+    SweepEngine,
+    build_sweep_engine,
+    check_context,
+    engine_max_model_len,
+    model_ref,
+)
+from benchcheck.sweep.frames import FramePool
+from benchcheck.sweep.pilot import pilot_benches, timing_table
+from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
+from benchcheck.sweep.results import SweepPaths, done_keys, log_line, read_csv
+from benchcheck.sweep.runner import RunnerConfig, SweepSummary, run_sweep
+from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET
+
+Echo = Callable[[str], None]
+
+
+class PreconditionError(ValueError):
+    """The run cannot start as asked (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepArgs:
+    items: Sequence[Item]
+    store: str | None
+    paths: SweepPaths
+    conds: str | None = None
+    bench: str | None = None
+    pilot: bool = False
+    limit: int | None = None
+    engine: SweepEngine = field(default_factory=SweepEngine)
+    workers: int | None = None
+    decode_workers: int | None = None
+    chunk: int = 1
+    max_model_len: int | None = None
+    progress: bool = True
+    token_budget: int = TOKEN_BUDGET
+    max_images: int = MAX_IMAGES
+
+
+def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
+    """Items of the chosen benchmarks (``--bench``, ``--pilot``), at most ``--limit`` each."""
+    present = sorted({i.bench for i in a.items})
+    benches = present
+    if a.bench:
+        benches = [b.strip() for b in a.bench.split(",") if b.strip()]
+        unknown = [b for b in benches if b not in present]
+        if unknown:
+            raise PreconditionError(f"--bench: no items for {', '.join(unknown)} (have {', '.join(present)})")
+    if a.pilot:
+        benches = pilot_benches(benches)
+    keep = set(benches)
+    chosen = sorted((i for i in a.items if i.bench in keep and i.format == "mc"), key=lambda i: (i.bench, i.item_id))
+    if a.limit is not None:
+        per: dict[str, int] = {}
+        out = []
+        for i in chosen:
+            per[i.bench] = per.get(i.bench, 0) + 1
+            if per[i.bench] <= a.limit:
+                out.append(i)
+        chosen = out
+    return chosen, benches
+
+
+def plan(a: SweepArgs) -> tuple[list[Cell], dict[str, RunSpec], list[str]]:
+    specs = condition_specs(parse_conditions(a.conds), model_ref(a.engine), a.token_budget, a.max_images)
+    items, benches = select_items(a)
+    done = done_keys(read_csv(a.paths.csv))
+    return plan_sweep(items, specs, Path(a.store) if a.store else None, done), specs, benches
+
+
+def dry_run(a: SweepArgs, echo: Echo) -> list[Cell]:
+    """Print per bench x condition todo / NA / reuse / failures and projected prompt tokens."""
+    cells, _, _ = plan(a)
+    for line in dry_run_lines(cells):
+        echo(line)
+    return cells
+
+
+def run(a: SweepArgs, echo: Echo) -> SweepSummary:
+    """Plan, build the engine, check the context precondition, run (``PreconditionError`` first)."""
+    cells, specs, benches = plan(a)
+    if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
+        echo("nothing to do: every row is already in the CSV")
+        return SweepSummary()
+    engine = build_sweep_engine(a.engine)
+
+    async def go() -> SweepSummary:
+        try:
+            return await run_planned(a, cells, specs, benches, engine, echo)
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
+
+
+async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
+                      engine: Engine, echo: Echo) -> SweepSummary:
+    """Run planned cells on an engine the caller owns (and closes)."""
+    visual = any(c.kind == "todo" and c.condition != BLIND for c in cells)
+    problem = check_context(engine_max_model_len(engine, a.engine), a.max_model_len, visual, a.token_budget)
+    if problem:
+        log_line(a.paths, f"stopped: {problem}")
+        raise PreconditionError(problem)
+    # served engines: 6 units in flight per endpoint (seed 001); else what the engine can run at once
+    n_endpoints = len(a.engine.endpoints)
+    workers = a.workers or (DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints if n_endpoints else concurrent_calls(engine))
+    pool = FramePool(Path(a.store) if a.store else None, a.decode_workers)
+    cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
+    log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}")
+    try:
+        summary = await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo)
+    finally:
+        pool.close()
+    if a.pilot:
+        echo("pilot timing (data/logs/p1_timing.jsonl):")
+        for line in timing_table(a.paths.timing, benches):
+            echo(line)
+    return summary

@@ -1,0 +1,113 @@
+"""The sweep's engine from CLI options (through the engine registry) and the context precondition:
+can the engine hold the budget?"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchcheck.engines import Engine
+from benchcheck.engines.capabilities import max_model_len
+from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.registry import from_options
+from benchcheck.spec import ModelRef
+from benchcheck.sweep.conditions import MAX_TOKENS, SWEEP_MODEL
+from benchcheck.video.plans import TOKEN_BUDGET
+
+DEFAULT_WORKERS_PER_ENDPOINT = 6  # seed 001: 6 client workers per GPU
+
+
+@dataclass(frozen=True, slots=True)
+class SweepEngine:
+    """Which registered engine the sweep runs on, and the CLI's options for it."""
+
+    engine: str = "hf"
+    model: str | None = None
+    revision: str | None = None
+    endpoints: tuple[str, ...] = ()
+    api_key_env: str | None = None
+    device: str = "auto"
+    rules: str | None = None
+    concurrency: int = 32
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+def model_ref(o: SweepEngine) -> ModelRef:
+    """The sweep's pinned 8B unless another model is given (a given hub name keeps a given revision)."""
+    if o.model is None or o.model == SWEEP_MODEL.name:
+        return ModelRef(SWEEP_MODEL.name, o.revision or SWEEP_MODEL.revision)
+    return ModelRef(o.model, o.revision)
+
+
+def engine_options(o: SweepEngine) -> EngineOptions:
+    """The registry's common options for the sweep's engine (the sweep's model by default)."""
+    ref = model_ref(o)
+    return EngineOptions(model=ref.name, revision=ref.revision, endpoints=o.endpoints, api_key=o.api_key(),
+                         device=o.device, rules=o.rules, workers=o.concurrency)
+
+
+def build_sweep_engine(o: SweepEngine) -> Engine:
+    """The registered engine the options name (``EngineOptionError``/``ValueError`` for a usage error)."""
+    return from_options(o.engine, engine_options(o))
+
+
+def endpoint_max_model_len(url: str, api_key: str | None, timeout: float = 10.0) -> int | None:
+    """``max_model_len`` that an OpenAI-compatible server (vLLM, benchcheck serve) reports in ``/models``."""
+    base = url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    req = urllib.request.Request(f"{base}/models")
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            data = json.loads(r.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    lens = [m.get("max_model_len") for m in data.get("data", []) if isinstance(m, dict)]
+    known = [int(v) for v in lens if isinstance(v, int)]
+    return min(known) if known else None
+
+
+def engine_max_model_len(engine: Engine, o: SweepEngine) -> int | None:
+    """What the engine can hold: its own capability, or the smallest its endpoints report."""
+    own = max_model_len(engine)
+    if own is not None:
+        return own
+    if o.endpoints:
+        lens = [endpoint_max_model_len(u, o.api_key()) for u in o.endpoints]
+        if all(v is not None for v in lens):
+            return min(v for v in lens if v is not None)
+    return None
+
+
+def check_context(known: int | None, declared: int | None, needs_budget: bool,
+                  budget: int = TOKEN_BUDGET, max_tokens: int = MAX_TOKENS) -> str | None:
+    """None when the context holds ``budget + max_tokens``; else the message to stop with.
+
+    The budget is never lowered to fit: a smaller context would silently change the fps ladders.
+    """
+    if not needs_budget:
+        return None
+    need = budget + max_tokens
+    have = known if known is not None else declared
+    if have is None:
+        return (f"cannot tell the engine's max model length; the sweep needs {need:,} tokens "
+                f"(--token-budget {budget} + max_tokens {max_tokens}). Serve with --max-model-len 65536 "
+                "(benchcheck launch --sweep does) or declare it with --max-model-len N")
+    if have < need:
+        return (f"the engine's max model length is {have:,} tokens < {need:,} (--token-budget {budget} + "
+                f"max_tokens {max_tokens}); serve with --max-model-len 65536. The budget is never lowered: "
+                "a smaller context would silently change the fps ladders")
+    return None
+
+
+def endpoints_list(values: Sequence[str]) -> tuple[str, ...]:
+    """``--endpoint`` values, each possibly comma-separated."""
+    return tuple(u.strip() for v in values for u in v.split(",") if u.strip())

@@ -1,0 +1,151 @@
+"""What the sweep must do for each (bench, item, condition): one pure decision per cell.
+
+The dry-run prints these decisions counted, and the runner executes the very same list, so the
+counts of a dry-run equal what the full run then writes (``todo`` -> an ``ok``/``unparsed`` row,
+``na`` -> an ``NA`` row, ``reuse`` -> a row with ``meta.reused_from``, ``failure`` -> a line in
+``failures.jsonl``; ``done`` rows are already in the CSV and are skipped).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from benchcheck.items import Item
+from benchcheck.items.record import video_has_frames
+from benchcheck.protocol import build_prompt
+from benchcheck.spec import RunSpec
+from benchcheck.sweep.conditions import BLIND, na_if_too_short, plan_of, reuses
+from benchcheck.sweep.results import Key
+from benchcheck.video.meta import VideoMeta, read_meta
+from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET, FramePlan, plan_frames, tokens_per_frame
+
+Kind = Literal["done", "todo", "na", "reuse", "failure"]
+KINDS: tuple[Kind, ...] = ("done", "todo", "na", "reuse", "failure")
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One (bench, item, condition) decision; ``plan`` is set for visual ``todo`` cells."""
+
+    item: Item
+    condition: str
+    kind: Kind
+    prompt: str
+    plan: FramePlan | None = None
+    reason: str = ""
+    reuse_from: str | None = None
+    projected_tokens: int = 0
+
+    @property
+    def key(self) -> Key:
+        return (self.item.bench, self.item.item_id, self.condition)
+
+
+class MetaCache:
+    """``meta.json`` of each video read once; a missing or unreadable one is a reason string."""
+
+    def __init__(self, store: Path | None) -> None:
+        self.store = store
+        self._cache: dict[str, VideoMeta | str] = {}
+
+    def get(self, video_id: str | None) -> VideoMeta | str:
+        if not video_has_frames(video_id) or video_id is None:
+            return f"no normalized video (video_id {video_id!r})"
+        if self.store is None:
+            return "no --store given"
+        if video_id not in self._cache:
+            try:
+                self._cache[video_id] = read_meta(self.store, video_id)
+            except ValueError as e:
+                self._cache[video_id] = f"no normalized video: {e}"
+        return self._cache[video_id]
+
+
+def text_tokens(prompt: str) -> int:
+    """Projected text tokens of a prompt (4 characters per token, plus the chat template's ~20)."""
+    return math.ceil(len(prompt) / 4) + 20
+
+
+def decide(item: Item, spec: RunSpec, metas: MetaCache, done: set[Key]) -> Cell:
+    """The decision for one cell (see the module doc); pure apart from reading ``meta.json``."""
+    cond = spec.name
+    prompt = build_prompt(spec.prompt.intro, item.question, item.options)
+    key = (item.bench, item.item_id, cond)
+    if key in done:
+        return Cell(item, cond, "done", prompt)
+    if cond == BLIND:  # needs no video: every item is answered
+        return Cell(item, cond, "todo", prompt, projected_tokens=text_tokens(prompt))
+    meta = metas.get(item.video_id)
+    if isinstance(meta, str):
+        return Cell(item, cond, "failure", prompt, reason=meta)
+    if meta.too_short and na_if_too_short(cond):
+        return Cell(item, cond, "na", prompt, reason="too_short")
+    source = reuses(cond, meta.width, meta.height)
+    if source is not None:
+        return Cell(item, cond, "reuse", prompt, reuse_from=source)
+    plan_spec = plan_of(cond)
+    assert plan_spec is not None
+    fs = spec.frames
+    try:
+        plan = plan_frames(plan_spec, meta.timestamps, meta.width, meta.height,
+                           fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)
+    except ValueError as e:
+        return Cell(item, cond, "failure", prompt, reason=f"frame plan: {e}")
+    tokens = text_tokens(prompt) + len(plan.indices) * tokens_per_frame(plan.width, plan.height)
+    return Cell(item, cond, "todo", prompt, plan=plan, projected_tokens=tokens)
+
+
+def plan_sweep(items: Iterable[Item], specs: Mapping[str, RunSpec], store: Path | None, done: set[Key]) -> list[Cell]:
+    """Every cell, bench-major, conditions in run order, items in id order."""
+    metas = MetaCache(store)
+    by_bench: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        by_bench[it.bench].append(it)
+    cells: list[Cell] = []
+    for bench in sorted(by_bench):
+        its = sorted(by_bench[bench], key=lambda i: i.item_id)
+        for spec in specs.values():
+            cells.extend(decide(it, spec, metas, done) for it in its)
+    return cells
+
+
+@dataclass(slots=True)
+class Counts:
+    """Per (bench, condition): cells of each kind and the projected prompt tokens of the todo ones."""
+
+    kinds: Counter[Kind] = field(default_factory=Counter)
+    tokens: int = 0
+
+    @property
+    def tokens_per_item(self) -> float:
+        return self.tokens / self.kinds["todo"] if self.kinds["todo"] else 0.0
+
+
+def count_cells(cells: Sequence[Cell]) -> dict[tuple[str, str], Counts]:
+    out: dict[tuple[str, str], Counts] = {}
+    for c in cells:
+        n = out.setdefault((c.item.bench, c.condition), Counts())
+        n.kinds[c.kind] += 1
+        if c.kind == "todo":
+            n.tokens += c.projected_tokens
+    return out
+
+
+def dry_run_lines(cells: Sequence[Cell]) -> list[str]:
+    """The dry-run table: per bench x condition, todo / NA / reuse / failures (and done)."""
+    lines = [f"{'bench':20s} {'condition':16s} {'todo':>6s} {'NA':>5s} {'reuse':>6s} {'fail':>5s} {'done':>6s} "
+             f"{'prompt_tok/item':>15s}"]
+    total: Counter[Kind] = Counter()
+    for (bench, cond), n in count_cells(cells).items():
+        k = n.kinds
+        total.update(k)
+        lines.append(f"{bench:20s} {cond:16s} {k['todo']:6d} {k['na']:5d} {k['reuse']:6d} {k['failure']:5d} "
+                     f"{k['done']:6d} {n.tokens_per_item:15.0f}")
+    lines.append(f"TOTAL todo={total['todo']} NA={total['na']} reuse={total['reuse']} failures={total['failure']} "
+                 f"done={total['done']}")
+    return lines

@@ -1,0 +1,221 @@
+"""The sweep's files (SPEC section 5, seed 001 layout) and the append-only CSV.
+
+``<results>/conditions_results.csv`` holds one row per (bench, item_id, condition). It is
+append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
+the lock* (so two processes on the same work add each key once), ends a torn last line with a
+newline, and appends whole rows in one write. Existing rows, whoever wrote them, are never
+rewritten: the file before a run is a byte-equal prefix of the file after it. A file made by
+another tool keeps its own header; our rows are written in its column order (fields it lacks
+stay in the raw JSONL). A row counts only if its ``written_at`` (our last column) is a full
+timestamp or the file is not ours: a line cut by a kill is skipped on read and redone.
+
+Beside it: ``<results>/p1_raw/<condition>/<bench>__DIAG_V.jsonl`` (the generated text and
+everything about the request), ``<data_logs>/p1_timing.jsonl`` (per bench x condition:
+``condition, infer, infer_s, decode_s, prompt_tokens``), ``<data_logs>/failures.jsonl`` and
+``<logs>/runner.log``.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchcheck.store import append_rows
+
+CSV_NAME = "conditions_results.csv"
+COLUMNS: tuple[str, ...] = (
+    "bench", "item_id", "condition", "status", "pred", "gold", "correct", "parse", "video_id", "n_frames",
+    "width", "height", "prompt_tokens", "infer_s", "decode_s", "model", "config_hash", "meta", "written_at",
+)
+KEY = ("bench", "item_id", "condition")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPaths:
+    """Where a sweep writes; the defaults put ``logs/`` and ``data/logs/`` beside ``results/``."""
+
+    results: Path
+    logs: Path
+    data_logs: Path
+
+    @staticmethod
+    def under(results: str | Path, logs: str | Path | None = None, data_logs: str | Path | None = None) -> SweepPaths:
+        r = Path(results)
+        return SweepPaths(r, Path(logs) if logs else r.parent / "logs",
+                          Path(data_logs) if data_logs else r.parent / "data" / "logs")
+
+    @property
+    def csv(self) -> Path:
+        return self.results / CSV_NAME
+
+    def raw(self, condition: str, bench: str) -> Path:
+        return self.results / "p1_raw" / condition / f"{bench}__DIAG_V.jsonl"
+
+    @property
+    def timing(self) -> Path:
+        return self.data_logs / "p1_timing.jsonl"
+
+    @property
+    def failures(self) -> Path:
+        return self.data_logs / "failures.jsonl"
+
+    @property
+    def runner_log(self) -> Path:
+        return self.logs / "runner.log"
+
+
+def now_stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _complete(row: Mapping[str, Any], ours: bool) -> bool:
+    if any(row.get(k) in (None, "") for k in KEY):
+        return False
+    return not ours or bool(_STAMP.match(str(row.get("written_at") or "")))
+
+
+def _parse(text: str) -> tuple[list[str], Iterator[dict[str, str]]]:
+    reader = csv.DictReader(io.StringIO(text))
+    header = list(reader.fieldnames or [])
+    ours = header[-1:] == ["written_at"]
+    return header, (r for r in reader if _complete(r, ours))
+
+
+def read_csv(path: str | Path) -> list[dict[str, str]]:
+    """Every complete row of a conditions CSV (none when the file is absent)."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    header, rows = _parse(p.read_text(encoding="utf-8", errors="replace"))
+    if header and not set(KEY) <= set(header):
+        raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in header)}")
+    return list(rows)
+
+
+def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
+    return {(str(r["bench"]), str(r["item_id"]), str(r["condition"])) for r in rows}
+
+
+def _encode(rows: Iterable[Mapping[str, Any]], header: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=header, extrasaction="ignore", lineterminator="\n")
+    for r in rows:
+        w.writerow({k: "" if r.get(k) is None else r.get(k) for k in header})
+    return buf.getvalue()
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What one process has read of a CSV so far: keys up to ``offset`` (a line boundary)."""
+
+    offset: int
+    header: list[str]
+    keys: set[Key]
+    inode: int = 0
+
+
+_SEEN: dict[Path, _Seen] = {}
+
+
+def _catch_up(fd: int, p: Path, size: int) -> _Seen:
+    """Keys of the file up to its last newline, reading only what this process has not read."""
+    seen = _SEEN.get(p)
+    inode = os.fstat(fd).st_ino
+    if seen is None or seen.offset > size or seen.inode != inode:  # a new or replaced file: read it all
+        seen = _Seen(0, [], set(), inode)
+    chunk = os.pread(fd, size - seen.offset, seen.offset) if size > seen.offset else b""
+    end = chunk.rfind(b"\n") + 1
+    if end:
+        text = chunk[:end].decode("utf-8", errors="replace")
+        if not seen.header:
+            first, _, text = text.partition("\n")
+            seen.header = next(csv.reader([first]), [])
+            if not set(KEY) <= set(seen.header):
+                raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in seen.header)}")
+        _, rows = _parse(",".join(seen.header) + "\n" + text) if text else ([], iter(()))
+        seen.keys |= done_keys(rows)
+        seen.offset += end
+    _SEEN[p] = seen
+    return seen
+
+
+def append_csv(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Append rows whose key is not in the file yet (checked under the lock); returns rows added."""
+    return len(append_csv_fresh(path, rows))
+
+
+def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """:func:`append_csv`, returning the rows it added (the others were already there)."""
+    rows = list(rows)
+    if not rows:
+        return []
+    p = Path(path).resolve()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(p, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        seen = _catch_up(fd, p, size)
+        if size and not seen.header:
+            raise ValueError(f"{p}: no complete header line; move the file away and rerun")
+        fresh: list[Mapping[str, Any]] = []
+        for r in rows:
+            k = (str(r["bench"]), str(r["item_id"]), str(r["condition"]))
+            if k not in seen.keys:
+                seen.keys.add(k)
+                fresh.append(r)
+        if not fresh:
+            return []
+        out = ""
+        if size == 0:
+            out = ",".join(COLUMNS) + "\n"
+            seen.header = list(COLUMNS)
+        elif size > seen.offset:
+            # A line torn by a killed writer: close an open quote and end it, so it parses as one
+            # short (skipped) row; the bytes before it stay byte-equal.
+            tail = os.pread(fd, size - seen.offset, seen.offset)
+            out = ('"' if tail.count(b'"') % 2 else "") + "\n"
+        out += _encode(fresh, seen.header)
+        data = out.encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        seen.offset = size + len(data)
+        return fresh
+    finally:
+        os.close(fd)
+
+
+def append_raw(paths: SweepPaths, condition: str, bench: str, rows: list[dict[str, Any]]) -> None:
+    """Raw outputs. The CSV is the authority: a kill between the raw line and its CSV row makes the
+    rerun append the item's raw line again (readers keep the last line per item); checking for
+    the key here would re-read a file of 582-frame records on every append."""
+    append_rows(paths.raw(condition, bench), rows)
+
+
+def append_failures(paths: SweepPaths, rows: list[dict[str, Any]]) -> None:
+    """One line per distinct failure (same item, condition, kind and message once)."""
+    append_rows(paths.failures, rows, unique_by=lambda r: (r.get("bench"), r.get("item_id"), r.get("condition"),
+                                                           r.get("kind"), r.get("message")))
+
+
+def append_timing(paths: SweepPaths, rows: list[dict[str, Any]]) -> None:
+    append_rows(paths.timing, rows)
+
+
+def log_line(paths: SweepPaths, message: str) -> None:
+    """One timestamped line in ``logs/runner.log`` (appended, so concurrent runs interleave lines)."""
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    with paths.runner_log.open("a", encoding="utf-8") as f:
+        f.write(f"{now_stamp()} {message}\n")

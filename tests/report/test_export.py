@@ -1,0 +1,124 @@
+"""Each export format read back by the field's own conventions: same items, same gold answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_helpers import cli, screened_pool
+
+from benchcheck.items import Item, load_items
+from benchcheck.store import load_state
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Item], set[str], set[str]]:
+    root = tmp_path_factory.mktemp("export")
+    items, res = screened_pool(root)
+    by_id = {i.item_id: i for i in load_items([items]).items}
+    s1, s4 = load_state(res / "step1"), load_state(res / "step4")
+    removed = {i for i in by_id if s1.is_removed(i) or s4.is_removed(i)}
+    kept = {i for i in by_id if i in s1.ok and i in s4.ok and i not in removed}
+    assert removed and kept and {"Tricky_0", "Tricky_1", "Tricky_2"} <= kept | removed
+    return items, res, by_id, kept, removed
+
+
+def run_export(pool: Any, fmt: str, out: Path, *extra: str) -> None:
+    r = cli("export", "--results", str(pool[1]), "--items", str(pool[0]), "--format", fmt, "--out", str(out), *extra)
+    assert r.returncode == 0, r.stderr
+
+
+def test_parquet_reads_back_as_a_datasets_folder(pool: Any, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import yaml
+
+    _, _, by_id, kept, _ = pool
+    run_export(pool, "parquet", tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    configs = yaml.safe_load(card.split("---")[1])["configs"]
+    got: dict[str, dict[str, Any]] = {}
+    for c in configs:
+        files = [tmp_path / f["path"] for f in c["data_files"] if f["split"] == "test"]
+        for f in files:
+            table = pq.read_table(f)
+            assert table.schema.field("options").type == pa.list_(pa.string())
+            for row in table.to_pylist():
+                got[row["item_id"]] = row
+    assert set(got) == kept
+    for iid, row in got.items():
+        it = by_id[iid]
+        assert row["options"] == list(it.options) and row["answer"] == it.answer and row["question"] == it.question
+        assert row["answer_letter"] == LETTERS[it.answer]
+
+
+def _lmms_config(path: Path) -> dict[str, Any]:
+    """lmms-eval's own YAML loader when it is installed; else the same `!function` convention by hand."""
+    try:
+        from lmms_eval.utils import load_yaml_config
+    except ImportError:
+        import importlib.util
+
+        import yaml
+
+        spec = importlib.util.spec_from_file_location("utils", path.parent / "utils.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.add_constructor("!function", lambda ld, node: getattr(mod, ld.construct_scalar(node).split(".")[1]))
+        return dict(yaml.load(path.read_text(), Loader=Loader))  # a SafeLoader subclass
+    return dict(load_yaml_config(yaml_path=str(path), mode="full"))
+
+
+def test_lmms_eval_task_folder_loads_with_its_yaml_conventions(pool: Any, tmp_path: Path) -> None:
+    _, _, by_id, _, removed = pool
+    run_export(pool, "lmms-eval", tmp_path, "--removed")
+    group = json.loads(json.dumps(__import__("yaml").safe_load((tmp_path / "_benchcheck_removed.yaml").read_text())))
+    got: set[str] = set()
+    for task in group["task"]:
+        cfg = _lmms_config(tmp_path / f"{task}.yaml")
+        assert cfg["task"] == task and cfg["dataset_path"] == "json" and cfg["test_split"] == "test"
+        data = Path(cfg["dataset_kwargs"]["data_files"]["test"])
+        docs = [json.loads(line) for line in data.read_text().splitlines()]
+        for doc in docs:
+            it = by_id[doc["item_id"]]
+            got.add(it.item_id)
+            assert cfg["doc_to_choice"](doc) == list(it.options)
+            assert cfg["doc_to_target"](doc) == LETTERS[it.answer]
+            text = cfg["doc_to_text"](doc)
+            assert it.question in text and text.endswith("Answer with the option letter only.")
+            assert cfg["process_results"](doc, [f"({LETTERS[it.answer]})"]) == {"accuracy": 1.0}
+            wrong = LETTERS[(it.answer + 1) % len(it.options)]
+            assert cfg["process_results"](doc, [f"{wrong}. no"]) == {"accuracy": 0.0}
+            assert cfg["doc_to_visual"](doc) == []
+    assert got == removed
+
+
+def test_vlmevalkit_tsv_reads_back_with_its_column_rules(pool: Any, tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    _, _, by_id, kept, _ = pool
+    run_export(pool, "vlmevalkit", tmp_path)
+    got: set[str] = set()
+    for tsv in sorted(tmp_path.glob("*.tsv")):
+        df = pd.read_csv(tsv, sep="\t")  # as VLMEvalKit's load() reads a TSV
+        assert list(df.columns[:2]) == ["index", "question"] and "answer" in df.columns and "video" in df.columns
+        assert df["index"].is_unique
+        for _, line in df.iterrows():
+            # VLMEvalKit's MCQ rule: option columns A, B, ... whose cell is not NaN
+            options = [str(line[c]) for c in LETTERS if c in df.columns and not pd.isna(line[c])]
+            it = by_id[str(line["item_id"])]
+            got.add(it.item_id)
+            assert options == list(it.options), it.item_id
+            assert line["question"] == it.question
+            assert options[LETTERS.index(line["answer"])] == it.options[it.answer]
+    left_out = [json.loads(line) for f in tmp_path.glob("*.left_out.jsonl") for line in f.read_text().splitlines()]
+    assert [x["item_id"] for x in left_out] == ["Tricky_2"] and "'null'" in left_out[0]["reason"]
+    assert got == kept - {"Tricky_2"}

@@ -1,0 +1,47 @@
+"""Helpers of the sweep tests: stored videos (real mp4 + meta.json), item files, rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchcheck.atomic import write_json_atomic
+from benchcheck.video.meta import VideoMeta, video_dir
+from benchcheck.video.synth import make_test_video
+
+
+def stored_video(store: Path, video_id: str, n_frames: int, width: int, height: int, fps: float = 2.0) -> str:
+    """A normalized-store entry: an H.264 video.mp4 of ``n_frames`` and its meta.json."""
+    d = video_dir(store, video_id)
+    if (d / "meta.json").is_file():
+        return video_id
+    make_test_video(d / "video.mp4", n_frames, fps=fps, width=width, height=height, gop=32, preset="ultrafast")
+    ts = [i / fps for i in range(n_frames)]
+    meta = VideoMeta(content_hash=video_id, width=width, height=height, duration=n_frames / fps, fps=fps,
+                     n_frames=n_frames, timestamps=ts, too_short=n_frames <= 32)
+    write_json_atomic(d / "meta.json", meta.to_json())
+    return video_id
+
+
+def item(bench: str, n: int, video_id: str | None, question: str = "What happens?", answer: int = 0) -> dict[str, Any]:
+    return {"item_id": f"{bench}_{n}", "bench": bench, "question": question,
+            "options": ["a red ball", "a blue cube", "a green cone", "a dog"], "answer": answer, "video_id": video_id}
+
+
+def write_items(folder: Path, rows: list[dict[str, Any]]) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["bench"], []).append(r)
+    paths = []
+    for bench, rs in by.items():
+        p = folder / f"{bench}.jsonl"
+        p.write_text("".join(json.dumps(r) + "\n" for r in rs))
+        paths.append(p)
+    return paths
+
+
+def write_rules(path: Path, rules: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(rules))
+    return path

@@ -1,0 +1,89 @@
+"""The analysis: constructed "pixels" and "frames" benchmarks through the real runner with the
+scripted engine's frame-keyed rules, then ``benchcheck sweep analyze``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from sweep_helpers import item, stored_video, write_items, write_rules
+
+from benchcheck.cli import main
+from benchcheck.items import load_items
+from benchcheck.sweep.analysis import MARGIN, Interval, analyze, verdict
+from benchcheck.sweep.cli_run import SweepArgs, run
+from benchcheck.sweep.engine import SweepEngine
+from benchcheck.sweep.results import SweepPaths, read_csv
+
+CONDS = "v_8_s224,v_32,v_32_s168,v_32_s448,v_128_s224"
+# Gold is A everywhere. [P]: right only at short side >= 300; [F]: right only with >= 100 frames.
+RULES = [{"match": r"\[P\]", "images": {"short_min": 300}, "reply": "Answer: A"},
+         {"match": r"\[P\]", "reply": "Answer: B"},
+         {"match": r"\[F\]", "images": {"count_min": 100}, "reply": "The answer is (A)."},
+         {"match": r"\[F\]", "reply": "B"}]
+
+
+def test_constructed_benchmarks_get_the_pixels_and_frames_verdicts(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    rows = []
+    for v in range(3):
+        big = stored_video(store, f"big{v}", 40, 800, 450)  # stored at 450: v_32_s448 reuses v_32
+        many = stored_video(store, f"many{v}", 140, 320, 180)
+        rows += [item("PixelsBench", 2 * v + k, big, question=f"[P] what colour? {k}") for k in range(2)]
+        rows += [item("FramesBench", 2 * v + k, many, question=f"[F] what order? {k}") for k in range(2)]
+    loaded = load_items(write_items(tmp_path / "items", rows))
+    paths = SweepPaths.under(tmp_path / "results")
+    rules = write_rules(tmp_path / "rules.json", RULES)
+    run(SweepArgs(loaded.items, str(store), paths, CONDS, engine=SweepEngine("scripted", rules=str(rules)),
+                  decode_workers=0, progress=False), lambda s: None)
+    result = analyze(read_csv(paths.csv), n_boot=500)
+    by = {v.bench: v for v in result.verdicts}
+    assert by["PixelsBench"].verdict == "pixels"
+    assert by["PixelsBench"].pixels_hi == "v_32_s448"
+    assert by["PixelsBench"].pixels == Interval(1.0, 1.0, 1.0, 6)
+    assert by["FramesBench"].verdict == "frames"
+    assert by["FramesBench"].frames == Interval(1.0, 1.0, 1.0, 6)
+    assert by["FramesBench"].pixels is not None and by["FramesBench"].pixels.est == 0.0
+
+    out = tmp_path / "analysis"
+    res = CliRunner().invoke(main, ["sweep", "analyze", "--results", str(paths.results), "--out", str(out),
+                                    "--n-boot", "300"])
+    assert res.exit_code == 0, res.output
+    md = (out / "sweep_summary.md").read_text()
+    assert "**Verdict rule.**" in md and "| PixelsBench |" in md and "**pixels**" in md and "**frames**" in md
+    csv_text = (out / "sweep_summary.csv").read_text()
+    assert "pixels_effect" in csv_text and "paired_difference" in csv_text
+    for png in ("sweep_overview.png", "sweep_PixelsBench.png", "sweep_FramesBench.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _rows(bench: str, cond: str, correct: list[int], per_video: int) -> list[dict[str, object]]:
+    return [{"bench": bench, "item_id": f"i{j}", "condition": cond, "status": "ok", "correct": c,
+             "video_id": f"v{j // per_video}"} for j, c in enumerate(correct)]
+
+
+def test_intervals_are_clustered_by_video() -> None:
+    # Same 40 answers; with 10 items per video (correlated within a video) the interval is wider.
+    correct = [1] * 10 + [0] * 10 + [1] * 10 + [0] * 10
+    indep = analyze(_rows("B", "v_32", correct, 1), n_boot=1000).conditions[0].accuracy
+    clustered = analyze(_rows("B", "v_32", correct, 10), n_boot=1000).conditions[0].accuracy
+    assert indep.est == clustered.est == 0.5
+    assert (clustered.hi - clustered.lo) > 1.5 * (indep.hi - indep.lo)
+
+
+def test_verdict_rule_and_undetermined() -> None:
+    up, flat, wide = Interval(0.2, 0.1, 0.3, 50), Interval(0.0, -0.01, 0.01, 50), Interval(0.0, -0.3, 0.3, 5)
+    assert verdict(up, up) == "both" and verdict(up, flat) == "pixels" and verdict(flat, up) == "frames"
+    assert verdict(flat, flat) == "neither"
+    assert verdict(wide, flat) == "undetermined" and verdict(None, up) == "undetermined"
+    assert flat.flat and not Interval(0.0, -MARGIN - 0.01, 0.0, 9).flat
+
+
+def test_unparsed_counts_as_wrong_and_na_is_left_out() -> None:
+    rows = [{"bench": "B", "item_id": "a", "condition": "c", "status": "unparsed", "correct": 0, "video_id": "v"},
+            {"bench": "B", "item_id": "b", "condition": "c", "status": "ok", "correct": 1, "video_id": "w"},
+            {"bench": "B", "item_id": "d", "condition": "c", "status": "NA", "correct": "", "video_id": "x"}]
+    s = analyze(rows, n_boot=50).conditions[0]
+    assert s.accuracy.est == 0.5 and s.accuracy.n == 2 and s.unparsed == 1 and s.na == 1
+    assert json.dumps(s.accuracy.est)
