@@ -36,7 +36,11 @@ def test_extra_perms_are_recorded_and_never_decide(tmp_path: Path, tiny_model: P
     plain = _run(tmp_path / "plain", items, engine, None)
     extra = _run(tmp_path / "extra", items, engine, ExtraPerms(3, band=100.0))  # every item is "near"
     for p, e in zip(plain, extra, strict=True):
-        assert p["removed"] == e["removed"] and p["lp"] == e["lp"] and p["perms"] == e["perms"]
+        # The extra forwards may share a batch with other requests (timing), so float32 log-probs
+        # agree to rounding, not bit for bit; the decision and the permutations are exact.
+        assert p["removed"] == e["removed"] and p["perms"] == e["perms"]
+        assert all(abs(x - y) < 1e-4 for a, b in zip(p["lp"], e["lp"], strict=True)
+                   for x, y in zip(a, b, strict=True))
         assert "extra_perms" not in p
         assert e["extra_n"] == 3 and len(e["extra_lp"]) == 3 and all(len(x) == 4 for x in e["extra_lp"])
         assert e["extra_perms"] == [list(x) for x in permutations_for(e["item_id"], 4, 7)[4:]]
