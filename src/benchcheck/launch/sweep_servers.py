@@ -119,8 +119,6 @@ def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, rev
 def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
     """Start the servers, wait until healthy, run the client, stop them. Returns the client's exit code."""
     specs = sweep_server_specs(p)
-    write_launch_params(p.logs, specs, f"sweep: {p.n_servers} servers, max-num-seqs {p.max_num_seqs}, "
-                                       f"{p.workers_per_gpu} workers per GPU")
     started: list[subprocess.Popen[bytes]] = []
     servers: list[Running] = []
 
@@ -135,6 +133,9 @@ def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
             started.append(r.proc)
             echo(f"server {s.index}: {s.line()}")
         wait_healthy(servers, p.server_timeout_s)
+        # Only now, as for the screening launch: a server that never got healthy served nothing.
+        write_launch_params(p.logs, specs, f"sweep: {p.n_servers} servers, max-num-seqs {p.max_num_seqs}, "
+                                           f"{p.workers_per_gpu} workers per GPU")
         echo(f"{len(servers)} servers healthy; sweep client over {len(specs)} endpoints")
         client = subprocess.Popen(sweep_client_argv(p, specs), start_new_session=True)
         started.append(client)
