@@ -17,7 +17,6 @@ import pickle
 import socket
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,10 +31,10 @@ from benchcheck.records import ErrorRow, ScoreRow
 from benchcheck.screen.context import ScreenContext, step_store
 from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.requests import ItemRequests, build_item_requests
-from benchcheck.screen.rows import REFUSED_STATUSES, RowContext, error_row, result_row
+from benchcheck.screen.rows import RowContext, error_row, result_row
 from benchcheck.screen.runner import RunConfig, RunSummary, my_units, record_missing_frames
 from benchcheck.screen.steps import STEPS
-from benchcheck.screen.task import WorkUnit
+from benchcheck.screen.task import WorkUnit, count_row
 from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.verdicts import MAX_ERRORS_PER_ITEM
 
@@ -240,26 +239,13 @@ def _one_pass(todo: dict[tuple[str, str], _Pending], stages: Stages, placement: 
 
 
 def _settle(p: _Pending, row: Row, s: RunSummary, echo: Echo) -> bool:
-    """Count one row (the local runner's rule, ``task._Run.settle``); True: ask the item again."""
-    tally = s.per_bench.setdefault(p.item.bench, Counter())
-    if isinstance(row, ScoreRow):
-        s.ok += 1
-        s.removed += row.removed
-        tally["ok"] += 1
-        tally["removed"] += row.removed
-        return False
-    s.error_rows += 1
-    tally["errors"] += 1
-    if row.retry_free:
-        if row.error_status in REFUSED_STATUSES:
-            s.aborted = True
-        return False
-    p.errors += 1
-    if p.errors < MAX_ERRORS_PER_ITEM:
-        return True
-    s.failed += 1
-    echo(f"failed: {p.item.item_id} step {row.step} after {p.errors} errors: {row.error}")
-    return False
+    """Count one row by the local runner's rule (``task.count_row``); True: ask the item again."""
+    outcome, p.errors = count_row(s, p.item.bench, row, p.errors, MAX_ERRORS_PER_ITEM)
+    if outcome == "refused":
+        s.aborted = True
+    elif outcome == "failed":
+        echo(f"failed: {p.item.item_id} step {row.step} after {p.errors} errors: {getattr(row, 'error', '')}")
+    return outcome == "retry"
 
 
 class _Bar:

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, Protocol
 
 from benchcheck.engines.base import Engine, Failure, LetterScores
 from benchcheck.items import Item
@@ -106,29 +107,54 @@ class _Run:
         unreachable = all(isinstance(r, ErrorRow) and r.error_kind == "connection" for r in rows)
         self.unreachable_streak = self.unreachable_streak + 1 if unreachable else 0
         for job, row in zip(chunk, rows, strict=True):
-            tally = s.per_bench.setdefault(job.item.bench, Counter())
-            if isinstance(row, ScoreRow):
-                s.ok += 1
-                s.removed += row.removed
-                tally["ok"] += 1
-                tally["removed"] += row.removed
-            else:
-                s.error_rows += 1
-                tally["errors"] += 1
-                if row.retry_free:
-                    if row.error_status in REFUSED_STATUSES and self.refused is None:
-                        self.refused = row.error
-                else:
-                    job.errors += 1
-                    if job.errors < self.max_errors:
-                        retry.append(job)
-                        continue
-                    s.failed += 1
-                    s.failures.append(f"failed: {job.item.item_id} step {row.step} after {job.errors} errors: "
-                                      f"{row.error}")
+            outcome, job.errors = count_row(s, job.item.bench, row, job.errors, self.max_errors)
+            if outcome == "retry":
+                retry.append(job)
+                continue
+            if outcome == "refused" and self.refused is None:
+                self.refused = row.error if isinstance(row, ErrorRow) else ""
+            elif outcome == "failed":
+                s.failures.append(f"failed: {job.item.item_id} step {row.step} after {job.errors} errors: "
+                                  f"{getattr(row, 'error', '')}")
             self.pending -= 1
             progress(1)
         return retry
+
+
+class Counts(Protocol):
+    """What a runner's summary counts (TaskSummary, the Ray executor's RunSummary)."""
+
+    ok: int
+    removed: int
+    error_rows: int
+    failed: int
+    per_bench: dict[str, Counter[str]]
+
+
+Outcome = Literal["ok", "retry", "failed", "left", "refused"]
+
+
+def count_row(s: Counts, bench: str, row: Row, errors: int, max_errors: int) -> tuple[Outcome, int]:
+    """The one rule for a fresh row of an item that had ``errors`` counted errors: count it into
+    ``s`` and say what follows (the item's counted errors after it returned beside). ``retry_free``
+    rows (server unreachable, key or model refused) never use up an item's retries: ``left`` for
+    the next run, ``refused`` when the server refused the run itself."""
+    tally = s.per_bench.setdefault(bench, Counter())
+    if isinstance(row, ScoreRow):
+        s.ok += 1
+        s.removed += row.removed
+        tally["ok"] += 1
+        tally["removed"] += row.removed
+        return "ok", errors
+    s.error_rows += 1
+    tally["errors"] += 1
+    if row.retry_free:
+        return ("refused" if row.error_status in REFUSED_STATUSES else "left"), errors
+    errors += 1
+    if errors < max_errors:
+        return "retry", errors
+    s.failed += 1
+    return "failed", errors
 
 
 def _no_progress(n: int) -> None:
