@@ -9,16 +9,14 @@ into error rows (the client cannot reach it); the next run retries them.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import FrameType
 
-from benchcheck.launch.servers import Running, ServerOptions, ServerSpec, server_specs, start, stop, wait_healthy
+from benchcheck.launch.lifecycle import with_servers
+from benchcheck.launch.servers import ServerOptions, ServerSpec, server_specs
 from benchcheck.screen.cli_run import ShardJob
 
 
@@ -52,38 +50,11 @@ def client_argv(job_file: Path) -> list[str]:
     return [sys.executable, "-m", "benchcheck", "task", "run", str(job_file)]
 
 
-def write_launch_params(logs: Path, specs: Sequence[ServerSpec], note: str = "") -> Path:
-    """Append the exact command lines of servers that started and got healthy (what `pack` reports)."""
-    path = logs / "launch_params.txt"
-    logs.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {note}\n")
-        for s in specs:
-            f.write(s.line() + "\n")
-    return path
-
-
 def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
     """Start servers, wait, run the clients, stop servers. Returns the worst client exit code."""
     specs = server_specs(plan.n_servers, plan.options, plan.gpus)
-    started: list[subprocess.Popen[bytes]] = []
-    servers: list[Running] = []
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, on_signal)
-    try:
-        for s in specs:
-            r = start(s, plan.logs / f"vllm_s{plan.step}_gpu{s.index}.log")
-            servers.append(r)
-            started.append(r.proc)
-            echo(f"server {s.index}: {s.line()}")
-        wait_healthy(servers, plan.server_timeout_s)
-        echo(f"{len(servers)} servers healthy")
-        # Only now: a refused port or a server that never got healthy served nothing, and `pack`
-        # reports these lines as the servers that ran.
-        write_launch_params(plan.logs, specs, f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}")
+    def run_clients(started: list[subprocess.Popen[bytes]]) -> int:
         clients = []
         for s in specs:
             log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"
@@ -97,9 +68,7 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
         for s, c in zip(specs, codes, strict=True):
             echo(f"client {s.index}: exit {c} (log {plan.logs / f'client_s{plan.step}_gpu{s.index}.log'})")
         return max(codes, default=0)
-    except KeyboardInterrupt:
-        echo("interrupted: stopping servers and clients")
-        return 130
-    finally:
-        stop(started)
-        signal.signal(signal.SIGTERM, old)
+
+    return with_servers(specs, lambda s: plan.logs / f"vllm_s{plan.step}_gpu{s.index}.log", plan.logs,
+                        f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}", plan.server_timeout_s,
+                        run_clients, echo)

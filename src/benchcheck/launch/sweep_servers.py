@@ -10,16 +10,14 @@ lines go to ``logs/launch_params.txt``. Without vLLM, ``benchcheck serve`` stand
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
-from benchcheck.launch.host import write_launch_params
-from benchcheck.launch.servers import Running, ServerSpec, start, stop, visible_gpus, vllm_available, wait_healthy
+from benchcheck.launch.lifecycle import with_servers
+from benchcheck.launch.servers import ServerSpec, visible_gpus, vllm_available
 
 SWEEP_PORT0 = 8011
 SWEEP_MAX_MODEL_LEN = 65536
@@ -119,33 +117,16 @@ def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, rev
 def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
     """Start the servers, wait until healthy, run the client, stop them. Returns the client's exit code."""
     specs = sweep_server_specs(p)
-    started: list[subprocess.Popen[bytes]] = []
-    servers: list[Running] = []
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, on_signal)
-    try:
-        for s in specs:
-            r = start(s, p.logs / f"vllm_gpu{s.index}.log")
-            servers.append(r)
-            started.append(r.proc)
-            echo(f"server {s.index}: {s.line()}")
-        wait_healthy(servers, p.server_timeout_s)
-        # Only now, as for the screening launch: a server that never got healthy served nothing.
-        write_launch_params(p.logs, specs, f"sweep: {p.n_servers} servers, max-num-seqs {p.max_num_seqs}, "
-                                           f"{p.workers_per_gpu} workers per GPU")
-        echo(f"{len(servers)} servers healthy; sweep client over {len(specs)} endpoints")
+    def run_client(started: list[subprocess.Popen[bytes]]) -> int:
+        echo(f"sweep client over {len(specs)} endpoints")
         client = subprocess.Popen(sweep_client_argv(p, specs), start_new_session=True)
         started.append(client)
         return client.wait()
-    except KeyboardInterrupt:
-        echo("interrupted: stopping servers and the client")
-        return 130
-    finally:
-        stop(started)
-        signal.signal(signal.SIGTERM, old)
+
+    return with_servers(specs, lambda s: p.logs / f"vllm_gpu{s.index}.log", p.logs,
+                        f"sweep: {p.n_servers} servers, max-num-seqs {p.max_num_seqs}, "
+                        f"{p.workers_per_gpu} workers per GPU", p.server_timeout_s, run_client, echo)
 
 
 def launch_sweep(gpus: int | None, model: str | None, revision: str | None, served_model_name: str | None,
