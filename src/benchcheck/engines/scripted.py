@@ -303,17 +303,26 @@ class ScriptedEngine:
             return Failure(request_id, _failure_kind(status, message), message, status=status)
         return rule
 
-    async def _score_one(self, req: ScoreRequest, t0: float) -> LetterScores | Failure:
-        delay, rule = self._pick(req.prompt, req.images)
+    async def _answering_rule(self, request_id: str, prompt: str, images: Sequence[ImageRef], counted_text: str,
+                              max_tokens: int) -> tuple[Rule, int] | Failure:
+        """After the rule's delay: the rule that answers and the prompt's token count, or the failure
+        (no rule, a scripted error, a prompt over the context) that answers instead."""
+        delay, rule = self._pick(prompt, images)
         if delay:
             await asyncio.sleep(delay)
-        decided = self._decide(req.request_id, req.prompt, rule)
+        decided = self._decide(request_id, prompt, rule)
         if isinstance(decided, Failure):
             return decided
-        tokens = estimate_tokens(req.prompt + req.assistant_prefix, req.images)
-        too_long = self._too_long(req.request_id, tokens, 1)
-        if too_long is not None:
-            return too_long
+        tokens = estimate_tokens(counted_text, images)
+        too_long = self._too_long(request_id, tokens, max_tokens)
+        return too_long if too_long is not None else (decided, tokens)
+
+    async def _score_one(self, req: ScoreRequest, t0: float) -> LetterScores | Failure:
+        answering = await self._answering_rule(req.request_id, req.prompt, req.images,
+                                               req.prompt + req.assistant_prefix, 1)
+        if isinstance(answering, Failure):
+            return answering
+        decided, tokens = answering
         scores = decided.letters if decided.letters is not None else {decided.reply or "": _REPLY_LOGPROB}
         top = top_list(scores, req.top_logprobs)
         return LetterScores(
@@ -326,16 +335,12 @@ class ScriptedEngine:
         )
 
     async def _generate_one(self, req: GenerateRequest, t0: float) -> Generation | Failure:
-        delay, rule = self._pick(req.prompt, req.images)
-        if delay:
-            await asyncio.sleep(delay)
-        decided = self._decide(req.request_id, req.prompt, rule)
-        if isinstance(decided, Failure):
-            return decided
-        tokens = estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
-        too_long = self._too_long(req.request_id, tokens, req.max_tokens)
-        if too_long is not None:
-            return too_long
+        answering = await self._answering_rule(req.request_id, req.prompt, req.images,
+                                               (req.system or "") + req.prompt + (req.assistant_prefix or ""),
+                                               req.max_tokens)
+        if isinstance(answering, Failure):
+            return answering
+        decided, tokens = answering
         if decided.reply is not None:
             text = decided.reply[: 4 * req.max_tokens]
         else:
