@@ -140,3 +140,12 @@ def qa_entry(iid: str, question: str, ground_truth: Any = "yes", video: str = "a
              methods: list[str] | None = None) -> dict[str, Any]:
     return {"id": iid, "query": question, "ground_truth": ground_truth,
             "evaluation_method": ["qa"] if methods is None else methods, "video": video}
+
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"

@@ -12,18 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from qa_servers import qa_entry, read_json, run_cli
+from qa_servers import alive, qa_entry, read_json, run_cli
 
 from benchcheck.qa.proc import child_environment, run_with_watchdog
-
-
-def _alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def _leaver(tmp: Path) -> str:
@@ -41,9 +32,9 @@ def _pids(tmp: Path) -> list[int]:
 
 def _wait_gone(pids: list[int], within_s: float = 3.0) -> list[int]:
     deadline = time.monotonic() + within_s
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if alive(p)]
 
 
 def test_setsid_children_holding_stdout_keep_the_answer_and_die(tmp_path: Path) -> None:

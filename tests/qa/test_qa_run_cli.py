@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from qa_servers import qa_entry, read_json, run_cli, scripted_server, vlm_cmd
+from qa_servers import alive, qa_entry, read_json, run_cli, scripted_server, vlm_cmd
 
 JUDGE_RULES: list[dict[str, Any]] = [
     {"match": "Candidate answer: yes",
@@ -47,15 +47,6 @@ def _judge_env(url: str, name: str = "judge-x") -> dict[str, str]:
     return {"EVAL_LLM_JUDGE_BASE_URL": url, "EVAL_LLM_JUDGE_NAME": name}
 
 
-def _alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
 def test_hanging_item_ends_on_time_others_scored(tmp_path: Path, clips: Path,
                                                  write_dataset: Callable[[list[Any]], Path]) -> None:
     dataset = _dataset(write_dataset)
@@ -71,9 +62,9 @@ def test_hanging_item_ends_on_time_others_scored(tmp_path: Path, clips: Path,
     assert res.wall_s < 30
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(grandchild), "the watchdog must kill the whole process group"
+    assert not alive(grandchild), "the watchdog must kill the whole process group"
 
     summary = read_json(out / "summary.json")
     counts = summary["counts"]
