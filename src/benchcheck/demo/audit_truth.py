@@ -1,7 +1,8 @@
 """The audit checked against the demo's ground truth: where false removals are known.
 
 The demo's construction says, per item, which steps can see what it needs
-(``ground_truth.jsonl``'s ``justified_removal_steps``): a removal at any other step is false.
+(``ground_truth.jsonl``'s ``answerable_at_steps``, and ``justified_removal_steps``): a removal at
+any other step is false.
 For an engine whose letter prior is planted (``engines.reference_prior``; the plain reference
 engine's is zero), the construction also says which removals the prior drives: those the rule
 makes on the recorded letters but not on the letters with the planted prior taken away
@@ -33,6 +34,11 @@ from benchcheck.audit.source import Forwards
 from benchcheck.audit.write import csv_text
 
 Planted = Callable[[int], Sequence[float]]  # k -> the prior's addition per position
+
+
+def zero_prior(k: int) -> tuple[float, ...]:
+    """The plain reference engine's planted prior: none (so no removal is prior-driven)."""
+    return (0.0,) * k
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,18 +156,22 @@ def check_truth(by_step: Mapping[int, Sequence[Forwards]], audit: AuditResult, t
             t = truth.get(f.item_id)
             if t is None:
                 continue  # not a demo item: nothing to check it against
-            justified = step in [int(s) for s in t.get("justified_removal_steps") or []]
+            # Evidence justifies a removal: a step that shows what the item needs (a duplicate's copy
+            # shows it too, when no step 0 removed the duplicate first).
+            justified = step in {int(s) for key in ("answerable_at_steps", "justified_removal_steps")
+                                 for s in t.get(key) or []}
             out.items.append(ItemTruth(f.item_id, f.bench, step, f.removed, justified, _prior_driven(f, planted),
                                        flagged.get((step, f.item_id), False), conf.get((step, f.item_id)),
                                        null_p.get((step, f.item_id), 0.0)))
-    for step in [*sorted(by_step), None]:
-        rows = [t for t in out.items if step is None or t.step == step]
+    scopes: list[int | None] = [*sorted(by_step), None]
+    for scope in scopes:
+        rows = [t for t in out.items if scope is None or t.step == scope]
         est, lo, hi = chance_removals([(t.null_p, t.removed) for t in rows])
-        out.null.append(NullCheck(step, len(rows), sum(t.removed for t in rows),
+        out.null.append(NullCheck(scope, len(rows), sum(t.removed for t in rows),
                                   sum(t.false_removal for t in rows), est, lo, hi))
         pos = [t.confidence for t in rows if t.removed and t.justified and t.confidence is not None]
         neg = [t.confidence for t in rows if t.false_removal and t.confidence is not None]
-        out.auc.append(AucCheck(step, len(pos), len(neg), auc(pos, neg)))
+        out.auc.append(AucCheck(scope, len(pos), len(neg), auc(pos, neg)))
     return out
 
 
