@@ -15,6 +15,7 @@ TABLES = (("audit_null.csv", "Removal rule against the permutation null (gold pe
           ("audit_truth.csv", "The audit checked against the ground truth (demo: false removals known by "
                               "construction; see audit_truth.md)"))
 ITEMS = "audit_items.csv"
+NOTE_CHARS = 40  # a repeated cell longer than this is said once, under its table
 
 Confidences = dict[str, dict[int, float]]  # item_id -> step -> confidence
 
@@ -25,6 +26,17 @@ class AuditTable:
     title: str
     header: list[str]
     rows: list[list[str]]
+    notes: tuple[str, ...] = ()  # columns with one value in every row, said once under the table
+
+
+def _table(name: str, title: str, rows: list[list[str]]) -> AuditTable:
+    """A CSV table as shown: a long column that repeats one value (the rule) becomes a note."""
+    header, body = rows[0], [r + [""] * (len(rows[0]) - len(r)) for r in rows[1:]]
+    same = [j for j in range(len(header))
+            if body and len({r[j] for r in body}) == 1 and len(body[0][j]) > NOTE_CHARS]
+    notes = tuple(f"{header[j]}: {body[0][j]}" for j in same)
+    keep = [j for j in range(len(header)) if j not in same]
+    return AuditTable(name, title, [header[j] for j in keep], [[r[j] for j in keep] for r in body], notes)
 
 
 @dataclass(slots=True)
@@ -63,7 +75,7 @@ def read_audit(folder: Path | None) -> AuditData:
         except OSError:
             continue
         if rows:
-            data.tables.append(AuditTable(name, title, rows[0], rows[1:]))
+            data.tables.append(_table(name, title, rows))
     data.headline = _bold_line(folder / "audit.md")
     data.truth = _bold_line(folder / "audit_truth.md")
     if not data.tables:

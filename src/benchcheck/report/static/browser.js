@@ -147,6 +147,8 @@
     if (s.f.sort && !s.todo.length && !s.sorted) sortMatches(s);
     body.textContent = "";
     var from = s.page * PAGE, rows = s.matches.slice(from, from + PAGE);
+    // the margin and confidence shown are the chosen step's (the final decision's under "final")
+    var stepIx = s.f.step === "final" ? -1 : index.chain.indexOf(Number(s.f.step));
     rows.forEach(function (m) {
       var b = m[0], r = m[1], tr = el("tr", { "data-id": r[0] });
       var a = el("a", { href: "#" }, r[0]);
@@ -155,8 +157,8 @@
       var fin = Object.keys(index.codes).filter(function (k) { return index.codes[k] === r[2]; })[0] || r[2];
       tr.appendChild(el("td", { "class": "fate-" + fin }, fin + (r[3] ? " @" + r[3] : "")));
       tr.appendChild(el("td", { "class": "mono" }, r[4]));
-      tr.appendChild(el("td", {}, fmt(r[6])));
-      tr.appendChild(el("td", { "class": "conf" }, fmt(r[9])));
+      tr.appendChild(el("td", { "class": "margin" }, fmt(marginOf(r, stepIx))));
+      tr.appendChild(el("td", { "class": "conf" }, fmt(confOf(r, stepIx))));
       tr.appendChild(el("td", {}, r[8]));
       body.appendChild(tr);
     });
