@@ -3,10 +3,13 @@
 Synthetic clips of coloured shapes give items of known kinds (``demo.kinds``); the rule-based
 ``reference`` engine (a deterministic program, not a model) screens them through step 0 and steps
 1-6, so every removal can be checked against the construction: the demo prints the funnel per
-kind, observed next to predicted. A tiny random-weight transformer also runs a short step 1
-through the real ``hf`` engine path (its decisions are noise, and its rows say so), and
-``qa run`` asks a few items of the reference engine behind ``benchcheck serve``, scored by the
-scripted judge. Running it again resumes (nothing left to do) and rebuilds the assembled outputs.
+kind, observed next to predicted. The ``reference-prior`` engine (the same rules plus a planted
+letter prior, guesses and noise) screens the same chain, so false and prior-driven removals exist
+and are known; a tiny random-weight transformer runs steps 1 and 4 through the real ``hf``
+engine path (its decisions are noise, and its rows say so); each run is audited, and the audits
+are checked against the ground truth (``demo.audit_truth``). ``qa run`` asks a few items of the
+reference engine behind ``benchcheck serve``, scored by the scripted judge. Running it again
+resumes (nothing left to do) and rebuilds the assembled outputs.
 """
 
 from __future__ import annotations
