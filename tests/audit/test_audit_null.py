@@ -49,3 +49,31 @@ def test_always_a_model_null_explains_every_removal(tmp_path: Path) -> None:
     assert by[1].observed_rate <= by[1].null_hi
     effects = {e["step"]: e for e in res.prior_effects}
     assert effects[4]["prior_explained"] == s4.observed
+
+
+def test_chance_removals_at_a_later_step_are_conditioned_on_the_earlier_ones(tmp_path: Path) -> None:
+    """A model whose opinions repeat across steps (the same content at the blind step 1 and the
+    options-only step 4, no shortcut anywhere): step 1 already removed its lucky guesses, so the
+    survivors' guesses miss the gold. The chance-removal estimate conditioned on passing step 1
+    brackets step 4's (all false) removals; the unconditioned one overstates them."""
+    covered, over = 0, 0
+    for seed in range(4):
+        d = tmp_path / f"s{seed}"
+        rng = random.Random(seed)
+        items = make_items(f"Repeat{seed}", 800, 4, rng)
+        content = {it.item_id: [rng.gauss(0, 1.5) for _ in range(4)] for it in items}
+        model = SimModel("sim", noise=0.3, rng=random.Random(seed + 7))
+        rows1 = run_step(d, 1, items, model, content)
+        survivors = [it for it, r in zip(items, rows1, strict=True) if not r["removed"]]
+        run_step(d, 4, survivors, model, content)
+        by_step = read_forwards(d)
+        true4 = sum(f.removed for f in by_step[4])
+        s4 = next(r for r in audit_forwards(by_step, rounds=50).nulls if r.step == 4)
+        plain = null_for(s4.bench, 4, by_step[4], rounds=50)  # step 4 alone, as if it were first
+        covered += s4.est_false_lo <= true4 <= s4.est_false_hi
+        over += plain.est_false > s4.est_false and plain.est_false_lo > true4
+        print(f"seed {seed}: step-4 false removals {true4}, conditioned {s4.est_false:.1f} "
+              f"[{s4.est_false_lo:.1f}, {s4.est_false_hi:.1f}], unconditioned {plain.est_false:.1f} "
+              f"[{plain.est_false_lo:.1f}, {plain.est_false_hi:.1f}]")
+    assert covered >= 3, covered
+    assert over >= 3, over

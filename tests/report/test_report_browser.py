@@ -93,3 +93,66 @@ def test_filter_by_bench_and_decision_then_open_item(site: tuple[Path, Path, Pat
         page.screenshot(path=str(tmp_path / "item.png"), full_page=True)
         assert errors == []
     assert (tmp_path / "item.png").stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def audited_site(site: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same pool with `benchcheck audit` run on it and the report built with --audit."""
+    items, res, _ = site
+    root = tmp_path_factory.mktemp("audited")
+    r = cli("audit", "--results", str(res), "--items", str(items), "--out", str(root / "audit"), "--rounds", "50",
+            "--quiet")
+    assert r.returncode == 0, r.stderr
+    out = root / "report"
+    r = cli("report", "--results", str(res), "--items", str(items), "--audit", str(root / "audit"), "--out",
+            str(out), "--no-progress", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    return root / "audit", out
+
+
+def test_confidence_is_shown_filtered_and_sorted(audited_site: tuple[Path, Path], tmp_path: Path) -> None:
+    import csv
+    import json
+
+    audit, out = audited_site
+    rows = [r for r in csv.DictReader((audit / "audit_items.csv").open()) if r["step"] == "4" and r["confidence"]]
+    step4 = {r["item_id"]: round(float(r["confidence"]), 3) for r in rows}
+    json4 = {r["item_id"] for r in rows if r["bench"] == "DemoJson"}
+    assert len(set(step4.values())) > 5  # the scripted engine's step 4 gives varied confidences
+    with browser_page() as (page, errors):
+        page.goto((out / "items.html").as_uri())
+        page.wait_for_selector("#status[data-done='1']")
+        assert "confidence" in page.locator("#list thead").inner_text()
+        page.select_option("#f-bench", "DemoJson")
+        page.select_option("#f-step", "4")
+        # filter: exactly the benchmark's items whose step-4 confidence lies in [0.7, 0.85]
+        page.fill("#f-clo", "0.7")
+        page.fill("#f-chi", "0.85")
+        page.click("#f-go")
+        in_range = {i for i in json4 if 0.7 <= step4[i] <= 0.85}
+        wait_matches(page, len(in_range))
+        shown = page.locator("#list tbody tr").evaluate_all("rs => rs.map(r => r.dataset.id)")
+        assert shown and set(shown) <= in_range and len(shown) == min(50, len(in_range))
+        texts = page.locator("#list tbody td.conf").all_inner_texts()
+        assert texts == [f"{step4[i]:.3f}" for i in shown]  # the column shows the step's confidence
+        # order by confidence, lowest first, over every benchmark's step-4 items (ordering reads them all)
+        page.fill("#f-clo", "")
+        page.fill("#f-chi", "")
+        page.select_option("#f-bench", "")
+        page.select_option("#f-sort", "confidence-asc")
+        every = json.loads((out / "report.json").read_text())["items"]  # no decision filter: all items
+        wait_matches(page, every)
+        texts = page.locator("#list tbody td.conf").all_inner_texts()
+        assert texts == [f"{c:.3f}" for c in sorted(step4.values())[:50]]
+        page.select_option("#f-sort", "confidence-desc")
+        page.wait_for_function("document.querySelector('#list tbody td.conf').textContent === "
+                               f"'{max(step4.values()):.3f}'")
+        first = page.locator("#list tbody tr").first
+        item = first.get_attribute("data-id")
+        assert first.locator("td.conf").inner_text() == f"{max(step4.values()):.3f}"
+        # the item view: the step's confidence beside its decision
+        first.locator("a").click()
+        page.wait_for_selector(".step-4 p.conf")
+        assert f"confidence {step4[str(item)]:.3f}" in page.locator(".step-4 p.conf").inner_text()
+        page.screenshot(path=str(tmp_path / "confidence.png"), full_page=True)
+        assert errors == []

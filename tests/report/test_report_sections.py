@@ -14,6 +14,7 @@ from report_helpers import cli, screened_pool
 
 from benchcheck.items import load_items
 from benchcheck.report import ReportOptions, build_report
+from benchcheck.report.browser import LIST_FIELDS
 from benchcheck.store import load_state
 
 
@@ -122,7 +123,8 @@ def test_without_items_ids_and_margins_come_from_rows(pool: tuple[Path, Path], t
     r = recs["DemoJson_21"]
     assert r["no_text"] and r["steps"][0]["margins"] == [round(m, 3) for m in step1.ok["DemoJson_21"]["margins"]]
     listed = chunks(out, "l")
-    assert len(listed) == len(step1.ok) and all(len(x) == 9 for x in listed)
+    assert len(listed) == len(step1.ok) and all(len(x) == len(LIST_FIELDS) for x in listed)
+    assert all(x[LIST_FIELDS.index("confidence")] is None for x in listed)  # no --audit: no confidence
 
 
 def test_rebuild_replaces_the_report_whole_and_refuses_foreign_folders(pool: tuple[Path, Path], tmp_path: Path) -> None:

@@ -28,8 +28,9 @@ def test_demo_runs_every_step_matches_the_construction_and_resumes(tmp_path: Pat
         assert rows, f"step {step} wrote no rows"
         assert {r["model"] for r in rows.values()} == {funnel["engine"]}
         assert {r["engine"] for r in rows.values()} == {"reference"}
-    tiny = ok_rows(out / "results_tiny_random" / "step1")
-    assert tiny and all("random-weights" in r["model"] for r in tiny.values())
+    for step in (1, 4):
+        tiny = ok_rows(out / "results_tiny_random" / f"step{step}")
+        assert len(tiny) >= 90 and all("random-weights" in r["model"] for r in tiny.values())
     for name in ("pool_items.parquet", "pool.duckdb", "pool_summary.md", "pool_summary.csv", "run_accounting.csv"):
         assert (res / name).is_file(), name
     assert "reference / reference:" in (res / "pool_summary.md").read_text()
@@ -51,6 +52,18 @@ def test_demo_runs_every_step_matches_the_construction_and_resumes(tmp_path: Pat
     audit_html = (report / "audit.html").read_text()  # the audit's null and threshold tables
     assert 'id="audit_null"' in audit_html and 'id="audit_thresholds"' in audit_html
     assert (out / "audit" / "audit_null.csv").is_file()
+    # The audits checked against the ground truth: every check holds for the reference engine and
+    # for the planted-prior engine, and the tiny random model's removals are nearly all chance.
+    assert "DOES NOT BRACKET" not in first.stdout and "CHECK FAILS" not in first.stdout
+    for folder in ("audit", "audit_prior"):
+        assert "**Result: every check holds.**" in (out / folder / "audit_truth.md").read_text()
+    prior_truth = (out / "audit_prior" / "audit_truth.md").read_text()
+    assert "the sets are equal" in prior_truth and "flagged by the audit: 0" not in prior_truth
+    assert "explain nearly all of them" in (out / "audit_tiny" / "audit.md").read_text()
+    assert 'id="audit_truth"' in audit_html and 'id="audit_prior-audit_truth"' in audit_html
+    assert "explain nearly all of them" in audit_html  # the tiny run's reading, on the report's audit page
+    prior_rows = ok_rows(out / "results_prior" / "step1")
+    assert {r["model"] for r in prior_rows.values()} == {"reference:planted-prior-v1"}
     con = duckdb.connect(str(res / "pool.duckdb"), read_only=True)
     finals = dict(con.execute("SELECT final, count(*) FROM items GROUP BY final").fetchall())
     assert finals.get("removed", 0) > 0 and finals.get("kept", 0) > 0

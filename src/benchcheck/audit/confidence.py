@@ -130,11 +130,19 @@ def pooled_sd(forwards: Sequence[Forwards]) -> float | None:
 def single_confidence(f: Forwards, noise_sd: float | None, source: str) -> Confidence:
     lp, gold = f.lps[0], gold_position(f.perms[0], f.answer)
     own = pooled_sd([f]) if f.extra_perms else None
-    sd = own if own else noise_sd
+    sd = own if own is not None else noise_sd
     d = distance_to_flip(lp, gold)
-    conf = 0.5 * (1.0 + math.erf(d / (sd * math.sqrt(2.0)))) if sd else None
+    conf = None if sd is None else normal_cdf(d, sd)
     return Confidence(f.item_id, f.bench, f.step, f.removed, conf, None if conf is None else 1.0 - conf, None,
-                      margin_of(lp, gold), None, d, sd, "own extra permutations" if own else source)
+                      margin_of(lp, gold), None, d, sd, "own extra permutations" if own is not None else source)
+
+
+def normal_cdf(d: float, sd: float) -> float:
+    """Phi(d / sd); with no noise at all (a deterministic engine) re-asking never flips a decision
+    that is off the threshold, and one on it is a coin."""
+    if sd <= 0.0:
+        return 1.0 if d > 0 else 0.5
+    return 0.5 * (1.0 + math.erf(d / (sd * math.sqrt(2.0))))
 
 
 def confidences(by_step: dict[int, list[Forwards]], seed: int = 0) -> list[Confidence]:
@@ -150,7 +158,7 @@ def confidences(by_step: dict[int, list[Forwards]], seed: int = 0) -> list[Confi
         for f in by_step[step]:
             if f.multi:
                 out.append(perm_confidence(f, seed))
-            elif by_model.get(f.model):
+            elif by_model.get(f.model) is not None:
                 out.append(single_confidence(f, by_model[f.model], "same model's step-1 permutations"))
             else:
                 out.append(single_confidence(f, anyone, "another model's step-1 permutations"))

@@ -7,7 +7,7 @@ any of them flipping would remove it). None where no step with letter log-probs 
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,15 @@ def add_confidence(records: Sequence[MutableMapping[str, Any]], results: str | P
     for c in confidences(read_forwards(results, ids)):
         by_item.setdefault(c.item_id, {})[c.step] = c.confidence
     for r in records:
-        steps = by_item.get(str(r["item_id"]), {})
         at = r.get("removed_at")
-        if at is not None:
-            value = steps.get(int(at))
-        else:
-            known = [v for v in steps.values() if v is not None]
-            value = min(known) if known else None
+        value = fate_confidence(by_item.get(str(r["item_id"]), {}), None if at is None else int(at))
         r["confidence"] = None if value is None else round(value, 4)
+
+
+def fate_confidence(by_step: Mapping[int, float | None], removed_at: int | None) -> float | None:
+    """An item's confidence from its steps' (module docstring): the removing step's, else the
+    lowest of its keep decisions'."""
+    if removed_at is not None:
+        return by_step.get(removed_at)
+    known = [v for v in by_step.values() if v is not None]
+    return min(known) if known else None

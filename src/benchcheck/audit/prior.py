@@ -19,9 +19,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchcheck.audit.rule import decision_stats, removes
+import numpy as np
+
+from benchcheck.audit.rule import removes
 from benchcheck.audit.source import Forwards
-from benchcheck.protocol import LETTERS, LOG2, argmax_pos, gold_position
+from benchcheck.protocol import LETTERS, argmax_pos, gold_position
 
 PriorKey = tuple[str, int, int]  # (model, step, number of options)
 
@@ -68,23 +70,64 @@ def softmax(lp: Sequence[float]) -> list[float]:
 
 
 def estimate_priors(forwards: Sequence[Forwards]) -> dict[PriorKey, LetterPrior]:
-    """One prior per (model, step, k) from every forward of the rows given."""
-    acc: dict[PriorKey, list[float]] = {}
+    """One prior per (model, step, k) from every forward of the rows given.
+
+    A model that sees the answer adds to the gold's letter, and which items reach a later step
+    depends on what earlier steps removed (often by position), so the gold letters carry the
+    answers, not the prior. With three or more options the prior is therefore fitted to the
+    letters that are not the gold: in each forward the non-gold letters centred on their own
+    mean, least squares over all forwards (``_non_gold_fit``). With two options (one non-gold
+    letter: nothing to centre) or golds all at one position (the gold's own position is then not
+    identified), it is the mean of the centred log-probs within each gold position, averaged
+    over the gold positions present."""
+    sums: dict[PriorKey, dict[int, np.ndarray]] = {}
+    per_gold: dict[PriorKey, dict[int, int]] = {}
     picks: dict[PriorKey, list[int]] = {}
     n: dict[PriorKey, int] = defaultdict(int)
     for f in forwards:
         key = (f.model, f.step, f.k)
-        a = acc.setdefault(key, [0.0] * f.k)
+        strata = sums.setdefault(key, {})
+        counts = per_gold.setdefault(key, defaultdict(int))
         c = picks.setdefault(key, [0] * f.k)
-        for lp in f.lps:
-            mean = sum(lp) / len(lp)
-            for i, v in enumerate(lp):
-                a[i] += v - mean
+        for perm, lp in zip(f.perms, f.lps, strict=True):
+            g = gold_position(perm, f.answer)
+            v = np.asarray(lp, dtype=np.float64)
+            strata[g] = strata.get(g, np.zeros(f.k)) + (v - v.mean())
+            counts[g] += 1
             c[argmax_pos(lp)] += 1
             n[key] += 1
-    return {key: LetterPrior(key[0], key[1], key[2], tuple(softmax([v / n[key] for v in a])), tuple(picks[key]), n[key],
-                             "permutations" if _multi(forwards, key) else "all items")
-            for key, a in acc.items()}
+    out = {}
+    for key, strata in sums.items():
+        centred = _non_gold_fit(key[2], strata, per_gold[key])
+        if centred is None:
+            centred = sum((s / per_gold[key][g] for g, s in strata.items()), np.zeros(key[2])) / len(strata)
+        out[key] = LetterPrior(key[0], key[1], key[2], tuple(softmax([float(x) for x in centred])),
+                               tuple(picks[key]), n[key], "permutations" if _multi(forwards, key) else "all items")
+    return out
+
+
+def _non_gold_fit(k: int, sums: dict[int, np.ndarray], counts: dict[int, int]) -> np.ndarray | None:
+    """Least-squares prior (centred) from the non-gold letters, or None where not identified.
+
+    A forward with gold at g gives, for each other position j, the equation
+    ``lp_j - mean_{l != g} lp_l = pi_j - mean_{l != g} pi_l``; the rows of these equations are
+    the centring projector P_g on the non-gold positions, so the normal equations are
+    ``(sum_g n_g P_g) pi = sum_g P_g (sum of the forwards' lp)``: two k x k sums, whatever the
+    number of forwards."""
+    if k < 3 or len(sums) < 2:
+        return None
+    a = np.zeros((k, k))
+    b = np.zeros(k)
+    for g, s in sums.items():
+        p = np.zeros((k, k))
+        others = [i for i in range(k) if i != g]
+        p[np.ix_(others, others)] = np.eye(k - 1) - 1.0 / (k - 1)
+        a += counts[g] * p
+        b += p @ s
+    if np.linalg.matrix_rank(a) < k - 1:
+        return None
+    pi: np.ndarray = np.linalg.pinv(a) @ b  # the minimum-norm solution is the centred one
+    return pi
 
 
 def _multi(forwards: Sequence[Forwards], key: PriorKey) -> bool:
@@ -103,15 +146,12 @@ def corrected_removes(f: Forwards, prior: LetterPrior) -> bool:
 
 
 def prior_explained(f: Forwards, prior: LetterPrior) -> bool:
-    """A removal the prior alone explains: every forward that picked the gold letter picked the
-    model's dominant position, and the mean margin exceeds what the prior gives the gold
-    positions by no more than the rule's own threshold (log 2)."""
-    if not f.removed:
-        return False
-    golds = [gold_position(p, f.answer) for p in f.perms]
-    for lp, g in zip(f.lps, golds, strict=True):
-        if argmax_pos(lp) == g and g != prior.dominant:
-            return False
-    _, mean_margin = decision_stats(f.perms, f.lps, f.answer)
-    mean_prior = sum(prior.margin_at(g) for g in golds) / len(golds)
-    return mean_margin - mean_prior <= LOG2
+    """A removal the prior explains: the rule removes the item on the recorded letters but not on
+    the letters with the prior subtracted (the PriDe-corrected ones), so the prior's share of
+    the margin (or of the hits) is what carries it over the threshold. Subtracting the prior
+    only helps a gold letter away from the dominant position, so such a removal always rests on
+    forwards that put the gold at the dominant position. (The first version asked, instead, that
+    every hit be at the dominant position and that the mean margin exceed the prior's by no more
+    than log 2; on the demo's planted prior that missed removals whose hits the prior made, at a
+    gold position it favours, beside one hit elsewhere.)"""
+    return f.removed and not corrected_removes(f, prior)

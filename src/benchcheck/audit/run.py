@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from benchcheck.audit.profile import Figure, profile
 from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
 from benchcheck.audit.source import Forwards, read_forwards
+from benchcheck.screen.steps import DEFAULT_CHAIN
 
 Table = list[dict[str, object]]
 
@@ -35,11 +36,12 @@ class AuditResult:
 
 
 def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,
-                   rounds: int = 1000, seed: int = 0) -> AuditResult:
-    """Every table of the audit from the rows of each step (and of a second run to compare)."""
+                   rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN) -> AuditResult:
+    """Every table of the audit from the rows of each step (and of a second run to compare);
+    ``chain`` is the order the steps ran in (the null conditions on the steps an item passed)."""
     res = AuditResult(steps=sorted(by_step))
     res.priors = estimate_priors([f for rows in by_step.values() for f in rows])
-    res.nulls = nulls(by_step, rounds, seed)
+    res.nulls = nulls(by_step, rounds, seed, chain)
     res.confidences = confidences(by_step, seed)
     res.thresholds = threshold_curves(by_step)
     res.floor = floor_dependence(by_step)
@@ -75,9 +77,9 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
 
 
 def run_audit(results: str | Path, item_ids: Iterable[str] | None = None, compare: str | Path | None = None,
-              rounds: int = 1000, seed: int = 0) -> AuditResult:
+              rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN) -> AuditResult:
     """Read the rows of ``results`` (and of ``compare``) for the items given and audit them."""
     ids = set(item_ids) if item_ids is not None else None
     by_step = read_forwards(results, ids)
     other = read_forwards(compare, ids) if compare is not None else None
-    return audit_forwards(by_step, other, rounds, seed)
+    return audit_forwards(by_step, other, rounds, seed, chain)

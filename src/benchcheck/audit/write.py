@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchcheck.atomic import write_text_atomic
 from benchcheck.audit.confidence import Confidence
-from benchcheck.audit.null import verdict
+from benchcheck.audit.null import chance_removals, verdict
 from benchcheck.audit.rule import rule_text
 from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
@@ -40,9 +40,28 @@ def _num(v: object, fmt: str = "+.3f") -> str:
     return format(v, fmt) if isinstance(v, float | int) else ""
 
 
+NEARLY_ALL = 0.9  # "nearly all" removals: the null expects at least this share of them
+
+
+def headline(res: AuditResult) -> str:
+    """One plain sentence: how many of the removals the null expects, and what that means."""
+    removed = sum(r.observed for r in res.nulls)
+    expected = sum(r.null_mean * r.n for r in res.nulls)
+    if not removed:
+        return "The rule removed no item, so there is nothing for the null to explain."
+    share = expected / removed
+    head = f"The null expects {expected:.1f} of the {removed} removals ({min(share, 1.0):.0%})"
+    if share >= NEARLY_ALL:
+        return f"{head}: chance and the model's letter preference explain nearly all of them; treat them as noise."
+    est, lo, hi = chance_removals([(float(str(r["null_p"])), bool(r["removed"])) for r in res.items])
+    return (f"{head}; counting only the items that are not shortcuts, an estimated {est:.1f} [{lo:.1f}, {hi:.1f}] "
+            f"of them are chance, so about {max(0.0, removed - est):.0f} rest on a shortcut.")
+
+
 def markdown(res: AuditResult) -> str:
     lines = ["# How far to trust each removal", "",
              "Evidence beside the protocol's decisions; nothing here changes a decision.", "",
+             f"**{headline(res)}**", "",
              f"Rule: {rule_text()}.", "", "## Null of the rule (gold answers permuted within each benchmark)", "",
              "| bench | step | items | removed | observed | null rate [95%] | excess | est. chance removals "
              "[95%] | reading |", "|---|---|---|---|---|---|---|---|---|"]

@@ -19,10 +19,12 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--rounds", type=click.IntRange(min=10), default=1000, show_default=True,
               help="Rounds of the permutation null.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the null and the bootstraps.")
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True,
+              help="The order the steps ran in (an item's chance removal is conditioned on the steps it passed).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
 def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | None, rounds: int, seed: int,
-          columns: str | None, quiet: bool) -> None:
+          chain: str, columns: str | None, quiet: bool) -> None:
     """Audit the removals of a screening run from its recorded rows (no new forwards).
 
     Per benchmark x step: the removal rule's permutation null (gold answers permuted within the
@@ -40,8 +42,13 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     from benchcheck.audit import run_audit
     from benchcheck.audit.null import verdict
     from benchcheck.audit.source import steps_in
-    from benchcheck.audit.write import write_audit
+    from benchcheck.audit.write import headline, write_audit
+    from benchcheck.screen.steps import parse_chain
 
+    try:
+        steps = parse_chain(chain)
+    except ValueError as e:
+        die(str(e))
     if not steps_in(results):
         die(f"{results}: no step<k> folders with results")
     if compare is not None and not steps_in(compare):
@@ -50,7 +57,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     ids = [it.item_id for it in loaded.items if it.format == "mc"]
     if not ids:
         die("no valid multiple-choice items to audit")
-    res = run_audit(results, ids, compare, rounds=rounds, seed=seed)
+    res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps)
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
     paths = write_audit(res, Path(out))
@@ -64,6 +71,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
     click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
                f"FLOOR_DEPENDENT={differ} ROWS_WITH_LP_EXACT={exact_rows}")
+    click.echo(headline(res))
     for p in paths:
         click.echo(str(p))
 

@@ -49,7 +49,8 @@ def items(out: str, seed: int, videos: bool) -> None:
               help="Run the frames x pixels sweep on the benchmarks (reference engine) and its verdicts.")
 def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
     """Run the pipeline on the known-kind benchmarks with the reference engine; print the funnel
-    per kind next to the predicted one, and where the outputs are. Exit 1 when they differ.
+    per kind next to the predicted one, the sweep verdicts next to the expected ones, the audit's
+    checks against the ground truth, and where the outputs are. Exit 1 when one differs.
 
     \b
     Example:
@@ -65,7 +66,7 @@ def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
     except ValueError as e:
         return die(str(e))
     result = run_demo(out, echo=click.echo, chain=steps, qa=qa, sweep_on=sweep)
-    if not result.funnel_match or result.sweep_match is False:
+    if not result.funnel_match or result.sweep_match is False or result.audit_match is False:
         raise SystemExit(1)
 
 

@@ -18,7 +18,10 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True)
 @click.option("--sweep", type=click.Path(), default=None, help="Sweep folder (reads results/conditions_results.csv).")
 @click.option("--qa", "qa_dir", type=click.Path(), default=None, help="Output folder of `benchcheck qa run`.")
-@click.option("--audit", "audit_dir", type=click.Path(), default=None, help="Output folder of `benchcheck audit`.")
+@click.option("--audit", "audit_dir", type=click.Path(), default=None,
+              help="Output folder of `benchcheck audit` (its tables, and per-item confidence in the browser).")
+@click.option("--side-audit", "side_audits", multiple=True, type=click.Path(),
+              help="Audit folders of other runs on the same items, shown after the main one (repeatable).")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
@@ -28,13 +31,16 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Processes (benchmarks are built in parallel).")
 @click.option("--no-progress", is_flag=True)
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
-           qa_dir: str | None, audit_dir: str | None, frames_root: str | None, copy_frames: bool, no_plots: bool,
+           qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], frames_root: str | None,
+           copy_frames: bool, no_plots: bool,
            bench_png: bool, out: str, workers: int, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
 
     \b
     Example:
       benchcheck report --results results --items items/ --out results/report
+      benchcheck report --results demo_out/results --items demo_out/items --audit demo_out/audit \
+          --side-audit demo_out/audit_prior --out /tmp/report
     """
     from benchcheck.report import ReportOptions, build_report
     from benchcheck.report.site import ReportError
@@ -51,7 +57,7 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                          qa=Path(qa_dir) if qa_dir else None, audit=Path(audit_dir) if audit_dir else None,
                          frames=Path(frames_root) if frames_root else None,
                          copy_frames=copy_frames, plots=not no_plots, progress=not no_progress, workers=workers,
-                         bench_png=bench_png)
+                         bench_png=bench_png, side_audits=tuple(Path(p) for p in side_audits))
     try:
         built = build_report(opts)
     except ReportError as e:

@@ -3,10 +3,13 @@
 Synthetic clips of coloured shapes give items of known kinds (``demo.kinds``); the rule-based
 ``reference`` engine (a deterministic program, not a model) screens them through step 0 and steps
 1-6, so every removal can be checked against the construction: the demo prints the funnel per
-kind, observed next to predicted. A tiny random-weight transformer also runs a short step 1
-through the real ``hf`` engine path (its decisions are noise, and its rows say so), and
-``qa run`` asks a few items of the reference engine behind ``benchcheck serve``, scored by the
-scripted judge. Running it again resumes (nothing left to do) and rebuilds the assembled outputs.
+kind, observed next to predicted. The ``reference-prior`` engine (the same rules plus a planted
+letter prior, guesses and noise) screens the same chain, so false and prior-driven removals exist
+and are known; a tiny random-weight transformer runs steps 1 and 4 through the real ``hf``
+engine path (its decisions are noise, and its rows say so); each run is audited, and the audits
+are checked against the ground truth (``demo.audit_truth``). ``qa run`` asks a few items of the
+reference engine behind ``benchcheck serve``, scored by the scripted judge. Running it again
+resumes (nothing left to do) and rebuilds the assembled outputs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from benchcheck.atomic import write_json_atomic, write_text_atomic
 from benchcheck.demo import funnel as fn
+from benchcheck.demo.audit_truth import Planted, TruthCheck, zero_prior
 from benchcheck.demo.benchmarks import DemoItem, build_items, scenes_needed, write_benchmarks
 from benchcheck.demo.kind_videos import make_scene_videos, normalize_scenes
 from benchcheck.demo.kinds import STORAGE_SHORT, View, answerable, expected_verdicts
@@ -26,6 +30,7 @@ from benchcheck.demo.scenes import make_scenes
 from benchcheck.engines.base import Engine
 from benchcheck.engines.options import EngineOptions
 from benchcheck.engines.reference import DEFAULT_NAME as REFERENCE_NAME
+from benchcheck.engines.reference_prior import planted_prior
 from benchcheck.engines.registry import from_options
 from benchcheck.items import Item, load_items
 from benchcheck.report.site import demo_report
@@ -40,7 +45,8 @@ from benchcheck.sweep.engine import SweepEngine
 
 Echo = Callable[[str], None]
 TINY_LABEL = "tiny-qwen3-vl-8b-random-weights"  # the tiny model's rows name it as what it is
-TINY_ITEMS_PER_BENCH = 2
+TINY_CHAIN = (1, 4)  # the steps with no frames: the tiny model answers every item in about a second
+PRIOR_ENGINE = "reference-prior"  # the reference engine with a planted letter prior, guesses and noise
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,7 @@ class DemoResult:
     truth_path: Path
     wall_s: float
     sweep_match: bool | None = None  # every benchmark's sweep verdict is the expected one (None: not run)
+    audit_match: bool | None = None  # every ground-truth check of the audit holds (None: not run)
 
 
 def build_tiny(root: Path) -> Path:
@@ -93,12 +100,21 @@ async def _screen(ctx: ScreenContext, engine: Engine, echo: Echo, progress: bool
              f"{summary.error_rows} error rows; REMAINING_TOTAL={plan.remaining}")
 
 
-async def _tiny_step1(items: Sequence[Item], out: Path, results: Path, echo: Echo, progress: bool) -> None:
-    ctx = make_context(items, results, (1,), None, None, limit=TINY_ITEMS_PER_BENCH)
+async def _tiny_run(items: Sequence[Item], out: Path, results: Path, keep: Path | None, echo: Echo,
+                    progress: bool) -> None:
+    ctx = make_context(items, results, TINY_CHAIN, None, keep)
     engine = from_options("hf", EngineOptions(model=str(build_tiny(out / "models")), device="cpu",
                                               served_name=TINY_LABEL))
     try:
         await _screen(ctx, engine, echo, progress, 16)
+    finally:
+        await engine.aclose()
+
+
+async def _prior_run(ctx: ScreenContext, echo: Echo, progress: bool) -> None:
+    engine = from_options(PRIOR_ENGINE, EngineOptions())
+    try:
+        await _screen(ctx, engine, echo, progress, 8)
     finally:
         await engine.aclose()
 
@@ -125,18 +141,36 @@ def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
     return result
 
 
-def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo) -> Path | None:
-    """``benchcheck audit`` on the screening rows (no new forwards); None when nothing to audit."""
-    from benchcheck.audit import run_audit
-    from benchcheck.audit.write import write_audit
+def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: Sequence[int],
+           truth: Path | None = None, planted: Planted | None = None, title: str = "") -> TruthCheck | None:
+    """``benchcheck audit`` on a run's rows (no new forwards) into ``out``; with ``truth``, the
+    audit checked against the ground truth (``audit_truth.csv``/``.md`` beside it)."""
+    from benchcheck.audit import read_forwards, run_audit
+    from benchcheck.audit.write import headline, write_audit
+    from benchcheck.demo.audit_truth import check_truth, load_truth, write_truth_check
 
-    res = run_audit(results, [it.item_id for it in items if it.format == "mc"])
+    ids = [it.item_id for it in items if it.format == "mc"]
+    res = run_audit(results, ids, chain=chain)
     if not res.steps:
-        echo("  audit skipped: no ok rows with letter log-probs")
+        echo(f"  audit of {results.name} skipped: no ok rows with letter log-probs")
         return None
     write_audit(res, out)
-    echo(f"  audit: {out / 'audit.md'}")
-    return out
+    echo(f"  {results.name}: {headline(res)}  ({out / 'audit.md'})")
+    if truth is None:
+        return None
+    tc = check_truth(read_forwards(results, set(ids)), res, load_truth(truth), planted)
+    write_truth_check(tc, out, title)
+    overall = next(c for c in tc.null if c.step is None)
+    auc = next(a for a in tc.auc if a.step is None)
+    prior = ("no planted prior" if tc.prior_ok is None else
+             f"{len(tc.flagged)} flagged, {len(tc.prior_driven)} prior-driven by construction, "
+             f"{'the same items' if tc.prior_ok else 'DIFFERENT items'}")
+    echo(f"    ground truth: false removals {overall.false_removals} of {overall.removed}, null's chance-removal "
+         f"estimate {overall.est:.1f} [{overall.lo:.1f}, {overall.hi:.1f}] "
+         f"({'brackets it at every step' if tc.null_ok else 'DOES NOT BRACKET IT'}); prior: {prior}; "
+         f"confidence AUC true vs false removals {'n/a' if auc.auc is None else f'{auc.auc:.3f}'}; "
+         f"{'ok' if tc.ok else 'CHECK FAILS'}  ({out / 'audit_truth.md'})")
+    return tc
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +222,14 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     echo(f"3/9 steps {','.join(map(str, chain))} with the reference engine ({engine.model_name}: "
          "a deterministic rule-based program, not a model)")
     asyncio.run(_screen(ctx, engine, echo, progress, 8))
+    prior_ctx = make_context(loaded.items, out / "results_prior", chain, frames, keep)
+    echo(f"  + the same chain with {PRIOR_ENGINE} (the reference rules plus a planted letter prior on A, "
+         "guesses where they see nothing, and noise: false removals known by construction) -> results_prior/")
+    asyncio.run(_prior_run(prior_ctx, echo, progress))
     if tiny:
-        echo(f"  + a short step 1 with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, real hf engine path; "
-             "its decisions are noise) -> results_tiny_random/")
-        asyncio.run(_tiny_step1(loaded.items, out, out / "results_tiny_random", echo, progress))
+        echo(f"  + steps {','.join(map(str, TINY_CHAIN))} with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, "
+             "real hf engine path; its decisions are noise) -> results_tiny_random/")
+        asyncio.run(_tiny_run(loaded.items, out, out / "results_tiny_random", keep, echo, progress))
     echo("4/9 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
@@ -225,12 +263,22 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     write_json_atomic(out / "funnel.json", record, indent=1)
     write_text_atomic(out / "funnel.txt", table + "\n")
     sweep = _sweep(bundle, out, echo) if sweep_on else None
-    echo("9/9 audit of the removals (permutation null, thresholds), then the HTML report (funnel, benchmarks, "
-         "sweep, QA, audit, provenance with the engines' labels)")
-    audit_dir = _audit(results, loaded.items, out / "audit", echo)
+    echo("9/9 audit of the removals (permutation null, letter prior, confidence) checked against the ground "
+         "truth, then the HTML report (funnel, benchmarks, sweep, QA, audit, provenance with the engines' labels)")
+    truth = out / "truth" / "ground_truth.jsonl"
+    checks = [_audit(results, loaded.items, out / "audit", echo, chain, truth, zero_prior,
+                     "The reference engine's audit against the ground truth"),
+              _audit(prior_ctx.results, loaded.items, out / "audit_prior", echo, chain, truth, planted_prior,
+                     f"The audit of {PRIOR_ENGINE} (planted letter prior) against the ground truth")]
+    side_audits = [out / "audit_prior"]
+    if tiny:
+        _audit(out / "results_tiny_random", loaded.items, out / "audit_tiny", echo, TINY_CHAIN)
+        side_audits.append(out / "audit_tiny")
+    audit_match = all(c is not None and c.ok for c in checks)
+    side = [prior_ctx.results, *([out / "results_tiny_random"] if tiny else [])]
     report = demo_report(results, out / "items", frames_root, sweep=out / "sweep" if sweep_on else None,
-                         qa=out / "qa" / "run" if qa else None,
-                         side_results=[out / "results_tiny_random"] if tiny else [], audit=audit_dir)
+                         qa=out / "qa" / "run" if qa else None, side_results=side, audit=out / "audit",
+                         side_audits=[p for p in side_audits if (p / "audit.md").is_file()])
     echo("outputs:")
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")
@@ -243,4 +291,5 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     write_json_atomic(out / "demo_timing.json", {"wall_s": round(wall, 2)})
     sweep_match = None if sweep is None else all(
         (v := sweep.verdicts.get(b)) is not None and v.verdict == want for b, want in expected_verdicts().items())
-    return DemoResult(results, match, out / "funnel.json", out / "truth" / "ground_truth.jsonl", wall, sweep_match)
+    return DemoResult(results, match, out / "funnel.json", out / "truth" / "ground_truth.jsonl", wall, sweep_match,
+                      audit_match)

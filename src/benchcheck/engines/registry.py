@@ -19,9 +19,10 @@ ENGINES: dict[str, str] = {
     "openai": "benchcheck.engines.openai:OpenAIEngine",
     "scripted": "benchcheck.engines.scripted:ScriptedEngine",
     "reference": "benchcheck.engines.reference:ReferenceEngine",
+    "reference-prior": "benchcheck.engines.reference_prior:PriorReferenceEngine",
 }
 # Engines that answer without a server of their own (``serve`` can put them behind one).
-SERVABLE = ("hf", "scripted", "reference")
+SERVABLE = ("hf", "scripted", "reference", "reference-prior")
 
 
 class EngineClass(Protocol):

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from benchcheck.audit.pool import fate_confidence
 from benchcheck.report.source import ItemEvidence
 from benchcheck.report.sweep import SweepAnswer
 
@@ -83,13 +84,19 @@ def step_evidence(step: int, fate: str, row: Mapping[str, Any] | None) -> dict[s
     return out
 
 
-def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepAnswer]) -> dict[str, Any]:
+def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepAnswer],
+                  conf: Mapping[int, float] | None = None) -> dict[str, Any]:
     it = ev.item
     rec: dict[str, Any] = {"id": it.item_id, "q": it.question, "o": list(it.options), "a": it.answer,
                            "task": it.task, "vid": safe_video_id(it.video_id), "raw_vid": it.video_id,
                            "final": ev.final, "removed_at": ev.removed_at,
                            "steps": [step_evidence(s, ev.fates.get(s, "not_reached"), ev.rows.get(s))
                                      for s in chain if s in ev.fates]}
+    if conf:
+        for st in rec["steps"]:
+            if st["s"] in conf and "err" not in st:
+                st["conf"] = _r(conf[st["s"]])
+        rec["conf"] = _r(item_confidence(ev, conf))
     if it.meta.get("from_rows"):
         rec["no_text"] = True
     if sweep:
@@ -103,6 +110,13 @@ def decisive_margin(ev: ItemEvidence, chain: Sequence[int]) -> float | None:
         return ev.margins.get(ev.removed_at)
     last = [m for s in chain if (m := ev.margins.get(s)) is not None]
     return last[-1] if last else None
+
+
+def item_confidence(ev: ItemEvidence, conf: Mapping[int, float]) -> float | None:
+    """The confidence of the item's fate (the pool's rule, ``audit.pool.fate_confidence``) over the
+    steps that decided it."""
+    decided = {s: v for s, v in conf.items() if ev.fates.get(s) in ("kept", "removed")}
+    return fate_confidence(decided, ev.removed_at)
 
 
 @dataclass(slots=True)
@@ -131,8 +145,11 @@ def write_file(path: Path, data: bytes) -> None:
 
 
 def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Sequence[int],
-                sweep: Mapping[str, Sequence[SweepAnswer]]) -> BenchChunks:
-    """Write one benchmark's list and detail chunks under ``out/data/<slug>/``."""
+                sweep: Mapping[str, Sequence[SweepAnswer]],
+                conf: Mapping[str, Mapping[int, float]] | None = None) -> BenchChunks:
+    """Write one benchmark's list and detail chunks under ``out/data/<slug>/``; ``conf`` is the
+    audit's confidence per item and step (``report.audit.read_confidences``), when there is one."""
+    conf = conf or {}
     bc = BenchChunks(bench, slug(bench), len(items))
     folder = out / "data" / bc.slug
     tasks: dict[str, int] = {}
@@ -141,16 +158,19 @@ def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Seq
         part = items[j: j + DETAIL_CHUNK]
         d = j // DETAIL_CHUNK
         key = f"{bc.slug}/d{d}"
-        text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ())) for ev in part])
+        text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ()), conf.get(ev.item.item_id))
+                              for ev in part])
         write_file(folder / f"d{d}.js", text)
         bc.bytes_written += len(text)
         bc.detail_files += 1
         for ev in part:
             t = tasks.setdefault(ev.item.task or "", len(tasks))
+            c = conf.get(ev.item.item_id, {})
             rows.append([ev.item.item_id, t, FATE_CODE.get(ev.final, "?"), ev.removed_at or 0,
                          "".join(FATE_CODE.get(ev.fates.get(s, "not_reached"), "?") for s in chain),
                          [_r(ev.margins.get(s)) for s in chain], _r(decisive_margin(ev, chain)), d,
-                         ev.item.question[:QUESTION_CHARS]])
+                         ev.item.question[:QUESTION_CHARS], _r(item_confidence(ev, c)) if c else None,
+                         [_r(c.get(s)) for s in chain] if c else None])
     bc.tasks = list(tasks)
     for j in range(0, len(rows), LIST_CHUNK):
         name = f"l{j // LIST_CHUNK}"
@@ -161,7 +181,9 @@ def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Seq
     return bc
 
 
-LIST_FIELDS = ["id", "task", "final", "removed_at", "fates", "margins", "margin", "detail", "question"]
+# Positions in a list row (browser.js reads them by index); confidence fields are null without an audit.
+LIST_FIELDS = ["id", "task", "final", "removed_at", "fates", "margins", "margin", "detail", "question",
+               "confidence", "confidences"]
 
 
 def write_index(out: Path, benches: Sequence[BenchChunks], chain: Sequence[int], frames_base: str | None) -> int:

@@ -22,12 +22,14 @@ from typing import Any
 
 from benchcheck.atomic import write_json_atomic
 from benchcheck.items import Item
-from benchcheck.report import plots, stats, svg
-from benchcheck.report.audit import read_audit
-from benchcheck.report.browser import BenchChunks, safe_video_id, write_bench, write_file, write_index
+from benchcheck.report import plots, stats
+from benchcheck.report.audit import Confidences, read_audit, read_audits, read_confidences
+from benchcheck.report.bench_page import BenchPage, bench_page, copy_thumbs
+from benchcheck.report.browser import BenchChunks, write_bench, write_file, write_index
+from benchcheck.report.options import ReportOptions
 from benchcheck.report.provenance import step_lines, warnings
 from benchcheck.report.qa import QAData, read_qa
-from benchcheck.report.source import BenchEvidence, StepProvenance, bench_groups, read_group, run_log, run_specs
+from benchcheck.report.source import StepProvenance, bench_groups, read_group, run_log, run_specs
 from benchcheck.report.sweep import (
     SweepAnswer,
     SweepData,
@@ -38,44 +40,9 @@ from benchcheck.report.sweep import (
     read_sweep,
     verdict,
 )
-from benchcheck.screen.fates import REMOVED
 from benchcheck.screen.steps import STEPS
 
-EXAMPLES_PER_BENCH = 8
-THUMB_PX = 160
-
-
-@dataclass(slots=True)
-class ReportOptions:
-    results: Path
-    out: Path
-    items: Sequence[Item] | None = None
-    chain: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
-    sweep: Path | None = None
-    qa: Path | None = None
-    audit: Path | None = None  # output folder of `benchcheck audit`
-    frames: Path | None = None  # frame cache root (pool_frames)
-    copy_frames: bool = False  # copy the shown frames small instead of referencing the cache
-    plots: bool = True
-    progress: bool = False
-    workers: int = 1  # processes, one benchmark each at a time
-    bench_png: bool = False  # also a matplotlib PNG per benchmark (slow on big pools)
-    side_results: tuple[Path, ...] = ()  # other runs on the same items (their run logs go into provenance)
-
-
-@dataclass(slots=True)
-class BenchPage:
-    name: str
-    slug: str
-    n: int
-    finals: dict[str, int]
-    summary: list[dict[str, Any]]
-    rates: dict[int, stats.Rate]
-    overall: stats.Rate
-    flags: list[str]
-    examples: list[dict[str, Any]]
-    figure: str | None
-    charts: list[str] = field(default_factory=list)  # inline SVG
+__all__ = ["Built", "ReportError", "ReportOptions", "build_report", "demo_report", "frame_check"]
 
 
 @dataclass(slots=True)
@@ -109,77 +76,6 @@ def _copy_static(out: Path) -> None:
     for f in static.iterdir():
         if f.is_file():
             write_file(out / "static" / f.name, f.read_bytes())
-
-
-def _thumbs(out: Path, frames: Path, bench: BenchEvidence) -> None:
-    """Copy the frames each item was shown, at most THUMB_PX on the long side (once per file)."""
-    from PIL import Image
-
-    for ev in bench.items:
-        vid = safe_video_id(ev.item.video_id)
-        if vid is None:
-            continue
-        wanted = {p for row in ev.rows.values() for p in ((row.get("frames") or {}).get("positions") or [])
-                  if isinstance(p, int)}
-        for k in sorted(wanted):
-            src, dst = frames / vid / f"frame_{k}.jpg", out / "frames" / vid / f"frame_{k}.jpg"
-            if dst.is_file() or not src.is_file():
-                continue
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                with Image.open(src) as im:
-                    im.thumbnail((THUMB_PX, THUMB_PX))
-                    im.convert("RGB").save(dst.with_suffix(".tmp"), format="JPEG", quality=80)
-                os.replace(dst.with_suffix(".tmp"), dst)
-            except OSError:
-                continue  # an unreadable frame shows as a missing thumbnail, never stops the report
-
-
-def _examples(bench: BenchEvidence) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for ev in bench.items:
-        if ev.final == REMOVED and len(out) < EXAMPLES_PER_BENCH:
-            s = ev.removed_at
-            out.append({"id": ev.item.item_id, "q": ev.item.question, "gold": ev.item.options[ev.item.answer]
-                        if 0 <= ev.item.answer < len(ev.item.options) else "?", "step": s,
-                        "margin": ev.margins.get(s) if s is not None else None})
-    return out
-
-
-def _bench_page(opts: ReportOptions, staging: Path, bench: BenchEvidence, chunks: BenchChunks) -> BenchPage:
-    rates = stats.removal_rates(bench)
-    finals = stats.final_counts(bench.items)
-    screened = sum(1 for ev in bench.items if any(f in ("kept", "removed") for f in ev.fates.values()))
-    figure, charts = None, []
-    if opts.plots:
-        gold, picks = stats.positions(bench.items, 1)
-        margins = {s: stats.step_margins(bench.items, s) for s in opts.chain}
-        charts = _charts(opts.chain, rates, margins, gold, picks)
-        if opts.bench_png:
-            name = f"img/bench_{chunks.slug}.png"
-            plots.bench_figure(staging / name, bench.bench, opts.chain, rates, margins, gold, picks)
-            figure = "../" + name
-    return BenchPage(bench.bench, chunks.slug, len(bench.items), dict(finals), [dict(r) for r in bench.summary],
-                     rates, stats.wilson(finals[REMOVED], screened), list(bench.flags), _examples(bench), figure,
-                     charts)
-
-
-def _charts(chain: Sequence[int], rates: dict[int, stats.Rate], margins: dict[int, list[float]],
-            gold: Counter[int], picks: Counter[int]) -> list[str]:
-    labels = [str(s) for s in chain]
-    r = [rates.get(s, stats.Rate(0, 0, None, None)) for s in chain]
-    out = [svg.bars("removal rate per step, 95% interval", labels, [("removed %", plots.REMOVED_C,
-                    [100 * (x.value or 0) for x in r])], ymax=100.0,
-                    err=[(100 * (x.lo or 0), 100 * (x.hi or 0)) for x in r], ylabel="% removed")]
-    k = max([*gold, *picks, 1]) + 1
-    out.append(svg.bars("step 1 answer position (all permutations)", list(plots.LETTERS[:k]),
-                        [("gold", plots.GOLD, [float(gold.get(j, 0)) for j in range(k)]),
-                         ("model pick", plots.PICK, [float(picks.get(j, 0)) for j in range(k)])], ylabel="count"))
-    for s in chain:
-        if margins.get(s):
-            counts, edges = stats.histogram(margins[s], bins=30)
-            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=stats.LOG2))
-    return out
 
 
 class ReportError(Exception):
@@ -255,33 +151,41 @@ BenchResult = tuple[BenchPage, BenchChunks, list[dict[str, Any]], dict[int, Step
 
 
 def _bench_task(opts: ReportOptions, staging: Path, bench: str, items: list[Item] | None,
-                answers: dict[str, list[SweepAnswer]]) -> BenchResult:
+                answers: dict[str, list[SweepAnswer]], conf: Confidences) -> BenchResult:
     """One benchmark end to end: rows read, chunks and thumbnails written, page data built."""
     prov: dict[int, StepProvenance] = {}
     ev = read_group(opts.results, bench, items, opts.chain, frame_check(opts.frames), prov)
-    bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers)
+    bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers, conf)
     if opts.copy_frames and opts.frames is not None:
-        _thumbs(staging, opts.frames, ev)
-    return _bench_page(opts, staging, ev, bc), bc, [dict(r) for r in ev.summary], prov
+        copy_thumbs(staging, opts.frames, ev)
+    return bench_page(opts, staging, ev, bc), bc, [dict(r) for r in ev.summary], prov
 
 
 def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list[BenchResult]:
     """Benchmarks are independent: with ``workers`` > 1 they run in spawned processes (each
     holds one benchmark at a time), and come back in benchmark order."""
     groups = bench_groups(opts.results, opts.items, opts.chain)
+    conf = read_confidences(opts.audit)
+
+    def mine(its: list[Item] | None) -> Confidences:
+        """Only this benchmark's confidences travel to its task (ids are unique across benchmarks
+        only within one; without items, the rows' ids are the benchmark's)."""
+        if its is None:
+            return conf
+        return {it.item_id: conf[it.item_id] for it in its if it.item_id in conf}
     light = dataclasses.replace(opts, items=None)  # never pickle the whole pool per task
     bar = _bar(len(groups), opts.progress)
     out: dict[str, BenchResult] = {}
     try:
         if opts.workers <= 1 or len(groups) <= 1:
             for bench, its in groups:
-                out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}))
+                out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}), mine(its))
                 bar.update(1)
         else:
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx) as pool:
-                futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {})): bench
-                           for bench, its in groups}
+                futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {}),
+                                       mine(its)): bench for bench, its in groups}
                 for fut in as_completed(futures):
                     out[futures[fut]] = fut.result()
                     bar.update(1)
@@ -345,7 +249,7 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
     if opts.plots and qa.latencies:
         qa_fig = plots.latency_figure(out / "img" / "qa_latency.png", qa.latencies).relative_to(out).as_posix()
     page("qa.html", "qa.html", qa=qa, fig=qa_fig)
-    page("audit.html", "audit.html", audit=read_audit(opts.audit))
+    page("audit.html", "audit.html", audit=read_audit(opts.audit), side=read_audits(opts.side_audits))
     page("items.html", "items.html")
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
          results=str(opts.results))
@@ -366,11 +270,13 @@ def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[s
 
 
 def demo_report(results: Path, items_dir: Path, frames: Path | None, sweep: Path | None = None,
-                qa: Path | None = None, side_results: Sequence[Path] = (), audit: Path | None = None) -> Path:
+                qa: Path | None = None, side_results: Sequence[Path] = (), audit: Path | None = None,
+                side_audits: Sequence[Path] = ()) -> Path:
     """The demo's report (``results/report``), linking the demo's frame cache, with the sweep and
     QA sections when given; returns index.html."""
     from benchcheck.items import load_items
 
     items = load_items([items_dir]).items
     return build_report(ReportOptions(results, results / "report", items, sweep=sweep, qa=qa, audit=audit,
-                                      frames=frames, side_results=tuple(side_results))).index
+                                      frames=frames, side_results=tuple(side_results),
+                                      side_audits=tuple(side_audits))).index

@@ -62,7 +62,8 @@
   }
   function filters() {
     return { bench: $("f-bench").value, step: $("f-step").value, final: $("f-final").value, task: $("f-task").value,
-             mlo: $("f-mlo").value, mhi: $("f-mhi").value, q: $("f-q").value.trim().toLowerCase() };
+             mlo: $("f-mlo").value, mhi: $("f-mhi").value, clo: $("f-clo").value, chi: $("f-chi").value,
+             sort: $("f-sort").value, q: $("f-q").value.trim().toLowerCase() };
   }
   function benchByName(n) { return index.benches.filter(function (b) { return b.name === n; })[0]; }
 
@@ -77,6 +78,7 @@
   function matcher(f) {
     var codes = index.codes, stepIx = f.step === "final" ? -1 : index.chain.indexOf(Number(f.step));
     var lo = f.mlo === "" ? -Infinity : Number(f.mlo), hi = f.mhi === "" ? Infinity : Number(f.mhi);
+    var clo = f.clo === "" ? -Infinity : Number(f.clo), chi = f.chi === "" ? Infinity : Number(f.chi);
     return function (b, r) {
       if (f.final) {
         var code = stepIx < 0 ? r[2] : r[4].charAt(stepIx);
@@ -87,9 +89,31 @@
         var m = stepIx < 0 ? r[6] : r[5][stepIx];
         if (m === null || m === undefined || m < lo || m > hi) return false;
       }
+      if (f.clo !== "" || f.chi !== "") {
+        var c = confOf(r, stepIx);
+        if (c === null || c === undefined || c < clo || c > chi) return false;
+      }
       if (f.q && r[0].toLowerCase().indexOf(f.q) < 0 && r[8].toLowerCase().indexOf(f.q) < 0) return false;
       return true;
     };
+  }
+
+  /* A list row's confidence: of its fate (final) or of one step's decision (null: no audit). */
+  function confOf(r, stepIx) { return stepIx < 0 ? r[9] : (r[10] ? r[10][stepIx] : null); }
+  function marginOf(r, stepIx) { return stepIx < 0 ? r[6] : r[5][stepIx]; }
+
+  /* Sort keys "margin-asc", "confidence-desc", ...: missing values last either way. */
+  function sortMatches(s) {
+    var parts = s.f.sort.split("-"), desc = parts[1] === "desc";
+    var stepIx = s.f.step === "final" ? -1 : index.chain.indexOf(Number(s.f.step));
+    var key = parts[0] === "confidence" ? confOf : marginOf;
+    s.matches.sort(function (x, y) {
+      var a = key(x[1], stepIx), b = key(y[1], stepIx);
+      var na = a === null || a === undefined, nb = b === null || b === undefined;
+      if (na || nb) return na === nb ? 0 : (na ? 1 : -1);
+      return desc ? b - a : a - b;
+    });
+    s.sorted = true;
   }
 
   function startScan() {
@@ -107,7 +131,7 @@
   function fill() {
     var s = scan;
     if (s.busy) return Promise.resolve();
-    var need = (s.page + 1) * PAGE;
+    var need = s.f.sort ? Infinity : (s.page + 1) * PAGE;  // sorting needs every match first
     if (s.matches.length >= need || !s.todo.length) { render(); return Promise.resolve(); }
     s.busy = true;
     var next = s.todo.shift();
@@ -120,8 +144,11 @@
 
   function render() {
     var s = scan, body = $("list").tBodies[0];
+    if (s.f.sort && !s.todo.length && !s.sorted) sortMatches(s);
     body.textContent = "";
     var from = s.page * PAGE, rows = s.matches.slice(from, from + PAGE);
+    // the margin and confidence shown are the chosen step's (the final decision's under "final")
+    var stepIx = s.f.step === "final" ? -1 : index.chain.indexOf(Number(s.f.step));
     rows.forEach(function (m) {
       var b = m[0], r = m[1], tr = el("tr", { "data-id": r[0] });
       var a = el("a", { href: "#" }, r[0]);
@@ -130,7 +157,8 @@
       var fin = Object.keys(index.codes).filter(function (k) { return index.codes[k] === r[2]; })[0] || r[2];
       tr.appendChild(el("td", { "class": "fate-" + fin }, fin + (r[3] ? " @" + r[3] : "")));
       tr.appendChild(el("td", { "class": "mono" }, r[4]));
-      tr.appendChild(el("td", {}, fmt(r[6])));
+      tr.appendChild(el("td", { "class": "margin" }, fmt(marginOf(r, stepIx))));
+      tr.appendChild(el("td", { "class": "conf" }, fmt(confOf(r, stepIx))));
       tr.appendChild(el("td", {}, r[8]));
       body.appendChild(tr);
     });
@@ -184,6 +212,10 @@
     line.push(s.removed ? "REMOVED (margin > log 2 = 0.693)" : "kept");
     if (s.model) line.push("model " + s.model);
     wrap.appendChild(el("p", {}, line.join(" · ")));
+    if (s.conf !== undefined && s.conf !== null) {
+      wrap.appendChild(el("p", { "class": "conf" }, "confidence " + fmt(s.conf) +
+        " (the audit's probability that re-asking keeps this decision)"));
+    }
     if (s.frames && rec.vid && index.frames) {
       var strip = el("div", { "class": "thumbs" });
       var shown = typeof s.frames === "number" ? Array.from({ length: s.frames }, function (_, i) { return i; }) : s.frames;
@@ -201,6 +233,7 @@
     d.appendChild(el("h2", { id: "d-id" }, rec.id));
     d.appendChild(el("p", {}, b.name + (rec.task ? " · " + rec.task : "") + " · final: " + rec.final +
       (rec.removed_at ? " at step " + rec.removed_at : "") + (rec.raw_vid ? " · video " + rec.raw_vid : "")));
+    if (rec.conf !== undefined && rec.conf !== null) d.appendChild(el("p", { id: "d-conf" }, "confidence of the final decision " + fmt(rec.conf)));
     d.appendChild(el("p", { id: "d-question", "class": "question" }, rec.no_text ? "(question text not available: report built without --items)" : rec.q));
     var ol = el("ol", { id: "d-options", type: "A" });
     rec.o.forEach(function (o, i) { ol.appendChild(el("li", { "class": i === rec.a ? "gold" : "" }, o + (i === rec.a ? "  ← gold" : ""))); });
@@ -240,9 +273,9 @@
     sel.value = st.bench !== undefined ? st.bench : (index.benches[0] ? index.benches[0].name : "");
     fillTasks(sel.value);
     if (st.step) $("f-step").value = st.step;
-    ["final", "task", "mlo", "mhi", "q"].forEach(function (k) { if (st[k] !== undefined) $("f-" + k).value = st[k]; });
+    ["final", "task", "mlo", "mhi", "clo", "chi", "sort", "q"].forEach(function (k) { if (st[k] !== undefined) $("f-" + k).value = st[k]; });
     sel.addEventListener("change", function () { fillTasks(sel.value); startScan(); });
-    ["f-step", "f-final", "f-task"].forEach(function (id) { $(id).addEventListener("change", startScan); });
+    ["f-step", "f-final", "f-task", "f-sort"].forEach(function (id) { $(id).addEventListener("change", startScan); });
     $("f-go").addEventListener("click", startScan);
     $("f-q").addEventListener("keydown", function (e) { if (e.key === "Enter") startScan(); });
     startScan().then(function () { if (st.item && sel.value) return findAndOpen(sel.value, st.item); });
