@@ -66,7 +66,11 @@ def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
     except ValueError as e:
         return die(str(e))
     result = run_demo(out, echo=click.echo, chain=steps, qa=qa, sweep_on=sweep)
-    if not result.funnel_match or result.sweep_match is False or result.audit_match is False:
+    failed = [what for what, ok in (("funnel", result.funnel_match), ("sweep verdicts", result.sweep_match),
+                                     ("audit ground-truth checks", result.audit_match), ("QA run", result.qa_ok))
+              if ok is False]
+    if failed:
+        click.echo(f"demo: {', '.join(failed)} did not come out as constructed (see above)", err=True)
         raise SystemExit(1)
 
 

@@ -58,6 +58,7 @@ class DemoResult:
     wall_s: float
     sweep_match: bool | None = None  # every benchmark's sweep verdict is the expected one (None: not run)
     audit_match: bool | None = None  # every ground-truth check of the audit holds (None: not run)
+    qa_ok: bool | None = None  # the QA run scored every item with no item error (None: not run)
 
 
 def build_tiny(root: Path) -> Path:
@@ -234,6 +235,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     assembled = assemble(ctx)
     for flag in assembled.flags:
         echo(f"  FLAG: {flag}")
+    qa_ok = None
     if qa:
         echo("5/9 QA benchmark: qa run -> serve --engine reference, scored by the scripted judge")
         from benchcheck.demo.qa_demo import QA_FRAMES, qa_dataset, run_qa_demo
@@ -246,6 +248,9 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
              f"every kind), {summary.get('counts', {}).get('errors')} errors, exit {summary['exit_code']}; "
              f"model served {summary.get('model_served')}, judge {summary.get('judge_model')}; "
              f"{summary['output_dir']}")
+        # An item error in the demo's own QA run is a defect of the demo (its inputs are known):
+        # the run says so at the end and exits non-zero, as `qa run` would.
+        qa_ok = summary.get("exit_code") == 0 and not summary.get("counts", {}).get("errors")
     echo("6/9 funnel per kind: observed/predicted items (predicted from the kinds and the chain)")
     step0_kept = None
     if keep is not None:
@@ -292,4 +297,4 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     sweep_match = None if sweep is None else all(
         (v := sweep.verdicts.get(b)) is not None and v.verdict == want for b, want in expected_verdicts().items())
     return DemoResult(results, match, out / "funnel.json", out / "truth" / "ground_truth.jsonl", wall, sweep_match,
-                      audit_match)
+                      audit_match, qa_ok)
