@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import collate, position_ids
+from benchcheck.engines.hf_forward import score_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families
 from benchcheck.items import Item, load_items
@@ -179,12 +180,13 @@ def profile(name: str, fn: Callable[[], object]) -> None:
     from torch.profiler import profile as torch_profile
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with torch_profile(activities=acts) as prof:
+    with torch_profile(activities=acts, record_shapes=True) as prof:
         fn()
         sync()
     avg = prof.key_averages()
     key = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
     text = avg.table(sort_by=key, row_limit=30) + "\n" + avg.table(sort_by="cpu_time_total", row_limit=30)
+    text += "\n" + prof.key_averages(group_by_input_shape=True).table(sort_by=key, row_limit=40)
     (PROFILE[name] / f"profile_{name}.txt").write_text(text)
 
 
@@ -284,13 +286,49 @@ def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor
         packed = pack(engine.model, prompts, fams, engine.pad_id, engine.pixels, engine.dtype)
         lp = packed_logprobs(engine.model, packed)
     else:
-        b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
-        logits = engine.model(**b.model_kwargs(), position_ids=position_ids(engine.model, b), logits_to_keep=1).logits
-        lp = torch.log_softmax(logits[:, -1].float(), -1)
+        b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=True)
+        pend = score_batch(engine.model, b, 20, torch.tensor(letter_ids(engine)))
+        pend.wait()
+        assert pend.gathered is not None
+        return pend.gathered
     return lp[:, letter_ids(engine)].cpu()
 
 
-def check(engine: HFEngine, name: str, prompts: Sequence[EncodedPrompt], batch: int) -> Check:
+@torch.inference_mode()
+def plain_lp_exact(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor:
+    """(N, 5) lp_exact of letters A-E from transformers' plain forward, one request at a time:
+    log-sum-exp of the full softmax over every variant of each letter."""
+    from benchcheck.protocol import token_letter
+
+    by_letter = [[i for i, t in zip(engine.letters.ids, engine.letters.texts, strict=True) if token_letter(t) == c]
+                 for c in LETTERS]
+    out = []
+    with plain(engine):
+        for p in prompts:
+            b = collate([p], engine.pad_id, engine.pixels, engine.dtype)
+            pos = position_ids(engine.model, b)
+            logits = engine.model(**b.model_kwargs(), position_ids=pos, logits_to_keep=1).logits
+            lp = torch.log_softmax(logits[0, -1].float(), -1).cpu()
+            out.append(torch.stack([torch.logsumexp(lp[ids], 0) for ids in by_letter]))
+    return torch.stack(out)
+
+
+def engine_lp_exact(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> torch.Tensor:
+    """(N, 5) lp_exact of letters A-E as the screen rows get it: ``score_sync``'s exact entries
+    merged by the protocol's letter rule."""
+    from benchcheck.protocol import letter_logprobs
+
+    out = []
+    for r in engine.score_sync(reqs):
+        assert isinstance(r, LetterScores), r
+        lp, missing, _ = letter_logprobs(r.exact, len(LETTERS))
+        assert not missing, missing
+        out.append(torch.tensor(lp))
+    return torch.stack(out)
+
+
+def check(engine: HFEngine, name: str, prompts: Sequence[EncodedPrompt], batch: int,
+          reqs: Sequence[ScoreRequest] | None = None) -> Check:
     alone = plain_lps(engine, prompts, 1)
     batched = plain_lps(engine, prompts, batch)
     ours = ours_lps(engine, prompts)
@@ -299,8 +337,15 @@ def check(engine: HFEngine, name: str, prompts: Sequence[EncodedPrompt], batch: 
     # Ours may differ from the plain forward by what batching alone moves it, with headroom for
     # the sample size (a handful of requests), and never less than float32 rounding allows.
     tol = max(3 * noise, 1e-4 if engine.dtype == torch.float32 else 1e-3)
-    c = Check(name, len(prompts), noise, tol, diff, diff <= tol, str(engine.dtype).replace("torch.", ""))
-    print(f"  check {name:10s} {c.dtype}: ours-vs-plain {diff:.2e}, noise floor {noise:.2e}, tol {tol:.2e}: "
+    extra: dict[str, Any] = {}
+    ok = diff <= tol
+    if reqs is not None:  # the engine end to end: its lp_exact against the plain full softmax
+        exact = float((engine_lp_exact(engine, reqs) - plain_lp_exact(engine, prompts)).abs().max())
+        extra["lp_exact_vs_plain"] = exact
+        ok = ok and exact <= tol
+    c = Check(name, len(prompts), noise, tol, diff, ok, str(engine.dtype).replace("torch.", ""), extra)
+    print(f"  check {name:10s} {c.dtype}: ours-vs-plain {diff:.2e}, noise floor {noise:.2e}, tol {tol:.2e}, "
+          f"engine lp_exact vs plain {extra.get('lp_exact_vs_plain', float('nan')):.2e}: "
           f"{'OK' if c.ok else 'FAIL'}", flush=True)
     return c
 
@@ -334,7 +379,7 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
     lim_full = len(reqs) / (flops_unshared(cfg, prompts) / (peak * 1e12))
     fams = plan_families(prompts)
     lim_shared = len(reqs) / (flops_shared(cfg, prompts, fams) / (peak * 1e12))
-    checks.append(check(engine, name, prompts[:n_check], min(8, n_check)))
+    checks.append(check(engine, name, prompts[:n_check], min(8, n_check), reqs[:n_check]))
     if n_naive:
         with plain(engine):
             naive(engine, reqs[:2])
@@ -518,10 +563,10 @@ def main() -> None:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {r.workload} | {r.mode} | {r.items} | {r.prompt_tokens:.0f} | {r.items_per_s:.1f} | "
               f"{r.limit_per_s:.1f} | {r.ratio:.1%} | {r.peak_gib:.1f} | {r.busy:.0%} | {r.note} |" for r in rows]
-    lines += ["", "| check | dtype | n | noise floor | tolerance | ours vs plain | ok |",
-              "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["", "| check | dtype | n | noise floor | tolerance | ours vs plain | engine lp_exact vs plain | ok |",
+              "|---|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {c.workload} | {c.dtype} | {c.n} | {c.noise_floor:.2e} | {c.tolerance:.2e} | {c.ours_vs_plain:.2e} | "
-              f"{'yes' if c.ok else 'NO'} |" for c in checks]
+              f"{c.extra.get('lp_exact_vs_plain', float('nan')):.2e} | {'yes' if c.ok else 'NO'} |" for c in checks]
     lines += ["", "| pool | requests | mean prompt | mean prefix | mean suffix | packed/full tokens |",
               "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {k} | {v['requests']:.0f} | {v['mean_prompt_tokens']:.1f} | {v['mean_prefix_tokens']:.1f} | "

@@ -30,6 +30,7 @@ from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch,
 from benchcheck.engines.hf_fused import (
     compile_enabled,
     compiled_vision_rotary,
+    use_fused_text_attention,
     use_fused_text_mlp,
     use_fused_text_norms,
 )
@@ -200,6 +201,7 @@ class HFEngine:
         if fuse:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)
+            use_fused_text_attention(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name
@@ -265,8 +267,8 @@ class HFEngine:
                     packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype)
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:
-                    pending = score_batch(self.model, collate(prompts, self.pad_id, self.pixels, self.dtype), k,
-                                          gather_t)
+                    batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
+                    pending = score_batch(self.model, batch, k, gather_t)
             return lambda: finish(idx, enc, pending, t0, gather)
 
         def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float,

@@ -9,6 +9,7 @@ import torch
 
 from benchcheck.engines.hf_batch import Batch, position_ids
 from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
+from benchcheck.engines.hf_transfer import to_device
 
 
 @dataclass(slots=True)
@@ -40,8 +41,16 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
     variants) from the same row. Returns as soon as the work is queued on the device, so the
     caller can queue the next batch before reading this one."""
     pos = position_ids(model, batch)
-    out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=False)
-    return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
+    if not batch.right:
+        out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=False)
+        return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
+    # Right padding: each row's scored position is its own last real token; only those rows of
+    # hidden states go through the LM head.
+    out = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False)
+    last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, pos.device)
+    rows = to_device(torch.arange(len(batch.lengths)), pos.device)
+    hidden = out.last_hidden_state[rows, last]
+    return _pending_top(torch.log_softmax(model.lm_head(hidden).float(), dim=-1), k, gather_ids)
 
 
 @torch.inference_mode()
@@ -54,7 +63,7 @@ def _pending_top(logprobs: torch.Tensor, k: int, gather_ids: torch.Tensor | None
     """Top ``k`` of each row, copied to the host without waiting."""
     top = torch.topk(logprobs, k, dim=-1)
     values, indices = _to_host(top.values), _to_host(top.indices)
-    gathered = None if gather_ids is None else _to_host(logprobs[:, gather_ids.to(logprobs.device)])
+    gathered = None if gather_ids is None else _to_host(logprobs[:, to_device(gather_ids, logprobs.device)])
     done = None
     if top.values.device.type == "cuda":
         done = torch.cuda.current_stream().record_event()
@@ -66,7 +75,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     """Greedy decoding with a KV cache; row r stops at a stop token or after ``max_new[r]``
     tokens. Returns each row's new tokens, stop token excluded."""
     pos = position_ids(model, batch)
-    out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=True)
+    out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True)
     cache = out.past_key_values
     mask = batch.attention_mask
     # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.

@@ -26,6 +26,8 @@ import torch
 
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
+from benchcheck.engines.hf_transfer import to_device
+from benchcheck.engines.hf_vision import vision_inputs
 
 MIN_SHARED = 8  # tokens; a shorter common prefix saves less than the mask and bookkeeping cost
 MAX_FAMILY = 16  # members per packed row
@@ -140,6 +142,7 @@ class PackedBatch:
     image_grid_thw: torch.Tensor | None
     rows: torch.Tensor  # (N,) packed row of request n (batch order)
     cols: torch.Tensor  # (N,) its last position in that row
+    host_grid: torch.Tensor | None = None  # image_grid_thw on the CPU
 
 
 def _prefix_mrope(model: Any, p: EncodedPrompt, prefix: int) -> np.ndarray:
@@ -195,7 +198,7 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
             pos[1:, r, at : at + len(s)] = nxt + np.arange(len(s))
             at += len(s)
             rows[m], cols[m] = r, at - 1
-    seg_t = torch.from_numpy(seg).to(device)
+    seg_t = to_device(seg, device)
     q, k = seg_t[:, :, None], seg_t[:, None, :]
     where = torch.arange(width, device=device)
     causal = where[:, None] >= where[None, :]
@@ -203,16 +206,18 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
     # the prefix; causal order on top.
     mask = ((q == k) | ((k == 0) & (q > 0))) & causal
     pixel_values = patchify(frames, pixels).to(dtype) if frames else None
-    grid = torch.from_numpy(np.concatenate(grids)).to(device) if grids else None
+    host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
+    grid = to_device(host_grid, device) if host_grid is not None else None
     return PackedBatch(
-        torch.from_numpy(ids).to(device),
-        torch.from_numpy(types).to(device),
+        to_device(ids, device),
+        to_device(types, device),
         mask[:, None],
-        torch.from_numpy(pos).to(device),
+        to_device(pos, device),
         pixel_values,
         grid,
-        torch.from_numpy(rows).to(device),
-        torch.from_numpy(cols).to(device),
+        to_device(rows, device),
+        to_device(cols, device),
+        host_grid,
     )
 
 
@@ -235,6 +240,8 @@ def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
     if batch.pixel_values is not None:
         kw["pixel_values"] = batch.pixel_values
         kw["image_grid_thw"] = batch.image_grid_thw
+        if batch.host_grid is not None:
+            kw.update(vision_inputs(model, batch.host_grid))
     with _masked_attention_kernel(batch.input_ids.device):
         out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False)
     hidden = out.last_hidden_state[batch.rows, batch.cols]  # (N, hidden): only the scored positions
