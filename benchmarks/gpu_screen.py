@@ -395,15 +395,19 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     if unshared and engine.device.type == "cuda":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
-        # kernel, which costs the host ~0.8 ms a call, instead of the memory-efficient one.
-        from torch.nn.attention import SDPBackend, sdpa_kernel
+        # kernel, which builds a graph per new shape, instead of the memory-efficient one.
+        from benchcheck.engines import hf_prefix
 
-        def cudnn() -> object:
-            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                return engine.score_sync(reqs)
-
-        run_row(rows, name, "ours-cudnn", engine, len(reqs), tokens, lim_shared, cudnn,
-                note="variant: cuDNN attention for the tree mask")
+        chosen = hf_prefix.MASKED_KERNELS
+        hf_prefix.MASKED_KERNELS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
+        try:
+            run_row(rows, name, "ours-cudnn", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
+                    note="variant: cuDNN attention for the tree mask")
+        finally:
+            hf_prefix.MASKED_KERNELS = chosen
+        # The engine again after the variant: a row that runs second can gain from the first's warm-up.
+        run_row(rows, name, "ours-again", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
+                note="the engine as chosen, second pass")
     profile(name, lambda: engine.score_sync(reqs[: max(16, len(reqs) // 4)]))
     engine.share_prefixes = True
 
@@ -529,10 +533,10 @@ def main() -> None:
 
         tmp = Path(tempfile.mkdtemp())
         folder = gpu_e2e.write_model(tmp, device, tiny_dir)
-        cache, items = gpu_e2e.write_pool(tmp, n(192), frames)
+        cache, items = gpu_e2e.write_pool(tmp, n(288), frames)
         rate, n_req = gpu_e2e.engine_rate(folder, device, items, cache)
         try:
-            one = gpu_e2e.screen_rate(folder, device, items, cache, tmp / "results1", n_req, ("--workers", "1"))
+            one = gpu_e2e.screen_rate(folder, device, items, cache, tmp / "results1", n_req, ("--batch-items", "16"))
             e2e = gpu_e2e.screen_rate(folder, device, items, cache, tmp / "results", n_req)
         except SystemExit as e:  # keep every other result
             print(f"  e2e failed: {e}", flush=True)
@@ -540,9 +544,9 @@ def main() -> None:
                                                                "rows": 0, "wall_s": 0.0, "first_row_s": 0.0}
         e2e["engine_items_per_s"] = rate
         e2e["ratio"] = e2e["steady_items_per_s"] / rate
-        e2e["workers1_items_per_s"] = one["steady_items_per_s"]
+        e2e["calls16_items_per_s"] = one["steady_items_per_s"]
         print(f"  e2e: engine {rate:.2f} items/s, screen {e2e['steady_items_per_s']:.2f} items/s steady "
-              f"({e2e['ratio']:.0%}; --workers 1: {one['steady_items_per_s']:.2f}), wall {e2e['wall_s']:.1f} s "
+              f"({e2e['ratio']:.0%}; --batch-items 16: {one['steady_items_per_s']:.2f}), wall {e2e['wall_s']:.1f} s "
               f"for {n_req} items", flush=True)
 
     env = {
@@ -574,8 +578,8 @@ def main() -> None:
     if e2e:
         lines += ["", f"e2e (2B, step 3, {e2e['rows']} items from a JPEG frame cache): engine alone "
                   f"{e2e['engine_items_per_s']:.2f} items/s; `benchcheck screen` {e2e['steady_items_per_s']:.2f} "
-                  f"items/s from first to last row ({e2e['ratio']:.0%}; with --workers 1: "
-                  f"{e2e['workers1_items_per_s']:.2f}); wall {e2e['wall_s']:.1f} s including "
+                  f"items/s from first to last row ({e2e['ratio']:.0%}; with --batch-items 16, the old default: "
+                  f"{e2e['calls16_items_per_s']:.2f}); wall {e2e['wall_s']:.1f} s including "
                   f"model load ({e2e['first_row_s']:.1f} s to the first row)"]
     (out / "gpu_screen.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

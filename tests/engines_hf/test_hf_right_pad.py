@@ -64,3 +64,14 @@ def test_right_padding_leaves_no_trace_in_real_rows(hf_engine: HFEngine) -> None
     with_self.wait()
     assert with_long.gathered is not None and with_self.gathered is not None
     assert torch.allclose(with_long.gathered[0], with_self.gathered[0], atol=1e-5)
+
+
+def test_right_padded_width_is_rounded_and_rows_stay_exact(hf_engine: HFEngine) -> None:
+    from benchcheck.engines.hf_batch import padded_width
+
+    ps = prompts(hf_engine, False)
+    batch = collate(ps, hf_engine.pad_id, hf_engine.pixels, torch.float32, right=True)
+    longest = max(p.n_tokens for p in ps)
+    assert batch.input_ids.shape[1] == padded_width(longest) >= longest
+    assert padded_width(longest) % 16 == 0 and padded_width(longest) - longest < 16
+    assert [int(m.sum()) for m in batch.attention_mask] == [p.n_tokens for p in ps]

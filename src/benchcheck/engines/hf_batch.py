@@ -79,13 +79,26 @@ class Batch:
         return kw
 
 
+def padded_width(longest: int) -> int:
+    """The width of a right-padded batch: the longest row rounded up to a multiple of 16 tokens
+    (64 from 1,024 on). cuDNN's attention, SDPA's choice on the H200, builds an execution graph for
+    every new shape (milliseconds of host time each); rounded widths repeat from batch to batch,
+    for at most 1.6 % more tokens on long rows.
+
+    >>> padded_width(254), padded_width(3787), padded_width(16)
+    (256, 3840, 16)
+    """
+    step = 64 if longest >= 1024 else 16
+    return -(-longest // step) * step
+
+
 def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtype: torch.dtype,
             right: bool = False) -> Batch:
     """Pad ``items`` into one batch on the device of ``pixels`` (on the left, or on the right
-    with ``right``); pixel values in ``dtype``."""
+    with ``right``, to ``padded_width``); pixel values in ``dtype``."""
     device = pixels.table.device
     lengths = [it.n_tokens for it in items]
-    width = max(lengths)
+    width = padded_width(max(lengths)) if right else max(lengths)
     ids = np.full((len(items), width), pad_id, np.int64)
     mask = np.zeros((len(items), width), np.int64)
     types = np.zeros((len(items), width), np.int64)

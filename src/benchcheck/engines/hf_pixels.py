@@ -44,7 +44,7 @@ def patchify(frames: Sequence[np.ndarray], spec: PixelSpec) -> torch.Tensor:
         group = list(run)
         host = pinned_empty((len(group), h, w, c), torch.uint8, spec.table.device)
         np.stack(group, out=host.numpy())  # straight into page-locked memory: one host copy
-        raw = to_device(host, spec.table.device)
+        raw = to_device(host, spec.table.device, pinned=True)
         x = spec.table[channels, raw.long()]  # (N, H, W, C) float32 via lut[c, v]
         n, gh, gw = x.shape[0], h // ps, w // ps
         x = x.permute(0, 3, 1, 2).reshape(n, c, gh // m, m, ps, gw // m, m, ps)

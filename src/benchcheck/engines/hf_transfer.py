@@ -15,12 +15,19 @@ import numpy as np
 import torch
 
 
-def to_device(t: torch.Tensor | np.ndarray, device: torch.device) -> torch.Tensor:
-    """``t`` on ``device``; from page-locked memory, without waiting, when ``device`` is CUDA."""
+def to_device(t: torch.Tensor | np.ndarray, device: torch.device, pinned: bool = False) -> torch.Tensor:
+    """``t`` on ``device``; from page-locked memory, without waiting, when ``device`` is CUDA
+    (``pinned``: ``t`` is page-locked already, from ``pinned_empty``)."""
     x = torch.from_numpy(np.ascontiguousarray(t)) if isinstance(t, np.ndarray) else t
     if device.type != "cuda" or x.device.type != "cpu":
         return x.to(device)
-    return x.pin_memory().to(device, non_blocking=True)
+    if pinned:
+        return x.to(device, non_blocking=True)
+    # Into a fresh page-locked buffer (the caching host allocator reuses its blocks) rather than
+    # ``pin_memory()``, whose check whether ``x`` is pinned already costs a driver call.
+    host = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
+    host.copy_(x)
+    return host.to(device, non_blocking=True)
 
 
 def pinned_empty(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:

@@ -68,7 +68,10 @@ def _grouped_forward(
         o = F.scaled_dot_product_attention(split(q), split(k), split(v), scale=self.scaling)
         out.append(o.transpose(1, 2).reshape(n * count, -1))
         start = end
-    return self.proj(torch.cat(out).contiguous())  # type: ignore[no-any-return]
+    # One group (every image of the forward the same size, the usual case): no concatenation,
+    # which would copy the whole output once more.
+    merged = out[0] if len(out) == 1 else torch.cat(out)
+    return self.proj(merged.contiguous())  # type: ignore[no-any-return]
 
 
 def use_grouped_vision_attention(
