@@ -35,6 +35,7 @@ from benchcheck.engines.hf_fused import (
     use_fused_text_norms,
 )
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
+from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
@@ -198,6 +199,7 @@ class HFEngine:
         fuse = compile_enabled(next(model.parameters()).device)
         use_grouped_vision_attention(model, rotary=compiled_vision_rotary() if fuse else None)
         use_linear_patch_embed(model)
+        use_indexed_deepstack(model)
         if fuse:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from benchcheck.engines.hf_batch import Batch, position_ids
+from benchcheck.engines.hf_nosync import last_hidden
 from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
 from benchcheck.engines.hf_transfer import to_device
 
@@ -46,10 +47,10 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
         return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
     # Right padding: each row's scored position is its own last real token; only those rows of
     # hidden states go through the LM head.
-    out = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False)
+    states = last_hidden(model, batch, pos)
     last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, pos.device)
     rows = to_device(torch.arange(len(batch.lengths)), pos.device)
-    hidden = out.last_hidden_state[rows, last]
+    hidden = states[rows, last]
     return _pending_top(torch.log_softmax(model.lm_head(hidden).float(), dim=-1), k, gather_ids)
 
 
