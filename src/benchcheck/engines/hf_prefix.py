@@ -136,7 +136,7 @@ class PackedBatch:
 
     input_ids: torch.Tensor  # (B, W)
     mm_token_type_ids: torch.Tensor  # (B, W)
-    attention_mask: torch.Tensor  # (B, 1, W, W) bool: True = may attend
+    attention_mask: torch.Tensor  # (B, 1, W, W) additive, model dtype: 0 may attend, -inf may not
     position_ids: torch.Tensor  # (4, B, W): text positions, then M-RoPE (t, h, w)
     pixel_values: torch.Tensor | None
     image_grid_thw: torch.Tensor | None
@@ -205,13 +205,20 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
     # A token sees its own segment (padding sees padding, so no row is empty) and a suffix sees
     # the prefix; causal order on top.
     mask = ((q == k) | ((k == 0) & (q > 0))) & causal
+    # As the additive mask SDPA would make of the boolean one (0 / -inf in the query's dtype), once
+    # here rather than in each of the 36 layers (H200 profile: 4 % of the 8B blind device time).
+    # Its rows are laid out 16 apart: the memory-efficient kernel otherwise copies the mask into
+    # such a layout in every layer.
+    row = -(-width // 16) * 16
+    additive = torch.full((b, width, row), float("-inf"), dtype=dtype, device=device)[..., :width]
+    additive.masked_fill_(mask, 0.0)
     pixel_values = patchify(frames, pixels).to(dtype) if frames else None
     host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
     grid = to_device(host_grid, device) if host_grid is not None else None
     return PackedBatch(
         to_device(ids, device),
         to_device(types, device),
-        mask[:, None],
+        additive[:, None],
         to_device(pos, device),
         pixel_values,
         grid,
