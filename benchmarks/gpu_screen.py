@@ -393,6 +393,18 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
+    if not unshared and engine.device.type == "cuda":
+        # Variant: the mask-free forward through transformers' own multimodal forward (device reads
+        # for the placeholder check, the masked scatter, DeepStack and the packed-sequence probe).
+        from benchcheck.engines import hf_forward
+
+        hf_forward.NO_SYNC = False
+        try:
+            engine.score_sync(reqs[: min(len(reqs), 16)])
+            run_row(rows, name, "ours-sync", engine, len(reqs), tokens, lim_full, lambda: engine.score_sync(reqs),
+                    note="variant: transformers' forward with its device reads")
+        finally:
+            hf_forward.NO_SYNC = True
     if unshared and engine.device.type == "cuda":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.

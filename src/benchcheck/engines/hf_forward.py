@@ -12,6 +12,10 @@ from benchcheck.engines.hf_nosync import last_hidden
 from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
 from benchcheck.engines.hf_transfer import to_device
 
+# The mask-free scoring forward through ``hf_nosync`` (no device reads); False: through
+# transformers' ``model.model`` (the benchmark's variant).
+NO_SYNC = True
+
 
 @dataclass(slots=True)
 class PendingTop:
@@ -47,7 +51,10 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
         return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
     # Right padding: each row's scored position is its own last real token; only those rows of
     # hidden states go through the LM head.
-    states = last_hidden(model, batch, pos)
+    if NO_SYNC:
+        states = last_hidden(model, batch, pos)
+    else:
+        states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False).last_hidden_state
     last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, pos.device)
     rows = to_device(torch.arange(len(batch.lengths)), pos.device)
     hidden = states[rows, last]
