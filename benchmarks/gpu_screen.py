@@ -394,17 +394,18 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     if not unshared and engine.device.type == "cuda":
-        # Variant: the mask-free forward through transformers' own multimodal forward (device reads
-        # for the placeholder check, the masked scatter, DeepStack and the packed-sequence probe).
+        # Variant: the mask-free forward with no device reads inside it (hf_nosync) instead of
+        # transformers' own multimodal forward (placeholder check, masked scatter, DeepStack).
         from benchcheck.engines import hf_forward
 
-        hf_forward.NO_SYNC = False
+        chosen_sync = hf_forward.NO_SYNC
+        hf_forward.NO_SYNC = not chosen_sync
         try:
             engine.score_sync(reqs[: min(len(reqs), 16)])
-            run_row(rows, name, "ours-sync", engine, len(reqs), tokens, lim_full, lambda: engine.score_sync(reqs),
-                    note="variant: transformers' forward with its device reads")
+            run_row(rows, name, "ours-nosync" if not chosen_sync else "ours-sync", engine, len(reqs), tokens,
+                    lim_full, lambda: engine.score_sync(reqs), note="variant: the other scoring forward (hf_nosync)")
         finally:
-            hf_forward.NO_SYNC = True
+            hf_forward.NO_SYNC = chosen_sync
     if unshared and engine.device.type == "cuda":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.

@@ -31,8 +31,13 @@ def alone(engine: HFEngine, p: EncodedPrompt, ids: torch.Tensor) -> torch.Tensor
     return torch.log_softmax(logits[0, -1].float(), -1)[ids]
 
 
+@pytest.mark.parametrize("nosync", [False, True])  # transformers' forward, or the one without device reads
 @pytest.mark.parametrize("images", [False, True])
-def test_right_padded_scores_equal_each_request_alone(hf_engine: HFEngine, images: bool) -> None:
+def test_right_padded_scores_equal_each_request_alone(hf_engine: HFEngine, images: bool, nosync: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchcheck.engines import hf_forward
+
+    monkeypatch.setattr(hf_forward, "NO_SYNC", nosync)
     ps = prompts(hf_engine, images)
     assert len({p.n_tokens for p in ps}) == len(ps)  # real padding in the batch
     ids = torch.tensor(sorted(set(hf_engine.letters.ids))[:40])

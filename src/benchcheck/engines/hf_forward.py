@@ -12,9 +12,13 @@ from benchcheck.engines.hf_nosync import last_hidden
 from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
 from benchcheck.engines.hf_transfer import to_device
 
-# The mask-free scoring forward through ``hf_nosync`` (no device reads); False: through
-# transformers' ``model.model`` (the benchmark's variant).
-NO_SYNC = True
+# The mask-free scoring forward through ``hf_nosync`` (no device reads inside the forward) when
+# True; through transformers' ``model.model`` when False. On the H200 the read-free forward measured
+# 2-5 % slower engine-alone on image1 / video32 / video32_8b (same runs, order not swapped) and
+# faster end to end (22.2 against 20.4 items/s, different runs): with no reads the host runs ahead,
+# blocks on the full launch queue while holding Python's lock, and the encoding threads wait. Off
+# until the launches are paced (docs/PERFORMANCE.md).
+NO_SYNC = False
 
 
 @dataclass(slots=True)
