@@ -1,9 +1,10 @@
 """The ``hf`` engine: Qwen3-VL in process with transformers, answering as a vLLM server would.
 
 Each request is rendered with the model's chat template exactly as vLLM renders the protocol's
-messages (``hf_inputs``), requests are batched by length with left padding and explicit
-positions (``hf_batch``), and scoring is one prefill forward per request: log-softmax at the last
-position, top-20 tokens decoded one by one as vLLM decodes its logprobs (``hf_forward``).
+messages (``hf_inputs``), requests are batched by length with explicit positions (``hf_batch``;
+right padding and no mask for scoring, left padding for generation), and scoring is one prefill
+forward per request: log-softmax at its last position, top-20 tokens decoded one by one as vLLM
+decodes its logprobs (``hf_forward``).
 
 The blocking torch work runs in a worker thread, so an event loop (a server) keeps accepting
 requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
