@@ -7,8 +7,8 @@ so a request gets the same positions, and therefore the same scores, alone or in
 
 Generation left-pads (every row's next token goes at the end). Scoring right-pads: under plain
 causal attention a real token never sees the padding after it, so the forward needs no mask at
-all and SDPA runs its causal flash kernel (which skips the masked half) instead of a masked one
-over the full square; the scored position is then each row's own last real token.
+all and SDPA runs a causal kernel (cuDNN's on the H200, which skips the masked half) instead of
+a masked one over the full square; the scored position is then each row's own last real token.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Batch:
         precomputed for it too (``hf_vision.vision_inputs``)."""
         kw: dict[str, Any] = {
             "input_ids": self.input_ids,
-            # Right padding: no mask, so transformers hands SDPA ``is_causal`` (the flash kernel).
+            # Right padding: no mask, so transformers hands SDPA ``is_causal`` (a causal kernel).
             "attention_mask": None if self.right else self.attention_mask,
             "mm_token_type_ids": self.mm_token_type_ids,
         }
