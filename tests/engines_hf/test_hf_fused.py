@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchcheck.engines.hf_fused import compile_enabled, rms_norm, use_fused_text_mlp, use_fused_text_norms
+from benchcheck.engines.hf_fused import (
+    compile_enabled,
+    rms_norm,
+    use_fused_text_attention,
+    use_fused_text_mlp,
+    use_fused_text_norms,
+)
 
 
 def test_rms_norm_equals_transformers() -> None:
@@ -58,3 +64,32 @@ def test_fused_mlp_and_norms_replace_every_module_and_scores_do_not_move(
     for a, b in zip(before, after, strict=True):
         assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
         assert a.top == b.top
+
+
+@pytest.mark.parametrize("eager_rows", [0, 256])
+def test_fused_qk_norm_rope_attention_scores_and_generates_the_same(
+    tiny_model: Path, eager_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hf_helpers import make_jpeg
+
+    from benchcheck.engines import hf_fused
+    from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
+    from benchcheck.engines.hf import HFEngine
+
+    monkeypatch.setattr(hf_fused, "EAGER_ROWS", eager_rows)
+    engine = HFEngine(tiny_model, device="cpu")
+    reqs = [ScoreRequest(f"r{i}", f"Question {i}: which?" + " more" * (5 * i) + "\nOptions:\nA. x\nB. y",
+                         images=(make_jpeg(i),) if i % 2 else ()) for i in range(3)]
+    gens = [GenerateRequest("g", "Describe.", (make_jpeg(9),), max_tokens=6),
+            GenerateRequest("h", "Say something long" + " please" * 9, (), max_tokens=4)]
+    before, gen_before = engine.score_sync(reqs), engine.generate_sync(gens)
+    layers = engine.model.config.text_config.num_hidden_layers
+    assert use_fused_text_attention(engine.model, compiler=lambda f: f) == layers
+    after, gen_after = engine.score_sync(reqs), engine.generate_sync(gens)
+    for a, b in zip(before, after, strict=True):
+        assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
+        assert [t["token"] for t in a.top] == [t["token"] for t in b.top]
+        assert max(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)) < 1e-5
+    for g, h in zip(gen_before, gen_after, strict=True):
+        assert isinstance(g, Generation) and isinstance(h, Generation)
+        assert g.text == h.text and g.completion_tokens == h.completion_tokens

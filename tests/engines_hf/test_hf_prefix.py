@@ -109,3 +109,19 @@ def test_mixed_batch_of_families_and_loners_keeps_order(engine: HFEngine) -> Non
     engine.share_prefixes = True
     res = ok(engine.score_sync(mixed))
     assert [r.request_id for r in res] == [r.request_id for r in mixed]
+
+
+def test_packed_mask_is_additive_with_aligned_rows(hf_engine: HFEngine) -> None:
+    import torch
+
+    from benchcheck.engines.hf_prefix import pack
+
+    prompts = [hf_engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in step1_requests()]
+    fams = plan_families(prompts)
+    packed = pack(hf_engine.model, prompts, fams, hf_engine.pad_id, hf_engine.pixels, torch.float32)
+    m = packed.attention_mask
+    assert m.dtype == torch.float32 and m.stride(-2) % 16 == 0  # no per-layer realignment copy
+    assert set(torch.unique(m).tolist()) == {0.0, float("-inf")}
+    allowed = m[:, 0] == 0
+    assert not allowed.triu(diagonal=1).any()  # causal
+    assert allowed.any(-1).all()  # no token (padding included) sees nothing

@@ -41,3 +41,25 @@ def test_grouped_attention_and_matmul_patch_embed_equal_transformers(hf_engine: 
     # The first image alone gives its own rows of the batched result: images never mix.
     n = other.shape[0]
     assert torch.allclose(ours[:n], other, atol=1e-4)
+
+
+def test_precomputed_grid_inputs_give_the_towers_own_result(hf_engine: HFEngine) -> None:
+    from benchcheck.engines.hf_vision import INPUT_CACHE, vision_inputs
+
+    enc = hf_engine.encoder
+    frames, grid = enc.frames([make_jpeg(5), make_jpeg(6, w=256, h=448), make_jpeg(7)])
+    pixels = patchify(frames, hf_engine.pixels)
+    g = torch.from_numpy(grid)
+    ref = tower(hf_engine, pixels, g)  # transformers derives everything from the grid itself
+    kw = vision_inputs(hf_engine.model, g)
+    assert kw["image_grid_thw"] is g
+    assert vision_inputs(hf_engine.model, g)["image_position_ids"] is kw["image_position_ids"]  # cached
+    memo = hf_engine.model.model.visual.blocks[0].attn._bc_lengths
+    assert memo[1] == [int(np.prod(r[1:])) for r in grid for _ in range(int(r[0]))]
+    with torch.inference_mode():
+        out = hf_engine.model.model.get_image_features(pixels, **kw)
+    ours = torch.cat([torch.cat(out.pooler_output), *out.deepstack_features], dim=-1)
+    assert torch.equal(ours, ref)
+    for i in range(INPUT_CACHE + 2):  # bounded cache
+        vision_inputs(hf_engine.model, torch.tensor([[1, 2 * (i + 1), 2]]))
+    assert len(hf_engine.model.model.visual._bc_inputs) == INPUT_CACHE

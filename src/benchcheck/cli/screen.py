@@ -29,7 +29,8 @@ from benchcheck.engines.registry import engine_names
 @click.option("--limit", type=int, default=None, help="At most N items per benchmark.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Requests in flight per --endpoint (default 32/16/8 by step); in-process: engine calls (2).")
-@click.option("--batch-items", type=int, default=None, help="Items per engine call (default: 16 hf, 1 served).")
+@click.option("--batch-items", type=int, default=None,
+              help="Items per engine call (default: hf 64, 48 for 32-frame steps; served 1).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
 @click.option("--max-unit", type=int, default=20000, show_default=True, help="Items per shard unit (PROTOCOL.md).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")

@@ -1,9 +1,10 @@
 """The ``hf`` engine: Qwen3-VL in process with transformers, answering as a vLLM server would.
 
 Each request is rendered with the model's chat template exactly as vLLM renders the protocol's
-messages (``hf_inputs``), requests are batched by length with left padding and explicit
-positions (``hf_batch``), and scoring is one prefill forward per request: log-softmax at the last
-position, top-20 tokens decoded one by one as vLLM decodes its logprobs (``hf_forward``).
+messages (``hf_inputs``), requests are batched by length with explicit positions (``hf_batch``;
+right padding and no mask for scoring, left padding for generation), and scoring is one prefill
+forward per request: log-softmax at its last position, top-20 tokens decoded one by one as vLLM
+decodes its logprobs (``hf_forward``).
 
 The blocking torch work runs in a worker thread, so an event loop (a server) keeps accepting
 requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
@@ -30,10 +31,12 @@ from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch,
 from benchcheck.engines.hf_fused import (
     compile_enabled,
     compiled_vision_rotary,
+    use_fused_text_attention,
     use_fused_text_mlp,
     use_fused_text_norms,
 )
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
+from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
@@ -197,9 +200,11 @@ class HFEngine:
         fuse = compile_enabled(next(model.parameters()).device)
         use_grouped_vision_attention(model, rotary=compiled_vision_rotary() if fuse else None)
         use_linear_patch_embed(model)
+        use_indexed_deepstack(model)
         if fuse:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)
+            use_fused_text_attention(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name
@@ -265,8 +270,8 @@ class HFEngine:
                     packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype)
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:
-                    pending = score_batch(self.model, collate(prompts, self.pad_id, self.pixels, self.dtype), k,
-                                          gather_t)
+                    batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
+                    pending = score_batch(self.model, batch, k, gather_t)
             return lambda: finish(idx, enc, pending, t0, gather)
 
         def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float,

@@ -8,7 +8,17 @@ from typing import Any
 import torch
 
 from benchcheck.engines.hf_batch import Batch, position_ids
+from benchcheck.engines.hf_nosync import last_hidden
 from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
+from benchcheck.engines.hf_transfer import to_device
+
+# The mask-free scoring forward through ``hf_nosync`` (no device reads inside the forward) when
+# True; through transformers' ``model.model`` when False. On the H200 the read-free forward measured
+# 2-5 % slower engine-alone on image1 / video32 / video32_8b (same runs, order not swapped) and
+# faster end to end (22.2 against 20.4 items/s, different runs): with no reads the host runs ahead,
+# blocks on the full launch queue while holding Python's lock, and the encoding threads wait. Off
+# until the launches are paced (docs/PERFORMANCE.md).
+NO_SYNC = False
 
 
 @dataclass(slots=True)
@@ -40,8 +50,19 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
     variants) from the same row. Returns as soon as the work is queued on the device, so the
     caller can queue the next batch before reading this one."""
     pos = position_ids(model, batch)
-    out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=False)
-    return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
+    if not batch.right:
+        out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=False)
+        return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)
+    # Right padding: each row's scored position is its own last real token; only those rows of
+    # hidden states go through the LM head.
+    if NO_SYNC:
+        states = last_hidden(model, batch, pos)
+    else:
+        states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False).last_hidden_state
+    last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, pos.device)
+    rows = to_device(torch.arange(len(batch.lengths)), pos.device)
+    hidden = states[rows, last]
+    return _pending_top(torch.log_softmax(model.lm_head(hidden).float(), dim=-1), k, gather_ids)
 
 
 @torch.inference_mode()
@@ -54,7 +75,7 @@ def _pending_top(logprobs: torch.Tensor, k: int, gather_ids: torch.Tensor | None
     """Top ``k`` of each row, copied to the host without waiting."""
     top = torch.topk(logprobs, k, dim=-1)
     values, indices = _to_host(top.values), _to_host(top.indices)
-    gathered = None if gather_ids is None else _to_host(logprobs[:, gather_ids.to(logprobs.device)])
+    gathered = None if gather_ids is None else _to_host(logprobs[:, to_device(gather_ids, logprobs.device)])
     done = None
     if top.values.device.type == "cuda":
         done = torch.cuda.current_stream().record_event()
@@ -66,7 +87,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     """Greedy decoding with a KV cache; row r stops at a stop token or after ``max_new[r]``
     tokens. Returns each row's new tokens, stop token excluded."""
     pos = position_ids(model, batch)
-    out = model(**batch.model_kwargs(), position_ids=pos, logits_to_keep=1, use_cache=True)
+    out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True)
     cache = out.past_key_values
     mask = batch.attention_mask
     # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.

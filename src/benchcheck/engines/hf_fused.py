@@ -70,7 +70,9 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
 
 
 def compiled_vision_rotary() -> Callable[..., Any]:
-    """transformers' ``apply_rotary_pos_emb_vision`` compiled into one kernel per call shape."""
+    """transformers' ``apply_rotary_pos_emb_vision`` compiled into one kernel per call shape.
+    (Automatic dynamic shapes, only the patch count symbolic, measured slower on the H200: 2.17 against
+    1.71 ms a call on the 2B 32-frame batches.)"""
     from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
 
     return torch.compile(apply_rotary_pos_emb_vision, dynamic=True)
@@ -97,6 +99,53 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
     n = 0
     for module in model.modules():
         if type(module).__name__ == MLP_CLASS and getattr(module.config, "hidden_act", None) == "silu":
+            module.forward = types.MethodType(forward, module)
+            n += 1
+    return n
+
+
+ATTENTION_CLASS = "Qwen3VLTextAttention"
+
+
+def norm_rope(x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """A q or k projection (batch, length, heads, head_dim) through its per-head RMSNorm and
+    the rotary embedding (cos, sin: (batch, length, head_dim)): transformers' ``q_norm`` then
+    ``apply_rotary_pos_emb`` (rotate_half, two products and a sum), in one expression."""
+    h = rms_norm(x, weight, eps)
+    half = h.shape[-1] // 2
+    rotated = torch.cat((-h[..., half:], h[..., :half]), dim=-1)
+    return h * cos.unsqueeze(2) + rotated * sin.unsqueeze(2)
+
+
+def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Run each text attention's q/k norms and rotary embedding as one kernel per tensor
+    (eagerly about ten kernels and twenty passes over q and k per layer); the projections, the
+    cache update and the attention kernel are transformers' own. Returns how many changed."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import eager_attention_forward
+
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(norm_rope)
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None, past_key_values: Any = None,
+                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        cos, sin = position_embeddings
+        q, k = self.q_proj(hidden_states).view(hidden_shape), self.k_proj(hidden_states).view(hidden_shape)
+        step = fn if input_shape.numel() >= EAGER_ROWS else norm_rope  # decode steps: eager
+        q = step(q, self.q_norm.weight, self.q_norm.variance_epsilon, cos, sin).transpose(1, 2)
+        k = step(k, self.k_norm.weight, self.k_norm.variance_epsilon, cos, sin).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        if past_key_values is not None:
+            k, v = past_key_values.update(k, v, self.layer_idx)
+        attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
+        return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
+
+    n = 0
+    for module in model.modules():
+        if type(module).__name__ == ATTENTION_CLASS:
             module.forward = types.MethodType(forward, module)
             n += 1
     return n

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from benchcheck.engines.hf_transfer import pinned_empty, to_device
+
 
 @dataclass(frozen=True, slots=True)
 class PixelSpec:
@@ -39,7 +41,10 @@ def patchify(frames: Sequence[np.ndarray], spec: PixelSpec) -> torch.Tensor:
     out = []
     # Runs of equal-sized frames (all 32 frames of a video, usually) go through in one op.
     for (h, w, c), run in itertools.groupby(frames, key=lambda f: f.shape):
-        raw = torch.from_numpy(np.stack(list(run))).to(spec.table.device, non_blocking=True)
+        group = list(run)
+        host = pinned_empty((len(group), h, w, c), torch.uint8, spec.table.device)
+        np.stack(group, out=host.numpy())  # straight into page-locked memory: one host copy
+        raw = to_device(host, spec.table.device, pinned=True)
         x = spec.table[channels, raw.long()]  # (N, H, W, C) float32 via lut[c, v]
         n, gh, gw = x.shape[0], h // ps, w // ps
         x = x.permute(0, 3, 1, 2).reshape(n, c, gh // m, m, ps, gw // m, m, ps)

@@ -26,6 +26,8 @@ import torch
 
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
+from benchcheck.engines.hf_transfer import to_device
+from benchcheck.engines.hf_vision import vision_inputs
 
 MIN_SHARED = 8  # tokens; a shorter common prefix saves less than the mask and bookkeeping cost
 MAX_FAMILY = 16  # members per packed row
@@ -134,12 +136,13 @@ class PackedBatch:
 
     input_ids: torch.Tensor  # (B, W)
     mm_token_type_ids: torch.Tensor  # (B, W)
-    attention_mask: torch.Tensor  # (B, 1, W, W) bool: True = may attend
+    attention_mask: torch.Tensor  # (B, 1, W, W) additive, model dtype: 0 may attend, -inf may not
     position_ids: torch.Tensor  # (4, B, W): text positions, then M-RoPE (t, h, w)
     pixel_values: torch.Tensor | None
     image_grid_thw: torch.Tensor | None
     rows: torch.Tensor  # (N,) packed row of request n (batch order)
     cols: torch.Tensor  # (N,) its last position in that row
+    host_grid: torch.Tensor | None = None  # image_grid_thw on the CPU
 
 
 def _prefix_mrope(model: Any, p: EncodedPrompt, prefix: int) -> np.ndarray:
@@ -195,37 +198,50 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
             pos[1:, r, at : at + len(s)] = nxt + np.arange(len(s))
             at += len(s)
             rows[m], cols[m] = r, at - 1
-    seg_t = torch.from_numpy(seg).to(device)
+    seg_t = to_device(seg, device)
     q, k = seg_t[:, :, None], seg_t[:, None, :]
     where = torch.arange(width, device=device)
     causal = where[:, None] >= where[None, :]
     # A token sees its own segment (padding sees padding, so no row is empty) and a suffix sees
     # the prefix; causal order on top.
     mask = ((q == k) | ((k == 0) & (q > 0))) & causal
+    # As the additive mask SDPA would make of the boolean one (0 / -inf in the query's dtype), once
+    # here rather than in each of the 36 layers (H200 profile: 4 % of the 8B blind device time).
+    # Its rows are laid out 16 apart: the memory-efficient kernel otherwise copies the mask into
+    # such a layout in every layer.
+    row = -(-width // 16) * 16
+    additive = torch.full((b, width, row), float("-inf"), dtype=dtype, device=device)[..., :width]
+    additive.masked_fill_(mask, 0.0)
     pixel_values = patchify(frames, pixels).to(dtype) if frames else None
-    grid = torch.from_numpy(np.concatenate(grids)).to(device) if grids else None
+    host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
+    grid = to_device(host_grid, device) if host_grid is not None else None
     return PackedBatch(
-        torch.from_numpy(ids).to(device),
-        torch.from_numpy(types).to(device),
-        mask[:, None],
-        torch.from_numpy(pos).to(device),
+        to_device(ids, device),
+        to_device(types, device),
+        additive[:, None],
+        to_device(pos, device),
         pixel_values,
         grid,
-        torch.from_numpy(rows).to(device),
-        torch.from_numpy(cols).to(device),
+        to_device(rows, device),
+        to_device(cols, device),
+        host_grid,
     )
 
 
+MASKED_KERNELS: tuple[str, ...] = ("EFFICIENT_ATTENTION", "MATH")  # SDPA backends for the tree mask
+
+
 def _masked_attention_kernel(device: torch.device) -> contextlib.AbstractContextManager[None]:
-    """On CUDA, SDPA's memory-efficient kernel first for the tree mask. cuDNN's, picked by
-    default, spends about 0.8 ms of host time per call (H200 profile); on the H200 the two measured
-    within run-to-run spread (blind 8B 345-353 vs 325-360 forwards/s), so this keeps the host
-    lighter at no device cost."""
+    """On CUDA, SDPA's memory-efficient kernel for the tree mask, and cuDNN's not at all: SDPA
+    ranks cuDNN first whenever it is merely allowed, and cuDNN builds an execution graph for every
+    new shape; packed rows have a new width almost every batch, which cost the launching thread
+    6.2 ms a call, 1.35 s per 2.2 s of device work on the 8B blind workload (H200 profile), so the
+    device waited on the host."""
     if device.type != "cuda":
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH])
+    return sdpa_kernel([getattr(SDPBackend, name) for name in MASKED_KERNELS])
 
 
 @torch.inference_mode()
@@ -235,6 +251,8 @@ def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
     if batch.pixel_values is not None:
         kw["pixel_values"] = batch.pixel_values
         kw["image_grid_thw"] = batch.image_grid_thw
+        if batch.host_grid is not None:
+            kw.update(vision_inputs(model, batch.host_grid))
     with _masked_attention_kernel(batch.input_ids.device):
         out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False)
     hidden = out.last_hidden_state[batch.rows, batch.cols]  # (N, hidden): only the scored positions

@@ -13,17 +13,30 @@ embedding can run as one compiled kernel instead of about ten element-wise ones
 (``rotary=`` a compiled ``apply_rotary_pos_emb_vision``, on CUDA). ``use_linear_patch_embed``
 computes the patch embedding, a 3-D convolution whose stride equals its kernel, as the matrix
 product it is (the convolution ran as a slow implicit-GEMM kernel on the H200).
+
+``vision_inputs`` hands the tower what it would otherwise derive from ``image_grid_thw`` on the
+device in every forward (rotary positions, position-embedding interpolation taps, sequence
+boundaries): transformers builds the rotary positions in a Python loop of small device ops per
+image (about 2,000 launches and a device wait for a batch of eight 32-frame requests), and the
+host then sat in that loop while the device ran dry. They are computed once on the host by
+transformers' own functions, per distinct list of grids (every batch of 32-frame requests
+usually has the same), and kept on the device.
 """
 
 from __future__ import annotations
 
 import itertools
 import types
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from benchcheck.engines.hf_transfer import to_device
+
+INPUT_CACHE = 16  # distinct grid lists kept on the device
 
 
 def _grouped_forward(
@@ -55,7 +68,10 @@ def _grouped_forward(
         o = F.scaled_dot_product_attention(split(q), split(k), split(v), scale=self.scaling)
         out.append(o.transpose(1, 2).reshape(n * count, -1))
         start = end
-    return self.proj(torch.cat(out).contiguous())  # type: ignore[no-any-return]
+    # One group (every image of the forward the same size, the usual case): no concatenation,
+    # which would copy the whole output once more.
+    merged = out[0] if len(out) == 1 else torch.cat(out)
+    return self.proj(merged.contiguous())  # type: ignore[no-any-return]
 
 
 def use_grouped_vision_attention(
@@ -102,3 +118,45 @@ def use_linear_patch_embed(model: Any) -> bool:
         return False
     embed.forward = types.MethodType(_linear_patch_embed, embed)
     return True
+
+
+def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
+    """Keyword arguments for ``model`` (a Qwen3-VL model) that carry the vision tower's
+    grid-derived inputs for ``grid`` (``image_grid_thw``, on the CPU), precomputed, and the grid
+    itself on the CPU (transformers then reads image sizes without waiting for the device)."""
+    from transformers.vision_utils import (
+        get_vision_cu_seqlens,
+        get_vision_interpolation_indices_and_weights,
+        get_vision_position_ids,
+    )
+
+    visual = model.model.visual
+    device = next(visual.parameters()).device
+    cache: OrderedDict[tuple[int, ...], dict[str, Any]] = visual.__dict__.setdefault("_bc_inputs", OrderedDict())
+    key = tuple(int(x) for x in grid.reshape(-1).tolist())
+    hit = cache.get(key)
+    if hit is None:
+        indices, weights = get_vision_interpolation_indices_and_weights(
+            grid, num_grid_per_side=visual.num_grid_per_side, mode=visual.interpolation_mode,
+            align_corners=visual.interpolation_align_corners, spatial_merge_size=visual.config.spatial_merge_size,
+        )
+        cu = get_vision_cu_seqlens(grid)
+        hit = {
+            "image_position_ids": to_device(get_vision_position_ids(grid, visual.spatial_merge_size), device),
+            "image_interp_indices": to_device(indices, device),
+            "image_interp_weights": to_device(weights, device),
+            "image_cu_seqlens": to_device(cu, device),
+            "lengths": (cu[1:] - cu[:-1]).tolist(),
+        }
+        cache[key] = hit
+        while len(cache) > INPUT_CACHE:
+            cache.popitem(last=False)
+    cache.move_to_end(key)
+    for block in visual.blocks:  # the grouped attention's per-forward lengths, known already
+        memo = getattr(block.attn, "_bc_lengths", None)
+        if memo is not None:
+            memo[:] = [hit["image_cu_seqlens"], hit["lengths"]]
+            break  # one list shared by all blocks
+    out = {k: v for k, v in hit.items() if k != "lengths"}
+    out["image_grid_thw"] = grid
+    return out

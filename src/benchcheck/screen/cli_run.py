@@ -19,7 +19,7 @@ from typing import Any
 from benchcheck.engines.capabilities import concurrent_calls
 from benchcheck.engines.options import EngineOptions
 from benchcheck.screen.context import ScreenContext, make_context
-from benchcheck.screen.engine_args import DEFAULT_WORKERS, build_engine
+from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, DEFAULT_WORKERS, build_engine
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
 from benchcheck.screen.runner import RunConfig, append_run_log, held_by_other, run_step
@@ -151,7 +151,8 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
     parallel = bool(job.endpoints) or concurrent_calls(engine) > 1
     workers = job.workers or (DEFAULT_WORKERS[job.step] if parallel else 2)
     cfg = RunConfig(step=job.step, intro=INTROS[job.intro], workers=workers * max(1, len(job.endpoints)),
-                    batch_items=job.batch_items or (1 if parallel else 16), shard=shard, progress=job.progress,
+                    batch_items=job.batch_items or (1 if parallel else DEFAULT_CALL_ITEMS[job.step]),
+                    shard=shard, progress=job.progress,
                     max_unit=job.max_unit,
                     extra=ExtraPerms(job.extra_perms, job.extra_band) if job.extra_perms > 0 else None)
     started = time.time()
