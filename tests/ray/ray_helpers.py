@@ -29,8 +29,8 @@ def make_pool(root: Path) -> tuple[Path, Path]:
     return root / "items", frames
 
 
-def write_rules(path: Path, delay_s: float = 0.0) -> Path:
-    rules: list[dict[str, Any]] = list(RULES)
+def write_rules(path: Path, delay_s: float = 0.0, base: list[dict[str, Any]] = RULES) -> Path:
+    rules: list[dict[str, Any]] = list(base)
     if delay_s:
         rules.insert(0, {"match": "", "delay_s": delay_s})
     path.write_text(json.dumps(rules))
@@ -102,11 +102,7 @@ TIMING = ("infer_s", "decode_s", "written_at")  # what may differ between two ru
 
 
 def write_sweep_rules(path: Path, delay_s: float = 0.0) -> Path:
-    rules: list[dict[str, Any]] = list(SWEEP_RULES)
-    if delay_s:
-        rules.insert(0, {"match": "", "delay_s": delay_s})
-    path.write_text(json.dumps(rules))
-    return path
+    return write_rules(path, delay_s, SWEEP_RULES)
 
 
 def run_sweep(items: list[Path], store: Path, results: Path, executor: str, conds: str, limit: int | None = None,

@@ -115,3 +115,12 @@ def test_killed_driver_then_rerun_completes(ray_local: str, demo: tuple[list[Pat
     assert 0 < partial < len(clean)
     run_sweep(items, store, res, "ray", FAULT_CONDS, FAULT_LIMIT, rules=write_sweep_rules(tmp_path / "r.json"))
     assert sweep_rows(res) == clean
+
+
+def test_an_engine_that_cannot_be_built_is_one_line_before_any_row(ray_local: str, demo: tuple[list[Path], Path],
+                                                                   tmp_path: Path) -> None:
+    items, store = demo
+    with pytest.raises(ValueError, match="cannot get model '/nonexistent/model'") as e:
+        run_sweep(items, store, tmp_path / "r", "ray", "v_blind", 1, engine="hf", model="/nonexistent/model")
+    assert "\n" not in str(e.value) and "Traceback" not in str(e.value)
+    assert not (tmp_path / "r" / CSV_NAME).exists()

@@ -11,9 +11,13 @@ import re
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 # The logical resource an engine actor asks for on a cluster without GPUs (tests, CPU-only engines).
 ENGINE_SLOT = "engine_slot"
@@ -81,6 +85,21 @@ def connect(address: str | None) -> Placement:
     else:
         url = None
     return placement_for(ray.cluster_resources(), f"http://{url}" if url and "://" not in url else url)
+
+
+def on_engine_resource(fn: Callable[[A], R], arg: A, placement: Placement) -> R:
+    """``fn(arg)`` as one task where an engine actor would run (before the pipeline: the engine's
+    identity and facts). A usage error there (a bad model folder, a refused option) comes back as
+    a ``ValueError`` with its own one-line message, not as Ray's wrapped remote traceback."""
+    ray = import_ray()
+    task = ray.remote(fn).options(**placement.engine_args())
+    try:
+        return cast(R, ray.get(task.remote(arg)))
+    except ray.exceptions.RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, ValueError):
+            raise ValueError(str(cause).splitlines()[0] if str(cause) else type(cause).__name__) from None
+        raise
 
 
 def _current_cluster() -> str | None:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from benchcheck.engines.base import Failure, Generation
 from benchcheck.engines.capabilities import concurrent_calls
-from benchcheck.executors.ray_cluster import connect, import_ray
-from benchcheck.executors.ray_pipeline import PipelineStats, Stages, WorkRow, run_pipeline
+from benchcheck.executors.ray_cluster import connect, import_ray, on_engine_resource
+from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, run_pipeline
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.cli_run import SweepArgs, after_run, check_engine_context, unit_workers
 from benchcheck.sweep.engine import SweepEngine, build_sweep_engine, engine_max_model_len
@@ -87,13 +87,12 @@ class PrepareUnits:
         return decode_job(self.store, video_id, plan)
 
 
-class _UnitAnswerer:
-    """Engine stage: one engine and one event loop for the actor's life; prepared units -> results."""
+class _UnitAnswerer(EngineHolder):
+    """Engine stage: prepared units -> their results (rows, raw lines, failures)."""
 
     def __init__(self, specs: Mapping[str, RunSpec], engine: SweepEngine) -> None:
+        super().__init__(build_sweep_engine(engine))
         self.specs = specs
-        self.engine = build_sweep_engine(engine)
-        self.loop = asyncio.new_event_loop()
 
     def __call__(self, payloads: Sequence[bytes]) -> list[bytes]:
         prepared: list[tuple[Unit, Prepared]] = [pickle.loads(p) for p in payloads]
@@ -110,11 +109,6 @@ class _UnitAnswerer:
             out.append(pickle.dumps((unit, unit_result(p, self.specs[unit.condition], answers[pos:pos + n]))))
             pos += n
         return out
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.loop.run_until_complete(self.engine.aclose())
-            self.loop.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +136,7 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
     if placement.dashboard_url:
         echo(f"Ray dashboard: {placement.dashboard_url}")
     ray = import_ray()
-    probe = ray.remote(_engine_facts).options(**placement.engine_args())
-    facts: EngineFacts = ray.get(probe.remote(a.engine))
+    facts = on_engine_resource(_engine_facts, a.engine, placement)
     check_engine_context(a, cells, facts.max_model_len)
     workers = unit_workers(a, facts.concurrent_calls)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; "

@@ -140,6 +140,7 @@ class SweepSummary:
     written: Counter[str] = field(default_factory=Counter)  # by status; "reuse" for reused rows
     failures: int = 0
     held: int = 0  # cells of (bench, condition) groups another live process holds: left to it
+    held_groups: set[tuple[str, str]] = field(default_factory=set)
     wall_s: float = 0.0
     aborted: bool = False
 
@@ -211,6 +212,8 @@ def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swe
     rows, waiting = [], []
     for c in pending:
         src = source.get((c.item.bench, c.item.item_id, c.reuse_from or ""))
+        if (c.item.bench, c.reuse_from) in summary.held_groups:
+            continue  # the process holding the source group writes this reuse when it is done
         if src is None or src.get("status") not in ("ok", "unparsed"):
             waiting.append(failure_line(c, "reuse_wait", f"no {c.reuse_from} answer yet; rerun after it is done",
                                         specs[c.condition]))
@@ -241,6 +244,7 @@ def lease_units(units: Sequence[Unit], paths: SweepPaths, leases: contextlib.Exi
                 mine.add(group)
         if group in held:
             summary.held += len(u.cells)
+            summary.held_groups.add(group)
     done = done_keys(read_csv(paths.csv)) if mine else set()
     out = []
     for u in units:
