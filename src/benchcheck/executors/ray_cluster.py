@@ -90,16 +90,21 @@ def connect(address: str | None) -> Placement:
 def on_engine_resource(fn: Callable[[A], R], arg: A, placement: Placement) -> R:
     """``fn(arg)`` as one task where an engine actor would run (before the pipeline: the engine's
     identity and facts). A usage error there (a bad model folder, a refused option) comes back as
-    a ``ValueError`` with its own one-line message, not as Ray's wrapped remote traceback."""
+    a ``ValueError`` with its own one-line message: the exception itself never crosses Ray (not
+    every exception class can be rebuilt on the driver), only its message does."""
     ray = import_ray()
-    task = ray.remote(fn).options(**placement.engine_args())
+    task = ray.remote(_guarded).options(**placement.engine_args())
+    ok, value = ray.get(task.remote(fn, arg))
+    if not ok:
+        raise ValueError(value)
+    return cast(R, value)
+
+
+def _guarded(fn: Callable[[A], R], arg: A) -> tuple[bool, R | str]:
     try:
-        return cast(R, ray.get(task.remote(arg)))
-    except ray.exceptions.RayTaskError as e:
-        cause = getattr(e, "cause", None)
-        if isinstance(cause, ValueError):
-            raise ValueError(str(cause).splitlines()[0] if str(cause) else type(cause).__name__) from None
-        raise
+        return True, fn(arg)
+    except ValueError as e:
+        return False, (str(e).splitlines() or [type(e).__name__])[0]
 
 
 def _current_cluster() -> str | None:
