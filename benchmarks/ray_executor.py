@@ -64,7 +64,9 @@ def sweep_table(a: argparse.Namespace, root: Path, tiny: Path) -> None:
         res: dict[str, list[tuple[float, int]]] = {"local": [], "ray": []}
         for r in range(a.rounds):
             for ex in ("local", "ray"):
-                res[ex].append(timed_sweep(items, store, root / f"{name.replace(' ', '_')}_{ex}_{r}", ex, **kw))
+                # The local runner with its default decoding pool (cores - 1 processes), as the CLI runs it.
+                res[ex].append(timed_sweep(items, store, root / f"{name.replace(' ', '_')}_{ex}_{r}", ex,
+                                           decode_workers=None, **kw))
         for ex, runs in res.items():
             wall = statistics.median(w for w, _ in runs)
             n = runs[0][1]

@@ -107,8 +107,9 @@ def write_sweep_rules(path: Path, delay_s: float = 0.0) -> Path:
 
 def run_sweep(items: list[Path], store: Path, results: Path, executor: str, conds: str, limit: int | None = None,
               engine: str = "scripted", rules: Path | None = None, model: str | None = None,
-              workers: int | None = None, address: str | None = None) -> list[str]:
-    """``sweep run`` through its CLI body (``sweep.cli_run.run``) in this process; returns its lines."""
+              workers: int | None = None, address: str | None = None, decode_workers: int | None = 0) -> list[str]:
+    """``sweep run`` through its CLI body (``sweep.cli_run.run``) in this process; returns its lines.
+    ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default pool."""
     from benchcheck.items import load_items
     from benchcheck.sweep.cli_run import SweepArgs, run
     from benchcheck.sweep.engine import SweepEngine
@@ -117,7 +118,8 @@ def run_sweep(items: list[Path], store: Path, results: Path, executor: str, cond
     lines: list[str] = []
     args = SweepArgs(load_items(items).items, str(store), SweepPaths.under(results), conds, limit=limit,
                      engine=SweepEngine(engine, model=model, rules=str(rules) if rules else None, device="cpu"),
-                     workers=workers, decode_workers=0, progress=False, executor=executor, ray_address=address)
+                     workers=workers, decode_workers=decode_workers, progress=False, executor=executor,
+                     ray_address=address)
     summary = run(args, lines.append)
     assert not summary.aborted, lines
     return lines

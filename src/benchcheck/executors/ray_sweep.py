@@ -136,7 +136,11 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
     if placement.dashboard_url:
         echo(f"Ray dashboard: {placement.dashboard_url}")
     ray = import_ray()
-    facts = on_engine_resource(_engine_facts, a.engine, placement)
+    try:
+        facts = on_engine_resource(_engine_facts, a.engine, placement)
+    except (ray.exceptions.RayError, ConnectionError) as e:
+        _cluster_failed(e, echo)
+        return SweepSummary(aborted=True)
     check_engine_context(a, cells, facts.max_model_len)
     workers = unit_workers(a, facts.concurrent_calls)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; "
@@ -163,9 +167,7 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
         except _Stopped:
             pass
         except (ray.exceptions.RayError, ConnectionError) as e:
-            # Rows written so far are whole and the leases go with this process: the same command continues.
-            echo(f"sweep (ray): the Ray cluster failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}; "
-                 "run the same command again to continue")
+            _cluster_failed(e, echo)
             summary.aborted = True
         finally:
             sink.close()
@@ -176,3 +178,9 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
     after_run(a, benches, echo)
     return out
 
+
+
+def _cluster_failed(e: BaseException, echo: Echo) -> None:
+    # Rows written so far are whole and the leases go with this process: the same command continues.
+    echo(f"sweep (ray): the Ray cluster failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}; "
+         "run the same command again to continue")
