@@ -80,8 +80,7 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--api-key-env", default=None, help="Environment variable holding the endpoints' API key.")
 @click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
-@click.option("--workers", type=int, default=None,
-              help="Units in flight (default: 6 per endpoint; else the engine's concurrent calls, at least 2).")
+@click.option("--workers", type=int, default=None, help="Units in flight (default: 6 per endpoint, 1 for hf).")
 @click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
 @click.option("--chunk", type=int, default=1, show_default=True, help="Items per engine call.")
 @click.option("--max-model-len", type=int, default=None,

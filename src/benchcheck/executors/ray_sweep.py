@@ -142,7 +142,7 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
         _cluster_failed(e, echo)
         return SweepSummary(aborted=True)
     check_engine_context(a, cells, facts.max_model_len)
-    workers = unit_workers(a, facts.concurrent_calls, overlap=False)
+    workers = unit_workers(a, facts.concurrent_calls)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; "
                       f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors")
     summary = begin_sweep(cells, specs, a.paths)
@@ -158,8 +158,8 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
             if summary.aborted:
                 raise _Stopped
 
-        # A batch of the engine stage is as many units as the engine takes at once (served: 6 per
-        # endpoint, as the local runner keeps in flight; in-process: its own concurrent calls).
+        # A batch of the engine stage is as many units as the local runner has in flight, so an
+        # engine gets the same concurrency (served: 6 per endpoint; in-process: its own calls).
         stages = Stages(PrepareUnits(dict(specs), a.store), AnswerUnits(dict(specs), a.engine),
                         prepare_batch=1, answer_batch=workers)
         try:

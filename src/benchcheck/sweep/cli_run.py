@@ -124,15 +124,10 @@ def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None)
         raise PreconditionError(problem)
 
 
-def unit_workers(a: SweepArgs, engine_calls: int, overlap: bool = True) -> int:
-    """Units in flight: served engines 6 per endpoint (seed 001), else what the engine can run at
-    once, and with ``overlap`` at least two, so the next unit's frames are decoded while the engine
-    runs this one (as the screening runner; the hf engine runs one forward at a time anyway).
-    The Ray executor overlaps in its pipeline and passes ``overlap=False``."""
+def unit_workers(a: SweepArgs, engine_calls: int) -> int:
+    """Units in flight: served engines 6 per endpoint (seed 001), else what the engine can run at once."""
     n_endpoints = len(a.engine.endpoints)
-    if a.workers or n_endpoints:
-        return a.workers or DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints
-    return max(2, engine_calls) if overlap else engine_calls
+    return a.workers or (DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints if n_endpoints else engine_calls)
 
 
 def after_run(a: SweepArgs, benches: Sequence[str], echo: Echo) -> None:
