@@ -23,6 +23,7 @@ Sweep items/s counts inferences (CSV rows with an answer; reused rows cost nothi
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -40,12 +41,15 @@ def timed(items: Path, results: Path, step: int, executor: str, **kw: object) ->
     return time.perf_counter() - t0, len(ok_rows(results / f"step{step}"))
 
 
-def timed_sweep(items: list[Path], store: Path, results: Path, executor: str, **kw: object) -> tuple[float, int]:
+def timed_sweep(items: list[Path], store: Path, results: Path, executor: str, **kw: object) -> tuple[float, int, str]:
+    """Wall seconds, inferences, and the object-store peak the Ray run reported ("-" locally)."""
     t0 = time.perf_counter()
-    run_sweep(items, store, results, executor, **kw)  # type: ignore[arg-type]
+    lines = run_sweep(items, store, results, executor, **kw)  # type: ignore[arg-type]
     wall = time.perf_counter() - t0
     rows = sweep_rows(results).values()
-    return wall, sum(1 for r in rows if r["status"] in ("ok", "unparsed") and "reused_from" not in r["meta"])
+    peaks = [m.group(1) for x in lines if (m := re.search(r"object store peak (\S+ MiB|unknown)", x))]
+    n = sum(1 for r in rows if r["status"] in ("ok", "unparsed") and "reused_from" not in r["meta"])
+    return wall, n, peaks[-1] if peaks else "-"
 
 
 def sweep_table(a: argparse.Namespace, root: Path, tiny: Path) -> None:
@@ -61,16 +65,16 @@ def sweep_table(a: argparse.Namespace, root: Path, tiny: Path) -> None:
                        "model": str(tiny)},
     }
     for name, kw in work.items():
-        res: dict[str, list[tuple[float, int]]] = {"local": [], "ray": []}
+        res: dict[str, list[tuple[float, int, str]]] = {"local": [], "ray": []}
         for r in range(a.rounds):
             for ex in ("local", "ray"):
                 # The local runner with its default decoding pool (cores - 1 processes), as the CLI runs it.
                 res[ex].append(timed_sweep(items, store, root / f"{name.replace(' ', '_')}_{ex}_{r}", ex,
                                            decode_workers=None, **kw))
         for ex, runs in res.items():
-            wall = statistics.median(w for w, _ in runs)
+            wall = statistics.median(w for w, _, _ in runs)
             n = runs[0][1]
-            print(f"| {name} | {ex} | {n} | {wall:.1f} | {n / wall:.1f} |")
+            print(f"| {name} | {ex} | {n} | {wall:.1f} | {n / wall:.1f} | {runs[-1][2]} |")
 
 
 def main() -> None:
@@ -112,6 +116,8 @@ def main() -> None:
             n = runs[0][1]
             print(f"| {name} | {ex} | {n} | {wall:.1f} | {n / wall:.1f} |")
     if a.only != "screen":
+        print("\n| sweep workload | executor | inferences | wall s | inferences/s | object store peak |\n"
+              "|---|---|---|---|---|---|")
         sweep_table(a, root, tiny)
     ray.shutdown()
 
