@@ -60,9 +60,9 @@ def test_tiny_model_sweep_equals_local(ray_local: str, demo: tuple[list[Path], P
                                        tiny_model: Path) -> None:
     items, store = demo
     for ex in ("local", "ray"):
-        run_sweep(items, store, tmp_path / ex, ex, "v_blind,v_1", 1, engine="hf", model=str(tiny_model))
+        run_sweep(items, store, tmp_path / ex, ex, "v_1", 1, engine="hf", model=str(tiny_model))
     a, b = sweep_rows(tmp_path / "local"), sweep_rows(tmp_path / "ray")
-    assert len(a) == 4 * 2 and a.keys() == b.keys()
+    assert len(a) == 4 and a.keys() == b.keys()
     for k in a:  # greedy text of the same requests, one unit per call on both: the same parse
         assert {f: a[k][f] for f in ("status", "pred", "parse", "n_frames", "prompt_tokens")} == (
             {f: b[k][f] for f in ("status", "pred", "parse", "n_frames", "prompt_tokens")}), k
