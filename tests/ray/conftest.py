@@ -16,17 +16,28 @@ sys.path.insert(0, str(Path(__file__).parent))
 # avoids that.
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_local() -> Iterator[str]:
-    """A local Ray with 2 CPUs and one engine slot; yields its address (for other drivers)."""
+    """A local Ray with 2 CPUs and one engine slot, shared by the screen and sweep tests (the
+    cluster tests' modules run first and shut theirs down); yields its address (for other drivers)."""
     ray = pytest.importorskip("ray")
     ctx = ray.init(num_cpus=2, resources={"engine_slot": 1}, log_to_driver=False)
     yield str(ctx.address_info["address"])
     ray.shutdown()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     from ray_helpers import make_pool
 
     return make_pool(tmp_path_factory.mktemp("raypool"))
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
+    """The ground-truth demo's benchmarks and their normalized store: (item files, store)."""
+    from benchcheck.demo.run import prepare_benchmarks
+
+    root = tmp_path_factory.mktemp("raydemo")
+    bundle = prepare_benchmarks(root)
+    return list(bundle.paths), root / "store"

@@ -29,8 +29,8 @@ def make_pool(root: Path) -> tuple[Path, Path]:
     return root / "items", frames
 
 
-def write_rules(path: Path, delay_s: float = 0.0) -> Path:
-    rules: list[dict[str, Any]] = list(RULES)
+def write_rules(path: Path, delay_s: float = 0.0, base: list[dict[str, Any]] = RULES) -> Path:
+    rules: list[dict[str, Any]] = list(base)
     if delay_s:
         rules.insert(0, {"match": "", "delay_s": delay_s})
     path.write_text(json.dumps(rules))
@@ -91,3 +91,53 @@ def engine_actor_pids() -> list[int]:
 
 def kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
+
+
+SWEEP_RULES = [  # the reply depends on the frames received, so a wrong frame set shows in the rows
+    {"match": "", "images": {"count_min": 2}, "reply": "The answer is A."},
+    {"match": "", "images": {"count_min": 1}, "reply": "(C)"},
+    {"match": "", "reply": "B"},
+]
+TIMING = ("infer_s", "decode_s", "written_at")  # what may differ between two runs of the same cell
+
+
+def write_sweep_rules(path: Path, delay_s: float = 0.0) -> Path:
+    return write_rules(path, delay_s, SWEEP_RULES)
+
+
+def run_sweep(items: list[Path], store: Path, results: Path, executor: str, conds: str, limit: int | None = None,
+              engine: str = "scripted", rules: Path | None = None, model: str | None = None,
+              workers: int | None = None, address: str | None = None, decode_workers: int | None = 0) -> list[str]:
+    """``sweep run`` through its CLI body (``sweep.cli_run.run``) in this process; returns its lines.
+    ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default pool."""
+    from benchcheck.items import load_items
+    from benchcheck.sweep.cli_run import SweepArgs, run
+    from benchcheck.sweep.engine import SweepEngine
+    from benchcheck.sweep.results import SweepPaths
+
+    lines: list[str] = []
+    args = SweepArgs(load_items(items).items, str(store), SweepPaths.under(results), conds, limit=limit,
+                     engine=SweepEngine(engine, model=model, rules=str(rules) if rules else None, device="cpu"),
+                     workers=workers, decode_workers=decode_workers, progress=False, executor=executor,
+                     ray_address=address)
+    summary = run(args, lines.append)
+    assert not summary.aborted, lines
+    return lines
+
+
+def sweep_rows(results: Path) -> dict[tuple[str, str, str], dict[str, str]]:
+    """(bench, item_id, condition) -> its CSV row without timing; asserts one row per key."""
+    from benchcheck.sweep.results import CSV_NAME, read_csv
+
+    rows = read_csv(results / CSV_NAME)
+    keys = Counter((r["bench"], r["item_id"], r["condition"]) for r in rows)
+    assert not [k for k, n in keys.items() if n > 1], "duplicate CSV rows"
+    return {(r["bench"], r["item_id"], r["condition"]): {k: v for k, v in r.items() if k not in TIMING} for r in rows}
+
+
+def raw_keys(results: Path) -> Counter[tuple[str, str, str]]:
+    """(bench, item_id, condition) of every raw line (p1_raw), counted."""
+    out: Counter[tuple[str, str, str]] = Counter()
+    for p in (results / "p1_raw").glob("*/*__DIAG_V.jsonl"):
+        out.update((r["bench"], r["item_id"], r["condition"]) for r in read_rows(p))
+    return out

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ray_helpers import decisions, run_step, write_rules
+from ray_helpers import decisions, run_step, run_sweep, sweep_rows, write_rules
 
 from benchcheck.executors.ray_cluster import ENGINE_SLOT, RayUnavailable, placement_for
 
@@ -19,6 +19,8 @@ def two_nodes() -> Iterator[str]:
 
     import ray
 
+    if ray.is_initialized():  # another module's Ray (tests run out of their usual order)
+        ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     cluster.add_node(num_cpus=1, resources={ENGINE_SLOT: 1})
     ray.init(address=cluster.address, log_to_driver=False)
@@ -38,6 +40,17 @@ def test_two_node_cluster_equals_local(two_nodes: str, pool: tuple[Path, Path], 
         run_step(items, tmp_path / "ray", step, "ray", frames, rules=rules, limit=6)
         a, b = decisions(tmp_path / "local" / f"step{step}"), decisions(tmp_path / "ray" / f"step{step}")
         assert a and a == b, step
+
+
+def test_two_node_cluster_sweep_equals_local(two_nodes: str, demo: tuple[list[Path], Path], tmp_path: Path) -> None:
+    from benchcheck.engines.reference import DEFAULT_NAME
+    from benchcheck.sweep.demo import DEMO_CONDS
+
+    items, store = demo
+    for ex in ("local", "ray"):
+        run_sweep(items, store, tmp_path / ex, ex, DEMO_CONDS, 2, engine="reference", model=DEFAULT_NAME)
+    a = sweep_rows(tmp_path / "local")
+    assert len(a) == 4 * 2 * len(DEMO_CONDS.split(",")) and a == sweep_rows(tmp_path / "ray")
 
 
 def test_placement_one_engine_per_gpu_else_per_slot() -> None:

@@ -167,3 +167,20 @@ def test_a_context_too_small_for_the_budget_stops_before_any_request(tmp_path: P
     assert "32,768 tokens < 58,128" in res.stderr and "never lowered" in res.stderr
     assert "Traceback" not in res.stderr
     assert not (tmp_path / "fp" / "results" / "conditions_results.csv").exists()
+
+
+def test_a_group_another_process_holds_is_left_to_it(tmp_path: Path, store: Path) -> None:
+    from benchcheck.lease import try_lease
+
+    rules = write_rules(tmp_path / "rules.json", RULES)
+    a = _args(tmp_path, store, rules, conds="v_blind,v_1", decode_workers=0)
+    held = try_lease(a.paths.raw("v_1", "Alpha"))  # another live process works Alpha x v_1
+    assert held is not None
+    lines: list[str] = []
+    with held:
+        first = run(a, lines.append)
+    assert first.held == 4 and "4 held by another process" in lines[-1]
+    keys = {(r["bench"], r["condition"]) for r in read_csv(a.paths.csv)}
+    assert ("Alpha", "v_1") not in keys and {("Alpha", "v_blind"), ("Beta", "v_1")} <= keys
+    again = run(a, lambda s: None)  # the lease is free now: the same command does the rest
+    assert again.written["ok"] + again.written["unparsed"] == 4 and again.held == 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
 from benchcheck.items import ColumnMap, LoadResult, load_items
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False) -> LoadResult:
@@ -35,6 +38,19 @@ def columns_option() -> click.Option:
         default=None,
         help="Column map for CSV/Parquet, e.g. 'item_id=qid,options=a0|a1|a2|a3|a4,video_key=video'.",
     )
+
+
+def executor_options(f: F) -> F:
+    """``--executor local|ray`` and ``--ray-address`` (screen and sweep run: docs/ray.md)."""
+    f = click.option("--ray-address", default=None,
+                     help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")(f)
+    return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                        help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")(f)
+
+
+def check_executor(executor: str, ray_address: str | None) -> None:
+    if ray_address and executor != "ray":
+        die("--ray-address needs --executor ray")
 
 
 def die(msg: str, code: int = 2) -> None:

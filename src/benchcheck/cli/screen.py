@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
 from benchcheck.engines.registry import engine_names
 
 
@@ -45,10 +45,7 @@ from benchcheck.engines.registry import engine_names
               help="openai engine: the served model's tokenizer folder; asks each server once whether it "
                    "takes logprob_token_ids and, where it does, records lp_exact (every letter variant's "
                    "exact log-prob) beside lp. The hf engine records lp_exact always.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")
-@click.option("--ray-address", default=None,
-              help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")
+@executor_options
 @click.option("--gpus", "run_gpus", type=int, default=0, hidden=True, help="GPUs behind this shard (run_log).")
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
@@ -66,8 +63,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     """
     from benchcheck.screen.cli_run import ShardJob, run_job
 
-    if ray_address and executor != "ray":
-        die("--ray-address needs --executor ray")
+    check_executor(executor, ray_address)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
                    intro=intro, frames_root=frames_root, store=store, keep_file=keep_file, bench=bench, limit=limit,

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
 from benchcheck.engines.registry import engine_names
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,25 +86,29 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--max-model-len", type=int, default=None,
               help="Declare the engine's context when it cannot report it (never lowers the budget).")
 @click.option("--no-progress", is_flag=True)
+@executor_options
 def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str, rules: str | None,
             workers: int | None, decode_workers: int | None, chunk: int, max_model_len: int | None,
-            no_progress: bool, **kw: Any) -> None:
+            no_progress: bool, executor: str, ray_address: str | None, **kw: Any) -> None:
     """Run the missing (bench, item, condition) rows; existing CSV rows are skipped (resumable).
 
     \b
     Example:
       benchcheck sweep run --items items/samples --store data/store --results results \\
         --engine openai --endpoint http://127.0.0.1:8011/v1 --endpoint http://127.0.0.1:8012/v1 --pilot
+      benchcheck sweep run --items items/samples --store data/store --results results --executor ray
     """
     from benchcheck.sweep.cli_run import PreconditionError, run
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
 
+    check_executor(executor, ray_address)
     eps = endpoints_list(endpoints)
     opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules,
                          concurrency=workers or 6 * max(1, len(eps)))
     try:
         summary = run(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
-                            max_model_len=max_model_len, progress=not no_progress), click.echo)
+                            max_model_len=max_model_len, progress=not no_progress, executor=executor,
+                            ray_address=ray_address), click.echo)
     except PreconditionError as e:
         die(str(e))
     except ValueError as e:

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 # The logical resource an engine actor asks for on a cluster without GPUs (tests, CPU-only engines).
 ENGINE_SLOT = "engine_slot"
@@ -64,6 +71,7 @@ def connect(address: str | None) -> Placement:
     ray = import_ray()
     if not ray.is_initialized():
         if address:
+            check_reachable(address)
             try:
                 ctx = ray.init(address=address, log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as e:
@@ -77,6 +85,79 @@ def connect(address: str | None) -> Placement:
     else:
         url = None
     return placement_for(ray.cluster_resources(), f"http://{url}" if url and "://" not in url else url)
+
+
+def on_engine_resource(fn: Callable[[A], R], arg: A, placement: Placement) -> R:
+    """``fn(arg)`` as one task where an engine actor would run (before the pipeline: the engine's
+    identity and facts). A usage error there (a bad model folder, a refused option) comes back as
+    a ``ValueError`` with its own one-line message: the exception itself never crosses Ray (not
+    every exception class can be rebuilt on the driver), only its message does."""
+    ray = import_ray()
+    task = ray.remote(_guarded).options(**placement.engine_args())
+    ok, value = ray.get(task.remote(fn, arg))
+    if not ok:
+        raise ValueError(value)
+    return cast(R, value)
+
+
+def _guarded(fn: Callable[[A], R], arg: A) -> tuple[bool, R | str]:
+    try:
+        return True, fn(arg)
+    except ValueError as e:
+        return False, (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def _current_cluster() -> str | None:
+    """The address ``ray start`` left for ``auto`` on this node (Ray's own file), if any."""
+    try:
+        text = Path(tempfile.gettempdir(), "ray", "ray_current_cluster").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text.splitlines()[0].strip() if text else None
+
+
+def check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail in seconds when nothing listens at the cluster's GCS port: ``ray.init`` would otherwise
+    wait out Ray's GCS connection timeout (minutes) before saying so. ``auto`` is checked against
+    the address it resolves to (``RAY_ADDRESS``, else the node's ``ray start`` file); with neither,
+    ``ray.init`` says at once that no cluster runs. Ray Client (``ray://``) addresses are left to Ray."""
+    target = os.environ.get("RAY_ADDRESS") or _current_cluster() if address == "auto" else address
+    if not target or target == "auto" or "://" in target:
+        return
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"--ray-address {address}: not auto or HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise RayUnavailable(f"--ray-address {address}: nothing answers at {host}:{port} ({why}); is the head "
+                             f"started (ray start --head --port {port})? Check with: ray status --address "
+                             f"{host}:{port}") from None
+    problem = _gcs_problem(target, timeout_s)
+    if problem:
+        raise RayUnavailable(f"--ray-address {address}: {host}:{port} answers but is not a Ray head's GCS port "
+                             f"({problem}); give the port of ray start --head --port (default 6379)")
+
+
+# The cheapest GCS call there is (an empty request); a port that is not a GCS (an HTTP server, a
+# proxy that accepts every connection, another gRPC service) fails it within the deadline.
+_GCS_PING = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+
+
+def _gcs_problem(target: str, timeout_s: float) -> str | None:
+    try:
+        import grpc
+    except ImportError:  # grpcio comes with the extra; without it the TCP check is all there is
+        return None
+    with grpc.insecure_channel(target) as channel:
+        call = channel.unary_unary(_GCS_PING, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        try:
+            call(b"", timeout=timeout_s)
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            return f"gRPC {getattr(code, 'name', code)}"
+    return None
 
 
 def _local_gpus() -> int:

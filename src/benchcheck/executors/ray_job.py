@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import cast
 
 from benchcheck.engines.base import Engine
-from benchcheck.engines.options import EngineOptions
 from benchcheck.executors.ray_screen import EngineRecipe, run_step_ray
-from benchcheck.screen.cli_run import ShardJob
+from benchcheck.screen.cli_run import ShardJob, echo_summary, engine_options
 from benchcheck.screen.context import ScreenContext
-from benchcheck.screen.engine_args import DEFAULT_WORKERS
 from benchcheck.screen.runner import RunConfig, append_run_log
 from benchcheck.screen.steps import INTROS
 
@@ -21,10 +19,7 @@ Echo = Callable[[str], None]
 
 def recipe_for(job: ShardJob) -> EngineRecipe:
     """The job's engine as data for the engine actors; the key stays in the named variable."""
-    served = bool(job.endpoints)
-    opts = EngineOptions(model=job.model, revision=job.revision, endpoints=tuple(job.endpoints), device=job.device,
-                         rules=job.rules, workers=(job.workers or DEFAULT_WORKERS[job.step]) if served else None)
-    return EngineRecipe(job.engine, job.step, opts, job.api_key_env)
+    return EngineRecipe(job.engine, job.step, engine_options(job, with_key=False), job.api_key_env)
 
 
 def run_job_ray(job: ShardJob, ctx: ScreenContext, shard: tuple[int, int], echo: Echo) -> int:
@@ -48,10 +43,5 @@ def run_job_ray(job: ShardJob, ctx: ScreenContext, shard: tuple[int, int], echo:
         return 3
     # append_run_log reads only the engine's name and model: the identity the actors reported.
     append_run_log(Path(job.results), summary, cfg, cast(Engine, ident), list(job.endpoints), started, job.gpus)
-    for line in summary.bench_lines():
-        echo(line)
-    stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
-    echo(f"step {job.step} shard {shard[0]}/{shard[1]} (ray): {summary.ok} ok, {summary.removed} removed, "
-         f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
-         f"failures{stale}, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
+    echo_summary(summary, shard, echo, " (ray)")
     return 3 if summary.aborted else 0

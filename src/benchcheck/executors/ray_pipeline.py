@@ -14,12 +14,17 @@ driver sees. Actors are pure (payload in, payload out), which is what makes Ray'
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from benchcheck.executors.ray_cluster import MemoryPeak, Placement, import_ray
+
+if TYPE_CHECKING:
+    from benchcheck.engines.base import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,19 @@ class Answer(Protocol):
     def __call__(self, payloads: Sequence[bytes]) -> list[bytes]: ...
 
     def close(self) -> None: ...
+
+
+class EngineHolder:
+    """An engine and one event loop for an engine actor's life: the base of a task's ``Answer``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.loop = asyncio.new_event_loop()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.loop.run_until_complete(self.engine.aclose())
+            self.loop.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,8 @@ from typing import Any
 
 from benchcheck.engines.base import Engine, Failure, LetterScores
 from benchcheck.engines.options import EngineOptions
-from benchcheck.executors.ray_cluster import Placement, connect, import_ray
-from benchcheck.executors.ray_pipeline import PipelineStats, Stages, WorkRow, group_by_unit, run_pipeline
+from benchcheck.executors.ray_cluster import Placement, connect, on_engine_resource
+from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, group_by_unit, run_pipeline
 from benchcheck.items import Item
 from benchcheck.lease import holder
 from benchcheck.records import ErrorRow, ScoreRow
@@ -100,13 +100,12 @@ class PrepareRequests:
         return pickle.dumps((item, built))
 
 
-class _Answerer:
-    """Engine stage: holds one engine and one event loop; a batch of built requests -> rows."""
+class _Answerer(EngineHolder):
+    """Engine stage: a batch of built requests -> rows."""
 
     def __init__(self, spec: RunSpec, recipe: EngineRecipe) -> None:
+        super().__init__(recipe.build())
         self.spec = spec
-        self.engine = recipe.build()
-        self.loop = asyncio.new_event_loop()
         e = self.engine
         self.ctx = RowContext(recipe.step, spec.name, e.model_name, e.revision, e.name, spec.config_hash,
                               spec.prompt.intro_name, socket.gethostname())
@@ -130,11 +129,6 @@ class _Answerer:
             rows.append(result_row(self.spec, b, self.ctx, answers[pos:pos + n]))
             pos += n
         return [pickle.dumps(r) for r in rows]
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.loop.run_until_complete(self.engine.aclose())
-            self.loop.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +154,7 @@ def run_step_ray(ctx: ScreenContext, recipe: EngineRecipe, cfg: RunConfig, addre
     placement = connect(address)
     if placement.dashboard_url:
         echo(f"Ray dashboard: {placement.dashboard_url}")
-    ray = import_ray()
-    probe = ray.remote(_identity).options(**placement.engine_args())
-    ident: EngineIdentity = ray.get(probe.remote(recipe))
+    ident = on_engine_resource(_identity, recipe, placement)
     spec = STEPS[cfg.step].run_spec(cfg.intro, ModelRef(ident.model_name, ident.revision))
     store = step_store(ctx.results, cfg.step)
     store.write_spec(spec)

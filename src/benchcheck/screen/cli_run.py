@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -17,34 +16,27 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.engines.capabilities import concurrent_calls
-from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.options import EngineFlags, EngineOptions
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, DEFAULT_WORKERS, build_engine
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
-from benchcheck.screen.runner import RunConfig, append_run_log, held_by_other, run_step
+from benchcheck.screen.runner import RunConfig, RunSummary, append_run_log, held_by_other, run_step
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import parse_shard
 
 Echo = Callable[[str], None]
 
 
-@dataclass(frozen=True, slots=True)
-class ShardJob:
-    """One step for one shard: the items, where rows go, the engine, the filters. Serializable
-    (``launch`` hands it to a client process as a file); it never holds a secret, only the name
-    of the environment variable that does."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShardJob(EngineFlags):
+    """One step for one shard: the items, where rows go, the engine (``EngineFlags``), the filters.
+    Serializable (``launch`` hands it to a client process as a file); it never holds a secret, only
+    the name of the environment variable that does."""
 
     items: tuple[str, ...]
     results: str
     step: int
-    engine: str = "hf"
-    model: str | None = None
-    revision: str | None = None
-    endpoints: tuple[str, ...] = ()
-    api_key_env: str | None = None
-    device: str = "auto"
-    rules: str | None = None
     chain: str = "1,2,3,4,5,6"
     intro: str = DEFAULT_INTRO
     frames_root: str | None = None
@@ -121,13 +113,10 @@ def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> 
     return plan.lines(invalid=invalid, held=held_by_other(ctx, plan, shard, job.max_unit))
 
 
-def engine_options(job: ShardJob) -> EngineOptions:
-    api_key = os.environ.get(job.api_key_env) if job.api_key_env else None
-    served = bool(job.endpoints)
-    return EngineOptions(model=job.model, revision=job.revision, endpoints=tuple(job.endpoints), api_key=api_key,
-                         device=job.device, rules=job.rules,
-                         workers=(job.workers or DEFAULT_WORKERS[job.step]) if served else None,
-                         letter_tokenizer=job.letter_tokenizer)
+def engine_options(job: ShardJob, with_key: bool = True) -> EngineOptions:
+    """The job's engine options: served, ``workers`` requests in flight per endpoint."""
+    workers = (job.workers or DEFAULT_WORKERS[job.step]) if job.endpoints else None
+    return job.options(workers, letter_tokenizer=job.letter_tokenizer, with_key=with_key)
 
 
 def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool = False) -> int:
@@ -165,11 +154,16 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
 
     summary = asyncio.run(go())
     append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, job.gpus)
+    echo_summary(summary, shard, echo)
+    return 3 if summary.aborted else 0
+
+
+def echo_summary(summary: RunSummary, shard: tuple[int, int], echo: Echo, via: str = "") -> None:
+    """Each benchmark's line, then the step's (``via``: which executor, when not this process)."""
     for line in summary.bench_lines():
         echo(line)
     stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
-    echo(f"step {job.step} shard {shard[0]}/{shard[1]}: {summary.ok} ok, {summary.removed} removed, "
+    echo(f"step {summary.step} shard {shard[0]}/{shard[1]}{via}: {summary.ok} ok, {summary.removed} removed, "
          f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
          f"failures{stale}, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
-    return 3 if summary.aborted else 0
 

@@ -51,6 +51,8 @@ class SweepArgs:
     progress: bool = True
     token_budget: int = TOKEN_BUDGET
     max_images: int = MAX_IMAGES
+    executor: str = "local"  # local | ray (docs/ray.md)
+    ray_address: str | None = None  # ray: auto | HOST:PORT; None starts a local Ray
 
 
 def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
@@ -98,6 +100,10 @@ def run(a: SweepArgs, echo: Echo) -> SweepSummary:
     if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
         echo("nothing to do: every row is already in the CSV")
         return SweepSummary()
+    if a.executor == "ray":
+        from benchcheck.executors.ray_sweep import run_sweep_ray
+
+        return run_sweep_ray(a, cells, specs, benches, echo)
     engine = build_sweep_engine(a.engine)
 
     async def go() -> SweepSummary:
@@ -109,17 +115,33 @@ def run(a: SweepArgs, echo: Echo) -> SweepSummary:
     return asyncio.run(go())
 
 
-async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
-                      engine: Engine, echo: Echo) -> SweepSummary:
-    """Run planned cells on an engine the caller owns (and closes)."""
+def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None) -> None:
+    """``PreconditionError`` (logged) when the engine's context cannot hold the budget."""
     visual = any(c.kind == "todo" and c.condition != BLIND for c in cells)
-    problem = check_context(engine_max_model_len(engine, a.engine), a.max_model_len, visual, a.token_budget)
+    problem = check_context(known, a.max_model_len, visual, a.token_budget)
     if problem:
         log_line(a.paths, f"stopped: {problem}")
         raise PreconditionError(problem)
-    # served engines: 6 units in flight per endpoint (seed 001); else what the engine can run at once
+
+
+def unit_workers(a: SweepArgs, engine_calls: int) -> int:
+    """Units in flight: served engines 6 per endpoint (seed 001), else what the engine can run at once."""
     n_endpoints = len(a.engine.endpoints)
-    workers = a.workers or (DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints if n_endpoints else concurrent_calls(engine))
+    return a.workers or (DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints if n_endpoints else engine_calls)
+
+
+def after_run(a: SweepArgs, benches: Sequence[str], echo: Echo) -> None:
+    if a.pilot:
+        echo("pilot timing (data/logs/p1_timing.jsonl):")
+        for line in timing_table(a.paths.timing, benches):
+            echo(line)
+
+
+async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
+                      engine: Engine, echo: Echo) -> SweepSummary:
+    """Run planned cells on an engine the caller owns (and closes)."""
+    check_engine_context(a, cells, engine_max_model_len(engine, a.engine))
+    workers = unit_workers(a, concurrent_calls(engine))
     pool = FramePool(Path(a.store) if a.store else None, a.decode_workers)
     cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}")
@@ -127,8 +149,5 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
         summary = await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo)
     finally:
         pool.close()
-    if a.pilot:
-        echo("pilot timing (data/logs/p1_timing.jsonl):")
-        for line in timing_table(a.paths.timing, benches):
-            echo(line)
+    after_run(a, benches, echo)
     return summary

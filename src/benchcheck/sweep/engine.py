@@ -4,7 +4,6 @@ can the engine hold the budget?"""
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 
 from benchcheck.engines import Engine
 from benchcheck.engines.capabilities import max_model_len
-from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.options import EngineFlags, EngineOptions
 from benchcheck.engines.registry import from_options
 from benchcheck.spec import ModelRef
 from benchcheck.sweep.conditions import MAX_TOKENS, SWEEP_MODEL
@@ -22,20 +21,11 @@ DEFAULT_WORKERS_PER_ENDPOINT = 6  # seed 001: 6 client workers per GPU
 
 
 @dataclass(frozen=True, slots=True)
-class SweepEngine:
-    """Which registered engine the sweep runs on, and the CLI's options for it."""
+class SweepEngine(EngineFlags):
+    """Which registered engine the sweep runs on, the CLI's flags for it (``EngineFlags``: picklable,
+    no secret, so the Ray executor sends it to its engine actors as the recipe) and its concurrency."""
 
-    engine: str = "hf"
-    model: str | None = None
-    revision: str | None = None
-    endpoints: tuple[str, ...] = ()
-    api_key_env: str | None = None
-    device: str = "auto"
-    rules: str | None = None
     concurrency: int = 32
-
-    def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
 
 
 def model_ref(o: SweepEngine) -> ModelRef:
@@ -48,8 +38,7 @@ def model_ref(o: SweepEngine) -> ModelRef:
 def engine_options(o: SweepEngine) -> EngineOptions:
     """The registry's common options for the sweep's engine (the sweep's model by default)."""
     ref = model_ref(o)
-    return EngineOptions(model=ref.name, revision=ref.revision, endpoints=o.endpoints, api_key=o.api_key(),
-                         device=o.device, rules=o.rules, workers=o.concurrency)
+    return o.options(o.concurrency, model=ref.name, revision=ref.revision)
 
 
 def build_sweep_engine(o: SweepEngine) -> Engine:
