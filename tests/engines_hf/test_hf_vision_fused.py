@@ -107,17 +107,18 @@ def test_fused_tower_and_letter_logprobs_equal_transformers(
     assert float((back - ref).norm() / ref.norm()) < 1e-5
 
 
-def test_engine_fuses_blocks_exactly_when_the_rotary_is_compiled(tiny_model: Path) -> None:
-    engine = HFEngine(tiny_model, device="cpu")  # CPU: no compile, so nothing fused
-    visual = engine.model.model.visual
-    assert not any("forward" in vars(b) for b in visual.blocks)
+def test_engine_leaves_blocks_unfused_unless_asked(tiny_model: Path) -> None:
     from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
 
-    use_grouped_vision_attention(engine.model, rotary=apply_rotary_pos_emb_vision)
+    engine = HFEngine(tiny_model, device="cpu")
+    visual = engine.model.model.visual
+    use_grouped_vision_attention(engine.model, rotary=apply_rotary_pos_emb_vision)  # the CUDA path's call
+    assert not any("forward" in vars(b) or "forward" in vars(b.mlp) for b in visual.blocks)
+    use_grouped_vision_attention(engine.model, rotary=apply_rotary_pos_emb_vision, fuse_blocks=True)
     try:
         assert all("forward" in vars(b) and "forward" in vars(b.mlp) for b in visual.blocks)
-        assert all(b.__class__.__name__ == "Qwen3VLVisionBlock" for b in visual.blocks)
         # The hand-off to the next block is not a registered child module (state dict unchanged).
         assert not any(k.count("blocks.") > 1 for k in engine.model.state_dict())
     finally:
         use_grouped_vision_attention(engine.model, enabled=False)
+    assert not any("forward" in vars(b) or "forward" in vars(b.mlp) for b in visual.blocks)
