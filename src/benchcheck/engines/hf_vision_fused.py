@@ -22,8 +22,8 @@ own forwards. Below ``EAGER_ROWS`` rows the same functions run uncompiled.
 Not on by default: on the H200 (docs/PERFORMANCE.md, issue 15 round 3) it measured no faster
 than transformers' blocks. The fused add+LayerNorm runs at memory bandwidth (0.44 ms on the 2B
 tower's 229,376 x 1,024 rows) but saves only ~0.15 ms a call over the two eager kernels, and
-the GELU-epilogue matmul takes 3.0 ms where the same-sized plain matmul with bias takes 2.5 ms,
-i.e. about what the separate GELU pass it saves costs. ``use_grouped_vision_attention(...,
+the GELU-epilogue matmul takes 3.0 ms where fc2 (same FLOPs, bias only) takes 2.5 ms, most of
+the ~0.9 ms the separate GELU pass over the intermediate would cost. ``use_grouped_vision_attention(...,
 fuse_blocks=True)`` or ``use_fused_vision_blocks`` turns it on.
 """
 
