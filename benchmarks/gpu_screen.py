@@ -170,6 +170,7 @@ class Busy:
 
 
 PROFILE: dict[str, Path] = {}  # workload -> folder for a torch profile of one call (--profile)
+VARIANTS: set[str] = set()  # variant rows of the visual workloads (--variants)
 
 
 def profile(name: str, fn: Callable[[], object]) -> None:
@@ -393,7 +394,9 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
-    if not unshared and engine.device.type == "cuda":
+    if not unshared and engine.device.type == "cuda" and VARIANTS & {"vision-fused", "vision-fused-no-epilogue"}:
+        vision_variants(rows, name, engine, reqs, tokens, lim_full)
+    if not unshared and engine.device.type == "cuda" and "nosync" in VARIANTS:
         # Variant: the mask-free forward with no device reads inside it (hf_nosync) instead of
         # transformers' own multimodal forward (placeholder check, masked scatter, DeepStack).
         from benchcheck.engines import hf_forward
@@ -423,6 +426,32 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
                 note="the engine as chosen, second pass")
     profile(name, lambda: engine.score_sync(reqs[: max(16, len(reqs) // 4)]))
     engine.share_prefixes = True
+
+
+def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                    limit: float) -> None:
+    """The vision blocks fused (hf_vision_fused, off in the engine), with or without fc1's GELU
+    epilogue; then the engine as chosen once more (a row that runs later can gain from the
+    earlier rows' warm-up, so the last row is the fair comparison)."""
+    from benchcheck.engines import hf_vision_fused
+
+    warm = reqs[: min(len(reqs), 16)]
+    for variant, epilogue in (("vision-fused", True), ("vision-fused-no-epilogue", False)):
+        if variant not in VARIANTS:
+            continue
+        hf_vision_fused.use_fused_vision_blocks(engine.model)
+        hf_vision_fused.GELU_EPILOGUE = epilogue
+        mode = "vfused" if epilogue else "vfused-noepi"
+        note = "variant: vision blocks fused (add+LayerNorm" + (", GELU in fc1's epilogue)" if epilogue else ")")
+        try:
+            engine.score_sync(warm)
+            run_row(rows, name, mode, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs), note=note)
+        finally:
+            hf_vision_fused.GELU_EPILOGUE = True
+            hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=False)
+    engine.score_sync(warm)
+    run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+            note="the engine as chosen, second pass")
 
 
 def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: int, peak: float,
@@ -481,7 +510,11 @@ def main() -> None:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"), help="folder for gpu_screen.json")
     ap.add_argument("--blind-items", type=int, default=256, help="items of the blind workload (4 forwards each)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
+    ap.add_argument("--variants", default="nosync",
+                    help="comma-separated variant rows of the visual workloads: nosync, vision-fused, "
+                         "vision-fused-no-epilogue")
     args = ap.parse_args()
+    VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

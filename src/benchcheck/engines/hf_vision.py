@@ -75,14 +75,21 @@ def _grouped_forward(
 
 
 def use_grouped_vision_attention(
-    model: Any, enabled: bool = True, rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+    model: Any, enabled: bool = True, rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None,
+    fuse_blocks: bool = False,
 ) -> int:
     """Switch the vision attention of ``model`` (a Qwen3-VL model under SDPA) to grouped calls,
     or back to transformers' own (``enabled=False``); return how many modules changed (0 when
     the model runs another attention kernel). ``rotary`` replaces transformers'
-    ``apply_rotary_pos_emb_vision`` (same arguments and result)."""
+    ``apply_rotary_pos_emb_vision`` (same arguments and result). ``fuse_blocks=True`` also fuses
+    the blocks' element-wise work (``hf_vision_fused``: exact, but measured no faster on the
+    H200, so the engine leaves it off); ``enabled=False`` undoes that too."""
     from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
 
+    from benchcheck.engines.hf_vision_fused import use_fused_vision_blocks
+
+    if fuse_blocks or not enabled:
+        use_fused_vision_blocks(model, enabled=enabled and fuse_blocks)
     visual = model.model.visual
     if getattr(visual.config, "_attn_implementation", None) != "sdpa":
         return 0
