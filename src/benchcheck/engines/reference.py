@@ -272,22 +272,30 @@ class ReferenceEngine:
         except ValueError as e:
             return Failure(request_id, "bad_request", f"reference engine: {e}", status=400)
 
-    def _score_one(self, req: ScoreRequest) -> LetterScores | Failure:
-        t0 = time.perf_counter()
-        d = self._decide(req.request_id, req.prompt, req.images)
+    def _answer(self, request_id: str, prompt: str, images: Sequence[ImageRef]
+                ) -> tuple[dict[str, float], str] | Failure:
+        """The letters' log-probs and the letter a reply names (subclasses change only this)."""
+        d = self._decide(request_id, prompt, images)
         if isinstance(d, Failure):
             return d
-        top = top_list(d.letter_logprobs(), req.top_logprobs)
+        return d.letter_logprobs(), LETTERS[d.answer_index]
+
+    def _score_one(self, req: ScoreRequest) -> LetterScores | Failure:
+        t0 = time.perf_counter()
+        answer = self._answer(req.request_id, req.prompt, req.images)
+        if isinstance(answer, Failure):
+            return answer
+        top = top_list(answer[0], req.top_logprobs)
         return LetterScores(req.request_id, top, str(top[0]["token"]),
                             estimate_tokens(req.prompt + req.assistant_prefix, req.images),
                             round(time.perf_counter() - t0, 6), self.model_name)
 
     def _generate_one(self, req: GenerateRequest) -> Generation | Failure:
         t0 = time.perf_counter()
-        d = self._decide(req.request_id, req.prompt, req.images)
-        if isinstance(d, Failure):
-            return d
-        letter = LETTERS[d.answer_index]
+        answer = self._answer(req.request_id, req.prompt, req.images)
+        if isinstance(answer, Failure):
+            return answer
+        letter = answer[1]
         text = f" {letter}" if (req.assistant_prefix or "").rstrip().endswith("Answer:") else f"Answer: {letter}"
         tokens = estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
         return Generation(req.request_id, text, tokens, 3, round(time.perf_counter() - t0, 6), self.model_name)

@@ -25,13 +25,11 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-import time
 from collections.abc import Sequence
 
-from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
+from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.options import EngineOptions
 from benchcheck.engines.reference import LETTER_MASS, MAX_MARGIN, ReferenceEngine, decide, parse_prompt
-from benchcheck.engines.scripted import estimate_tokens, top_list
 from benchcheck.protocol import LETTERS
 
 PRIOR_VERSION = "planted-prior-v1"
@@ -108,22 +106,9 @@ class PriorReferenceEngine(ReferenceEngine):
             return Failure(request_id, "bad_request", f"reference-prior engine: {e}", status=400)
         return letter_logprobs(scores)
 
-    def _score_one(self, req: ScoreRequest) -> LetterScores | Failure:
-        t0 = time.perf_counter()
-        lp = self._letters(req.request_id, req.prompt, req.images)
+    def _answer(self, request_id: str, prompt: str, images: Sequence[ImageRef]
+                ) -> tuple[dict[str, float], str] | Failure:
+        lp = self._letters(request_id, prompt, images)
         if isinstance(lp, Failure):
             return lp
-        top = top_list(lp, req.top_logprobs)
-        return LetterScores(req.request_id, top, str(top[0]["token"]),
-                            estimate_tokens(req.prompt + req.assistant_prefix, req.images),
-                            round(time.perf_counter() - t0, 6), self.model_name)
-
-    def _generate_one(self, req: GenerateRequest) -> Generation | Failure:
-        t0 = time.perf_counter()
-        lp = self._letters(req.request_id, req.prompt, req.images)
-        if isinstance(lp, Failure):
-            return lp
-        letter = max(lp, key=lambda x: (lp[x], -ord(x)))
-        text = f" {letter}" if (req.assistant_prefix or "").rstrip().endswith("Answer:") else f"Answer: {letter}"
-        tokens = estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
-        return Generation(req.request_id, text, tokens, 3, round(time.perf_counter() - t0, 6), self.model_name)
+        return lp, max(lp, key=lambda x: (lp[x], -ord(x)))
