@@ -61,12 +61,7 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
             return rms_norm(x, self.weight, self.variance_epsilon)
         return fn(rows, self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
 
-    n = 0
-    for module in model.modules():
-        if type(module).__name__ == NORM_CLASS:
-            module.forward = types.MethodType(forward, module)
-            n += 1
-    return n
+    return _install(model, forward, lambda m: type(m).__name__ == NORM_CLASS)
 
 
 def compiled_vision_rotary() -> Callable[..., Any]:
@@ -96,12 +91,8 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
         act = fn(gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])).view(gate.shape)  # one rank always
         return self.down_proj(act)  # type: ignore[no-any-return]
 
-    n = 0
-    for module in model.modules():
-        if type(module).__name__ == MLP_CLASS and getattr(module.config, "hidden_act", None) == "silu":
-            module.forward = types.MethodType(forward, module)
-            n += 1
-    return n
+    return _install(model, forward,
+                    lambda m: type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu")
 
 
 ATTENTION_CLASS = "Qwen3VLTextAttention"
@@ -143,9 +134,14 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
         return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
+    return _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
+
+
+def _install(model: Any, forward: Callable[..., Any], wanted: Callable[[Any], bool]) -> int:
+    """Bind ``forward`` as the forward of every module ``wanted`` accepts; returns how many."""
     n = 0
     for module in model.modules():
-        if type(module).__name__ == ATTENTION_CLASS:
+        if wanted(module):
             module.forward = types.MethodType(forward, module)
             n += 1
     return n
