@@ -55,3 +55,10 @@ def served_id(engine: Engine, name: str) -> str:
 
 def concurrent_calls(engine: Engine, default: int = 1) -> int:
     return int(engine.concurrent_calls) if isinstance(engine, HasCallConcurrency) else default
+
+
+def local_gpus(engine: Engine) -> int:
+    """GPUs an in-process engine computes on (1 for a model on a CUDA device, else 0): what a run
+    records when no launcher said how many GPUs stood behind it."""
+    device = getattr(engine, "device", None)
+    return 1 if getattr(device, "type", str(device or "")).startswith("cuda") else 0

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from benchcheck.engines.capabilities import concurrent_calls
+from benchcheck.engines.capabilities import concurrent_calls, local_gpus
 from benchcheck.engines.options import EngineFlags, EngineOptions
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, DEFAULT_WORKERS, build_engine
@@ -153,7 +153,10 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
             await engine.aclose()
 
     summary = asyncio.run(go())
-    append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, job.gpus)
+    # launch and Slurm say how many GPUs serve a shard; a plain `screen` on an in-process CUDA
+    # engine ran on its one device (recorded as 0, pack would call it a CPU run).
+    gpus = job.gpus or (0 if job.endpoints else local_gpus(engine))
+    append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, gpus)
     echo_summary(summary, shard, echo)
     return 3 if summary.aborted else 0
 
