@@ -156,3 +156,38 @@ def test_confidence_is_shown_filtered_and_sorted(audited_site: tuple[Path, Path]
         assert f"confidence {step4[str(item)]:.3f}" in page.locator(".step-4 p.conf").inner_text()
         page.screenshot(path=str(tmp_path / "confidence.png"), full_page=True)
         assert errors == []
+
+
+def test_audit_page_draws_the_null_and_the_threshold_curves(audited_site: tuple[Path, Path]) -> None:
+    """The audit page's figures are the audit's own numbers: a bar pair (null, observed) per
+    benchmark and step with the null's interval, and one threshold curve per step whose left end
+    is the removal rate at threshold 0 and which passes the protocol's log 2 marker."""
+    import csv
+
+    audit, out = audited_site
+    null = list(csv.DictReader((audit / "audit_null.csv").open()))
+    thresholds = list(csv.DictReader((audit / "audit_thresholds.csv").open()))
+    steps = sorted({int(r["step"]) for r in null})
+    with browser_page() as (page, errors):
+        page.goto((out / "audit.html").as_uri())
+        charts = page.locator("#audit_charts svg")
+        assert charts.count() == len(steps) + 1  # one null chart per step, then the curves
+        for row in null:
+            chart = page.locator("#audit_charts svg", has_text=f"Step {row['step']}: observed vs the null")
+            tips = chart.locator("rect title").evaluate_all("ts => ts.map(t => t.textContent)")
+            shown = {t.rsplit(": ", 1)[0]: float(t.rsplit(": ", 1)[1]) for t in tips}
+            label = row["bench"][:10]
+            for series, column in (("null", "null_rate"), ("observed", "observed_rate")):
+                # tooltips show two significant digits
+                assert abs(shown[f"{series} {label}"] - float(row[column])) <= 0.01 * max(1.0, float(row[column])) \
+                    + 0.05 * float(row[column]), (row, tips)
+        curves = page.locator("#audit_charts svg", has_text="Removal rate against the threshold")
+        assert curves.locator("polyline.series").count() == len(steps)
+        assert "log 2" in curves.locator("line title").evaluate_all("ts => ts.map(t => t.textContent)")[0]
+        # the curve of the first step starts (threshold 0) at its pooled removal rate
+        first = [r for r in thresholds if r["step"] == str(steps[0]) and float(r["threshold"]) == 0.0]
+        rate0 = sum(int(r["removed"]) for r in first) / sum(int(r["items"]) for r in first)
+        y0 = float(curves.locator("polyline.series").first.get_attribute("points").split()[0].split(",")[1])
+        assert abs(y0 - (22 + 118 * (1 - rate0))) < 0.11  # the chart's frame: top 22, height 118
+        assert errors == []
+

@@ -10,6 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcheck.protocol import LOG2
+from benchcheck.report import svg
+
 TABLES = (("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)"),
           ("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)"),
           ("audit_truth.csv", "The audit checked against the ground truth (demo: false removals known by "
@@ -47,6 +50,7 @@ class AuditData:
     headline: str | None = None  # audit.md's reading of the null, one sentence
     truth: str | None = None  # audit_truth.md's result line
     label: str = ""
+    charts: list[str] = field(default_factory=list)  # inline SVG: the null vs observed, threshold curves
 
     @property
     def available(self) -> bool:
@@ -76,6 +80,7 @@ def read_audit(folder: Path | None) -> AuditData:
             continue
         if rows:
             data.tables.append(_table(name, title, rows))
+    data.charts = audit_charts(data.tables)
     data.headline = _bold_line(folder / "audit.md")
     data.truth = _bold_line(folder / "audit_truth.md")
     if not data.tables:
@@ -104,3 +109,78 @@ def read_confidences(folder: Path | None) -> Confidences:
     except OSError:
         return {}
     return out
+
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+MAX_BENCH_BARS = 12  # more benchmarks than this: one bar pair per step, pooled over benchmarks
+
+
+def _records(tables: Iterable[AuditTable], name: str) -> list[dict[str, str]]:
+    for t in tables:
+        if t.name == name:
+            return [dict(zip(t.header, r, strict=False)) for r in t.rows]
+    return []
+
+
+def _f(row: dict[str, str], key: str) -> float | None:
+    try:
+        return float(row[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def threshold_chart(rows: list[dict[str, str]]) -> str | None:
+    """Removal rate against the threshold, one line per step, pooled over benchmarks (items-weighted)."""
+    pooled: dict[int, dict[float, list[float]]] = {}
+    for r in rows:
+        t, items, removed = _f(r, "threshold"), _f(r, "items"), _f(r, "removed")
+        if t is None or items is None or removed is None or not r.get("step", "").isdigit():
+            continue
+        acc = pooled.setdefault(int(r["step"]), {}).setdefault(t, [0.0, 0.0])
+        acc[0] += removed
+        acc[1] += items
+    if not pooled:
+        return None
+    xs = sorted({t for per in pooled.values() for t in per})
+    series = [(f"step {step}", PALETTE[i % len(PALETTE)],
+               [per[t][0] / per[t][1] if t in per and per[t][1] else 0.0 for t in xs])
+              for i, (step, per) in enumerate(sorted(pooled.items()))]
+    return svg.lines("Removal rate against the threshold", xs, series, ymax=1.0,
+                     vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
+                     xlabel="margin threshold (nats)", ylabel="removed share")
+
+
+def null_charts(rows: list[dict[str, str]]) -> list[str]:
+    """Observed removal rate beside the permutation null's: per step, a bar pair per benchmark with
+    the null's interval (pooled per step when there are many benchmarks)."""
+    steps = sorted({int(r["step"]) for r in rows if r.get("step", "").isdigit()})
+    benches = sorted({r.get("bench", "") for r in rows})
+    colours = (("null", "#9a9a9a"), ("observed", "#1f77b4"))
+    if len(benches) > MAX_BENCH_BARS:
+        null, obs = [], []
+        for step in steps:
+            here = [r for r in rows if r.get("step") == str(step)]
+            n = sum(_f(r, "items") or 0.0 for r in here) or 1.0
+            null.append(sum((_f(r, "null_rate") or 0.0) * (_f(r, "items") or 0.0) for r in here) / n)
+            obs.append(sum(_f(r, "removed") or 0.0 for r in here) / n)
+        return [svg.bars("Removal rate: observed vs the null, pooled", [f"step {s}" for s in steps],
+                         [(colours[0][0], colours[0][1], null), (colours[1][0], colours[1][1], obs)],
+                         ymax=1.0, ylabel="removed share")]
+    charts = []
+    for step in steps:
+        of_bench = {r.get("bench", ""): r for r in rows if r.get("step") == str(step)}
+        labels = [b for b in benches if b in of_bench]
+        null = [_f(of_bench[b], "null_rate") or 0.0 for b in labels]
+        obs = [_f(of_bench[b], "observed_rate") or 0.0 for b in labels]
+        err = [(_f(of_bench[b], "null_lo") or 0.0, _f(of_bench[b], "null_hi") or 0.0) for b in labels]
+        charts.append(svg.bars(f"Step {step}: observed vs the null (95 %)", [b[:10] for b in labels],
+                               [(colours[0][0], colours[0][1], null), (colours[1][0], colours[1][1], obs)],
+                               ymax=1.0, err=err, ylabel="removed share"))
+    return charts
+
+
+def audit_charts(tables: Iterable[AuditTable]) -> list[str]:
+    tables = list(tables)
+    charts = null_charts(_records(tables, "audit_null.csv"))
+    curve = threshold_chart(_records(tables, "audit_thresholds.csv"))
+    return charts + ([curve] if curve else [])

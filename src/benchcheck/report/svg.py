@@ -95,3 +95,41 @@ def histogram(title: str, counts: Sequence[int], edges: Sequence[float], vline: 
                      f'fill="#c03030">log 2</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def lines(title: str, xs: Sequence[float], series: Sequence[tuple[str, str, Sequence[float]]],
+          ymax: float | None = None, vline: tuple[float, str] | None = None, xlabel: str = "",
+          ylabel: str = "") -> str:
+    """Polylines over shared ``xs``: ``series`` = (name, colour, ys); ``vline`` = (x, label), a
+    dashed marker (the log 2 threshold). Each point carries its value as a tooltip."""
+    if not xs or not series:
+        return bars(title, [], [])
+    h, w = H - PAD_T - PAD_B, W - PAD_L - PAD_R
+    top = ymax if ymax is not None else max([v for _, _, ys in series for v in ys] + [1e-9])
+    lo, hi = min(xs), max(xs)
+    span = (hi - lo) or 1.0
+
+    def x(v: float) -> float:
+        return PAD_L + w * (v - lo) / span
+
+    def y(v: float) -> float:
+        return PAD_T + h - h * min(max(v / top, 0.0), 1.0)
+
+    parts = _frame(title, top, ylabel)
+    if vline is not None and lo <= vline[0] <= hi:
+        parts.append(f'<line x1="{x(vline[0]):.1f}" y1="{PAD_T}" x2="{x(vline[0]):.1f}" y2="{PAD_T + h}" '
+                     f'stroke="#c03030" stroke-dasharray="4 2"><title>{escape(vline[1])}</title></line>')
+    for name, colour, ys in series:
+        pts = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in zip(xs, ys, strict=False))
+        parts.append(f'<polyline class="series" fill="none" stroke="{colour}" stroke-width="1.5" points="{pts}">'
+                     f'<title>{escape(name)}</title></polyline>')
+    for s, (name, colour, _) in enumerate(series[:8]):
+        parts.append(f'<rect x="{W - PAD_R - 90}" y="{PAD_T + 2 + 11 * s}" width="8" height="8" fill="{colour}"/>'
+                     f'<text x="{W - PAD_R - 78}" y="{PAD_T + 10 + 11 * s}" font-size="9">{escape(name[:14])}</text>')
+    for v in (lo, hi):
+        parts.append(f'<text x="{x(v):.1f}" y="{H - PAD_B + 12}" text-anchor="middle" font-size="9">{_num(v)}</text>')
+    if xlabel:
+        parts.append(f'<text x="{PAD_L + w / 2:.1f}" y="{H - 4}" text-anchor="middle" font-size="9">'
+                     f'{escape(xlabel)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
