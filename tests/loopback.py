@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -60,3 +63,19 @@ def wait_health(url: str, proc: subprocess.Popen[bytes] | None = None, timeout_s
         except OSError:
             time.sleep(0.1)
     raise TimeoutError(f"{url} not healthy after {timeout_s} s")
+
+
+@contextmanager
+def serve_cli(*args: str) -> Iterator[str]:
+    """``benchcheck serve ARGS --port <free>`` in its own process group; yields the base URL."""
+    port = free_port()
+    cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", *args, "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_health(url, proc)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)

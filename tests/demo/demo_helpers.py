@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from benchcheck.demo import funnel as fn
@@ -20,7 +15,7 @@ from benchcheck.screen.frames import CacheFrames
 from benchcheck.screen.runner import RunConfig, run_step
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS
 from benchcheck.store import read_rows
-from loopback import free_port, wait_health
+from loopback import serve_cli
 
 
 def items_of(b: Benchmarks) -> list[Item]:
@@ -66,18 +61,6 @@ def decisions(results: Path, step: int) -> dict[str, tuple[object, ...]]:
     return out
 
 
-@contextmanager
-def reference_server(label: str = "rules") -> Iterator[str]:
+def reference_server(label: str = "rules") -> AbstractContextManager[str]:
     """``benchcheck serve --engine reference`` as a subprocess on a free loopback port."""
-    port = free_port()
-    cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", "--engine", "reference",
-           "--model", label, "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_health(url, proc)
-        yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    return serve_cli("--engine", "reference", "--model", label)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,30 +21,10 @@ from typing import Any
 
 from aiohttp import web
 
-from loopback import free_port, wait_health
+from loopback import serve_cli
 
 FAKE_VLM = Path(__file__).with_name("fake_vlm.py")
 CLIP_FRAMES = 60  # frames of each test clip
-
-
-
-
-
-
-@contextmanager
-def serve_cli(*args: str) -> Iterator[str]:
-    """``benchcheck serve ARGS --port <free>`` in its own process group; yields the base URL."""
-    port = free_port()
-    cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", *args, "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_health(url, proc)
-        yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
 
 
 @contextmanager
