@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchcheck.audit.cells import cell
 from benchcheck.audit.source import Forwards
 
 
@@ -35,13 +36,10 @@ class Agreement:
     hi: float | None
 
     def record(self) -> dict[str, object]:
-        def r(v: float | None) -> float | None:
-            return None if v is None else round(v, 4)
-
         return {"step": self.step, "bench": self.bench, "model_a": self.model_a, "model_b": self.model_b,
                 "items": self.items, "removed_a": self.removed_a, "removed_b": self.removed_b,
-                "removed_both": len(self.both), "kappa": r(self.kappa), "kappa_lo": r(self.lo),
-                "kappa_hi": r(self.hi)}
+                "removed_both": len(self.both), "kappa": cell(self.kappa), "kappa_lo": cell(self.lo),
+                "kappa_hi": cell(self.hi)}
 
 
 def agreement(step: int, bench: str, rows_a: Sequence[Forwards], rows_b: Sequence[Forwards],

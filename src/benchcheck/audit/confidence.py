@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchcheck.audit.cells import cell
 from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, N_PERM, argmax_pos, gold_position, margin_of
 
@@ -45,13 +46,10 @@ class Confidence:
     method: str
 
     def record(self) -> dict[str, object]:
-        def r(v: float | None) -> float | None:
-            return None if v is None else round(v, 4)
-
         return {"item_id": self.item_id, "bench": self.bench, "step": self.step, "removed": self.removed,
-                "confidence": r(self.confidence), "flip_prob": r(self.flip_prob), "hits": self.hits,
-                "margin": r(self.margin), "margin_sd": r(self.margin_sd), "distance": r(self.distance),
-                "noise_sd": r(self.noise_sd), "method": self.method}
+                "confidence": cell(self.confidence), "flip_prob": cell(self.flip_prob), "hits": self.hits,
+                "margin": cell(self.margin), "margin_sd": cell(self.margin_sd), "distance": cell(self.distance),
+                "noise_sd": cell(self.noise_sd), "method": self.method}
 
 
 def _mean(xs: Sequence[float]) -> float:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchcheck.audit.cells import cell
 from benchcheck.audit.confidence import confidences
 from benchcheck.audit.source import read_forwards
 
@@ -24,7 +25,7 @@ def add_confidence(records: Sequence[MutableMapping[str, Any]], results: str | P
     for r in records:
         at = r.get("removed_at")
         value = fate_confidence(by_item.get(str(r["item_id"]), {}), None if at is None else int(at))
-        r["confidence"] = None if value is None else round(value, 4)
+        r["confidence"] = cell(value)
 
 
 def fate_confidence(by_step: Mapping[int, float | None], removed_at: int | None) -> float | None:

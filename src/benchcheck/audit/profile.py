@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchcheck.audit.cells import cell
 from benchcheck.audit.source import Forwards
 from benchcheck.protocol import argmax_pos, gold_position
 
@@ -47,11 +48,8 @@ class Figure:
     hi: float | None
 
     def record(self) -> dict[str, object]:
-        def r(v: float | None) -> float | None:
-            return None if v is None else round(v, 4)
-
-        return {"bench": self.bench, "figure": self.name, "items": self.items, "value": r(self.value),
-                "lo": r(self.lo), "hi": r(self.hi)}
+        return {"bench": self.bench, "figure": self.name, "items": self.items, "value": cell(self.value),
+                "lo": cell(self.lo), "hi": cell(self.hi)}
 
 
 def mean_interval(x: np.ndarray, boot: int, seed: int) -> tuple[float | None, float | None, float | None]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.protocol import LOG2
 from benchcheck.report import plots, stats, svg
 from benchcheck.report.browser import BenchChunks, safe_video_id
 from benchcheck.report.options import ReportOptions
@@ -102,7 +103,7 @@ def _charts(chain: Sequence[int], rates: dict[int, stats.Rate], margins: dict[in
     for s in chain:
         if margins.get(s):
             counts, edges = stats.histogram(margins[s], bins=30)
-            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=stats.LOG2))
+            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=LOG2))
     return out
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from benchcheck.atomic import write_bytes_atomic
-from benchcheck.report.stats import LOG2, Rate
+from benchcheck.protocol import LOG2
+from benchcheck.report.stats import Rate
 
 DPI = 72
 GOLD, PICK, REMOVED_C, KEPT_C = "#e0a030", "#3070c0", "#c03030", "#50a050"

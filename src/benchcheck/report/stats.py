@@ -12,7 +12,6 @@ from benchcheck.report.source import BenchEvidence, ItemEvidence
 from benchcheck.screen.fates import FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED
 
 Z95 = 1.959963984540054
-LOG2 = math.log(2.0)
 FUNNEL_KEYS = ("screened", "removed", "kept", "failed", "pending", "not_screened")
 
 
