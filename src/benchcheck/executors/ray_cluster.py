@@ -87,6 +87,21 @@ def connect(address: str | None) -> Placement:
     return placement_for(ray.cluster_resources(), f"http://{url}" if url and "://" not in url else url)
 
 
+def connect_announced(address: str | None, echo: Callable[[str], None]) -> Placement:
+    """``connect``, then the dashboard's URL on the console when the cluster has one."""
+    placement = connect(address)
+    if placement.dashboard_url:
+        echo(f"Ray dashboard: {placement.dashboard_url}")
+    return placement
+
+
+def cluster_failed(what: str, e: BaseException) -> str:
+    """The one line for a cluster that failed under a run (actors that cannot be placed, a lost
+    head): rows written so far are whole and the leases go with this process, so rerunning continues."""
+    return (f"{what} (ray): the Ray cluster failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}; "
+            "run the same command again to continue")
+
+
 def on_engine_resource(fn: Callable[[A], R], arg: A, placement: Placement) -> R:
     """``fn(arg)`` as one task where an engine actor would run (before the pipeline: the engine's
     identity and facts). A usage error there (a bad model folder, a refused option) comes back as

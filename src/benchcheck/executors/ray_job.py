@@ -30,16 +30,13 @@ def run_job_ray(job: ShardJob, ctx: ScreenContext, shard: tuple[int, int], echo:
     cfg = RunConfig(step=job.step, intro=INTROS[job.intro], batch_items=job.batch_items or (8 if served else 16),
                     shard=shard, progress=job.progress, max_unit=job.max_unit)
     started = time.time()
-    from benchcheck.executors.ray_cluster import import_ray
+    from benchcheck.executors.ray_cluster import cluster_failed, import_ray
 
     ray = import_ray()
     try:
         summary, ident = run_step_ray(ctx, recipe_for(job), cfg, job.ray_address, echo)
     except (ray.exceptions.RayError, ConnectionError) as e:
-        # The cluster failed under the run (actors that cannot be placed, a lost head): rows written
-        # so far are whole and the leases are free, so the same command continues.
-        echo(f"step {job.step} (ray): the Ray cluster failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}; "
-             "run the same command again to continue")
+        echo(cluster_failed(f"step {job.step}", e))
         return 3
     # append_run_log reads only the engine's name and model: the identity the actors reported.
     append_run_log(Path(job.results), summary, cfg, cast(Engine, ident), list(job.endpoints), started, job.gpus)

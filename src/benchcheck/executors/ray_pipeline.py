@@ -70,6 +70,12 @@ class PipelineStats:
     duplicates: int = 0  # answers that came back twice (a re-executed block): dropped, never written
     object_store_peak_mib: int | None = None
 
+    def line(self, placement: Placement) -> str:
+        """The run's closing Ray line: actors, the object store's peak, answers dropped as repeats."""
+        peak = f"{self.object_store_peak_mib} MiB" if self.object_store_peak_mib is not None else "unknown"
+        return (f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors, "
+                f"object store peak {peak}, {self.duplicates} duplicate answers dropped")
+
 
 Sink = Callable[[list[tuple[str, str, bytes]]], None]
 

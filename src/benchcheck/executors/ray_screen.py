@@ -23,7 +23,7 @@ from typing import Any
 
 from benchcheck.engines.base import Engine, Failure, LetterScores
 from benchcheck.engines.options import EngineOptions
-from benchcheck.executors.ray_cluster import Placement, connect, on_engine_resource
+from benchcheck.executors.ray_cluster import Placement, connect_announced, on_engine_resource
 from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, group_by_unit, run_pipeline
 from benchcheck.items import Item
 from benchcheck.lease import holder
@@ -151,9 +151,7 @@ def run_step_ray(ctx: ScreenContext, recipe: EngineRecipe, cfg: RunConfig, addre
                  echo: Echo = print) -> tuple[RunSummary, EngineIdentity]:
     """Run the remaining items of ``cfg.step`` for this shard on a Ray cluster."""
     t0 = time.time()
-    placement = connect(address)
-    if placement.dashboard_url:
-        echo(f"Ray dashboard: {placement.dashboard_url}")
+    placement = connect_announced(address, echo)
     ident = on_engine_resource(_identity, recipe, placement)
     spec = STEPS[cfg.step].run_spec(cfg.intro, ModelRef(ident.model_name, ident.revision))
     store = step_store(ctx.results, cfg.step)
@@ -180,9 +178,7 @@ def run_step_ray(ctx: ScreenContext, recipe: EngineRecipe, cfg: RunConfig, addre
                 stats.object_store_peak_mib = max(stats.object_store_peak_mib or 0, s.object_store_peak_mib)
         bar.close()
     summary.wall_s = round(time.time() - t0, 3)
-    peak = f"{stats.object_store_peak_mib} MiB" if stats.object_store_peak_mib is not None else "unknown"
-    echo(f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors, "
-         f"object store peak {peak}, {stats.duplicates} duplicate answers dropped")
+    echo(stats.line(placement))
     return summary, ident
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from benchcheck.engines.base import Failure, Generation
 from benchcheck.engines.capabilities import concurrent_calls
-from benchcheck.executors.ray_cluster import connect, import_ray, on_engine_resource
+from benchcheck.executors.ray_cluster import cluster_failed, connect_announced, import_ray, on_engine_resource
 from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, run_pipeline
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.cli_run import SweepArgs, after_run, check_engine_context, unit_workers
@@ -132,14 +132,12 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
                   echo: Echo) -> SweepSummary:
     """Run planned cells on a Ray cluster (``PreconditionError`` before any row, as the local run)."""
     t0 = time.perf_counter()
-    placement = connect(a.ray_address)
-    if placement.dashboard_url:
-        echo(f"Ray dashboard: {placement.dashboard_url}")
+    placement = connect_announced(a.ray_address, echo)
     ray = import_ray()
     try:
         facts = on_engine_resource(_engine_facts, a.engine, placement)
     except (ray.exceptions.RayError, ConnectionError) as e:
-        _cluster_failed(e, echo)
+        echo(cluster_failed("sweep", e))
         return SweepSummary(aborted=True)
     check_engine_context(a, cells, facts.max_model_len)
     workers = unit_workers(a, facts.concurrent_calls)
@@ -167,20 +165,11 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
         except _Stopped:
             pass
         except (ray.exceptions.RayError, ConnectionError) as e:
-            _cluster_failed(e, echo)
+            echo(cluster_failed("sweep", e))
             summary.aborted = True
         finally:
             sink.close()
-    peak = f"{stats.object_store_peak_mib} MiB" if stats.object_store_peak_mib is not None else "unknown"
-    echo(f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors, "
-         f"object store peak {peak}, {stats.duplicates} duplicate answers dropped")
+    echo(stats.line(placement))
     out = end_sweep(cells, specs, a.paths, summary, t0, echo)
     after_run(a, benches, echo)
     return out
-
-
-
-def _cluster_failed(e: BaseException, echo: Echo) -> None:
-    # Rows written so far are whole and the leases go with this process: the same command continues.
-    echo(f"sweep (ray): the Ray cluster failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}; "
-         "run the same command again to continue")
