@@ -215,11 +215,43 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
 def plain(engine: HFEngine) -> Iterator[None]:
     """transformers' own model: every per-instance ``forward`` the engine installed removed."""
     saved = {m: vars(m).pop("forward") for m in engine.model.modules() if "forward" in vars(m)}
+    with paced(engine, None):
+        try:
+            yield
+        finally:
+            for m, f in saved.items():
+                m.forward = f
+
+
+@contextlib.contextmanager
+def paced(engine: HFEngine, depth: int | None) -> Iterator[None]:
+    """The engine's launches paced at ``depth`` blocks ahead, or not paced (None)."""
+    pacer = engine.pacer
+    if pacer is None:
+        yield
+        return
+    chosen = (pacer.enabled, pacer.depth)
+    pacer.enabled, pacer.depth = depth is not None, depth or pacer.depth
     try:
         yield
     finally:
-        for m, f in saved.items():
-            m.forward = f
+        pacer.enabled, pacer.depth = chosen
+
+
+def pacing_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                    limit: float) -> None:
+    """Variant rows: launches not paced (the engine before hf_pacing), or paced at another depth."""
+    for variant in sorted(VARIANTS):
+        if variant == "nopace":
+            depth, note = None, "variant: launches not paced"
+        elif variant.startswith("pace") and variant[4:].isdigit():
+            depth, note = int(variant[4:]), f"variant: launches paced {variant[4:]} blocks ahead"
+        else:
+            continue
+        with paced(engine, depth):
+            engine.score_sync(reqs[: min(len(reqs), 16)])
+            run_row(rows, name, f"ours-{variant}", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                    note=note)
 
 
 def naive(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> None:
@@ -394,6 +426,9 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
+    if engine.device.type == "cuda":
+        engine.share_prefixes = True
+        pacing_variants(rows, name, engine, reqs, tokens, lim_shared)
     if not unshared and engine.device.type == "cuda" and VARIANTS & {"vision-fused", "vision-fused-no-epilogue"}:
         vision_variants(rows, name, engine, reqs, tokens, lim_full)
     if not unshared and engine.device.type == "cuda" and "nosync" in VARIANTS:
@@ -511,8 +546,8 @@ def main() -> None:
     ap.add_argument("--blind-items", type=int, default=256, help="items of the blind workload (4 forwards each)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
-                    help="comma-separated variant rows of the visual workloads: nosync, vision-fused, "
-                         "vision-fused-no-epilogue")
+                    help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue (visual "
+                         "workloads); nopace, paceN (launches paced N blocks ahead; every workload)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")

@@ -37,6 +37,7 @@ from benchcheck.engines.hf_fused import (
 )
 from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
+from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
@@ -205,6 +206,8 @@ class HFEngine:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)
             use_fused_text_attention(model)
+        # The launching thread waits for the device without holding Python's lock (hf_pacing).
+        self.pacer = use_paced_launches(model)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name
