@@ -238,20 +238,46 @@ def paced(engine: HFEngine, depth: int | None) -> Iterator[None]:
         pacer.enabled, pacer.depth = chosen
 
 
-def pacing_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
                     limit: float) -> None:
-    """Variant rows: launches not paced (the engine before hf_pacing), or paced at another depth."""
+    """Variant rows of the engine's host-side knobs: launches not paced (the engine before
+    hf_pacing) or paced at another depth (``nopace``, ``paceN``), chunks growing N times
+    (``growN``), N encoding threads (``encN``)."""
     for variant in sorted(VARIANTS):
+        knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
         if variant == "nopace":
-            depth, note = None, "variant: launches not paced"
-        elif variant.startswith("pace") and variant[4:].isdigit():
-            depth, note = int(variant[4:]), f"variant: launches paced {variant[4:]} blocks ahead"
+            ctx, note = paced(engine, None), "variant: launches not paced"
+        elif knob == "pace" and num:
+            ctx, note = paced(engine, int(num)), f"variant: launches paced {num} blocks ahead"
+        elif knob == "grow" and num:
+            ctx, note = knob_set(engine, "chunk_growth", int(num)), f"variant: chunks growing {num}x"
+        elif knob == "enc" and num:
+            ctx, note = encode_threads(engine, int(num)), f"variant: {num} encoding threads"
         else:
             continue
-        with paced(engine, depth):
+        with ctx:
             engine.score_sync(reqs[: min(len(reqs), 16)])
             run_row(rows, name, f"ours-{variant}", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
                     note=note)
+
+
+@contextlib.contextmanager
+def knob_set(engine: HFEngine, attr: str, value: object) -> Iterator[None]:
+    chosen = getattr(engine, attr)
+    setattr(engine, attr, value)
+    try:
+        yield
+    finally:
+        setattr(engine, attr, chosen)
+
+
+@contextlib.contextmanager
+def encode_threads(engine: HFEngine, n: int) -> Iterator[None]:
+    engine.set_encode_threads(n)
+    try:
+        yield
+    finally:
+        engine.set_encode_threads(2)
 
 
 def naive(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> None:
@@ -418,9 +444,12 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
             naive(engine, reqs[:2])
             run_row(rows, name, "naive", engine, n_naive, tokens, lim_full, lambda: naive(engine, reqs[:n_naive]))
     modes = [("unshared", False), ("ours", True)] if unshared else [("ours", True)]
-    for mode, share in modes:
+    for k, (mode, share) in enumerate(modes):
         engine.share_prefixes = share
-        engine.score_sync(reqs[: min(len(reqs), 64)])  # warm-up (compiles)
+        # Warm-up: compiles, and on CUDA a whole first pass, so that the rows after it do not gain
+        # from shapes the first row already paid for (cuDNN builds a graph per new batch shape).
+        warm = len(reqs) if k == 0 and engine.device.type == "cuda" else min(len(reqs), 64)
+        engine.score_sync(reqs[:warm])
         res = run_row(rows, name, mode, engine, len(reqs), tokens, lim_shared if share else lim_full,
                       lambda: engine.score_sync(reqs))
         bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
@@ -428,7 +457,7 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     if engine.device.type == "cuda":
         engine.share_prefixes = True
-        pacing_variants(rows, name, engine, reqs, tokens, lim_shared)
+        engine_variants(rows, name, engine, reqs, tokens, lim_shared)
     if not unshared and engine.device.type == "cuda" and VARIANTS & {"vision-fused", "vision-fused-no-epilogue"}:
         vision_variants(rows, name, engine, reqs, tokens, lim_full)
     if not unshared and engine.device.type == "cuda" and "nosync" in VARIANTS:
@@ -547,7 +576,8 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue (visual "
-                         "workloads); nopace, paceN (launches paced N blocks ahead; every workload)")
+                         "workloads); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N times), "
+                         "encN (N encoding threads; every workload)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")

@@ -232,6 +232,7 @@ class HFEngine:
         # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
         # the device work for Python's lock, and two already encode faster than the GPU consumes.
         self.sort_window: int | None = None
+        self.chunk_growth = 2  # each chunk this many times the one before (``_batches``)
         # Scoring requests that start with the same tokens (step 1's permutations) share them:
         # one packed forward per family (hf_prefix). False: every request runs in full.
         self.share_prefixes = True
@@ -405,8 +406,10 @@ class HFEngine:
     ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
         """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
-        Chunks grow from a quarter batch (16 requests at most), four times each step, up to the sort window: the device
-        starts at once, and each chunk is encoded while the device runs the one before. With
+        Chunks grow from a quarter batch (16 requests at most), ``chunk_growth`` times each step,
+        up to the sort window: the device starts at once, and each chunk is encoded while the
+        device runs the one before. That needs encoding to outpace the device by the growth
+        factor, else the device runs dry at each early chunk boundary. With
         ``share``, requests sharing a prefix stay in one batch and batches are planned by the
         packed length of their families (``hf_prefix``).
         """
@@ -434,7 +437,7 @@ class HFEngine:
             lo += chunk
             with_images = lo < len(jobs) and bool(jobs[lo].images)
             window = self.sort_window or (2 if with_images else 8) * self.max_batch_size
-            chunk = min(4 * chunk, window)
+            chunk = min(self.chunk_growth * chunk, window)
 
     def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
         """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or
