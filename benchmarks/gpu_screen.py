@@ -396,6 +396,8 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     if not unshared and engine.device.type == "cuda" and VARIANTS & {"vision-fused", "vision-fused-no-epilogue"}:
         vision_variants(rows, name, engine, reqs, tokens, lim_full)
+    if not unshared and engine.device.type == "cuda" and "vision-rotary-old" in VARIANTS:
+        rotary_variant(rows, name, engine, reqs, tokens, lim_full)
     if not unshared and engine.device.type == "cuda" and "nosync" in VARIANTS:
         # Variant: the mask-free forward with no device reads inside it (hf_nosync) instead of
         # transformers' own multimodal forward (placeholder check, masked scatter, DeepStack).
@@ -449,6 +451,28 @@ def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
         finally:
             hf_vision_fused.GELU_EPILOGUE = True
             hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=False)
+    engine.score_sync(warm)
+    run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+            note="the engine as chosen, second pass")
+
+
+def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                   limit: float) -> None:
+    """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
+    the projection) instead of the engine's one-pass kernel (hf_vision_rotary); then the engine
+    again (a later row can gain from the earlier rows' warm-up)."""
+    from benchcheck.engines.hf_fused import compiled_vision_rotary
+    from benchcheck.engines.hf_vision import use_grouped_vision_attention
+    from benchcheck.engines.hf_vision_rotary import qkv_rotary
+
+    warm = reqs[: min(len(reqs), 16)]
+    use_grouped_vision_attention(engine.model, rotary=compiled_vision_rotary())
+    try:
+        engine.score_sync(warm)
+        run_row(rows, name, "rotary-old", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                note="variant: vision rotary as before (compiled transformers' function on q/k views)")
+    finally:
+        use_grouped_vision_attention(engine.model, qkv_rotary=qkv_rotary)
     engine.score_sync(warm)
     run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
             note="the engine as chosen, second pass")
@@ -512,7 +536,7 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows of the visual workloads: nosync, vision-fused, "
-                         "vision-fused-no-epilogue")
+                         "vision-fused-no-epilogue, vision-rotary-old")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")
