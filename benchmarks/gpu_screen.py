@@ -459,23 +459,25 @@ def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
 def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
                    limit: float) -> None:
     """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
-    the projection) instead of the engine's one-pass kernel (hf_vision_rotary); then the engine
-    again (a later row can gain from the earlier rows' warm-up)."""
+    the projection) instead of the engine's one-pass kernel (hf_vision_rotary), alternated twice
+    with the engine as chosen (a later row can gain from the earlier rows' warm-up)."""
     from benchcheck.engines.hf_fused import compiled_vision_rotary
     from benchcheck.engines.hf_vision import use_grouped_vision_attention
     from benchcheck.engines.hf_vision_rotary import qkv_rotary
 
     warm = reqs[: min(len(reqs), 16)]
-    use_grouped_vision_attention(engine.model, rotary=compiled_vision_rotary())
-    try:
+    old = compiled_vision_rotary()
+    for k in ("", "-2"):
+        use_grouped_vision_attention(engine.model, rotary=old)
+        try:
+            engine.score_sync(warm)
+            run_row(rows, name, "rotary-old" + k, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                    note="variant: vision rotary as before (compiled transformers' function on q/k views)")
+        finally:
+            use_grouped_vision_attention(engine.model, qkv_rotary=qkv_rotary)
         engine.score_sync(warm)
-        run_row(rows, name, "rotary-old", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-                note="variant: vision rotary as before (compiled transformers' function on q/k views)")
-    finally:
-        use_grouped_vision_attention(engine.model, qkv_rotary=qkv_rotary)
-    engine.score_sync(warm)
-    run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-            note="the engine as chosen, second pass")
+        run_row(rows, name, "ours-again" + k, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                note="the engine as chosen (one-pass rotary), again")
 
 
 def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: int, peak: float,
