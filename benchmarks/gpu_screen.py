@@ -460,6 +460,8 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         engine_variants(rows, name, engine, reqs, tokens, lim_shared)
     if not unshared and engine.device.type == "cuda" and VARIANTS & {"vision-fused", "vision-fused-no-epilogue"}:
         vision_variants(rows, name, engine, reqs, tokens, lim_full)
+    if not unshared and engine.device.type == "cuda" and "vision-rotary-old" in VARIANTS:
+        rotary_variant(rows, name, engine, reqs, tokens, lim_full)
     if not unshared and engine.device.type == "cuda" and "nosync" in VARIANTS:
         # Variant: the mask-free forward with no device reads inside it (hf_nosync) instead of
         # transformers' own multimodal forward (placeholder check, masked scatter, DeepStack).
@@ -516,6 +518,30 @@ def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
     engine.score_sync(warm)
     run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
             note="the engine as chosen, second pass")
+
+
+def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                   limit: float) -> None:
+    """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
+    the projection) instead of the engine's one-pass kernel (hf_vision_rotary), alternated twice
+    with the engine as chosen (a later row can gain from the earlier rows' warm-up)."""
+    from benchcheck.engines.hf_fused import compiled_vision_rotary
+    from benchcheck.engines.hf_vision import use_grouped_vision_attention
+    from benchcheck.engines.hf_vision_rotary import qkv_rotary
+
+    warm = reqs[: min(len(reqs), 16)]
+    old = compiled_vision_rotary()
+    for k in ("", "-2"):
+        use_grouped_vision_attention(engine.model, rotary=old)
+        try:
+            engine.score_sync(warm)
+            run_row(rows, name, "rotary-old" + k, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                    note="variant: vision rotary as before (compiled transformers' function on q/k views)")
+        finally:
+            use_grouped_vision_attention(engine.model, qkv_rotary=qkv_rotary)
+        engine.score_sync(warm)
+        run_row(rows, name, "ours-again" + k, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                note="the engine as chosen (one-pass rotary), again")
 
 
 def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: int, peak: float,
@@ -575,9 +601,9 @@ def main() -> None:
     ap.add_argument("--blind-items", type=int, default=256, help="items of the blind workload (4 forwards each)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
-                    help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue (visual "
-                         "workloads); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N times), "
-                         "encN (N encoding threads; every workload)")
+                    help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
+                         "vision-rotary-old (visual workloads); nopace, paceN (launches paced N blocks ahead), "
+                         "growN (chunks growing N times), encN (N encoding threads; every workload)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")

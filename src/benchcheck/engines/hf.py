@@ -30,7 +30,6 @@ from benchcheck.engines.hf_batch import collate, plan_batches
 from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
 from benchcheck.engines.hf_fused import (
     compile_enabled,
-    compiled_vision_rotary,
     use_fused_text_attention,
     use_fused_text_mlp,
     use_fused_text_norms,
@@ -41,6 +40,7 @@ from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
+from benchcheck.engines.hf_vision_rotary import qkv_rotary
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
 from benchcheck.engines.options import EngineOptionError, EngineOptions
@@ -199,7 +199,7 @@ class HFEngine:
             raise ValueError("max_batch_size and max_batch_tokens must be positive")
         self.model = model
         fuse = compile_enabled(next(model.parameters()).device)
-        use_grouped_vision_attention(model, rotary=compiled_vision_rotary() if fuse else None)
+        use_grouped_vision_attention(model, qkv_rotary=qkv_rotary if fuse else None)  # the CPU: transformers' own
         use_linear_patch_embed(model)
         use_indexed_deepstack(model)
         if fuse:

@@ -67,7 +67,9 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
 def compiled_vision_rotary() -> Callable[..., Any]:
     """transformers' ``apply_rotary_pos_emb_vision`` compiled into one kernel per call shape.
     (Automatic dynamic shapes, only the patch count symbolic, measured slower on the H200: 2.17 against
-    1.71 ms a call on the 2B 32-frame batches.)"""
+    1.71 ms a call on the 2B 32-frame batches.) No longer the engine's: the one-pass Triton kernel
+    (``hf_vision_rotary``) runs at 4.3 TB/s where this one ran at 1.1 (static shapes: 4.0, but one
+    compile per patch count); kept for ``gpu_screen.py --variants vision-rotary-old``."""
     from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
 
     return torch.compile(apply_rotary_pos_emb_vision, dynamic=True)

@@ -9,8 +9,9 @@ of one model instance only; nothing global changes.
 
 Two more changes of the same kind: the image lengths are read off the device once per forward,
 not once per layer (each read waits for the device to drain its queue), and the rotary
-embedding can run as one compiled kernel instead of about ten element-wise ones
-(``rotary=`` a compiled ``apply_rotary_pos_emb_vision``, on CUDA). ``use_linear_patch_embed``
+embedding runs on CUDA as one Triton kernel from the qkv projection's output to contiguous q and
+k (``qkv_rotary=``, ``hf_vision_rotary``; ``rotary=`` takes a replacement of transformers'
+``apply_rotary_pos_emb_vision`` on its strided views instead). ``use_linear_patch_embed``
 computes the patch embedding, a 3-D convolution whose stride equals its kernel, as the matrix
 product it is (the convolution ran as a slow implicit-GEMM kernel on the H200).
 
@@ -49,9 +50,14 @@ def _grouped_forward(
 ) -> torch.Tensor:
     seq = hidden_states.shape[0]
     heads = self.num_heads
-    q, k, v = self.qkv(hidden_states).reshape(seq, 3, heads, -1).permute(1, 0, 2, 3).unbind(0)
+    qkv = self.qkv(hidden_states)
     cos, sin = position_embeddings
-    q, k = self._bc_rotary(q, k, cos, sin)
+    if self._bc_qkv_rotary is not None:  # one pass from the projection to contiguous q and k
+        q, k = self._bc_qkv_rotary(qkv, cos, sin, heads)
+        v = qkv.view(seq, 3, heads, -1)[:, 2]  # SDPA reads v in place
+    else:
+        q, k, v = qkv.reshape(seq, 3, heads, -1).permute(1, 0, 2, 3).unbind(0)
+        q, k = self._bc_rotary(q, k, cos, sin)
     memo = self._bc_lengths  # shared by the blocks of one tower: one device read per forward
     if memo[0] is not cu_seqlens:
         memo[:] = [cu_seqlens, (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()]
@@ -76,12 +82,15 @@ def _grouped_forward(
 
 def use_grouped_vision_attention(
     model: Any, enabled: bool = True, rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None,
-    fuse_blocks: bool = False,
+    fuse_blocks: bool = False, qkv_rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None,
 ) -> int:
     """Switch the vision attention of ``model`` (a Qwen3-VL model under SDPA) to grouped calls,
     or back to transformers' own (``enabled=False``); return how many modules changed (0 when
     the model runs another attention kernel). ``rotary`` replaces transformers'
-    ``apply_rotary_pos_emb_vision`` (same arguments and result). ``fuse_blocks=True`` also fuses
+    ``apply_rotary_pos_emb_vision`` (same arguments and result); ``qkv_rotary`` (as
+    ``hf_vision_rotary.qkv_rotary``: the qkv projection's output, cos, sin and the head count in,
+    rotated q and k out) replaces the split of the projection and the rotary embedding together,
+    and takes precedence over ``rotary``. ``fuse_blocks=True`` also fuses
     the blocks' element-wise work (``hf_vision_fused``: exact, but measured no faster on the
     H200, so the engine leaves it off); ``enabled=False`` undoes that too."""
     from transformers.models.qwen3_vl.modeling_qwen3_vl import apply_rotary_pos_emb_vision
@@ -101,6 +110,7 @@ def use_grouped_vision_attention(
             continue
         if enabled:
             attn._bc_rotary = rotary or apply_rotary_pos_emb_vision
+            attn._bc_qkv_rotary = qkv_rotary
             attn._bc_lengths = memo
             attn.forward = types.MethodType(_grouped_forward, attn)
         elif "forward" in vars(attn):
