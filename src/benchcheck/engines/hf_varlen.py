@@ -23,6 +23,7 @@ for the row (no packed-sequence probe either).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,9 +79,10 @@ def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch
                       int(ql.max(initial=0)), int(kl.max(initial=0)), cu_q, cu_k)
 
 
+@functools.cache
 def flash_available(device: torch.device, dtype: torch.dtype) -> bool:
     """FlashAttention's variable-length kernel can run here: CUDA (compute capability 8.0 or
-    later, torch built with it) and a 16-bit float dtype."""
+    later, torch built with it) and a 16-bit float dtype. (Cached: asked in every layer.)"""
     if device.type != "cuda" or dtype not in (torch.bfloat16, torch.float16):
         return False
     if not torch.backends.cuda.is_flash_attention_available():
