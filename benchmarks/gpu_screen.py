@@ -412,6 +412,8 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
             hf_forward.NO_SYNC = chosen_sync
     if unshared and "tree-mask" in VARIANTS:
         tree_mask_variant(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_shared)
+    if unshared and "batch512" in VARIANTS:
+        batch512_variant(rows, name, engine, reqs, tokens, lim_shared)
     if unshared and engine.device.type == "cuda" and engine.tree_attention == "mask":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.
@@ -432,34 +434,60 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
     engine.share_prefixes = True
 
 
+def alternating_rows(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                     limit: float, mode: str, note: str, switch: Callable[[bool], None]) -> None:
+    """A variant (``switch(True)``; ``switch(False)`` restores the engine's choice) timed twice,
+    with the engine as chosen between (rows gain from running later: compare alternating rows;
+    the caller's ``ours-again`` row comes after)."""
+    try:
+        switch(True)
+        engine.score_sync(reqs[: min(len(reqs), 64)])  # warm-up: new shapes
+        for k in (1, 2):
+            switch(True)
+            run_row(rows, name, mode + ("-again" if k > 1 else ""), engine, len(reqs), tokens, limit,
+                    lambda: engine.score_sync(reqs), note=note)
+            switch(False)
+            if k == 1:
+                run_row(rows, name, "ours-2", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                        note="the engine as chosen, between the variant's rows")
+    finally:
+        switch(False)
+
+
 def tree_mask_variant(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[ScoreRequest],
                       prompts: Sequence[EncodedPrompt], tokens: float, limit: float) -> None:
     """The packed families' tree attention the other way (left-padded rows with a dense tree mask
-    against one row with variable-length attention), timed twice with the engine's choice between
-    (rows gain from running later: compare alternating rows), and the two paths' letters'
-    log-probs compared directly (tolerance: 3x the noise floor of the workload's check)."""
+    against one row with variable-length attention), timed, and the two paths' letters' log-probs
+    compared directly (tolerance: 3x the noise floor of the workload's check)."""
     chosen = engine.tree_attention
     other = "mask" if chosen == "varlen" else "varlen"
-    try:
-        engine.tree_attention = other
-        theirs = ours_lps(engine, prompts)
-        engine.score_sync(reqs[: min(len(reqs), 64)])  # warm-up: new shapes
-        for k in (1, 2):
-            engine.tree_attention = other
-            run_row(rows, name, f"ours-{other}" + ("-again" if k > 1 else ""), engine, len(reqs), tokens, limit,
-                    lambda: engine.score_sync(reqs), note=f"variant: tree attention by {other} (the engine: {chosen})")
-            engine.tree_attention = chosen
-            if k == 1:
-                run_row(rows, name, "ours-2", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-                        note=f"the engine as chosen ({chosen}), between the variant's rows")
-    finally:
-        engine.tree_attention = chosen
+
+    def switch(on: bool) -> None:
+        engine.tree_attention = other if on else chosen
+
+    switch(True)
+    theirs = ours_lps(engine, prompts)
+    switch(False)
+    alternating_rows(rows, name, engine, reqs, tokens, limit, f"ours-{other}",
+                     f"variant: tree attention by {other} (the engine: {chosen})", switch)
     diff = float((ours_lps(engine, prompts) - theirs).abs().max())
     floor = next(c.noise_floor for c in reversed(checks) if c.workload == name)
     tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
     checks.append(Check(f"{name}_{chosen}_vs_{other}", len(prompts), floor, tol, diff, diff <= tol,
                         str(engine.dtype).replace("torch.", ""), {}))
     print(f"  check {chosen} vs {other}: {diff:.2e} (tol {tol:.2e}): {'OK' if diff <= tol else 'FAIL'}", flush=True)
+
+
+def batch512_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                     limit: float) -> None:
+    """Up to 512 requests a batch instead of the engine's 256 (fewer, longer packed rows)."""
+    chosen = engine.max_batch_size
+
+    def switch(on: bool) -> None:
+        engine.max_batch_size = 2 * chosen if on else chosen
+
+    alternating_rows(rows, name, engine, reqs, tokens, limit, f"ours-bs{2 * chosen}",
+                     f"variant: up to {2 * chosen} requests a batch (the engine: {chosen})", switch)
 
 
 def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
@@ -546,7 +574,7 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue "
-                         "(visual workloads), tree-mask (blind: the other tree attention)")
+                         "(visual workloads), tree-mask (blind: the other tree attention), batch512 (blind)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")
