@@ -25,6 +25,8 @@ def test_plan_cuts_the_row_into_prefix_and_suffix_sequences() -> None:
     assert plan.kv_index.tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 5, 6, 7, 6, 7, 8, 9]
     assert (plan.max_q, plan.max_k) == (3, 5)
     assert np.array_equal(plan.host_cu_k, plan.cu_k.numpy())
+    lone = build_plan([(0, 0, (1,))], torch.device("cpu"))  # a one-token prompt: no prefix sequence
+    assert lone.cu_q.tolist() == [0, 1] and lone.cu_k.tolist() == [0, 1] and lone.kv_index.tolist() == [0]
 
 
 def tree_mask(starts: list[tuple[int, int, tuple[int, ...]]], total: int) -> torch.Tensor:

@@ -68,8 +68,8 @@ def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch
             k_lens.append(prefix + s)
             parts += [pre, np.arange(at, at + s, dtype=np.int64)]
             at += s
-    # A family of one (prefix 0 never happens: the prefix is at least one token) still has a
-    # zero-length prefix sequence when ``prefix`` is 0; drop empty query sequences.
+    # A one-token prompt alone is a family with an empty prefix: drop empty query sequences (its
+    # suffix then attends to itself only, as unshared).
     keep = [i for i, n in enumerate(q_lens) if n > 0]
     ql, kl = np.asarray(q_lens, np.int64)[keep], np.asarray(k_lens, np.int64)[keep]
     cu_q = np.concatenate([[0], np.cumsum(ql)]).astype(np.int32)
