@@ -342,7 +342,8 @@ def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor
     """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
     fams = plan_families(prompts)
     if any(len(f.members) > 1 for f in fams):
-        packed = pack(engine.model, prompts, fams, engine.pad_id, engine.pixels, engine.dtype)
+        packed = pack(engine.model, prompts, fams, engine.pad_id, engine.pixels, engine.dtype,
+                      one_row=engine.tree_attention == "varlen")  # the tree attention the engine picked
         lp = packed_logprobs(engine.model, packed)
     else:
         b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=True)
@@ -475,7 +476,11 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
                     lim_full, lambda: engine.score_sync(reqs), note="variant: the other scoring forward (hf_nosync)")
         finally:
             hf_forward.NO_SYNC = chosen_sync
-    if unshared and engine.device.type == "cuda":
+    if unshared and "tree-mask" in VARIANTS:
+        tree_mask_variant(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_shared)
+    if unshared and "batch512" in VARIANTS:
+        batch512_variant(rows, name, engine, reqs, tokens, lim_shared)
+    if unshared and engine.device.type == "cuda" and engine.tree_attention == "mask":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.
         from benchcheck.engines import hf_prefix
@@ -487,11 +492,68 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
                     note="variant: cuDNN attention for the tree mask")
         finally:
             hf_prefix.MASKED_KERNELS = chosen
-        # The engine again after the variant: a row that runs second can gain from the first's warm-up.
+    if unshared and engine.device.type == "cuda":
+        # The engine again after the variants: a row that runs second can gain from the first's warm-up.
         run_row(rows, name, "ours-again", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
                 note="the engine as chosen, second pass")
     profile(name, lambda: engine.score_sync(reqs[: max(16, len(reqs) // 4)]))
     engine.share_prefixes = True
+
+
+def alternating_rows(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                     limit: float, mode: str, note: str, switch: Callable[[bool], None]) -> None:
+    """A variant (``switch(True)``; ``switch(False)`` restores the engine's choice) timed twice,
+    with the engine as chosen between (rows gain from running later: compare alternating rows;
+    the caller's ``ours-again`` row comes after)."""
+    try:
+        switch(True)
+        engine.score_sync(reqs[: min(len(reqs), 64)])  # warm-up: new shapes
+        for k in (1, 2):
+            switch(True)
+            run_row(rows, name, mode + ("-again" if k > 1 else ""), engine, len(reqs), tokens, limit,
+                    lambda: engine.score_sync(reqs), note=note)
+            switch(False)
+            if k == 1:
+                run_row(rows, name, "ours-2", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+                        note="the engine as chosen, between the variant's rows")
+    finally:
+        switch(False)
+
+
+def tree_mask_variant(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[ScoreRequest],
+                      prompts: Sequence[EncodedPrompt], tokens: float, limit: float) -> None:
+    """The packed families' tree attention the other way (left-padded rows with a dense tree mask
+    against one row with variable-length attention), timed, and the two paths' letters' log-probs
+    compared directly (tolerance: 3x the noise floor of the workload's check)."""
+    chosen = engine.tree_attention
+    other = "mask" if chosen == "varlen" else "varlen"
+
+    def switch(on: bool) -> None:
+        engine.tree_attention = other if on else chosen
+
+    switch(True)
+    theirs = ours_lps(engine, prompts)
+    switch(False)
+    alternating_rows(rows, name, engine, reqs, tokens, limit, f"ours-{other}",
+                     f"variant: tree attention by {other} (the engine: {chosen})", switch)
+    diff = float((ours_lps(engine, prompts) - theirs).abs().max())
+    floor = next(c.noise_floor for c in reversed(checks) if c.workload == name)
+    tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
+    checks.append(Check(f"{name}_{chosen}_vs_{other}", len(prompts), floor, tol, diff, diff <= tol,
+                        str(engine.dtype).replace("torch.", ""), {}))
+    print(f"  check {chosen} vs {other}: {diff:.2e} (tol {tol:.2e}): {'OK' if diff <= tol else 'FAIL'}", flush=True)
+
+
+def batch512_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
+                     limit: float) -> None:
+    """Up to 512 requests a batch instead of the engine's 256 (fewer, longer packed rows)."""
+    chosen = engine.max_batch_size
+
+    def switch(on: bool) -> None:
+        engine.max_batch_size = 2 * chosen if on else chosen
+
+    alternating_rows(rows, name, engine, reqs, tokens, limit, f"ours-bs{2 * chosen}",
+                     f"variant: up to {2 * chosen} requests a batch (the engine: {chosen})", switch)
 
 
 def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
@@ -602,8 +664,9 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
-                         "vision-rotary-old (visual workloads); nopace, paceN (launches paced N blocks ahead), "
-                         "growN (chunks growing N times), encN (N encoding threads; every workload)")
+                         "vision-rotary-old (visual workloads); tree-mask (blind: the other tree attention), "
+                         "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
+                         "times), encN (N encoding threads; every workload)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")

@@ -38,10 +38,10 @@ def ok(res: list[LetterScores | Failure]) -> list[LetterScores]:
 
 @pytest.fixture()
 def engine(hf_engine: HFEngine) -> Iterator[HFEngine]:
-    size, share = hf_engine.max_batch_size, hf_engine.share_prefixes
+    size, share, tree = hf_engine.max_batch_size, hf_engine.share_prefixes, hf_engine.tree_attention
     hf_engine.max_batch_size = 16
     yield hf_engine
-    hf_engine.max_batch_size, hf_engine.share_prefixes = size, share
+    hf_engine.max_batch_size, hf_engine.share_prefixes, hf_engine.tree_attention = size, share, tree
 
 
 def compare(engine: HFEngine, reqs: list[ScoreRequest]) -> float:
@@ -83,13 +83,21 @@ def test_identical_prompts_and_loners() -> None:
     assert Family((1,), 29) in fams and Family((3,), 4) in fams
 
 
-def test_shared_scoring_equals_unshared_float32(engine: HFEngine) -> None:
+def test_cpu_engine_picks_the_tree_mask(hf_engine: HFEngine) -> None:
+    assert hf_engine.tree_attention == "mask"  # FlashAttention's varlen kernel is CUDA-only
+
+
+@pytest.mark.parametrize("tree", ["mask", "varlen"])
+def test_shared_scoring_equals_unshared_float32(engine: HFEngine, tree: str) -> None:
+    engine.tree_attention = tree
     reqs = step1_requests()
     worst = compare(engine, reqs)
     assert worst < 1e-4, worst
 
 
-def test_shared_scoring_with_images_equals_unshared(engine: HFEngine) -> None:
+@pytest.mark.parametrize("tree", ["mask", "varlen"])
+def test_shared_scoring_with_images_equals_unshared(engine: HFEngine, tree: str) -> None:
+    engine.tree_attention = tree
     frame = make_jpeg(3)
     other = make_jpeg(4)
     base = step1_requests()[:8]
@@ -102,7 +110,9 @@ def test_shared_scoring_with_images_equals_unshared(engine: HFEngine) -> None:
     assert compare(engine, reqs) < 1e-4
 
 
-def test_mixed_batch_of_families_and_loners_keeps_order(engine: HFEngine) -> None:
+@pytest.mark.parametrize("tree", ["mask", "varlen"])
+def test_mixed_batch_of_families_and_loners_keeps_order(engine: HFEngine, tree: str) -> None:
+    engine.tree_attention = tree
     reqs = step1_requests()
     mixed = [reqs[5], ScoreRequest("lone", "Something else entirely. Answer with A or B."), *reqs[:4], reqs[9]]
     assert compare(engine, mixed) < 1e-4

@@ -39,6 +39,7 @@ from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_varlen import flash_available, use_tree_attention
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.hf_vision_rotary import qkv_rotary
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
@@ -236,6 +237,13 @@ class HFEngine:
         # Scoring requests that start with the same tokens (step 1's permutations) share them:
         # one packed forward per family (hf_prefix). False: every request runs in full.
         self.share_prefixes = True
+        # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
+        # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
+        # left-padded row per family with a dense tree mask: everywhere else). Picked here from
+        # the device; set it only to compare the two (benchmarks) or to test the one-row
+        # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
+        varlen_ok = use_tree_attention(model)
+        self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
 
     def set_encode_threads(self, n: int) -> None:
@@ -271,7 +279,8 @@ class HFEngine:
             gather_t = torch.tensor(gather, dtype=torch.long)
             with self._lock:
                 if worth_sharing(families):
-                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype)
+                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype,
+                                  one_row=self.tree_attention == "varlen")
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:
                     batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)

@@ -27,6 +27,7 @@ import torch
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
 from benchcheck.engines.hf_transfer import to_device
+from benchcheck.engines.hf_varlen import VarlenPlan, build_plan
 from benchcheck.engines.hf_vision import vision_inputs
 
 MIN_SHARED = 8  # tokens; a shorter common prefix saves less than the mask and bookkeeping cost
@@ -132,17 +133,20 @@ def worth_sharing(families: Sequence[Family]) -> bool:
 
 @dataclass(slots=True)
 class PackedBatch:
-    """Model inputs of packed family rows (left padding), and where each request is scored."""
+    """Model inputs of packed families, and where each request is scored. Two layouts: one
+    left-padded row per family with a dense tree mask, or (``varlen``) every family in ONE row,
+    no padding, no mask, attention cut into sequences by ``hf_varlen``."""
 
-    input_ids: torch.Tensor  # (B, W)
+    input_ids: torch.Tensor  # (B, W); (1, T) in one row
     mm_token_type_ids: torch.Tensor  # (B, W)
-    attention_mask: torch.Tensor  # (B, 1, W, W) additive, model dtype: 0 may attend, -inf may not
-    position_ids: torch.Tensor  # (4, B, W): text positions, then M-RoPE (t, h, w)
+    attention_mask: torch.Tensor | None  # (B, 1, W, W) additive, model dtype (0 may attend, -inf not); None in one row
+    position_ids: torch.Tensor  # (4, B, W): text positions, then M-RoPE (t, h, w); one row: (3, 1, T), M-RoPE only
     pixel_values: torch.Tensor | None
     image_grid_thw: torch.Tensor | None
     rows: torch.Tensor  # (N,) packed row of request n (batch order)
     cols: torch.Tensor  # (N,) its last position in that row
     host_grid: torch.Tensor | None = None  # image_grid_thw on the CPU
+    varlen: VarlenPlan | None = None  # the one row's attention sequences
 
 
 def _prefix_mrope(model: Any, p: EncodedPrompt, prefix: int) -> np.ndarray:
@@ -155,48 +159,86 @@ def _prefix_mrope(model: Any, p: EncodedPrompt, prefix: int) -> np.ndarray:
     return np.asarray(pos[:, 0].cpu().numpy(), np.int64)
 
 
+@dataclass(frozen=True, slots=True)
+class _FamilyTokens:
+    """One family's packed tokens: the prefix once, then each member's suffix."""
+
+    ids: np.ndarray  # (L,)
+    types: np.ndarray  # (L,)
+    pos: np.ndarray  # (4, L): text position, then M-RoPE (t, h, w), each as in the member's own prompt
+    suffixes: tuple[int, ...]  # suffix lengths, in member order
+
+
+def _family_tokens(model: Any, prompts: Sequence[EncodedPrompt], fam: Family) -> _FamilyTokens:
+    first = prompts[fam.members[0]]
+    n = fam.prefix
+    suffixes = [prompts[m].input_ids[n:] for m in fam.members]
+    length = n + sum(len(s) for s in suffixes)
+    ids = np.concatenate([first.input_ids[:n], *suffixes])
+    types = np.zeros(length, np.int64)
+    types[:n] = first.mm_token_type_ids[:n]
+    pos = np.zeros((4, length), np.int64)
+    pos[0, :n] = np.arange(n)
+    mrope = _prefix_mrope(model, first, n) if first.frames else np.broadcast_to(np.arange(n), (3, n))
+    pos[1:, :n] = mrope
+    # Every suffix token is text after the last image: its M-RoPE position continues one past the
+    # largest of the prefix (as get_rope_index numbers text after images).
+    nxt = int(mrope.max()) + 1 if n else 0
+    at = n
+    for s in suffixes:
+        pos[0, at : at + len(s)] = n + np.arange(len(s))
+        pos[1:, at : at + len(s)] = nxt + np.arange(len(s))
+        at += len(s)
+    return _FamilyTokens(ids, types, pos, tuple(len(s) for s in suffixes))
+
+
 def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: int,
-         pixels: PixelSpec, dtype: torch.dtype) -> PackedBatch:
-    """One left-padded row per family, on the device of ``pixels``."""
+         pixels: PixelSpec, dtype: torch.dtype, one_row: bool = False) -> PackedBatch:
+    """The families packed on the device of ``pixels``: one left-padded row each with the tree
+    mask, or with ``one_row`` all in one row for ``hf_varlen``'s tree attention."""
     device = pixels.table.device
-    lengths = [packed_length(prompts, f) for f in families]
-    width = max(lengths)
+    toks = [_family_tokens(model, prompts, f) for f in families]
+    frames: list[np.ndarray] = []
+    grids: list[np.ndarray] = []
+    for fam in families:  # a family's images lie inside its prefix: its first member's
+        first = prompts[fam.members[0]]
+        if first.frames:
+            assert first.image_grid_thw is not None
+            frames.extend(first.frames)
+            grids.append(first.image_grid_thw)
+    pixel_values = patchify(frames, pixels).to(dtype) if frames else None
+    host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
+    grid = to_device(host_grid, device) if host_grid is not None else None
+    rows = np.zeros(len(prompts), np.int64)
+    cols = np.zeros(len(prompts), np.int64)
+    if one_row:
+        starts = np.concatenate([[0], np.cumsum([len(t.ids) for t in toks])])
+        for r, (fam, t) in enumerate(zip(families, toks, strict=True)):
+            ends = starts[r] + fam.prefix + np.cumsum(t.suffixes)
+            cols[list(fam.members)] = ends - 1
+        spans = [(int(starts[r]), f.prefix, t.suffixes) for r, (f, t) in enumerate(zip(families, toks, strict=True))]
+        plan = build_plan(spans, device)
+        return PackedBatch(
+            to_device(np.concatenate([t.ids for t in toks])[None], device),
+            to_device(np.concatenate([t.types for t in toks])[None], device),
+            None,
+            to_device(np.concatenate([t.pos[1:] for t in toks], axis=1)[:, None], device),
+            pixel_values, grid, to_device(rows, device), to_device(cols, device), host_grid, plan,
+        )
+    width = max(len(t.ids) for t in toks)
     b = len(families)
     ids = np.full((b, width), pad_id, np.int64)
     types = np.zeros((b, width), np.int64)
     seg = np.full((b, width), -1, np.int64)  # -1 padding, 0 the prefix, j > 0 the j-th suffix
     pos = np.zeros((4, b, width), np.int64)
-    rows = np.zeros(len(prompts), np.int64)
-    cols = np.zeros(len(prompts), np.int64)
-    frames: list[np.ndarray] = []
-    grids: list[np.ndarray] = []
-    for r, fam in enumerate(families):
-        first = prompts[fam.members[0]]
-        at = width - lengths[r]
-        n = fam.prefix
-        ids[r, at : at + n] = first.input_ids[:n]
-        types[r, at : at + n] = first.mm_token_type_ids[:n]
-        seg[r, at : at + n] = 0
-        pos[0, r, at : at + n] = np.arange(n)
-        if first.frames:
-            mrope = _prefix_mrope(model, first, n)
-            frames.extend(first.frames)
-            assert first.image_grid_thw is not None
-            grids.append(first.image_grid_thw)
-        else:
-            mrope = np.broadcast_to(np.arange(n), (3, n))
-        pos[1:, r, at : at + n] = mrope
-        # Every suffix token is text after the last image: its M-RoPE position continues one past
-        # the largest of the prefix (as get_rope_index numbers text after images).
-        nxt = int(mrope.max()) + 1 if n else 0
-        at += n
-        for j, m in enumerate(fam.members, start=1):
-            s = prompts[m].input_ids[n:]
-            ids[r, at : at + len(s)] = s
-            seg[r, at : at + len(s)] = j
-            pos[0, r, at : at + len(s)] = n + np.arange(len(s))
-            pos[1:, r, at : at + len(s)] = nxt + np.arange(len(s))
-            at += len(s)
+    for r, (fam, t) in enumerate(zip(families, toks, strict=True)):
+        at = width - len(t.ids)
+        ids[r, at:], types[r, at:], pos[:, r, at:] = t.ids, t.types, t.pos
+        seg[r, at : at + fam.prefix] = 0
+        at += fam.prefix
+        for j, (m, s) in enumerate(zip(fam.members, t.suffixes, strict=True), start=1):
+            seg[r, at : at + s] = j
+            at += s
             rows[m], cols[m] = r, at - 1
     seg_t = to_device(seg, device)
     q, k = seg_t[:, :, None], seg_t[:, None, :]
@@ -212,9 +254,6 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
     row = -(-width // 16) * 16
     additive = torch.full((b, width, row), float("-inf"), dtype=dtype, device=device)[..., :width]
     additive.masked_fill_(mask, 0.0)
-    pixel_values = patchify(frames, pixels).to(dtype) if frames else None
-    host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
-    grid = to_device(host_grid, device) if host_grid is not None else None
     return PackedBatch(
         to_device(ids, device),
         to_device(types, device),
@@ -253,7 +292,12 @@ def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
         kw["image_grid_thw"] = batch.image_grid_thw
         if batch.host_grid is not None:
             kw.update(vision_inputs(model, batch.host_grid))
-    with _masked_attention_kernel(batch.input_ids.device):
-        out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False)
+    if batch.varlen is not None:  # one row: no mask, three position rows (transformers builds no mask)
+        out = model.model(**kw, attention_mask=None, position_ids=batch.position_ids, use_cache=False,
+                          varlen_plan=batch.varlen)
+    else:
+        with _masked_attention_kernel(batch.input_ids.device):
+            out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids,
+                              use_cache=False)
     hidden = out.last_hidden_state[batch.rows, batch.cols]  # (N, hidden): only the scored positions
     return torch.log_softmax(model.lm_head(hidden).float(), dim=-1)

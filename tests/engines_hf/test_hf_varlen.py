@@ -1,0 +1,121 @@
+"""The one-row variable-length tree attention (hf_varlen): its plan, its reference kernel against a
+dense tree mask, and the engine's shared scoring through it (with the CUDA fused attention forward
+too) equal to unshared scoring, with no mask or packed-sequence probe built by transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from test_hf_prefix import compare, step1_requests
+
+from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_varlen import NAME, build_plan, flash_available, reference_varlen
+
+
+def test_plan_cuts_the_row_into_prefix_and_suffix_sequences() -> None:
+    # Two families: prefix 3 + suffixes 2, 1 at 0; prefix 2 + one suffix of 2 at 6.
+    plan = build_plan([(0, 3, (2, 1)), (6, 2, (2,))], torch.device("cpu"))
+    assert plan.cu_q.dtype == torch.int32 and plan.cu_k.dtype == torch.int32
+    assert plan.cu_q.tolist() == [0, 3, 5, 6, 8, 10]
+    assert plan.cu_k.tolist() == [0, 3, 8, 12, 14, 18]
+    assert plan.kv_index.tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 5, 6, 7, 6, 7, 8, 9]
+    assert (plan.max_q, plan.max_k) == (3, 5)
+    assert np.array_equal(plan.host_cu_k, plan.cu_k.numpy())
+    lone = build_plan([(0, 0, (1,))], torch.device("cpu"))  # a one-token prompt: no prefix sequence
+    assert lone.cu_q.tolist() == [0, 1] and lone.cu_k.tolist() == [0, 1] and lone.kv_index.tolist() == [0]
+
+
+def tree_mask(starts: list[tuple[int, int, tuple[int, ...]]], total: int) -> torch.Tensor:
+    """The dense (total x total) tree mask of the same row, built independently."""
+    seg = torch.full((total,), -1)
+    fam = torch.full((total,), -1)
+    for f, (start, prefix, suffixes) in enumerate(starts):
+        fam[start : start + prefix + sum(suffixes)] = f
+        seg[start : start + prefix] = 0
+        at = start + prefix
+        for j, s in enumerate(suffixes, start=1):
+            seg[at : at + s] = j
+            at += s
+    same_fam = fam[:, None] == fam[None, :]
+    sees = (seg[:, None] == seg[None, :]) | (seg[None, :] == 0)
+    return same_fam & sees & torch.ones(total, total, dtype=torch.bool).tril()
+
+
+def test_reference_kernel_equals_dense_tree_mask_with_grouped_heads() -> None:
+    g = torch.Generator().manual_seed(0)
+    fams = [(0, 5, (3, 4, 1)), (13, 4, (2, 2))]
+    total = 21
+    q = torch.randn(total, 4, 8, generator=g)
+    k = torch.randn(total, 2, 8, generator=g)  # 2 K/V heads, each shared by 2 query heads
+    v = torch.randn(total, 2, 8, generator=g)
+    plan = build_plan(fams, torch.device("cpu"))
+    out = reference_varlen(q, k[plan.kv_index], v[plan.kv_index], plan, 0.3)
+    kk, vv = k.repeat_interleave(2, 1).transpose(0, 1), v.repeat_interleave(2, 1).transpose(0, 1)
+    dense = F.scaled_dot_product_attention(q.transpose(0, 1), kk, vv, attn_mask=tree_mask(fams, total), scale=0.3)
+    assert torch.allclose(out, dense.transpose(0, 1), atol=1e-6)
+
+
+@pytest.fixture()
+def varlen_engine(hf_engine: HFEngine) -> HFEngine:
+    size, tree = hf_engine.max_batch_size, hf_engine.tree_attention
+    hf_engine.max_batch_size = 16
+    hf_engine.tree_attention = "varlen"
+    yield hf_engine  # type: ignore[misc]
+    hf_engine.max_batch_size, hf_engine.tree_attention = size, tree
+    hf_engine.share_prefixes = True
+
+
+def test_transformers_builds_no_mask_and_no_packed_probe(varlen_engine: HFEngine,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers import masking_utils
+
+    from benchcheck.engines import hf_varlen
+
+    calls: list[bool] = []
+    real = hf_varlen.tree_attention
+
+    def spy(*a: object, varlen_plan: object = None, **k: object) -> object:
+        calls.append(varlen_plan is not None)
+        return real(*a, varlen_plan=varlen_plan, **k)  # type: ignore[arg-type]
+
+    def probe(*a: object, **k: object) -> None:
+        raise AssertionError("packed-sequence probe (a device read and a T x T mask)")
+
+    masks: list[object] = []
+
+    def mask_spy(**k: object) -> object:
+        masks.append(masking_utils.sdpa_mask(**k))  # type: ignore[arg-type]
+        return masks[-1]
+
+    monkeypatch.setattr(masking_utils, "find_packed_sequence_indices", probe)
+    monkeypatch.setitem(masking_utils.AttentionMaskInterface._global_mapping, NAME, mask_spy)
+    from transformers.modeling_utils import AttentionInterface
+
+    monkeypatch.setitem(AttentionInterface._global_mapping, NAME, spy)
+    assert varlen_engine.model.config.text_config._attn_implementation == NAME
+    res = varlen_engine.score_sync(step1_requests()[:8])
+    assert all(r.prompt_tokens > 0 for r in res)  # type: ignore[union-attr]
+    layers = varlen_engine.model.config.text_config.num_hidden_layers
+    # Every layer of every packed forward (the engine ramps its first batches) through the plan.
+    assert calls and all(calls) and len(calls) == layers * len(masks)
+    assert set(masks) == {None}  # SDPA's mask function, once a forward, built nothing (causal, no padding)
+
+
+def test_fused_attention_forward_takes_the_plan_too(tiny_model: Path) -> None:
+    """On CUDA the engine runs its own text attention forward (hf_fused); the plan reaches the
+    attention function through it as well (here uncompiled, on the CPU)."""
+    from benchcheck.engines.hf_fused import use_fused_text_attention
+
+    engine = HFEngine(tiny_model, device="cpu", max_batch_size=16)
+    assert use_fused_text_attention(engine.model, compiler=lambda f: f) > 0
+    engine.tree_attention = "varlen"
+    assert compare(engine, step1_requests()) < 1e-4
+
+
+def test_flash_only_on_cuda_16_bit() -> None:
+    assert not flash_available(torch.device("cpu"), torch.bfloat16)
+    assert not flash_available(torch.device("cpu"), torch.float32)
