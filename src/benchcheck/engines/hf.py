@@ -418,7 +418,9 @@ class HFEngine:
         Chunks grow from a quarter batch (16 requests at most), ``chunk_growth`` times each step,
         up to the sort window: the device starts at once, and each chunk is encoded while the
         device runs the one before. That needs encoding to outpace the device by the growth
-        factor, else the device runs dry at each early chunk boundary. With
+        factor, else the device runs dry at each early chunk boundary: on the H200, growing 4x
+        left it idle a third of the time on one-frame requests (8B: 100.7 against 125.8 items/s
+        at 2x, same run). With
         ``share``, requests sharing a prefix stay in one batch and batches are planned by the
         packed length of their families (``hf_prefix``).
         """
