@@ -189,6 +189,9 @@ def profile(name: str, fn: Callable[[], object]) -> None:
     text = avg.table(sort_by=key, row_limit=30) + "\n" + avg.table(sort_by="cpu_time_total", row_limit=30)
     text += "\n" + prof.key_averages(group_by_input_shape=True).table(sort_by=key, row_limit=40)
     (PROFILE[name] / f"profile_{name}.txt").write_text(text)
+    # The timeline too (chrome://tracing or Perfetto): where the device waits between kernels and
+    # what the host was doing then, which the tables above cannot show.
+    prof.export_chrome_trace(str(PROFILE[name] / f"trace_{name}.json.gz"))
 
 
 def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tokens: float, limit: float,
