@@ -265,13 +265,14 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
 
 
 @contextlib.contextmanager
-def knob_set(engine: HFEngine, attr: str, value: object) -> Iterator[None]:
-    chosen = getattr(engine, attr)
-    setattr(engine, attr, value)
+def knob_set(owner: object, attr: str, value: object) -> Iterator[None]:
+    """``owner.attr`` set to ``value`` for the block (an engine knob, a module switch)."""
+    chosen = getattr(owner, attr)
+    setattr(owner, attr, value)
     try:
         yield
     finally:
-        setattr(engine, attr, chosen)
+        setattr(owner, attr, chosen)
 
 
 @contextlib.contextmanager
@@ -472,13 +473,10 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         from benchcheck.engines import hf_forward
 
         chosen_sync = hf_forward.NO_SYNC
-        hf_forward.NO_SYNC = not chosen_sync
-        try:
+        with knob_set(hf_forward, "NO_SYNC", not chosen_sync):
             engine.score_sync(reqs[: min(len(reqs), 16)])
             run_row(rows, name, "ours-nosync" if not chosen_sync else "ours-sync", engine, len(reqs), tokens,
                     lim_full, lambda: engine.score_sync(reqs), note="variant: the other scoring forward (hf_nosync)")
-        finally:
-            hf_forward.NO_SYNC = chosen_sync
     if unshared and "tree-mask" in VARIANTS:
         tree_mask_variant(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_shared)
     if unshared and "batch512" in VARIANTS:
@@ -588,25 +586,24 @@ def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
 def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
                    limit: float) -> None:
     """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
-    the projection) instead of the engine's one-pass kernel (hf_vision_rotary), alternated twice
-    with the engine as chosen (a later row can gain from the earlier rows' warm-up)."""
+    the projection) instead of the engine's one-pass kernel (hf_vision_rotary), in alternating rows,
+    then the engine as chosen once more."""
     from benchcheck.engines.hf_fused import compiled_vision_rotary
     from benchcheck.engines.hf_vision import use_grouped_vision_attention
     from benchcheck.engines.hf_vision_rotary import qkv_rotary
 
-    warm = reqs[: min(len(reqs), 16)]
     old = compiled_vision_rotary()
-    for k in ("", "-2"):
-        use_grouped_vision_attention(engine.model, rotary=old)
-        try:
-            engine.score_sync(warm)
-            run_row(rows, name, "rotary-old" + k, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-                    note="variant: vision rotary as before (compiled transformers' function on q/k views)")
-        finally:
+
+    def switch(on: bool) -> None:
+        if on:
+            use_grouped_vision_attention(engine.model, rotary=old)
+        else:
             use_grouped_vision_attention(engine.model, qkv_rotary=qkv_rotary)
-        engine.score_sync(warm)
-        run_row(rows, name, "ours-again" + k, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-                note="the engine as chosen (one-pass rotary), again")
+
+    alternating_rows(rows, name, engine, reqs, tokens, limit, "ours-rotary-old",
+                     "variant: vision rotary as before (compiled transformers' function on q/k views)", switch)
+    run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+            note="the engine as chosen (one-pass rotary), again")
 
 
 def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: int, peak: float,
