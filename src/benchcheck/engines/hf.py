@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
-from benchcheck.engines.hf_batch import collate, plan_batches
+from benchcheck.engines.hf_batch import chunk_spans, collate, encoding_blocks, plan_batches
 from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
 from benchcheck.engines.hf_fused import (
     compile_enabled,
@@ -34,7 +34,7 @@ from benchcheck.engines.hf_fused import (
     use_fused_text_mlp,
     use_fused_text_norms,
 )
-from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder
+from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pixels import PixelSpec
@@ -68,6 +68,21 @@ class _Encoded:
     prompt: EncodedPrompt
     new_tokens: int
     encode_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One request's place in a block of requests encoded together."""
+
+    block: Future[list[_Encoded | Failure]]
+    at: int
+
+    def result(self) -> _Encoded | Failure:
+        return self.block.result()[self.at]
+
+
+# Text-only requests are encoded this many at a time (one tokenizer call, outside Python's lock).
+TEXT_BLOCK = 64
 
 
 class CheckpointUnavailable(ValueError):
@@ -340,12 +355,16 @@ class HFEngine:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _encode(self, job: _Job) -> _Encoded | Failure:
+    def _encode(self, jobs: Sequence[_Job]) -> list[_Encoded | Failure]:
+        """A block of requests encoded together (``encode_many``); each fails on its own."""
         t0 = time.perf_counter()
-        try:
-            enc = self.encoder.encode(job.prompt, job.images, job.prefix, job.system)
-        except BadInput as e:
-            return Failure(job.request_id, "bad_request", str(e), status=400)
+        encoded = self.encoder.encode_many([PromptParts(j.prompt, j.images, j.prefix, j.system) for j in jobs])
+        dt = (time.perf_counter() - t0) / max(1, len(jobs))
+        return [self._checked(j, e, dt) for j, e in zip(jobs, encoded, strict=True)]
+
+    def _checked(self, job: _Job, enc: EncodedPrompt | BadInput, encode_s: float) -> _Encoded | Failure:
+        if isinstance(enc, BadInput):
+            return Failure(job.request_id, "bad_request", str(enc), status=400)
         if enc.n_tokens + job.new_tokens > self.max_model_len:
             # vLLM's wording; clients detect a context-too-long failure by "maximum context length".
             msg = (
@@ -354,7 +373,7 @@ class HFEngine:
                 "the completion). Please reduce the length of the messages or completion."
             )
             return Failure(job.request_id, "context_too_long", msg, status=400)
-        return _Encoded(enc, job.new_tokens, time.perf_counter() - t0)
+        return _Encoded(enc, job.new_tokens, encode_s)
 
     def _pipeline(
         self,
@@ -368,7 +387,10 @@ class HFEngine:
 
         ``run`` queues one batch and returns the function that waits for and builds its results.
         """
-        futures = [self._pool.submit(self._encode, j) for j in jobs]
+        futures: list[_Slot] = []
+        for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
+            fut = self._pool.submit(self._encode, [jobs[i] for i in block])
+            futures.extend(_Slot(fut, k) for k in range(len(block)))
         out: list[R | Failure | None] = [None] * len(jobs)
         in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
 
@@ -411,24 +433,29 @@ class HFEngine:
         return [o for o in out if o is not None]
 
     def _batches(
-        self, jobs: list[_Job], futures: list[Future[_Encoded | Failure]], out: list[Any], share: bool = False
+        self, jobs: list[_Job], futures: list[_Slot], out: list[Any], share: bool = False
     ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
         """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
-        Chunks grow from a quarter batch (16 requests at most), ``chunk_growth`` times each step,
-        up to the sort window: the device starts at once, and each chunk is encoded while the
-        device runs the one before. That needs encoding to outpace the device by the growth
-        factor, else the device runs dry at each early chunk boundary: on the H200, growing 4x
-        left it idle a third of the time on one-frame requests (8B: 100.7 against 125.8 items/s
-        at 2x, same run). With
-        ``share``, requests sharing a prefix stay in one batch and batches are planned by the
-        packed length of their families (``hf_prefix``).
+        Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts
+        soon, and each chunk is encoded while the device runs the one before. That needs encoding
+        to outpace the device by the growth factor, else the device runs dry at each early chunk
+        boundary: on the H200, growing 4x left it idle a third of the time on one-frame requests
+        (8B: 100.7 against 125.8 items/s at 2x, same run). The first chunk is a quarter batch of
+        text-only requests (encoded in a few milliseconds), or about 64 images' worth of requests
+        with images (two 32-frame requests: 16 of them took 0.35 s to decode on an H200 host while
+        the device waited). A remainder under half a chunk joins the chunk before it rather than
+        running as a small batch of its own at the end. With ``share``, requests sharing a prefix
+        stay in one batch and batches are planned by the packed length of their families
+        (``hf_prefix``).
         """
-        lo = 0
-        chunk = max(1, min(self.max_batch_size // 4, 16))
-        while lo < len(futures):
+        def window(lo: int) -> int:
+            with_images = lo < len(jobs) and bool(jobs[lo].images)
+            return self.sort_window or (2 if with_images else 8) * self.max_batch_size
+
+        for lo, hi in chunk_spans(len(futures), self._first_chunk(jobs), self.chunk_growth, window):
             ready: dict[int, _Encoded] = {}
-            for i in range(lo, min(lo + chunk, len(futures))):
+            for i in range(lo, hi):
                 r = futures[i].result()
                 if isinstance(r, Failure):
                     out[i] = r
@@ -445,10 +472,12 @@ class HFEngine:
                 sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
                 batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
                 yield [[todo[j] for j in b] for b in batches], ready
-            lo += chunk
-            with_images = lo < len(jobs) and bool(jobs[lo].images)
-            window = self.sort_window or (2 if with_images else 8) * self.max_batch_size
-            chunk = min(self.chunk_growth * chunk, window)
+
+    def _first_chunk(self, jobs: Sequence[_Job]) -> int:
+        quarter = max(1, self.max_batch_size // 4)
+        if not jobs or not jobs[0].images:
+            return min(quarter, 64)
+        return max(1, min(quarter, 16, 64 // len(jobs[0].images)))
 
     def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
         """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or

@@ -13,7 +13,7 @@ a masked one over the full square; the scored position is then each row's own la
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,41 @@ class Batch:
             if model is not None and self.host[3] is not None:
                 kw.update(vision_inputs(model, self.host[3]))
         return kw
+
+
+def encoding_blocks(with_images: Sequence[bool], text_block: int) -> list[list[int]]:
+    """Consecutive request indices in the blocks their encoding runs in: runs of text-only
+    requests up to ``text_block`` together (one tokenizer call), a request with images alone
+    (its decoding dominates, and its batch should not wait for the others').
+
+    >>> encoding_blocks([False, False, False, True, False], text_block=2)
+    [[0, 1], [2], [3], [4]]
+    """
+    blocks: list[list[int]] = []
+    for i, images in enumerate(with_images):
+        if images or not blocks or len(blocks[-1]) >= text_block or with_images[blocks[-1][0]]:
+            blocks.append([i])
+        else:
+            blocks[-1].append(i)
+    return blocks
+
+
+def chunk_spans(n: int, first: int, growth: int, window: Callable[[int], int]) -> Iterator[tuple[int, int]]:
+    """``[lo, hi)`` spans covering ``n`` requests in arrival order: the first ``first`` long, each
+    next ``growth`` times the one before, at most ``window(lo)`` (the sort window where it
+    starts). A remainder shorter than half a span joins that span instead of following it.
+
+    >>> list(chunk_spans(100, 8, 2, lambda lo: 32))
+    [(0, 8), (8, 24), (24, 56), (56, 100)]
+    """
+    lo, size = 0, max(1, first)
+    while lo < n:
+        hi = lo + size
+        if n - hi < size // 2:
+            hi = n
+        yield lo, hi
+        lo = hi
+        size = max(1, min(growth * size, window(lo)))
 
 
 def padded_width(longest: int) -> int:

@@ -50,6 +50,16 @@ class EncodedPrompt:
         return int(self.input_ids.shape[0])
 
 
+@dataclass(frozen=True, slots=True)
+class PromptParts:
+    """What ``PromptEncoder.encode_many`` needs of one request."""
+
+    prompt: str
+    images: Sequence[ImageRef] = ()
+    assistant_prefix: str | None = None
+    system: str | None = None
+
+
 def load_image(ref: ImageRef, index: int) -> Image.Image:
     """Decode one image (JPEG bytes or a path) to RGB; a bad one raises ``BadInput`` naming it."""
     what = f"image {index} ({ref})" if isinstance(ref, Path) else f"image {index} ({len(ref)} bytes)"
@@ -80,13 +90,19 @@ class PromptEncoder:
         cfg = json.loads((Path(folder) / "preprocessor_config.json").read_text())
         return cls(tokenizer, cfg, image_token_id)
 
-    def _tokenize(self, text: str) -> list[int]:
-        """Token ids of rendered text, special tokens matched, none added (as vLLM tokenizes)."""
+    def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of rendered texts, special tokens matched, none added (as vLLM tokenizes).
+
+        Through the Rust tokenizer's batch call even for one text: it leaves Python's lock while
+        it works, where its single-text call keeps it. On an H200 host, encoding threads calling
+        the single-text one made every Python-to-C step of the thread launching the device work
+        wait for the lock (about 5 ms each, the interpreter's switch interval; a 16-request first
+        forward of the 8B blind workload took 1.6 s instead of 60 ms: docs/PERFORMANCE.md).
+        """
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is not None:  # the Rust tokenizer directly: same ids, less overhead per call
-            ids: list[int] = backend.encode(text, add_special_tokens=False).ids
-            return ids
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
+        return [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
 
     def render(self, prompt: str, n_images: int, assistant_prefix: str | None, system: str | None = None) -> str:
         """The chat text: [system], user = images then ``prompt``, then either the prefilled
@@ -201,7 +217,22 @@ class PromptEncoder:
     ) -> EncodedPrompt:
         """Model inputs of one request (``BadInput`` when it can never be answered)."""
         text = self.render(prompt, len(images), assistant_prefix, system)
-        ids = np.asarray(self._tokenize(text), np.int64)
+        return self._with_images(np.asarray(self._tokenize([text])[0], np.int64), images)
+
+    def encode_many(self, requests: Sequence[PromptParts]) -> list[EncodedPrompt | BadInput]:
+        """``encode`` of each request, their texts tokenized in one call (fewer, longer stretches
+        outside Python's lock); a request that can never be answered gets its ``BadInput``."""
+        texts = [self.render(r.prompt, len(r.images), r.assistant_prefix, r.system) for r in requests]
+        out: list[EncodedPrompt | BadInput] = []
+        for r, ids in zip(requests, self._tokenize(texts), strict=True):
+            try:
+                out.append(self._with_images(np.asarray(ids, np.int64), r.images))
+            except BadInput as e:
+                out.append(e)
+        return out
+
+    def _with_images(self, ids: np.ndarray, images: Sequence[ImageRef]) -> EncodedPrompt:
+        """A tokenized request with its images decoded and their placeholders expanded."""
         where = np.flatnonzero(ids == self.image_token_id)
         if len(where) != len(images):
             raise BadInput(f"the prompt holds {len(where) - len(images)} image placeholder token(s) of its own")

@@ -1,0 +1,87 @@
+"""How the hf engine feeds its device: requests encoded in blocks, chunks growing from a first one."""
+
+from __future__ import annotations
+
+import numpy as np
+from hf_helpers import make_jpeg
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
+from benchcheck.engines.hf import TEXT_BLOCK, HFEngine, _Job
+from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks
+from benchcheck.engines.hf_inputs import BadInput, PromptParts
+
+
+@given(st.integers(0, 5000), st.integers(1, 300), st.integers(1, 4), st.integers(1, 3000))
+def test_chunk_spans_cover_everything_once_with_no_small_tail(n: int, first: int, growth: int, window: int) -> None:
+    spans = list(chunk_spans(n, first, growth, lambda lo: window))
+    assert [lo for lo, _ in spans] == [0, *(hi for _, hi in spans[:-1])][: len(spans)]  # contiguous, in order
+    assert (spans[-1][1] if spans else 0) == n
+    sizes = [hi - lo for lo, hi in spans]
+    assert all(s >= 1 for s in sizes)
+    if len(sizes) >= 2:
+        assert sizes[-1] >= sizes[-2] // 2  # a shorter remainder would have joined the span before it
+
+
+def test_chunk_spans_grow_from_the_first() -> None:
+    assert [hi - lo for lo, hi in chunk_spans(4096, 64, 2, lambda lo: 2048)] == [64, 128, 256, 512, 1024, 2112]
+    assert [hi - lo for lo, hi in chunk_spans(96, 2, 2, lambda lo: 512)] == [2, 4, 8, 16, 32, 34]
+
+
+def test_encoding_blocks_keep_text_runs_together_and_images_alone() -> None:
+    flags = [False] * 5 + [True, True] + [False] * 3
+    assert encoding_blocks(flags, 2) == [[0, 1], [2, 3], [4], [5], [6], [7, 8], [9]]
+    assert encoding_blocks([], 4) == []
+
+
+def test_first_chunk_depends_on_what_the_requests_carry(hf_engine: HFEngine) -> None:
+    text = [_Job("t", "q", (), None, None, 1)]
+    video = [_Job("v", "q", (b"x",) * 32, None, None, 1)]
+    one = [_Job("i", "q", (b"x",), None, None, 1)]
+    big = HFEngine.__new__(HFEngine)
+    big.max_batch_size = 256
+    assert big._first_chunk(text) == 64  # a quarter batch: text encodes in milliseconds
+    assert big._first_chunk(video) == 2  # about 64 images' worth
+    assert big._first_chunk(one) == 16
+    assert hf_engine._first_chunk(text) == 1  # max_batch_size 4: a quarter of it
+
+
+def test_encode_many_equals_encode_one_by_one(hf_engine: HFEngine) -> None:
+    enc = hf_engine.encoder
+    parts = [
+        PromptParts("Question: what?\nA. a\nB. b", (), "Answer:"),
+        PromptParts("look", (make_jpeg(1), make_jpeg(2, 300, 200)), "Answer:"),
+        PromptParts("  spaced <b>tag</b> ", (), None, "Be brief."),
+        PromptParts("x " * 300, (make_jpeg(3),), None),
+    ]
+    many = enc.encode_many(parts)
+    for p, m in zip(parts, many, strict=True):
+        one = enc.encode(p.prompt, p.images, p.assistant_prefix, p.system)
+        assert not isinstance(m, BadInput)
+        assert np.array_equal(one.input_ids, m.input_ids) and np.array_equal(one.mm_token_type_ids, m.mm_token_type_ids)
+        assert len(one.frames) == len(m.frames)
+        assert all(np.array_equal(a, b) for a, b in zip(one.frames, m.frames, strict=True))
+
+
+def test_a_bad_request_fails_alone_in_its_encoding_block(hf_engine: HFEngine) -> None:
+    n = TEXT_BLOCK + 6  # two blocks of text-only requests, the bad one inside the first
+    reqs = [ScoreRequest(f"r{i}", f"Question {i}: which?\nA. yes\nB. no\nAnswer:") for i in range(n)]
+    reqs[5] = ScoreRequest("placeholder", "look <|image_pad|> here")
+    reqs[n - 2] = ScoreRequest("bad-image", "q", (b"not a jpeg",))
+    res = hf_engine.score_sync(reqs)
+    assert [r.request_id for r in res] == [r.request_id for r in reqs]
+    bad = {r.request_id: r for r in res if isinstance(r, Failure)}
+    assert set(bad) == {"placeholder", "bad-image"}
+    assert bad["placeholder"].kind == "bad_request" and "placeholder" in bad["placeholder"].message
+    assert all(isinstance(r, LetterScores) for r in res if r.request_id not in bad)
+    # The same scores as each request alone (blocks change how requests are encoded, not what).
+    alone = hf_engine.score_sync([reqs[0], reqs[n - 1]])
+    got = {r.request_id: r for r in res}
+    for a in alone:
+        assert isinstance(a, LetterScores)
+        b = got[a.request_id]
+        assert isinstance(b, LetterScores)
+        assert [t["token"] for t in a.top[:5]] == [t["token"] for t in b.top[:5]]
+        assert np.allclose([float(t["logprob"]) for t in a.top[:5]], [float(t["logprob"]) for t in b.top[:5]],
+                           atol=1e-4)
