@@ -245,7 +245,8 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
                     limit: float) -> None:
     """Variant rows of the engine's host-side knobs: launches not paced (the engine before
     hf_pacing) or paced at another depth (``nopace``, ``paceN``), chunks growing N times
-    (``growN``), N encoding threads (``encN``)."""
+    (``growN``), N encoding threads (``encN``), images decoded in N worker processes or, for 0, in
+    the encoding threads (``decodeN``)."""
     for variant in sorted(VARIANTS):
         knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
         if variant == "nopace":
@@ -256,6 +257,10 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
             ctx, note = knob_set(engine, "chunk_growth", int(num)), f"variant: chunks growing {num}x"
         elif knob == "enc" and num:
             ctx, note = encode_threads(engine, int(num)), f"variant: {num} encoding threads"
+        elif knob == "decode" and num:
+            ctx = knob_set(engine.encoder.decoder, "processes", int(num))
+            note = f"variant: images decoded in {num} worker processes" if int(num) else \
+                "variant: images decoded in the encoding threads"
         else:
             continue
         with ctx:
@@ -666,7 +671,8 @@ def main() -> None:
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
                          "vision-rotary-old (visual workloads); tree-mask (blind: the other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
-                         "times), encN (N encoding threads; every workload)")
+                         "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
+                         "processes; decode0: in the encoding threads)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import collate, plan_batches, position_ids
-from benchcheck.engines.hf_inputs import BadInput, load_image
+from benchcheck.engines.hf_decode import BadInput, load_image
 from benchcheck.engines.hf_pixels import patchify
 
 PROMPT = "Look.\n\nQuestion: what?\nOptions:\nA. a\nB. b\nAnswer with the option letter only."

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.hf import TEXT_BLOCK, HFEngine, _Job
 from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks
-from benchcheck.engines.hf_inputs import BadInput, PromptParts
+from benchcheck.engines.hf_decode import BadInput
+from benchcheck.engines.hf_inputs import PromptParts
 
 
 @given(st.integers(0, 5000), st.integers(1, 300), st.integers(1, 4), st.integers(1, 3000))

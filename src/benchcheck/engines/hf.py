@@ -27,6 +27,7 @@ import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import chunk_spans, collate, encoding_blocks, plan_batches
+from benchcheck.engines.hf_decode import BadInput
 from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
 from benchcheck.engines.hf_fused import (
     compile_enabled,
@@ -34,7 +35,7 @@ from benchcheck.engines.hf_fused import (
     use_fused_text_mlp,
     use_fused_text_norms,
 )
-from benchcheck.engines.hf_inputs import BadInput, EncodedPrompt, PromptEncoder, PromptParts
+from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pixels import PixelSpec
@@ -138,6 +139,14 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
         return _DTYPES[dtype]
     except KeyError:
         raise ValueError(f"unknown dtype {dtype!r}; choose from auto, {', '.join(_DTYPES)}") from None
+
+
+def decode_processes(device: torch.device) -> int:
+    """Worker processes decoding images: on CUDA half the cores, at most 8 (a 32-frame request
+    is split into 4 pieces of 8 frames, and two encoding threads submit at once); none elsewhere."""
+    if device.type != "cuda":
+        return 0
+    return min(8, max(1, (os.cpu_count() or 2) // 2))
 
 
 def _tokens_that_fit(model: Any, max_tokens: int) -> int:
@@ -260,6 +269,9 @@ class HFEngine:
         varlen_ok = use_tree_attention(model)
         self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
+        # On CUDA images decode in worker processes (hf_decode): the thread launching the device
+        # work then has Python's lock to itself. Elsewhere the encoding threads decode them.
+        self.encoder.decoder.processes = decode_processes(self.device)
 
     def set_encode_threads(self, n: int) -> None:
         """Use ``n`` threads to render, tokenize and decode images (default: 2)."""
@@ -278,6 +290,7 @@ class HFEngine:
 
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.encoder.decoder.close()
 
     # -- blocking implementations --------------------------------------------------------
 

@@ -9,7 +9,6 @@ processor (no torchvision, which does not load everywhere this runs).
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from benchcheck.engines.base import ImageRef
+from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule
 
 # preprocessor_config.json keys the PIL image processor takes.
 _PROCESSOR_KEYS = (
@@ -29,10 +28,6 @@ _PROCESSOR_KEYS = (
 )  # fmt: skip
 
 TEXT, IMAGE = 0, 1  # mm_token_type_ids values (0 text, 1 image, 2 video)
-
-
-class BadInput(ValueError):
-    """A request that can never be answered as given (unreadable image, placeholder in text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,17 +55,6 @@ class PromptParts:
     system: str | None = None
 
 
-def load_image(ref: ImageRef, index: int) -> Image.Image:
-    """Decode one image (JPEG bytes or a path) to RGB; a bad one raises ``BadInput`` naming it."""
-    what = f"image {index} ({ref})" if isinstance(ref, Path) else f"image {index} ({len(ref)} bytes)"
-    try:
-        src = io.BytesIO(ref) if isinstance(ref, bytes | bytearray) else Path(ref)
-        with Image.open(src) as im:
-            return im.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as e:
-        raise BadInput(f"{what}: not a readable image ({type(e).__name__})") from e
-
-
 class PromptEncoder:
     """Renders and tokenizes requests and preprocesses their images for one model folder."""
 
@@ -82,6 +66,12 @@ class PromptEncoder:
         kwargs = {k: v for k, v in preprocessor_config.items() if k in _PROCESSOR_KEYS}
         self.image_processor = Qwen2VLImageProcessorPil(**kwargs)
         self.merge = int(self.image_processor.merge_size)
+        ip = self.image_processor
+        rule = ResizeRule(int(ip.patch_size) * self.merge if ip.do_resize else None, int(ip.size["shortest_edge"]),
+                          int(ip.size["longest_edge"]), int(ip.resample))
+        # Decodes each request's images: in this thread, or in worker processes once the engine
+        # sets ``decoder.processes`` (on CUDA, where the launching thread needs Python's lock).
+        self.decoder = FrameDecoder(rule)
         self._table: np.ndarray | None = None
         self._layouts: dict[tuple[int, str | None, str | None], tuple[str, str] | tuple[()]] = {}
 
@@ -161,29 +151,10 @@ class PromptEncoder:
         Rescale, normalize and patchify happen later, on the device (``hf_pixels``): the frames
         travel as bytes, 8 times smaller than the processor's float32 patches.
         """
-        ip = self.image_processor
-        out = []
-        grids = []
-        for i, ref in enumerate(images):
-            arr = np.asarray(self._resize(load_image(ref, i)), np.uint8)
-            out.append(arr)
-            grids.append([1, arr.shape[0] // ip.patch_size, arr.shape[1] // ip.patch_size])
-        return tuple(out), np.asarray(grids, np.int64).reshape(-1, 3)
-
-    def _resize(self, im: Image.Image) -> Image.Image:
-        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
-
-        ip = self.image_processor
-        if not ip.do_resize:
-            return im
-        h, w = smart_resize(
-            im.height,
-            im.width,
-            factor=ip.patch_size * ip.merge_size,
-            min_pixels=ip.size["shortest_edge"],
-            max_pixels=ip.size["longest_edge"],
-        )
-        return im if (h, w) == (im.height, im.width) else im.resize((w, h), resample=Image.Resampling(ip.resample))
+        ps = int(self.image_processor.patch_size)
+        out = tuple(self.decoder.frames(images))
+        grids = [[1, f.shape[0] // ps, f.shape[1] // ps] for f in out]
+        return out, np.asarray(grids, np.int64).reshape(-1, 3)
 
     @property
     def patch_layout(self) -> tuple[int, int, int]:
