@@ -246,7 +246,7 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
     """Variant rows of the engine's host-side knobs: launches not paced (the engine before
     hf_pacing) or paced at another depth (``nopace``, ``paceN``), chunks growing N times
     (``growN``), N encoding threads (``encN``), images decoded in N worker processes or, for 0, in
-    the encoding threads (``decodeN``)."""
+    the encoding threads (``decodeN``), a first chunk of N requests (``firstN``)."""
     for variant in sorted(VARIANTS):
         knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
         if variant == "nopace":
@@ -257,6 +257,8 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
             ctx, note = knob_set(engine, "chunk_growth", int(num)), f"variant: chunks growing {num}x"
         elif knob == "enc" and num:
             ctx, note = encode_threads(engine, int(num)), f"variant: {num} encoding threads"
+        elif knob == "first" and num:
+            ctx, note = knob_set(engine, "first_chunk", int(num)), f"variant: a first chunk of {num} requests"
         elif knob == "decode" and num:
             ctx = knob_set(engine.encoder.decoder, "processes", int(num))
             note = f"variant: images decoded in {num} worker processes" if int(num) else \
@@ -672,7 +674,7 @@ def main() -> None:
                          "vision-rotary-old (visual workloads); tree-mask (blind: the other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
-                         "processes; decode0: in the encoding threads)")
+                         "processes; decode0: in the encoding threads), firstN (a first chunk of N requests)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from hf_helpers import make_jpeg
 from hypothesis import given
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.hf import TEXT_BLOCK, HFEngine, _Job
 from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks
-from benchcheck.engines.hf_decode import BadInput
+from benchcheck.engines.hf_decode import BadInput, FrameDecoder
 from benchcheck.engines.hf_inputs import PromptParts
 
 
@@ -41,10 +43,18 @@ def test_first_chunk_depends_on_what_the_requests_carry(hf_engine: HFEngine) -> 
     video = [_Job("v", "q", (b"x",) * 32, None, None, 1)]
     one = [_Job("i", "q", (b"x",), None, None, 1)]
     big = HFEngine.__new__(HFEngine)
-    big.max_batch_size = 256
+    big.max_batch_size, big.first_chunk = 256, None
+    big.encoder = copy.copy(hf_engine.encoder)
+    big.encoder.decoder = FrameDecoder(hf_engine.encoder.decoder.rule)  # decoding here
     assert big._first_chunk(text) == 64  # a quarter batch: text encodes in milliseconds
-    assert big._first_chunk(video) == 2  # about 64 images' worth
+    assert big._first_chunk(video) == 2  # 64 images' worth
     assert big._first_chunk(one) == 16
+    big.encoder.decoder = FrameDecoder(hf_engine.encoder.decoder.rule, processes=8)  # never started here
+    assert big._first_chunk(video) == 8  # 256 images' worth
+    assert big._first_chunk(one) == 16
+    assert big._first_chunk(text) == 64
+    big.first_chunk = 3
+    assert big._first_chunk(video) == 3
     assert hf_engine._first_chunk(text) == 1  # max_batch_size 4: a quarter of it
 
 
