@@ -489,17 +489,15 @@ class HFEngine:
 
     def _first_chunk(self, jobs: Sequence[_Job]) -> int:
         """Requests in the first chunk: a quarter batch of text-only ones (they encode in
-        milliseconds); of requests with images, 64 images' worth when this thread decodes them,
-        256 when worker processes do (8 workers decode a 32-frame request in about a quarter of
-        the time), 16 requests at most. A first batch of 2 such requests cost the 2B model 3x its
-        device time per request (the host's launches, not the device, set its pace)."""
+        milliseconds); of requests with images, 64 images' worth, 16 requests at most. (256
+        images' worth, 8 of 32-frame requests, measured 18.6 against 19.4 items/s for 2 on the 2B
+        model in the same H200 run, with worker processes decoding: docs/PERFORMANCE.md.)"""
         if self.first_chunk is not None:
             return max(1, self.first_chunk)
         quarter = max(1, self.max_batch_size // 4)
         if not jobs or not jobs[0].images:
             return min(quarter, 64)
-        images = 256 if self.encoder.decoder.processes > 0 else 64
-        return max(1, min(quarter, 16, images // len(jobs[0].images)))
+        return max(1, min(quarter, 16, 64 // len(jobs[0].images)))
 
     def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
         """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or
