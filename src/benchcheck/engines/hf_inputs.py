@@ -67,8 +67,8 @@ class PromptEncoder:
         self.image_processor = Qwen2VLImageProcessorPil(**kwargs)
         self.merge = int(self.image_processor.merge_size)
         ip = self.image_processor
-        rule = ResizeRule(int(ip.patch_size) * self.merge if ip.do_resize else None, int(ip.size["shortest_edge"]),
-                          int(ip.size["longest_edge"]), int(ip.resample))
+        rule = (ResizeRule(int(ip.patch_size) * self.merge, int(ip.size["shortest_edge"]), int(ip.size["longest_edge"]),
+                           int(ip.resample)) if ip.do_resize else ResizeRule(None))
         # Decodes each request's images: in this thread, or in worker processes once the engine
         # sets ``decoder.processes`` (on CUDA, where the launching thread needs Python's lock).
         self.decoder = FrameDecoder(rule)
@@ -86,8 +86,9 @@ class PromptEncoder:
         Through the Rust tokenizer's batch call even for one text: it leaves Python's lock while
         it works, where its single-text call keeps it. On an H200 host, encoding threads calling
         the single-text one made every Python-to-C step of the thread launching the device work
-        wait for the lock (about 5 ms each, the interpreter's switch interval; a 16-request first
-        forward of the 8B blind workload took 1.6 s instead of 60 ms: docs/PERFORMANCE.md).
+        wait for the lock (up to 5 ms each, the interpreter's switch interval): the first forward
+        of a 4,096-request 8B blind call, 16 requests, took 1.56 s of device time, and the call
+        400 forwards/s instead of 500 (docs/PERFORMANCE.md).
         """
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is not None:  # the Rust tokenizer directly: same ids, less overhead per call
