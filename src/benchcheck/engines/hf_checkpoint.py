@@ -1,0 +1,67 @@
+"""Where the ``hf`` engine's model comes from: a checkpoint folder or a pinned hub snapshot, and
+the device and dtype it runs on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_HUB_FILES = ["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
+
+
+class CheckpointUnavailable(ValueError):
+    """A hub model that is neither a local folder nor in the hub cache, and cannot be fetched."""
+
+    def __init__(self, model: str, revision: str | None, cause: BaseException) -> None:
+        first = (str(cause).strip().splitlines() or [""])[0][:200]
+        self.model, self.revision = model, revision
+        super().__init__(f"cannot get model {model!r} at revision {revision or 'main'} from the hub "
+                         f"(not in the local cache; {type(cause).__name__}: {first})")
+
+
+def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, str | None]:
+    """A local checkpoint folder for ``model`` and the revision it holds.
+
+    A folder is used as it is. Anything else is a hub repo id at ``revision``. A commit hash
+    is looked up in the local hub cache first (a pinned snapshot never changes, and GPU nodes are
+    often offline); otherwise, or when it is not cached, it is fetched. The revision returned is
+    the commit the snapshot resolved to.
+    """
+    if Path(model).is_dir():
+        return Path(model), revision
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    folder: str | None = None
+    if revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision):
+        try:
+            folder = snapshot_download(
+                repo_id=str(model), revision=revision, allow_patterns=_HUB_FILES, local_files_only=True
+            )
+        except LocalEntryNotFoundError:
+            folder = None
+    if folder is None:
+        try:
+            folder = snapshot_download(repo_id=str(model), revision=revision, allow_patterns=_HUB_FILES)
+        except Exception as e:  # network, offline mode, auth, missing repo: hub and httpx/requests types
+            raise CheckpointUnavailable(str(model), revision, e) from e
+    return Path(folder), Path(folder).name
+
+
+def pick_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """``auto``: bfloat16 on CUDA, float32 on the CPU."""
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; choose from auto, {', '.join(_DTYPES)}") from None
