@@ -3,7 +3,9 @@ exactly what the calling thread decodes, fail one request at a time and survive 
 
 from __future__ import annotations
 
+import contextlib
 import io
+import multiprocessing
 import os
 import signal
 from pathlib import Path
@@ -17,7 +19,30 @@ from PIL import Image
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule, decode
+from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule, decode, load_image
+
+
+def in_worker() -> bool:
+    return multiprocessing.parent_process() is not None
+
+
+def dies_on_marker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """A worker's work that kills the worker when a request holds the marker image."""
+    if b"die" in refs and in_worker():
+        os._exit(3)
+    return decode(refs, rule, first)
+
+
+def dies_in_workers(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """Works in the calling thread only, as when workers cannot start."""
+    if in_worker():
+        os._exit(3)
+    return decode(refs, rule, first)
+
+
+def environment_of_worker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """Reports the worker's secret-looking variables through the frame count."""
+    return [np.zeros(1)] * sum(1 for k in ("OPENAI_API_KEY", "EVAL_LLM_JUDGE_KEY") if k in os.environ)
 
 
 @given(st.integers(1, 5000), st.integers(1, 5000), st.sampled_from([28, 32]),
@@ -27,6 +52,9 @@ def test_resize_rule_is_the_processors_smart_resize(h: int, w: int, factor: int,
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
 
     rule = ResizeRule(factor, *bounds)
+    assert ResizeRule(None).size(h, w) == (h, w)  # no resizing
+    with contextlib.suppress(ValueError):  # both with their defaults
+        assert ResizeRule(factor).size(h, w) == smart_resize(h, w, factor=factor)
     try:
         expected = smart_resize(h, w, factor=factor, min_pixels=bounds[0], max_pixels=bounds[1])
     except ValueError:
@@ -71,6 +99,77 @@ def test_workers_decode_exactly_what_the_thread_decodes(hf_engine: HFEngine, ima
         pool.close()
 
 
+def test_a_worker_that_dies_on_a_request_fails_only_that_request(hf_engine: HFEngine,
+                                                                 images: list[bytes | Path]) -> None:
+    pool = FrameDecoder(hf_engine.encoder.decoder.rule, processes=1, work=dies_on_marker)
+    try:
+        good = pool.frames(images[:2])
+        with pytest.raises(BadInput, match="decoding worker process died, twice"):
+            pool.frames([images[0], b"die"])
+        again = pool.frames(images[:2])  # a fresh pool for the next request
+        assert all(np.array_equal(a, b) for a, b in zip(good, again, strict=True))
+    finally:
+        pool.close()
+
+
+def test_workers_that_cannot_work_turn_worker_decoding_off(hf_engine: HFEngine, images: list[bytes | Path],
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    pool = FrameDecoder(hf_engine.encoder.decoder.rule, processes=1, work=dies_in_workers)
+    here = decode(images[:2], pool.rule)
+    got = pool.frames(images[:2])  # two pools died without finishing a task: decoded here
+    assert all(np.array_equal(a, b) for a, b in zip(here, got, strict=True))
+    assert pool.processes == 0 and pool._pool is None and "could not start" in caplog.text
+    pool.close()
+
+
+def test_workers_ignore_ctrl_c_and_drop_secrets(hf_engine: HFEngine, images: list[bytes | Path],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    monkeypatch.setenv("EVAL_LLM_JUDGE_KEY", "judge-secret")
+    rule = hf_engine.encoder.decoder.rule
+    spy = FrameDecoder(rule, processes=1, work=environment_of_worker)
+    try:
+        assert spy.frames([images[0]]) == []  # neither variable reached the worker's environment
+    finally:
+        spy.close()
+    pool = FrameDecoder(rule, processes=1)
+    try:
+        pool.frames(images[:1])
+        started = pool._pool
+        assert started is not None
+        for pid in list(started._processes):  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGINT)
+        assert len(pool.frames(images[:2])) == 2
+        assert pool._pool is started  # the same workers: none died of the interrupt
+    finally:
+        pool.close()
+
+
+def test_changing_processes_replaces_the_pool_and_close_is_final(hf_engine: HFEngine,
+                                                                 images: list[bytes | Path]) -> None:
+    pool = FrameDecoder(hf_engine.encoder.decoder.rule, processes=1)
+    pool.frames(images[:1])
+    first = pool._pool
+    pool.processes = 2
+    pool.frames(images[:2])
+    assert pool._pool is not first and pool._pool is not None
+    assert pool._pool._max_workers == 2  # type: ignore[attr-defined]
+    pool.close()
+    assert len(pool.frames(images[:2])) == 2 and pool._pool is None  # decoded here, no new pool
+
+
+def test_load_image_leaves_no_file_open(tmp_path: Path) -> None:
+    pages = [Image.fromarray(np.full((20, 30, 3), v, np.uint8)) for v in (10, 200)]
+    tiff, jpg = tmp_path / "two.tif", tmp_path / "one.jpg"
+    pages[0].save(tiff, save_all=True, append_images=pages[1:])
+    jpg.write_bytes(make_jpeg(1))
+    fds = len(os.listdir("/proc/self/fd"))
+    for path in (tiff, jpg):
+        im = load_image(path, 0)
+        assert im.mode == "RGB" and np.asarray(im).shape[2] == 3
+        assert len(os.listdir("/proc/self/fd")) == fds, path
+
+
 def test_a_dead_worker_loses_no_request(hf_engine: HFEngine, images: list[bytes | Path]) -> None:
     rule = hf_engine.encoder.decoder.rule
     pool = FrameDecoder(rule, processes=1)
@@ -80,7 +179,7 @@ def test_a_dead_worker_loses_no_request(hf_engine: HFEngine, images: list[bytes 
         assert started is not None
         for pid in list(started._processes):  # type: ignore[attr-defined]
             os.kill(pid, signal.SIGKILL)
-        again = pool.frames(images[:2])  # decoded here, and a new pool started for what follows
+        again = pool.frames(images[:2])  # tried again in a new pool
         assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
         later = pool.frames(images[:2])
         assert all(np.array_equal(a, b) for a, b in zip(first, later, strict=True))

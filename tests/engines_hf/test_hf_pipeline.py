@@ -94,3 +94,14 @@ def test_a_bad_request_fails_alone_in_its_encoding_block(hf_engine: HFEngine) ->
         assert [t["token"] for t in a.top[:5]] == [t["token"] for t in b.top[:5]]
         assert np.allclose([float(t["logprob"]) for t in a.top[:5]], [float(t["logprob"]) for t in b.top[:5]],
                            atol=1e-4)
+
+
+def test_a_tokenizer_set_to_pad_adds_no_padding(hf_engine: HFEngine) -> None:
+    enc = copy.copy(hf_engine.encoder)
+    enc.tokenizer = copy.deepcopy(hf_engine.encoder.tokenizer)
+    enc.tokenizer.backend_tokenizer.enable_padding(pad_id=0, pad_token="<pad>")  # as a tokenizer.json may say
+    parts = [PromptParts("short", (), "Answer:"), PromptParts("a much longer prompt " * 20, (), "Answer:")]
+    many = enc.encode_many(parts)
+    for p, m in zip(parts, many, strict=True):
+        assert not isinstance(m, BadInput)
+        assert np.array_equal(m.input_ids, hf_engine.encoder.encode(p.prompt, (), p.assistant_prefix).input_ids)

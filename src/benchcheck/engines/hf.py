@@ -85,11 +85,12 @@ TEXT_BLOCK = 64
 
 
 def decode_processes(device: torch.device) -> int:
-    """Worker processes decoding images: on CUDA half the cores, at most 8 (a 32-frame request
+    """Worker processes decoding images: on CUDA half the cores this process may use, at most 8 (a 32-frame request
     is split into 4 pieces of 8 frames, and two encoding threads submit at once); none elsewhere."""
     if device.type != "cuda":
         return 0
-    return min(8, max(1, (os.cpu_count() or 2) // 2))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    return min(8, max(1, cores // 2))
 
 
 def _tokens_that_fit(model: Any, max_tokens: int) -> int:

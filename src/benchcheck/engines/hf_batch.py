@@ -99,7 +99,8 @@ def encoding_blocks(with_images: Sequence[bool], text_block: int) -> list[list[i
 def chunk_spans(n: int, first: int, growth: int, window: Callable[[int], int]) -> Iterator[tuple[int, int]]:
     """``[lo, hi)`` spans covering ``n`` requests in arrival order: the first ``first`` long, each
     next ``growth`` times the one before, at most ``window(lo)`` (the sort window where it
-    starts). A remainder shorter than half a span joins that span instead of following it.
+    starts). A remainder shorter than half a span joins that span instead of following it (the
+    last span can so reach 1.5 times its planned size).
 
     >>> list(chunk_spans(100, 8, 2, lambda lo: 32))
     [(0, 8), (8, 24), (24, 56), (56, 100)]

@@ -9,20 +9,27 @@ Why worker processes: decoding leaves Python's lock, but the rest of each image'
 the thread that launches the device work needs that lock for every operation it queues. On an
 H200 host two decoding threads made the 2B 32-frame batches that ran while they decoded take
 1.5-2x their device time (docs/PERFORMANCE.md). Workers hold their own locks; the engine's
-process only reads the finished arrays off a pipe. Workers are spawned, not forked (a forked
-child would inherit the engine's threads and CUDA state), import only PIL and NumPy, and start
-on the first request with images. A worker that dies takes no request with it: its requests
-are decoded again in the calling thread and the pool is started afresh.
+process only reads the finished arrays off a pipe (R17: the 2B 32-frame workload 18.3 against
+16.9 items/s decoded in threads). Workers are spawned, not forked (a forked child would inherit
+the engine's threads and CUDA state) and start on the first request with images. What they run
+needs PIL and NumPy only, but Python's spawn also imports the main script in each worker: keep
+it behind ``if __name__ == "__main__":`` (``benchcheck``'s own entry points are). Workers ignore
+Ctrl-C (the engine's process handles it) and drop secret-named variables from their environment
+(``qa.proc.child_environment``) when they start; the variables were in the environment they
+were started with, which only the same user can read, as the engine's own.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import math
 import multiprocessing
+import os
+import signal
 import threading
-from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +40,7 @@ from PIL import Image
 from benchcheck.engines.base import ImageRef
 
 MAX_ASPECT = 200  # the processor refuses images more elongated than this
+log = logging.getLogger("benchcheck.engines.hf")
 
 
 class BadInput(ValueError):
@@ -45,8 +53,8 @@ class ResizeRule:
     the area within ``[min_pixels, max_pixels]``, PIL resampling ``resample``; None: as is."""
 
     factor: int | None
-    min_pixels: int = 0
-    max_pixels: int = 0
+    min_pixels: int = 56 * 56  # the processor's own defaults
+    max_pixels: int = 28 * 28 * 1280
     resample: int = int(Image.Resampling.BICUBIC)
 
     def size(self, height: int, width: int) -> tuple[int, int]:
@@ -82,7 +90,7 @@ def load_image(ref: ImageRef, index: int) -> Image.Image:
         keep = False
         try:
             im.load()  # also closes a file it opened, for a single-frame image
-            if im.mode == "RGB":  # convert() would copy an RGB image once more
+            if im.mode == "RGB" and getattr(im, "n_frames", 1) == 1:  # convert() would copy it once more
                 keep = True
                 return im
             return im.convert("RGB")
@@ -109,44 +117,102 @@ def decode(refs: Sequence[ImageRef], rule: ResizeRule, first: int = 0) -> list[n
     return out
 
 
+Work = Callable[[Sequence[ImageRef], ResizeRule, int], list[np.ndarray]]  # ``decode``'s shape
+_POOL_TROUBLE = (BrokenProcessPool, CancelledError, RuntimeError, OSError)  # not the images' fault
+
+
+def _worker_started() -> None:
+    """In each worker: Ctrl-C is the engine process's to handle (a worker would print a traceback
+    for it), and no secret-named or judge variable stays in the worker's environment."""
+    from benchcheck.qa.proc import child_environment
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep = child_environment(os.environ)
+    for name in [k for k in os.environ if k not in keep]:
+        del os.environ[name]
+
+
 class FrameDecoder:
     """A request's images decoded in ``processes`` worker processes (0: in the calling thread),
-    at most ``piece`` images per task, so one request's frames decode in parallel."""
+    at most ``piece`` images per task, so one request's frames decode in parallel.
 
-    def __init__(self, rule: ResizeRule, processes: int = 0, piece: int = 8) -> None:
+    A pool whose worker dies is replaced, and the request tried once more in the new one; if
+    that worker dies too, the request fails (``BadInput``): an image that kills its decoder
+    must not be decoded in the engine's own process. A pool that never finished a task (its
+    workers cannot start, e.g. a script without ``if __name__ == "__main__":``, which spawned
+    workers import) turns worker decoding off, with a warning, and decodes in the thread. Changing
+    ``processes`` replaces the pool; after ``close`` everything decodes in the thread.
+    """
+
+    def __init__(self, rule: ResizeRule, processes: int = 0, piece: int = 8, work: Work = decode) -> None:
         self.rule = rule
-        self.processes = processes
         self.piece = max(1, piece)
+        self._work = work  # a module-level function (it travels to the workers by name)
+        self._processes = processes
         self._pool: ProcessPoolExecutor | None = None
+        self._worked = False  # some pool finished a task: its workers can start
+        self._closed = False
         self._guard = threading.Lock()
+
+    @property
+    def processes(self) -> int:
+        return self._processes
+
+    @processes.setter
+    def processes(self, n: int) -> None:
+        with self._guard:
+            changed, self._processes = n != self._processes, n
+            pool = self._pool if changed else None
+            if changed:
+                self._pool = None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def frames(self, refs: Sequence[ImageRef]) -> list[np.ndarray]:
         """The frames of ``refs`` in order; ``BadInput`` names the first image that fails."""
         pool = self._started()
         if pool is None or not refs:
-            return decode(refs, self.rule)
-        pieces = range(0, len(refs), self.piece)
+            return self._work(refs, self.rule, 0)
+        for attempt in (1, 2):
+            try:
+                return self._in(pool, refs)
+            except _POOL_TROUBLE:
+                self._replace(pool)
+            if attempt == 1:
+                pool = self._started()
+                if pool is None:  # closed, or turned off meanwhile
+                    return self._work(refs, self.rule, 0)
+        if not self._worked:
+            log.warning("image decoding worker processes could not start; decoding in threads instead "
+                        "(a script that builds the engine needs an `if __name__ == \"__main__\":` guard)")
+            self.processes = 0
+            return self._work(refs, self.rule, 0)
+        raise BadInput(f"images 0-{len(refs) - 1} ({len(refs)}): their decoding worker process died, twice")
+
+    def _in(self, pool: ProcessPoolExecutor, refs: Sequence[ImageRef]) -> list[np.ndarray]:
+        futures: list[Future[list[np.ndarray]]] = []
         try:
-            futures: list[Future[list[np.ndarray]]] = [
-                pool.submit(decode, list(refs[i : i + self.piece]), self.rule, i) for i in pieces
-            ]
+            for i in range(0, len(refs), self.piece):
+                futures.append(pool.submit(self._work, list(refs[i : i + self.piece]), self.rule, i))
             out: list[np.ndarray] = []
             for f in futures:
                 out.extend(f.result())
+            self._worked = True
             return out
-        except BrokenProcessPool:  # a worker died (killed, out of memory): this request here, a new pool next
-            self._restart(pool)
-            return decode(refs, self.rule)
+        finally:
+            for f in futures:  # after a failure, the rest of this request's pieces are not needed
+                f.cancel()
 
     def _started(self) -> ProcessPoolExecutor | None:
-        if self.processes <= 0:
-            return None
         with self._guard:
+            if self._closed or self._processes <= 0:
+                return None
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = ProcessPoolExecutor(self._processes, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_worker_started)
             return self._pool
 
-    def _restart(self, broken: ProcessPoolExecutor) -> None:
+    def _replace(self, broken: ProcessPoolExecutor) -> None:
         with self._guard:
             if self._pool is broken:
                 self._pool = None
@@ -154,6 +220,6 @@ class FrameDecoder:
 
     def close(self) -> None:
         with self._guard:
-            pool, self._pool = self._pool, None
+            pool, self._pool, self._closed = self._pool, None, True
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -91,9 +91,11 @@ class PromptEncoder:
         400 forwards/s instead of 500 (docs/PERFORMANCE.md).
         """
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
-        if backend is not None:  # the Rust tokenizer directly: same ids, less overhead per call
-            return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
-        return [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        if backend is None:
+            return [list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        if backend.padding is not None:  # the batch call would pad every text to the longest
+            return [backend.encode(t, add_special_tokens=False).ids for t in texts]
+        return [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
 
     def render(self, prompt: str, n_images: int, assistant_prefix: str | None, system: str | None = None) -> str:
         """The chat text: [system], user = images then ``prompt``, then either the prefilled
