@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchcheck.engines.hf import HFEngine, _Job
+from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_pipeline import Job
 from benchcheck.engines.models import build_tiny_model
 from engine_throughput import jpeg
 from gpu_screen import step1, synthetic_items, visual
@@ -70,9 +71,9 @@ def main() -> None:
     backend = enc.tokenizer.backend_tokenizer
     text = step1(synthetic_items(64, 50))
     texts = [enc.render(r.prompt, 0, r.assistant_prefix) for r in text]
-    jobs = [_Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in text]
+    jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in text]
     frames = [jpeg(s) for s in range(32)]
-    video = [_Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1)
+    video = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1)
              for r in visual(synthetic_items(2, 30, 4), 3, frames, 32)]
 
     def one_by_one() -> None:  # the engine's encoding of a text request before: render, encode, arrays

@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
-from benchcheck.engines.hf import TEXT_BLOCK, HFEngine, _Job
+from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks
-from benchcheck.engines.hf_decode import BadInput, FrameDecoder
+from benchcheck.engines.hf_decode import BadInput
 from benchcheck.engines.hf_inputs import PromptParts
+from benchcheck.engines.hf_pipeline import TEXT_BLOCK, Job, Plan, first_chunk
 
 
 @given(st.integers(0, 5000), st.integers(1, 300), st.integers(1, 4), st.integers(1, 3000))
@@ -39,21 +40,20 @@ def test_encoding_blocks_keep_text_runs_together_and_images_alone() -> None:
 
 
 def test_first_chunk_depends_on_what_the_requests_carry(hf_engine: HFEngine) -> None:
-    text = [_Job("t", "q", (), None, None, 1)]
-    video = [_Job("v", "q", (b"x",) * 32, None, None, 1)]
-    one = [_Job("i", "q", (b"x",), None, None, 1)]
-    big = HFEngine.__new__(HFEngine)
-    big.max_batch_size, big.first_chunk = 256, None
-    big.encoder = copy.copy(hf_engine.encoder)
-    big.encoder.decoder = FrameDecoder(hf_engine.encoder.decoder.rule)  # decoding here
-    assert big._first_chunk(text) == 64  # a quarter batch: text encodes in milliseconds
-    assert big._first_chunk(video) == 2  # 64 images' worth
-    assert big._first_chunk(one) == 16
-    big.encoder.decoder = FrameDecoder(hf_engine.encoder.decoder.rule, processes=8)  # never started here
-    assert big._first_chunk(video) == 2  # the same when worker processes decode
-    big.first_chunk = 3
-    assert big._first_chunk(video) == 3
-    assert hf_engine._first_chunk(text) == 1  # max_batch_size 4: a quarter of it
+    text = [Job("t", "q", (), None, None, 1)]
+    video = [Job("v", "q", (b"x",) * 32, None, None, 1)]
+    one = [Job("i", "q", (b"x",), None, None, 1)]
+    big = Plan(max_batch_size=256, max_batch_tokens=65536)
+    assert first_chunk(text, big) == 64  # a quarter batch: text encodes in milliseconds
+    assert first_chunk(video, big) == 2  # 64 images' worth
+    assert first_chunk(one, big) == 16
+    assert first_chunk(video, Plan(256, 65536, first_chunk=3)) == 3  # the knob
+    assert first_chunk(text, hf_engine._plan()) == 1  # max_batch_size 4: a quarter of it
+    hf_engine.first_chunk = 2
+    try:
+        assert hf_engine._plan().first_chunk == 2  # the engine's attributes are the call's plan
+    finally:
+        hf_engine.first_chunk = None
 
 
 def test_encode_many_equals_encode_one_by_one(hf_engine: HFEngine) -> None:

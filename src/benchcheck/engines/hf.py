@@ -16,16 +16,15 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
-from benchcheck.engines.base import Failure, GenerateRequest, Generation, ImageRef, LetterScores, ScoreRequest
-from benchcheck.engines.hf_batch import chunk_spans, collate, encoding_blocks, plan_batches
+from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.hf_batch import collate
 from benchcheck.engines.hf_checkpoint import pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf_decode import BadInput
 from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
@@ -38,50 +37,15 @@ from benchcheck.engines.hf_fused import (
 from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
+from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, run_pipeline
 from benchcheck.engines.hf_pixels import PixelSpec
-from benchcheck.engines.hf_prefix import pack, plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_prefix import pack, plan_families, worth_sharing
 from benchcheck.engines.hf_varlen import flash_available, use_tree_attention
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.hf_vision_rotary import qkv_rotary
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
 from benchcheck.engines.options import EngineOptionError, EngineOptions
-
-R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    """What encoding needs of a score or generate request."""
-
-    request_id: str
-    prompt: str
-    images: Sequence[ImageRef]
-    prefix: str | None
-    system: str | None
-    new_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Encoded:
-    prompt: EncodedPrompt
-    new_tokens: int
-    encode_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Slot:
-    """One request's place in a block of requests encoded together."""
-
-    block: Future[list[_Encoded | Failure]]
-    at: int
-
-    def result(self) -> _Encoded | Failure:
-        return self.block.result()[self.at]
-
-
-# Text-only requests are encoded this many at a time (one tokenizer call, outside Python's lock).
-TEXT_BLOCK = 64
 
 
 def decode_processes(device: torch.device) -> int:
@@ -241,9 +205,9 @@ class HFEngine:
 
     def score_sync(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
         """``score`` without the event loop (benchmarks, scripts)."""
-        jobs = [_Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
+        jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
 
-        def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[LetterScores | Failure]]:
+        def run(idx: list[int], enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
             t0 = time.perf_counter()
             k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
             prompts = [e.prompt for e in enc]
@@ -260,7 +224,7 @@ class HFEngine:
                     pending = score_batch(self.model, batch, k, gather_t)
             return lambda: finish(idx, enc, pending, t0, gather)
 
-        def finish(idx: list[int], enc: list[_Encoded], pending: PendingTop, t0: float,
+        def finish(idx: list[int], enc: list[Encoded], pending: PendingTop, t0: float,
                    gather: list[int]) -> list[LetterScores | Failure]:
             values, ids = pending.wait()
             dt = time.perf_counter() - t0
@@ -285,13 +249,13 @@ class HFEngine:
                 )
             return res
 
-        return self._pipeline(jobs, run, share=self.share_prefixes)
+        return run_pipeline(jobs, self._encode, self._pool, self._plan(), run, share=self.share_prefixes)
 
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
-        jobs = [_Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
+        jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
 
-        def run(idx: list[int], enc: list[_Encoded]) -> Callable[[], list[Generation | Failure]]:
+        def run(idx: list[int], enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
             with self._lock:
                 batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
@@ -309,18 +273,18 @@ class HFEngine:
                 for i, e, toks in zip(idx, enc, new, strict=True)
             ]
 
-        return self._pipeline(jobs, run)
+        return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _encode(self, jobs: Sequence[_Job]) -> list[_Encoded | Failure]:
+    def _encode(self, jobs: Sequence[Job]) -> list[Encoded | Failure]:
         """A block of requests encoded together (``encode_many``); each fails on its own."""
         t0 = time.perf_counter()
         encoded = self.encoder.encode_many([PromptParts(j.prompt, j.images, j.prefix, j.system) for j in jobs])
         dt = (time.perf_counter() - t0) / max(1, len(jobs))
         return [self._checked(j, e, dt) for j, e in zip(jobs, encoded, strict=True)]
 
-    def _checked(self, job: _Job, enc: EncodedPrompt | BadInput, encode_s: float) -> _Encoded | Failure:
+    def _checked(self, job: Job, enc: EncodedPrompt | BadInput, encode_s: float) -> Encoded | Failure:
         if isinstance(enc, BadInput):
             return Failure(job.request_id, "bad_request", str(enc), status=400)
         if enc.n_tokens + job.new_tokens > self.max_model_len:
@@ -331,117 +295,10 @@ class HFEngine:
                 "the completion). Please reduce the length of the messages or completion."
             )
             return Failure(job.request_id, "context_too_long", msg, status=400)
-        return _Encoded(enc, job.new_tokens, encode_s)
+        return Encoded(enc, job.new_tokens, encode_s)
 
-    def _pipeline(
-        self,
-        jobs: list[_Job],
-        run: Callable[[list[int], list[_Encoded]], Callable[[], list[R]]],
-        share: bool = False,
-    ) -> list[R | Failure]:
-        """Encode requests in worker threads and run them in length-sorted batches, overlapping
-        the three stages: threads encode later requests while the device works, and each batch
-        is queued on the device before the previous one's results are read and built.
-
-        ``run`` queues one batch and returns the function that waits for and builds its results.
-        """
-        futures: list[_Slot] = []
-        for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
-            fut = self._pool.submit(self._encode, [jobs[i] for i in block])
-            futures.extend(_Slot(fut, k) for k in range(len(block)))
-        out: list[R | Failure | None] = [None] * len(jobs)
-        in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
-
-        def fail(idx: list[int], message: str) -> None:
-            for i in idx:  # only this batch's requests fail, never the others
-                out[i] = Failure(jobs[i].request_id, "internal", message)
-
-        def land() -> None:
-            nonlocal in_flight
-            if in_flight is None:
-                return
-            idx, finish = in_flight
-            in_flight = None
-            try:
-                for i, res in zip(idx, finish(), strict=True):
-                    out[i] = res
-            except (RuntimeError, ValueError) as e:
-                fail(idx, f"{type(e).__name__}: {e}")
-
-        for pending, ready in self._batches(jobs, futures, out, share):
-            while pending:
-                idx = pending.pop(0)
-                try:
-                    finish = run(idx, [ready[i] for i in idx])
-                except torch.cuda.OutOfMemoryError as e:
-                    # A batch too large for the device's memory is split, down to one request.
-                    land()
-                    torch.cuda.empty_cache()
-                    if len(idx) > 1:
-                        pending[:0] = [idx[: len(idx) // 2], idx[len(idx) // 2 :]]
-                    else:
-                        fail(idx, f"out of device memory: {e}")
-                    continue
-                except (RuntimeError, ValueError) as e:
-                    fail(idx, f"{type(e).__name__}: {e}")
-                    continue
-                land()
-                in_flight = (idx, finish)
-        land()
-        return [o for o in out if o is not None]
-
-    def _batches(
-        self, jobs: list[_Job], futures: list[_Slot], out: list[Any], share: bool = False
-    ) -> Iterator[tuple[list[list[int]], dict[int, _Encoded]]]:
-        """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
-
-        Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts
-        soon, and each chunk is encoded while the device runs the one before. That needs encoding
-        to outpace the device by the growth factor, else the device runs dry at each early chunk
-        boundary: on the H200, growing 4x left it idle a third of the time on one-frame requests
-        (8B: 100.7 against 125.8 items/s at 2x, same run). The first chunk is a quarter batch of
-        text-only requests (encoded in a few milliseconds), or about 64 images' worth of requests
-        with images (two 32-frame requests: 16 of them took 0.35 s to decode on an H200 host while
-        the device waited). A remainder under half a chunk joins the chunk before it rather than
-        running as a small batch of its own at the end. With ``share``, requests sharing a prefix
-        stay in one batch and batches are planned by the packed length of their families
-        (``hf_prefix``).
-        """
-        def window(lo: int) -> int:
-            with_images = lo < len(jobs) and bool(jobs[lo].images)
-            return self.sort_window or (2 if with_images else 8) * self.max_batch_size
-
-        for lo, hi in chunk_spans(len(futures), self._first_chunk(jobs), self.chunk_growth, window):
-            ready: dict[int, _Encoded] = {}
-            for i in range(lo, hi):
-                r = futures[i].result()
-                if isinstance(r, Failure):
-                    out[i] = r
-                else:
-                    ready[i] = r
-            todo = sorted(ready)
-            prompts = [ready[i].prompt for i in todo]
-            families = plan_families(prompts) if share else []
-            if worth_sharing(families):
-                fb = plan_family_batches(prompts, families, self.max_batch_size, self.max_batch_tokens)
-                yield [[todo[j] for f in b for j in f.members] for b in fb], ready
-            else:
-                # Generated tokens occupy the batch too.
-                sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
-                batches = plan_batches(sizes, self.max_batch_size, self.max_batch_tokens)
-                yield [[todo[j] for j in b] for b in batches], ready
-
-    def _first_chunk(self, jobs: Sequence[_Job]) -> int:
-        """Requests in the first chunk: a quarter batch of text-only ones (they encode in
-        milliseconds); of requests with images, 64 images' worth, 16 requests at most. (256
-        images' worth, 8 of 32-frame requests, measured 18.6 against 19.4 items/s for 2 on the 2B
-        model in the same H200 run, with worker processes decoding: docs/PERFORMANCE.md.)"""
-        if self.first_chunk is not None:
-            return max(1, self.first_chunk)
-        quarter = max(1, self.max_batch_size // 4)
-        if not jobs or not jobs[0].images:
-            return min(quarter, 64)
-        return max(1, min(quarter, 16, 64 // len(jobs[0].images)))
+    def _plan(self) -> Plan:
+        return Plan(self.max_batch_size, self.max_batch_tokens, self.sort_window, self.chunk_growth, self.first_chunk)
 
     def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
         """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or

@@ -1,0 +1,175 @@
+"""How the ``hf`` engine feeds its device: encode, plan batches, queue, collect, overlapped.
+
+Requests are encoded in worker threads, in blocks (``hf_batch.encoding_blocks``), while the
+device works; they are planned into length-sorted batches chunk by chunk in arrival order
+(``hf_batch.chunk_spans``); each batch is queued on the device before the previous one's results
+are read and built. A request that cannot be encoded, a batch that fails, or a batch too large
+for the device's memory (split in halves, down to one request) fails only its own requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+
+from benchcheck.engines.base import Failure, ImageRef
+from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks, plan_batches
+from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_prefix import plan_families, plan_family_batches, worth_sharing
+
+R = TypeVar("R")
+
+# Text-only requests are encoded this many at a time (one tokenizer call, outside Python's lock).
+TEXT_BLOCK = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What encoding needs of a score or generate request."""
+
+    request_id: str
+    prompt: str
+    images: Sequence[ImageRef]
+    prefix: str | None
+    system: str | None
+    new_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    prompt: EncodedPrompt
+    new_tokens: int
+    encode_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The engine's batching knobs for one call (``HFEngine`` attributes of the same names)."""
+
+    max_batch_size: int
+    max_batch_tokens: int
+    sort_window: int | None = None  # requests sorted together; None: 8 batches of text, 2 with images
+    chunk_growth: int = 2
+    first_chunk: int | None = None  # None: by what the requests carry (``first_chunk``)
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One request's place in a block of requests encoded together."""
+
+    block: Future[list[Encoded | Failure]]
+    at: int
+
+    def result(self) -> Encoded | Failure:
+        return self.block.result()[self.at]
+
+
+Encode = Callable[[Sequence[Job]], list[Encoded | Failure]]
+Run = Callable[[list[int], list[Encoded]], Callable[[], list[R]]]
+
+
+def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan, run: Run[R],
+                 share: bool = False) -> list[R | Failure]:
+    """Every job's result in order: encoded by ``encode`` on ``threads``, batched by ``plan``,
+    and run by ``run``, which queues one batch and returns the function that waits for and
+    builds its results. With ``share``, requests sharing a prefix stay in one batch."""
+    slots: list[_Slot] = []
+    for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
+        fut = threads.submit(encode, [jobs[i] for i in block])
+        slots.extend(_Slot(fut, k) for k in range(len(block)))
+    out: list[R | Failure | None] = [None] * len(jobs)
+    in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
+
+    def fail(idx: list[int], message: str) -> None:
+        for i in idx:  # only this batch's requests fail, never the others
+            out[i] = Failure(jobs[i].request_id, "internal", message)
+
+    def land() -> None:
+        nonlocal in_flight
+        if in_flight is None:
+            return
+        idx, finish = in_flight
+        in_flight = None
+        try:
+            for i, res in zip(idx, finish(), strict=True):
+                out[i] = res
+        except (RuntimeError, ValueError) as e:
+            fail(idx, f"{type(e).__name__}: {e}")
+
+    for pending, ready in _batches(jobs, slots, out, plan, share):
+        while pending:
+            idx = pending.pop(0)
+            try:
+                finish = run(idx, [ready[i] for i in idx])
+            except torch.cuda.OutOfMemoryError as e:
+                # A batch too large for the device's memory is split, down to one request.
+                land()
+                torch.cuda.empty_cache()
+                if len(idx) > 1:
+                    pending[:0] = [idx[: len(idx) // 2], idx[len(idx) // 2 :]]
+                else:
+                    fail(idx, f"out of device memory: {e}")
+                continue
+            except (RuntimeError, ValueError) as e:
+                fail(idx, f"{type(e).__name__}: {e}")
+                continue
+            land()
+            in_flight = (idx, finish)
+    land()
+    return [o for o in out if o is not None]
+
+
+def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
+             share: bool) -> Iterator[tuple[list[list[int]], dict[int, Encoded]]]:
+    """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
+
+    Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts soon,
+    and each chunk is encoded while the device runs the one before. That needs encoding to
+    outpace the device by the growth factor, else the device runs dry at each early chunk
+    boundary: on the H200, growing 4x left it idle a third of the time on one-frame requests
+    (8B: 100.7 against 125.8 items/s at 2x, same run). A remainder under half a chunk joins the
+    chunk before it rather than running as a small batch of its own at the end. With ``share``,
+    requests sharing a prefix stay in one batch and batches are planned by the packed length of
+    their families (``hf_prefix``).
+    """
+    def window(lo: int) -> int:
+        with_images = lo < len(jobs) and bool(jobs[lo].images)
+        return plan.sort_window or (2 if with_images else 8) * plan.max_batch_size
+
+    for lo, hi in chunk_spans(len(slots), first_chunk(jobs, plan), plan.chunk_growth, window):
+        ready: dict[int, Encoded] = {}
+        for i in range(lo, hi):
+            r = slots[i].result()
+            if isinstance(r, Failure):
+                out[i] = r
+            else:
+                ready[i] = r
+        todo = sorted(ready)
+        prompts = [ready[i].prompt for i in todo]
+        families = plan_families(prompts) if share else []
+        if worth_sharing(families):
+            fb = plan_family_batches(prompts, families, plan.max_batch_size, plan.max_batch_tokens)
+            yield [[todo[j] for f in b for j in f.members] for b in fb], ready
+        else:
+            # Generated tokens occupy the batch too.
+            sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
+            batches = plan_batches(sizes, plan.max_batch_size, plan.max_batch_tokens)
+            yield [[todo[j] for j in b] for b in batches], ready
+
+
+def first_chunk(jobs: Sequence[Job], plan: Plan) -> int:
+    """Requests in the first chunk: a quarter batch of text-only ones (they encode in
+    milliseconds); of requests with images, 64 images' worth (two 32-frame requests: 16 of them
+    took 0.35 s to decode on an H200 host while the device waited), 16 requests at most. (256
+    images' worth, 8 of 32-frame requests, measured 18.6 against 19.4 items/s for 2 on the 2B
+    model in the same H200 run, with worker processes decoding: docs/PERFORMANCE.md.)"""
+    if plan.first_chunk is not None:
+        return max(1, plan.first_chunk)
+    quarter = max(1, plan.max_batch_size // 4)
+    if not jobs or not jobs[0].images:
+        return min(quarter, 64)
+    return max(1, min(quarter, 16, 64 // len(jobs[0].images)))
