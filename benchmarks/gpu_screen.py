@@ -246,7 +246,8 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
     """Variant rows of the engine's host-side knobs: launches not paced (the engine before
     hf_pacing) or paced at another depth (``nopace``, ``paceN``), chunks growing N times
     (``growN``), N encoding threads (``encN``), images decoded in N worker processes or, for 0, in
-    the encoding threads (``decodeN``), a first chunk of N requests (``firstN``)."""
+    the encoding threads (``decodeN``), a first chunk of N requests (``firstN``), batches of up
+    to N tokens (``tokensN``)."""
     for variant in sorted(VARIANTS):
         knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
         if variant == "nopace":
@@ -263,10 +264,14 @@ def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sco
             ctx = knob_set(engine.encoder.decoder, "processes", int(num))
             note = f"variant: images decoded in {num} worker processes" if int(num) else \
                 "variant: images decoded in the encoding threads"
+        elif knob == "tokens" and num:
+            ctx, note = knob_set(engine, "max_batch_tokens", int(num)), f"variant: batches of up to {num} tokens"
         else:
             continue
         with ctx:
-            engine.score_sync(reqs[: min(len(reqs), 16)])
+            # Warm-up, a whole pass on CUDA as for the engine's own rows: a variant that changes
+            # the batches' shapes would otherwise pay cuDNN's graph for each new one in its row.
+            engine.score_sync(reqs if engine.device.type == "cuda" else reqs[: min(len(reqs), 16)])
             run_row(rows, name, f"ours-{variant}", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
                     note=note)
 
@@ -674,7 +679,8 @@ def main() -> None:
                          "vision-rotary-old (visual workloads); tree-mask (blind: the other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
-                         "processes; decode0: in the encoding threads), firstN (a first chunk of N requests)")
+                         "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
+                         "tokensN (batches of up to N tokens)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     device = torch.device("cpu" if args.tiny else "cuda")
