@@ -165,7 +165,7 @@ class HFEngine:
         # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
         # the device work for Python's lock, and two already encode faster than the GPU consumes.
         self.sort_window: int | None = None
-        self.chunk_growth = 2  # each chunk this many times the one before (``_batches``)
+        self.chunk_growth = 2  # each chunk this many times the one before (``hf_pipeline``)
         self.first_chunk: int | None = None  # requests in the first chunk; None: by what they carry
         # Scoring requests that start with the same tokens (step 1's permutations) share them:
         # one packed forward per family (hf_prefix). False: every request runs in full.
