@@ -241,33 +241,42 @@ def paced(engine: HFEngine, depth: int | None) -> Iterator[None]:
         pacer.enabled, pacer.depth = chosen
 
 
+def engine_variant(engine: HFEngine, variant: str) -> tuple[contextlib.AbstractContextManager[None], str] | None:
+    """The engine with one host-side knob changed, and its row's note; None for a name that is no
+    such knob: launches not paced (the engine before hf_pacing) or paced at another depth
+    (``nopace``, ``paceN``), chunks growing N times (``growN``), N encoding threads (``encN``),
+    images decoded in N worker processes or, for 0, in the encoding threads (``decodeN``), a first
+    chunk of N requests (``firstN``), batches of up to N tokens (``tokensN``)."""
+    knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
+    if variant == "nopace":
+        return paced(engine, None), "variant: launches not paced"
+    if not num:
+        return None
+    n = int(num)
+    if knob == "pace":
+        return paced(engine, n), f"variant: launches paced {n} blocks ahead"
+    if knob == "grow":
+        return knob_set(engine, "chunk_growth", n), f"variant: chunks growing {n}x"
+    if knob == "enc":
+        return encode_threads(engine, n), f"variant: {n} encoding threads"
+    if knob == "first":
+        return knob_set(engine, "first_chunk", n), f"variant: a first chunk of {n} requests"
+    if knob == "decode":
+        where = f"in {n} worker processes" if n else "in the encoding threads"
+        return knob_set(engine.encoder.decoder, "processes", n), f"variant: images decoded {where}"
+    if knob == "tokens":
+        return knob_set(engine, "max_batch_tokens", n), f"variant: batches of up to {n} tokens"
+    return None
+
+
 def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
                     limit: float) -> None:
-    """Variant rows of the engine's host-side knobs: launches not paced (the engine before
-    hf_pacing) or paced at another depth (``nopace``, ``paceN``), chunks growing N times
-    (``growN``), N encoding threads (``encN``), images decoded in N worker processes or, for 0, in
-    the encoding threads (``decodeN``), a first chunk of N requests (``firstN``), batches of up
-    to N tokens (``tokensN``)."""
+    """A row for each of ``VARIANTS`` that is an engine knob (``engine_variant``)."""
     for variant in sorted(VARIANTS):
-        knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
-        if variant == "nopace":
-            ctx, note = paced(engine, None), "variant: launches not paced"
-        elif knob == "pace" and num:
-            ctx, note = paced(engine, int(num)), f"variant: launches paced {num} blocks ahead"
-        elif knob == "grow" and num:
-            ctx, note = knob_set(engine, "chunk_growth", int(num)), f"variant: chunks growing {num}x"
-        elif knob == "enc" and num:
-            ctx, note = encode_threads(engine, int(num)), f"variant: {num} encoding threads"
-        elif knob == "first" and num:
-            ctx, note = knob_set(engine, "first_chunk", int(num)), f"variant: a first chunk of {num} requests"
-        elif knob == "decode" and num:
-            ctx = knob_set(engine.encoder.decoder, "processes", int(num))
-            note = f"variant: images decoded in {num} worker processes" if int(num) else \
-                "variant: images decoded in the encoding threads"
-        elif knob == "tokens" and num:
-            ctx, note = knob_set(engine, "max_batch_tokens", int(num)), f"variant: batches of up to {num} tokens"
-        else:
+        chosen = engine_variant(engine, variant)
+        if chosen is None:
             continue
+        ctx, note = chosen
         with ctx:
             # Warm-up, a whole pass on CUDA as for the engine's own rows: a variant that changes
             # the batches' shapes would otherwise pay cuDNN's graph for each new one in its row.

@@ -32,7 +32,7 @@ from benchcheck.engines import hf_forward
 from benchcheck.engines.base import ScoreRequest
 from benchcheck.engines.hf import HFEngine
 from engine_throughput import jpeg
-from gpu_screen import build, free, step1, synthetic_items, visual
+from gpu_screen import build, engine_variant, free, step1, synthetic_items, visual
 
 REQS: dict[HFEngine, list[ScoreRequest]] = {}  # each engine's current workload (variant warm-ups)
 
@@ -156,33 +156,21 @@ class Timeline:
 @contextmanager
 def variant(engine: HFEngine, v: str) -> Iterator[None]:
     """The engine with one host-side setting changed for a pass: siX (Python's thread switch
-    interval X ms), nopace, growN, firstN, tokensN, decodeN (as in gpu_screen's ``--variants``)."""
-    knob, num = v.rstrip("0123456789."), v.lstrip("abcdefghijklmnopqrstuvwxyz")
-    owner: Any
-    if knob == "si" and num:
-        chosen_si = sys.getswitchinterval()
-        sys.setswitchinterval(float(num) / 1e3)
+    interval X ms), or any of gpu_screen's engine knobs (``engine_variant``: nopace, growN, ...)."""
+    if v.startswith("si"):
+        chosen = sys.getswitchinterval()
+        sys.setswitchinterval(float(v[2:]) / 1e3)
         try:
             yield
         finally:
-            sys.setswitchinterval(chosen_si)
+            sys.setswitchinterval(chosen)
         return
-    if v == "nopace" and engine.pacer is not None:
-        owner, attr, value = engine.pacer, "enabled", False
-    elif knob in ("grow", "first", "tokens") and num:
-        owner, value = engine, int(num)
-        attr = {"grow": "chunk_growth", "first": "first_chunk", "tokens": "max_batch_tokens"}[knob]
-    elif knob == "decode" and num:
-        owner, attr, value = engine.encoder.decoder, "processes", int(num)
-    else:
+    knob = engine_variant(engine, v)
+    if knob is None:
         raise SystemExit(f"unknown variant {v!r}")
-    chosen = getattr(owner, attr)
-    setattr(owner, attr, value)
-    try:
+    with knob[0]:
         engine.score_sync(REQS[engine])  # warm-up: the variant's new batch shapes
         yield
-    finally:
-        setattr(owner, attr, chosen)
 
 
 def print_summary(name: str, s: dict[str, Any]) -> None:
@@ -203,8 +191,8 @@ def main() -> None:
     ap.add_argument("--only", default="blind,image1,video32_8b,video32", help="comma-separated workloads")
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the item counts")
     ap.add_argument("--variants", default="si0.5,nopace",
-                    help="extra passes: siX (Python's thread switch interval X ms), nopace (launches not paced), "
-                         "growN, firstN, tokensN, decodeN (as gpu_screen's --variants)")
+                    help="extra passes: siX (Python's thread switch interval X ms), or gpu_screen's engine "
+                         "knobs: nopace, paceN, growN, encN, firstN, tokensN, decodeN")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"), help="folder for timeline.json")
     args = ap.parse_args()
     device = torch.device("cpu" if args.tiny else "cuda")
