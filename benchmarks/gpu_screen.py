@@ -627,8 +627,12 @@ def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[Scor
             note="the engine as chosen (one-pass rotary), again")
 
 
-def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: int, peak: float,
-          size: tuple[int, int]) -> None:
+def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_items: int, n_frames: int,
+          peak: float, size: tuple[int, int]) -> None:
+    """Generation at the sweep's longest condition: ``naive`` (transformers' ``generate`` on one
+    request: its loop, a DynamicCache), ``ours`` (the engine: reserved cache, decode steps replayed
+    as a CUDA graph) and ``ours-eager`` (the same steps run eagerly). Check: the graph's tokens are
+    the eager steps' tokens (the same kernels), and how many leading tokens match ``naive``."""
     frames = [jpeg(1000 + s, *size) for s in range(16)]
     reqs = [GenerateRequest(f"g{i}", "Question: what happens in the video?\nAnswer in one sentence.",
                             tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=128)
@@ -639,22 +643,44 @@ def sweep(rows: list[Row], name: str, engine: HFEngine, n_items: int, n_frames: 
     # weight and token) at the matmul rate; decode at batch 1 is bound by reading the weights.
     n_params = sum(x.numel() for x in engine.model.model.language_model.parameters())
     flops = item_flops(engine.model.config, p.n_tokens, grids) + 128 * 2.0 * n_params  # type: ignore[arg-type]
+    limit = peak * 1e12 / flops
     stop = engine.stop_ids
     engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
     try:
-        res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), peak * 1e12 / flops,
+        with plain(engine):
+            naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
+                                   lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
+        res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit,
                       lambda: engine.generate_sync(reqs), note=f"{n_frames} frames, 128 new tokens")
-    finally:
-        engine.stop_ids = stop
-    done = [g.completion_tokens for g in res if isinstance(g, Generation)]  # type: ignore[attr-defined]
-    if len(done) != n_items:
-        raise SystemExit(f"{name}: {n_items - len(done)} failed: {[g for g in res if not isinstance(g, Generation)]}")  # type: ignore[attr-defined]
-    rows[-1].note += f"; {np.mean(done):.0f} tokens generated"
-    engine.stop_ids = set()
-    try:
+        with knob_set(engine, "decode_graphs", False):
+            eager = run_row(rows, name, "ours-eager", engine, n_items, float(p.n_tokens), limit,
+                            lambda: engine.generate_sync(reqs), note="variant: decode steps run eagerly")
         profile(name, lambda: engine.generate_sync(reqs[:1]))
     finally:
         engine.stop_ids = stop
+    done = [g for g in [*res, *eager] if isinstance(g, Generation)]  # type: ignore[attr-defined]
+    if len(done) != 2 * n_items:
+        raise SystemExit(f"{name}: {2 * n_items - len(done)} failed: {[g for g in [*res, *eager] if g not in done]}")  # type: ignore[attr-defined]
+    rows[-2].note += f"; {np.mean([g.completion_tokens for g in done]):.0f} tokens generated"
+    graph_text, eager_text = [g.text for g in done[:n_items]], [g.text for g in done[n_items:]]
+    differ = sum(a != b for a, b in zip(graph_text, eager_text, strict=True))
+    naive_text = engine.tokenizer.decode(naive_tokens, skip_special_tokens=True)  # type: ignore[arg-type]
+    lead = next((i for i, (x, y) in enumerate(zip(graph_text[0], naive_text, strict=False)) if x != y),
+                min(len(graph_text[0]), len(naive_text)))
+    c = Check(name, n_items, float("nan"), 0.0, float(differ), differ == 0, str(engine.dtype).replace("torch.", ""),
+              {"graph_vs_eager_texts_differing": differ, "chars_equal_to_naive": lead, "naive_chars": len(naive_text)})
+    checks.append(c)
+    print(f"  check {name}: graph vs eager, {differ} of {n_items} texts differ; item 0 equals transformers' "
+          f"generate for its first {lead} of {len(naive_text)} characters", flush=True)
+
+
+def naive_generate(engine: HFEngine, prompt: EncodedPrompt, n: int) -> list[int]:
+    """transformers' own greedy ``generate`` on one request: exactly ``n`` new tokens."""
+    b = collate([prompt], engine.pad_id, engine.pixels, engine.dtype)
+    with torch.inference_mode():
+        out = engine.model.generate(**b.model_kwargs(), max_new_tokens=n, min_new_tokens=n, do_sample=False,
+                                    pad_token_id=engine.pad_id)
+    return [int(t) for t in out[0, prompt.n_tokens:].tolist()]
 
 
 def build(shape: str, tiny_dir: Path | None, device: torch.device) -> HFEngine:
@@ -736,7 +762,7 @@ def main() -> None:
             scoring(rows, checks, "video32_8b", engine, visual(synthetic_items(n(48), 30, 3), 6, frames, 32),
                     n(4), 4, peak)
         if "sweep" in only:
-            sweep(rows, "sweep", engine, 2 if args.tiny else 3, 16 if args.tiny else 582, peak, (416, 224))
+            sweep(rows, checks, "sweep", engine, 2 if args.tiny else 3, 16 if args.tiny else 582, peak, (416, 224))
         free(engine)
     if "video32" in only:
         engine = build("qwen3-vl-2b", tiny_dir, device)

@@ -27,13 +27,14 @@ from benchcheck.engines.base import Failure, GenerateRequest, Generation, Letter
 from benchcheck.engines.hf_batch import collate
 from benchcheck.engines.hf_checkpoint import pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf_decode import BadInput
-from benchcheck.engines.hf_forward import PendingTop, greedy_batch, score_batch, score_packed
+from benchcheck.engines.hf_forward import PendingTop, score_batch, score_packed
 from benchcheck.engines.hf_fused import (
     compile_enabled,
     use_fused_text_attention,
     use_fused_text_mlp,
     use_fused_text_norms,
 )
+from benchcheck.engines.hf_generate import greedy_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
@@ -170,6 +171,9 @@ class HFEngine:
         # Scoring requests that start with the same tokens (step 1's permutations) share them:
         # one packed forward per family (hf_prefix). False: every request runs in full.
         self.share_prefixes = True
+        # Generation's decode steps replayed as a CUDA graph on CUDA (``hf_generate``); False: the
+        # same steps run eagerly (to compare the two).
+        self.decode_graphs = True
         # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
         # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
         # left-padded row per family with a dense tree mask: everywhere else). Picked here from
@@ -259,7 +263,8 @@ class HFEngine:
             t0 = time.perf_counter()
             with self._lock:
                 batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
-                new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id)
+                new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
+                                   graphs=self.decode_graphs, pacer=self.pacer)
             dt = time.perf_counter() - t0
             return lambda: [
                 Generation(

@@ -1,4 +1,5 @@
-"""The two forwards of the ``hf`` engine on one padded batch: scoring and greedy generation."""
+"""The scoring forwards of the ``hf`` engine: one padded batch, or families packed with their shared prefix
+(greedy generation is ``hf_generate``)."""
 
 from __future__ import annotations
 
@@ -80,48 +81,3 @@ def _pending_top(logprobs: torch.Tensor, k: int, gather_ids: torch.Tensor | None
     if top.values.device.type == "cuda":
         done = torch.cuda.current_stream().record_event()
     return PendingTop(values, indices, done, gathered)
-
-
-@torch.inference_mode()
-def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int) -> list[list[int]]:
-    """Greedy decoding with a KV cache; row r stops at a stop token or after ``max_new[r]``
-    tokens. Returns each row's new tokens, stop token excluded."""
-    pos = position_ids(model, batch)
-    out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True)
-    cache = out.past_key_values
-    mask = batch.attention_mask
-    # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.
-    next_text = mask.sum(-1)
-    next_mrope = pos[1:].amax(dim=(0, 2)) + 1
-    rows = mask.shape[0]
-    tokens: list[list[int]] = [[] for _ in range(rows)]
-    done = [m <= 0 for m in max_new]
-    stop = torch.tensor(sorted(stop_ids), device=mask.device)
-    for _step in range(max(max_new, default=0)):
-        nxt = out.logits[:, -1, :].argmax(-1)
-        is_stop = torch.isin(nxt, stop).tolist()
-        for r, (tok, s) in enumerate(zip(nxt.tolist(), is_stop, strict=True)):
-            if done[r]:
-                continue
-            if s:
-                done[r] = True
-                continue
-            tokens[r].append(tok)
-            done[r] = len(tokens[r]) >= max_new[r]
-        if all(done):
-            break
-        # Finished rows keep stepping with a pad token; their output is already final.
-        step_ids = torch.where(torch.tensor(done, device=nxt.device), torch.full_like(nxt, pad_id), nxt)
-        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-        step_pos = torch.stack([next_text, next_mrope, next_mrope, next_mrope])[:, :, None]
-        out = model(
-            input_ids=step_ids[:, None],
-            attention_mask=mask,
-            position_ids=step_pos,
-            past_key_values=cache,
-            use_cache=True,
-        )
-        cache = out.past_key_values
-        next_text = next_text + 1
-        next_mrope = next_mrope + 1
-    return tokens

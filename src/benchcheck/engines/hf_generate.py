@@ -1,0 +1,260 @@
+"""Greedy generation of the ``hf`` engine: one prefill, then one token a step, the device never waited on.
+
+The sweep's requests are long (582 frames: ~54,000 prompt tokens) and generate 128 tokens, so
+the decode steps are most of their time. transformers' loop made each step slow three ways, all
+on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful device work):
+
+- ``DynamicCache`` concatenates each step's keys and values onto the cache, copying all of it
+  (at 54,000 tokens 8 GB for one 8B row, read and written again per step). ``ReservedCache``
+  reserves the prompt's and every new token's slots once and writes each step into its slot.
+- The loop read the new tokens back every step (``.tolist()``), so the host queued step s+1 only
+  after the device had finished step s. Here tokens and stop flags stay on the device; whether
+  every row has finished is copied back without waiting and read ``LOOKBACK`` steps later, which
+  also bounds how far the host runs ahead (it waits for that copy releasing Python's lock).
+- Every step has the same shapes: it attends over the whole reservation with a mask of the slots
+  written so far and writes its keys at a slot held in a device tensor. On CUDA the step is
+  therefore captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels'
+  worth of Python; a capture that fails runs the same step eagerly (a warning says so).
+
+The tokens are the same as transformers' ``generate`` with greedy decoding gives each request
+alone (tests/engines_hf/test_hf_generate.py, float32).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin
+
+from benchcheck.engines.hf_batch import Batch, position_ids
+
+log = logging.getLogger(__name__)
+
+# Steps between queuing a step's "all rows finished" flag and reading it: the loop ends at most
+# this many steps after the last row stops, and the host never queues more than this many steps
+# ahead of the device (a step is a graph launch and ~10 small kernels; CUDA's queue holds ~1,000).
+LOOKBACK = 4
+
+
+class ReservedLayer(CacheLayerMixin):  # type: ignore[no-untyped-call]
+    """One decoder layer's keys and values in buffers reserved for ``capacity`` tokens.
+
+    A prefill (or any update while ``slot`` is None) appends and returns the filled part, as
+    transformers' ``DynamicLayer`` would, without copying what is already there. A decode step
+    (``slot`` set: a one-element device tensor) writes its token at that slot and returns the
+    whole reservation, which the step attends over with a mask of the slots written so far."""
+
+    is_sliding = False
+    is_compileable = False
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.capacity = capacity
+        self.length = 0
+        self.slot: torch.Tensor | None = None
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        b, h, _, d = key_states.shape
+        self.keys = key_states.new_zeros((b, h, self.capacity, d))
+        self.values = value_states.new_zeros((b, h, self.capacity, value_states.shape[-1]))
+        self.is_initialized = True
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
+               **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        assert self.keys is not None and self.values is not None
+        if self.slot is not None:
+            self.keys.index_copy_(2, self.slot, key_states)
+            self.values.index_copy_(2, self.slot, value_states)
+            return self.keys, self.values
+        end = self.length + key_states.shape[-2]
+        if end > self.capacity:
+            raise ValueError(f"a reserved KV cache of {self.capacity} tokens cannot take {end}")
+        self.keys[:, :, self.length:end] = key_states
+        self.values[:, :, self.length:end] = value_states
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.length + query_length, 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def get_max_length(self) -> int:
+        return self.capacity
+
+
+class ReservedCache(Cache):
+    """A KV cache of reserved layers (``ReservedLayer``); ``decode_mask`` is set once decoding
+    starts: (B, 1, 1, capacity) bool, True where a step may attend (written, not padding)."""
+
+    def __init__(self, layers: int, capacity: int) -> None:
+        super().__init__(layers=[ReservedLayer(capacity) for _ in range(layers)])
+        self.decode_mask: torch.Tensor | None = None
+
+    def start_decoding(self, slot: torch.Tensor, mask: torch.Tensor) -> None:
+        """From now on every update writes one token at ``slot`` (see ``ReservedLayer``)."""
+        for layer in self.layers:
+            assert isinstance(layer, ReservedLayer)
+            layer.slot = slot
+        self.decode_mask = mask
+
+
+def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
+                     scaling: float) -> torch.Tensor:
+    """Attention of one new token per row over a reserved cache: (B, H, 1, D) queries, (B, Hkv,
+    S, D) keys and values, ``mask`` (B, 1, 1, S) bool; returns (B, 1, H, D) as transformers'
+    attention functions do. The H / Hkv query heads of a key head go in as that head's query rows,
+    so no key or value is repeated per query head (transformers' SDPA path copies the whole cache
+    per layer to do that when a mask is given)."""
+    b, h, _, d = query.shape
+    groups = h // key.shape[1]
+    q = query.reshape(b, key.shape[1], groups, d)
+    out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, scale=scaling)
+    return out.reshape(b, h, 1, d).transpose(1, 2)
+
+
+@dataclass(slots=True)
+class _StepInputs:
+    """A decode step's inputs, in tensors that keep their storage (a CUDA graph reads them there)."""
+
+    ids: torch.Tensor  # (B, 1) long
+    positions: torch.Tensor  # (4, B, 1) long: text, then M-RoPE (t, h, w)
+    slot: torch.Tensor  # (1,) long: the cache slot this step writes
+    mask: torch.Tensor  # (B, 1, 1, capacity) bool
+
+
+class DecodeStep:
+    """One decode step of ``model`` over a ``ReservedCache``: eager, or captured once as a CUDA
+    graph and replayed (``graphs``) on CUDA. Either way the same kernels read the same inputs."""
+
+    def __init__(self, model: Any, cache: ReservedCache, inputs: _StepInputs, graphs: bool, pacer: Any = None) -> None:
+        self.model, self.cache, self.inputs, self.pacer = model, cache, inputs, pacer
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None
+        self.want_graph = graphs and inputs.ids.device.type == "cuda"
+
+    def _forward(self) -> torch.Tensor:
+        out = self.model(input_ids=self.inputs.ids, attention_mask=self.inputs.mask,
+                         position_ids=self.inputs.positions, past_key_values=self.cache, use_cache=True)
+        logits: torch.Tensor = out.logits[:, -1, :]
+        return logits
+
+    def __call__(self) -> torch.Tensor:
+        """The step's last-position logits (B, vocab); with a graph, a tensor the next call overwrites."""
+        if self.graph is not None:
+            self.graph.replay()
+            assert self.logits is not None
+            return self.logits
+        if self.want_graph:
+            self.want_graph = False
+            captured = self._capture()
+            if captured is not None:
+                return captured
+        return self._forward()
+
+    def _capture(self) -> torch.Tensor | None:
+        """Capture the step (its first call runs it); None when capture failed (run it eagerly)."""
+        paced = self.pacer is not None and self.pacer.enabled
+        if paced:
+            self.pacer.enabled = False  # its event waits may not run inside a capture
+        try:
+            # The warm-up runs on a side stream, as torch.cuda.graphs asks: it computes this very
+            # step (same inputs, same slot), so its writes to the cache are the step's own.
+            side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._forward()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            # Only this thread's calls are checked: another engine call's thread may wait on its
+            # own events meanwhile, which the default (global) mode would turn into an error there.
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                logits = self._forward()
+        except RuntimeError as e:
+            log.warning("decode steps run eagerly: capturing one as a CUDA graph failed (%s)", str(e).splitlines()[0])
+            torch.cuda.synchronize()
+            return None
+        finally:
+            if paced:
+                self.pacer.enabled = True
+        self.graph, self.logits = graph, logits
+        graph.replay()
+        return logits
+
+
+@torch.inference_mode()
+def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
+                 graphs: bool = True, pacer: Any = None) -> list[list[int]]:
+    """Greedy decoding of a left-padded batch; row r stops at a stop token or after ``max_new[r]``
+    tokens. Returns each row's new tokens, stop token excluded. ``graphs``: replay decode steps as
+    a CUDA graph on CUDA (see the module's docstring)."""
+    steps = max(max_new, default=0)
+    if steps <= 0:
+        return [[] for _ in max_new]
+    pos = position_ids(model, batch)
+    rows, length = batch.attention_mask.shape
+    dev = batch.input_ids.device
+    # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
+    cache = ReservedCache(model.config.text_config.num_hidden_layers, length + steps - 1)
+    out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True, past_key_values=cache)
+    nxt = out.logits[:, -1, :].argmax(-1)
+    tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
+    limit = torch.tensor(max_new, device=dev)
+    stop = torch.tensor(sorted(stop_ids), dtype=torch.long, device=dev)
+    done = limit <= 0
+    inputs = _StepInputs(
+        ids=torch.empty((rows, 1), dtype=torch.long, device=dev),
+        # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.
+        positions=torch.stack([batch.attention_mask.sum(-1), *[pos[1:].amax(dim=(0, 2)) + 1] * 3])[:, :, None].clone(),
+        slot=torch.full((1,), length, dtype=torch.long, device=dev),
+        mask=torch.zeros((rows, 1, 1, length + steps - 1), dtype=torch.bool, device=dev),
+    )
+    inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
+    cache.start_decoding(inputs.slot, inputs.mask)
+    step = DecodeStep(model, cache, inputs, graphs, pacer)
+    finished: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()
+    for s in range(steps):
+        tokens[:, s] = nxt
+        done = done | torch.isin(nxt, stop) | (limit <= s + 1)
+        if s + 1 == steps or _all_finished(done, finished):
+            break
+        # Finished rows keep stepping with a pad token; their output is already final.
+        inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
+        inputs.mask[:, 0, 0, length + s] = True
+        nxt = step().argmax(-1)
+        inputs.positions.add_(1)
+        inputs.slot.add_(1)
+    return _cut(tokens.tolist(), max_new, stop_ids)
+
+
+def _all_finished(done: torch.Tensor, queue: deque[tuple[torch.Tensor, torch.cuda.Event | None]]) -> bool:
+    """Whether every row had finished ``LOOKBACK`` steps ago (at once off CUDA), reading a flag
+    copied back without waiting; waits only for that old step, with Python's lock released."""
+    if done.device.type != "cuda":
+        return bool(done.all())
+    flag = torch.empty((), dtype=torch.bool, pin_memory=True)
+    flag.copy_(done.all(), non_blocking=True)
+    queue.append((flag, torch.cuda.current_stream().record_event()))
+    if len(queue) <= LOOKBACK:
+        return False
+    old, event = queue.popleft()
+    assert event is not None
+    event.synchronize()
+    return bool(old)
+
+
+def _cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:
+    """Each row's tokens up to its first stop token (excluded) and at most its ``max_new``."""
+    out = []
+    for row, n in zip(tokens, max_new, strict=True):
+        row = row[: max(0, n)]
+        end = next((i for i, t in enumerate(row) if t in stop_ids), len(row))
+        out.append(row[:end])
+    return out

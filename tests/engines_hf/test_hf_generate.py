@@ -1,0 +1,191 @@
+"""Greedy generation (``hf_generate``): the reserved KV cache, the decode attention, the loop."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hf_helpers import make_jpeg
+
+from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_batch import collate, position_ids
+from benchcheck.engines.hf_generate import ReservedCache, ReservedLayer, decode_attention, greedy_batch
+from benchcheck.engines.hf_inputs import EncodedPrompt
+
+PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
+
+
+def encoded(engine: HFEngine) -> list[EncodedPrompt]:
+    return [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
+
+
+def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) -> tuple[list[int], list[torch.Tensor]]:
+    """Greedy tokens of one request alone, the whole sequence recomputed each step (no cache),
+    and the last position's logits of each step."""
+    new: list[int] = []
+    logits: list[torch.Tensor] = []
+    with torch.inference_mode():
+        for _ in range(n):
+            p = dataclasses.replace(
+                prompt,
+                input_ids=torch.cat([torch.from_numpy(prompt.input_ids), torch.tensor(new, dtype=torch.long)]).numpy(),
+                mm_token_type_ids=torch.cat([torch.from_numpy(prompt.mm_token_type_ids),
+                                             torch.zeros(len(new), dtype=torch.long)]).numpy(),
+            )
+            batch = collate([p], engine.pad_id, engine.pixels, engine.dtype)
+            out = engine.model(**batch.model_kwargs(engine.model), position_ids=position_ids(engine.model, batch))
+            logits.append(out.logits[0, -1])
+            tok = int(out.logits[0, -1].argmax())
+            if tok in stop:
+                break
+            new.append(tok)
+    return new, logits
+
+
+def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int]) -> list[list[int]]:
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id)
+
+
+def test_a_left_padded_batch_decodes_as_each_request_alone(hf_engine: HFEngine) -> None:
+    prompts = encoded(hf_engine)
+    assert len({p.n_tokens for p in prompts}) == 3  # rows of different lengths: left padding
+    max_new = [7, 3, 5]
+    steps: list[torch.Tensor] = []  # the logits of the prefill and of every decode step
+    hook = hf_engine.model.lm_head.register_forward_hook(lambda m, a, out: steps.append(out[:, -1].clone()))
+    try:
+        out = generate(hf_engine, prompts, max_new, set())
+    finally:
+        hook.remove()
+    assert [len(t) for t in out] == max_new and len(steps) == max(max_new)
+    for r, (p, n) in enumerate(zip(prompts, max_new, strict=True)):
+        tokens, logits = recomputed(hf_engine, p, n, set())
+        assert out[r] == tokens
+        # The logits too (the tiny model's tokens repeat, so they alone would miss a wrong mask or position).
+        for s, want in enumerate(logits):
+            assert torch.allclose(steps[s][r], want, atol=1e-4), (r, s, (steps[s][r] - want).abs().max())
+
+
+def test_a_stop_token_ends_its_row_and_the_others_go_on(hf_engine: HFEngine) -> None:
+    prompts = encoded(hf_engine)
+    free = generate(hf_engine, prompts, [6, 6, 6], set())
+    stop = {free[0][2]}  # row 0's third token
+    out = generate(hf_engine, prompts, [6, 6, 6], stop)
+    assert out[0] == free[0][:2]
+    for row, full in zip(out[1:], free[1:], strict=True):
+        end = next((i for i, t in enumerate(full) if t in stop), len(full))
+        assert row == full[:end]
+    assert out == [recomputed(hf_engine, p, 6, stop)[0] for p in prompts]
+
+
+def test_the_loop_ends_once_every_row_has_stopped(hf_engine: HFEngine) -> None:
+    prompts = encoded(hf_engine)[:2]
+    calls: list[int] = []
+    hook = hf_engine.model.model.language_model.register_forward_pre_hook(lambda m, a: calls.append(1))
+    try:
+        everything = set(range(int(hf_engine.model.config.text_config.vocab_size)))
+        assert generate(hf_engine, prompts, [50, 50], everything) == [[], []]
+        assert len(calls) == 1  # the prefill only: both rows stopped at their first token
+        calls.clear()
+        assert [len(t) for t in generate(hf_engine, prompts, [0, 4], set())] == [0, 4]
+        assert len(calls) == 4  # the prefill and 3 steps: the 4th token is never fed back
+    finally:
+        hook.remove()
+
+
+def test_the_reserved_layer_appends_in_place_and_writes_decode_steps_at_their_slot() -> None:
+    layer = ReservedLayer(capacity=6)
+    k1, v1 = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    keys, values = layer.update(k1, v1)
+    assert keys.shape == (2, 3, 4, 8) and torch.equal(keys, k1) and torch.equal(values, v1)
+    assert layer.keys is not None and keys.data_ptr() == layer.keys.data_ptr()  # a view, nothing copied
+    assert layer.get_seq_length() == 4 and layer.get_mask_sizes(1) == (5, 0)
+    layer.slot = torch.tensor([4])
+    k2, v2 = torch.randn(2, 3, 1, 8), torch.randn(2, 3, 1, 8)
+    keys, values = layer.update(k2, v2)
+    assert keys.shape == (2, 3, 6, 8)  # the whole reservation
+    assert torch.equal(keys[:, :, :4], k1) and torch.equal(keys[:, :, 4:5], k2) and not keys[:, :, 5].any()
+    layer.slot = None
+    with pytest.raises(ValueError, match="6 tokens cannot take 7"):
+        layer.update(torch.randn(2, 3, 3, 8), torch.randn(2, 3, 3, 8))
+
+
+def test_the_reserved_cache_serves_the_model_like_a_dynamic_cache(hf_engine: HFEngine) -> None:
+    from transformers.cache_utils import DynamicCache
+
+    prompts = encoded(hf_engine)
+    batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
+    pos = position_ids(hf_engine.model, batch)
+    layers = hf_engine.model.config.text_config.num_hidden_layers
+    outs = []
+    with torch.inference_mode():
+        for cache in (DynamicCache(config=hf_engine.model.config), ReservedCache(layers, batch.input_ids.shape[1] + 3)):
+            outs.append(hf_engine.model(**batch.model_kwargs(hf_engine.model), position_ids=pos, use_cache=True,
+                                        past_key_values=cache).logits)
+    assert torch.allclose(outs[0], outs[1], atol=1e-5)
+
+
+def repeated_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                          scale: float) -> torch.Tensor:
+    """Attention as transformers' SDPA path computes it with a mask: keys repeated per query head."""
+    from transformers.integrations.sdpa_attention import repeat_kv
+
+    g = q.shape[1] // k.shape[1]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    out = sdpa(q, repeat_kv(k, g), repeat_kv(v, g), attn_mask=mask, scale=scale)
+    return out.transpose(1, 2)
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(8, 2), (4, 4)])
+def test_decode_attention_equals_attention_with_repeated_keys(heads: int, kv_heads: int) -> None:
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, heads, 1, 16), torch.randn(3, kv_heads, 11, 16), torch.randn(3, kv_heads, 11, 16)
+    mask = torch.rand(3, 1, 1, 11) > 0.3
+    mask[:, :, :, 0] = True
+    ours = decode_attention(q, k, v, mask, 0.25)
+    assert ours.shape == (3, 1, heads, 16)
+    assert torch.allclose(ours, repeated_kv_attention(q, k, v, mask, 0.25), atol=1e-6)
+    # A masked slot's contents do not matter.
+    k2 = k.clone()
+    k2[~mask[:, 0, 0, :][:, None, :].expand(-1, kv_heads, -1)] = 1e4
+    assert torch.allclose(decode_attention(q, k2, v, mask, 0.25), ours, atol=1e-6)
+
+
+def test_fused_attention_generates_through_decode_attention(tiny_model: Path) -> None:
+    from benchcheck.engines import hf_fused
+
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = encoded(engine)
+    logits: list[torch.Tensor] = []
+    hook = engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone()))
+    seen: list[int] = []
+    real = hf_fused.decode_attention
+
+    def counting(*args: Any, **kwargs: Any) -> torch.Tensor:
+        seen.append(1)
+        return real(*args, **kwargs)
+
+    try:
+        before = generate(engine, prompts, [5, 5, 5], set())
+        hf_fused.decode_attention = counting  # type: ignore[assignment]
+        hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+        assert generate(engine, prompts, [5, 5, 5], set()) == before
+    finally:
+        hf_fused.decode_attention = real  # type: ignore[assignment]
+        hook.remove()
+    assert len(seen) == 4 * engine.model.config.text_config.num_hidden_layers  # 4 steps, every layer
+    assert len(logits) == 10
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:5], logits[5:], strict=True))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
+    prompts = encoded(engine)
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=False, pacer=engine.pacer)
+    graphed = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=True, pacer=engine.pacer)
+    assert graphed == eager
