@@ -630,9 +630,10 @@ def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[Scor
 def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_items: int, n_frames: int,
           peak: float, size: tuple[int, int]) -> None:
     """Generation at the sweep's longest condition: ``naive`` (transformers' ``generate`` on one
-    request: its loop, a DynamicCache), ``ours`` (the engine: reserved cache, decode steps replayed
-    as a CUDA graph) and ``ours-eager`` (the same steps run eagerly). Check: the graph's tokens are
-    the eager steps' tokens (the same kernels), and how many leading tokens match ``naive``."""
+    request: its loop, a DynamicCache), ``ours`` (the engine as chosen: reserved cache, no reads in
+    the loop) and ``ours-graphs`` / ``ours-eager`` (its decode steps the other way: replayed as a
+    CUDA graph, or eagerly). Check: both give the same texts (the same kernels), and how many
+    leading characters of item 0 match ``naive``."""
     frames = [jpeg(1000 + s, *size) for s in range(16)]
     reqs = [GenerateRequest(f"g{i}", "Question: what happens in the video?\nAnswer in one sentence.",
                             tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=128)
@@ -652,21 +653,23 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
         res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit,
                       lambda: engine.generate_sync(reqs), note=f"{n_frames} frames, 128 new tokens")
-        with knob_set(engine, "decode_graphs", False):
-            eager = run_row(rows, name, "ours-eager", engine, n_items, float(p.n_tokens), limit,
-                            lambda: engine.generate_sync(reqs), note="variant: decode steps run eagerly")
+        other = not engine.decode_graphs
+        with knob_set(engine, "decode_graphs", other):
+            flipped = run_row(rows, name, "ours-graphs" if other else "ours-eager", engine, n_items, float(p.n_tokens),
+                              limit, lambda: engine.generate_sync(reqs),
+                              note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}")
         profile(name, lambda: engine.generate_sync(reqs[:1]))
     finally:
         engine.stop_ids = stop
-    done = [g for g in [*res, *eager] if isinstance(g, Generation)]  # type: ignore[attr-defined]
+    done = [g for g in [*res, *flipped] if isinstance(g, Generation)]  # type: ignore[attr-defined]
     if len(done) != 2 * n_items:
-        raise SystemExit(f"{name}: {2 * n_items - len(done)} failed: {[g for g in [*res, *eager] if g not in done]}")  # type: ignore[attr-defined]
+        raise SystemExit(f"{name}: {2 * n_items - len(done)} failed: {[g for g in [*res, *flipped] if g not in done]}")  # type: ignore[attr-defined]
     rows[-2].note += f"; {np.mean([g.completion_tokens for g in done]):.0f} tokens generated"
-    graph_text, eager_text = [g.text for g in done[:n_items]], [g.text for g in done[n_items:]]
-    differ = sum(a != b for a, b in zip(graph_text, eager_text, strict=True))
+    ours_text, other_text = [g.text for g in done[:n_items]], [g.text for g in done[n_items:]]
+    differ = sum(a != b for a, b in zip(ours_text, other_text, strict=True))
     naive_text = engine.tokenizer.decode(naive_tokens, skip_special_tokens=True)  # type: ignore[arg-type]
-    lead = next((i for i, (x, y) in enumerate(zip(graph_text[0], naive_text, strict=False)) if x != y),
-                min(len(graph_text[0]), len(naive_text)))
+    lead = next((i for i, (x, y) in enumerate(zip(ours_text[0], naive_text, strict=False)) if x != y),
+                min(len(ours_text[0]), len(naive_text)))
     c = Check(name, n_items, float("nan"), 0.0, float(differ), differ == 0, str(engine.dtype).replace("torch.", ""),
               {"graph_vs_eager_texts_differing": differ, "chars_equal_to_naive": lead, "naive_chars": len(naive_text)})
     checks.append(c)

@@ -12,9 +12,10 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   every row has finished is copied back without waiting and read ``LOOKBACK`` steps later, which
   also bounds how far the host runs ahead (it waits for that copy releasing Python's lock).
 - Every step has the same shapes: it attends over the whole reservation with a mask of the slots
-  written so far and writes its keys at a slot held in a device tensor. On CUDA the step is
-  therefore captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels'
-  worth of Python; a capture that fails runs the same step eagerly (a warning says so).
+  written so far and writes its keys at a slot held in a device tensor. On CUDA the step can
+  therefore be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels'
+  worth of Python; a capture that fails runs the same step eagerly (a warning says so). Off by
+  default (``HFEngine.decode_graphs``) until measured on a GPU.
 
 The tokens are the same as transformers' ``generate`` with greedy decoding gives each request
 alone (tests/engines_hf/test_hf_generate.py, float32).
@@ -191,7 +192,7 @@ class DecodeStep:
 
 @torch.inference_mode()
 def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
-                 graphs: bool = True, pacer: Any = None) -> list[list[int]]:
+                 graphs: bool = False, pacer: Any = None) -> list[list[int]]:
     """Greedy decoding of a left-padded batch; row r stops at a stop token or after ``max_new[r]``
     tokens. Returns each row's new tokens, stop token excluded. ``graphs``: replay decode steps as
     a CUDA graph on CUDA (see the module's docstring)."""
