@@ -247,12 +247,12 @@ def engine_variant(engine: HFEngine, variant: str) -> tuple[contextlib.AbstractC
     (``nopace``, ``paceN``), chunks growing N times (``growN``), N encoding threads (``encN``),
     images decoded in N worker processes or, for 0, in the encoding threads (``decodeN``), a first
     chunk of N requests (``firstN``), batches of up to N tokens (``tokensN``)."""
-    knob, num = variant.rstrip("0123456789"), variant.lstrip("abcdefghijklmnopqrstuvwxyz")
-    if variant == "nopace":
-        return paced(engine, None), "variant: launches not paced"
-    if not num:
+    parsed = knob_of(variant)
+    if parsed is None:
         return None
-    n = int(num)
+    knob, n = parsed
+    if knob == "nopace":
+        return paced(engine, None), "variant: launches not paced"
     if knob == "pace":
         return paced(engine, n), f"variant: launches paced {n} blocks ahead"
     if knob == "grow":
@@ -264,25 +264,33 @@ def engine_variant(engine: HFEngine, variant: str) -> tuple[contextlib.AbstractC
     if knob == "decode":
         where = f"in {n} worker processes" if n else "in the encoding threads"
         return knob_set(engine.encoder.decoder, "processes", n), f"variant: images decoded {where}"
-    if knob == "tokens":
-        return knob_set(engine, "max_batch_tokens", n), f"variant: batches of up to {n} tokens"
-    return None
+    assert knob == "tokens"
+    return knob_set(engine, "max_batch_tokens", n), f"variant: batches of up to {n} tokens"
 
 
-def engine_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
-                    limit: float) -> None:
-    """A row for each of ``VARIANTS`` that is an engine knob (``engine_variant``)."""
-    for variant in sorted(VARIANTS):
-        chosen = engine_variant(engine, variant)
-        if chosen is None:
-            continue
-        ctx, note = chosen
-        with ctx:
-            # Warm-up, a whole pass on CUDA as for the engine's own rows: a variant that changes
-            # the batches' shapes would otherwise pay cuDNN's graph for each new one in its row.
-            engine.score_sync(reqs if engine.device.type == "cuda" else reqs[: min(len(reqs), 16)])
-            run_row(rows, name, f"ours-{variant}", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-                    note=note)
+KNOBS = ("pace", "grow", "enc", "first", "decode", "tokens")  # each takes a number: growN, ...
+
+
+def knob_of(variant: str) -> tuple[str, int] | None:
+    """(knob, N) of an engine-knob variant name (``nopace``: ("nopace", 0)); None for any other name."""
+    if variant == "nopace":
+        return variant, 0
+    knob = variant.rstrip("0123456789")
+    num = variant[len(knob):]
+    return (knob, int(num)) if knob in KNOBS and num else None
+
+
+def knob_row(w: Workload, variant: str) -> None:
+    """A row for an engine knob variant (``engine_variant``)."""
+    chosen = engine_variant(w.engine, variant)
+    assert chosen is not None
+    ctx, note = chosen
+    with ctx:
+        # Warm-up, a whole pass on CUDA as for the engine's own rows: a variant that changes
+        # the batches' shapes would otherwise pay cuDNN's graph for each new one in its row.
+        w.engine.score_sync(w.reqs if w.engine.device.type == "cuda" else w.reqs[: min(len(w.reqs), 16)])
+        run_row(w.rows, w.name, f"ours-{variant}", w.engine, len(w.reqs), w.tokens, w.lim_shared,
+                lambda: w.engine.score_sync(w.reqs), note=note)
 
 
 @contextlib.contextmanager
@@ -481,27 +489,13 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
-    if engine.device.type == "cuda":
-        engine.share_prefixes = True
-        engine_variants(rows, name, engine, reqs, tokens, lim_shared)
-    if not unshared and engine.device.type == "cuda" and VARIANTS & {"vision-fused", "vision-fused-no-epilogue"}:
-        vision_variants(rows, name, engine, reqs, tokens, lim_full)
-    if not unshared and engine.device.type == "cuda" and "vision-rotary-old" in VARIANTS:
-        rotary_variant(rows, name, engine, reqs, tokens, lim_full)
-    if not unshared and engine.device.type == "cuda" and "nosync" in VARIANTS:
-        # Variant: the mask-free forward with no device reads inside it (hf_nosync) instead of
-        # transformers' own multimodal forward (placeholder check, masked scatter, DeepStack).
-        from benchcheck.engines import hf_forward
-
-        chosen_sync = hf_forward.NO_SYNC
-        with knob_set(hf_forward, "NO_SYNC", not chosen_sync):
-            engine.score_sync(reqs[: min(len(reqs), 16)])
-            run_row(rows, name, "ours-nosync" if not chosen_sync else "ours-sync", engine, len(reqs), tokens,
-                    lim_full, lambda: engine.score_sync(reqs), note="variant: the other scoring forward (hf_nosync)")
-    if unshared and "tree-mask" in VARIANTS:
-        tree_mask_variant(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_shared)
-    if unshared and "batch512" in VARIANTS:
-        batch512_variant(rows, name, engine, reqs, tokens, lim_shared)
+    engine.share_prefixes = True
+    w = Workload(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_full, lim_shared, unshared)
+    for v in sorted(VARIANTS):
+        found = variant(v)
+        assert found is not None  # names were checked at the start (main)
+        if found.on in ("both", "blind" if unshared else "visual") and (engine.device.type == "cuda" or not found.cuda):
+            found.run(w, v)
     if unshared and engine.device.type == "cuda" and engine.tree_attention == "mask":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.
@@ -542,11 +536,12 @@ def alternating_rows(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sc
         switch(False)
 
 
-def tree_mask_variant(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[ScoreRequest],
-                      prompts: Sequence[EncodedPrompt], tokens: float, limit: float) -> None:
+def tree_mask_variant(w: Workload, _: str) -> None:
     """The packed families' tree attention the other way (left-padded rows with a dense tree mask
     against one row with variable-length attention), timed, and the two paths' letters' log-probs
     compared directly (tolerance: 3x the noise floor of the workload's check)."""
+    rows, checks, name, engine, reqs, prompts, tokens, limit = w.rows, w.checks, w.name, w.engine, w.reqs, \
+        w.prompts, w.tokens, w.lim_shared
     chosen = engine.tree_attention
     other = "mask" if chosen == "varlen" else "varlen"
 
@@ -566,46 +561,57 @@ def tree_mask_variant(rows: list[Row], checks: list[Check], name: str, engine: H
     print(f"  check {chosen} vs {other}: {diff:.2e} (tol {tol:.2e}): {'OK' if diff <= tol else 'FAIL'}", flush=True)
 
 
-def batch512_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
-                     limit: float) -> None:
+def batch512_variant(w: Workload, _: str) -> None:
     """Up to 512 requests a batch instead of the engine's 256 (fewer, longer packed rows)."""
+    engine = w.engine
     chosen = engine.max_batch_size
 
     def switch(on: bool) -> None:
         engine.max_batch_size = 2 * chosen if on else chosen
 
-    alternating_rows(rows, name, engine, reqs, tokens, limit, f"ours-bs{2 * chosen}",
+    alternating_rows(w.rows, w.name, engine, w.reqs, w.tokens, w.lim_shared, f"ours-bs{2 * chosen}",
                      f"variant: up to {2 * chosen} requests a batch (the engine: {chosen})", switch)
 
 
-def vision_variants(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
-                    limit: float) -> None:
-    """The vision blocks fused (hf_vision_fused, off in the engine), with or without fc1's GELU
-    epilogue; then the engine as chosen once more (a row that runs later can gain from the
-    earlier rows' warm-up, so the last row is the fair comparison)."""
+def vision_variant(w: Workload, variant: str) -> None:
+    """The vision blocks fused (hf_vision_fused, off in the engine), with fc1's GELU epilogue
+    (``vision-fused``) or without (``vision-fused-no-epilogue``); then the engine as chosen once
+    more (a row that runs later can gain from the earlier rows' warm-up, so the last row is the
+    fair comparison)."""
     from benchcheck.engines import hf_vision_fused
 
+    engine, reqs = w.engine, w.reqs
     warm = reqs[: min(len(reqs), 16)]
-    for variant, epilogue in (("vision-fused", True), ("vision-fused-no-epilogue", False)):
-        if variant not in VARIANTS:
-            continue
-        hf_vision_fused.use_fused_vision_blocks(engine.model)
-        hf_vision_fused.GELU_EPILOGUE = epilogue
-        mode = "vfused" if epilogue else "vfused-noepi"
-        note = "variant: vision blocks fused (add+LayerNorm" + (", GELU in fc1's epilogue)" if epilogue else ")")
-        try:
-            engine.score_sync(warm)
-            run_row(rows, name, mode, engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs), note=note)
-        finally:
-            hf_vision_fused.GELU_EPILOGUE = True
-            hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=False)
+    epilogue = variant == "vision-fused"
+    hf_vision_fused.use_fused_vision_blocks(engine.model)
+    hf_vision_fused.GELU_EPILOGUE = epilogue
+    mode = "vfused" if epilogue else "vfused-noepi"
+    note = "variant: vision blocks fused (add+LayerNorm" + (", GELU in fc1's epilogue)" if epilogue else ")")
+    try:
+        engine.score_sync(warm)
+        run_row(w.rows, w.name, mode, engine, len(reqs), w.tokens, w.lim_full, lambda: engine.score_sync(reqs),
+                note=note)
+    finally:
+        hf_vision_fused.GELU_EPILOGUE = True
+        hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=False)
     engine.score_sync(warm)
-    run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
+    run_row(w.rows, w.name, "ours-again", engine, len(reqs), w.tokens, w.lim_full, lambda: engine.score_sync(reqs),
             note="the engine as chosen, second pass")
 
 
-def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
-                   limit: float) -> None:
+def nosync_variant(w: Workload, _: str) -> None:
+    """The mask-free forward with no device reads inside it (hf_nosync) instead of transformers'
+    own multimodal forward (placeholder check, masked scatter, DeepStack), or back."""
+    from benchcheck.engines import hf_forward
+
+    chosen_sync = hf_forward.NO_SYNC
+    with knob_set(hf_forward, "NO_SYNC", not chosen_sync):
+        w.engine.score_sync(w.reqs[: min(len(w.reqs), 16)])
+        run_row(w.rows, w.name, "ours-nosync" if not chosen_sync else "ours-sync", w.engine, len(w.reqs), w.tokens,
+                w.lim_full, lambda: w.engine.score_sync(w.reqs), note="variant: the other scoring forward (hf_nosync)")
+
+
+def rotary_variant(w: Workload, _: str) -> None:
     """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
     the projection) instead of the engine's one-pass kernel (hf_vision_rotary), in alternating rows,
     then the engine as chosen once more."""
@@ -613,6 +619,7 @@ def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[Scor
     from benchcheck.engines.hf_vision import use_grouped_vision_attention
     from benchcheck.engines.hf_vision_rotary import qkv_rotary
 
+    rows, name, engine, reqs, tokens, limit = w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full
     old = compiled_vision_rotary()
 
     def switch(on: bool) -> None:
@@ -625,6 +632,50 @@ def rotary_variant(rows: list[Row], name: str, engine: HFEngine, reqs: list[Scor
                      "variant: vision rotary as before (compiled transformers' function on q/k views)", switch)
     run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
             note="the engine as chosen (one-pass rotary), again")
+
+
+@dataclass
+class Workload:
+    """What a variant's rows need of the scoring workload they run in."""
+
+    rows: list[Row]
+    checks: list[Check]
+    name: str
+    engine: HFEngine
+    reqs: list[ScoreRequest]
+    prompts: Sequence[EncodedPrompt]  # the workload check's prompts
+    tokens: float  # mean prompt tokens
+    lim_full: float
+    lim_shared: float
+    blind: bool  # the blind workload (prefix sharing, an unshared row), not a visual one
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A kind of ``--variants`` row: on which workloads (``blind``, ``visual`` or ``both``), only
+    on CUDA or also on the CPU (``--tiny``), and what adds its rows (given the name asked for)."""
+
+    on: str
+    cuda: bool
+    run: Callable[[Workload, str], None]
+
+
+SPECIAL_VARIANTS = {
+    "nosync": Variant("visual", True, nosync_variant),
+    "vision-fused": Variant("visual", True, vision_variant),
+    "vision-fused-no-epilogue": Variant("visual", True, vision_variant),
+    "vision-rotary-old": Variant("visual", True, rotary_variant),
+    "tree-mask": Variant("blind", False, tree_mask_variant),
+    "batch512": Variant("blind", False, batch512_variant),
+}
+
+
+def variant(name: str) -> Variant | None:
+    """The variant ``--variants`` names: a special one, or an engine knob (``knob_of``: every
+    workload, on CUDA); None for a name that is neither."""
+    if name in SPECIAL_VARIANTS:
+        return SPECIAL_VARIANTS[name]
+    return Variant("both", True, knob_row) if knob_of(name) is not None else None
 
 
 def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_items: int, n_frames: int,
@@ -721,6 +772,9 @@ def main() -> None:
                          "tokensN (batches of up to N tokens)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
+    unknown = sorted(v for v in VARIANTS if variant(v) is None)
+    if unknown:
+        raise SystemExit(f"--variants: no variant named {', '.join(unknown)} (see --help)")
     device = torch.device("cpu" if args.tiny else "cuda")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
