@@ -33,6 +33,15 @@ def dies_on_marker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> li
     return decode(refs, rule, first)
 
 
+def raises_on_marker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """A work that raises what a decoding library might on a marker image, in a live worker."""
+    if b"oserror" in refs:
+        raise OSError("decoder error -2 on the marker")
+    if b"runtimeerror" in refs:
+        raise RuntimeError("decoder state on the marker")
+    return decode(refs, rule, first)
+
+
 def dies_in_workers(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
     """Works in the calling thread only, as when workers cannot start."""
     if in_worker():
@@ -108,6 +117,28 @@ def test_a_worker_that_dies_on_a_request_fails_only_that_request(hf_engine: HFEn
             pool.frames([images[0], b"die"])
         again = pool.frames(images[:2])  # a fresh pool for the next request
         assert all(np.array_equal(a, b) for a, b in zip(good, again, strict=True))
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize(("marker", "error"), [(b"oserror", OSError), (b"runtimeerror", RuntimeError)])
+def test_an_error_of_the_work_fails_its_request_and_keeps_the_pool(
+        hf_engine: HFEngine, images: list[bytes | Path], caplog: pytest.LogCaptureFixture, marker: bytes,
+        error: type[Exception]) -> None:
+    rule = hf_engine.encoder.decoder.rule
+    with pytest.raises(error) as here:
+        raises_on_marker([images[0], marker], rule, 0)  # in the thread
+    pool = FrameDecoder(rule, processes=1, piece=1, work=raises_on_marker)
+    try:
+        # The pool's first request: its worker raises (the worker lives on), nothing died.
+        with pytest.raises(error) as there:
+            pool.frames([images[0], marker, images[1]])
+        assert str(there.value) == str(here.value)  # the request fails as it does in the thread
+        started = pool._pool
+        assert started is not None and pool.processes == 1 and "could not start" not in caplog.text
+        good = pool.frames(images[:2])
+        assert pool._pool is started  # the same pool: not replaced
+        assert all(np.array_equal(a, b) for a, b in zip(good, decode(images[:2], rule), strict=True))
     finally:
         pool.close()
 
