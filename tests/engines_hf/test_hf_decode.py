@@ -8,6 +8,7 @@ import io
 import multiprocessing
 import os
 import signal
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from benchcheck.engines.base import LetterScores, ScoreRequest
+from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule, decode, load_image
 
@@ -234,3 +235,38 @@ def test_engine_scores_the_same_with_decoding_processes(tiny_model: Path) -> Non
         if isinstance(t, LetterScores):
             assert isinstance(p, LetterScores) and t.top == p.top
     assert not isinstance(procs[2], LetterScores) and "image 1" in procs[2].message  # type: ignore[union-attr]
+
+
+def broken_png(path: Path) -> Path:
+    """A PNG file whose first IDAT chunk says it is 5 bytes shorter than it is: PIL reads the next
+    chunk's header from inside the image data and raises SyntaxError (not OSError)."""
+    data = bytearray(_png("RGB"))
+    at = 8 + 12 + 13  # the signature, then IHDR (length, type, 13 bytes, CRC): the first IDAT
+    assert data[at + 4 : at + 8] == b"IDAT"
+    (n,) = struct.unpack(">I", data[at : at + 4])
+    data[at : at + 4] = struct.pack(">I", n - 5)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_corrupt_image_file_fails_its_request_alone_in_workers(hf_engine: HFEngine, tmp_path: Path) -> None:
+    bad = broken_png(tmp_path / "broken.png")
+    reqs = [ScoreRequest("good", "what?", (make_jpeg(6),)), ScoreRequest("bad", "q", (make_jpeg(1), bad)),
+            ScoreRequest("also good", "q", (make_jpeg(2, 300, 200),), "Answer:")]
+    decoder = hf_engine.encoder.decoder
+    chosen = decoder.processes
+    threads = hf_engine.score_sync(reqs)  # decoded in the engine's threads (the CPU's choice)
+    decoder.processes = 1
+    try:
+        hf_engine.score_sync(reqs[:1])
+        started = decoder._pool
+        procs = hf_engine.score_sync(reqs)
+        assert started is not None and decoder._pool is started  # the worker lived: the pool stays
+    finally:
+        decoder.processes = chosen
+    for res in (threads, procs):
+        failure = res[1]
+        assert isinstance(failure, Failure) and failure.kind == "bad_request"
+        assert failure.message == f"image 1 ({bad}): not a readable image (SyntaxError)"
+    for t, p in zip(threads[::2], procs[::2], strict=True):  # the good requests of the same call
+        assert isinstance(t, LetterScores) and isinstance(p, LetterScores) and t.top == p.top

@@ -97,7 +97,10 @@ def load_image(ref: ImageRef, index: int) -> Image.Image:
         finally:
             if not keep:
                 im.close()
-    except (OSError, ValueError, Image.DecompressionBombError) as e:
+    except Exception as e:
+        # Whatever PIL raises reading the image: corrupt files raise more than OSError and
+        # ValueError (fuzzing Pillow 13: SyntaxError for a broken PNG chunk, TypeError for a TIFF
+        # without dimensions), and any of them escaping would fail the whole call, not the request.
         raise BadInput(f"{describe(ref, index)}: not a readable image ({type(e).__name__})") from e
 
 
