@@ -8,6 +8,7 @@ import io
 import multiprocessing
 import os
 import signal
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from benchcheck.engines.base import LetterScores, ScoreRequest
+from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule, decode, load_image
 
@@ -30,6 +31,15 @@ def dies_on_marker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> li
     """A worker's work that kills the worker when a request holds the marker image."""
     if b"die" in refs and in_worker():
         os._exit(3)
+    return decode(refs, rule, first)
+
+
+def raises_on_marker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """A work that raises what a decoding library might on a marker image, in a live worker."""
+    if b"oserror" in refs:
+        raise OSError("decoder error -2 on the marker")
+    if b"runtimeerror" in refs:
+        raise RuntimeError("decoder state on the marker")
     return decode(refs, rule, first)
 
 
@@ -112,6 +122,28 @@ def test_a_worker_that_dies_on_a_request_fails_only_that_request(hf_engine: HFEn
         pool.close()
 
 
+@pytest.mark.parametrize(("marker", "error"), [(b"oserror", OSError), (b"runtimeerror", RuntimeError)])
+def test_an_error_of_the_work_fails_its_request_and_keeps_the_pool(
+        hf_engine: HFEngine, images: list[bytes | Path], caplog: pytest.LogCaptureFixture, marker: bytes,
+        error: type[Exception]) -> None:
+    rule = hf_engine.encoder.decoder.rule
+    with pytest.raises(error) as here:
+        raises_on_marker([images[0], marker], rule, 0)  # in the thread
+    pool = FrameDecoder(rule, processes=1, piece=1, work=raises_on_marker)
+    try:
+        # The pool's first request: its worker raises (the worker lives on), nothing died.
+        with pytest.raises(error) as there:
+            pool.frames([images[0], marker, images[1]])
+        assert str(there.value) == str(here.value)  # the request fails as it does in the thread
+        started = pool._pool
+        assert started is not None and pool.processes == 1 and "could not start" not in caplog.text
+        good = pool.frames(images[:2])
+        assert pool._pool is started  # the same pool: not replaced
+        assert all(np.array_equal(a, b) for a, b in zip(good, decode(images[:2], rule), strict=True))
+    finally:
+        pool.close()
+
+
 def test_workers_that_cannot_work_turn_worker_decoding_off(hf_engine: HFEngine, images: list[bytes | Path],
                                                            caplog: pytest.LogCaptureFixture) -> None:
     pool = FrameDecoder(hf_engine.encoder.decoder.rule, processes=1, work=dies_in_workers)
@@ -163,11 +195,20 @@ def test_load_image_leaves_no_file_open(tmp_path: Path) -> None:
     tiff, jpg = tmp_path / "two.tif", tmp_path / "one.jpg"
     pages[0].save(tiff, save_all=True, append_images=pages[1:])
     jpg.write_bytes(make_jpeg(1))
-    fds = len(os.listdir("/proc/self/fd"))
     for path in (tiff, jpg):
         im = load_image(path, 0)
         assert im.mode == "RGB" and np.asarray(im).shape[2] == 3
-        assert len(os.listdir("/proc/self/fd")) == fds, path
+        assert open_on(path) == 0, path
+
+
+def open_on(path: Path) -> int:
+    """This process's file descriptors open on ``path`` (not a count of all of them: a pool that
+    an earlier test closed may close its pipes meanwhile, in the background)."""
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # gone since listed
+            n += os.readlink(f"/proc/self/fd/{fd}") == str(path.resolve())
+    return n
 
 
 def test_a_dead_worker_loses_no_request(hf_engine: HFEngine, images: list[bytes | Path]) -> None:
@@ -203,3 +244,38 @@ def test_engine_scores_the_same_with_decoding_processes(tiny_model: Path) -> Non
         if isinstance(t, LetterScores):
             assert isinstance(p, LetterScores) and t.top == p.top
     assert not isinstance(procs[2], LetterScores) and "image 1" in procs[2].message  # type: ignore[union-attr]
+
+
+def broken_png(path: Path) -> Path:
+    """A PNG file whose first IDAT chunk says it is 5 bytes shorter than it is: PIL reads the next
+    chunk's header from inside the image data and raises SyntaxError (not OSError)."""
+    data = bytearray(_png("RGB"))
+    at = 8 + 12 + 13  # the signature, then IHDR (length, type, 13 bytes, CRC): the first IDAT
+    assert data[at + 4 : at + 8] == b"IDAT"
+    (n,) = struct.unpack(">I", data[at : at + 4])
+    data[at : at + 4] = struct.pack(">I", n - 5)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_corrupt_image_file_fails_its_request_alone_in_workers(hf_engine: HFEngine, tmp_path: Path) -> None:
+    bad = broken_png(tmp_path / "broken.png")
+    reqs = [ScoreRequest("good", "what?", (make_jpeg(6),)), ScoreRequest("bad", "q", (make_jpeg(1), bad)),
+            ScoreRequest("also good", "q", (make_jpeg(2, 300, 200),), "Answer:")]
+    decoder = hf_engine.encoder.decoder
+    chosen = decoder.processes
+    threads = hf_engine.score_sync(reqs)  # decoded in the engine's threads (the CPU's choice)
+    decoder.processes = 1
+    try:
+        hf_engine.score_sync(reqs[:1])
+        started = decoder._pool
+        procs = hf_engine.score_sync(reqs)
+        assert started is not None and decoder._pool is started  # the worker lived: the pool stays
+    finally:
+        decoder.processes = chosen
+    for res in (threads, procs):
+        failure = res[1]
+        assert isinstance(failure, Failure) and failure.kind == "bad_request"
+        assert failure.message == f"image 1 ({bad}): not a readable image (SyntaxError)"
+    for t, p in zip(threads[::2], procs[::2], strict=True):  # the good requests of the same call
+        assert isinstance(t, LetterScores) and isinstance(p, LetterScores) and t.top == p.top

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 from hf_helpers import make_jpeg
 
-from benchcheck.engines import Failure, LetterScores, ScoreRequest
+from benchcheck.engines import Failure, LetterScores, ScoreRequest, hf_prefix
 from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_batch import chunk_spans
 from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_pipeline import Batch, Encoded, Job, Plan, first_chunk, run_pipeline
 from benchcheck.engines.hf_prefix import Family, common_prefix, plan_families
 from benchcheck.items import Item
 from benchcheck.protocol import letter_logprobs
@@ -135,3 +139,70 @@ def test_packed_mask_is_additive_with_aligned_rows(hf_engine: HFEngine) -> None:
     allowed = m[:, 0] == 0
     assert not allowed.triu(diagonal=1).any()  # causal
     assert allowed.any(-1).all()  # no token (padding included) sees nothing
+
+
+def counted_plan_families(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The real ``plan_families``, counted (the size of each call) wherever the engine's modules
+    call it."""
+    real = hf_prefix.plan_families
+    calls: list[int] = []
+
+    def counting(prompts: Sequence[EncodedPrompt], *a: Any, **k: Any) -> list[Family]:
+        calls.append(len(prompts))
+        return real(prompts, *a, **k)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("benchcheck.engines") and getattr(module, "plan_families", None) is real:
+            monkeypatch.setattr(module, "plan_families", counting)
+    return calls
+
+
+def test_run_gets_the_families_planned_for_its_batch(hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    reqs = step1_requests()  # 3 items x 4 permutations
+    jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
+    plan = Plan(max_batch_size=4, max_batch_tokens=65536, first_chunk=4)  # chunks: item 0, then items 1-2
+    chunks = list(chunk_spans(len(jobs), first_chunk(jobs, plan), plan.chunk_growth, lambda lo: 32))
+    assert chunks == [(0, 4), (4, 12)]
+    calls = counted_plan_families(monkeypatch)
+    seen: list[tuple[Batch, list[Encoded]]] = []
+
+    def run(batch: Batch, enc: list[Encoded]) -> Callable[[], list[int]]:
+        seen.append((batch, enc))
+        return lambda: list(batch.idx)
+
+    out = run_pipeline(jobs, hf_engine._encode, hf_engine._pool, plan, run, share=True)
+    assert out == list(range(len(jobs)))  # every request's result in its place
+    assert calls == [4, 8]  # once per chunk, none per batch
+    assert sorted(sorted(b.idx) for b, _ in seen) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    for batch, enc in seen:
+        prompts = [e.prompt for e in enc]
+        for i, p in zip(batch.idx, prompts, strict=True):  # the encodings of its requests, in its order
+            alone = hf_engine.encoder.encode(reqs[i].prompt, (), reqs[i].assistant_prefix)
+            assert np.array_equal(p.input_ids, alone.input_ids)
+        # Exactly the family of its batch: the item's 4 permutations, sharing all up to the options.
+        head = prompts[0].input_ids
+        assert batch.families == (Family((0, 1, 2, 3), min(common_prefix(head, p.input_ids) for p in prompts)),)
+        assert list(batch.families) == plan_families(prompts)  # as planning the batch alone (uncounted) finds
+
+
+def test_scoring_plans_families_once_per_chunk(engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    reqs = step1_requests()
+    jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
+    plan = engine._plan()
+    window = 8 * plan.max_batch_size
+    chunks = list(chunk_spans(len(jobs), first_chunk(jobs, plan), plan.chunk_growth, lambda lo: window))
+    calls = counted_plan_families(monkeypatch)
+    engine.share_prefixes = True
+    ok(engine.score_sync(reqs))
+    assert calls == [hi - lo for lo, hi in chunks]
+    engine.share_prefixes = False
+    ok(engine.score_sync(reqs))
+    assert calls == [hi - lo for lo, hi in chunks]  # not at all without sharing
+
+
+def test_a_split_batch_keeps_its_families_on_either_side() -> None:
+    batch = Batch([7, 3, 9, 4, 8], (Family((0, 1, 2), 30), Family((3, 4), 12)))
+    left, right = batch.halves()
+    assert left == Batch([7, 3], (Family((0, 1), 30),))
+    assert right == Batch([9, 4, 8], (Family((0,), 30), Family((1, 2), 12)))
+    assert Batch([1, 2]).halves() == (Batch([1]), Batch([2]))

@@ -38,9 +38,9 @@ from benchcheck.engines.hf_generate import greedy_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
-from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, run_pipeline
+from benchcheck.engines.hf_pipeline import Batch, Encoded, Job, Plan, run_pipeline
 from benchcheck.engines.hf_pixels import PixelSpec
-from benchcheck.engines.hf_prefix import pack, plan_families, worth_sharing
+from benchcheck.engines.hf_prefix import pack, worth_sharing
 from benchcheck.engines.hf_varlen import flash_available, use_tree_attention
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.hf_vision_rotary import qkv_rotary
@@ -212,16 +212,17 @@ class HFEngine:
         """``score`` without the event loop (benchmarks, scripts)."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
 
-        def run(idx: list[int], enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
+        def run(planned: Batch, enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
             t0 = time.perf_counter()
+            idx = planned.idx
             k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
             prompts = [e.prompt for e in enc]
-            families = plan_families(prompts) if self.share_prefixes else []
             gather = self._gather_ids([reqs[i] for i in idx])
             gather_t = torch.tensor(gather, dtype=torch.long)
             with self._lock:
-                if worth_sharing(families):
-                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype,
+                # The families the pipeline planned this batch with (none unless share_prefixes).
+                if worth_sharing(planned.families):
+                    packed = pack(self.model, prompts, planned.families, self.pad_id, self.pixels, self.dtype,
                                   one_row=self.tree_attention == "varlen")
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:
@@ -260,8 +261,9 @@ class HFEngine:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
 
-        def run(idx: list[int], enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
+        def run(planned: Batch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
+            idx = planned.idx
             with self._lock:
                 batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
                 new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,

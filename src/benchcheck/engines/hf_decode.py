@@ -97,7 +97,10 @@ def load_image(ref: ImageRef, index: int) -> Image.Image:
         finally:
             if not keep:
                 im.close()
-    except (OSError, ValueError, Image.DecompressionBombError) as e:
+    except Exception as e:
+        # Whatever PIL raises reading the image: corrupt files raise more than OSError and
+        # ValueError (fuzzing Pillow 13: SyntaxError for a broken PNG chunk, TypeError for a TIFF
+        # without dimensions), and any of them escaping would fail the whole call, not the request.
         raise BadInput(f"{describe(ref, index)}: not a readable image ({type(e).__name__})") from e
 
 
@@ -118,7 +121,10 @@ def decode(refs: Sequence[ImageRef], rule: ResizeRule, first: int = 0) -> list[n
 
 
 Work = Callable[[Sequence[ImageRef], ResizeRule, int], list[np.ndarray]]  # ``decode``'s shape
-_POOL_TROUBLE = (BrokenProcessPool, CancelledError, RuntimeError, OSError)  # not the images' fault
+
+
+class _PoolFailed(Exception):
+    """The pool, not the work, failed a request's task (``FrameDecoder._in``)."""
 
 
 def _worker_started() -> None:
@@ -136,12 +142,14 @@ class FrameDecoder:
     """A request's images decoded in ``processes`` worker processes (0: in the calling thread),
     at most ``piece`` images per task, so one request's frames decode in parallel.
 
-    A pool whose worker dies is replaced, and the request tried once more in the new one; if
-    that worker dies too, the request fails (``BadInput``): an image that kills its decoder
-    must not be decoded in the engine's own process. A pool that never finished a task (its
-    workers cannot start, e.g. a script without ``if __name__ == "__main__":``, which spawned
-    workers import) turns worker decoding off, with a warning, and decodes in the thread. Changing
-    ``processes`` replaces the pool; after ``close`` everything decodes in the thread.
+    What the work raises in a live worker (``BadInput`` for a bad image) fails its request as it
+    would in the thread, and the pool stays. A pool whose worker dies is replaced, and the
+    request tried once more in the new one; if that worker dies too, the request fails
+    (``BadInput``): an image that kills its decoder must not be decoded in the engine's own
+    process. A pool none of whose workers ever ran a task (they cannot start, e.g. a script
+    without ``if __name__ == "__main__":``, which spawned workers import) turns worker decoding
+    off, with a warning, and decodes in the thread. Changing ``processes`` replaces the pool;
+    after ``close`` everything decodes in the thread.
     """
 
     def __init__(self, rule: ResizeRule, processes: int = 0, piece: int = 8, work: Work = decode) -> None:
@@ -150,7 +158,7 @@ class FrameDecoder:
         self._work = work  # a module-level function (it travels to the workers by name)
         self._processes = processes
         self._pool: ProcessPoolExecutor | None = None
-        self._worked = False  # some pool finished a task: its workers can start
+        self._worked = False  # some pool's worker ran a task: workers can start
         self._closed = False
         self._guard = threading.Lock()
 
@@ -176,7 +184,7 @@ class FrameDecoder:
         for attempt in (1, 2):
             try:
                 return self._in(pool, refs)
-            except _POOL_TROUBLE:
+            except _PoolFailed:
                 self._replace(pool)
             if attempt == 1:
                 pool = self._started()
@@ -190,13 +198,32 @@ class FrameDecoder:
         raise BadInput(f"images 0-{len(refs) - 1} ({len(refs)}): their decoding worker process died, twice")
 
     def _in(self, pool: ProcessPoolExecutor, refs: Sequence[ImageRef]) -> list[np.ndarray]:
+        """The frames decoded in ``pool``; ``_PoolFailed`` when the pool, not the work, failed.
+
+        The pool fails a task where ``submit`` refuses it (``RuntimeError``: shut down meanwhile
+        by another thread, ``BrokenProcessPool`` among them: broken; ``OSError``: no worker could
+        be spawned) or ``result`` raises ``BrokenProcessPool`` (a worker died) or
+        ``CancelledError`` (another thread shut the pool down). Anything else ``result`` raises,
+        the work raised in a live worker (concurrent.futures re-raises the worker's exception):
+        the request's own failure, whatever its type.
+        """
         futures: list[Future[list[np.ndarray]]] = []
         try:
-            for i in range(0, len(refs), self.piece):
-                futures.append(pool.submit(self._work, list(refs[i : i + self.piece]), self.rule, i))
+            try:
+                for i in range(0, len(refs), self.piece):
+                    futures.append(pool.submit(self._work, list(refs[i : i + self.piece]), self.rule, i))
+            except (RuntimeError, OSError) as e:
+                raise _PoolFailed from e
             out: list[np.ndarray] = []
             for f in futures:
-                out.extend(f.result())
+                try:
+                    part = f.result()
+                except (BrokenProcessPool, CancelledError) as e:
+                    raise _PoolFailed from e
+                except Exception:
+                    self._worked = True  # a worker ran the work: workers can start
+                    raise
+                out.extend(part)
             self._worked = True
             return out
         finally:

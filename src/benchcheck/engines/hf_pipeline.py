@@ -19,7 +19,7 @@ import torch
 from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks, plan_batches
 from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_prefix import plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_prefix import Family, plan_families, plan_family_batches, worth_sharing
 
 R = TypeVar("R")
 
@@ -68,15 +68,42 @@ class _Slot:
         return self.block.result()[self.at]
 
 
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One planned batch: its requests (indices into the call's jobs, in the order they run) and
+    the prefix families it was planned with (``hf_prefix.Family``, members indexing ``idx``).
+    No families: it was planned without sharing, and every request runs in full."""
+
+    idx: list[int]
+    families: tuple[Family, ...] = ()
+
+    def halves(self) -> tuple[Batch, Batch]:
+        """The batch cut at its middle request (when it is too large for the device's memory).
+        Each family keeps its members on either side, with its prefix: they still share it."""
+        mid = len(self.idx) // 2
+        return self._part(0, mid), self._part(mid, len(self.idx))
+
+    def _part(self, lo: int, hi: int) -> Batch:
+        families = []
+        for f in self.families:
+            members = tuple(m - lo for m in f.members if lo <= m < hi)
+            if members:
+                families.append(Family(members, f.prefix))
+        return Batch(self.idx[lo:hi], tuple(families))
+
+
 Encode = Callable[[Sequence[Job]], list[Encoded | Failure]]
-Run = Callable[[list[int], list[Encoded]], Callable[[], list[R]]]
+# Queues one batch (its planned families included) on the device, given its requests' encodings
+# in batch order; returns the function that waits for and builds their results.
+Run = Callable[[Batch, list[Encoded]], Callable[[], list[R]]]
 
 
 def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan, run: Run[R],
                  share: bool = False) -> list[R | Failure]:
     """Every job's result in order: encoded by ``encode`` on ``threads``, batched by ``plan``,
     and run by ``run``, which queues one batch and returns the function that waits for and
-    builds its results. With ``share``, requests sharing a prefix stay in one batch."""
+    builds its results. With ``share``, requests sharing a prefix stay in one batch, and ``run``
+    receives the families each batch was planned with (planned once, per chunk)."""
     slots: list[_Slot] = []
     for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
         fut = threads.submit(encode, [jobs[i] for i in block])
@@ -102,29 +129,29 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
 
     for pending, ready in _batches(jobs, slots, out, plan, share):
         while pending:
-            idx = pending.pop(0)
+            batch = pending.pop(0)
             try:
-                finish = run(idx, [ready[i] for i in idx])
+                finish = run(batch, [ready[i] for i in batch.idx])
             except torch.cuda.OutOfMemoryError as e:
                 # A batch too large for the device's memory is split, down to one request.
                 land()
                 torch.cuda.empty_cache()
-                if len(idx) > 1:
-                    pending[:0] = [idx[: len(idx) // 2], idx[len(idx) // 2 :]]
+                if len(batch.idx) > 1:
+                    pending[:0] = list(batch.halves())
                 else:
-                    fail(idx, f"out of device memory: {e}")
+                    fail(batch.idx, f"out of device memory: {e}")
                 continue
             except (RuntimeError, ValueError) as e:
-                fail(idx, f"{type(e).__name__}: {e}")
+                fail(batch.idx, f"{type(e).__name__}: {e}")
                 continue
             land()
-            in_flight = (idx, finish)
+            in_flight = (batch.idx, finish)
     land()
     return [o for o in out if o is not None]
 
 
 def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
-             share: bool) -> Iterator[tuple[list[list[int]], dict[int, Encoded]]]:
+             share: bool) -> Iterator[tuple[list[Batch], dict[int, Encoded]]]:
     """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
     Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts soon,
@@ -134,7 +161,7 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
     (8B: 100.7 against 125.8 items/s at 2x, same run). A remainder under half a chunk joins the
     chunk before it rather than running as a small batch of its own at the end. With ``share``,
     requests sharing a prefix stay in one batch and batches are planned by the packed length of
-    their families (``hf_prefix``).
+    their families (``hf_prefix``); each batch carries its families, so that it runs as planned.
     """
     def window(lo: int) -> int:
         with_images = lo < len(jobs) and bool(jobs[lo].images)
@@ -153,12 +180,23 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         families = plan_families(prompts) if share else []
         if worth_sharing(families):
             fb = plan_family_batches(prompts, families, plan.max_batch_size, plan.max_batch_tokens)
-            yield [[todo[j] for f in b for j in f.members] for b in fb], ready
+            yield [_family_batch(todo, b) for b in fb], ready
         else:
             # Generated tokens occupy the batch too.
             sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
             batches = plan_batches(sizes, plan.max_batch_size, plan.max_batch_tokens)
-            yield [[todo[j] for j in b] for b in batches], ready
+            yield [Batch([todo[j] for j in b]) for b in batches], ready
+
+
+def _family_batch(todo: list[int], families: Sequence[Family]) -> Batch:
+    """A batch of families planned over a chunk (members: positions in ``todo``): its requests
+    family after family, each family's members renumbered to their places in the batch."""
+    idx: list[int] = []
+    local: list[Family] = []
+    for f in families:
+        local.append(Family(tuple(range(len(idx), len(idx) + len(f.members))), f.prefix))
+        idx.extend(todo[j] for j in f.members)
+    return Batch(idx, tuple(local))
 
 
 def first_chunk(jobs: Sequence[Job], plan: Plan) -> int:
