@@ -14,7 +14,7 @@ from benchcheck.engines import Failure, LetterScores, ScoreRequest, hf_prefix
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import chunk_spans
 from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_pipeline import Batch, Encoded, Job, Plan, first_chunk, run_pipeline
+from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, PlannedBatch, first_chunk, run_pipeline
 from benchcheck.engines.hf_prefix import Family, common_prefix, plan_families
 from benchcheck.items import Item
 from benchcheck.protocol import letter_logprobs
@@ -164,9 +164,9 @@ def test_run_gets_the_families_planned_for_its_batch(hf_engine: HFEngine, monkey
     chunks = list(chunk_spans(len(jobs), first_chunk(jobs, plan), plan.chunk_growth, lambda lo: 32))
     assert chunks == [(0, 4), (4, 12)]
     calls = counted_plan_families(monkeypatch)
-    seen: list[tuple[Batch, list[Encoded]]] = []
+    seen: list[tuple[PlannedBatch, list[Encoded]]] = []
 
-    def run(batch: Batch, enc: list[Encoded]) -> Callable[[], list[int]]:
+    def run(batch: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[int]]:
         seen.append((batch, enc))
         return lambda: list(batch.idx)
 
@@ -201,8 +201,8 @@ def test_scoring_plans_families_once_per_chunk(engine: HFEngine, monkeypatch: py
 
 
 def test_a_split_batch_keeps_its_families_on_either_side() -> None:
-    batch = Batch([7, 3, 9, 4, 8], (Family((0, 1, 2), 30), Family((3, 4), 12)))
+    batch = PlannedBatch([7, 3, 9, 4, 8], (Family((0, 1, 2), 30), Family((3, 4), 12)))
     left, right = batch.halves()
-    assert left == Batch([7, 3], (Family((0, 1), 30),))
-    assert right == Batch([9, 4, 8], (Family((0,), 30), Family((1, 2), 12)))
-    assert Batch([1, 2]).halves() == (Batch([1]), Batch([2]))
+    assert left == PlannedBatch([7, 3], (Family((0, 1), 30),))
+    assert right == PlannedBatch([9, 4, 8], (Family((0,), 30), Family((1, 2), 12)))
+    assert PlannedBatch([1, 2]).halves() == (PlannedBatch([1]), PlannedBatch([2]))

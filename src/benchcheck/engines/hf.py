@@ -38,7 +38,7 @@ from benchcheck.engines.hf_generate import greedy_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
-from benchcheck.engines.hf_pipeline import Batch, Encoded, Job, Plan, run_pipeline
+from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import pack, worth_sharing
 from benchcheck.engines.hf_varlen import flash_available, use_tree_attention
@@ -212,7 +212,7 @@ class HFEngine:
         """``score`` without the event loop (benchmarks, scripts)."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
 
-        def run(planned: Batch, enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
+        def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
             t0 = time.perf_counter()
             idx = planned.idx
             k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
@@ -261,7 +261,7 @@ class HFEngine:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
 
-        def run(planned: Batch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
+        def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
             idx = planned.idx
             with self._lock:

@@ -69,7 +69,7 @@ class _Slot:
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
+class PlannedBatch:
     """One planned batch: its requests (indices into the call's jobs, in the order they run) and
     the prefix families it was planned with (``hf_prefix.Family``, members indexing ``idx``).
     No families: it was planned without sharing, and every request runs in full."""
@@ -77,25 +77,25 @@ class Batch:
     idx: list[int]
     families: tuple[Family, ...] = ()
 
-    def halves(self) -> tuple[Batch, Batch]:
+    def halves(self) -> tuple[PlannedBatch, PlannedBatch]:
         """The batch cut at its middle request (when it is too large for the device's memory).
         Each family keeps its members on either side, with its prefix: they still share it."""
         mid = len(self.idx) // 2
         return self._part(0, mid), self._part(mid, len(self.idx))
 
-    def _part(self, lo: int, hi: int) -> Batch:
+    def _part(self, lo: int, hi: int) -> PlannedBatch:
         families = []
         for f in self.families:
             members = tuple(m - lo for m in f.members if lo <= m < hi)
             if members:
                 families.append(Family(members, f.prefix))
-        return Batch(self.idx[lo:hi], tuple(families))
+        return PlannedBatch(self.idx[lo:hi], tuple(families))
 
 
 Encode = Callable[[Sequence[Job]], list[Encoded | Failure]]
 # Queues one batch (its planned families included) on the device, given its requests' encodings
 # in batch order; returns the function that waits for and builds their results.
-Run = Callable[[Batch, list[Encoded]], Callable[[], list[R]]]
+Run = Callable[[PlannedBatch, list[Encoded]], Callable[[], list[R]]]
 
 
 def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan, run: Run[R],
@@ -151,7 +151,7 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
 
 
 def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
-             share: bool) -> Iterator[tuple[list[Batch], dict[int, Encoded]]]:
+             share: bool) -> Iterator[tuple[list[PlannedBatch], dict[int, Encoded]]]:
     """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
     Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts soon,
@@ -185,10 +185,10 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
             # Generated tokens occupy the batch too.
             sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
             batches = plan_batches(sizes, plan.max_batch_size, plan.max_batch_tokens)
-            yield [Batch([todo[j] for j in b]) for b in batches], ready
+            yield [PlannedBatch([todo[j] for j in b]) for b in batches], ready
 
 
-def _family_batch(todo: list[int], families: Sequence[Family]) -> Batch:
+def _family_batch(todo: list[int], families: Sequence[Family]) -> PlannedBatch:
     """A batch of families planned over a chunk (members: positions in ``todo``): its requests
     family after family, each family's members renumbered to their places in the batch."""
     idx: list[int] = []
@@ -196,7 +196,7 @@ def _family_batch(todo: list[int], families: Sequence[Family]) -> Batch:
     for f in families:
         local.append(Family(tuple(range(len(idx), len(idx) + len(f.members))), f.prefix))
         idx.extend(todo[j] for j in f.members)
-    return Batch(idx, tuple(local))
+    return PlannedBatch(idx, tuple(local))
 
 
 def first_chunk(jobs: Sequence[Job], plan: Plan) -> int:
