@@ -708,7 +708,8 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         with knob_set(engine, "decode_graphs", other):
             flipped = run_row(rows, name, "ours-graphs" if other else "ours-eager", engine, n_items, float(p.n_tokens),
                               limit, lambda: engine.generate_sync(reqs),
-                              note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}")
+                              note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
+                                   + ("" if engine.device.type == "cuda" else " (no CUDA: eagerly too)"))
         profile(name, lambda: engine.generate_sync(reqs[:1]))
     finally:
         engine.stop_ids = stop

@@ -99,9 +99,11 @@ def test_the_loop_ends_once_every_row_has_stopped(hf_engine: HFEngine) -> None:
 def test_the_reserved_layer_appends_in_place_and_writes_decode_steps_at_their_slot() -> None:
     layer = ReservedLayer(capacity=6)
     k1, v1 = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
-    keys, values = layer.update(k1, v1)
+    keys, values = layer.update(k1[:, :, :3], v1[:, :, :3])
+    assert keys is not None and torch.equal(keys, k1[:, :, :3]) and torch.equal(values, v1[:, :, :3])
+    keys, values = layer.update(k1[:, :, 3:], v1[:, :, 3:])  # appended in place: a view of the reservation
     assert keys.shape == (2, 3, 4, 8) and torch.equal(keys, k1) and torch.equal(values, v1)
-    assert layer.keys is not None and keys.data_ptr() == layer.keys.data_ptr()  # a view, nothing copied
+    assert layer.keys is not None and keys.data_ptr() == layer.keys.data_ptr()
     assert layer.get_seq_length() == 4 and layer.get_mask_sizes(1) == (5, 0)
     layer.slot = torch.tensor([4])
     k2, v2 = torch.randn(2, 3, 1, 8), torch.randn(2, 3, 1, 8)

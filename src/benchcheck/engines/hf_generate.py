@@ -73,12 +73,18 @@ class ReservedLayer(CacheLayerMixin):  # type: ignore[no-untyped-call]
             self.keys.index_copy_(2, self.slot, key_states)
             self.values.index_copy_(2, self.slot, value_states)
             return self.keys, self.values
-        end = self.length + key_states.shape[-2]
+        start, end = self.length, self.length + key_states.shape[-2]
         if end > self.capacity:
             raise ValueError(f"a reserved KV cache of {self.capacity} tokens cannot take {end}")
-        self.keys[:, :, self.length:end] = key_states
-        self.values[:, :, self.length:end] = value_states
+        self.keys[:, :, start:end] = key_states
+        self.values[:, :, start:end] = value_states
         self.length = end
+        if start == 0:
+            # The prefill attends over exactly what it just computed: the tensors themselves, in the
+            # layout the attention kernels already take for the queries (a view of the reservation
+            # has a head stride of the whole capacity, which a kernel might refuse, falling back to
+            # the math kernel: at 54,000 tokens it would not fit in memory).
+            return key_states, value_states
         return self.keys[:, :, :end], self.values[:, :, :end]
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
