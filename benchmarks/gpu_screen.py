@@ -634,6 +634,20 @@ def rotary_variant(w: Workload, _: str) -> None:
             note="the engine as chosen (one-pass rotary), again")
 
 
+def unpadded_variant(w: Workload, _: str) -> None:
+    """Batches that share nothing scored in the one row without padding (``unpadded_scoring``),
+    in alternating rows with the engine as chosen."""
+    chosen = w.engine.unpadded_scoring
+
+    def switch(on: bool) -> None:
+        w.engine.unpadded_scoring = (not chosen) if on else chosen
+
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full,
+                     "ours-padded" if chosen else "ours-unpadded",
+                     f"variant: {'right-padded rows' if chosen else 'one row, no padding'} for what shares nothing "
+                     f"(tree attention: {w.engine.tree_attention})", switch)
+
+
 @dataclass
 class Workload:
     """What a variant's rows need of the scoring workload they run in."""
@@ -665,6 +679,7 @@ SPECIAL_VARIANTS = {
     "vision-fused": Variant("visual", True, vision_variant),
     "vision-fused-no-epilogue": Variant("visual", True, vision_variant),
     "vision-rotary-old": Variant("visual", True, rotary_variant),
+    "unpadded": Variant("visual", True, unpadded_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
 }
@@ -766,7 +781,7 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
-                         "vision-rotary-old (visual workloads); tree-mask (blind: the other tree attention), "
+                         "vision-rotary-old, unpadded (visual workloads); tree-mask (blind: the other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "

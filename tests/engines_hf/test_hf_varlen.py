@@ -119,3 +119,36 @@ def test_fused_attention_forward_takes_the_plan_too(tiny_model: Path) -> None:
 def test_flash_only_on_cuda_16_bit() -> None:
     assert not flash_available(torch.device("cpu"), torch.bfloat16)
     assert not flash_available(torch.device("cpu"), torch.float32)
+
+
+def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_engine: HFEngine,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``unpadded_scoring``: one-frame-like requests (each its own image, nothing shared) scored in
+    the one row, without padding, equal to the right-padded batch; without the knob no row is packed."""
+    from hf_helpers import make_jpeg
+
+    from benchcheck.engines import hf
+    from benchcheck.engines.base import LetterScores, ScoreRequest
+
+    packed: list[int] = []
+    real = hf.pack
+
+    def spy(*a: object, **k: object) -> object:
+        packed.append(len(a[2]))  # type: ignore[arg-type]
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hf, "pack", spy)
+    reqs = [ScoreRequest(f"r{i}", f"Question {i}: what is shown?" + " more" * (3 * i) + "\nOptions:\nA. x\nB. y",
+                         images=(make_jpeg(i),)) for i in range(5)]
+    padded = varlen_engine.score_sync(reqs)
+    assert packed == []
+    varlen_engine.unpadded_scoring = True
+    try:
+        unpadded = varlen_engine.score_sync(reqs)
+    finally:
+        varlen_engine.unpadded_scoring = False
+    assert sum(packed) == len(reqs)  # every request in a packed row, a family of its own
+    for a, b in zip(padded, unpadded, strict=True):
+        assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
+        assert [e["token"] for e in a.top[:5]] == [e["token"] for e in b.top[:5]]
+        assert max(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)) < 1e-4

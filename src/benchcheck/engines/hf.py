@@ -40,7 +40,7 @@ from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
 from benchcheck.engines.hf_pixels import PixelSpec
-from benchcheck.engines.hf_prefix import pack, worth_sharing
+from benchcheck.engines.hf_prefix import lone_families, pack, worth_sharing
 from benchcheck.engines.hf_varlen import flash_available, use_tree_attention
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.hf_vision_rotary import qkv_rotary
@@ -180,6 +180,11 @@ class HFEngine:
         # left-padded row per family with a dense tree mask: everywhere else). Picked here from
         # the device; set it only to compare the two (benchmarks) or to test the one-row
         # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
+        # Batches that share nothing scored in the same one row, without padding (with "varlen"
+        # only), instead of right-padded rows. Off until measured on a GPU: on the one-frame
+        # workload padding is ~2 % of the tokens (sorted batches of 128), and the two attention
+        # kernels differ (``gpu_screen --variants unpadded``).
+        self.unpadded_scoring = False
         varlen_ok = use_tree_attention(model)
         self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
@@ -219,11 +224,14 @@ class HFEngine:
             prompts = [e.prompt for e in enc]
             gather = self._gather_ids([reqs[i] for i in idx])
             gather_t = torch.tensor(gather, dtype=torch.long)
+            one_row = self.tree_attention == "varlen"
+            # The families the pipeline planned this batch with (none unless share_prefixes).
+            families = list(planned.families)
+            if not worth_sharing(families) and one_row and self.unpadded_scoring:
+                families = lone_families(prompts)
             with self._lock:
-                # The families the pipeline planned this batch with (none unless share_prefixes).
-                if worth_sharing(planned.families):
-                    packed = pack(self.model, prompts, planned.families, self.pad_id, self.pixels, self.dtype,
-                                  one_row=self.tree_attention == "varlen")
+                if worth_sharing(families) or (one_row and self.unpadded_scoring):
+                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype, one_row=one_row)
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:
                     batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)

@@ -72,7 +72,7 @@ def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED
     best = [0] * (len(ps) + 1)  # best[i]: most tokens saved over the first i sorted prompts
     cut: list[tuple[int, int]] = [(0, 0)] * (len(ps) + 1)  # (family start, its prefix) at best[i]
     for end in range(1, len(ps) + 1):
-        best[end], cut[end] = best[end - 1], (end - 1, ps[end - 1].n_tokens - 1)
+        best[end], cut[end] = best[end - 1], (end - 1, ps[end - 1].n_tokens - 1)  # alone (``lone_families``)
         n = ps[end - 1].n_tokens - 1
         image_end = last_image[end - 1]
         for start in range(end - 2, max(-1, end - 1 - max_family), -1):
@@ -124,6 +124,12 @@ def plan_family_batches(prompts: Sequence[EncodedPrompt], families: Sequence[Fam
 def packed_length(prompts: Sequence[EncodedPrompt], fam: Family) -> int:
     """Tokens of a family's packed row: the prefix once, then every member's suffix."""
     return fam.prefix + sum(prompts[i].n_tokens - fam.prefix for i in fam.members)
+
+
+def lone_families(prompts: Sequence[EncodedPrompt]) -> list[Family]:
+    """Every prompt a family of its own (all but its scored last token as its "prefix"), as
+    ``plan_families`` makes a prompt that shares nothing: a batch packed without padding."""
+    return [Family((i,), p.n_tokens - 1) for i, p in enumerate(prompts)]
 
 
 def worth_sharing(families: Sequence[Family]) -> bool:
