@@ -181,9 +181,9 @@ class HFEngine:
         # the device; set it only to compare the two (benchmarks) or to test the one-row
         # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
         # Batches that share nothing scored in the same one row, without padding (with "varlen"
-        # only), instead of right-padded rows. Off until measured on a GPU: on the one-frame
-        # workload padding is ~2 % of the tokens (sorted batches of 128), and the two attention
-        # kernels differ (``gpu_screen --variants unpadded``).
+        # only), instead of right-padded rows. Off until measured on a GPU: padding is 6.4 % of
+        # the tokens of gpu_screen's one-frame batches (``benchmarks/batch_padding.py``), but the
+        # two attention kernels differ (``gpu_screen --variants unpadded``).
         self.unpadded_scoring = False
         varlen_ok = use_tree_attention(model)
         self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
