@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -499,15 +499,15 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
     if unshared and engine.device.type == "cuda" and engine.tree_attention == "mask":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.
-        from benchcheck.engines import hf_prefix
+        from benchcheck.engines import hf_sdpa
 
-        chosen = hf_prefix.MASKED_KERNELS
-        hf_prefix.MASKED_KERNELS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
+        chosen = hf_sdpa.MASKED_KERNELS
+        hf_sdpa.MASKED_KERNELS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
         try:
             run_row(rows, name, "ours-cudnn", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
                     note="variant: cuDNN attention for the tree mask")
         finally:
-            hf_prefix.MASKED_KERNELS = chosen
+            hf_sdpa.MASKED_KERNELS = chosen
     if unshared and engine.device.type == "cuda":
         # The engine again after the variants: a row that runs second can gain from the first's warm-up.
         run_row(rows, name, "ours-again", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
@@ -713,14 +713,19 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     limit = peak * 1e12 / flops
     stop = engine.stop_ids
     engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
+    captured = engine.decode_graphs.captured
     try:
+        # Warm-up of both paths (the first 54,000-token prefill of a shape pays for its kernels' set-up).
+        with plain(engine):
+            naive_generate(engine, p, 2)
+        engine.generate_sync([replace(reqs[0], max_tokens=2)])
         with plain(engine):
             naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
         res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit,
                       lambda: engine.generate_sync(reqs), note=f"{n_frames} frames, 128 new tokens")
-        other = not engine.decode_graphs
-        with knob_set(engine, "decode_graphs", other):
+        other = not engine.decode_graphs.enabled
+        with knob_set(engine.decode_graphs, "enabled", other):
             flipped = run_row(rows, name, "ours-graphs" if other else "ours-eager", engine, n_items, float(p.n_tokens),
                               limit, lambda: engine.generate_sync(reqs),
                               note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
@@ -737,11 +742,19 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     naive_text = engine.tokenizer.decode(naive_tokens, skip_special_tokens=True)  # type: ignore[arg-type]
     lead = next((i for i, (x, y) in enumerate(zip(ours_text[0], naive_text, strict=False)) if x != y),
                 min(len(ours_text[0]), len(naive_text)))
-    c = Check(name, n_items, float("nan"), 0.0, float(differ), differ == 0, str(engine.dtype).replace("torch.", ""),
-              {"graph_vs_eager_texts_differing": differ, "chars_equal_to_naive": lead, "naive_chars": len(naive_text)})
+    # On CUDA one of the two rows must really have replayed graphs (a failed capture runs eagerly,
+    # and eager against eager would pass unseen): one capture per batch of the graph row.
+    graphs = engine.decode_graphs.captured - captured
+    replayed = engine.device.type != "cuda" or graphs > 0
+    c = Check(name, n_items, float("nan"), 0.0, float(differ), differ == 0 and replayed,
+              str(engine.dtype).replace("torch.", ""),
+              {"graph_vs_eager_texts_differing": differ, "graphs_captured": graphs,
+               "graph_failures": engine.decode_graphs.failed, "chars_equal_to_naive": lead,
+               "naive_chars": len(naive_text)})
     checks.append(c)
-    print(f"  check {name}: graph vs eager, {differ} of {n_items} texts differ; item 0 equals transformers' "
-          f"generate for its first {lead} of {len(naive_text)} characters", flush=True)
+    print(f"  check {name}: graph vs eager, {differ} of {n_items} texts differ, {graphs} graphs captured "
+          f"({engine.decode_graphs.failed} failed); item 0 equals transformers' generate for its first {lead} of "
+          f"{len(naive_text)} characters (naive suppresses end tokens, ours may emit them)", flush=True)
 
 
 def naive_generate(engine: HFEngine, prompt: EncodedPrompt, n: int) -> list[int]:

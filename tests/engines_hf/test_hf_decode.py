@@ -279,3 +279,15 @@ def test_a_corrupt_image_file_fails_its_request_alone_in_workers(hf_engine: HFEn
         assert failure.message == f"image 1 ({bad}): not a readable image (SyntaxError)"
     for t, p in zip(threads[::2], procs[::2], strict=True):  # the good requests of the same call
         assert isinstance(t, LetterScores) and isinstance(p, LetterScores) and t.top == p.top
+
+
+class _ZeroSize(ResizeRule):
+    """A resize rule that sends every image to 0 x 0, which PIL refuses to resize to."""
+
+    def size(self, height: int, width: int) -> tuple[int, int]:
+        return 0, 0
+
+
+def test_an_image_that_cannot_be_resized_is_its_own_one_line_error() -> None:
+    with pytest.raises(BadInput, match=r"^image 3 \(\d+ bytes\): not a readable image \(ValueError\)$"):
+        decode([make_jpeg(1)], _ZeroSize(factor=32), first=3)

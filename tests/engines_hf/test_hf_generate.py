@@ -10,9 +10,16 @@ import pytest
 import torch
 from hf_helpers import make_jpeg
 
+from benchcheck.engines.base import Failure, GenerateRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import collate, position_ids
-from benchcheck.engines.hf_generate import ReservedCache, ReservedLayer, decode_attention, greedy_batch
+from benchcheck.engines.hf_generate import (
+    DecodeGraphs,
+    ReservedCache,
+    ReservedLayer,
+    decode_attention,
+    greedy_batch,
+)
 from benchcheck.engines.hf_inputs import EncodedPrompt
 
 PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
@@ -45,9 +52,10 @@ def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) 
     return new, logits
 
 
-def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int]) -> list[list[int]]:
+def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int],
+             lookback: int | None = None) -> list[list[int]]:
     batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
-    return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id)
+    return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback)
 
 
 def test_a_left_padded_batch_decodes_as_each_request_alone(hf_engine: HFEngine) -> None:
@@ -94,6 +102,37 @@ def test_the_loop_ends_once_every_row_has_stopped(hf_engine: HFEngine) -> None:
         assert len(calls) == 4  # the prefill and 3 steps: the 4th token is never fed back
     finally:
         hook.remove()
+
+
+def test_finished_flags_read_late_end_the_loop_late_and_change_no_token(hf_engine: HFEngine) -> None:
+    """The flags of "every row finished" read ``lookback`` steps late (as on CUDA): the loop runs
+    at most that many steps more, and every row's tokens are the same."""
+    prompts = encoded(hf_engine)
+    free = generate(hf_engine, prompts, [9, 9, 9], set())
+    stop = {free[0][1], free[2][3]}  # rows end at different steps
+    calls: list[int] = []
+    hook = hf_engine.model.model.language_model.register_forward_pre_hook(lambda m, a: calls.append(1))
+    try:
+        at_once = generate(hf_engine, prompts, [9, 9, 9], stop, lookback=0)
+        n_at_once = len(calls)
+        calls.clear()
+        late = generate(hf_engine, prompts, [9, 9, 9], stop, lookback=3)
+        assert late == at_once
+        assert n_at_once < 9 and len(calls) == min(9, n_at_once + 3)
+        calls.clear()
+        everything = set(range(int(hf_engine.model.config.text_config.vocab_size)))
+        assert generate(hf_engine, prompts, [50, 50, 50], everything, lookback=4) == [[], [], []]
+        assert len(calls) == 1 + 4  # the prefill, then 4 steps until the first flag is read
+    finally:
+        hook.remove()
+
+
+def test_generation_needs_sdpa_attention(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cpu")
+    engine.model.config.text_config._attn_implementation = "eager"  # would add the bool mask, not apply it
+    [g] = engine.generate_sync([GenerateRequest("g", "Describe.", max_tokens=3)])
+    assert isinstance(g, Failure) and g.request_id == "g"
+    assert "generation needs the model's text attention to be SDPA, not 'eager'" in g.message
 
 
 def test_the_reserved_layer_appends_in_place_and_writes_decode_steps_at_their_slot() -> None:
@@ -183,11 +222,31 @@ def test_fused_attention_generates_through_decode_attention(tiny_model: Path) ->
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:5], logits[5:], strict=True))
 
 
+def test_decode_graphs_stay_off_the_cpu(hf_engine: HFEngine) -> None:
+    graphs = DecodeGraphs(enabled=True)
+    prompts = encoded(hf_engine)
+    batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
+    assert greedy_batch(hf_engine.model, batch, [4, 4, 4], set(), hf_engine.pad_id, graphs=graphs) == \
+        generate(hf_engine, prompts, [4, 4, 4], set())
+    assert (graphs.enabled, graphs.captured, graphs.failed) == (True, 0, 0)  # nothing tried off CUDA
+
+
+def test_a_failed_capture_turns_graphs_off_once(caplog: pytest.LogCaptureFixture) -> None:
+    graphs = DecodeGraphs(enabled=True)
+    graphs.failure("")
+    graphs.failure("again")
+    assert (graphs.enabled, graphs.failed) == (False, 2)
+    assert [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()] == [
+        "decode steps run eagerly from now on: capturing one as a CUDA graph failed ()"]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
     engine = HFEngine(tiny_model, device="cuda", dtype="float32")
     prompts = encoded(engine)
     batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
-    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=False, pacer=engine.pacer)
-    graphed = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=True, pacer=engine.pacer)
+    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    graphs = DecodeGraphs(enabled=True)
+    graphed = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    assert (graphs.captured, graphs.failed) == (1, 0)  # really replayed, not eager again
     assert graphed == eager

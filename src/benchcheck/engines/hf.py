@@ -34,7 +34,7 @@ from benchcheck.engines.hf_fused import (
     use_fused_text_mlp,
     use_fused_text_norms,
 )
-from benchcheck.engines.hf_generate import greedy_batch
+from benchcheck.engines.hf_generate import DecodeGraphs, greedy_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
@@ -171,22 +171,22 @@ class HFEngine:
         # Scoring requests that start with the same tokens (step 1's permutations) share them:
         # one packed forward per family (hf_prefix). False: every request runs in full.
         self.share_prefixes = True
-        # Generation's decode steps replayed as a CUDA graph on CUDA (``hf_generate``). Off until
-        # measured against the eager steps on a GPU (``gpu_screen --only sweep`` has both rows and
-        # checks their tokens equal): the capture path has run only in CPU-side tests so far.
-        self.decode_graphs = False
+        # Generation's decode steps replayed as a CUDA graph on CUDA (``hf_generate``; the record
+        # also counts captures and failures). Off until measured against the eager steps on a GPU
+        # (``gpu_screen --only sweep`` has both rows and checks their texts equal).
+        self.decode_graphs = DecodeGraphs(enabled=False)
         # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
         # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
         # left-padded row per family with a dense tree mask: everywhere else). Picked here from
         # the device; set it only to compare the two (benchmarks) or to test the one-row
         # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
+        varlen_ok = use_tree_attention(model)
+        self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         # Batches that share nothing scored in the same one row, without padding (with "varlen"
         # only), instead of right-padded rows. Off until measured on a GPU: padding is 6.4 % of
         # the tokens of gpu_screen's one-frame batches (``benchmarks/batch_padding.py``), but the
         # two attention kernels differ (``gpu_screen --variants unpadded``).
         self.unpadded_scoring = False
-        varlen_ok = use_tree_attention(model)
-        self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
         # On CUDA images decode in worker processes (hf_decode): the thread launching the device
         # work then has Python's lock to itself. Elsewhere the encoding threads decode them.

@@ -114,9 +114,14 @@ def decode(refs: Sequence[ImageRef], rule: ResizeRule, first: int = 0) -> list[n
             h, w = rule.size(im.height, im.width)
         except ValueError as e:
             raise BadInput(f"{describe(ref, first + k)}: {e}") from None
-        if (h, w) != (im.height, im.width):
-            im = im.resize((w, h), resample=Image.Resampling(rule.resample))
-        out.append(np.asarray(im, np.uint8))
+        try:
+            if (h, w) != (im.height, im.width):
+                im = im.resize((w, h), resample=Image.Resampling(rule.resample))
+            out.append(np.asarray(im, np.uint8))
+        except Exception as e:
+            # A file that opened but whose pixels cannot be read or resized (truncated data, a
+            # mode PIL cannot convert): that image's failure, never the whole call's.
+            raise BadInput(f"{describe(ref, first + k)}: not a readable image ({type(e).__name__})") from e
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from benchcheck.engines.hf_generate import decode_attention
+from benchcheck.engines.hf_generate import ReservedCache, decode_attention
 
 NORM_CLASS = "Qwen3VLTextRMSNorm"
 MLP_CLASS = "Qwen3VLTextMLP"
@@ -134,9 +134,9 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         if past_key_values is not None:
             k, v = past_key_values.update(k, v, self.layer_idx)
-            decoding = getattr(past_key_values, "decode_mask", None)  # a ``hf_generate.ReservedCache`` step
-            if decoding is not None and q.shape[2] == 1:
-                out = decode_attention(q, k, v, decoding, self.scaling)
+            if isinstance(past_key_values, ReservedCache) and past_key_values.decoding:
+                assert attention_mask is not None  # a decode step's mask of the written slots
+                out = decode_attention(q, k, v, attention_mask, self.scaling)
                 return self.o_proj(out.reshape(*input_shape, -1).contiguous()), None
         attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
         out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)

@@ -9,16 +9,17 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   reserves the prompt's and every new token's slots once and writes each step into its slot.
 - The loop read the new tokens back every step (``.tolist()``), so the host queued step s+1 only
   after the device had finished step s. Here tokens and stop flags stay on the device; whether
-  every row has finished is copied back without waiting and read ``LOOKBACK`` steps later, which
-  also bounds how far the host runs ahead (it waits for that copy releasing Python's lock).
+  every row has finished is copied back without waiting and read ``LOOKBACK`` steps later
+  (``FinishWatch``): the host waits only for the step that far back, with Python's lock released,
+  which also bounds how far it runs ahead.
 - Every step has the same shapes: it attends over the whole reservation with a mask of the slots
   written so far and writes its keys at a slot held in a device tensor. On CUDA the step can
   therefore be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels'
-  worth of Python; a capture that fails runs the same step eagerly (a warning says so). Off by
-  default (``HFEngine.decode_graphs``) until measured on a GPU.
+  worth of Python; a capture that fails runs the step eagerly and turns graphs off for the
+  engine (one warning). Off by default (``HFEngine.decode_graphs``) until measured on a GPU.
 
-The tokens are the same as transformers' ``generate`` with greedy decoding gives each request
-alone (tests/engines_hf/test_hf_generate.py, float32).
+The tokens and every step's logits are those of each request decoded alone by recomputing its
+whole sequence each step (tests/engines_hf/test_hf_generate.py, float32).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 from benchcheck.engines.hf_batch import Batch, position_ids
+from benchcheck.engines.hf_pacing import LaunchPacer
+from benchcheck.engines.hf_sdpa import masked_attention_kernels
+from benchcheck.engines.hf_varlen import NAME as VARLEN_NAME
 
 log = logging.getLogger(__name__)
 
@@ -98,19 +102,20 @@ class ReservedLayer(CacheLayerMixin):  # type: ignore[no-untyped-call]
 
 
 class ReservedCache(Cache):
-    """A KV cache of reserved layers (``ReservedLayer``); ``decode_mask`` is set once decoding
-    starts: (B, 1, 1, capacity) bool, True where a step may attend (written, not padding)."""
+    """A KV cache of reserved layers (``ReservedLayer``). Once ``decoding``, every forward through
+    it is a decode step: one token a row, attending over the whole reservation with the (B, 1, 1,
+    capacity) bool mask the step passes as its attention mask (True: written and not padding)."""
 
     def __init__(self, layers: int, capacity: int) -> None:
         super().__init__(layers=[ReservedLayer(capacity) for _ in range(layers)])
-        self.decode_mask: torch.Tensor | None = None
+        self.decoding = False
 
-    def start_decoding(self, slot: torch.Tensor, mask: torch.Tensor) -> None:
+    def start_decoding(self, slot: torch.Tensor) -> None:
         """From now on every update writes one token at ``slot`` (see ``ReservedLayer``)."""
         for layer in self.layers:
             assert isinstance(layer, ReservedLayer)
             layer.slot = slot
-        self.decode_mask = mask
+        self.decoding = True
 
 
 def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
@@ -123,7 +128,8 @@ def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     b, h, _, d = query.shape
     groups = h // key.shape[1]
     q = query.reshape(b, key.shape[1], groups, d)
-    out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, scale=scaling)
+    with masked_attention_kernels(query.device):
+        out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, scale=scaling)
     return out.reshape(b, h, 1, d).transpose(1, 2)
 
 
@@ -137,15 +143,33 @@ class _StepInputs:
     mask: torch.Tensor  # (B, 1, 1, capacity) bool
 
 
+@dataclass(slots=True)
+class DecodeGraphs:
+    """Whether an engine's decode steps are replayed as CUDA graphs (``enabled``), and how often a
+    step was captured or failed to be. The first failure turns graphs off for the engine's life,
+    with one warning: every later batch would fail the same way, paying a warm-up each time."""
+
+    enabled: bool = False
+    captured: int = 0
+    failed: int = 0
+
+    def failure(self, reason: str) -> None:
+        self.failed += 1
+        if self.enabled:
+            log.warning("decode steps run eagerly from now on: capturing one as a CUDA graph failed (%s)", reason)
+        self.enabled = False
+
+
 class DecodeStep:
     """One decode step of ``model`` over a ``ReservedCache``: eager, or captured once as a CUDA
-    graph and replayed (``graphs``) on CUDA. Either way the same kernels read the same inputs."""
+    graph and replayed (``graphs.enabled``, on CUDA). Either way the same kernels read the same inputs."""
 
-    def __init__(self, model: Any, cache: ReservedCache, inputs: _StepInputs, graphs: bool, pacer: Any = None) -> None:
-        self.model, self.cache, self.inputs, self.pacer = model, cache, inputs, pacer
+    def __init__(self, model: Any, cache: ReservedCache, inputs: _StepInputs, graphs: DecodeGraphs | None,
+                 pacer: LaunchPacer | None = None) -> None:
+        self.model, self.cache, self.inputs, self.graphs, self.pacer = model, cache, inputs, graphs, pacer
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
-        self.want_graph = graphs and inputs.ids.device.type == "cuda"
+        self.try_graph = graphs is not None and graphs.enabled and inputs.ids.device.type == "cuda"
 
     def _forward(self) -> torch.Tensor:
         out = self.model(input_ids=self.inputs.ids, attention_mask=self.inputs.mask,
@@ -159,8 +183,8 @@ class DecodeStep:
             self.graph.replay()
             assert self.logits is not None
             return self.logits
-        if self.want_graph:
-            self.want_graph = False
+        if self.try_graph:
+            self.try_graph = False
             captured = self._capture()
             if captured is not None:
                 return captured
@@ -168,8 +192,9 @@ class DecodeStep:
 
     def _capture(self) -> torch.Tensor | None:
         """Capture the step (its first call runs it); None when capture failed (run it eagerly)."""
+        assert self.graphs is not None
         paced = self.pacer is not None and self.pacer.enabled
-        if paced:
+        if self.pacer is not None:
             self.pacer.enabled = False  # its event waits may not run inside a capture
         try:
             # The warm-up runs on a side stream, as torch.cuda.graphs asks: it computes this very
@@ -184,24 +209,67 @@ class DecodeStep:
             # own events meanwhile, which the default (global) mode would turn into an error there.
             with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 logits = self._forward()
+        except torch.cuda.OutOfMemoryError:
+            raise  # the batch is too large: the pipeline splits it, as for any forward
         except RuntimeError as e:
-            log.warning("decode steps run eagerly: capturing one as a CUDA graph failed (%s)", str(e).splitlines()[0])
             torch.cuda.synchronize()
+            self.graphs.failure((str(e).splitlines() or [type(e).__name__])[0])
             return None
         finally:
-            if paced:
-                self.pacer.enabled = True
+            if self.pacer is not None:
+                self.pacer.enabled = paced
+        self.graphs.captured += 1
         self.graph, self.logits = graph, logits
         graph.replay()
         return logits
 
 
+class FinishWatch:
+    """Whether every row had finished ``lookback`` steps ago, read without waiting for the device
+    meanwhile: each step's "all finished" flag is copied back (on CUDA to page-locked memory,
+    without waiting) and read ``lookback`` steps later, when the host waits, with Python's lock
+    released, for that old step alone. With ``lookback`` 0 the flag is read at once."""
+
+    def __init__(self, device: torch.device, lookback: int) -> None:
+        self.cuda = device.type == "cuda"
+        self.lookback = lookback
+        # A ring of flags: the one written at step s is read at step s + lookback, then reused.
+        self.flags = [torch.zeros((), dtype=torch.bool, pin_memory=self.cuda) for _ in range(lookback + 1)]
+        self.events: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()
+        self.step = 0
+
+    def finished(self, done: torch.Tensor) -> bool:
+        if self.lookback == 0:
+            return bool(done.all())
+        flag = self.flags[self.step % len(self.flags)]
+        self.step += 1
+        flag.copy_(done.all(), non_blocking=self.cuda)
+        self.events.append((flag, torch.cuda.current_stream().record_event() if self.cuda else None))
+        if len(self.events) <= self.lookback:
+            return False
+        old, event = self.events.popleft()
+        if event is not None:
+            event.synchronize()
+        return bool(old)
+
+
+def check_attention(model: Any) -> None:
+    """Decode steps pass a (B, 1, 1, S) bool mask, which only SDPA-style attention reads as such
+    (transformers' eager attention would add it; FlashAttention takes no 4-D mask)."""
+    impl = model.config.text_config._attn_implementation
+    if impl not in ("sdpa", VARLEN_NAME):
+        raise ValueError(f"generation needs the model's text attention to be SDPA, not {impl!r}")
+
+
 @torch.inference_mode()
 def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
-                 graphs: bool = False, pacer: Any = None) -> list[list[int]]:
+                 graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
+                 lookback: int | None = None) -> list[list[int]]:
     """Greedy decoding of a left-padded batch; row r stops at a stop token or after ``max_new[r]``
     tokens. Returns each row's new tokens, stop token excluded. ``graphs``: replay decode steps as
-    a CUDA graph on CUDA (see the module's docstring)."""
+    a CUDA graph where enabled; ``lookback``: steps between a finished flag and its reading
+    (default ``LOOKBACK`` on CUDA, 0 elsewhere). See the module's docstring."""
+    check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
         return [[] for _ in max_new]
@@ -209,6 +277,8 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     rows, length = batch.attention_mask.shape
     dev = batch.input_ids.device
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
+    # (Every row reserves the batch's longest prompt plus its largest max_new: the planner counts
+    # each request's own prompt + max_new, a little less when the two maxima are different rows.)
     cache = ReservedCache(model.config.text_config.num_hidden_layers, length + steps - 1)
     out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True, past_key_values=cache)
     nxt = out.logits[:, -1, :].argmax(-1)
@@ -224,13 +294,15 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
         mask=torch.zeros((rows, 1, 1, length + steps - 1), dtype=torch.bool, device=dev),
     )
     inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
-    cache.start_decoding(inputs.slot, inputs.mask)
+    cache.start_decoding(inputs.slot)
     step = DecodeStep(model, cache, inputs, graphs, pacer)
-    finished: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()
+    watch = FinishWatch(dev, (LOOKBACK if dev.type == "cuda" else 0) if lookback is None else lookback)
     for s in range(steps):
         tokens[:, s] = nxt
-        done = done | torch.isin(nxt, stop) | (limit <= s + 1)
-        if s + 1 == steps or _all_finished(done, finished):
+        # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
+        # for many ids).
+        done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
+        if s + 1 == steps or watch.finished(done):
             break
         # Finished rows keep stepping with a pad token; their output is already final.
         inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
@@ -239,22 +311,6 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
         inputs.positions.add_(1)
         inputs.slot.add_(1)
     return _cut(tokens.tolist(), max_new, stop_ids)
-
-
-def _all_finished(done: torch.Tensor, queue: deque[tuple[torch.Tensor, torch.cuda.Event | None]]) -> bool:
-    """Whether every row had finished ``LOOKBACK`` steps ago (at once off CUDA), reading a flag
-    copied back without waiting; waits only for that old step, with Python's lock released."""
-    if done.device.type != "cuda":
-        return bool(done.all())
-    flag = torch.empty((), dtype=torch.bool, pin_memory=True)
-    flag.copy_(done.all(), non_blocking=True)
-    queue.append((flag, torch.cuda.current_stream().record_event()))
-    if len(queue) <= LOOKBACK:
-        return False
-    old, event = queue.popleft()
-    assert event is not None
-    event.synchronize()
-    return bool(old)
 
 
 def _cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:

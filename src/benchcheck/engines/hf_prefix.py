@@ -16,7 +16,6 @@ Unlike vLLM's automatic prefix caching (whole 16-token blocks), the split is tok
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ import torch
 
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
+from benchcheck.engines.hf_sdpa import masked_attention_kernels
 from benchcheck.engines.hf_transfer import to_device
 from benchcheck.engines.hf_varlen import VarlenPlan, build_plan
 from benchcheck.engines.hf_vision import vision_inputs
@@ -273,22 +273,6 @@ def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family
     )
 
 
-MASKED_KERNELS: tuple[str, ...] = ("EFFICIENT_ATTENTION", "MATH")  # SDPA backends for the tree mask
-
-
-def _masked_attention_kernel(device: torch.device) -> contextlib.AbstractContextManager[None]:
-    """On CUDA, SDPA's memory-efficient kernel for the tree mask, and cuDNN's not at all: SDPA
-    ranks cuDNN first whenever it is merely allowed, and cuDNN builds an execution graph for every
-    new shape; packed rows have a new width almost every batch, which cost the launching thread
-    6.2 ms a call, 1.35 s per 2.2 s of device work on the 8B blind workload (H200 profile), so the
-    device waited on the host."""
-    if device.type != "cuda":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([getattr(SDPBackend, name) for name in MASKED_KERNELS])
-
-
 @torch.inference_mode()
 def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
     """(N, vocab) float32 log-softmax at each request's last position."""
@@ -302,7 +286,7 @@ def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
         out = model.model(**kw, attention_mask=None, position_ids=batch.position_ids, use_cache=False,
                           varlen_plan=batch.varlen)
     else:
-        with _masked_attention_kernel(batch.input_ids.device):
+        with masked_attention_kernels(batch.input_ids.device):  # the tree mask
             out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids,
                               use_cache=False)
     hidden = out.last_hidden_state[batch.rows, batch.cols]  # (N, hidden): only the scored positions
