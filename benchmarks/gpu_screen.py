@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -669,7 +669,7 @@ class Variant:
     """A kind of ``--variants`` row: on which workloads (``blind``, ``visual`` or ``both``), only
     on CUDA or also on the CPU (``--tiny``), and what adds its rows (given the name asked for)."""
 
-    on: str
+    on: Literal["blind", "visual", "both"]
     cuda: bool
     run: Callable[[Workload, str], None]
 
