@@ -58,16 +58,24 @@ def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int],
     return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback)
 
 
-def test_a_left_padded_batch_decodes_as_each_request_alone(hf_engine: HFEngine) -> None:
-    prompts = encoded(hf_engine)
-    assert len({p.n_tokens for p in prompts}) == 3  # rows of different lengths: left padding
-    max_new = [7, 3, 5]
+@pytest.mark.parametrize("which,max_new,fixed_shapes", [
+    ([0, 1, 2], [7, 3, 5], True),  # rows of different lengths: left padding, steps over the reservation with a mask
+    ([2], [6], False),  # no padding: the cache appends, no mask
+])
+def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[int], max_new: list[int],
+                                               fixed_shapes: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts = [encoded(hf_engine)[i] for i in which]
+    assert (len({p.n_tokens for p in prompts}) > 1) == fixed_shapes
     steps: list[torch.Tensor] = []  # the logits of the prefill and of every decode step
+    starts: list[int] = []
+    real = ReservedCache.start_decoding
+    monkeypatch.setattr(ReservedCache, "start_decoding", lambda c, slot: (starts.append(1), real(c, slot))[1])
     hook = hf_engine.model.lm_head.register_forward_hook(lambda m, a, out: steps.append(out[:, -1].clone()))
     try:
         out = generate(hf_engine, prompts, max_new, set())
     finally:
         hook.remove()
+    assert bool(starts) == fixed_shapes
     assert [len(t) for t in out] == max_new and len(steps) == max(max_new)
     for r, (p, n) in enumerate(zip(prompts, max_new, strict=True)):
         tokens, logits = recomputed(hf_engine, p, n, set())

@@ -12,11 +12,12 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   every row has finished is copied back without waiting and read ``LOOKBACK`` steps later
   (``FinishWatch``): the host waits only for the step that far back, with Python's lock released,
   which also bounds how far it runs ahead.
-- Every step has the same shapes: it attends over the whole reservation with a mask of the slots
-  written so far and writes its keys at a slot held in a device tensor. On CUDA the step can
-  therefore be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels'
-  worth of Python; a capture that fails runs the step eagerly and turns graphs off for the
-  engine (one warning). Off by default (``HFEngine.decode_graphs``) until measured on a GPU.
+- A step can have the same shapes every time: it attends over the whole reservation with a mask
+  of the slots written so far and writes its keys at a slot held in a device tensor (left-padded
+  batches decode so; a batch without padding appends and needs no mask). On CUDA such a step can
+  be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels' worth of
+  Python; a capture that fails runs the step eagerly and turns graphs off for the engine (one
+  warning). Off by default (``HFEngine.decode_graphs``) until measured on a GPU.
 
 The tokens and every step's logits are those of each request decoded alone by recomputing its
 whole sequence each step (tests/engines_hf/test_hf_generate.py, float32).
@@ -172,7 +173,10 @@ class DecodeStep:
         self.try_graph = graphs is not None and graphs.enabled and inputs.ids.device.type == "cuda"
 
     def _forward(self) -> torch.Tensor:
-        out = self.model(input_ids=self.inputs.ids, attention_mask=self.inputs.mask,
+        # Fixed shapes (the cache decoding at its slot): the mask of the written slots. Otherwise
+        # the cache appends and returns what is written, all of which a step may see: no mask.
+        mask = self.inputs.mask if self.cache.decoding else None
+        out = self.model(input_ids=self.inputs.ids, attention_mask=mask,
                          position_ids=self.inputs.positions, past_key_values=self.cache, use_cache=True)
         logits: torch.Tensor = out.logits[:, -1, :]
         return logits
@@ -294,8 +298,14 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
         mask=torch.zeros((rows, 1, 1, length + steps - 1), dtype=torch.bool, device=dev),
     )
     inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
-    cache.start_decoding(inputs.slot)
     step = DecodeStep(model, cache, inputs, graphs, pacer)
+    if step.try_graph or min(batch.lengths) < length:
+        # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
+        # reservation attended with the mask of the written slots. A batch without padding, run
+        # eagerly, instead appends and attends over what is written with no mask, which SDPA
+        # runs on its fastest kernels (split over the keys; a masked one-token query at 54,000
+        # keys gets one thread block per K/V head).
+        cache.start_decoding(inputs.slot)
     watch = FinishWatch(dev, (LOOKBACK if dev.type == "cuda" else 0) if lookback is None else lookback)
     for s in range(steps):
         tokens[:, s] = nxt
