@@ -685,6 +685,9 @@ SPECIAL_VARIANTS = {
 }
 
 
+E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
+
+
 def variant(name: str) -> Variant | None:
     """The variant ``--variants`` names: a special one, or an engine knob (``knob_of``: every
     workload, on CUDA); None for a name that is neither."""
@@ -798,10 +801,10 @@ def main() -> None:
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
-                         "tokensN (batches of up to N tokens)")
+                         "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
-    unknown = sorted(v for v in VARIANTS if variant(v) is None)
+    unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS)
     if unknown:
         raise SystemExit(f"--variants: no variant named {', '.join(unknown)} (see --help)")
     device = torch.device("cpu" if args.tiny else "cuda")
@@ -880,6 +883,18 @@ def main() -> None:
         e2e["engine_items_per_s"] = rate
         e2e["ratio"] = e2e["steady_items_per_s"] / rate
         e2e["calls16_items_per_s"] = one["steady_items_per_s"]
+        if "ray" in VARIANTS:
+            # Issue 18: the same step on the Ray executor (its CPU actors read the JPEGs and build
+            # the requests, one engine actor holds the GPU), against the local runner above.
+            try:
+                ray = gpu_e2e.screen_rate(folder, device, items, cache, tmp / "results_ray", n_req,
+                                          ("--executor", "ray"))
+            except SystemExit as e:
+                print(f"  e2e on Ray failed: {e}", flush=True)
+                ray = {"steady_items_per_s": float("nan"), "wall_s": float("nan"), "error": str(e)}
+            e2e["ray_items_per_s"], e2e["ray_wall_s"] = ray["steady_items_per_s"], ray["wall_s"]
+            print(f"  e2e on Ray: {ray['steady_items_per_s']:.2f} items/s steady, wall {ray['wall_s']:.1f} s "
+                  f"(local runner {e2e['steady_items_per_s']:.2f}, wall {e2e['wall_s']:.1f} s)", flush=True)
         print(f"  e2e: engine {rate:.2f} items/s, screen {e2e['steady_items_per_s']:.2f} items/s steady "
               f"({e2e['ratio']:.0%}; --batch-items 16: {one['steady_items_per_s']:.2f}), wall {e2e['wall_s']:.1f} s "
               f"for {n_req} items", flush=True)
@@ -915,7 +930,9 @@ def main() -> None:
                   f"{e2e['engine_items_per_s']:.2f} items/s; `benchcheck screen` {e2e['steady_items_per_s']:.2f} "
                   f"items/s from first to last row ({e2e['ratio']:.0%}; with --batch-items 16, the old default: "
                   f"{e2e['calls16_items_per_s']:.2f}); wall {e2e['wall_s']:.1f} s including "
-                  f"model load ({e2e['first_row_s']:.1f} s to the first row)"]
+                  f"model load ({e2e['first_row_s']:.1f} s to the first row)"
+                  + (f"; on --executor ray {e2e['ray_items_per_s']:.2f} items/s, wall {e2e['ray_wall_s']:.1f} s"
+                     if "ray_items_per_s" in e2e else "")]
     (out / "gpu_screen.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     if not all(c.ok for c in checks):
