@@ -105,3 +105,29 @@ def test_a_tokenizer_set_to_pad_adds_no_padding(hf_engine: HFEngine) -> None:
     for p, m in zip(parts, many, strict=True):
         assert not isinstance(m, BadInput)
         assert np.array_equal(m.input_ids, hf_engine.encoder.encode(p.prompt, (), p.assistant_prefix).input_ids)
+
+
+def test_an_encoding_fault_fails_its_block_only() -> None:
+    """An exception out of the encode function (not a bad request: a fault of encoding) fails the
+    requests of its block, and every other request still runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchcheck.engines.hf_inputs import EncodedPrompt
+    from benchcheck.engines.hf_pipeline import Encoded, PlannedBatch, run_pipeline
+
+    jobs = [Job(f"r{i}", "q", (b"x",) if i == 2 else (), None, None, 1) for i in range(5)]
+
+    def encode(block: list[Job]) -> list[Encoded | Failure]:
+        if any(j.images for j in block):
+            raise RuntimeError("boom")
+        ids = np.arange(3, dtype=np.int64)
+        return [Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None), 1, 0.0) for _ in block]
+
+    def run(batch: PlannedBatch, enc: list[Encoded]) -> object:
+        return lambda: [f"ok {jobs[i].request_id}" for i in batch.idx]
+
+    with ThreadPoolExecutor(2) as threads:
+        out = run_pipeline(jobs, encode, threads, Plan(4, 1 << 20, first_chunk=5), run)  # type: ignore[arg-type]
+    assert out[:2] == ["ok r0", "ok r1"] and out[3:] == ["ok r3", "ok r4"]
+    assert isinstance(out[2], Failure) and out[2].request_id == "r2" and out[2].kind == "internal"
+    assert out[2].message == "encoding failed: RuntimeError: boom"

@@ -170,7 +170,12 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
     for lo, hi in chunk_spans(len(slots), first_chunk(jobs, plan), plan.chunk_growth, window):
         ready: dict[int, Encoded] = {}
         for i in range(lo, hi):
-            r = slots[i].result()
+            try:
+                r = slots[i].result()
+            except Exception as e:
+                # Bad requests come back as failures; an exception is a fault of encoding itself,
+                # and fails the requests of its block only, never the call (nor the whole run).
+                r = Failure(jobs[i].request_id, "internal", f"encoding failed: {type(e).__name__}: {e}")
             if isinstance(r, Failure):
                 out[i] = r
             else:
