@@ -53,3 +53,38 @@ def test_benchmark_runs_on_the_tiny_model(tmp_path: Path) -> None:
     rows = json.loads((tmp_path / "results.json").read_text())["rows"]
     assert {r["mode"] for r in rows} >= {"engine", "encode", "forward"}
     assert all(r["items_per_s"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("damage,expected", [
+    ("empty", "not a checkpoint folder (no config.json in it)"),
+    ("no-weights", "not a checkpoint folder (no *.safetensors or pytorch_model.bin weights in it)"),
+    ("torn-weights", "(no loadable Qwen3-VL checkpoint: SafetensorError: "),
+    ("torn-config", "(no loadable Qwen3-VL checkpoint: OSError: "),
+])
+def test_screen_with_a_folder_that_is_no_checkpoint_says_so_in_one_line(tiny_model: Path, tmp_path: Path,
+                                                                         damage: str, expected: str) -> None:
+    """A mistyped or damaged ``--model`` folder: exit 2 and one line naming it, never a traceback."""
+    import shutil
+
+    from benchcheck.cli import main
+
+    folder = tmp_path / "model"
+    if damage == "empty":
+        folder.mkdir()
+    else:
+        shutil.copytree(tiny_model, folder)
+        weights = folder / "model.safetensors"
+        if damage == "no-weights":
+            weights.unlink()
+        elif damage == "torn-weights":
+            weights.write_bytes(weights.read_bytes()[:5])
+        else:
+            (folder / "config.json").write_text('{"model_type": "qwen3_vl"')
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"item_id": "a", "question": "q", "options": ["x", "y"], "answer": 0}\n')
+    res = CliRunner().invoke(main, ["screen", "--items", str(items), "--step", "1", "--engine", "hf", "--model",
+                                    str(folder), "--results", str(tmp_path / "r"), "--device", "cpu"])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("error:"))
+    assert line.startswith(f"error: --model {folder}: ") and expected in line

@@ -25,7 +25,7 @@ import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import collate
-from benchcheck.engines.hf_checkpoint import pick_device, pick_dtype, resolve_checkpoint
+from benchcheck.engines.hf_checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf_decode import BadInput
 from benchcheck.engines.hf_forward import PendingTop, score_batch, score_packed
 from benchcheck.engines.hf_fused import (
@@ -89,11 +89,15 @@ class HFEngine:
         tf = transformers_module()
         folder, resolved = resolve_checkpoint(model, revision)
         dev = pick_device(device)
-        net = tf.Qwen3VLForConditionalGeneration.from_pretrained(
-            folder, dtype=pick_dtype(dtype, dev), attn_implementation="sdpa"
-        )
-        tokenizer = tf.AutoTokenizer.from_pretrained(folder)
-        encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
+        try:
+            net = tf.Qwen3VLForConditionalGeneration.from_pretrained(
+                folder, dtype=pick_dtype(dtype, dev), attn_implementation="sdpa"
+            )
+            tokenizer = tf.AutoTokenizer.from_pretrained(folder)
+            encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
+        except Exception as e:  # a damaged or foreign checkpoint: transformers, safetensors, tokenizers, JSON
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise NotACheckpoint(folder, f"loadable Qwen3-VL checkpoint: {type(e).__name__}: {first}") from e
         self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
 
     @classmethod

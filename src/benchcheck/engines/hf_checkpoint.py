@@ -22,6 +22,23 @@ class CheckpointUnavailable(ValueError):
                          f"(not in the local cache; {type(cause).__name__}: {first})")
 
 
+class NotACheckpoint(ValueError):
+    """A local folder given as the model that holds no transformers checkpoint."""
+
+    def __init__(self, folder: Path, missing: str) -> None:
+        super().__init__(f"--model {folder}: not a checkpoint folder (no {missing})")
+
+
+def check_folder(folder: Path) -> Path:
+    """``folder`` if it holds a model's configuration and weights; else ``NotACheckpoint`` (a
+    mistyped folder would otherwise surface as transformers' traceback)."""
+    if not (folder / "config.json").is_file():
+        raise NotACheckpoint(folder, "config.json in it")
+    if not any(folder.glob("*.safetensors")) and not any(folder.glob("pytorch_model*.bin")):
+        raise NotACheckpoint(folder, "*.safetensors or pytorch_model.bin weights in it")
+    return folder
+
+
 def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, str | None]:
     """A local checkpoint folder for ``model`` and the revision it holds.
 
@@ -31,7 +48,7 @@ def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, s
     the commit the snapshot resolved to.
     """
     if Path(model).is_dir():
-        return Path(model), revision
+        return check_folder(Path(model)), revision
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
