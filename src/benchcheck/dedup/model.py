@@ -18,6 +18,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from benchcheck.devices import resolve_device
+
 DEFAULT_MODEL = "BAAI/bge-large-en-v1.5"
 DEFAULT_REVISION = "d4aa6901d3a41ba39fb536a557fa166f842b0e09"
 MINILM_ALIAS = "minilm"
@@ -126,15 +128,6 @@ def cache_tag(name: str, fingerprint: str) -> str:
     return f"{base[:48]}-{fingerprint[:12]}"
 
 
-def pick_device(device: str) -> str:
-    """``auto`` is CUDA when there is a GPU, else CPU; anything else is passed through."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 class SentenceEmbedder:
     """A sentence-transformers model, loaded once, encoding in batches on ``device``."""
 
@@ -143,7 +136,10 @@ class SentenceEmbedder:
 
         self.ref = ref
         self.name = ref.name
-        self.device = pick_device(device)
+        try:
+            self.device = resolve_device(device)
+        except ValueError as e:
+            raise DedupError(str(e)) from None
         self.batch_size = batch_size
         self.fingerprint = fingerprint_of(ref)
         kwargs: dict[str, Any] = {"device": self.device}

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import torch
 
+from benchcheck.devices import resolve_device
+
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _HUB_FILES = ["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
 
@@ -69,9 +71,8 @@ def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, s
 
 
 def pick_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    """``--device`` as a torch device (``benchcheck.devices``: checked against this machine)."""
+    return torch.device(resolve_device(device))
 
 
 def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
