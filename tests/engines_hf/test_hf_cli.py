@@ -58,8 +58,10 @@ def test_benchmark_runs_on_the_tiny_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize("damage,expected", [
     ("empty", "not a checkpoint folder (no config.json in it)"),
     ("no-weights", "not a checkpoint folder (no *.safetensors or pytorch_model.bin weights in it)"),
-    ("torn-weights", "(no loadable Qwen3-VL checkpoint: SafetensorError: "),
-    ("torn-config", "(no loadable Qwen3-VL checkpoint: OSError: "),
+    ("torn-weights", "cannot load a Qwen3-VL checkpoint from it (SafetensorError: "),
+    ("torn-config", "cannot load a Qwen3-VL checkpoint from it (OSError: "),
+    ("missing", "no such folder"),
+    ("a-file", "a file, not a checkpoint folder"),
 ])
 def test_screen_with_a_folder_that_is_no_checkpoint_says_so_in_one_line(tiny_model: Path, tmp_path: Path,
                                                                          damage: str, expected: str) -> None:
@@ -71,7 +73,9 @@ def test_screen_with_a_folder_that_is_no_checkpoint_says_so_in_one_line(tiny_mod
     folder = tmp_path / "model"
     if damage == "empty":
         folder.mkdir()
-    else:
+    elif damage == "a-file":
+        folder.write_text("weights?")
+    elif damage != "missing":
         shutil.copytree(tiny_model, folder)
         weights = folder / "model.safetensors"
         if damage == "no-weights":
@@ -87,4 +91,20 @@ def test_screen_with_a_folder_that_is_no_checkpoint_says_so_in_one_line(tiny_mod
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output
     line = next(x for x in res.output.splitlines() if x.startswith("error:"))
-    assert line.startswith(f"error: --model {folder}: ") and expected in line
+    assert line.startswith(f"error: --model {folder}: ") and expected in line, line
+
+
+def test_screen_with_a_hub_model_that_cannot_be_had_says_so_in_one_line(tmp_path: Path) -> None:
+    """An offline node and a hub id not in the cache: exit 2, one line saying what to pass instead."""
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"item_id": "a", "question": "q", "options": ["x", "y"], "answer": 0}\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    cmd = [sys.executable, "-m", "benchcheck", "screen", "--items", str(items), "--step", "1", "--engine", "hf",
+           "--model", "nobody/no-such-model", "--revision", "0" * 40, "--results", str(tmp_path / "r"),
+           "--device", "cpu"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    [line] = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: cannot get model 'nobody/no-such-model' at revision 0000") and \
+        line.endswith("pass --model DIR (a local checkpoint folder) to run without the hub")

@@ -97,7 +97,8 @@ class HFEngine:
             encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
         except Exception as e:  # a damaged or foreign checkpoint: transformers, safetensors, tokenizers, JSON
             first = (str(e).strip().splitlines() or [""])[0][:200]
-            raise NotACheckpoint(folder, f"loadable Qwen3-VL checkpoint: {type(e).__name__}: {first}") from e
+            why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first})"
+            raise NotACheckpoint(folder, why) from e
         self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
 
     @classmethod

@@ -27,17 +27,17 @@ class CheckpointUnavailable(ValueError):
 class NotACheckpoint(ValueError):
     """A local folder given as the model that holds no transformers checkpoint."""
 
-    def __init__(self, folder: Path, missing: str) -> None:
-        super().__init__(f"--model {folder}: not a checkpoint folder (no {missing})")
+    def __init__(self, folder: Path, why: str) -> None:
+        super().__init__(f"--model {folder}: {why}")
 
 
 def check_folder(folder: Path) -> Path:
     """``folder`` if it holds a model's configuration and weights; else ``NotACheckpoint`` (a
     mistyped folder would otherwise surface as transformers' traceback)."""
     if not (folder / "config.json").is_file():
-        raise NotACheckpoint(folder, "config.json in it")
+        raise NotACheckpoint(folder, "not a checkpoint folder (no config.json in it)")
     if not any(folder.glob("*.safetensors")) and not any(folder.glob("pytorch_model*.bin")):
-        raise NotACheckpoint(folder, "*.safetensors or pytorch_model.bin weights in it")
+        raise NotACheckpoint(folder, "not a checkpoint folder (no *.safetensors or pytorch_model.bin weights in it)")
     return folder
 
 
@@ -51,6 +51,10 @@ def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, s
     """
     if Path(model).is_dir():
         return check_folder(Path(model)), revision
+    if str(model).startswith(("/", "./", "../", "~")) or Path(model).exists():
+        # A hub id is "org/name": this was meant as a folder, and there is none.
+        why = "a file, not a checkpoint folder" if Path(model).exists() else "no such folder"
+        raise NotACheckpoint(Path(model), why)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
