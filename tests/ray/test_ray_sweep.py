@@ -120,7 +120,7 @@ def test_killed_driver_then_rerun_completes(ray_local: str, demo: tuple[list[Pat
 def test_an_engine_that_cannot_be_built_is_one_line_before_any_row(ray_local: str, demo: tuple[list[Path], Path],
                                                                    tmp_path: Path) -> None:
     items, store = demo
-    with pytest.raises(ValueError, match="^--model /nonexistent/model: no such folder$") as e:
+    with pytest.raises(ValueError, match=r"^--model /nonexistent/model: no such folder$") as e:
         run_sweep(items, store, tmp_path / "r", "ray", "v_blind", 1, engine="hf", model="/nonexistent/model")
     assert "\n" not in str(e.value) and "Traceback" not in str(e.value)
     assert not (tmp_path / "r" / CSV_NAME).exists()
