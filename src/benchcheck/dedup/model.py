@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchcheck.devices import resolve_device
+from benchcheck.errors import first_line
 
 DEFAULT_MODEL = "BAAI/bge-large-en-v1.5"
 DEFAULT_REVISION = "d4aa6901d3a41ba39fb536a557fa166f842b0e09"
@@ -148,9 +149,8 @@ class SentenceEmbedder:
         try:
             self._model = SentenceTransformer(ref.source, **kwargs)
         except Exception as e:  # hub, network and file errors of several libraries
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise DedupError(
-                f"cannot load embedding model {ref.name!r}: {first} "
+                f"cannot load embedding model {ref.name!r}: {first_line(e) or type(e).__name__} "
                 "(offline? use --model minilm or a local model folder)"
             ) from e
 

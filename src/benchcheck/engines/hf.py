@@ -47,6 +47,7 @@ from benchcheck.engines.hf_vision_rotary import qkv_rotary
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
 from benchcheck.engines.options import EngineOptionError, EngineOptions
+from benchcheck.errors import first_line
 
 
 def decode_processes(device: torch.device) -> int:
@@ -96,8 +97,7 @@ class HFEngine:
             tokenizer = tf.AutoTokenizer.from_pretrained(folder)
             encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
         except Exception as e:  # a damaged or foreign checkpoint: transformers, safetensors, tokenizers, JSON
-            first = (str(e).strip().splitlines() or [""])[0][:200]
-            why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first})"
+            why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first_line(e, 200)})"
             raise NotACheckpoint(folder, why) from e
         self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from benchcheck.devices import resolve_device
+from benchcheck.errors import first_line
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _HUB_FILES = ["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model", "*.tiktoken"]
@@ -18,10 +19,9 @@ class CheckpointUnavailable(ValueError):
     """A hub model that is neither a local folder nor in the hub cache, and cannot be fetched."""
 
     def __init__(self, model: str, revision: str | None, cause: BaseException) -> None:
-        first = (str(cause).strip().splitlines() or [""])[0][:200]
         self.model, self.revision = model, revision
         super().__init__(f"cannot get model {model!r} at revision {revision or 'main'} from the hub "
-                         f"(not in the local cache; {type(cause).__name__}: {first})")
+                         f"(not in the local cache; {type(cause).__name__}: {first_line(cause, 200)})")
 
 
 class NotACheckpoint(ValueError):

@@ -37,6 +37,7 @@ from benchcheck.engines.hf_batch import Batch, position_ids
 from benchcheck.engines.hf_pacing import LaunchPacer
 from benchcheck.engines.hf_sdpa import masked_attention_kernels
 from benchcheck.engines.hf_varlen import NAME as VARLEN_NAME
+from benchcheck.errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +218,7 @@ class DecodeStep:
             raise  # the batch is too large: the pipeline splits it, as for any forward
         except RuntimeError as e:
             torch.cuda.synchronize()
-            self.graphs.failure((str(e).splitlines() or [type(e).__name__])[0])
+            self.graphs.failure(first_line(e) or type(e).__name__)
             return None
         finally:
             if self.pacer is not None:

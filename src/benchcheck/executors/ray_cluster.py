@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from benchcheck.errors import first_line
+
 A = TypeVar("A")
 R = TypeVar("R")
 
@@ -119,7 +121,7 @@ def _guarded(fn: Callable[[A], R], arg: A) -> tuple[bool, R | str]:
     try:
         return True, fn(arg)
     except ValueError as e:
-        return False, (str(e).splitlines() or [type(e).__name__])[0]
+        return False, first_line(e) or type(e).__name__
 
 
 def _current_cluster() -> str | None:
