@@ -101,7 +101,12 @@ def load_image(ref: ImageRef, index: int) -> Image.Image:
         # Whatever PIL raises reading the image: corrupt files raise more than OSError and
         # ValueError (fuzzing Pillow 13: SyntaxError for a broken PNG chunk, TypeError for a TIFF
         # without dimensions), and any of them escaping would fail the whole call, not the request.
-        raise BadInput(f"{describe(ref, index)}: not a readable image ({type(e).__name__})") from e
+        raise unreadable(ref, index, e) from e
+
+
+def unreadable(ref: ImageRef, index: int, cause: BaseException) -> BadInput:
+    """The one-line failure of an image whose file or pixels cannot be read."""
+    return BadInput(f"{describe(ref, index)}: not a readable image ({type(cause).__name__})")
 
 
 def decode(refs: Sequence[ImageRef], rule: ResizeRule, first: int = 0) -> list[np.ndarray]:
@@ -121,7 +126,7 @@ def decode(refs: Sequence[ImageRef], rule: ResizeRule, first: int = 0) -> list[n
         except Exception as e:
             # A file that opened but whose pixels cannot be read or resized (truncated data, a
             # mode PIL cannot convert): that image's failure, never the whole call's.
-            raise BadInput(f"{describe(ref, first + k)}: not a readable image ({type(e).__name__})") from e
+            raise unreadable(ref, first + k, e) from e
     return out
 
 
