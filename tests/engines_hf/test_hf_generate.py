@@ -14,6 +14,7 @@ from benchcheck.engines.base import Failure, GenerateRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import collate, position_ids
 from benchcheck.engines.hf_generate import (
+    KEY_BLOCK,
     DecodeGraphs,
     ReservedCache,
     ReservedLayer,
@@ -201,6 +202,34 @@ def test_decode_attention_equals_attention_with_repeated_keys(heads: int, kv_hea
     k2 = k.clone()
     k2[~mask[:, 0, 0, :][:, None, :].expand(-1, kv_heads, -1)] = 1e4
     assert torch.allclose(decode_attention(q, k2, v, mask, 0.25), ours, atol=1e-6)
+
+
+def test_decode_attention_over_many_key_blocks_equals_attention_with_repeated_keys() -> None:
+    # A reservation of whole key blocks, as fixed-shape steps have: the values are reduced in
+    # KEY_BLOCK pieces whose partial sums are added.
+    torch.manual_seed(1)
+    s = 3 * KEY_BLOCK
+    q, k, v = torch.randn(2, 8, 1, 16), torch.randn(2, 2, s, 16), torch.randn(2, 2, s, 16)
+    mask = torch.zeros(2, 1, 1, s, dtype=torch.bool)
+    mask[0, :, :, : s - 5] = True
+    mask[1, :, :, 40:200] = True  # left padding, and slots not yet written
+    ours = decode_attention(q, k, v, mask, 0.25)
+    assert torch.allclose(ours, repeated_kv_attention(q, k, v, mask, 0.25), atol=1e-5)
+    # 16-bit caches: probabilities rounded to the cache's dtype, scores and sums in float32.
+    half = decode_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask, 0.25)
+    assert half.dtype == torch.bfloat16
+    assert (half.float() - ours).abs().max() < 0.03
+
+
+def test_fixed_shape_steps_decode_as_appending_ones(hf_engine: HFEngine) -> None:
+    # One request (no padding): eagerly it appends and attends with no mask; with fixed steps
+    # (what a graph replays) it attends over a reservation rounded up to key blocks, masked.
+    prompts = encoded(hf_engine)[:1]
+    batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
+    appended = greedy_batch(hf_engine.model, batch, [7], set(), hf_engine.pad_id)
+    fixed = greedy_batch(hf_engine.model, batch, [7], set(), hf_engine.pad_id,
+                         graphs=DecodeGraphs(fixed_steps=True))
+    assert fixed == appended == generate(hf_engine, prompts, [7], set())
 
 
 def test_fused_attention_generates_through_decode_attention(tiny_model: Path) -> None:

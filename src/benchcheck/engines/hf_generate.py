@@ -35,7 +35,6 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 
 from benchcheck.engines.hf_batch import Batch, position_ids
 from benchcheck.engines.hf_pacing import LaunchPacer
-from benchcheck.engines.hf_sdpa import masked_attention_kernels
 from benchcheck.engines.hf_varlen import NAME as VARLEN_NAME
 from benchcheck.errors import first_line
 
@@ -120,19 +119,49 @@ class ReservedCache(Cache):
         self.decoding = True
 
 
+# Keys per block of a decode step's value reduction (``decode_attention``). A reservation for
+# fixed-shape steps is a multiple of it (at most this many unused slots a row).
+KEY_BLOCK = 128
+
+
 def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
                      scaling: float) -> torch.Tensor:
     """Attention of one new token per row over a reserved cache: (B, H, 1, D) queries, (B, Hkv,
     S, D) keys and values, ``mask`` (B, 1, 1, S) bool; returns (B, 1, H, D) as transformers'
-    attention functions do. The H / Hkv query heads of a key head go in as that head's query rows,
-    so no key or value is repeated per query head (transformers' SDPA path copies the whole cache
-    per layer to do that when a mask is given)."""
+    attention functions do.
+
+    Written as matrix products, not one attention kernel: a masked one-token query gets one
+    thread block per K/V head on SDPA's masked kernels, so at the sweep's 54,000 keys eight
+    blocks read 8 GB a step (H200: ~84 ms a step, the device otherwise idle). Here the H / Hkv
+    query heads of a key head are the rows of one product with that head's keys (no key is
+    repeated per query head), the scores stay in float32 as in flash attention, and the
+    probabilities (rounded to the cache's dtype, as flash attention rounds them) meet the values
+    in blocks of ``KEY_BLOCK`` keys whose float32 partial sums are added: every product is
+    spread over the whole device, the cache read once."""
     b, h, _, d = query.shape
-    groups = h // key.shape[1]
-    q = query.reshape(b, key.shape[1], groups, d)
-    with masked_attention_kernels(query.device):
-        out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, scale=scaling)
-    return out.reshape(b, h, 1, d).transpose(1, 2)
+    hk, s = key.shape[1], key.shape[2]
+    g = h // hk
+    q = query.reshape(b * hk, g, d)
+    scores = _product_f32(q, key.reshape(b * hk, s, d).transpose(1, 2)).view(b, hk, g, s)
+    scores = torch.where(mask, scores * scaling, float("-inf"))
+    probs = torch.softmax(scores, dim=-1).to(value.dtype)
+    block = KEY_BLOCK if s % KEY_BLOCK == 0 else s
+    n = s // block
+    parts = _product_f32(probs.view(b * hk, g, n, block).transpose(1, 2).reshape(b * hk * n, g, block),
+                         value.reshape(b * hk * n, block, value.shape[-1]))
+    out = parts.view(b * hk, n, g, -1).sum(1).to(value.dtype)
+    return out.reshape(b, h, 1, -1).transpose(1, 2)
+
+
+def _product_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` (batched) with a float32 result: on CUDA from 16-bit inputs directly (cuBLAS
+    accumulates in float32 anyway), elsewhere or without that operator by computing in float32."""
+    if a.dtype != torch.float32 and a.is_cuda and _MM_OUT_DTYPE:
+        return torch.bmm(a, b, out_dtype=torch.float32)
+    return torch.bmm(a.float(), b.float())
+
+
+_MM_OUT_DTYPE = hasattr(torch.ops.aten.bmm, "dtype")  # torch >= 2.8
 
 
 @dataclass(slots=True)
@@ -154,6 +183,13 @@ class DecodeGraphs:
     enabled: bool = False
     captured: int = 0
     failed: int = 0
+    # For checks: fixed-shape steps (the graphs' kernels) even where no graph is captured, so a
+    # graph's tokens can be compared with the same kernels run eagerly.
+    fixed_steps: bool = False
+
+    def replays_on(self, device: torch.device) -> bool:
+        """Whether steps on ``device`` are captured and replayed (CUDA graphs: CUDA only)."""
+        return self.enabled and device.type == "cuda"
 
     def failure(self, reason: str) -> None:
         self.failed += 1
@@ -171,7 +207,7 @@ class DecodeStep:
         self.model, self.cache, self.inputs, self.graphs, self.pacer = model, cache, inputs, graphs, pacer
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
-        self.try_graph = graphs is not None and graphs.enabled and inputs.ids.device.type == "cuda"
+        self.try_graph = graphs is not None and graphs.replays_on(inputs.ids.device)
 
     def _forward(self) -> torch.Tensor:
         # Fixed shapes (the cache decoding at its slot): the mask of the written slots. Otherwise
@@ -281,10 +317,18 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     pos = position_ids(model, batch)
     rows, length = batch.attention_mask.shape
     dev = batch.input_ids.device
+    # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
+    # reservation attended with the mask of the written slots. A batch without padding, run
+    # eagerly, instead appends and attends over what is written with no mask, on SDPA's fastest
+    # kernels (split over the keys).
+    fixed = min(batch.lengths) < length or (graphs is not None and (graphs.fixed_steps or graphs.replays_on(dev)))
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
     # (Every row reserves the batch's longest prompt plus its largest max_new: the planner counts
     # each request's own prompt + max_new, a little less when the two maxima are different rows.)
-    cache = ReservedCache(model.config.text_config.num_hidden_layers, length + steps - 1)
+    capacity = length + steps - 1
+    if fixed:
+        capacity = -(-capacity // KEY_BLOCK) * KEY_BLOCK  # decode_attention's value blocks
+    cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
     out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True, past_key_values=cache)
     nxt = out.logits[:, -1, :].argmax(-1)
     tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
@@ -296,16 +340,11 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
         # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.
         positions=torch.stack([batch.attention_mask.sum(-1), *[pos[1:].amax(dim=(0, 2)) + 1] * 3])[:, :, None].clone(),
         slot=torch.full((1,), length, dtype=torch.long, device=dev),
-        mask=torch.zeros((rows, 1, 1, length + steps - 1), dtype=torch.bool, device=dev),
+        mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
     )
     inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
     step = DecodeStep(model, cache, inputs, graphs, pacer)
-    if step.try_graph or min(batch.lengths) < length:
-        # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
-        # reservation attended with the mask of the written slots. A batch without padding, run
-        # eagerly, instead appends and attends over what is written with no mask, which SDPA
-        # runs on its fastest kernels (split over the keys; a masked one-token query at 54,000
-        # keys gets one thread block per K/V head).
+    if fixed:
         cache.start_decoding(inputs.slot)
     watch = FinishWatch(dev, (LOOKBACK if dev.type == "cuda" else 0) if lookback is None else lookback)
     for s in range(steps):
