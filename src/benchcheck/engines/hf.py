@@ -177,9 +177,10 @@ class HFEngine:
         # one packed forward per family (hf_prefix). False: every request runs in full.
         self.share_prefixes = True
         # Generation's decode steps replayed as a CUDA graph on CUDA (``hf_generate``; the record
-        # also counts captures and failures). Off until measured against the eager steps on a GPU
-        # (``gpu_screen --only sweep`` has both rows and checks their texts equal).
-        self.decode_graphs = DecodeGraphs(enabled=False)
+        # also counts captures and failures). H200, the sweep's 54,000-token 8B requests: 5.3 s
+        # an item against 10.0 s with eager steps, the same texts as those steps run eagerly
+        # (``gpu_screen --only sweep``, docs/PERFORMANCE.md round 7).
+        self.decode_graphs = DecodeGraphs(enabled=True)
         # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
         # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
         # left-padded row per family with a dense tree mask: everywhere else). Picked here from
@@ -188,9 +189,10 @@ class HFEngine:
         varlen_ok = use_tree_attention(model)
         self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         # Batches that share nothing scored in the same one row, without padding (with "varlen"
-        # only), instead of right-padded rows. Off until measured on a GPU: padding is 6.4 % of
-        # the tokens of gpu_screen's one-frame batches (``benchmarks/batch_padding.py``), but the
-        # two attention kernels differ (``gpu_screen --variants unpadded``).
+        # only), instead of right-padded rows. Off: padding is 6.4 % of the tokens of gpu_screen's
+        # 384 one-frame requests' batches (``benchmarks/batch_padding.py``), but on the H200 the
+        # 1,536-request one-frame workload ran 130.3 items/s either way against 130.7-131.4
+        # padded (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 7).
         self.unpadded_scoring = False
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
         # On CUDA images decode in worker processes (hf_decode): the thread launching the device

@@ -17,7 +17,8 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   batches decode so; a batch without padding appends and needs no mask). On CUDA such a step can
   be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels' worth of
   Python; a capture that fails runs the step eagerly and turns graphs off for the engine (one
-  warning). Off by default (``HFEngine.decode_graphs``) until measured on a GPU.
+  warning). On by default (``HFEngine.decode_graphs``): on the H200 the sweep's 8B requests
+  (54,000 prompt tokens, 128 new) took 5.3 s an item replayed against 10.0 s eagerly.
 
 The tokens and every step's logits are those of each request decoded alone by recomputing its
 whole sequence each step (tests/engines_hf/test_hf_generate.py, float32).
