@@ -287,3 +287,7 @@ def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
     graphed = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
     assert (graphs.captured, graphs.failed) == (1, 0)  # really replayed, not eager again
     assert graphed == eager
+    # Too few steps to be worth a capture: eager steps, the same tokens.
+    short = greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    assert graphs.captured == 1
+    assert short == greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, pacer=engine.pacer)

@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 # this many steps after the last row stops, and the host never queues more than this many steps
 # ahead of the device (a step is a graph launch and ~10 small kernels; CUDA's queue holds ~1,000).
 LOOKBACK = 4
+# Decode steps a batch must have for them to be captured as a CUDA graph (``greedy_batch``).
+MIN_REPLAYED_STEPS = 4
 
 
 class ReservedLayer(CacheLayerMixin):  # type: ignore[no-untyped-call]
@@ -322,7 +324,10 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     # reservation attended with the mask of the written slots. A batch without padding, run
     # eagerly, instead appends and attends over what is written with no mask, on SDPA's fastest
     # kernels (split over the keys).
-    fixed = min(batch.lengths) < length or (graphs is not None and (graphs.fixed_steps or graphs.replays_on(dev)))
+    # A capture costs about two eager steps of host time (its warm-up, then the capture), so
+    # only batches with a few steps to replay are captured.
+    replay = graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
+    fixed = min(batch.lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
     # (Every row reserves the batch's longest prompt plus its largest max_new: the planner counts
     # each request's own prompt + max_new, a little less when the two maxima are different rows.)
@@ -344,7 +349,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
         mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
     )
     inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
-    step = DecodeStep(model, cache, inputs, graphs, pacer)
+    step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer)
     if fixed:
         cache.start_decoding(inputs.slot)
     watch = FinishWatch(dev, (LOOKBACK if dev.type == "cuda" else 0) if lookback is None else lookback)
