@@ -648,6 +648,21 @@ def unpadded_variant(w: Workload, _: str) -> None:
                      f"(tree attention: {w.engine.tree_attention})", switch)
 
 
+def pipe_variant(w: Workload, _: str) -> None:
+    """Decoded frames handed back through the worker pool's pipe instead of shared memory
+    (``FrameDecoder.shared``), in alternating rows with the engine as chosen."""
+    decoder = w.engine.encoder.decoder
+    chosen = decoder.shared
+
+    def switch(on: bool) -> None:
+        decoder.shared = (not chosen) if on else chosen
+
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full,
+                     "ours-shm" if not chosen else "ours-pipe",
+                     f"variant: decoded frames handed back {'in shared memory' if not chosen else 'through the pipe'}",
+                     switch)
+
+
 @dataclass
 class Workload:
     """What a variant's rows need of the scoring workload they run in."""
@@ -680,6 +695,7 @@ SPECIAL_VARIANTS = {
     "vision-fused-no-epilogue": Variant("visual", True, vision_variant),
     "vision-rotary-old": Variant("visual", True, rotary_variant),
     "unpadded": Variant("visual", True, unpadded_variant),
+    "pipe": Variant("visual", True, pipe_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
 }
@@ -719,7 +735,18 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     limit = peak * 1e12 / flops
     stop = engine.stop_ids
     engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
-    captured = engine.decode_graphs.captured
+    graphs = engine.decode_graphs
+    chosen = graphs.enabled
+    counts: dict[str, tuple[int, int]] = {}  # row -> (graphs captured, captures failed) in it
+
+    def counted(mode: str, fn: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            c0, f0 = graphs.captured, graphs.failed
+            out = fn()
+            counts[mode] = (graphs.captured - c0, graphs.failed - f0)
+            return out
+        return run
+
     try:
         # Warm-up of both paths (the first 54,000-token prefill of a shape pays for its kernels' set-up).
         with plain(engine):
@@ -729,20 +756,21 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
             naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
         res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit,
-                      lambda: engine.generate_sync(reqs), note=f"{n_frames} frames, 128 new tokens")
-        other = not engine.decode_graphs.enabled
-        with knob_set(engine.decode_graphs, "enabled", other):
-            flipped = run_row(rows, name, "ours-graphs" if other else "ours-eager", engine, n_items, float(p.n_tokens),
-                              limit, lambda: engine.generate_sync(reqs),
+                      counted("ours", lambda: engine.generate_sync(reqs)), note=f"{n_frames} frames, 128 new tokens")
+        other = not chosen
+        flipped_mode = "ours-graphs" if other else "ours-eager"
+        with knob_set(graphs, "enabled", other):
+            flipped = run_row(rows, name, flipped_mode, engine, n_items, float(p.n_tokens),
+                              limit, counted(flipped_mode, lambda: engine.generate_sync(reqs)),
                               note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
                                    + ("" if engine.device.type == "cuda" else " (no CUDA: eagerly too)"))
-        with knob_set(engine.decode_graphs, "enabled", False), knob_set(engine.decode_graphs, "fixed_steps", True):
+        with knob_set(graphs, "enabled", False), knob_set(graphs, "fixed_steps", True):
             fixed = run_row(rows, name, "fixed-eager", engine, n_items, float(p.n_tokens), limit,
                             lambda: engine.generate_sync(reqs), note="check: the graphs' fixed-shape steps, eagerly")
         profile(name, lambda: engine.generate_sync(reqs[:1]))
     finally:
         engine.stop_ids = stop
-    runs = {"ours": res, rows[-2].mode: flipped, "fixed-eager": fixed}
+    runs = {"ours": res, flipped_mode: flipped, "fixed-eager": fixed}
     texts: dict[str, list[str]] = {}
     for mode, out in runs.items():
         bad = [g for g in out if not isinstance(g, Generation)]  # type: ignore[attr-defined]
@@ -750,23 +778,23 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
             raise SystemExit(f"{name} {mode}: {len(bad)} failed: {bad[0]}")
         texts[mode] = [g.text for g in out]  # type: ignore[attr-defined]
     rows[-3].note += f"; {np.mean([g.completion_tokens for g in res]):.0f} tokens generated"  # type: ignore[attr-defined]
-    graph_texts = texts["ours" if engine.decode_graphs.enabled else "ours-graphs"]
+    graph_row = "ours" if chosen else "ours-graphs"
+    graph_texts = texts[graph_row]
     differ = sum(a != b for a, b in zip(graph_texts, texts["fixed-eager"], strict=True))
     naive_text = engine.tokenizer.decode(naive_tokens, skip_special_tokens=True)
     lead = {mode: next((i for i, (x, y) in enumerate(zip(t[0], naive_text, strict=False)) if x != y),
                        min(len(t[0]), len(naive_text))) for mode, t in texts.items()}
-    # On CUDA the graph row must really have replayed graphs (a failed capture runs eagerly, and
-    # eager against eager would pass unseen): one capture per batch of the graph row.
-    graphs = engine.decode_graphs.captured - captured
-    replayed = engine.device.type != "cuda" or graphs > 0
+    # On CUDA the graph row must really have replayed graphs, every batch of it (one capture a
+    # batch; a failed capture runs eagerly, and eager against eager would pass unseen).
+    caps, fails = counts[graph_row]
+    replayed = engine.device.type != "cuda" or (caps >= 1 and fails == 0)
     c = Check(name, n_items, float("nan"), 0.0, float(differ), differ == 0 and replayed,
               str(engine.dtype).replace("torch.", ""),
-              {"graph_vs_fixed_eager_texts_differing": differ, "graphs_captured": graphs,
-               "graph_failures": engine.decode_graphs.failed, "chars_equal_to_naive": lead,
-               "naive_chars": len(naive_text)})
+              {"graph_vs_fixed_eager_texts_differing": differ, "graph_row": graph_row, "graphs_captured": caps,
+               "graph_failures": fails, "chars_equal_to_naive": lead, "naive_chars": len(naive_text)})
     checks.append(c)
-    print(f"  check {name}: graphs vs the same steps eagerly, {differ} of {n_items} texts differ, {graphs} graphs "
-          f"captured ({engine.decode_graphs.failed} failed); item 0's leading characters equal to transformers' "
+    print(f"  check {name}: graphs ({graph_row}) vs the same steps eagerly, {differ} of {n_items} texts differ, "
+          f"{caps} graphs captured in that row ({fails} failed); item 0's leading characters equal to transformers' "
           f"generate, of {len(naive_text)}: {lead} (naive suppresses end tokens, ours may emit them)", flush=True)
 
 
@@ -807,7 +835,8 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
-                         "vision-rotary-old, unpadded (visual workloads); tree-mask (blind: the other tree attention), "
+                         "vision-rotary-old, unpadded, pipe (visual workloads); tree-mask (blind: the other tree "
+                         "attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "

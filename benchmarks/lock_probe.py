@@ -8,7 +8,8 @@ encode requests the ways the engine did and does:
   text, batch call      ``encode_batch`` of 64 texts (releases the lock while it works)
   text, engine blocks   ``HFEngine._encode`` on blocks of 64 requests (render, tokenize, arrays)
   32 frames, threads    ``HFEngine._encode`` of 32-frame requests, images decoded in the thread
-  32 frames, processes  the same with images decoded in 2 worker processes (``hf_decode``)
+  32 frames, processes  the same with images decoded in 2 worker processes (``hf_decode``), their
+                        frames piped back (before) or left in shared memory (now)
 
 Run:  PYTHONPATH=src python benchmarks/lock_probe.py   (CPU, the tiny model's tokenizer)
 """
@@ -98,10 +99,16 @@ def main() -> None:
         v = with_workers(work, args.threads)
         print(f"{name:42s} {v:9.1f}  {v / alone:.1f}x", flush=True)
     enc.decoder.processes = 2
+    shared = enc.decoder.shared
     try:
         video_jobs()  # the workers started
-        v = with_workers(video_jobs, args.threads)
-        print(f"{'32 frames, 2 worker processes (ours)':42s} {v:9.1f}  {v / alone:.1f}x", flush=True)
+        for label, through_memory in (("frames piped (before)", False), ("frames in shared memory (ours)", True)):
+            if through_memory and not shared:
+                print(f"{'32 frames, 2 workers, ' + label:42s}  skipped: no room in /dev/shm", flush=True)
+                continue
+            enc.decoder.shared = through_memory
+            v = with_workers(video_jobs, args.threads)
+            print(f"{'32 frames, 2 workers, ' + label:42s} {v:9.1f}  {v / alone:.1f}x", flush=True)
     finally:
         enc.decoder.close()
 

@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,16 @@ from PIL import Image
 
 from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule, decode, load_image
+from benchcheck.engines.hf_decode import (
+    BadInput,
+    FrameDecoder,
+    ResizeRule,
+    SharedFrames,
+    decode,
+    in_shared_memory,
+    load_image,
+    shared_room,
+)
 
 
 def in_worker() -> bool:
@@ -107,6 +117,56 @@ def test_workers_decode_exactly_what_the_thread_decodes(hf_engine: HFEngine, ima
         assert len(pool.frames(images[:2])) == 2  # the pool still works after failures
     finally:
         pool.close()
+
+
+def our_blocks() -> set[str]:
+    """Shared-memory blocks now in /dev/shm of the kind ``SharedMemory`` names (``psm_*``)."""
+    return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
+
+
+def decoded_slowly(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """``decode``, and a piece that does not start at 0 takes its time (it finishes after the
+    request it belongs to has already failed)."""
+    if first:
+        time.sleep(0.3)
+    return raises_on_marker(refs, rule, first)
+
+
+@pytest.mark.skipif(not shared_room(), reason="no room in /dev/shm")
+def test_frames_come_back_in_shared_memory_and_no_block_is_left(hf_engine: HFEngine,
+                                                                images: list[bytes | Path]) -> None:
+    rule = hf_engine.encoder.decoder.rule
+    before = our_blocks()
+    # What a worker returns: a block's name and the arrays' layout, not the arrays.
+    handed = in_shared_memory(decode, images[:3], rule, 0)
+    assert isinstance(handed, SharedFrames) and len(handed.layout) == 3 and handed.name.lstrip("/") in our_blocks()
+    assert all(np.array_equal(a, b) for a, b in zip(handed.take(), decode(images[:3], rule), strict=True))
+    assert our_blocks() == before  # taken: removed
+    pool = FrameDecoder(rule, processes=2, piece=1, work=decoded_slowly)
+    assert pool.shared
+    try:
+        assert all(np.array_equal(a, b) for a, b in zip(pool.frames(images), decode(images, rule), strict=True))
+        # A request that fails in its first piece: its later pieces, already running in the
+        # other worker, finish after the failure, and their blocks are removed unread.
+        with pytest.raises(OSError):
+            pool.frames([b"oserror", images[0], images[1]])
+        time.sleep(0.5)
+        deadline = time.monotonic() + 10
+        while our_blocks() != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert our_blocks() == before
+    finally:
+        pool.close()
+    piped = FrameDecoder(rule, processes=1, shared=False)  # the pipe, as where /dev/shm is small
+    try:
+        assert not piped.shared
+        assert all(np.array_equal(a, b) for a, b in zip(piped.frames(images), decode(images, rule), strict=True))
+    finally:
+        piped.close()
+
+
+def test_no_shared_memory_without_room(tmp_path: Path) -> None:
+    assert not shared_room(str(tmp_path / "missing"))
 
 
 def test_a_worker_that_dies_on_a_request_fails_only_that_request(hf_engine: HFEngine,

@@ -221,15 +221,27 @@ def test_decode_attention_over_many_key_blocks_equals_attention_with_repeated_ke
     assert (half.float() - ours).abs().max() < 0.03
 
 
-def test_fixed_shape_steps_decode_as_appending_ones(hf_engine: HFEngine) -> None:
-    # One request (no padding): eagerly it appends and attends with no mask; with fixed steps
-    # (what a graph replays) it attends over a reservation rounded up to key blocks, masked.
-    prompts = encoded(hf_engine)[:1]
-    batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
-    appended = greedy_batch(hf_engine.model, batch, [7], set(), hf_engine.pad_id)
-    fixed = greedy_batch(hf_engine.model, batch, [7], set(), hf_engine.pad_id,
-                         graphs=DecodeGraphs(fixed_steps=True))
-    assert fixed == appended == generate(hf_engine, prompts, [7], set())
+def test_fixed_shape_steps_decode_as_appending_ones(tiny_model: Path) -> None:
+    # One request (no padding) longer than a key block: eagerly it appends and attends with no
+    # mask; with fixed steps (what a graph replays), through the fused attention forward, it
+    # attends over a reservation of whole key blocks with decode_attention, masked.
+    from benchcheck.engines import hf_fused
+
+    engine = HFEngine(tiny_model, device="cpu")
+    prompt = engine.encoder.encode("Say something" + " longer" * (KEY_BLOCK + 20), (), None)
+    assert prompt.n_tokens > KEY_BLOCK
+    batch = collate([prompt], engine.pad_id, engine.pixels, engine.dtype)
+    logits: list[torch.Tensor] = []
+    hook = engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone()))
+    try:
+        appended = greedy_batch(engine.model, batch, [7], set(), engine.pad_id)
+        hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+        fixed = greedy_batch(engine.model, batch, [7], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
+    finally:
+        hook.remove()
+    assert fixed == appended == generate(engine, [prompt], [7], set())
+    assert len(logits) == 14
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:7], logits[7:], strict=True))
 
 
 def test_fused_attention_generates_through_decode_attention(tiny_model: Path) -> None:

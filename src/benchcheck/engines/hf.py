@@ -141,10 +141,11 @@ class HFEngine:
         use_grouped_vision_attention(model, qkv_rotary=qkv_rotary if fuse else None)  # the CPU: transformers' own
         use_linear_patch_embed(model)
         use_indexed_deepstack(model)
+        fused_attention = False
         if fuse:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)
-            use_fused_text_attention(model)
+            fused_attention = use_fused_text_attention(model) > 0
         # The launching thread waits for the device without holding Python's lock (hf_pacing).
         self.pacer = use_paced_launches(model)
         self.encoder = encoder
@@ -178,9 +179,12 @@ class HFEngine:
         self.share_prefixes = True
         # Generation's decode steps replayed as a CUDA graph on CUDA (``hf_generate``; the record
         # also counts captures and failures). H200, the sweep's 54,000-token 8B requests: 5.3 s
-        # an item against 10.0 s with eager steps, the same texts as those steps run eagerly
-        # (``gpu_screen --only sweep``, docs/PERFORMANCE.md round 7).
-        self.decode_graphs = DecodeGraphs(enabled=True)
+        # an item against 10.5 s with eager steps, the same texts as those steps run eagerly
+        # (``gpu_screen --only sweep``, docs/PERFORMANCE.md round 7). Only with the fused
+        # attention forward, the way to ``decode_attention``: without it a fixed-shape step is
+        # transformers' SDPA with a mask, which copies the cache per query head and runs the
+        # masked kernel that measured slower than eager steps.
+        self.decode_graphs = DecodeGraphs(enabled=fused_attention)
         # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
         # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
         # left-padded row per family with a dense tree mask: everywhere else). Picked here from

@@ -8,12 +8,16 @@ Why worker processes: decoding leaves Python's lock, but the rest of each image'
 (PIL's Python-level file parsing, ``tobytes`` in 64 KiB pieces, the array copy) holds it, and
 the thread that launches the device work needs that lock for every operation it queues. On an
 H200 host two decoding threads made the 2B 32-frame batches that ran while they decoded take
-1.5-2x their device time (docs/PERFORMANCE.md). Workers hold their own locks; the engine's
-process only reads the finished arrays off a pipe (R17: the 2B 32-frame workload 18.3 against
-16.9 items/s decoded in threads). Workers are spawned, not forked (a forked child would inherit
-the engine's threads and CUDA state) and start on the first request with images. What they run
-needs PIL and NumPy only, but Python's spawn also imports the main script in each worker: keep
-it behind ``if __name__ == "__main__":`` (``benchcheck``'s own entry points are). Workers ignore
+1.5-2x their device time (docs/PERFORMANCE.md). Workers hold their own locks (R17: the 2B
+32-frame workload 18.3 against 16.9 items/s decoded in threads). A worker leaves its frames in
+a shared-memory block and sends back only the block's name (``SharedFrames``): through the
+pool's pipe, 11 MB of pickled frames a 32-frame request were read in 64 KiB pieces and
+unpickled by the pool's result thread with the lock held, most of the lock time the engine's
+process spent outside the launching thread (``py-spy --gil``, docs/PERFORMANCE.md round 7).
+Workers are spawned, not forked (a forked child would inherit the engine's threads and CUDA
+state) and start on the first request with images. What they run needs PIL and NumPy only, but
+Python's spawn also imports the main script in each worker: keep it behind
+``if __name__ == "__main__":`` (``benchcheck``'s own entry points are). Workers ignore
 Ctrl-C (the engine's process handles it) and drop secret-named variables from their environment
 (``qa.proc.child_environment``) when they start; the variables were in the environment they
 were started with, which only the same user can read, as the engine's own.
@@ -21,6 +25,7 @@ were started with, which only the same user can read, as the engine's own.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
@@ -32,7 +37,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing import shared_memory
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -133,6 +140,78 @@ def decode(refs: Sequence[ImageRef], rule: ResizeRule, first: int = 0) -> list[n
 Work = Callable[[Sequence[ImageRef], ResizeRule, int], list[np.ndarray]]  # ``decode``'s shape
 
 
+# Free space /dev/shm must have for workers to hand frames over in shared memory: a block over
+# its limit is not refused but faults (SIGBUS) when written, so a small one (containers often
+# give 64 MiB) keeps the pipe. Blocks in flight are a few requests' frames (tens of MB).
+SHARED_ROOM = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFrames:
+    """Frames a worker left in one shared-memory block, each as (shape, dtype) in order: all that
+    travels back through the pool's pipe. The engine's process copies them out and removes the
+    block (``take``), or removes it unread (``discard``). The block is known to the resource
+    tracker the pool's workers share with the engine's process, which removes what is left if
+    that process dies."""
+
+    name: str
+    layout: tuple[tuple[tuple[int, ...], str], ...]
+
+    def take(self) -> list[np.ndarray]:
+        block = shared_memory.SharedMemory(name=self.name)
+        try:
+            out, at = [], 0
+            for shape, dtype in self.layout:
+                # A copy: no view of the block may outlive it (closing refuses exported buffers).
+                out.append(np.ndarray(shape, np.dtype(dtype), buffer=block.buf, offset=at).copy())
+                at += math.prod(shape) * np.dtype(dtype).itemsize
+            return out
+        finally:
+            block.close()
+            block.unlink()
+
+    def discard(self) -> None:
+        block = shared_memory.SharedMemory(name=self.name)
+        block.close()
+        block.unlink()
+
+
+def in_shared_memory(work: Work, refs: Sequence[ImageRef], rule: ResizeRule, first: int) -> SharedFrames:
+    """In a worker: ``work``'s frames, left in a new shared-memory block."""
+    frames = work(refs, rule, first)
+    block = shared_memory.SharedMemory(create=True, size=max(1, sum(f.nbytes for f in frames)))
+    try:
+        at = 0
+        for f in frames:
+            np.ndarray(f.shape, f.dtype, buffer=block.buf, offset=at)[...] = f
+            at += f.nbytes
+        return SharedFrames(block.name, tuple((tuple(f.shape), f.dtype.str) for f in frames))
+    except BaseException:
+        block.close()
+        block.unlink()
+        raise
+    finally:
+        block.close()
+
+
+def shared_room(path: str = "/dev/shm") -> bool:
+    """Whether ``path`` (POSIX shared memory's file system) has ``SHARED_ROOM`` free."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize >= SHARED_ROOM
+
+
+def _discard_unread(f: Future[Any]) -> None:
+    """A done callback: the block of a result nobody will read is removed."""
+    if not f.cancelled() and f.exception() is None:
+        result = f.result()
+        if isinstance(result, SharedFrames):
+            with contextlib.suppress(OSError):
+                result.discard()
+
+
 class _PoolFailed(Exception):
     """The pool, not the work, failed a request's task (``FrameDecoder._in``)."""
 
@@ -162,8 +241,11 @@ class FrameDecoder:
     after ``close`` everything decodes in the thread.
     """
 
-    def __init__(self, rule: ResizeRule, processes: int = 0, piece: int = 8, work: Work = decode) -> None:
+    def __init__(self, rule: ResizeRule, processes: int = 0, piece: int = 8, work: Work = decode,
+                 shared: bool = True) -> None:
         self.rule = rule
+        # Frames handed back in shared memory (``SharedFrames``) where /dev/shm has room.
+        self.shared = shared and shared_room()
         self.piece = max(1, piece)
         self._work = work  # a module-level function (it travels to the workers by name)
         self._processes = processes
@@ -217,11 +299,14 @@ class FrameDecoder:
         the work raised in a live worker (concurrent.futures re-raises the worker's exception):
         the request's own failure, whatever its type.
         """
-        futures: list[Future[list[np.ndarray]]] = []
+        futures: list[Future[list[np.ndarray] | SharedFrames]] = []
+        read = 0
         try:
             try:
                 for i in range(0, len(refs), self.piece):
-                    futures.append(pool.submit(self._work, list(refs[i : i + self.piece]), self.rule, i))
+                    piece = list(refs[i : i + self.piece])
+                    futures.append(pool.submit(in_shared_memory, self._work, piece, self.rule, i) if self.shared
+                                   else pool.submit(self._work, piece, self.rule, i))
             except (RuntimeError, OSError) as e:
                 raise _PoolFailed from e
             out: list[np.ndarray] = []
@@ -233,12 +318,18 @@ class FrameDecoder:
                 except Exception:
                     self._worked = True  # a worker ran the work: workers can start
                     raise
-                out.extend(part)
+                finally:
+                    read += 1
+                try:
+                    out.extend(part.take() if isinstance(part, SharedFrames) else part)
+                except OSError as e:  # the block is gone (removed from outside): try the request again
+                    raise _PoolFailed from e
             self._worked = True
             return out
         finally:
-            for f in futures:  # after a failure, the rest of this request's pieces are not needed
-                f.cancel()
+            for f in futures[read:]:  # after a failure, the rest of this request's pieces are not needed
+                if not f.cancel():
+                    f.add_done_callback(_discard_unread)
 
     def _started(self) -> ProcessPoolExecutor | None:
         with self._guard:

@@ -14,11 +14,12 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   which also bounds how far it runs ahead.
 - A step can have the same shapes every time: it attends over the whole reservation with a mask
   of the slots written so far and writes its keys at a slot held in a device tensor (left-padded
-  batches decode so; a batch without padding appends and needs no mask). On CUDA such a step can
+  batches and replayed steps decode so; a batch without padding run eagerly appends and needs no
+  mask). On CUDA such a step can
   be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels' worth of
   Python; a capture that fails runs the step eagerly and turns graphs off for the engine (one
   warning). On by default (``HFEngine.decode_graphs``): on the H200 the sweep's 8B requests
-  (54,000 prompt tokens, 128 new) took 5.3 s an item replayed against 10.0 s eagerly.
+  (54,000 prompt tokens, 128 new) took 5.3 s an item replayed against 10.5 s eagerly.
 
 The tokens and every step's logits are those of each request decoded alone by recomputing its
 whole sequence each step (tests/engines_hf/test_hf_generate.py, float32).
@@ -125,6 +126,12 @@ class ReservedCache(Cache):
 # Keys per block of a decode step's value reduction (``decode_attention``). A reservation for
 # fixed-shape steps is a multiple of it (at most this many unused slots a row).
 KEY_BLOCK = 128
+
+
+def reserved_slots(tokens: int) -> int:
+    """The KV slots reserved for ``tokens`` (prompt + new tokens - 1) at fixed-shape steps: whole
+    key blocks. The batch planner counts a generation request so too."""
+    return -(-tokens // KEY_BLOCK) * KEY_BLOCK
 
 
 def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
@@ -325,7 +332,8 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     # eagerly, instead appends and attends over what is written with no mask, on SDPA's fastest
     # kernels (split over the keys).
     # A capture costs about two eager steps of host time (its warm-up, then the capture), so
-    # only batches with a few steps to replay are captured.
+    # only batches with a few steps to replay are captured (``steps - 1`` step calls follow the
+    # prefill).
     replay = graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
     fixed = min(batch.lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
@@ -333,7 +341,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     # each request's own prompt + max_new, a little less when the two maxima are different rows.)
     capacity = length + steps - 1
     if fixed:
-        capacity = -(-capacity // KEY_BLOCK) * KEY_BLOCK  # decode_attention's value blocks
+        capacity = reserved_slots(capacity)  # decode_attention's value blocks
     cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
     out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True, past_key_values=cache)
     nxt = out.logits[:, -1, :].argmax(-1)

@@ -18,6 +18,7 @@ import torch
 
 from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks, plan_batches
+from benchcheck.engines.hf_generate import reserved_slots
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_prefix import Family, plan_families, plan_family_batches, worth_sharing
 
@@ -187,8 +188,9 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
             fb = plan_family_batches(prompts, families, plan.max_batch_size, plan.max_batch_tokens)
             yield [_family_batch(todo, b) for b in fb], ready
         else:
-            # Generated tokens occupy the batch too.
-            sizes = [ready[i].prompt.n_tokens + ready[i].new_tokens - 1 for i in todo]
+            # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
+            sizes = [reserved_slots(ready[i].prompt.n_tokens + ready[i].new_tokens - 1) if ready[i].new_tokens > 1
+                     else ready[i].prompt.n_tokens for i in todo]
             batches = plan_batches(sizes, plan.max_batch_size, plan.max_batch_tokens)
             yield [PlannedBatch([todo[j] for j in b]) for b in batches], ready
 
