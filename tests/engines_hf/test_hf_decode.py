@@ -120,8 +120,25 @@ def test_workers_decode_exactly_what_the_thread_decodes(hf_engine: HFEngine, ima
 
 
 def our_blocks() -> set[str]:
-    """Shared-memory blocks now in /dev/shm of the kind ``SharedMemory`` names (``psm_*``)."""
-    return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
+    """This process's frame blocks now in /dev/shm (``hf_decode`` names them ``bc<pid>_...``)."""
+    return {n for n in os.listdir("/dev/shm") if n.startswith(f"bc{os.getpid()}_")}
+
+
+def no_blocks_soon() -> bool:
+    """Whether every block of this process is gone within 10 s (blocks of unread pieces are
+    removed when their tasks end, in the pool's thread)."""
+    deadline = time.monotonic() + 10
+    while our_blocks() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not our_blocks()
+
+
+def dies_late_on_marker(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
+    """A worker that dies on the marker after its sibling pieces have had time to finish."""
+    if b"die" in refs and in_worker():
+        time.sleep(0.4)
+        os._exit(1)
+    return decode(refs, rule, first)
 
 
 def decoded_slowly(refs: list[bytes | Path], rule: ResizeRule, first: int) -> list[np.ndarray]:
@@ -136,12 +153,12 @@ def decoded_slowly(refs: list[bytes | Path], rule: ResizeRule, first: int) -> li
 def test_frames_come_back_in_shared_memory_and_no_block_is_left(hf_engine: HFEngine,
                                                                 images: list[bytes | Path]) -> None:
     rule = hf_engine.encoder.decoder.rule
-    before = our_blocks()
+    assert not our_blocks()
     # What a worker returns: a block's name and the arrays' layout, not the arrays.
-    handed = in_shared_memory(decode, images[:3], rule, 0)
-    assert isinstance(handed, SharedFrames) and len(handed.layout) == 3 and handed.name.lstrip("/") in our_blocks()
+    handed = in_shared_memory(decode, images[:3], rule, 0, f"bc{os.getpid()}_test")
+    assert isinstance(handed, SharedFrames) and len(handed.layout) == 3 and our_blocks() == {handed.name}
     assert all(np.array_equal(a, b) for a, b in zip(handed.take(), decode(images[:3], rule), strict=True))
-    assert our_blocks() == before  # taken: removed
+    assert not our_blocks()  # taken: removed
     pool = FrameDecoder(rule, processes=2, piece=1, work=decoded_slowly)
     assert pool.shared
     try:
@@ -151,12 +168,18 @@ def test_frames_come_back_in_shared_memory_and_no_block_is_left(hf_engine: HFEng
         with pytest.raises(OSError):
             pool.frames([b"oserror", images[0], images[1]])
         time.sleep(0.5)
-        deadline = time.monotonic() + 10
-        while our_blocks() != before and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert our_blocks() == before
+        assert no_blocks_soon()
     finally:
         pool.close()
+    # A worker that dies: the blocks its siblings made before the pool broke are removed too.
+    dying = FrameDecoder(rule, processes=2, piece=1, work=dies_late_on_marker)
+    try:
+        dying.frames(images[:2])  # the workers work (else decoding would move to this thread)
+        with pytest.raises(BadInput, match="died, twice"):
+            dying.frames([images[0], images[1], b"die", images[2]])
+        assert no_blocks_soon()
+    finally:
+        dying.close()
     piped = FrameDecoder(rule, processes=1, shared=False)  # the pipe, as where /dev/shm is small
     try:
         assert not piped.shared

@@ -33,6 +33,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -170,17 +171,34 @@ class SharedFrames:
             block.close()
             block.unlink()
 
-    def discard(self) -> None:
-        block = shared_memory.SharedMemory(name=self.name)
+
+
+def remove_block(name: str) -> None:
+    """The block ``name`` removed if it exists (through the tracker: attach, then unlink)."""
+    with contextlib.suppress(FileNotFoundError):
+        block = shared_memory.SharedMemory(name=name)
         block.close()
         block.unlink()
 
 
-def in_shared_memory(work: Work, refs: Sequence[ImageRef], rule: ResizeRule, first: int) -> SharedFrames:
-    """In a worker: ``work``'s frames, left in a new shared-memory block."""
+def in_shared_memory(work: Work, refs: Sequence[ImageRef], rule: ResizeRule, first: int,
+                     name: str) -> SharedFrames | list[np.ndarray]:
+    """In a worker: ``work``'s frames, left in a new shared-memory block named ``name`` (the
+    engine names it, so it can remove it whatever becomes of this worker); the frames themselves
+    where /dev/shm cannot hold the block now (it is reserved first: a write past tmpfs's limit
+    would kill the worker with SIGBUS)."""
     frames = work(refs, rule, first)
-    block = shared_memory.SharedMemory(create=True, size=max(1, sum(f.nbytes for f in frames)))
+    size = max(1, sum(f.nbytes for f in frames))
+    block = shared_memory.SharedMemory(name=name, create=True, size=size)
     try:
+        fd = getattr(block, "_fd", -1)
+        if fd >= 0 and hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, size)
+            except OSError:
+                block.close()
+                block.unlink()
+                return frames
         at = 0
         for f in frames:
             np.ndarray(f.shape, f.dtype, buffer=block.buf, offset=at)[...] = f
@@ -198,18 +216,19 @@ def shared_room(path: str = "/dev/shm") -> bool:
     """Whether ``path`` (POSIX shared memory's file system) has ``SHARED_ROOM`` free."""
     try:
         st = os.statvfs(path)
-    except OSError:
+    except (OSError, AttributeError):  # no such file system; no statvfs (Windows)
         return False
     return st.f_bavail * st.f_frsize >= SHARED_ROOM
 
 
-def _discard_unread(f: Future[Any]) -> None:
-    """A done callback: the block of a result nobody will read is removed."""
-    if not f.cancelled() and f.exception() is None:
-        result = f.result()
-        if isinstance(result, SharedFrames):
-            with contextlib.suppress(OSError):
-                result.discard()
+def _remover(name: str) -> Callable[[Future[Any]], None]:
+    """A done callback that removes the block ``name`` (concurrent.futures logs what it raises)."""
+    return lambda _: remove_block(name)
+
+
+def _block_name() -> str:
+    """A new block's name: this process's, unique, short (macOS allows 31 characters)."""
+    return f"bc{os.getpid()}_{uuid.uuid4().hex[:12]}"
 
 
 class _PoolFailed(Exception):
@@ -300,13 +319,17 @@ class FrameDecoder:
         the request's own failure, whatever its type.
         """
         futures: list[Future[list[np.ndarray] | SharedFrames]] = []
-        read = 0
+        names: list[str] = []  # each piece's block (shared memory)
+        taken = 0  # pieces whose frames are out (their blocks removed)
         try:
             try:
                 for i in range(0, len(refs), self.piece):
                     piece = list(refs[i : i + self.piece])
-                    futures.append(pool.submit(in_shared_memory, self._work, piece, self.rule, i) if self.shared
-                                   else pool.submit(self._work, piece, self.rule, i))
+                    if self.shared:
+                        names.append(_block_name())
+                        futures.append(pool.submit(in_shared_memory, self._work, piece, self.rule, i, names[-1]))
+                    else:
+                        futures.append(pool.submit(self._work, piece, self.rule, i))
             except (RuntimeError, OSError) as e:
                 raise _PoolFailed from e
             out: list[np.ndarray] = []
@@ -318,18 +341,21 @@ class FrameDecoder:
                 except Exception:
                     self._worked = True  # a worker ran the work: workers can start
                     raise
-                finally:
-                    read += 1
                 try:
                     out.extend(part.take() if isinstance(part, SharedFrames) else part)
                 except OSError as e:  # the block is gone (removed from outside): try the request again
                     raise _PoolFailed from e
+                taken += 1
             self._worked = True
             return out
         finally:
-            for f in futures[read:]:  # after a failure, the rest of this request's pieces are not needed
-                if not f.cancel():
-                    f.add_done_callback(_discard_unread)
+            # After a failure the rest of this request's pieces are not needed. Each block not
+            # taken is removed once its task is over, however it ended (a worker that died may
+            # have made its block; a worker killed with a broken pool, another's).
+            for k, f in enumerate(futures[taken:], start=taken):
+                f.cancel()
+                if names:
+                    f.add_done_callback(_remover(names[k]))
 
     def _started(self) -> ProcessPoolExecutor | None:
         with self._guard:
