@@ -151,7 +151,7 @@ SHARED_ROOM = 1 << 30
 class SharedFrames:
     """Frames a worker left in one shared-memory block, each as (shape, dtype) in order: all that
     travels back through the pool's pipe. The engine's process copies them out and removes the
-    block (``take``), or removes it unread (``discard``). The block is known to the resource
+    block (``take``), or removes it unread (``remove_block``). The block is known to the resource
     tracker the pool's workers share with the engine's process, which removes what is left if
     that process dies."""
 
@@ -170,7 +170,6 @@ class SharedFrames:
         finally:
             block.close()
             block.unlink()
-
 
 
 def remove_block(name: str) -> None:
