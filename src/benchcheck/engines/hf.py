@@ -236,12 +236,15 @@ class HFEngine:
             gather = self._gather_ids([reqs[i] for i in idx])
             gather_t = torch.tensor(gather, dtype=torch.long)
             one_row = self.tree_attention == "varlen"
-            # The families the pipeline planned this batch with (none unless share_prefixes).
+            # The families the pipeline planned this batch with (none unless share_prefixes), or
+            # each request alone in the one unpadded row.
             families = list(planned.families)
-            if not worth_sharing(families) and one_row and self.unpadded_scoring:
+            shared = worth_sharing(families)
+            packed_row = shared or (one_row and self.unpadded_scoring)
+            if packed_row and not shared:
                 families = lone_families(prompts)
             with self._lock:
-                if worth_sharing(families) or (one_row and self.unpadded_scoring):
+                if packed_row:
                     packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype, one_row=one_row)
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:

@@ -209,15 +209,16 @@ class DecodeGraphs:
 
 
 class DecodeStep:
-    """One decode step of ``model`` over a ``ReservedCache``: eager, or captured once as a CUDA
-    graph and replayed (``graphs.enabled``, on CUDA). Either way the same kernels read the same inputs."""
+    """One decode step of ``model`` over a ``ReservedCache``: eager, or, given ``graphs`` (where the
+    caller replays: CUDA, ``greedy_batch``), captured once as a CUDA graph and replayed, the capture
+    counted there. Either way the same kernels read the same inputs."""
 
     def __init__(self, model: Any, cache: ReservedCache, inputs: _StepInputs, graphs: DecodeGraphs | None,
                  pacer: LaunchPacer | None = None) -> None:
         self.model, self.cache, self.inputs, self.graphs, self.pacer = model, cache, inputs, graphs, pacer
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
-        self.try_graph = graphs is not None and graphs.replays_on(inputs.ids.device)
+        self.try_graph = graphs is not None
 
     def _forward(self) -> torch.Tensor:
         # Fixed shapes (the cache decoding at its slot): the mask of the written slots. Otherwise

@@ -1,11 +1,11 @@
-"""Which of SDPA's kernels attention with a mask may use on CUDA (one rule for every masked call).
+"""Which of SDPA's kernels attention with a mask may use on CUDA (the prefix tree mask's rule).
 
 SDPA ranks cuDNN's kernel first whenever it is merely allowed, and cuDNN builds an execution
 graph for every new shape: prefix-shared rows have a new width almost every batch, which cost
 the launching thread 6.2 ms a call, 1.35 s per 2.2 s of device work on the 8B blind workload
-(H200 profile), so the device waited on the host. Generation's decode steps attend over a
-cache whose length changes with every batch, the same pattern. So masked attention runs on the
-memory-efficient kernel (or the math one, where that cannot take the inputs).
+(H200 profile), so the device waited on the host. So masked attention runs on the
+memory-efficient kernel (or the math one, where that cannot take the inputs). Generation's
+decode steps do not use SDPA with a mask (``hf_generate.decode_attention``).
 """
 
 from __future__ import annotations
