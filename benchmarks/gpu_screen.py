@@ -634,33 +634,30 @@ def rotary_variant(w: Workload, _: str) -> None:
             note="the engine as chosen (one-pass rotary), again")
 
 
-def unpadded_variant(w: Workload, _: str) -> None:
-    """Batches that share nothing scored in the one row without padding (``unpadded_scoring``),
-    in alternating rows with the engine as chosen."""
-    chosen = w.engine.unpadded_scoring
+def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str]) -> None:
+    """Alternating rows with the engine as chosen and with the switch ``owner.attr`` the other
+    way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on."""
+    chosen = bool(getattr(owner, attr))
 
     def switch(on: bool) -> None:
-        w.engine.unpadded_scoring = (not chosen) if on else chosen
+        setattr(owner, attr, (not chosen) if on else chosen)
 
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full,
-                     "ours-padded" if chosen else "ours-unpadded",
-                     f"variant: {'right-padded rows' if chosen else 'one row, no padding'} for what shares nothing "
-                     f"(tree attention: {w.engine.tree_attention})", switch)
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full, modes[chosen], notes[chosen], switch)
+
+
+def unpadded_variant(w: Workload, _: str) -> None:
+    """Batches that share nothing scored in the one row without padding (``unpadded_scoring``)."""
+    what = f"for what shares nothing (tree attention: {w.engine.tree_attention})"
+    flag_rows(w, w.engine, "unpadded_scoring", ("ours-unpadded", "ours-padded"),
+              (f"variant: one row, no padding {what}", f"variant: right-padded rows {what}"))
 
 
 def pipe_variant(w: Workload, _: str) -> None:
-    """Decoded frames handed back through the worker pool's pipe instead of shared memory
-    (``FrameDecoder.shared``), in alternating rows with the engine as chosen."""
-    decoder = w.engine.encoder.decoder
-    chosen = decoder.shared
-
-    def switch(on: bool) -> None:
-        decoder.shared = (not chosen) if on else chosen
-
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full,
-                     "ours-shm" if not chosen else "ours-pipe",
-                     f"variant: decoded frames handed back {'in shared memory' if not chosen else 'through the pipe'}",
-                     switch)
+    """Decoded frames handed back through the worker pool's pipe or in shared memory
+    (``FrameDecoder.shared``)."""
+    flag_rows(w, w.engine.encoder.decoder, "shared", ("ours-shm", "ours-pipe"),
+              ("variant: decoded frames handed back in shared memory",
+               "variant: decoded frames handed back through the pipe"))
 
 
 @dataclass
