@@ -364,7 +364,7 @@ def plain_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt], batch: int) ->
     with plain(engine):
         for i in range(0, len(prompts), batch):
             b = collate(prompts[i : i + batch], engine.pad_id, engine.pixels, engine.dtype)
-            pos = position_ids(engine.model, b)
+            pos = position_ids(b)
             logits = engine.model(**b.model_kwargs(), position_ids=pos, logits_to_keep=1).logits
             out.append(torch.log_softmax(logits[:, -1].float(), -1)[:, ids].cpu())
     return torch.cat(out)
@@ -375,7 +375,7 @@ def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor
     """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
     fams = plan_families(prompts)
     if any(len(f.members) > 1 for f in fams):
-        packed = pack(engine.model, prompts, fams, engine.pad_id, engine.pixels, engine.dtype,
+        packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype,
                       one_row=engine.tree_attention == "varlen")  # the tree attention the engine picked
         lp = packed_logprobs(engine.model, packed)
     else:
@@ -399,7 +399,7 @@ def plain_lp_exact(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.
     with plain(engine):
         for p in prompts:
             b = collate([p], engine.pad_id, engine.pixels, engine.dtype)
-            pos = position_ids(engine.model, b)
+            pos = position_ids(b)
             logits = engine.model(**b.model_kwargs(), position_ids=pos, logits_to_keep=1).logits
             lp = torch.log_softmax(logits[0, -1].float(), -1).cpu()
             out.append(torch.stack([torch.logsumexp(lp[ids], 0) for ids in by_letter]))

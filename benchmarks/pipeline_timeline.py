@@ -75,11 +75,11 @@ class Timeline:
             return out
 
         def builder(fn: Callable[..., Any]) -> Callable[..., Any]:
-            def wrapped(model: Any, prompts: Sequence[Any], *a: Any, **k: Any) -> Any:
+            def wrapped(prompts: Sequence[Any], *a: Any, **k: Any) -> Any:
                 ready = max((tl.encoded.get(id(p), 0.0) for p in prompts), default=0.0)
                 tl.batches.append({"n": len(prompts), "tokens": int(sum(p.n_tokens for p in prompts)),
                                    "ready": ready, "build": tl.now()})
-                return fn(model, prompts, *a, **k)
+                return fn(prompts, *a, **k)
             return wrapped
 
         def collate(prompts: Sequence[Any], *a: Any, **k: Any) -> Any:

@@ -20,7 +20,7 @@ def full_softmax_letters(engine: HFEngine, prompt: str, k: int) -> tuple[list[fl
     enc = engine.encoder.encode(prompt, (), "Answer:", None)
     batch = collate([enc], engine.pad_id, engine.pixels, engine.dtype)
     with torch.inference_mode():
-        out = engine.model(**batch.model_kwargs(), position_ids=_position_ids(engine.model, batch), use_cache=False)
+        out = engine.model(**batch.model_kwargs(), position_ids=_position_ids(batch), use_cache=False)
     row = torch.log_softmax(out.logits[0, -1].float(), -1)
     vocab = min(len(engine.tokenizer), row.shape[0])
     per: dict[str, list[float]] = {}

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from hf_helpers import make_jpeg
@@ -22,6 +23,7 @@ from benchcheck.engines.hf_generate import (
     greedy_batch,
 )
 from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_rope import mrope_positions
 
 PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
 
@@ -37,14 +39,16 @@ def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) 
     logits: list[torch.Tensor] = []
     with torch.inference_mode():
         for _ in range(n):
+            types = np.concatenate([prompt.mm_token_type_ids, np.zeros(len(new), np.int64)])
             p = dataclasses.replace(
                 prompt,
-                input_ids=torch.cat([torch.from_numpy(prompt.input_ids), torch.tensor(new, dtype=torch.long)]).numpy(),
-                mm_token_type_ids=torch.cat([torch.from_numpy(prompt.mm_token_type_ids),
-                                             torch.zeros(len(new), dtype=torch.long)]).numpy(),
+                input_ids=np.concatenate([prompt.input_ids, np.asarray(new, np.int64)]),
+                mm_token_type_ids=types,
+                mrope=None if prompt.mrope is None else mrope_positions(types, prompt.image_grid_thw,
+                                                                        engine.encoder.merge),
             )
             batch = collate([p], engine.pad_id, engine.pixels, engine.dtype)
-            out = engine.model(**batch.model_kwargs(engine.model), position_ids=position_ids(engine.model, batch))
+            out = engine.model(**batch.model_kwargs(engine.model), position_ids=position_ids(batch))
             logits.append(out.logits[0, -1])
             tok = int(out.logits[0, -1].argmax())
             if tok in stop:
@@ -168,7 +172,7 @@ def test_the_reserved_cache_serves_the_model_like_a_dynamic_cache(hf_engine: HFE
 
     prompts = encoded(hf_engine)
     batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
-    pos = position_ids(hf_engine.model, batch)
+    pos = position_ids(batch)
     layers = hf_engine.model.config.text_config.num_hidden_layers
     outs = []
     with torch.inference_mode():

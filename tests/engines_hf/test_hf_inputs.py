@@ -90,7 +90,7 @@ def test_positions_ignore_left_padding(hf_engine: HFEngine) -> None:
     b = enc.encode("a much longer prompt " * 8, (make_jpeg(4),), "Answer:")
     batch = collate([a, b], hf_engine.pad_id, hf_engine.pixels, torch.float32)
     alone = collate([a], hf_engine.pad_id, hf_engine.pixels, torch.float32)
-    pos, pos_alone = position_ids(hf_engine.model, batch), position_ids(hf_engine.model, alone)
+    pos, pos_alone = position_ids(batch), position_ids(alone)
     pad = batch.input_ids.shape[1] - a.n_tokens
     assert torch.equal(pos[:, 0, pad:], pos_alone[:, 0])
     assert int(batch.attention_mask[0, :pad].sum()) == 0

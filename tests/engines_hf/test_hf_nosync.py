@@ -19,7 +19,7 @@ def test_indexed_forward_equals_the_models_own(hf_engine: HFEngine) -> None:
           enc.encode("a longer question " * 5, (make_jpeg(3),), "Answer:"),
           enc.encode("no image at all here", (), "Answer:")]
     batch = collate(ps, hf_engine.pad_id, hf_engine.pixels, torch.float32, right=True)
-    pos = position_ids(hf_engine.model, batch)
+    pos = position_ids(batch)
     with torch.inference_mode():
         ours = last_hidden(hf_engine.model, batch, pos)
         # transformers' multimodal forward: boolean masks, masked scatter, 4 position rows.

@@ -121,7 +121,7 @@ def test_an_encoding_fault_fails_its_block_only() -> None:
         if any(j.images for j in block):
             raise RuntimeError("boom")
         ids = np.arange(3, dtype=np.int64)
-        return [Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None), 1, 0.0) for _ in block]
+        return [Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None, None), 1, 0.0) for _ in block]
 
     def run(batch: PlannedBatch, enc: list[Encoded]) -> object:
         return lambda: [f"ok {jobs[i].request_id}" for i in batch.idx]

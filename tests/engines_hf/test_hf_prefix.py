@@ -78,10 +78,10 @@ def test_permutations_form_one_family_per_item(hf_engine: HFEngine) -> None:
 
 
 def test_identical_prompts_and_loners() -> None:
-    a = EncodedPrompt(np.arange(20), np.zeros(20, np.int64), (), None)
-    b = EncodedPrompt(np.arange(20), np.zeros(20, np.int64), (), None)
-    c = EncodedPrompt(np.arange(100, 130), np.zeros(30, np.int64), (), None)
-    short = EncodedPrompt(np.arange(5), np.zeros(5, np.int64), (), None)  # under the minimum shared
+    a = EncodedPrompt(np.arange(20), np.zeros(20, np.int64), (), None, None)
+    b = EncodedPrompt(np.arange(20), np.zeros(20, np.int64), (), None, None)
+    c = EncodedPrompt(np.arange(100, 130), np.zeros(30, np.int64), (), None, None)
+    short = EncodedPrompt(np.arange(5), np.zeros(5, np.int64), (), None, None)  # under the minimum shared
     fams = plan_families([a, c, b, short])
     assert Family((0, 2), 19) in fams  # all but the scored last token
     assert Family((1,), 29) in fams and Family((3,), 4) in fams
@@ -132,7 +132,7 @@ def test_packed_mask_is_additive_with_aligned_rows(hf_engine: HFEngine) -> None:
 
     prompts = [hf_engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in step1_requests()]
     fams = plan_families(prompts)
-    packed = pack(hf_engine.model, prompts, fams, hf_engine.pad_id, hf_engine.pixels, torch.float32)
+    packed = pack(prompts, fams, hf_engine.pad_id, hf_engine.pixels, torch.float32)
     m = packed.attention_mask
     assert m.dtype == torch.float32 and m.stride(-2) % 16 == 0  # no per-layer realignment copy
     assert set(torch.unique(m).tolist()) == {0.0, float("-inf")}

@@ -27,7 +27,7 @@ def prompts(engine: HFEngine, images: bool) -> list[EncodedPrompt]:
 def alone(engine: HFEngine, p: EncodedPrompt, ids: torch.Tensor) -> torch.Tensor:
     b = collate([p], engine.pad_id, engine.pixels, torch.float32)
     with torch.inference_mode():
-        logits = engine.model(**b.model_kwargs(), position_ids=position_ids(engine.model, b)).logits
+        logits = engine.model(**b.model_kwargs(), position_ids=position_ids(b)).logits
     return torch.log_softmax(logits[0, -1].float(), -1)[ids]
 
 
@@ -45,7 +45,7 @@ def test_right_padded_scores_equal_each_request_alone(hf_engine: HFEngine, image
     assert batch.model_kwargs()["attention_mask"] is None
     # Padding sits after each row's tokens, and the text positions run on without a reset.
     assert int(batch.attention_mask[0, : ps[0].n_tokens].sum()) == ps[0].n_tokens
-    assert torch.equal(position_ids(hf_engine.model, batch)[0, 0], torch.arange(batch.input_ids.shape[1]))
+    assert torch.equal(position_ids(batch)[0, 0], torch.arange(batch.input_ids.shape[1]))
     pending = score_batch(hf_engine.model, batch, 20, ids)
     values, _ = pending.wait()
     assert pending.gathered is not None

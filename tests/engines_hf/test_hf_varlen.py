@@ -134,7 +134,7 @@ def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_en
     real = hf.pack
 
     def spy(*a: object, **k: object) -> object:
-        packed.append(len(a[2]))  # type: ignore[arg-type]
+        packed.append(len(a[1]))  # type: ignore[arg-type]
         return real(*a, **k)  # type: ignore[arg-type]
 
     monkeypatch.setattr(hf, "pack", spy)

@@ -245,7 +245,7 @@ class HFEngine:
                 families = lone_families(prompts)
             with self._lock:
                 if packed_row:
-                    packed = pack(self.model, prompts, families, self.pad_id, self.pixels, self.dtype, one_row=one_row)
+                    packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=one_row)
                     pending = score_packed(self.model, packed, k, gather_t)
                 else:
                     batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)

@@ -60,6 +60,8 @@ class Batch:
     image_grid_thw: torch.Tensor | None
     lengths: list[int]
     host: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]  # ids, mask, types, grids on the CPU
+    # (4, B, L) on the CPU: text positions, then M-RoPE (t, h, w) (``host_positions``).
+    positions: torch.Tensor
     right: bool = False  # right-padded: causal attention alone keeps padding out of real tokens
 
     def model_kwargs(self, model: Any = None) -> dict[str, Any]:
@@ -149,6 +151,7 @@ def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtyp
     pixel_values = patchify(frames, pixels).to(dtype) if frames else None
     host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
     host = (torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types), host_grid)
+    positions = torch.from_numpy(host_positions(items, width, right, images=bool(grids)))
     return Batch(
         to_device(host[0], device),
         to_device(host[1], device),
@@ -157,27 +160,39 @@ def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtyp
         to_device(host_grid, device) if host_grid is not None else None,
         lengths,
         host,
+        positions,
         right,
     )
 
 
-def position_ids(model: Any, batch: Batch) -> torch.Tensor:
-    """(4, B, L) positions: text positions, then M-RoPE (t, h, w); padding gets 0, except the
-    text positions of right padding, which go on counting (0, 1, ..., L-1 along every row): a
-    position that falls back would make transformers read the row as several packed sequences
-    and build a block mask, losing the mask-free causal kernel.
+def host_positions(items: Sequence[EncodedPrompt], width: int, right: bool, images: bool) -> np.ndarray:
+    """(4, B, width) positions of ``items`` padded as ``collate`` pads them: row 0 the text
+    positions, rows 1-3 M-RoPE (t, h, w), each item's own (``EncodedPrompt.mrope``, computed
+    while encoding). Padding gets 0, except the text positions of right padding, which go on
+    counting (0, 1, ..., width-1 along every row): a position that falls back would make
+    transformers read the row as several packed sequences and build a block mask, losing the
+    mask-free causal kernel. A batch without images has M-RoPE rows equal to the text row."""
+    pos = np.zeros((4, len(items), width), np.int64)
+    if right:
+        pos[0] = np.arange(width)
+    for r, it in enumerate(items):
+        n = it.n_tokens
+        cols = slice(0, n) if right else slice(width - n, width)
+        if not right:
+            pos[0, r, cols] = np.arange(n)
+        if images:
+            if it.mrope is None:
+                assert it.image_grid_thw is None, "a prompt with images carries its M-RoPE positions"
+                pos[1:, r, cols] = np.arange(n)
+            elif it.mrope.shape != (3, n):
+                raise ValueError(f"row {r}: M-RoPE positions for {it.mrope.shape[-1]} tokens, the prompt has {n}")
+            else:
+                pos[1:, r, cols] = it.mrope
+    if not images:
+        pos[1:] = pos[0]
+    return pos
 
-    Computed from the host copies: transformers' ``get_rope_index`` reads a few numbers per image
-    with ``.item()``, and on device tensors each read would wait for the device to finish all
-    queued work (thousands of waits per batch of 32-frame requests)."""
-    ids, mask, types, grid = batch.host
-    if batch.right:
-        text = torch.arange(mask.shape[1], dtype=mask.dtype).expand(mask.shape[0], -1)
-    else:
-        text = (mask.cumsum(-1) - 1).clamp(min=0) * mask
-    if grid is None:
-        mrope = text.unsqueeze(0).expand(3, -1, -1)
-    else:
-        mrope, _ = model.model.get_rope_index(ids, mm_token_type_ids=types, image_grid_thw=grid, attention_mask=mask)
-    pos = torch.cat([text.unsqueeze(0), mrope.to(text.dtype)], dim=0)
-    return to_device(pos, batch.input_ids.device)
+
+def position_ids(batch: Batch) -> torch.Tensor:
+    """(4, B, L) positions of ``batch`` on its device (``Batch.positions``)."""
+    return to_device(batch.positions, batch.input_ids.device)

@@ -50,7 +50,7 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
     (logprobs, token ids), each (B, k), and the exact log-probs of ``gather_ids`` (letter
     variants) from the same row. Returns as soon as the work is queued on the device, so the
     caller can queue the next batch before reading this one."""
-    pos = position_ids(model, batch)
+    pos = position_ids(batch)
     if not batch.right:
         out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=False)
         return _pending_top(torch.log_softmax(out.logits[:, -1, :].float(), dim=-1), k, gather_ids)

@@ -325,7 +325,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     steps = max(max_new, default=0)
     if steps <= 0:
         return [[] for _ in max_new]
-    pos = position_ids(model, batch)
+    pos = position_ids(batch)
     rows, length = batch.attention_mask.shape
     dev = batch.input_ids.device
     # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole

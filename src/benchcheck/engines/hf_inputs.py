@@ -19,6 +19,7 @@ import numpy as np
 
 from benchcheck.engines.base import ImageRef
 from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule
+from benchcheck.engines.hf_rope import mrope_positions
 
 # preprocessor_config.json keys the PIL image processor takes.
 _PROCESSOR_KEYS = (
@@ -39,6 +40,9 @@ class EncodedPrompt:
     mm_token_type_ids: np.ndarray  # (L,) int64: 0 text, 1 image
     frames: tuple[np.ndarray, ...]  # resized images, (H, W, 3) uint8 each
     image_grid_thw: np.ndarray | None  # (n_images, 3) int64
+    # (3, L) int64 M-RoPE positions (``hf_rope``), computed while encoding; None only for a
+    # prompt without images (every axis is then the token's index).
+    mrope: np.ndarray | None
 
     @property
     def n_tokens(self) -> int:
@@ -211,10 +215,14 @@ class PromptEncoder:
         if len(where) != len(images):
             raise BadInput(f"the prompt holds {len(where) - len(images)} image placeholder token(s) of its own")
         if not images:
-            return EncodedPrompt(ids, np.zeros_like(ids), (), None)
+            return EncodedPrompt(ids, np.zeros_like(ids), (), None, None)
         frames, grid = self.frames(images)
         repeats = np.ones_like(ids)
         repeats[where] = self.tokens_per_image(grid)
         expanded = np.repeat(ids, repeats)
         types = np.where(expanded == self.image_token_id, IMAGE, TEXT).astype(np.int64)
-        return EncodedPrompt(expanded, types, frames, grid)
+        try:
+            mrope = mrope_positions(types, grid, self.merge)
+        except ValueError as e:  # placeholders the template did not lay out as images
+            raise BadInput(str(e)) from None
+        return EncodedPrompt(expanded, types, frames, grid, mrope)

@@ -155,16 +155,6 @@ class PackedBatch:
     varlen: VarlenPlan | None = None  # the one row's attention sequences
 
 
-def _prefix_mrope(model: Any, p: EncodedPrompt, prefix: int) -> np.ndarray:
-    """(3, prefix) M-RoPE positions of the first ``prefix`` tokens of a prompt with images."""
-    ids = torch.from_numpy(p.input_ids[:prefix])[None]
-    types = torch.from_numpy(p.mm_token_type_ids[:prefix])[None]
-    grid = torch.from_numpy(p.image_grid_thw) if p.image_grid_thw is not None else None
-    pos, _ = model.model.get_rope_index(ids, mm_token_type_ids=types, image_grid_thw=grid,
-                                        attention_mask=torch.ones_like(ids))
-    return np.asarray(pos[:, 0].cpu().numpy(), np.int64)
-
-
 @dataclass(frozen=True, slots=True)
 class _FamilyTokens:
     """One family's packed tokens: the prefix once, then each member's suffix."""
@@ -175,7 +165,7 @@ class _FamilyTokens:
     suffixes: tuple[int, ...]  # suffix lengths, in member order
 
 
-def _family_tokens(model: Any, prompts: Sequence[EncodedPrompt], fam: Family) -> _FamilyTokens:
+def _family_tokens(prompts: Sequence[EncodedPrompt], fam: Family) -> _FamilyTokens:
     first = prompts[fam.members[0]]
     n = fam.prefix
     suffixes = [prompts[m].input_ids[n:] for m in fam.members]
@@ -185,7 +175,8 @@ def _family_tokens(model: Any, prompts: Sequence[EncodedPrompt], fam: Family) ->
     types[:n] = first.mm_token_type_ids[:n]
     pos = np.zeros((4, length), np.int64)
     pos[0, :n] = np.arange(n)
-    mrope = _prefix_mrope(model, first, n) if first.frames else np.broadcast_to(np.arange(n), (3, n))
+    # The prefix's M-RoPE positions are the prompt's own (they depend on the tokens before them only).
+    mrope = first.mrope[:, :n] if first.mrope is not None else np.broadcast_to(np.arange(n), (3, n))
     pos[1:, :n] = mrope
     # Every suffix token is text after the last image: its M-RoPE position continues one past the
     # largest of the prefix (as get_rope_index numbers text after images).
@@ -198,12 +189,12 @@ def _family_tokens(model: Any, prompts: Sequence[EncodedPrompt], fam: Family) ->
     return _FamilyTokens(ids, types, pos, tuple(len(s) for s in suffixes))
 
 
-def pack(model: Any, prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: int,
+def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: int,
          pixels: PixelSpec, dtype: torch.dtype, one_row: bool = False) -> PackedBatch:
     """The families packed on the device of ``pixels``: one left-padded row each with the tree
     mask, or with ``one_row`` all in one row for ``hf_varlen``'s tree attention."""
     device = pixels.table.device
-    toks = [_family_tokens(model, prompts, f) for f in families]
+    toks = [_family_tokens(prompts, f) for f in families]
     frames: list[np.ndarray] = []
     grids: list[np.ndarray] = []
     for fam in families:  # a family's images lie inside its prefix: its first member's
