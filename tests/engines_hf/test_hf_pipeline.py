@@ -131,3 +131,40 @@ def test_an_encoding_fault_fails_its_block_only() -> None:
     assert out[:2] == ["ok r0", "ok r1"] and out[3:] == ["ok r3", "ok r4"]
     assert isinstance(out[2], Failure) and out[2].request_id == "r2" and out[2].kind == "internal"
     assert out[2].message == "encoding failed: RuntimeError: boom"
+
+
+def test_a_chunks_largest_batch_runs_last() -> None:
+    """Within a chunk the batch with the most tokens is queued last (the device then has the
+    most work while the host lands results and plans the next chunk); results stay in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchcheck.engines.hf_inputs import EncodedPrompt
+    from benchcheck.engines.hf_pipeline import Encoded, PlannedBatch, run_pipeline
+
+    lengths = [12, 10, 10, 11, 10, 30]  # one chunk, batches of at most 4 requests
+    jobs = [Job(f"r{i}", "q", (), None, None, 1) for i in range(len(lengths))]
+
+    def encode(block: list[Job]) -> list[Encoded | Failure]:
+        out: list[Encoded | Failure] = []
+        for j in block:
+            ids = np.arange(lengths[int(j.request_id[1:])], dtype=np.int64)
+            out.append(Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None, None), 1, 0.0))
+        return out
+
+    ran: list[list[int]] = []
+
+    def run(batch: PlannedBatch, enc: list[Encoded]) -> object:
+        ran.append(batch.idx)
+        return lambda: [f"ok {jobs[i].request_id}" for i in batch.idx]
+
+    with ThreadPoolExecutor(2) as threads:
+        out = run_pipeline(jobs, encode, threads, Plan(4, 1 << 20, first_chunk=6), run)  # type: ignore[arg-type]
+    assert out == [f"ok r{i}" for i in range(6)]
+    # Planned by length: [1, 2, 4, 3] (41 tokens), then the remainder [0, 5] (42): the larger, last.
+    assert ran == [[1, 2, 4, 3], [0, 5]]
+    lengths[5] = 3  # now [5, 1, 2, 4] (33 tokens) and the remainder [3, 0] (23): the remainder first
+    ran.clear()
+    with ThreadPoolExecutor(2) as threads:
+        out = run_pipeline(jobs, encode, threads, Plan(4, 1 << 20, first_chunk=6), run)  # type: ignore[arg-type]
+    assert out == [f"ok r{i}" for i in range(6)]
+    assert ran == [[3, 0], [5, 1, 2, 4]]
