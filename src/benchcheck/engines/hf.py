@@ -196,7 +196,8 @@ class HFEngine:
         # only), instead of right-padded rows. Off: padding is 6.4 % of the tokens of gpu_screen's
         # 384 one-frame requests' batches (``benchmarks/batch_padding.py``), but on the H200 the
         # 1,536-request one-frame workload ran 130.3 items/s either way against 130.7-131.4
-        # padded (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 7).
+        # padded (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 7), and 135.1 / 135.7
+        # against 133.8 / 135.9 once the device was the bound (round 8).
         self.unpadded_scoring = False
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
         # On CUDA images decode in worker processes (hf_decode): the thread launching the device
