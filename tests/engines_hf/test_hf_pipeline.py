@@ -134,20 +134,20 @@ def test_an_encoding_fault_fails_its_block_only() -> None:
 
 
 def test_a_chunks_largest_batch_runs_last() -> None:
-    """Within a chunk the batch with the most tokens is queued last (the device then has the
-    most work while the host lands results and plans the next chunk); results stay in order."""
+    """Within a chunk the batch with the most planned tokens (padded rows; packed families) is
+    queued last: the device then has the most work while the host lands results and plans the
+    next chunk. Results stay in request order."""
     from concurrent.futures import ThreadPoolExecutor
 
     from benchcheck.engines.hf_inputs import EncodedPrompt
     from benchcheck.engines.hf_pipeline import Encoded, PlannedBatch, run_pipeline
 
-    lengths = [12, 10, 10, 11, 10, 30]  # one chunk, batches of at most 4 requests
-    jobs = [Job(f"r{i}", "q", (), None, None, 1) for i in range(len(lengths))]
+    rows: list[np.ndarray] = []
 
     def encode(block: list[Job]) -> list[Encoded | Failure]:
         out: list[Encoded | Failure] = []
         for j in block:
-            ids = np.arange(lengths[int(j.request_id[1:])], dtype=np.int64)
+            ids = rows[int(j.request_id[1:])]
             out.append(Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None, None), 1, 0.0))
         return out
 
@@ -157,14 +157,25 @@ def test_a_chunks_largest_batch_runs_last() -> None:
         ran.append(batch.idx)
         return lambda: [f"ok {jobs[i].request_id}" for i in batch.idx]
 
-    with ThreadPoolExecutor(2) as threads:
-        out = run_pipeline(jobs, encode, threads, Plan(4, 1 << 20, first_chunk=6), run)  # type: ignore[arg-type]
-    assert out == [f"ok r{i}" for i in range(6)]
-    # Planned by length: [1, 2, 4, 3] (41 tokens), then the remainder [0, 5] (42): the larger, last.
-    assert ran == [[1, 2, 4, 3], [0, 5]]
-    lengths[5] = 3  # now [5, 1, 2, 4] (33 tokens) and the remainder [3, 0] (23): the remainder first
-    ran.clear()
-    with ThreadPoolExecutor(2) as threads:
-        out = run_pipeline(jobs, encode, threads, Plan(4, 1 << 20, first_chunk=6), run)  # type: ignore[arg-type]
-    assert out == [f"ok r{i}" for i in range(6)]
+    def call(tokens: list[np.ndarray], share: bool = False) -> None:
+        rows[:] = tokens
+        ran.clear()
+        with ThreadPoolExecutor(2) as threads:
+            out = run_pipeline(jobs, encode, threads, Plan(4, 1 << 20, first_chunk=len(jobs)), run,  # type: ignore[arg-type]
+                               share=share)
+        assert out == [f"ok r{i}" for i in range(len(jobs))]
+
+    jobs = [Job(f"r{i}", "q", (), None, None, 1) for i in range(6)]
+    # Planned by length: [5, 1, 2, 4] (4 rows of 10 tokens: 40) and the remainder [3, 0] (2 of 12:
+    # 24): the remainder runs first.
+    call([np.arange(n) for n in (12, 10, 10, 11, 10, 3)])
     assert ran == [[3, 0], [5, 1, 2, 4]]
+    # [1, 2, 4, 3] (4 x 11: 44) and [0, 5] (2 x 30: 60): already last.
+    call([np.arange(n) for n in (12, 10, 10, 11, 10, 30)])
+    assert ran == [[1, 2, 4, 3], [0, 5]]
+    # Shared prefixes: two families of 2 (30 shared tokens + 1 each: 32 packed) fill one batch of
+    # 4 requests (64 tokens); the lone 33-token prompt is the other batch (33): it runs first.
+    jobs = jobs[:5]
+    call([np.r_[np.arange(30), 900], np.r_[np.arange(30), 901], np.r_[np.arange(100, 130), 900],
+          np.r_[np.arange(100, 130), 901], np.arange(500, 533)], share=True)
+    assert ran == [[4], [0, 1, 2, 3]]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +15,7 @@ from hf_helpers import make_jpeg
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import Batch, collate, position_ids
 from benchcheck.engines.hf_decode import BadInput
+from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_rope import mrope_positions
 
 
@@ -81,3 +85,27 @@ def test_an_encoded_prompt_with_misplaced_placeholders_is_a_bad_input(hf_engine:
     glued = np.concatenate([ids[: where[0] + 1], ids[where[1] : where[1] + 1], ids[where[1] + 1 :]])
     with pytest.raises(BadInput, match="image placeholder run"):
         enc._with_images(glued, (make_jpeg(7), make_jpeg(8)))
+
+
+def test_an_encoded_prompt_keeps_positions_for_its_own_tokens() -> None:
+    ids = np.arange(6)
+    types = np.array([0, 1, 1, 1, 1, 0])
+    grid = np.array([[1, 4, 4]])
+    EncodedPrompt(ids, types, (), grid, mrope_positions(types, grid, 2))  # consistent: fine
+    with pytest.raises(ValueError, match="exactly when it has images"):
+        EncodedPrompt(ids, types, (), grid, None)
+    with pytest.raises(ValueError, match=r"shape \(3, 5\) for a prompt of 6 tokens"):
+        EncodedPrompt(ids, types, (), grid, mrope_positions(types[:5], grid, 2))
+    with pytest.raises(ValueError, match="video placeholder tokens"):
+        mrope_positions(np.array([0, 2, 2, 2, 2, 0]), grid, 2)
+
+
+def test_a_checkpoint_whose_processor_merges_otherwise_is_refused(tiny_model: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model, folder)
+    cfg_path = folder / "preprocessor_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["merge_size"] = 4
+    cfg_path.write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"merges 4x4 patches, the model's vision config 2x2"):
+        HFEngine(folder, device="cpu")

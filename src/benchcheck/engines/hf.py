@@ -136,6 +136,10 @@ class HFEngine:
             raise ValueError(f"the hf engine runs Qwen3-VL checkpoints; got model_type {model.config.model_type!r}")
         if max_bs < 1 or max_tokens < 1:
             raise ValueError("max_batch_size and max_batch_tokens must be positive")
+        merge = int(model.config.vision_config.spatial_merge_size)
+        if encoder.merge != merge:  # positions and image tokens are counted with the processor's
+            raise ValueError(f"preprocessor_config.json merges {encoder.merge}x{encoder.merge} patches, "
+                             f"the model's vision config {merge}x{merge}")
         self.model = model
         fuse = compile_enabled(next(model.parameters()).device)
         use_grouped_vision_attention(model, qkv_rotary=qkv_rotary if fuse else None)  # the CPU: transformers' own

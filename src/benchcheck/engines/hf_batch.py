@@ -180,19 +180,14 @@ def host_positions(items: Sequence[EncodedPrompt], width: int, right: bool, imag
         cols = slice(0, n) if right else slice(width - n, width)
         if not right:
             pos[0, r, cols] = np.arange(n)
-        if images:
-            if it.mrope is None:
-                assert it.image_grid_thw is None, "a prompt with images carries its M-RoPE positions"
-                pos[1:, r, cols] = np.arange(n)
-            elif it.mrope.shape != (3, n):
-                raise ValueError(f"row {r}: M-RoPE positions for {it.mrope.shape[-1]} tokens, the prompt has {n}")
-            else:
-                pos[1:, r, cols] = it.mrope
+        if images:  # a text-only prompt's M-RoPE positions are its token indices
+            pos[1:, r, cols] = np.arange(n) if it.mrope is None else it.mrope
     if not images:
         pos[1:] = pos[0]
     return pos
 
 
 def position_ids(batch: Batch) -> torch.Tensor:
-    """(4, B, L) positions of ``batch`` on its device (``Batch.positions``)."""
-    return to_device(batch.positions, batch.input_ids.device)
+    """(4, B, L) positions of ``batch`` on its device (``Batch.positions``), a tensor of its own."""
+    dev = batch.input_ids.device
+    return batch.positions.clone() if dev.type == "cpu" else to_device(batch.positions, dev)

@@ -44,6 +44,14 @@ class EncodedPrompt:
     # prompt without images (every axis is then the token's index).
     mrope: np.ndarray | None
 
+    def __post_init__(self) -> None:
+        # Positions belong to these tokens: a prompt with images carries them, one per token (a
+        # copy made with other tokens must recompute them: ``hf_rope.mrope_positions``).
+        if (self.mrope is None) != (self.image_grid_thw is None):
+            raise ValueError("a prompt carries M-RoPE positions exactly when it has images")
+        if self.mrope is not None and self.mrope.shape != (3, self.n_tokens):
+            raise ValueError(f"M-RoPE positions of shape {self.mrope.shape} for a prompt of {self.n_tokens} tokens")
+
     @property
     def n_tokens(self) -> int:
         return int(self.input_ids.shape[0])

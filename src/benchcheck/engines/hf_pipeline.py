@@ -2,9 +2,10 @@
 
 Requests are encoded in worker threads, in blocks (``hf_batch.encoding_blocks``), while the
 device works; they are planned into length-sorted batches chunk by chunk in arrival order
-(``hf_batch.chunk_spans``); each batch is queued on the device before the previous one's results
-are read and built. A request that cannot be encoded, a batch that fails, or a batch too large
-for the device's memory (split in halves, down to one request) fails only its own requests.
+(``hf_batch.chunk_spans``), a chunk's largest batch queued last (``largest_last``); each batch
+is queued on the device before the previous one's results are read and built. A request that
+cannot be encoded, a batch that fails, or a batch too large for the device's memory (split in
+halves, down to one request) fails only its own requests.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks, plan_batches
 from benchcheck.engines.hf_generate import reserved_slots
 from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_prefix import Family, plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_prefix import Family, packed_length, plan_families, plan_family_batches, worth_sharing
 
 R = TypeVar("R")
 
@@ -163,6 +164,7 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
     chunk before it rather than running as a small batch of its own at the end. With ``share``,
     requests sharing a prefix stay in one batch and batches are planned by the packed length of
     their families (``hf_prefix``); each batch carries its families, so that it runs as planned.
+    A chunk's largest batch, by the tokens it was planned with, comes last (``largest_last``).
     """
     def window(lo: int) -> int:
         with_images = lo < len(jobs) and bool(jobs[lo].images)
@@ -187,13 +189,15 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         if worth_sharing(families):
             fb = plan_family_batches(prompts, families, plan.max_batch_size, plan.max_batch_tokens)
             planned = [_family_batch(todo, b) for b in fb]
+            tokens = [sum(packed_length(prompts, f) for f in b) for b in fb]
         else:
             # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
             sizes = [reserved_slots(ready[i].prompt.n_tokens + ready[i].new_tokens - 1) if ready[i].new_tokens > 1
                      else ready[i].prompt.n_tokens for i in todo]
             batches = plan_batches(sizes, plan.max_batch_size, plan.max_batch_tokens)
             planned = [PlannedBatch([todo[j] for j in b]) for b in batches]
-        yield largest_last(planned, [sum(ready[i].prompt.n_tokens for i in b.idx) for b in planned]), ready
+            tokens = [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned
+        yield largest_last(planned, tokens), ready
 
 
 def largest_last(batches: list[PlannedBatch], tokens: Sequence[int]) -> list[PlannedBatch]:

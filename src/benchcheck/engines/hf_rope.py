@@ -21,14 +21,16 @@ import numpy as np
 
 def mrope_positions(types: np.ndarray, grids: np.ndarray | None, merge: int) -> np.ndarray:
     """(3, L) int64 M-RoPE (time, height, width) positions of one prompt whose token types are
-    ``types`` (0 text, anything else an image placeholder run) and whose images, one per run
+    ``types`` (0 text, 1 image placeholder) and whose images, one per run
     in order, have patch grids ``grids`` (n_images, 3). ``ValueError`` when a run's length is not
     its image's token count (transformers fails such a prompt too)."""
     n = int(types.shape[0])
     out = np.empty((3, n), np.int64)
+    if n and int(types.max()) > 1:
+        raise ValueError("video placeholder tokens: the engine numbers image and text tokens only")
     image = types != 0
     # Boundaries of the runs of equal type: [starts[k], ends[k]) is run k.
-    change = np.flatnonzero(np.diff(image.astype(np.int8))) + 1
+    change = np.flatnonzero(np.diff(types)) + 1
     starts = np.concatenate([[0], change]) if n else np.zeros(0, np.int64)
     ends = np.concatenate([change, [n]]) if n else np.zeros(0, np.int64)
     runs = [(int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
