@@ -2,10 +2,11 @@
 
 transformers numbers them per batch row in ``get_rope_index``: a Python loop over each row's
 token-type runs with several small torch operations per image. Called on the launching thread
-before every forward, that cost the H200 host 30-70 ms per batch (245 one-frame or 17
-32-frame requests; 68 / 42 ms on the dev VM), and each of those thousands of operations let go
-of Python's lock, which a busy encoding thread could then hold for up to the interpreter's
-switch interval while the device waited. A prompt's positions depend on that prompt alone, so
+before every forward, that cost 68 / 42 ms per batch of 245 one-frame / 17 32-frame requests
+on the dev VM, and each of those thousands of operations let go of Python's lock, which a busy
+encoding thread could then hold for up to the interpreter's switch interval while the device
+waited (H200, 2B 32 frames: 18.0-19.8 items/s before, 21.6-21.7 after; docs/PERFORMANCE.md
+round 8). A prompt's positions depend on that prompt alone, so
 the encoding threads compute them once, here, and batching only lays them into rows.
 
 The numbering (transformers 5.x, ``Qwen3VLModel.get_rope_index`` for images): text tokens
@@ -21,9 +22,9 @@ import numpy as np
 
 def mrope_positions(types: np.ndarray, grids: np.ndarray | None, merge: int) -> np.ndarray:
     """(3, L) int64 M-RoPE (time, height, width) positions of one prompt whose token types are
-    ``types`` (0 text, 1 image placeholder) and whose images, one per run
-    in order, have patch grids ``grids`` (n_images, 3). ``ValueError`` when a run's length is not
-    its image's token count (transformers fails such a prompt too)."""
+    ``types`` (0 text, 1 image placeholder) and whose images, one per run of placeholders in
+    order, have patch grids ``grids`` (n_images, 3). ``ValueError`` when the runs do not match
+    the grids (transformers fails such a prompt too) or a token is a video placeholder."""
     n = int(types.shape[0])
     out = np.empty((3, n), np.int64)
     if n and int(types.max()) > 1:
