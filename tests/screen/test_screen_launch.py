@@ -110,16 +110,23 @@ def test_server_dying_mid_run_gives_error_rows_then_rerun_completes(small_pool: 
 def test_ctrl_c_stops_every_server_and_client(small_pool: Path, tmp_path: Path, tiny_model: Path) -> None:
     port0 = free_port_block(2)
     logs = tmp_path / "logs"
-    p = popen("launch", "--step", "1", "--gpus", "2", "--port0", str(port0), "--items", str(small_pool),
-              "--results", str(tmp_path / "res"), "--logs", str(logs), "--model", str(tiny_model),
-              "--server-timeout", "240")
+    # The child takes SIGINT's disposition from this process at exec: an ignored SIGINT stays
+    # ignored (as under a shell's background job without job control, where a test run started
+    # with `cmd &` saw the launch ignore Ctrl-C and finish with 0), a handled one starts default.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        p = popen("launch", "--step", "1", "--gpus", "2", "--port0", str(port0), "--items", str(small_pool),
+                  "--results", str(tmp_path / "res"), "--logs", str(logs), "--model", str(tiny_model),
+                  "--server-timeout", "240")
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     deadline = time.time() + 240
     while time.time() < deadline and not (logs / "client_s1_gpu1.log").exists():
         time.sleep(0.1)
     assert (logs / "client_s1_gpu1.log").exists(), "clients never started"
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
-    assert p.returncode == 130 and "interrupted" in out
+    assert p.returncode == 130 and "interrupted" in out, out
     for port in (port0, port0 + 1):
         with socket.socket() as s, pytest.raises(OSError):
             s.connect(("127.0.0.1", port))  # nothing listens any more
