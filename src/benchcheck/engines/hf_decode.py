@@ -190,13 +190,12 @@ def in_shared_memory(work: Work, refs: Sequence[ImageRef], rule: ResizeRule, fir
     frames = work(refs, rule, first)
     size = max(1, sum(f.nbytes for f in frames))
     block = shared_memory.SharedMemory(name=name, create=True, size=size)
-    try:
+    try:  # the mapping is closed in the end either way; the block itself stays only if handed over
         fd = getattr(block, "_fd", -1)
         if fd >= 0 and hasattr(os, "posix_fallocate"):
             try:
                 os.posix_fallocate(fd, 0, size)
             except OSError:
-                block.close()
                 block.unlink()
                 return frames
         at = 0
@@ -205,7 +204,6 @@ def in_shared_memory(work: Work, refs: Sequence[ImageRef], rule: ResizeRule, fir
             at += f.nbytes
         return SharedFrames(block.name, tuple((tuple(f.shape), f.dtype.str) for f in frames))
     except BaseException:
-        block.close()
         block.unlink()
         raise
     finally:
