@@ -1,0 +1,165 @@
+"""What the candidate changes to one 8B decoder layer are worth at the one-frame workload's batch
+shape (issue 15): each timed against the way the engine runs it now, in one run.
+
+A big one-frame batch is 256 requests right-padded to ~256 tokens (65,536 token rows). Per layer
+the engine runs q, k, v, o, gate, up and down as separate matrix products, the residual additions
+as their own kernels, and the attention as SDPA's causal kernel over the padded rows. Rows:
+
+  qkv        q, k, v as three products            vs one product with the weights concatenated
+  gate_up    gate and up as two products           vs one product (and SiLU-times-up on its halves)
+  o_res      o product, then the residual added    vs ``addmm`` (the addition in the product's epilogue)
+  down_res   the same for the down projection
+  attn       SDPA causal over padded (256, 256)    vs FlashAttention's variable-length kernel over
+             the real tokens only, and cuDNN's with ragged offsets (when this torch has them)
+  peak       a bf16 8192^3 product (the hardware's practical rate in this run)
+
+Each row: milliseconds a call (median of ``--iters`` after warm-up, CUDA events) and, for
+products, TFLOP/s. Run (GPU):  PYTHONPATH=src python3 benchmarks/lm_kernels.py --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HIDDEN, INTER, HEADS, KV_HEADS, HEAD_DIM = 4096, 12288, 32, 8, 128  # Qwen3-VL-8B's text model
+
+
+def timed(fn: Callable[[], object], iters: int) -> float:
+    """Median milliseconds of one call."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return float(statistics.median(times))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=256, help="requests in the batch")
+    ap.add_argument("--width", type=int, default=256, help="padded row width (tokens)")
+    ap.add_argument("--mean-length", type=int, default=248, help="mean real tokens a row (the rest is padding)")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("lm_kernels.py needs a CUDA device")
+    torch.manual_seed(0)
+    t = args.rows * args.width
+    results: dict[str, float] = {}
+
+    def row(name: str, ms: float, flops: float = 0.0) -> None:
+        results[name] = ms
+        rate = f"{flops / ms / 1e9:8.1f} TFLOP/s" if flops else ""
+        print(f"  {name:34s} {ms:9.3f} ms {rate}", flush=True)
+
+    peak(row, args.iters)
+    products(row, t, args.iters)
+    attention(row, args)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "lm_kernels.json").write_text(json.dumps(
+            {"rows": args.rows, "width": args.width, "ms": results, "device": torch.cuda.get_device_name()}, indent=1))
+
+
+Row = Callable[..., None]
+DEV, DT = torch.device("cuda"), torch.bfloat16
+
+
+def w(n_out: int, n_in: int) -> torch.Tensor:
+    return torch.randn(n_out, n_in, device=DEV, dtype=DT).mul_(n_in**-0.5)
+
+
+def peak(row: Row, iters: int) -> None:
+    big = torch.randn(8192, 8192, device=DEV, dtype=DT)
+    row("peak 8192^3", timed(lambda: big @ big, iters), 2 * 8192**3)
+
+
+def products(row: Row, t: int, iters: int) -> None:
+    x = torch.randn(t, HIDDEN, device=DEV, dtype=DT)
+    wq, wk, wv = w(HEADS * HEAD_DIM, HIDDEN), w(KV_HEADS * HEAD_DIM, HIDDEN), w(KV_HEADS * HEAD_DIM, HIDDEN)
+    wqkv = torch.cat([wq, wk, wv])
+    f_qkv = 2 * t * HIDDEN * wqkv.shape[0]
+    row("qkv: three products", timed(lambda: (F.linear(x, wq), F.linear(x, wk), F.linear(x, wv)), iters), f_qkv)
+    row("qkv: one product", timed(lambda: F.linear(x, wqkv), iters), f_qkv)
+    row("  q alone", timed(lambda: F.linear(x, wq), iters), 2 * t * HIDDEN * wq.shape[0])
+    row("  k alone", timed(lambda: F.linear(x, wk), iters), 2 * t * HIDDEN * wk.shape[0])
+
+    wg, wu = w(INTER, HIDDEN), w(INTER, HIDDEN)
+    wgu = torch.cat([wg, wu])
+    silu_mul = torch.compile(lambda g, u: F.silu(g) * u, dynamic=True)
+    f_gu = 2 * t * HIDDEN * 2 * INTER
+
+    def two() -> torch.Tensor:
+        return silu_mul(F.linear(x, wg), F.linear(x, wu))  # type: ignore[no-any-return]
+
+    def one() -> torch.Tensor:
+        gu = F.linear(x, wgu)
+        return silu_mul(gu[:, :INTER], gu[:, INTER:])  # type: ignore[no-any-return]
+
+    row("gate_up: two products + silu*up", timed(two, iters), f_gu)
+    row("gate_up: one product + silu*up", timed(one, iters), f_gu)
+    g0, u0 = F.linear(x, wg), F.linear(x, wu)
+    row("  silu*up alone", timed(lambda: silu_mul(g0, u0), iters))
+
+    wo, wd = w(HIDDEN, HEADS * HEAD_DIM), w(HIDDEN, INTER)
+    res = torch.randn(t, HIDDEN, device=DEV, dtype=DT)
+    a = torch.randn(t, INTER, device=DEV, dtype=DT)
+    row("o_res: product, then add", timed(lambda: res + F.linear(x, wo), iters), 2 * t * HIDDEN * HIDDEN)
+    row("o_res: addmm", timed(lambda: torch.addmm(res, x, wo.t()), iters), 2 * t * HIDDEN * HIDDEN)
+    row("down_res: product, then add", timed(lambda: res + F.linear(a, wd), iters), 2 * t * INTER * HIDDEN)
+    row("down_res: addmm", timed(lambda: torch.addmm(res, a, wd.t()), iters), 2 * t * INTER * HIDDEN)
+    row("  add alone", timed(lambda: res + x, iters))
+    diff = (torch.addmm(res, a, wd.t()).float() - (res + F.linear(a, wd)).float()).abs().max().item()
+    print(f"  addmm vs product+add, max |diff| {diff:.3e}", flush=True)
+
+
+def attention(row: Row, args: argparse.Namespace) -> None:
+    iters = args.iters
+    b, L = args.rows, args.width
+    q = torch.randn(b, HEADS, L, HEAD_DIM, device=DEV, dtype=DT)
+    k = torch.randn(b, KV_HEADS, L, HEAD_DIM, device=DEV, dtype=DT)
+    v = torch.randn_like(k)
+    attn_flops = 4 * b * HEADS * HEAD_DIM * args.mean_length**2 / 2  # causal, real tokens only
+    row("attn: SDPA causal, padded, gqa", timed(
+        lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), iters), attn_flops)
+    kx, vx = k.repeat_interleave(HEADS // KV_HEADS, 1), v.repeat_interleave(HEADS // KV_HEADS, 1)
+    row("attn: SDPA causal, padded, kv expanded", timed(
+        lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=True), iters), attn_flops)
+    gen = torch.Generator().manual_seed(1)
+    lengths = torch.randint(args.mean_length - 8, min(L, args.mean_length + 8) + 1, (b,), generator=gen)
+    cu = torch.zeros(b + 1, dtype=torch.int32)
+    cu[1:] = lengths.cumsum(0)
+    total, cu_d = int(cu[-1]), cu.to(DEV)
+    qv = torch.randn(total, HEADS, HEAD_DIM, device=DEV, dtype=DT)
+    kv = torch.randn(total, KV_HEADS, HEAD_DIM, device=DEV, dtype=DT)
+    vv = torch.randn_like(kv)
+    mx = int(lengths.max())
+    try:
+        row("attn: flash varlen, real tokens", timed(lambda: torch.ops.aten._flash_attention_forward(
+            qv, kv, vv, cu_d, cu_d, mx, mx, 0.0, True, False, scale=HEAD_DIM**-0.5), iters), attn_flops)
+    except Exception as e:  # a kernel this torch lacks is a row we skip
+        print(f"  flash varlen: {type(e).__name__}: {str(e)[:120]}")
+    try:
+        kvx, vvx = kv.repeat_interleave(HEADS // KV_HEADS, 1), vv.repeat_interleave(HEADS // KV_HEADS, 1)
+        row("attn: cuDNN ragged, real tokens", timed(lambda: torch.ops.aten._cudnn_attention_forward(
+            qv.unsqueeze(0).transpose(1, 2), kvx.unsqueeze(0).transpose(1, 2), vvx.unsqueeze(0).transpose(1, 2),
+            None, cu_d, cu_d, mx, mx, False, 0.0, True, False, scale=HEAD_DIM**-0.5), iters), attn_flops)
+    except Exception as e:
+        print(f"  cuDNN ragged: {type(e).__name__}: {str(e)[:120]}")
+
+
+if __name__ == "__main__":
+    main()
