@@ -374,13 +374,13 @@ def plain_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt], batch: int) ->
 def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor:
     """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
     fams = plan_families(prompts)
-    if any(len(f.members) > 1 for f in fams):
-        packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype,
-                      one_row=engine.tree_attention == "varlen")  # the tree attention the engine picked
-        lp = packed_logprobs(engine.model, packed)
+    one_row = engine.tree_attention == "varlen"  # the tree attention the engine picked
+    if any(len(f.members) > 1 for f in fams) or (one_row and engine.unpadded_scoring):
+        packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=one_row)
+        lp = packed_logprobs(engine.model, packed, engine.scored_last_layer)
     else:
         b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=True)
-        pend = score_batch(engine.model, b, 20, torch.tensor(letter_ids(engine)))
+        pend = score_batch(engine.model, b, 20, torch.tensor(letter_ids(engine)), engine.scored_last_layer)
         pend.wait()
         assert pend.gathered is not None
         return pend.gathered
@@ -652,6 +652,26 @@ def unpadded_variant(w: Workload, _: str) -> None:
               (f"variant: one row, no padding {what}", f"variant: right-padded rows {what}"))
 
 
+def full_layer_variant(w: Workload, _: str) -> None:
+    """The last decoder layer over every position instead of the scored ones only
+    (``scored_last_layer``, hf_scored), and the two paths' letters' log-probs compared directly."""
+    engine = w.engine
+    fast = ours_lps(engine, w.prompts)
+    engine.scored_last_layer = not engine.scored_last_layer
+    try:
+        other = ours_lps(engine, w.prompts)
+    finally:
+        engine.scored_last_layer = not engine.scored_last_layer
+    diff = float((fast - other).abs().max())
+    floor = next(c.noise_floor for c in reversed(w.checks) if c.workload == w.name)
+    tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
+    w.checks.append(Check(f"{w.name}_scored_vs_full_last_layer", len(w.prompts), floor, tol, diff, diff <= tol,
+                          str(engine.dtype).replace("torch.", ""), {}))
+    flag_rows(w, engine, "scored_last_layer", ("ours-scored-last", "ours-full-last"),
+              ("variant: the last layer at the scored positions only",
+               "variant: the last decoder layer over every position"))
+
+
 def pipe_variant(w: Workload, _: str) -> None:
     """Decoded frames handed back through the worker pool's pipe or in shared memory
     (``FrameDecoder.shared``)."""
@@ -693,6 +713,7 @@ SPECIAL_VARIANTS = {
     "vision-rotary-old": Variant("visual", True, rotary_variant),
     "unpadded": Variant("visual", True, unpadded_variant),
     "pipe": Variant("visual", True, pipe_variant),
+    "fulllayer": Variant("both", False, full_layer_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
 }
@@ -835,7 +856,8 @@ def main() -> None:
                          "vision-rotary-old, unpadded, pipe (visual workloads); tree-mask (blind: the other tree "
                          "attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
-                         "times), encN (N encoding threads; every workload), decodeN (images decoded in N worker "
+                         "times), fulllayer (the last layer over every position), encN (N encoding threads; every "
+                         "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray)")
     args = ap.parse_args()

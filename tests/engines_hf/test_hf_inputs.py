@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_batch import collate, plan_batches, position_ids
+from benchcheck.engines.hf_batch import balanced, collate, plan_batches, position_ids
 from benchcheck.engines.hf_decode import BadInput, load_image
 from benchcheck.engines.hf_pixels import patchify
 
@@ -111,3 +111,23 @@ def test_plan_batches_covers_each_request_once_within_bounds(lengths: list[int],
     for b in batches:
         assert len(b) <= bs
         assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= tokens
+
+
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=200), st.integers(1, 64), st.integers(1, 4000))
+def test_balanced_batches_are_as_many_as_greedy_and_as_even(lengths: list[int], bs: int, tokens: int) -> None:
+    """``balanced``: the same number of batches as greedy planning at the cap, each request once,
+    within the bounds, and no batch larger than greedy's largest (a remainder no longer tiny)."""
+    greedy = plan_batches(lengths, bs, tokens)
+    even = balanced(lambda cap: plan_batches(lengths, cap, tokens), len(lengths), bs)
+    assert len(even) == len(greedy)
+    assert sorted(i for b in even for i in b) == list(range(len(lengths)))
+    assert max(len(b) for b in even) <= max(len(b) for b in greedy)
+    for b in even:
+        assert len(b) <= bs and (len(b) == 1 or max(lengths[i] for i in b) * len(b) <= tokens)
+
+
+def test_balanced_leaves_no_small_remainder() -> None:
+    """270 one-frame-like requests under a cap of 256: two batches of 135, not 256 + 14."""
+    lengths = [254] * 270
+    assert [len(b) for b in plan_batches(lengths, 256, 1 << 20)] == [256, 14]
+    assert [len(b) for b in balanced(lambda cap: plan_batches(lengths, cap, 1 << 20), 270, 256)] == [135, 135]

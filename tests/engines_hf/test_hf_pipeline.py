@@ -165,17 +165,54 @@ def test_a_chunks_largest_batch_runs_last() -> None:
                                share=share)
         assert out == [f"ok r{i}" for i in range(len(jobs))]
 
-    jobs = [Job(f"r{i}", "q", (), None, None, 1) for i in range(6)]
-    # Planned by length: [5, 1, 2, 4] (4 rows of 10 tokens: 40) and the remainder [3, 0] (2 of 12:
-    # 24): the remainder runs first.
-    call([np.arange(n) for n in (12, 10, 10, 11, 10, 3)])
-    assert ran == [[3, 0], [5, 1, 2, 4]]
-    # [1, 2, 4, 3] (4 x 11: 44) and [0, 5] (2 x 30: 60): already last.
-    call([np.arange(n) for n in (12, 10, 10, 11, 10, 30)])
-    assert ran == [[1, 2, 4, 3], [0, 5]]
+    jobs = [Job(f"r{i}", "q", (), None, None, 1) for i in range(7)]
+    # Planned by length, as even as two batches allow: [0, 1, 2, 3] (4 rows of 10 tokens: 40)
+    # and [4, 5, 6] (3 of 11: 33): the smaller runs first.
+    call([np.arange(n) for n in (10, 10, 10, 10, 11, 11, 11)])
+    assert ran == [[4, 5, 6], [0, 1, 2, 3]]
+    # [0, 1, 2, 3] (4 x 10: 40) and [4, 5, 6] (3 x 30: 90): already last.
+    call([np.arange(n) for n in (10, 10, 10, 10, 11, 11, 30)])
+    assert ran == [[0, 1, 2, 3], [4, 5, 6]]
     # Shared prefixes: two families of 2 (30 shared tokens + 1 each: 32 packed) fill one batch of
     # 4 requests (64 tokens); the lone 33-token prompt is the other batch (33): it runs first.
     jobs = jobs[:5]
     call([np.r_[np.arange(30), 900], np.r_[np.arange(30), 901], np.r_[np.arange(100, 130), 900],
           np.r_[np.arange(100, 130), 901], np.arange(500, 533)], share=True)
     assert ran == [[4], [0, 1, 2, 3]]
+
+
+def test_requests_that_share_nothing_never_ride_in_a_packed_batch() -> None:
+    """A chunk with a few families and many lone requests: the families run packed in batches of
+    their own, the lone requests in plain batches (no families), though one batch could hold all.
+    (A lone request in a packed batch costs the tree attention's slower kernel for nothing.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchcheck.engines.hf_inputs import EncodedPrompt
+    from benchcheck.engines.hf_pipeline import Encoded, PlannedBatch, run_pipeline
+
+    rows = [np.r_[np.arange(30), 900], np.r_[np.arange(30), 901], np.arange(200, 240), np.arange(300, 335),
+            np.r_[np.arange(100, 130), 900], np.r_[np.arange(100, 130), 901], np.arange(400, 437)]
+    jobs = [Job(f"r{i}", "q", (), None, None, 1) for i in range(len(rows))]
+
+    def encode(block: list[Job]) -> list[Encoded | Failure]:
+        return [Encoded(EncodedPrompt(rows[int(j.request_id[1:])], np.zeros_like(rows[int(j.request_id[1:])]), (),
+                                      None, None), 1, 0.0) for j in block]
+
+    ran: list[tuple[list[int], list[tuple[int, ...]]]] = []
+
+    def run(batch: PlannedBatch, enc: list[Encoded]) -> object:
+        ran.append((batch.idx, [tuple(batch.idx[m] for m in f.members) for f in batch.families]))
+        return lambda: [f"ok {jobs[i].request_id}" for i in batch.idx]
+
+    with ThreadPoolExecutor(2) as threads:
+        out = run_pipeline(jobs, encode, threads, Plan(16, 1 << 20, first_chunk=len(jobs)), run,  # type: ignore[arg-type]
+                           share=True)
+    assert out == [f"ok r{i}" for i in range(len(jobs))]
+    assert sorted((sorted(idx), fams) for idx, fams in ran) == [([0, 1, 4, 5], [(0, 1), (4, 5)]), ([2, 3, 6], [])]
+    # Prompts short enough to run unpadded in one row anyway: the lone ones ride with the families.
+    ran.clear()
+    with ThreadPoolExecutor(2) as threads:
+        run_pipeline(jobs, encode, threads, Plan(16, 1 << 20, first_chunk=len(jobs), one_row_tokens=64), run,  # type: ignore[arg-type]
+                     share=True)
+    assert [(sorted(idx), sorted(fams)) for idx, fams in ran] == [
+        (list(range(7)), [(0, 1), (2,), (3,), (4, 5), (6,)])]

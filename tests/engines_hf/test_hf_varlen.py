@@ -17,16 +17,25 @@ from benchcheck.engines.hf_varlen import NAME, build_plan, flash_available, refe
 
 
 def test_plan_cuts_the_row_into_prefix_and_suffix_sequences() -> None:
-    # Two families: prefix 3 + suffixes 2, 1 at 0; prefix 2 + one suffix of 2 at 6.
+    # A family: prefix 3 + suffixes 2, 1 at 0; a lone prompt of 4 tokens (prefix 2 + suffix 2) at 6.
     plan = build_plan([(0, 3, (2, 1)), (6, 2, (2,))], torch.device("cpu"))
     assert plan.cu_q.dtype == torch.int32 and plan.cu_k.dtype == torch.int32
-    assert plan.cu_q.tolist() == [0, 3, 5, 6, 8, 10]
-    assert plan.cu_k.tolist() == [0, 3, 8, 12, 14, 18]
-    assert plan.kv_index.tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 5, 6, 7, 6, 7, 8, 9]
-    assert (plan.max_q, plan.max_k) == (3, 5)
+    assert plan.cu_q.tolist() == [0, 3, 5, 6, 10]
+    assert plan.cu_k.tolist() == [0, 3, 8, 12, 16]
+    assert plan.kv_index is not None
+    assert plan.kv_index.tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 5, 6, 7, 8, 9]
+    assert (plan.max_q, plan.max_k) == (4, 5)
     assert np.array_equal(plan.host_cu_k, plan.cu_k.numpy())
     lone = build_plan([(0, 0, (1,))], torch.device("cpu"))  # a one-token prompt: no prefix sequence
-    assert lone.cu_q.tolist() == [0, 1] and lone.cu_k.tolist() == [0, 1] and lone.kv_index.tolist() == [0]
+    assert lone.cu_q.tolist() == [0, 1] and lone.cu_k.tolist() == [0, 1] and lone.kv_index is None
+
+
+def test_a_row_of_lone_prompts_is_one_sequence_each_with_keys_in_place() -> None:
+    """Prompts that share nothing (as ``lone_families`` puts them: all but the last token as the
+    "prefix"): one causal sequence each, no second sequence for the scored token, nothing gathered."""
+    plan = build_plan([(0, 4, (1,)), (5, 2, (1,)), (8, 6, (1,))], torch.device("cpu"))
+    assert plan.cu_q.tolist() == plan.cu_k.tolist() == [0, 5, 8, 15]
+    assert plan.kv_index is None and (plan.max_q, plan.max_k) == (7, 7)
 
 
 def tree_mask(starts: list[tuple[int, int, tuple[int, ...]]], total: int) -> torch.Tensor:
@@ -100,8 +109,10 @@ def test_transformers_builds_no_mask_and_no_packed_probe(varlen_engine: HFEngine
     res = varlen_engine.score_sync(step1_requests()[:8])
     assert all(r.prompt_tokens > 0 for r in res)  # type: ignore[union-attr]
     layers = varlen_engine.model.config.text_config.num_hidden_layers
-    # Every layer of every packed forward (the engine ramps its first batches) through the plan.
-    assert calls and all(calls) and len(calls) == layers * len(masks)
+    # Every layer of every packed forward (the engine ramps its first batches) through the plan,
+    # but the last: that one attends at the scored positions only (hf_scored).
+    assert varlen_engine.scored_last_layer
+    assert calls and all(calls) and len(calls) == (layers - 1) * len(masks)
     assert set(masks) == {None}  # SDPA's mask function, once a forward, built nothing (causal, no padding)
 
 
@@ -123,8 +134,9 @@ def test_flash_only_on_cuda_16_bit() -> None:
 
 def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_engine: HFEngine,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """``unpadded_scoring``: one-frame-like requests (each its own image, nothing shared) scored in
-    the one row, without padding, equal to the right-padded batch; without the knob no row is packed."""
+    """``unpadded_scoring`` (on by default): one-frame-like requests (each its own image, nothing
+    shared) scored in the one row, without padding, equal to the right-padded batch; with the knob
+    off, or for prompts longer than ``UNPADDED_MAX_TOKENS``, no row is packed."""
     from hf_helpers import make_jpeg
 
     from benchcheck.engines import hf
@@ -140,15 +152,20 @@ def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_en
     monkeypatch.setattr(hf, "pack", spy)
     reqs = [ScoreRequest(f"r{i}", f"Question {i}: what is shown?" + " more" * (3 * i) + "\nOptions:\nA. x\nB. y",
                          images=(make_jpeg(i),)) for i in range(5)]
-    padded = varlen_engine.score_sync(reqs)
-    assert packed == []
-    varlen_engine.unpadded_scoring = True
+    assert varlen_engine.unpadded_scoring
+    varlen_engine.unpadded_scoring = False
     try:
-        unpadded = varlen_engine.score_sync(reqs)
+        padded = varlen_engine.score_sync(reqs)
     finally:
-        varlen_engine.unpadded_scoring = False
+        varlen_engine.unpadded_scoring = True
+    assert packed == []
+    unpadded = varlen_engine.score_sync(reqs)
     assert sum(packed) == len(reqs)  # every request in a packed row, a family of its own
     for a, b in zip(padded, unpadded, strict=True):
         assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
         assert [e["token"] for e in a.top[:5]] == [e["token"] for e in b.top[:5]]
         assert max(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)) < 1e-4
+    packed.clear()
+    monkeypatch.setattr(hf, "UNPADDED_MAX_TOKENS", min(r.prompt_tokens for r in unpadded) - 1)  # type: ignore[union-attr]
+    assert all(isinstance(r, LetterScores) for r in varlen_engine.score_sync(reqs))
+    assert packed == []  # longer prompts: right-padded rows

@@ -41,6 +41,7 @@ from benchcheck.engines.hf_pacing import use_paced_launches
 from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import lone_families, pack, worth_sharing
+from benchcheck.engines.hf_scored import use_scored_last_layer
 from benchcheck.engines.hf_varlen import flash_available, use_tree_attention
 from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linear_patch_embed
 from benchcheck.engines.hf_vision_rotary import qkv_rotary
@@ -48,6 +49,11 @@ from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
 from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.errors import first_line
+
+# Longest prompt of a batch that shares nothing and is still scored unpadded in one row (see
+# ``HFEngine.unpadded_scoring``): up to here the attention is ~1 % of an 8B layer's work, so the
+# slower variable-length kernel costs less than the padding it saves.
+UNPADDED_MAX_TOKENS = 512
 
 
 def decode_processes(device: torch.device) -> int:
@@ -150,6 +156,9 @@ class HFEngine:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)
             fused_attention = use_fused_text_attention(model) > 0
+        # Scoring forwards run the last decoder layer at the scored positions only (hf_scored);
+        # False: the whole layer (benchmarks compare the two).
+        self.scored_last_layer = use_scored_last_layer(model)
         # The launching thread waits for the device without holding Python's lock (hf_pacing).
         self.pacer = use_paced_launches(model)
         self.encoder = encoder
@@ -196,13 +205,16 @@ class HFEngine:
         # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
         varlen_ok = use_tree_attention(model)
         self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
-        # Batches that share nothing scored in the same one row, without padding (with "varlen"
-        # only), instead of right-padded rows. Off: padding is 6.4 % of the tokens of gpu_screen's
-        # 384 one-frame requests' batches (``benchmarks/batch_padding.py``), but on the H200 the
-        # 1,536-request one-frame workload ran 130.3 items/s either way against 130.7-131.4
-        # padded (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 7), and 135.1 / 135.7
-        # against 133.8 / 135.9 once the device was the bound (round 8).
-        self.unpadded_scoring = False
+        # Batches that share nothing and whose prompts are short (at most UNPADDED_MAX_TOKENS)
+        # scored in one row without padding (with "varlen" only) instead of right-padded rows.
+        # H200, 1,536 one-frame requests (8B, ~254 tokens, rows padded to 16-token widths: ~6 %
+        # of the tokens padding): 137.1 / 136.9 items/s against 133.8 / 130.3 padded, rows
+        # alternating (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 9), once a
+        # request alone was one attention sequence with its keys in place (``hf_varlen.build_plan``).
+        # Long prompts stay padded: the variable-length kernel (FlashAttention-2) measured 2.6x
+        # slower than cuDNN's causal one on the same tokens, and attention grows with the length
+        # while padding does not (a 32-frame batch pads ~1 %).
+        self.unpadded_scoring = True
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
         # On CUDA images decode in worker processes (hf_decode): the thread launching the device
         # work then has Python's lock to itself. Elsewhere the encoding threads decode them.
@@ -245,16 +257,16 @@ class HFEngine:
             # each request alone in the one unpadded row.
             families = list(planned.families)
             shared = worth_sharing(families)
-            packed_row = shared or (one_row and self.unpadded_scoring)
+            packed_row = shared or max(p.n_tokens for p in prompts) <= self._one_row_tokens()
             if packed_row and not shared:
                 families = lone_families(prompts)
             with self._lock:
                 if packed_row:
                     packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=one_row)
-                    pending = score_packed(self.model, packed, k, gather_t)
+                    pending = score_packed(self.model, packed, k, gather_t, self.scored_last_layer)
                 else:
                     batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
-                    pending = score_batch(self.model, batch, k, gather_t)
+                    pending = score_batch(self.model, batch, k, gather_t, self.scored_last_layer)
             return lambda: finish(idx, enc, pending, t0, gather)
 
         def finish(idx: list[int], enc: list[Encoded], pending: PendingTop, t0: float,
@@ -333,7 +345,12 @@ class HFEngine:
         return Encoded(enc, job.new_tokens, encode_s)
 
     def _plan(self) -> Plan:
-        return Plan(self.max_batch_size, self.max_batch_tokens, self.sort_window, self.chunk_growth, self.first_chunk)
+        return Plan(self.max_batch_size, self.max_batch_tokens, self.sort_window, self.chunk_growth, self.first_chunk,
+                    self._one_row_tokens())
+
+    def _one_row_tokens(self) -> int:
+        """The longest prompt of a batch sharing nothing that still runs unpadded in one row (0: none)."""
+        return UNPADDED_MAX_TOKENS if self.unpadded_scoring and self.tree_attention == "varlen" else 0
 
     def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
         """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -24,6 +24,8 @@ from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
 from benchcheck.engines.hf_transfer import to_device
 from benchcheck.engines.hf_vision import vision_inputs
+
+T = TypeVar("T")
 
 
 def plan_batches(lengths: Sequence[int], max_batch_size: int, max_batch_tokens: int) -> list[list[int]]:
@@ -47,6 +49,29 @@ def plan_batches(lengths: Sequence[int], max_batch_size: int, max_batch_tokens: 
     if cur:
         batches.append(cur)
     return batches
+
+
+def balanced(plan: Callable[[int], list[list[T]]], total: int, cap: int) -> list[list[T]]:
+    """The batches ``plan(cap)`` makes (``plan``: requests at most per batch -> batches of
+    ``total`` requests), made as even as the same number of batches allows: ``plan`` at the
+    smallest cap that needs no more batches. A chunk of 270 requests that 256 a batch would cut
+    into 256 + 14 becomes 135 + 135: a small batch ahead of a large one left the device idle
+    while the host built the large one (H200 timeline, one-frame requests: ~80 ms a chunk).
+
+    >>> balanced(lambda c: plan_batches([1] * 5, c, 100), 5, 4)
+    [[0, 1, 2], [3, 4]]
+    """
+    best = plan(cap)
+    if len(best) < 2:
+        return best
+    lo, hi = max(1, -(-total // len(best))), cap  # fewer per batch than total/count cannot do
+    while lo < hi:  # greedy planning needs no fewer batches for a smaller cap: bisect
+        mid = (lo + hi) // 2
+        if len(plan(mid)) <= len(best):
+            hi = mid
+        else:
+            lo = mid + 1
+    return plan(lo)
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ import torch
 from benchcheck.engines.hf_batch import Batch, position_ids
 from benchcheck.engines.hf_nosync import last_hidden
 from benchcheck.engines.hf_prefix import PackedBatch, packed_logprobs
+from benchcheck.engines.hf_scored import Scored, installed
 from benchcheck.engines.hf_transfer import to_device
 
 # The mask-free scoring forward through ``hf_nosync`` (no device reads inside the forward) when
@@ -45,11 +46,13 @@ def _to_host(t: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | None = None) -> PendingTop:
+def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | None = None,
+                scored_only: bool = False) -> PendingTop:
     """One prefill forward: log-softmax at each row's last position and its top ``k``
     (logprobs, token ids), each (B, k), and the exact log-probs of ``gather_ids`` (letter
-    variants) from the same row. Returns as soon as the work is queued on the device, so the
-    caller can queue the next batch before reading this one."""
+    variants) from the same row. With ``scored_only`` (right padding) the last decoder layer runs
+    at the scored positions only (``hf_scored``, where installed). Returns as soon as the work is
+    queued on the device, so the caller can queue the next batch before reading this one."""
     pos = position_ids(batch)
     if not batch.right:
         out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=False)
@@ -58,6 +61,11 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
     # hidden states go through the LM head.
     if NO_SYNC:
         states = last_hidden(model, batch, pos)
+    elif scored_only and installed(model):
+        scored = Scored.right_padded(batch.lengths, batch.input_ids.shape[1], pos.device)
+        hidden = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False,
+                             scored=scored).last_hidden_state[0]
+        return _pending_top(torch.log_softmax(model.lm_head(hidden).float(), dim=-1), k, gather_ids)
     else:
         states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False).last_hidden_state
     last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, pos.device)
@@ -67,9 +75,10 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
 
 
 @torch.inference_mode()
-def score_packed(model: Any, batch: PackedBatch, k: int, gather_ids: torch.Tensor | None = None) -> PendingTop:
+def score_packed(model: Any, batch: PackedBatch, k: int, gather_ids: torch.Tensor | None = None,
+                 scored_only: bool = False) -> PendingTop:
     """``score_batch`` for families packed with their shared prefix once (``hf_prefix``)."""
-    return _pending_top(packed_logprobs(model, batch), k, gather_ids)
+    return _pending_top(packed_logprobs(model, batch, scored_only), k, gather_ids)
 
 
 def _pending_top(logprobs: torch.Tensor, k: int, gather_ids: torch.Tensor | None = None) -> PendingTop:

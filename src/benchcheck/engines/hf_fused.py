@@ -142,7 +142,11 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
         return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
-    return _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
+    n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
+    for module in model.modules():  # the scored last layer's keys take the same kernel (hf_scored)
+        if type(module).__name__ == ATTENTION_CLASS:
+            module._bc_norm_rope = fn
+    return n
 
 
 def _install(model: Any, forward: Callable[..., Any], wanted: Callable[[Any], bool]) -> int:

@@ -13,15 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import torch
 
 from benchcheck.engines.base import Failure, ImageRef
-from benchcheck.engines.hf_batch import chunk_spans, encoding_blocks, plan_batches
+from benchcheck.engines.hf_batch import balanced, chunk_spans, encoding_blocks, plan_batches
 from benchcheck.engines.hf_generate import reserved_slots
 from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_prefix import Family, packed_length, plan_families, plan_family_batches, worth_sharing
+from benchcheck.engines.hf_prefix import Family, packed_length, plan_families, plan_family_batches
 
 R = TypeVar("R")
 
@@ -57,6 +58,9 @@ class Plan:
     sort_window: int | None = None  # requests sorted together; None: 8 batches of text, 2 with images
     chunk_growth: int = 2
     first_chunk: int | None = None  # None: by what the requests carry (``first_chunk``)
+    # Requests that share nothing run in the same unpadded row as families when every prompt of
+    # their chunk is at most this long (0: never; ``HFEngine.unpadded_scoring``); else apart.
+    one_row_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +190,30 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         todo = sorted(ready)
         prompts = [ready[i].prompt for i in todo]
         families = plan_families(prompts) if share else []
-        if worth_sharing(families):
-            fb = plan_family_batches(prompts, families, plan.max_batch_size, plan.max_batch_tokens)
+        # Requests that share nothing run in plain padded batches, never inside a packed one,
+        # unless they would run unpadded in one row anyway: in a packed row each would cost the
+        # tree attention's slower kernel (H200: FlashAttention-2's variable-length kernel took
+        # 1.6-1.8 ms a layer where cuDNN's causal one takes 0.5 for as many tokens), for a chunk
+        # that had only a few families (the one-frame workload: 4 in 384).
+        one_row = plan.one_row_tokens > 0 and all(p.n_tokens <= plan.one_row_tokens for p in prompts)
+        grouped = [f for f in families if one_row or len(f.members) > 1]
+        planned, tokens = [], []
+        if any(len(f.members) > 1 for f in grouped):
+            fb = balanced(partial(plan_family_batches, prompts, grouped, max_tokens=plan.max_batch_tokens),
+                          sum(len(f.members) for f in grouped), plan.max_batch_size)
             planned = [_family_batch(todo, b) for b in fb]
             tokens = [sum(packed_length(prompts, f) for f in b) for b in fb]
+            alone = [j for f in families if f not in grouped for j in f.members]
         else:
+            alone = list(range(len(todo)))
+        if alone:
             # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
-            sizes = [reserved_slots(ready[i].prompt.n_tokens + ready[i].new_tokens - 1) if ready[i].new_tokens > 1
-                     else ready[i].prompt.n_tokens for i in todo]
-            batches = plan_batches(sizes, plan.max_batch_size, plan.max_batch_tokens)
-            planned = [PlannedBatch([todo[j] for j in b]) for b in batches]
-            tokens = [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned
+            sizes = [reserved_slots(ready[todo[j]].prompt.n_tokens + ready[todo[j]].new_tokens - 1)
+                     if ready[todo[j]].new_tokens > 1 else ready[todo[j]].prompt.n_tokens for j in alone]
+            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=plan.max_batch_tokens), len(sizes),
+                               plan.max_batch_size)
+            planned += [PlannedBatch([todo[alone[j]] for j in b]) for b in batches]
+            tokens += [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned
         yield largest_last(planned, tokens), ready
 
 

@@ -25,6 +25,7 @@ import torch
 
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
+from benchcheck.engines.hf_scored import Scored, installed
 from benchcheck.engines.hf_sdpa import masked_attention_kernels
 from benchcheck.engines.hf_transfer import to_device
 from benchcheck.engines.hf_varlen import VarlenPlan, build_plan
@@ -153,6 +154,7 @@ class PackedBatch:
     cols: torch.Tensor  # (N,) its last position in that row
     host_grid: torch.Tensor | None = None  # image_grid_thw on the CPU
     varlen: VarlenPlan | None = None  # the one row's attention sequences
+    scored: Scored | None = None  # each request's scored token and its keys (hf_scored), request order
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,11 +210,15 @@ def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: i
     grid = to_device(host_grid, device) if host_grid is not None else None
     rows = np.zeros(len(prompts), np.int64)
     cols = np.zeros(len(prompts), np.int64)
+    # Each request's keys: its family's prefix and its own suffix, as flat spans of the batch.
+    keys: list[list[tuple[int, int]]] = [[] for _ in prompts]
     if one_row:
         starts = np.concatenate([[0], np.cumsum([len(t.ids) for t in toks])])
         for r, (fam, t) in enumerate(zip(families, toks, strict=True)):
             ends = starts[r] + fam.prefix + np.cumsum(t.suffixes)
             cols[list(fam.members)] = ends - 1
+            for m, end, s in zip(fam.members, ends.tolist(), t.suffixes, strict=True):
+                keys[m] = [(int(starts[r]), int(starts[r]) + fam.prefix), (end - s, end)]
         spans = [(int(starts[r]), f.prefix, t.suffixes) for r, (f, t) in enumerate(zip(families, toks, strict=True))]
         plan = build_plan(spans, device)
         return PackedBatch(
@@ -221,6 +227,7 @@ def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: i
             None,
             to_device(np.concatenate([t.pos[1:] for t in toks], axis=1)[:, None], device),
             pixel_values, grid, to_device(rows, device), to_device(cols, device), host_grid, plan,
+            Scored.from_spans(cols.tolist(), keys, device),
         )
     width = max(len(t.ids) for t in toks)
     b = len(families)
@@ -232,9 +239,11 @@ def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: i
         at = width - len(t.ids)
         ids[r, at:], types[r, at:], pos[:, r, at:] = t.ids, t.types, t.pos
         seg[r, at : at + fam.prefix] = 0
+        prefix = (r * width + at, r * width + at + fam.prefix)
         at += fam.prefix
         for j, (m, s) in enumerate(zip(fam.members, t.suffixes, strict=True), start=1):
             seg[r, at : at + s] = j
+            keys[m] = [prefix, (r * width + at, r * width + at + s)]
             at += s
             rows[m], cols[m] = r, at - 1
     seg_t = to_device(seg, device)
@@ -261,13 +270,18 @@ def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: i
         to_device(rows, device),
         to_device(cols, device),
         host_grid,
+        scored=Scored.from_spans((rows * width + cols).tolist(), keys, device),
     )
 
 
 @torch.inference_mode()
-def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
-    """(N, vocab) float32 log-softmax at each request's last position."""
+def packed_logprobs(model: Any, batch: PackedBatch, scored_only: bool = False) -> torch.Tensor:
+    """(N, vocab) float32 log-softmax at each request's last position; with ``scored_only`` the
+    last decoder layer runs at those positions only (``hf_scored``, where installed)."""
     kw: dict[str, Any] = {"input_ids": batch.input_ids, "mm_token_type_ids": batch.mm_token_type_ids}
+    scored = batch.scored if scored_only and installed(model) else None
+    if scored is not None:
+        kw["scored"] = scored
     if batch.pixel_values is not None:
         kw["pixel_values"] = batch.pixel_values
         kw["image_grid_thw"] = batch.image_grid_thw
@@ -280,5 +294,6 @@ def packed_logprobs(model: Any, batch: PackedBatch) -> torch.Tensor:
         with masked_attention_kernels(batch.input_ids.device):  # the tree mask
             out = model.model(**kw, attention_mask=batch.attention_mask, position_ids=batch.position_ids,
                               use_cache=False)
-    hidden = out.last_hidden_state[batch.rows, batch.cols]  # (N, hidden): only the scored positions
+    # (N, hidden): only the scored positions (the scored last layer returned only those)
+    hidden = out.last_hidden_state[0] if scored is not None else out.last_hidden_state[batch.rows, batch.cols]
     return torch.log_softmax(model.lm_head(hidden).float(), dim=-1)

@@ -44,7 +44,9 @@ class VarlenPlan:
 
     cu_q: torch.Tensor  # (S+1,) int32
     cu_k: torch.Tensor  # (S+1,) int32
-    kv_index: torch.Tensor  # (total keys,) int64: the row position of each gathered key
+    # (total keys,) int64: the row position of each gathered key; None when every sequence's keys
+    # are its own queries (no family shares a prefix), so that attention reads K/V in place.
+    kv_index: torch.Tensor | None
     max_q: int
     max_k: int
     host_cu_q: np.ndarray  # the same on the host: the reference kernel loops without device reads
@@ -53,11 +55,21 @@ class VarlenPlan:
 
 def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch.device) -> VarlenPlan:
     """The plan of a row holding, for each ``(start, prefix, suffixes)``, a family's prefix of
-    ``prefix`` tokens at ``start`` followed by its suffixes of the given lengths."""
+    ``prefix`` tokens at ``start`` followed by its suffixes of the given lengths. A family of one
+    member (one suffix) is one causal sequence of its own tokens: a request that shares nothing
+    (a one-frame item) then costs the kernel no second sequence and no gathered keys."""
     q_lens: list[int] = []
     k_lens: list[int] = []
     parts: list[np.ndarray] = []
+    shared = False
     for start, prefix, suffixes in families:
+        if len(suffixes) == 1:
+            n = prefix + suffixes[0]
+            q_lens.append(n)
+            k_lens.append(n)
+            parts.append(np.arange(start, start + n, dtype=np.int64))
+            continue
+        shared = True
         pre = np.arange(start, start + prefix, dtype=np.int64)
         q_lens.append(prefix)
         k_lens.append(prefix)
@@ -75,7 +87,10 @@ def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch
     cu_q = np.concatenate([[0], np.cumsum(ql)]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum(kl)]).astype(np.int32)
     index = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return VarlenPlan(to_device(cu_q, device), to_device(cu_k, device), to_device(index, device),
+    # Lone families laid out back to back from 0 read their keys where they are.
+    in_place = not shared and np.array_equal(index, np.arange(len(index)))
+    return VarlenPlan(to_device(cu_q, device), to_device(cu_k, device),
+                      None if in_place else to_device(index, device),
                       int(ql.max(initial=0)), int(kl.max(initial=0)), cu_q, cu_k)
 
 
@@ -130,8 +145,9 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     scale = kwargs.get("scaling")
     scale = float(scale) if scale is not None else query.shape[-1] ** -0.5
     q = query[0].transpose(0, 1)  # (T, H, D): a view of the projection's (1, T, H, D) layout
-    k = key[0].transpose(0, 1).index_select(0, varlen_plan.kv_index)
-    v = value[0].transpose(0, 1).index_select(0, varlen_plan.kv_index)
+    k, v = key[0].transpose(0, 1), value[0].transpose(0, 1)
+    if varlen_plan.kv_index is not None:  # shared prefixes: each suffix's keys gathered after its prefix's
+        k, v = k.index_select(0, varlen_plan.kv_index), v.index_select(0, varlen_plan.kv_index)
     kernel = flash_varlen if flash_available(q.device, q.dtype) else reference_varlen
     return kernel(q, k, v, varlen_plan, scale)[None], None
 
