@@ -375,7 +375,7 @@ def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor
     """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
     fams = plan_families(prompts)
     one_row = engine.tree_attention == "varlen"  # the tree attention the engine picked
-    if any(len(f.members) > 1 for f in fams) or (one_row and engine.unpadded_scoring):
+    if any(len(f.members) > 1 for f in fams) or max(p.n_tokens for p in prompts) <= engine.one_row_limit():
         packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=one_row)
         lp = packed_logprobs(engine.model, packed, engine.scored_last_layer)
     else:

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import balanced, collate, plan_batches, position_ids
 from benchcheck.engines.hf_decode import BadInput, load_image
+from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import patchify
+from benchcheck.engines.hf_prefix import Family, plan_family_batches
 
 PROMPT = "Look.\n\nQuestion: what?\nOptions:\nA. a\nB. b\nAnswer with the option letter only."
 
@@ -118,7 +120,7 @@ def test_balanced_batches_are_as_many_as_greedy_and_as_even(lengths: list[int], 
     """``balanced``: the same number of batches as greedy planning at the cap, each request once,
     within the bounds, and no batch larger than greedy's largest (a remainder no longer tiny)."""
     greedy = plan_batches(lengths, bs, tokens)
-    even = balanced(lambda cap: plan_batches(lengths, cap, tokens), len(lengths), bs)
+    even = balanced(lambda cap: plan_batches(lengths, cap, tokens), bs)
     assert len(even) == len(greedy)
     assert sorted(i for b in even for i in b) == list(range(len(lengths)))
     assert max(len(b) for b in even) <= max(len(b) for b in greedy)
@@ -126,8 +128,39 @@ def test_balanced_batches_are_as_many_as_greedy_and_as_even(lengths: list[int], 
         assert len(b) <= bs and (len(b) == 1 or max(lengths[i] for i in b) * len(b) <= tokens)
 
 
+@given(st.lists(st.tuples(st.integers(1, 16), st.integers(2, 40)), min_size=1, max_size=60), st.integers(1, 32),
+       st.integers(40, 3000))
+def test_balanced_family_batches_keep_the_cap(fams: list[tuple[int, int]], cap: int, tokens: int) -> None:
+    """Over families (a family larger than the cap goes alone): as many batches as greedy, every
+    family once, and a batch above the cap only as a single family."""
+    prompts: list[EncodedPrompt] = []
+    families: list[Family] = []
+    for members, length in fams:
+        ids = np.arange(length, dtype=np.int64)
+        families.append(Family(tuple(range(len(prompts), len(prompts) + members)), length - 1))
+        prompts += [EncodedPrompt(np.r_[ids, 9000 + m], np.zeros(length + 1, np.int64), (), None, None)
+                    for m in range(members)]
+    greedy = plan_family_batches(prompts, families, cap, tokens)
+    even = balanced(lambda c: plan_family_batches(prompts, families, c, tokens), cap)
+    assert len(even) == len(greedy)
+    assert sorted(f.members for b in even for f in b) == sorted(f.members for f in families)
+    for b in even:
+        assert sum(len(f.members) for f in b) <= cap or len(b) == 1
+
+
+def test_balanced_never_raises_the_cap_for_a_large_family() -> None:
+    """A family of 8 among 6 lone prompts under a cap of 4: greedy's [4, 2] + [8] stays within the
+    cap ([3, 3] + [8]), never [5, 1] + [8]."""
+    prompts = [EncodedPrompt(np.r_[np.arange(30), 900 + m], np.zeros(31, np.int64), (), None, None) for m in range(8)]
+    prompts += [EncodedPrompt(np.arange(100 * k, 100 * k + 5), np.zeros(5, np.int64), (), None, None)
+                for k in range(1, 7)]
+    families = [Family(tuple(range(8)), 30), *(Family((8 + k,), 4) for k in range(6))]
+    even = balanced(lambda c: plan_family_batches(prompts, families, c, 1 << 20), 4)
+    assert sorted(sum(len(f.members) for f in b) for b in even) == [3, 3, 8]
+
+
 def test_balanced_leaves_no_small_remainder() -> None:
     """270 one-frame-like requests under a cap of 256: two batches of 135, not 256 + 14."""
     lengths = [254] * 270
     assert [len(b) for b in plan_batches(lengths, 256, 1 << 20)] == [256, 14]
-    assert [len(b) for b in balanced(lambda cap: plan_batches(lengths, cap, 1 << 20), 270, 256)] == [135, 135]
+    assert [len(b) for b in balanced(lambda cap: plan_batches(lengths, cap, 1 << 20), 256)] == [135, 135]

@@ -216,3 +216,9 @@ def test_requests_that_share_nothing_never_ride_in_a_packed_batch() -> None:
                      share=True)
     assert [(sorted(idx), sorted(fams)) for idx, fams in ran] == [
         (list(range(7)), [(0, 1), (2,), (3,), (4, 5), (6,)])]
+    # One prompt of the chunk longer than that (40 > 36 tokens): the lone ones run apart again.
+    ran.clear()
+    with ThreadPoolExecutor(2) as threads:
+        run_pipeline(jobs, encode, threads, Plan(16, 1 << 20, first_chunk=len(jobs), one_row_tokens=36), run,  # type: ignore[arg-type]
+                     share=True)
+    assert sorted((sorted(idx), fams) for idx, fams in ran) == [([0, 1, 4, 5], [(0, 1), (4, 5)]), ([2, 3, 6], [])]

@@ -257,7 +257,7 @@ class HFEngine:
             # each request alone in the one unpadded row.
             families = list(planned.families)
             shared = worth_sharing(families)
-            packed_row = shared or max(p.n_tokens for p in prompts) <= self._one_row_tokens()
+            packed_row = shared or max(p.n_tokens for p in prompts) <= self.one_row_limit()
             if packed_row and not shared:
                 families = lone_families(prompts)
             with self._lock:
@@ -346,9 +346,9 @@ class HFEngine:
 
     def _plan(self) -> Plan:
         return Plan(self.max_batch_size, self.max_batch_tokens, self.sort_window, self.chunk_growth, self.first_chunk,
-                    self._one_row_tokens())
+                    self.one_row_limit())
 
-    def _one_row_tokens(self) -> int:
+    def one_row_limit(self) -> int:
         """The longest prompt of a batch sharing nothing that still runs unpadded in one row (0: none)."""
         return UNPADDED_MAX_TOKENS if self.unpadded_scoring and self.tree_attention == "varlen" else 0
 

@@ -51,20 +51,22 @@ def plan_batches(lengths: Sequence[int], max_batch_size: int, max_batch_tokens: 
     return batches
 
 
-def balanced(plan: Callable[[int], list[list[T]]], total: int, cap: int) -> list[list[T]]:
-    """The batches ``plan(cap)`` makes (``plan``: requests at most per batch -> batches of
-    ``total`` requests), made as even as the same number of batches allows: ``plan`` at the
-    smallest cap that needs no more batches. A chunk of 270 requests that 256 a batch would cut
+def balanced(plan: Callable[[int], list[list[T]]], cap: int) -> list[list[T]]:
+    """The batches ``plan(cap)`` makes (``plan``: requests at most per batch -> batches), made
+    as even as the same number of batches allows: ``plan`` at the smallest cap that needs no
+    more batches. A chunk of 270 requests that 256 a batch would cut
     into 256 + 14 becomes 135 + 135: a small batch ahead of a large one left the device idle
     while the host built the large one (H200 timeline, one-frame requests: ~80 ms a chunk).
 
-    >>> balanced(lambda c: plan_batches([1] * 5, c, 100), 5, 4)
+    >>> balanced(lambda c: plan_batches([1] * 5, c, 100), 4)
     [[0, 1, 2], [3, 4]]
     """
     best = plan(cap)
     if len(best) < 2:
         return best
-    lo, hi = max(1, -(-total // len(best))), cap  # fewer per batch than total/count cannot do
+    # From 1: a unit larger than the cap (a family of many members) goes alone, so total/count
+    # is no lower bound, and no bound may pass the cap itself.
+    lo, hi = 1, cap
     while lo < hi:  # greedy planning needs no fewer batches for a smaller cap: bisect
         mid = (lo + hi) // 2
         if len(plan(mid)) <= len(best):

@@ -51,8 +51,9 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
     """One prefill forward: log-softmax at each row's last position and its top ``k``
     (logprobs, token ids), each (B, k), and the exact log-probs of ``gather_ids`` (letter
     variants) from the same row. With ``scored_only`` (right padding) the last decoder layer runs
-    at the scored positions only (``hf_scored``, where installed). Returns as soon as the work is
-    queued on the device, so the caller can queue the next batch before reading this one."""
+    at the scored positions only (``hf_scored``, where installed; not on the ``NO_SYNC`` path).
+    Returns as soon as the work is queued on the device, so the caller can queue the next batch
+    before reading this one."""
     pos = position_ids(batch)
     if not batch.right:
         out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=False)

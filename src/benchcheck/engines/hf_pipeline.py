@@ -190,8 +190,9 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         todo = sorted(ready)
         prompts = [ready[i].prompt for i in todo]
         families = plan_families(prompts) if share else []
-        # Requests that share nothing run in plain padded batches, never inside a packed one,
-        # unless they would run unpadded in one row anyway: in a packed row each would cost the
+        # Requests that share nothing run in batches of their own (the engine right-pads them, or
+        # puts short ones in one unpadded row), never inside a packed family batch, unless the
+        # whole chunk would run unpadded in one row anyway: with long prompts each would cost the
         # tree attention's slower kernel (H200: FlashAttention-2's variable-length kernel took
         # 1.6-1.8 ms a layer where cuDNN's causal one takes 0.5 for as many tokens), for a chunk
         # that had only a few families (the one-frame workload: 4 in 384).
@@ -200,17 +201,17 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         planned, tokens = [], []
         if any(len(f.members) > 1 for f in grouped):
             fb = balanced(partial(plan_family_batches, prompts, grouped, max_tokens=plan.max_batch_tokens),
-                          sum(len(f.members) for f in grouped), plan.max_batch_size)
+                          plan.max_batch_size)
             planned = [_family_batch(todo, b) for b in fb]
             tokens = [sum(packed_length(prompts, f) for f in b) for b in fb]
-            alone = [j for f in families if f not in grouped for j in f.members]
+            alone = [] if one_row else [j for f in families if len(f.members) == 1 for j in f.members]
         else:
             alone = list(range(len(todo)))
         if alone:
             # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
             sizes = [reserved_slots(ready[todo[j]].prompt.n_tokens + ready[todo[j]].new_tokens - 1)
                      if ready[todo[j]].new_tokens > 1 else ready[todo[j]].prompt.n_tokens for j in alone]
-            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=plan.max_batch_tokens), len(sizes),
+            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=plan.max_batch_tokens),
                                plan.max_batch_size)
             planned += [PlannedBatch([todo[alone[j]] for j in b]) for b in batches]
             tokens += [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned

@@ -5,11 +5,13 @@ dense tree-shaped mask over left-padded rows, SDPA has to run its masked kernel 
 (width x width) square, and transformers then expands K/V from the model's 8 heads to 32 by
 copying (SDPA's grouped-query support is used only without a mask): on the H200, 10 % + ~4 % of
 the 8B blind step's device time. Here the batch is instead ONE row of every family's tokens, no
-padding, cut into query sequences: each family's prefix (keys: the prefix, causal), then one
-sequence per member suffix (keys: the prefix and that suffix, causal aligned at the bottom right:
-suffix token i sees the whole prefix and suffix tokens <= i). Queries already lie contiguous per
-sequence in the row; keys and values are gathered per layer by one index built on the host once
-per forward (only 8 heads x 128 wide: cheap next to the matmuls). On CUDA in bf16/fp16 the
+padding, cut into query sequences: each sharing family's prefix (keys: the prefix, causal), then
+one sequence per member suffix (keys: the prefix and that suffix, causal aligned at the bottom
+right: suffix token i sees the whole prefix and suffix tokens <= i); a request alone is one causal
+sequence of its own tokens. Queries already lie contiguous per sequence in the row; when some
+family shares, keys and values are gathered per layer by one index built on the host once per
+forward (only 8 heads x 128 wide: cheap next to the matmuls), and a row where nothing is shared
+reads them in place (one-frame requests scored unpadded). On CUDA in bf16/fp16 the
 attention is FlashAttention-2's variable-length kernel (no mask, grouped K/V heads natively);
 elsewhere a per-sequence SDPA reference of the same semantics (the CPU tests check the plumbing
 with it in float32).
@@ -80,8 +82,8 @@ def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch
             k_lens.append(prefix + s)
             parts += [pre, np.arange(at, at + s, dtype=np.int64)]
             at += s
-    # A one-token prompt alone is a family with an empty prefix: drop empty query sequences (its
-    # suffix then attends to itself only, as unshared).
+    # Safeguard: a sequence with no queries (an empty prefix) is dropped; every member's suffix
+    # and every lone prompt have at least one token.
     keep = [i for i, n in enumerate(q_lens) if n > 0]
     ql, kl = np.asarray(q_lens, np.int64)[keep], np.asarray(k_lens, np.int64)[keep]
     cu_q = np.concatenate([[0], np.cumsum(ql)]).astype(np.int32)
