@@ -49,6 +49,7 @@ from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import collate, position_ids
 from benchcheck.engines.hf_forward import score_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_pipeline import one_row
 from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families
 from benchcheck.items import Item, load_items
 from benchcheck.screen.requests import build_item_requests
@@ -374,9 +375,9 @@ def plain_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt], batch: int) ->
 def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor:
     """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
     fams = plan_families(prompts)
-    one_row = engine.tree_attention == "varlen"  # the tree attention the engine picked
-    if any(len(f.members) > 1 for f in fams) or max(p.n_tokens for p in prompts) <= engine.one_row_limit():
-        packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=one_row)
+    varlen = engine.tree_attention == "varlen"  # the tree attention the engine picked
+    if any(len(f.members) > 1 for f in fams) or one_row(prompts, engine.one_row_limit()):
+        packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=varlen)
         lp = packed_logprobs(engine.model, packed, engine.scored_last_layer)
     else:
         b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=True)

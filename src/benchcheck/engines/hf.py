@@ -38,7 +38,7 @@ from benchcheck.engines.hf_generate import DecodeGraphs, greedy_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf_nosync import use_indexed_deepstack
 from benchcheck.engines.hf_pacing import use_paced_launches
-from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
+from benchcheck.engines.hf_pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
 from benchcheck.engines.hf_pixels import PixelSpec
 from benchcheck.engines.hf_prefix import lone_families, pack, worth_sharing
 from benchcheck.engines.hf_scored import use_scored_last_layer
@@ -252,17 +252,17 @@ class HFEngine:
             prompts = [e.prompt for e in enc]
             gather = self._gather_ids([reqs[i] for i in idx])
             gather_t = torch.tensor(gather, dtype=torch.long)
-            one_row = self.tree_attention == "varlen"
+            varlen = self.tree_attention == "varlen"
             # The families the pipeline planned this batch with (none unless share_prefixes), or
             # each request alone in the one unpadded row.
             families = list(planned.families)
             shared = worth_sharing(families)
-            packed_row = shared or max(p.n_tokens for p in prompts) <= self.one_row_limit()
+            packed_row = shared or one_row(prompts, self.one_row_limit())
             if packed_row and not shared:
                 families = lone_families(prompts)
             with self._lock:
                 if packed_row:
-                    packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=one_row)
+                    packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=varlen)
                     pending = score_packed(self.model, packed, k, gather_t, self.scored_last_layer)
                 else:
                     batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)

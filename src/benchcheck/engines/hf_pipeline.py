@@ -63,6 +63,12 @@ class Plan:
     one_row_tokens: int = 0
 
 
+def one_row(prompts: Sequence[EncodedPrompt], limit: int) -> bool:
+    """Prompts that share nothing run unpadded in one row: every one at most ``limit`` tokens
+    (``Plan.one_row_tokens``; 0: never)."""
+    return limit > 0 and all(p.n_tokens <= limit for p in prompts)
+
+
 @dataclass(frozen=True, slots=True)
 class _Slot:
     """One request's place in a block of requests encoded together."""
@@ -196,15 +202,15 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         # tree attention's slower kernel (H200: FlashAttention-2's variable-length kernel took
         # 1.6-1.8 ms a layer where cuDNN's causal one takes 0.5 for as many tokens), for a chunk
         # that had only a few families (the one-frame workload: 4 in 384).
-        one_row = plan.one_row_tokens > 0 and all(p.n_tokens <= plan.one_row_tokens for p in prompts)
-        grouped = [f for f in families if one_row or len(f.members) > 1]
+        in_one_row = one_row(prompts, plan.one_row_tokens)
+        grouped = [f for f in families if in_one_row or len(f.members) > 1]
         planned, tokens = [], []
         if any(len(f.members) > 1 for f in grouped):
             fb = balanced(partial(plan_family_batches, prompts, grouped, max_tokens=plan.max_batch_tokens),
                           plan.max_batch_size)
             planned = [_family_batch(todo, b) for b in fb]
             tokens = [sum(packed_length(prompts, f) for f in b) for b in fb]
-            alone = [] if one_row else [j for f in families if len(f.members) == 1 for j in f.members]
+            alone = [] if in_one_row else [j for f in families if len(f.members) == 1 for j in f.members]
         else:
             alone = list(range(len(todo)))
         if alone:
