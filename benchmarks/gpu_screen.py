@@ -540,26 +540,17 @@ def alternating_rows(rows: list[Row], name: str, engine: HFEngine, reqs: list[Sc
 def tree_mask_variant(w: Workload, _: str) -> None:
     """The packed families' tree attention the other way (left-padded rows with a dense tree mask
     against one row with variable-length attention), timed, and the two paths' letters' log-probs
-    compared directly (tolerance: 3x the noise floor of the workload's check)."""
-    rows, checks, name, engine, reqs, prompts, tokens, limit = w.rows, w.checks, w.name, w.engine, w.reqs, \
-        w.prompts, w.tokens, w.lim_shared
+    compared directly (``direct_check``)."""
+    engine = w.engine
     chosen = engine.tree_attention
     other = "mask" if chosen == "varlen" else "varlen"
 
     def switch(on: bool) -> None:
         engine.tree_attention = other if on else chosen
 
-    switch(True)
-    theirs = ours_lps(engine, prompts)
-    switch(False)
-    alternating_rows(rows, name, engine, reqs, tokens, limit, f"ours-{other}",
+    alternating_rows(w.rows, w.name, engine, w.reqs, w.tokens, w.lim_shared, f"ours-{other}",
                      f"variant: tree attention by {other} (the engine: {chosen})", switch)
-    diff = float((ours_lps(engine, prompts) - theirs).abs().max())
-    floor = next(c.noise_floor for c in reversed(checks) if c.workload == name)
-    tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
-    checks.append(Check(f"{name}_{chosen}_vs_{other}", len(prompts), floor, tol, diff, diff <= tol,
-                        str(engine.dtype).replace("torch.", ""), {}))
-    print(f"  check {chosen} vs {other}: {diff:.2e} (tol {tol:.2e}): {'OK' if diff <= tol else 'FAIL'}", flush=True)
+    direct_check(w, f"{chosen}_vs_{other}", switch)
 
 
 def batch512_variant(w: Workload, _: str) -> None:
@@ -635,15 +626,22 @@ def rotary_variant(w: Workload, _: str) -> None:
             note="the engine as chosen (one-pass rotary), again")
 
 
-def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str]) -> None:
-    """Alternating rows with the engine as chosen and with the switch ``owner.attr`` the other
-    way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on."""
+def flipper(owner: object, attr: str) -> Callable[[bool], None]:
+    """A switch for the flag ``owner.attr``: on, the other way than chosen now; off, as chosen."""
     chosen = bool(getattr(owner, attr))
 
     def switch(on: bool) -> None:
         setattr(owner, attr, (not chosen) if on else chosen)
 
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full, modes[chosen], notes[chosen], switch)
+    return switch
+
+
+def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str]) -> None:
+    """Alternating rows with the engine as chosen and with the switch ``owner.attr`` the other
+    way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on."""
+    chosen = bool(getattr(owner, attr))
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full, modes[chosen], notes[chosen],
+                     flipper(owner, attr))
 
 
 def unpadded_variant(w: Workload, _: str) -> None:
@@ -653,24 +651,43 @@ def unpadded_variant(w: Workload, _: str) -> None:
               (f"variant: one row, no padding {what}", f"variant: right-padded rows {what}"))
 
 
-def full_layer_variant(w: Workload, _: str) -> None:
-    """The last decoder layer over every position instead of the scored ones only
-    (``scored_last_layer``, hf_scored), and the two paths' letters' log-probs compared directly."""
+def direct_check(w: Workload, label: str, switch: Callable[[bool], None]) -> None:
+    """The letters' log-probs of the workload's check prompts with the engine as chosen and with
+    ``switch(True)`` (``switch(False)`` restores it), compared directly (tolerance: 3x the noise
+    floor of the workload's check); a check row named ``{workload}_{label}``."""
     engine = w.engine
-    fast = ours_lps(engine, w.prompts)
-    engine.scored_last_layer = not engine.scored_last_layer
+    chosen = ours_lps(engine, w.prompts)
+    switch(True)
     try:
         other = ours_lps(engine, w.prompts)
     finally:
-        engine.scored_last_layer = not engine.scored_last_layer
-    diff = float((fast - other).abs().max())
+        switch(False)
+    diff = float((chosen - other).abs().max())
     floor = next(c.noise_floor for c in reversed(w.checks) if c.workload == w.name)
     tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
-    w.checks.append(Check(f"{w.name}_scored_vs_full_last_layer", len(w.prompts), floor, tol, diff, diff <= tol,
+    w.checks.append(Check(f"{w.name}_{label}", len(w.prompts), floor, tol, diff, diff <= tol,
                           str(engine.dtype).replace("torch.", ""), {}))
-    flag_rows(w, engine, "scored_last_layer", ("ours-scored-last", "ours-full-last"),
+    print(f"  check {label}: {diff:.2e} (tol {tol:.2e}): {'OK' if diff <= tol else 'FAIL'}", flush=True)
+
+
+def full_layer_variant(w: Workload, _: str) -> None:
+    """The last decoder layer over every position instead of the scored ones only
+    (``scored_last_layer``, hf_scored), and the two paths' letters' log-probs compared directly."""
+    direct_check(w, "scored_vs_full_last_layer", flipper(w.engine, "scored_last_layer"))
+    flag_rows(w, w.engine, "scored_last_layer", ("ours-scored-last", "ours-full-last"),
               ("variant: the last layer at the scored positions only",
                "variant: the last decoder layer over every position"))
+
+
+def residual_variant(w: Workload, _: str) -> None:
+    """The MLP's residual added after the down projection's product instead of in its epilogue
+    (``hf_fused.RESIDUAL_EPILOGUE``), and the two paths' letters' log-probs compared directly."""
+    from benchcheck.engines import hf_fused
+
+    direct_check(w, "residual_in_product_vs_apart", flipper(hf_fused, "RESIDUAL_EPILOGUE"))
+    flag_rows(w, hf_fused, "RESIDUAL_EPILOGUE", ("ours-res-epilogue", "ours-res-apart"),
+              ("variant: the MLP's residual in the down projection's product",
+               "variant: the down projection's product, then the residual added"))
 
 
 def pipe_variant(w: Workload, _: str) -> None:
@@ -715,6 +732,7 @@ SPECIAL_VARIANTS = {
     "unpadded": Variant("visual", True, unpadded_variant),
     "pipe": Variant("visual", True, pipe_variant),
     "fulllayer": Variant("both", False, full_layer_variant),
+    "residual-apart": Variant("both", True, residual_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
 }
@@ -857,7 +875,8 @@ def main() -> None:
                          "vision-rotary-old, unpadded, pipe (visual workloads); tree-mask (blind: the other tree "
                          "attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
-                         "times), fulllayer (the last layer over every position), encN (N encoding threads; every "
+                         "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
+                         "added after the down projection, not in its product), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray)")

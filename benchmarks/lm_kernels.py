@@ -12,6 +12,7 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
   attn       SDPA causal over padded (256, 256)    vs FlashAttention's variable-length kernel over
              the real tokens only, and cuDNN's with ragged offsets (when this torch has them)
   peak       a bf16 8192^3 product (the hardware's practical rate in this run)
+  lt ...     the product rows again with cuBLASLt as torch's preferred BLAS library (``--lt``)
 
 Each row: milliseconds a call (median of ``--iters`` after warm-up, CUDA events) and, for
 products, TFLOP/s. Run (GPU):  PYTHONPATH=src python3 benchmarks/lm_kernels.py --out $OUT
@@ -52,6 +53,7 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=256, help="padded row width (tokens)")
     ap.add_argument("--mean-length", type=int, default=248, help="mean real tokens a row (the rest is padding)")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--lt", action="store_true", help="the product rows again under cuBLASLt")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -67,6 +69,13 @@ def main() -> None:
 
     peak(row, args.iters)
     products(row, t, args.iters)
+    if args.lt:
+        chosen = torch.backends.cuda.preferred_blas_library()
+        torch.backends.cuda.preferred_blas_library("cublaslt")
+        try:
+            products(row, t, args.iters, tag="lt ")
+        finally:
+            torch.backends.cuda.preferred_blas_library(chosen)
     attention(row, args)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -87,15 +96,18 @@ def peak(row: Row, iters: int) -> None:
     row("peak 8192^3", timed(lambda: big @ big, iters), 2 * 8192**3)
 
 
-def products(row: Row, t: int, iters: int) -> None:
+def products(row: Row, t: int, iters: int, tag: str = "") -> None:
+    def row_(name: str, ms: float, flops: float = 0.0) -> None:
+        row(tag + name, ms, flops)
+
     x = torch.randn(t, HIDDEN, device=DEV, dtype=DT)
     wq, wk, wv = w(HEADS * HEAD_DIM, HIDDEN), w(KV_HEADS * HEAD_DIM, HIDDEN), w(KV_HEADS * HEAD_DIM, HIDDEN)
     wqkv = torch.cat([wq, wk, wv])
     f_qkv = 2 * t * HIDDEN * wqkv.shape[0]
-    row("qkv: three products", timed(lambda: (F.linear(x, wq), F.linear(x, wk), F.linear(x, wv)), iters), f_qkv)
-    row("qkv: one product", timed(lambda: F.linear(x, wqkv), iters), f_qkv)
-    row("  q alone", timed(lambda: F.linear(x, wq), iters), 2 * t * HIDDEN * wq.shape[0])
-    row("  k alone", timed(lambda: F.linear(x, wk), iters), 2 * t * HIDDEN * wk.shape[0])
+    row_("qkv: three products", timed(lambda: (F.linear(x, wq), F.linear(x, wk), F.linear(x, wv)), iters), f_qkv)
+    row_("qkv: one product", timed(lambda: F.linear(x, wqkv), iters), f_qkv)
+    row_("  q alone", timed(lambda: F.linear(x, wq), iters), 2 * t * HIDDEN * wq.shape[0])
+    row_("  k alone", timed(lambda: F.linear(x, wk), iters), 2 * t * HIDDEN * wk.shape[0])
 
     wg, wu = w(INTER, HIDDEN), w(INTER, HIDDEN)
     wgu = torch.cat([wg, wu])
@@ -109,19 +121,20 @@ def products(row: Row, t: int, iters: int) -> None:
         gu = F.linear(x, wgu)
         return silu_mul(gu[:, :INTER], gu[:, INTER:])  # type: ignore[no-any-return]
 
-    row("gate_up: two products + silu*up", timed(two, iters), f_gu)
-    row("gate_up: one product + silu*up", timed(one, iters), f_gu)
+    row_("gate_up: two products + silu*up", timed(two, iters), f_gu)
+    row_("gate_up: one product + silu*up", timed(one, iters), f_gu)
     g0, u0 = F.linear(x, wg), F.linear(x, wu)
-    row("  silu*up alone", timed(lambda: silu_mul(g0, u0), iters))
+    row_("  silu*up alone", timed(lambda: silu_mul(g0, u0), iters))
 
     wo, wd = w(HIDDEN, HEADS * HEAD_DIM), w(HIDDEN, INTER)
     res = torch.randn(t, HIDDEN, device=DEV, dtype=DT)
     a = torch.randn(t, INTER, device=DEV, dtype=DT)
-    row("o_res: product, then add", timed(lambda: res + F.linear(x, wo), iters), 2 * t * HIDDEN * HIDDEN)
-    row("o_res: addmm", timed(lambda: torch.addmm(res, x, wo.t()), iters), 2 * t * HIDDEN * HIDDEN)
-    row("down_res: product, then add", timed(lambda: res + F.linear(a, wd), iters), 2 * t * INTER * HIDDEN)
-    row("down_res: addmm", timed(lambda: torch.addmm(res, a, wd.t()), iters), 2 * t * INTER * HIDDEN)
-    row("  add alone", timed(lambda: res + x, iters))
+    row_("o_res: product, then add", timed(lambda: res + F.linear(x, wo), iters), 2 * t * HIDDEN * HIDDEN)
+    row_("o_res: addmm", timed(lambda: torch.addmm(res, x, wo.t()), iters), 2 * t * HIDDEN * HIDDEN)
+    row_("down: product alone", timed(lambda: F.linear(a, wd), iters), 2 * t * INTER * HIDDEN)
+    row_("down_res: product, then add", timed(lambda: res + F.linear(a, wd), iters), 2 * t * INTER * HIDDEN)
+    row_("down_res: addmm", timed(lambda: torch.addmm(res, a, wd.t()), iters), 2 * t * INTER * HIDDEN)
+    row_("  add alone", timed(lambda: res + x, iters))
     diff = (torch.addmm(res, a, wd.t()).float() - (res + F.linear(a, wd)).float()).abs().max().item()
     print(f"  addmm vs product+add, max |diff| {diff:.3e}", flush=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -93,3 +94,81 @@ def test_fused_qk_norm_rope_attention_scores_and_generates_the_same(
     for g, h in zip(gen_before, gen_after, strict=True):
         assert isinstance(g, Generation) and isinstance(h, Generation)
         assert g.text == h.text and g.completion_tokens == h.completion_tokens
+
+
+def test_mlp_residual_adds_in_the_product_and_equals_the_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLTextConfig
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextMLP
+
+    from benchcheck.engines import hf_fused
+
+    torch.manual_seed(0)
+    cfg = Qwen3VLTextConfig(hidden_size=32, intermediate_size=96, hidden_act="silu")
+    model = torch.nn.Sequential(Qwen3VLTextMLP(cfg)).double()
+    mlp = model[0]
+    x, residual = torch.randn(2, 7, 32, dtype=torch.float64), torch.randn(2, 7, 32, dtype=torch.float64)
+    expected = residual + mlp(x)
+    assert torch.equal(hf_fused.mlp_residual(mlp, x, residual), expected)  # not fused: transformers' sum
+    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f) == 1
+    seen: list[int] = []
+    monkeypatch.setattr(torch, "addmm", _counting(torch.addmm, seen))
+    fused = hf_fused.mlp_residual(mlp, x, residual)
+    assert seen == [1]  # the residual went into the down projection's product
+    assert fused.shape == residual.shape
+    assert torch.allclose(fused, expected, rtol=0, atol=1e-12)
+    assert torch.allclose(mlp(x), expected - residual, rtol=0, atol=1e-12)  # the fused MLP alone: the same
+    monkeypatch.setattr(hf_fused, "RESIDUAL_EPILOGUE", False)  # gpu_screen's residual-apart rows
+    assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual), expected, rtol=0, atol=1e-12)
+    assert seen == [1]
+    monkeypatch.setattr(hf_fused, "RESIDUAL_EPILOGUE", True)
+    mlp.down_proj = torch.nn.Linear(96, 32, bias=True).double()  # a bias: the plain sum, still the same function
+    assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual), residual + mlp(x), rtol=0, atol=1e-12)
+    assert seen == [1]
+
+
+@pytest.mark.parametrize("eager_rows", [0, 256])
+def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text decoder layer with the residual in the down projection's product (the scored
+    last layer too, and its unscored calls through the fused layer), as the engine installs it on
+    CUDA: the letters' log-probs and greedy texts of the tiny model do not move."""
+    from hf_helpers import make_jpeg
+
+    from benchcheck.engines import hf_fused
+    from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
+    from benchcheck.engines.hf import HFEngine
+    from benchcheck.engines.hf_scored import use_scored_last_layer
+
+    monkeypatch.setattr(hf_fused, "EAGER_ROWS", eager_rows)
+    engine = HFEngine(tiny_model, device="cpu")
+    reqs = [ScoreRequest(f"r{i}", f"Question {i}: which?" + " more" * (5 * i) + "\nOptions:\nA. x\nB. y",
+                         images=(make_jpeg(i),) if i % 2 else ()) for i in range(3)]
+    gens = [GenerateRequest("g", "Describe.", (make_jpeg(9),), max_tokens=6)]
+    before, gen_before = engine.score_sync(reqs), engine.generate_sync(gens)
+    layers = engine.model.config.text_config.num_hidden_layers
+    assert use_fused_text_mlp(engine.model, compiler=lambda f: f) == layers
+    assert hf_fused.use_fused_text_layers(engine.model) == layers
+    assert use_scored_last_layer(engine.model)  # again, as the engine does after fusing: over the fused layer
+    assert use_scored_last_layer(engine.model)  # a second time must not make the layer call itself
+    last = engine.model.model.language_model.layers[-1]
+    assert last._bc_full_forward.__func__.__qualname__.startswith("use_fused_text_layers")
+    seen: list[int] = []
+    monkeypatch.setattr(hf_fused, "mlp_residual", _counting(hf_fused.mlp_residual, seen))
+    import benchcheck.engines.hf_scored as hf_scored
+    monkeypatch.setattr(hf_scored, "mlp_residual", hf_fused.mlp_residual)
+    after, gen_after = engine.score_sync(reqs), engine.generate_sync(gens)
+    assert len(seen) >= layers  # every layer of each forward went through it
+    for a, b in zip(before, after, strict=True):
+        assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
+        assert [t["token"] for t in a.top] == [t["token"] for t in b.top]
+        assert max(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)) < 1e-5
+    for g, h in zip(gen_before, gen_after, strict=True):
+        assert isinstance(g, Generation) and isinstance(h, Generation)
+        assert g.text == h.text and g.completion_tokens == h.completion_tokens
+
+
+def _counting(fn: Any, seen: list[int]) -> Any:
+    def wrapped(*a: Any, **k: Any) -> Any:
+        seen.append(1)
+        return fn(*a, **k)
+    return wrapped

@@ -31,6 +31,7 @@ from benchcheck.engines.hf_forward import PendingTop, score_batch, score_packed
 from benchcheck.engines.hf_fused import (
     compile_enabled,
     use_fused_text_attention,
+    use_fused_text_layers,
     use_fused_text_mlp,
     use_fused_text_norms,
 )
@@ -155,6 +156,7 @@ class HFEngine:
         if fuse:
             use_fused_text_norms(model)
             use_fused_text_mlp(model)
+            use_fused_text_layers(model)  # the MLP's residual in the down projection's product
             fused_attention = use_fused_text_attention(model) > 0
         # Scoring forwards run the last decoder layer at the scored positions only (hf_scored);
         # False: the whole layer (benchmarks compare the two).

@@ -1,4 +1,5 @@
-"""Compiled RMSNorm for the Qwen3-VL language model on CUDA.
+"""Fused operations of the Qwen3-VL language model on CUDA: norms, SiLU-times-up, q/k norm with
+rotary, and the MLP's residual in the down projection's product.
 
 transformers runs each text RMSNorm as about seven separate element-wise kernels in float32
 (cast, square, mean, rsqrt, two multiplies, cast back), and the 8B model has 145 of them per
@@ -7,7 +8,8 @@ of a text-only scoring forward. ``torch.compile`` fuses each norm into one kerne
 same operations in the same order (only the reduction order inside the mean can differ): the
 8B blind workload went from 177 to 198 items/s through the engine, 196 to 227 forward-only
 (docs/PERFORMANCE.md). Only CUDA uses it: on the CPU the compile costs more than it saves.
-Set ``BENCHCHECK_HF_COMPILE=0`` to turn it off.
+Set ``BENCHCHECK_HF_COMPILE=0`` to turn it off. The other fusions below follow the same rule:
+the same function as transformers' modules, fewer passes over the activations.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from benchcheck.engines.hf_generate import ReservedCache, decode_attention
 
 NORM_CLASS = "Qwen3VLTextRMSNorm"
 MLP_CLASS = "Qwen3VLTextMLP"
+LAYER_CLASS = "Qwen3VLTextDecoderLayer"
 # Below this many rows (generation's decode steps: one token per sequence) the fused functions
 # run eagerly: there the cost is the host's, and a compiled call (guards, cache lookup) costs the
 # host more than the few small kernels it saves (H200 profile of 582-frame generation).
@@ -85,18 +88,63 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
     """Run each text MLP's SiLU and product as one kernel (two passes over the largest
     activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
-    activation is SiLU change."""
+    activation is SiLU change. Each changed MLP also takes its residual into the down
+    projection's product (``mlp_residual``)."""
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
 
-    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    def activation(self: Any, x: torch.Tensor) -> torch.Tensor:
+        """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
         gate, up = self.gate_proj(x), self.up_proj(x)
-        if gate.numel() < EAGER_ROWS * gate.shape[-1]:
-            return self.down_proj(silu_mul(gate, up))  # type: ignore[no-any-return]
-        act = fn(gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])).view(gate.shape)  # one rank always
-        return self.down_proj(act)  # type: ignore[no-any-return]
+        gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
+        return silu_mul(gate, up) if gate.shape[0] < EAGER_ROWS else fn(gate, up)
 
-    return _install(model, forward,
-                    lambda m: type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu")
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self._bc_activation(x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
+
+    def wanted(m: Any) -> bool:
+        return type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu"
+
+    for module in model.modules():
+        if wanted(module):
+            module._bc_activation = types.MethodType(activation, module)
+    return _install(model, forward, wanted)
+
+
+# The down projection adds the residual in its product's epilogue (``torch.addmm``, beta 1) where
+# transformers runs the product and then the addition. On the H200 at the one-frame batches' shape
+# (65,536 token rows) that measured 9.99 against 11.18 ms a layer (``benchmarks/lm_kernels.py``):
+# cuBLAS picks a faster kernel for the product with an addend, and the separate addition's pass
+# over the hidden states is gone. One rounding fewer (the sum is rounded once, from float32).
+# False: the product, then the addition (``gpu_screen.py --variants residual-apart``).
+RESIDUAL_EPILOGUE = True
+
+
+def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``) with a plain
+    bias-free down projection, the residual is added in the down projection's product."""
+    act = getattr(mlp, "_bc_activation", None)
+    down = mlp.down_proj
+    if act is None or not RESIDUAL_EPILOGUE or type(down) is not torch.nn.Linear or down.bias is not None:
+        return residual + mlp(x)  # type: ignore[no-any-return]
+    out = torch.addmm(residual.reshape(-1, residual.shape[-1]), act(x), down.weight.t())
+    return out.view(residual.shape)
+
+
+def use_fused_text_layers(model: Any) -> int:
+    """Run each text decoder layer as transformers does, but its MLP and second residual through
+    ``mlp_residual``; returns how many layers changed. (Install after ``use_fused_text_mlp``:
+    until then ``mlp_residual`` is transformers' own sum.)"""
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                past_key_values: Any = None, use_cache: bool | None = False, **kwargs: Any) -> torch.Tensor:
+        attended, _ = self.self_attn(hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
+                                     position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
+                                     position_embeddings=position_embeddings, **kwargs)
+        h = hidden_states + attended
+        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
+
+    return _install(model, forward, lambda m: type(m).__name__ == LAYER_CLASS)
 
 
 ATTENTION_CLASS = "Qwen3VLTextAttention"

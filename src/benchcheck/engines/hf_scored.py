@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from benchcheck.engines.hf_fused import EAGER_ROWS, norm_rope
+from benchcheck.engines.hf_fused import EAGER_ROWS, mlp_residual, norm_rope
 from benchcheck.engines.hf_transfer import to_device
 
 LAYER_CLASS = "Qwen3VLTextDecoderLayer"
@@ -86,6 +86,8 @@ def use_scored_last_layer(model: Any) -> bool:
     if len(deepstack) >= len(layers):
         return False
     layer = layers[-1]
+    if getattr(layer.forward, "__func__", None) is not _forward:  # installed once: unscored calls take
+        layer._bc_full_forward = layer.forward  # the forward it had (transformers' or hf_fused's layer)
     layer.forward = types.MethodType(_forward, layer)
     model.__dict__["_bc_scored_last_layer"] = True
     return True
@@ -101,9 +103,9 @@ def _forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[
              past_key_values: Any = None, use_cache: bool | None = False, scored: Scored | None = None,
              **kwargs: Any) -> torch.Tensor:
     if scored is None or past_key_values is not None:
-        return type(self).forward(self, hidden_states, position_embeddings, attention_mask=attention_mask,  # type: ignore[no-any-return]
-                                  position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
-                                  **kwargs)
+        return self._bc_full_forward(hidden_states, position_embeddings, attention_mask=attention_mask,  # type: ignore[no-any-return]
+                                     position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
+                                     **kwargs)
     attn = self.self_attn
     d, hd = hidden_states.shape[-1], attn.head_dim
     flat = hidden_states.reshape(-1, d)
@@ -124,6 +126,6 @@ def _forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[
     vv = v[scored.keys].transpose(1, 2)
     out = F.scaled_dot_product_attention(qg, kk, vv, attn_mask=scored.valid[:, None, None, :], scale=attn.scaling)
     h = flat[at] + attn.o_proj(out.reshape(n, heads * hd))
-    h = h + self.mlp(self.post_attention_layernorm(h))
+    h = mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
     out_rows: torch.Tensor = h[None]
     return out_rows
