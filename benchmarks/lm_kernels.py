@@ -10,7 +10,8 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
   o_res      o product, then the residual added    vs ``addmm`` (the addition in the product's epilogue)
   down_res   the same for the down projection
   attn       SDPA causal over padded (256, 256)    vs FlashAttention's variable-length kernel over
-             the real tokens only, and cuDNN's with ragged offsets (when this torch has them)
+             the real tokens only, and cuDNN's with ragged offsets, K/V heads grouped or expanded
+             (when this torch runs them; each checked against FlashAttention's output)
   peak       a bf16 8192^3 product (the hardware's practical rate in this run)
   lt ...     the product rows again with cuBLASLt as torch's preferred BLAS library (``--lt``)
 
@@ -165,13 +166,45 @@ def attention(row: Row, args: argparse.Namespace) -> None:
             qv, kv, vv, cu_d, cu_d, mx, mx, 0.0, True, False, scale=HEAD_DIM**-0.5), iters), attn_flops)
     except Exception as e:  # a kernel this torch lacks is a row we skip
         print(f"  flash varlen: {type(e).__name__}: {str(e)[:120]}")
-    try:
-        kvx, vvx = kv.repeat_interleave(HEADS // KV_HEADS, 1), vv.repeat_interleave(HEADS // KV_HEADS, 1)
-        row("attn: cuDNN ragged, real tokens", timed(lambda: torch.ops.aten._cudnn_attention_forward(
-            qv.unsqueeze(0).transpose(1, 2), kvx.unsqueeze(0).transpose(1, 2), vvx.unsqueeze(0).transpose(1, 2),
-            None, cu_d, cu_d, mx, mx, False, 0.0, True, False, scale=HEAD_DIM**-0.5), iters), attn_flops)
+    flash = torch.ops.aten._flash_attention_forward(qv, kv, vv, cu_d, cu_d, mx, mx, 0.0, True, False,
+                                                    scale=HEAD_DIM**-0.5)[0]
+    kvx, vvx = kv.repeat_interleave(HEADS // KV_HEADS, 1), vv.repeat_interleave(HEADS // KV_HEADS, 1)
+    # cuDNN's ragged (nested) layout: (tokens, heads, dim) with cumulative lengths; grouped K/V
+    # heads as they are, or expanded to the query heads.
+    for label, kk, vk in (("gqa", kv, vv), ("kv expanded", kvx, vvx)):
+        def ragged(kk: torch.Tensor = kk, vk: torch.Tensor = vk) -> torch.Tensor:
+            return torch.ops.aten._cudnn_attention_forward(  # type: ignore[no-any-return]
+                qv, kk, vk, None, cu_d, cu_d, mx, mx, False, 0.0, True, False, scale=HEAD_DIM**-0.5)[0]
+        try:
+            out = ragged()
+            diff = (out.float() - flash.float()).abs().max().item()
+            row(f"attn: cuDNN ragged, {label}", timed(ragged, iters), attn_flops)
+            print(f"    out {tuple(out.shape)}, max |diff| vs flash varlen {diff:.3e}", flush=True)
+        except Exception as e:
+            print(f"  cuDNN ragged, {label}: {type(e).__name__}: {str(e)[:160]}")
+    row("  k/v expanded (repeat_interleave)", timed(
+        lambda: (kv.repeat_interleave(HEADS // KV_HEADS, 1), vv.repeat_interleave(HEADS // KV_HEADS, 1)), iters))
+    try:  # FlexAttention over the packed row with a document-causal block mask (built once a forward)
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        doc = torch.repeat_interleave(torch.arange(b), lengths).to(DEV)
+
+        def causal_doc(_b: object, _h: object, qi: torch.Tensor, ki: torch.Tensor) -> torch.Tensor:
+            return (doc[qi] == doc[ki]) & (qi >= ki)
+
+        mask = create_block_mask(causal_doc, None, None, total, total, device=DEV)
+        row("  flex block mask (once a forward)", timed(
+            lambda: create_block_mask(causal_doc, None, None, total, total, device=DEV), iters))
+        flex = torch.compile(flex_attention, dynamic=False)
+        q4, k4, v4 = (t.transpose(0, 1)[None] for t in (qv, kv, vv))
+
+        def run_flex() -> torch.Tensor:
+            return flex(q4, k4, v4, block_mask=mask, enable_gqa=True, scale=HEAD_DIM**-0.5)  # type: ignore[no-any-return]
+        diff = (run_flex()[0].transpose(0, 1).float() - flash.float()).abs().max().item()
+        row("attn: flex document-causal, gqa", timed(run_flex, iters), attn_flops)
+        print(f"    max |diff| vs flash varlen {diff:.3e}", flush=True)
     except Exception as e:
-        print(f"  cuDNN ragged: {type(e).__name__}: {str(e)[:120]}")
+        print(f"  flex: {type(e).__name__}: {str(e)[:160]}")
 
 
 if __name__ == "__main__":
