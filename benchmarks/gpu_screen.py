@@ -690,21 +690,6 @@ def residual_variant(w: Workload, _: str) -> None:
                "variant: the down projection's product, then the residual added"))
 
 
-def cudnn_ragged_variant(w: Workload, _: str) -> None:
-    """Rows that share nothing attended by cuDNN's ragged kernel or FlashAttention-2's variable-length
-    one (``hf_varlen.CUDNN_RAGGED``), and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_varlen
-
-    mode = hf_varlen.cudnn_ragged(w.engine.device, w.engine.dtype)
-    print(f"  cuDNN ragged attention here: {mode}", flush=True)
-    if mode is None:
-        return
-    direct_check(w, "cudnn_ragged_vs_flash", flipper(hf_varlen, "CUDNN_RAGGED"))
-    flag_rows(w, hf_varlen, "CUDNN_RAGGED", ("ours-cudnn-ragged", "ours-flash-varlen"),
-              (f"variant: unshared rows by cuDNN's ragged kernel ({mode})",
-               "variant: unshared rows by FlashAttention-2's variable-length kernel"))
-
-
 def pipe_variant(w: Workload, _: str) -> None:
     """Decoded frames handed back through the worker pool's pipe or in shared memory
     (``FrameDecoder.shared``)."""
@@ -746,7 +731,6 @@ SPECIAL_VARIANTS = {
     "vision-rotary-old": Variant("visual", True, rotary_variant),
     "unpadded": Variant("visual", True, unpadded_variant),
     "pipe": Variant("visual", True, pipe_variant),
-    "cudnn-ragged": Variant("visual", True, cudnn_ragged_variant),
     "fulllayer": Variant("both", False, full_layer_variant),
     "residual-apart": Variant("both", True, residual_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
@@ -888,8 +872,8 @@ def main() -> None:
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
-                         "vision-rotary-old, unpadded, pipe, cudnn-ragged (visual workloads); tree-mask (blind: the "
-                         "other tree attention), "
+                         "vision-rotary-old, unpadded, pipe (visual workloads); tree-mask (blind: the other tree "
+                         "attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
                          "added after the down projection, not in its product), encN (N encoding threads; every "

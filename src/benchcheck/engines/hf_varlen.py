@@ -115,46 +115,6 @@ def flash_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Varlen
     return out[0]  # type: ignore[no-any-return]
 
 
-# Rows where every sequence attends to its own tokens only (no shared prefix: one-frame requests
-# scored unpadded) may run cuDNN's ragged kernel instead of FlashAttention-2's, where this torch
-# runs it and it agrees with FlashAttention on a probe (``cudnn_ragged``).
-CUDNN_RAGGED = False
-
-
-@functools.cache
-def cudnn_ragged(device: torch.device, dtype: torch.dtype) -> str | None:
-    """How cuDNN's ragged causal attention runs here: ``"gqa"`` (grouped K/V heads as they are),
-    ``"expand"`` (K/V expanded to the query heads), or None (not at all, or other results than
-    FlashAttention-2's on a probe). Asked once per device and dtype."""
-    if not flash_available(device, dtype):
-        return None
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    lens = [37, 130, 5]
-    cu = torch.tensor([0, *np.cumsum(lens)], dtype=torch.int32, device=device)
-    q = torch.randn(sum(lens), 4, 128, generator=gen).to(device, dtype)
-    k, v = (torch.randn(sum(lens), 2, 128, generator=gen).to(device, dtype) for _ in range(2))
-    plan = VarlenPlan(cu, cu, None, max(lens), max(lens), cu.cpu().numpy(), cu.cpu().numpy())
-    want = flash_varlen(q, k, v, plan, 0.1).float()
-    for mode in ("gqa", "expand"):
-        try:
-            got = _cudnn(q, k, v, plan, 0.1, mode).float()
-        except RuntimeError:
-            continue
-        if got.shape == want.shape and float((got - want).abs().max()) < 2e-2:
-            return mode
-    return None
-
-
-def _cudnn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: VarlenPlan, scale: float,
-           mode: str) -> torch.Tensor:
-    if mode == "expand":
-        groups = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
-    out = torch.ops.aten._cudnn_attention_forward(q, k, v, None, plan.cu_q, plan.cu_k, plan.max_q, plan.max_k,
-                                                  False, 0.0, True, False, scale=scale)
-    return out[0]  # type: ignore[no-any-return]
-
-
 def reference_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: VarlenPlan,
                      scale: float) -> torch.Tensor:
     """``flash_varlen``'s semantics, one SDPA call per sequence with an explicit bottom-right
@@ -190,12 +150,8 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     k, v = key[0].transpose(0, 1), value[0].transpose(0, 1)
     if varlen_plan.kv_index is not None:  # shared prefixes: each suffix's keys gathered after its prefix's
         k, v = k.index_select(0, varlen_plan.kv_index), v.index_select(0, varlen_plan.kv_index)
-    if not flash_available(q.device, q.dtype):
-        return reference_varlen(q, k, v, varlen_plan, scale)[None], None
-    mode = cudnn_ragged(q.device, q.dtype) if CUDNN_RAGGED and varlen_plan.kv_index is None else None
-    if mode is not None:  # every sequence its own keys (cu_k is cu_q): top-left causal is bottom-right
-        return _cudnn(q, k, v, varlen_plan, scale, mode)[None], None
-    return flash_varlen(q, k, v, varlen_plan, scale)[None], None
+    kernel = flash_varlen if flash_available(q.device, q.dtype) else reference_varlen
+    return kernel(q, k, v, varlen_plan, scale)[None], None
 
 
 def use_tree_attention(model: Any) -> bool:
