@@ -111,11 +111,12 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
 
 
 # The down projection adds the residual in its product's epilogue (``torch.addmm``, beta 1) where
-# transformers runs the product and then the addition. On the H200 at the one-frame batches' shape
-# (65,536 token rows) that measured 9.99 against 11.18 ms a layer (``benchmarks/lm_kernels.py``):
-# cuBLAS picks a faster kernel for the product with an addend, and the separate addition's pass
-# over the hidden states is gone. One rounding fewer (the sum is rounded once, from float32).
-# False: the product, then the addition (``gpu_screen.py --variants residual-apart``).
+# transformers runs the product and then the addition: one kernel and one pass over the hidden
+# states fewer, and one rounding fewer (the sum is rounded once, from float32). H200, one-frame
+# batch shape (65,536 token rows): 9.75-10.0 ms against 9.85-10.07 for the product and the
+# addition (``benchmarks/lm_kernels.py``); in the engine +1.3 % on the mean of alternating rows,
+# inside their spread (docs/PERFORMANCE.md, round 10). False: the product, then the addition
+# (``gpu_screen.py --variants residual-apart``).
 RESIDUAL_EPILOGUE = True
 
 
