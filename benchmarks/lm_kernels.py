@@ -166,8 +166,11 @@ def attention(row: Row, args: argparse.Namespace) -> None:
             qv, kv, vv, cu_d, cu_d, mx, mx, 0.0, True, False, scale=HEAD_DIM**-0.5), iters), attn_flops)
     except Exception as e:  # a kernel this torch lacks is a row we skip
         print(f"  flash varlen: {type(e).__name__}: {str(e)[:120]}")
-    flash = torch.ops.aten._flash_attention_forward(qv, kv, vv, cu_d, cu_d, mx, mx, 0.0, True, False,
-                                                    scale=HEAD_DIM**-0.5)[0]
+    try:
+        flash = torch.ops.aten._flash_attention_forward(qv, kv, vv, cu_d, cu_d, mx, mx, 0.0, True, False,
+                                                        scale=HEAD_DIM**-0.5)[0]
+    except Exception:  # no reference for the ragged rows' check
+        return
     kvx, vvx = kv.repeat_interleave(HEADS // KV_HEADS, 1), vv.repeat_interleave(HEADS // KV_HEADS, 1)
     # cuDNN's ragged (nested) layout: (tokens, heads, dim) with cumulative lengths; grouped K/V
     # heads as they are, or expanded to the query heads.

@@ -126,7 +126,7 @@ def test_mlp_residual_adds_in_the_product_and_equals_the_sum(monkeypatch: pytest
     assert seen == [1]
 
 
-@pytest.mark.parametrize("eager_rows", [0, 256])
+@pytest.mark.parametrize("eager_rows", [0, 256])  # 0: the activation through the compiled path
 def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: int,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Every text decoder layer with the residual in the down projection's product (the scored
@@ -134,10 +134,10 @@ def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: 
     CUDA: the letters' log-probs and greedy texts of the tiny model do not move."""
     from hf_helpers import make_jpeg
 
+    import benchcheck.engines.hf_scored as hf_scored
     from benchcheck.engines import hf_fused
     from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
     from benchcheck.engines.hf import HFEngine
-    from benchcheck.engines.hf_scored import use_scored_last_layer
 
     monkeypatch.setattr(hf_fused, "EAGER_ROWS", eager_rows)
     engine = HFEngine(tiny_model, device="cpu")
@@ -146,18 +146,20 @@ def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: 
     gens = [GenerateRequest("g", "Describe.", (make_jpeg(9),), max_tokens=6)]
     before, gen_before = engine.score_sync(reqs), engine.generate_sync(gens)
     layers = engine.model.config.text_config.num_hidden_layers
-    assert use_fused_text_mlp(engine.model, compiler=lambda f: f) == layers
-    assert hf_fused.use_fused_text_layers(engine.model) == layers
-    assert use_scored_last_layer(engine.model)  # again, as the engine does after fusing: over the fused layer
-    assert use_scored_last_layer(engine.model)  # a second time must not make the layer call itself
+    compiled: list[int] = []
+    assert use_fused_text_mlp(engine.model, compiler=lambda f: _counting(f, compiled)) == layers
+    assert hf_fused.use_fused_text_layers(engine.model) == layers  # after hf_scored, as on CUDA: it stays
     last = engine.model.model.language_model.layers[-1]
+    assert last.forward.__func__ is hf_scored._forward
     assert last._bc_full_forward.__func__.__qualname__.startswith("use_fused_text_layers")
+    assert hf_scored.use_scored_last_layer(engine.model)  # again: the layer must not come to call itself
     seen: list[int] = []
     monkeypatch.setattr(hf_fused, "mlp_residual", _counting(hf_fused.mlp_residual, seen))
-    import benchcheck.engines.hf_scored as hf_scored
     monkeypatch.setattr(hf_scored, "mlp_residual", hf_fused.mlp_residual)
+    engine.score_sync(reqs[:1])  # one forward of a short prompt: every layer once, the scored last one too
+    assert len(seen) == layers
+    assert len(compiled) == (layers if eager_rows == 0 else 0)  # the compiled activation only at >= EAGER_ROWS rows
     after, gen_after = engine.score_sync(reqs), engine.generate_sync(gens)
-    assert len(seen) >= layers  # every layer of each forward went through it
     for a, b in zip(before, after, strict=True):
         assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
         assert [t["token"] for t in a.top] == [t["token"] for t in b.top]

@@ -123,7 +123,9 @@ RESIDUAL_EPILOGUE = True
 def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
     """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``) with a plain
     bias-free down projection, the residual is added in the down projection's product."""
-    act = getattr(mlp, "_bc_activation", None)
+    # The fused MLP's activation, only while its forward is installed (a restore that removes
+    # the instance forward, as gpu_screen's plain rows do, gets transformers' sum back).
+    act = getattr(mlp, "_bc_activation", None) if "forward" in vars(mlp) else None
     down = mlp.down_proj
     if act is None or not RESIDUAL_EPILOGUE or type(down) is not torch.nn.Linear or down.bias is not None:
         return residual + mlp(x)  # type: ignore[no-any-return]
@@ -134,7 +136,8 @@ def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Ten
 def use_fused_text_layers(model: Any) -> int:
     """Run each text decoder layer as transformers does, but its MLP and second residual through
     ``mlp_residual``; returns how many layers changed. (Install after ``use_fused_text_mlp``:
-    until then ``mlp_residual`` is transformers' own sum.)"""
+    until then ``mlp_residual`` is transformers' own sum. A scored last layer, ``hf_scored``,
+    keeps its forward and takes this one for its unscored calls.)"""
 
     def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
@@ -145,7 +148,16 @@ def use_fused_text_layers(model: Any) -> int:
         h = hidden_states + attended
         return mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
 
-    return _install(model, forward, lambda m: type(m).__name__ == LAYER_CLASS)
+    n = 0
+    for module in model.modules():
+        if type(module).__name__ != LAYER_CLASS:
+            continue
+        if "_bc_full_forward" in vars(module):  # the scored last layer (hf_scored): its unscored calls
+            module._bc_full_forward = types.MethodType(forward, module)
+        else:
+            module.forward = types.MethodType(forward, module)
+        n += 1
+    return n
 
 
 ATTENTION_CLASS = "Qwen3VLTextAttention"
