@@ -46,11 +46,18 @@ def engine_batches(lengths: Sequence[int], with_images: bool, plan: Plan) -> lis
     return out
 
 
-def main() -> None:
+def true_encoder() -> tuple[PromptEncoder, int]:
+    """The random models' prompt encoder (their tokenizer and image processor: the true Qwen3-VL
+    token counts), and the id of their first special token."""
     folder = Path(tempfile.mkdtemp())
-    write_tokenizer(folder, first_special_id=QWEN_FIRST_SPECIAL_ID)
+    first = write_tokenizer(folder, first_special_id=QWEN_FIRST_SPECIAL_ID)
     tokenizer = transformers_module().AutoTokenizer.from_pretrained(folder)
-    encoder = PromptEncoder(tokenizer, dict(PREPROCESSOR_CONFIG), tokenizer.convert_tokens_to_ids("<|image_pad|>"))
+    image = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    return PromptEncoder(tokenizer, dict(PREPROCESSOR_CONFIG), image), first
+
+
+def main() -> None:
+    encoder, _ = true_encoder()
     frames = [jpeg(s) for s in range(64)]
     plan = Plan(max_batch_size=256, max_batch_tokens=65536)  # HFEngine's defaults
     print("| workload | requests | prompt tokens min / mean / max | batches | largest | padding |")

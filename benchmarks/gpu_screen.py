@@ -121,11 +121,25 @@ def step1(items: Sequence[Item]) -> list[ScoreRequest]:
     return [r for it in items for r in build_item_requests(default_run_spec(1), it).requests]
 
 
-def visual(items: Sequence[Item], step: int, frames: Sequence[bytes], n_frames: int) -> list[ScoreRequest]:
-    out = []
+def visual(items: Sequence[Item], step: int, frames: Sequence[bytes], n_frames: int = 32,
+           per_video: int = 1) -> list[ScoreRequest]:
+    """The step's requests, ``per_video`` consecutive items asking about one video. Each video's
+    frames are its own as a whole: its grid an order of the shared JPEGs that no other video has
+    (single JPEGs recur across videos), and for step 2, which shows the grid's middle frame, a
+    middle frame of its own; so requests of different videos never hold equal frames (the engine
+    shares a prefix only over equal frames; real benchmarks ask 2-10 questions a video:
+    ``--per-video``)."""
+    out: list[ScoreRequest] = []
+    mids: dict[int, bytes] = {}
     for i, it in enumerate(items):
-        grid = [frames[(i * 7 + k) % len(frames)] for k in range(n_frames)]
-        out += build_item_requests(default_run_spec(step), it, grid).requests
+        v = i // per_video
+        pick = np.random.default_rng(v).choice(len(frames), n_frames, replace=len(frames) < n_frames)
+        grid = [frames[int(j)] for j in pick]
+        if step == 2:
+            if v not in mids:
+                mids[v] = jpeg(100_000 + v)
+            grid[n_frames // 2] = mids[v]
+        out += build_item_requests(default_run_spec(step), replace(it, video_id=f"vid{v}"), grid).requests
     return out
 
 
@@ -690,6 +704,18 @@ def residual_variant(w: Workload, _: str) -> None:
                "variant: the down projection's product, then the residual added"))
 
 
+def frames_apart_variant(w: Workload, _: str) -> None:
+    """One video's questions planned apart (``hf_prefix.SHARE_FRAMES`` off: families only as token
+    ids happen to sort) instead of sharing their frames and prompt prefix; meaningful with
+    ``--per-video`` above 1. The two paths' letters' log-probs compared directly."""
+    from benchcheck.engines import hf_prefix
+
+    direct_check(w, "frames_shared_vs_apart", flipper(hf_prefix, "SHARE_FRAMES"))
+    flag_rows(w, hf_prefix, "SHARE_FRAMES", ("ours-frames-shared", "ours-frames-apart"),
+              ("variant: one video's questions share its frames and prompt prefix",
+               "variant: one video's questions each with its own frames"))
+
+
 def pipe_variant(w: Workload, _: str) -> None:
     """Decoded frames handed back through the worker pool's pipe or in shared memory
     (``FrameDecoder.shared``)."""
@@ -731,6 +757,7 @@ SPECIAL_VARIANTS = {
     "vision-rotary-old": Variant("visual", True, rotary_variant),
     "unpadded": Variant("visual", True, unpadded_variant),
     "pipe": Variant("visual", True, pipe_variant),
+    "frames-apart": Variant("visual", False, frames_apart_variant),
     "fulllayer": Variant("both", False, full_layer_variant),
     "residual-apart": Variant("both", True, residual_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
@@ -869,11 +896,14 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the item counts")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"), help="folder for gpu_screen.json")
     ap.add_argument("--blind-items", type=int, default=256, help="items of the blind workload (4 forwards each)")
+    ap.add_argument("--per-video", type=int, default=1,
+                    help="questions asked about each video in the visual workloads (1: every request its own "
+                         "frames; the engine shares the frames and prompt prefix of one video's questions)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="nosync",
                     help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
-                         "vision-rotary-old, unpadded, pipe (visual workloads); tree-mask (blind: the other tree "
-                         "attention), "
+                         "vision-rotary-old, unpadded, pipe, frames-apart (visual workloads); tree-mask (blind: the "
+                         "other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
                          "added after the down projection, not in its product), encN (N encoding threads; every "
@@ -899,6 +929,8 @@ def main() -> None:
     def n(x: int) -> int:
         return max(2, int(x * scale))
 
+    pv = max(1, args.per_video)
+
     peak = matmul_peak(device)
     print(f"matmul peak: {peak:.4g} TFLOP/s", flush=True)
     frames = [jpeg(s) for s in range(64)]
@@ -923,17 +955,17 @@ def main() -> None:
         if "blind" in only:
             scoring(rows, checks, "blind", engine, blind_reqs, n(64), 32, peak, unshared=True)
         if "image1" in only:
-            scoring(rows, checks, "image1", engine, visual(synthetic_items(n(384), 30, 2), 2, frames, 32),
+            scoring(rows, checks, "image1", engine, visual(synthetic_items(n(384), 30, 2), 2, frames, 32, pv),
                     n(48), 8, peak)
         if "video32_8b" in only:
-            scoring(rows, checks, "video32_8b", engine, visual(synthetic_items(n(48), 30, 3), 6, frames, 32),
+            scoring(rows, checks, "video32_8b", engine, visual(synthetic_items(n(48), 30, 3), 6, frames, 32, pv),
                     n(4), 4, peak)
         if "sweep" in only:
             sweep(rows, checks, "sweep", engine, 2 if args.tiny else 3, 16 if args.tiny else 582, peak, (416, 224))
         free(engine)
     if "video32" in only:
         engine = build("qwen3-vl-2b", tiny_dir, device)
-        scoring(rows, checks, "video32", engine, visual(synthetic_items(n(96), 30, 4), 3, frames, 32),
+        scoring(rows, checks, "video32", engine, visual(synthetic_items(n(96), 30, 4), 3, frames, 32, pv),
                 n(12), 4, peak)
         # Exactness of prefix sharing in float32: the same model cast to float32, step-1 prompts.
         engine.model.float()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import balanced, collate, plan_batches, position_ids
 from benchcheck.engines.hf_decode import BadInput, load_image
-from benchcheck.engines.hf_inputs import EncodedPrompt
+from benchcheck.engines.hf_inputs import EncodedPrompt, images_key
 from benchcheck.engines.hf_pixels import patchify
 from benchcheck.engines.hf_prefix import Family, plan_family_batches
 
@@ -164,3 +166,13 @@ def test_balanced_leaves_no_small_remainder() -> None:
     lengths = [254] * 270
     assert [len(b) for b in plan_batches(lengths, 256, 1 << 20)] == [256, 14]
     assert [len(b) for b in balanced(lambda cap: plan_batches(lengths, cap, 1 << 20), 256)] == [135, 135]
+
+
+def test_images_key_names_the_images_in_order(tmp_path: Path) -> None:
+    a, b = b"\xff\xd8 one jpeg", b"\xff\xd8 another"
+    assert images_key([a, b]) == images_key([bytes(a), bytes(b)])
+    assert images_key([a, b]) != images_key([b, a])
+    assert images_key([a]) != images_key([a, a])
+    assert images_key([tmp_path / "f.jpg"]) == images_key([tmp_path / "f.jpg"])
+    assert images_key([tmp_path / "f.jpg"]) != images_key([tmp_path / "g.jpg"])
+    assert images_key([]) != images_key([a]) and len(images_key([a])) == 16

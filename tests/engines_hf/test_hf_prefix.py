@@ -206,3 +206,63 @@ def test_a_split_batch_keeps_its_families_on_either_side() -> None:
     assert left == PlannedBatch([7, 3], (Family((0, 1), 30),))
     assert right == PlannedBatch([9, 4, 8], (Family((0,), 30), Family((1, 2), 12)))
     assert PlannedBatch([1, 2]).halves() == (PlannedBatch([1]), PlannedBatch([2]))
+
+
+def video_questions(frames: Sequence[bytes]) -> list[ScoreRequest]:
+    """Step 2's real requests for three different questions about each of ``frames`` (one
+    video's middle frame each), listed question by question (videos interleaved)."""
+    reqs: list[ScoreRequest] = []
+    for i, (q, opts) in enumerate(zip(QUESTIONS, OPTIONS, strict=True)):
+        for v, frame in enumerate(frames):
+            item = Item(item_id=f"v{v}_q{i}", bench="demo", question=q, options=list(opts), answer=0,
+                        video_id=f"vid{v}")
+            reqs += build_item_requests(default_run_spec(2), item, [frame] * 32).requests
+    return reqs
+
+
+def test_questions_about_the_same_frame_form_one_family(hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = [make_jpeg(11), make_jpeg(12)]
+    reqs = video_questions(frames)
+    prompts = [hf_engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
+    fams = plan_families(prompts)
+    assert sorted(sorted(f.members) for f in fams) == [[0, 2, 4], [1, 3, 5]]  # by video, across questions
+    for f in fams:
+        image_end = int(np.flatnonzero(prompts[f.members[0]].mm_token_type_ids != 0)[-1])
+        assert image_end < f.prefix < min(prompts[m].n_tokens for m in f.members)  # the frame and the intro
+    # In token ids every image looks alike: without the images' key, the questions sort apart
+    # (the videos' prompts of one question are neighbours, but their frames differ).
+    monkeypatch.setattr(hf_prefix, "SHARE_FRAMES", False)
+    assert all(len(f.members) == 1 for f in plan_families(prompts))
+    # The key orders only: equal keys over different frames share nothing.
+    monkeypatch.setattr(hf_prefix, "SHARE_FRAMES", True)
+    forged = [EncodedPrompt(p.input_ids, p.mm_token_type_ids, p.frames, p.image_grid_thw, p.mrope, b"same")
+              for p in prompts]
+    for f in plan_families(forged):
+        assert len({prompts[m].frames[0].tobytes() for m in f.members}) == 1
+
+
+@pytest.mark.parametrize("tree", ["mask", "varlen"])
+def test_questions_about_one_frame_score_as_unshared_and_encode_it_once(
+    engine: HFEngine, tree: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.tree_attention = tree
+    monkeypatch.setattr(engine, "first_chunk", 64)  # one chunk: the call's requests are planned together
+    reqs = video_questions([make_jpeg(21), make_jpeg(22)])
+    assert compare(engine, reqs) < 1e-4
+    images: list[int] = []
+    visual = engine.model.model.visual
+    real = visual.forward
+
+    def counting(*a: Any, **k: Any) -> Any:
+        grid = k.get("grid_thw", a[1] if len(a) > 1 else None)
+        images.append(int(grid.shape[0]))
+        return real(*a, **k)
+
+    monkeypatch.setattr(visual, "forward", counting)
+    engine.share_prefixes = True
+    ok(engine.score_sync(reqs))
+    assert sum(images) == 2  # one frame per video, not one per question
+    images.clear()
+    engine.share_prefixes = False
+    ok(engine.score_sync(reqs))
+    assert sum(images) == len(reqs)

@@ -69,3 +69,19 @@ def test_a_job_file_gives_the_rows_screen_gives(pool: Path, tmp_path: Path,
     assert json.loads((tmp_path / "job" / "step1" / "run_spec.json").read_text())["n_perm"] == 4
     done = cli("task", "run", str(job.write(tmp_path / "j.json")), "--plan-only")
     assert done.returncode == 0 and done.stdout.startswith("REMAINING_TOTAL=0\n") and "HELD_BY_OTHER=0" in done.stdout
+
+
+def test_steps_with_frames_send_each_videos_questions_together() -> None:
+    from benchcheck.items import Item
+    from benchcheck.screen.steps import default_run_spec
+    from benchcheck.screen.task import call_order
+
+    videos = ["v2", "v1", "v2", None, "v1", "v3", "v2"]
+    items = [Item(f"i{k}", "B", f"q{k}?", ["a", "b"], 0, video_id=v) for k, v in enumerate(videos)]
+    todo = [(it, k) for k, it in enumerate(items)]
+    for step in (2, 3, 5, 6):  # frames: each video's questions next to each other, in the order listed
+        got = [k for _, k in call_order(default_run_spec(step), todo, lambda t: t[0])]
+        assert got == [3, 1, 4, 0, 2, 6, 5], step
+    for step in (1, 4):  # no frames: as listed
+        assert [k for _, k in call_order(default_run_spec(step), todo, lambda t: t[0])] == list(range(len(items)))
+

@@ -9,7 +9,9 @@ processor (no torchvision, which does not load everywhere this runs).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,10 @@ class EncodedPrompt:
     # (3, L) int64 M-RoPE positions (``hf_rope``), computed while encoding; None only for a
     # prompt without images (every axis is then the token's index).
     mrope: np.ndarray | None
+    # Which images the request named (``images_key``; b"" without images): prompts with equal
+    # keys usually hold equal frames, which the prefix planner brings together (``hf_prefix``).
+    # It only orders: sharing a prefix that holds images still needs the frames to be equal.
+    frames_key: bytes = b""
 
     def __post_init__(self) -> None:
         # Positions belong to these tokens: a prompt with images carries them, one per token (a
@@ -233,4 +239,18 @@ class PromptEncoder:
             mrope = mrope_positions(types, grid, self.merge)
         except ValueError as e:  # placeholders the template did not lay out as images
             raise BadInput(str(e)) from None
-        return EncodedPrompt(expanded, types, frames, grid, mrope)
+        return EncodedPrompt(expanded, types, frames, grid, mrope, images_key(images))
+
+
+def images_key(images: Sequence[ImageRef]) -> bytes:
+    """A digest of the images a request names (file paths as given, bytes by their content), in
+    order: the questions asked of one video's frames get one key. Cheap next to decoding (bytes
+    are hashed outside Python's lock; a path is not read). It only orders: the same frames named
+    otherwise (a path and its bytes) get other keys and are planned apart, never wrongly shared."""
+    h = hashlib.blake2b(digest_size=16)
+    for ref in images:
+        if isinstance(ref, bytes):
+            h.update(b"b" + hashlib.blake2b(ref, digest_size=16).digest())
+        else:
+            h.update(b"p" + os.fsencode(ref) + b"\0")
+    return h.digest()

@@ -9,7 +9,8 @@ earlier tokens of its own suffix, and nothing of the other suffixes; each token 
 position it has in its own full prompt. So every member's last position sees exactly the keys,
 values and positions of its unshared forward: the same function, computed with fewer tokens
 (only the reduction order of the attention can differ). Images are shared too when they all lie
-inside the prefix (the vision tower then runs once per family).
+inside the prefix (the vision tower then runs once per family): the questions asked of one
+video's frames share the template, the frames and the intro.
 
 Unlike vLLM's automatic prefix caching (whole 16-token blocks), the split is token-exact.
 """
@@ -33,6 +34,10 @@ from benchcheck.engines.hf_vision import vision_inputs
 
 MIN_SHARED = 8  # tokens; a shorter common prefix saves less than the mask and bookkeeping cost
 MAX_FAMILY = 16  # members per packed row
+# Questions about the same frames (a real pool asks several per video) are brought together to
+# share the template, the frames and the intro; False: only as token ids happen to sort them
+# (``gpu_screen.py --variants frames-apart``).
+SHARE_FRAMES = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +59,10 @@ def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED
                   max_family: int = MAX_FAMILY) -> list[Family]:
     """Group ``prompts`` into families (every prompt in exactly one; ordered by first member).
 
-    Prompts are sorted by their token ids, so prompts sharing a prefix are neighbours, and the
-    common prefix of a run of neighbours is the smallest common prefix of adjacent ones. The runs
+    Prompts are sorted by the images they name (``EncodedPrompt.frames_key``), then by their
+    token ids, so prompts sharing a prefix are neighbours (questions about the same frames too:
+    in token ids every image's placeholders are alike, and the question after them would decide),
+    and the common prefix of a run of neighbours is the smallest common prefix of adjacent ones. The runs
     are chosen to save the most tokens (a family of c members sharing n tokens saves (c-1)*n): a
     chat template common to all items does not swallow the families that share whole questions.
     A family shares at least ``min_shared`` tokens, holds every image whole inside its prefix (the
@@ -63,7 +70,8 @@ def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED
     keeps its scored last position (identical prompts share all but their last token). A lone
     prompt is a family of one.
     """
-    order = sorted(range(len(prompts)), key=lambda i: prompts[i].input_ids.tolist())
+    order = sorted(range(len(prompts)), key=lambda i: (prompts[i].frames_key if SHARE_FRAMES else b"",
+                                                       prompts[i].input_ids.tolist()))
     ps = [prompts[i] for i in order]
     # lcp[j]: common prefix of sorted neighbours j-1 and j (0 when their images differ).
     lcp = [0] + [common_prefix(ps[j - 1].input_ids, ps[j].input_ids) if _same_frames(ps[j - 1], ps[j]) else 0

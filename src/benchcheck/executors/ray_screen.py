@@ -34,7 +34,7 @@ from benchcheck.screen.requests import ItemRequests, build_item_requests
 from benchcheck.screen.rows import RowContext, error_row, result_row
 from benchcheck.screen.runner import RunConfig, RunSummary, my_units, record_missing_frames
 from benchcheck.screen.steps import STEPS
-from benchcheck.screen.task import WorkUnit, count_row
+from benchcheck.screen.task import WorkUnit, call_order, count_row
 from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.verdicts import MAX_ERRORS_PER_ITEM
 
@@ -196,7 +196,7 @@ def _plan_under_leases(units: list[WorkUnit], store: Any, spec: RunSpec, summary
             continue
         leases.enter_context(lease)
         state = store.unit_state(path, spec.config_hash, MAX_ERRORS_PER_ITEM)
-        for it in u.items:
+        for it in call_order(spec, u.items, lambda i: i):  # one video's questions together
             v = state.verdict(it.item_id)
             if v.status in ("pending", "error"):
                 todo[(u.name, it.item_id)] = _Pending(u, it, v.counted_errors)

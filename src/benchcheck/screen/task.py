@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from benchcheck.engines.base import Engine, Failure, LetterScores
 from benchcheck.items import Item
@@ -173,7 +173,8 @@ async def run_task_async(spec: RunSpec, unit: WorkUnit, engine: Engine, store: S
     with lease:
         state = store.unit_state(path, spec.config_hash, opts.max_errors)
         verdicts = [(it, state.verdict(it.item_id)) for it in unit.items]
-        todo = [(it, v) for it, v in verdicts if v.status in ("pending", "error")]
+        todo = call_order(spec, [(it, v) for it, v in verdicts if v.status in ("pending", "error")],
+                          lambda t: t[0])
         summary = TaskSummary(unit.name, attempted=len(todo), stale=sum(v.stale for _, v in todo))
         jobs = [_Job(it, v.counted_errors) for it, v in todo]
         row_ctx = RowContext(unit.step, spec.name, engine.model_name, engine.revision, engine.name,
@@ -181,6 +182,21 @@ async def run_task_async(spec: RunSpec, unit: WorkUnit, engine: Engine, store: S
         await _work(spec, jobs, engine, store, path, opts, row_ctx, summary, echo, progress)
     summary.wall_s = round(time.time() - t0, 3)
     return summary
+
+
+T = TypeVar("T")
+
+
+def call_order(spec: RunSpec, todo: Sequence[T], item: Callable[[T], Item]) -> list[T]:
+    """The work still to do (``item`` gives each entry's item) in the order it goes to the
+    engine: as listed, or for a step that shows frames, the questions of one video next to each
+    other (in the order listed), so that they meet in one engine call: the ``hf`` engine then
+    shares their frames and prompt prefix (``hf_prefix``), a server's prefix cache finds them
+    warm. Rows land in this order; what is done is read back by item id, so a rerun resumes the
+    same. Every executor orders its work by this rule (``run_task``, the Ray executor)."""
+    if not spec.frames.visual:
+        return list(todo)
+    return sorted(todo, key=lambda t: item(t).video_id or "")  # stable: each video's items as listed
 
 
 def run_task(spec: RunSpec, unit: WorkUnit, engine: Engine, store: StepStore, opts: TaskOptions = TaskOptions(),
