@@ -74,7 +74,7 @@ def test_fused_qk_norm_rope_attention_scores_and_generates_the_same(
     from hf_helpers import make_jpeg
 
     from benchcheck.engines import hf_fused
-    from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
+    from benchcheck.engines.base import GenerateRequest, ScoreRequest
     from benchcheck.engines.hf import HFEngine
 
     monkeypatch.setattr(hf_fused, "EAGER_ROWS", eager_rows)
@@ -87,13 +87,7 @@ def test_fused_qk_norm_rope_attention_scores_and_generates_the_same(
     layers = engine.model.config.text_config.num_hidden_layers
     assert use_fused_text_attention(engine.model, compiler=lambda f: f) == layers
     after, gen_after = engine.score_sync(reqs), engine.generate_sync(gens)
-    for a, b in zip(before, after, strict=True):
-        assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
-        assert [t["token"] for t in a.top] == [t["token"] for t in b.top]
-        assert max(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)) < 1e-5
-    for g, h in zip(gen_before, gen_after, strict=True):
-        assert isinstance(g, Generation) and isinstance(h, Generation)
-        assert g.text == h.text and g.completion_tokens == h.completion_tokens
+    assert_unmoved(before, after, gen_before, gen_after)
 
 
 def test_mlp_residual_adds_in_the_product_and_equals_the_sum(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,7 +130,7 @@ def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: 
 
     import benchcheck.engines.hf_scored as hf_scored
     from benchcheck.engines import hf_fused
-    from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
+    from benchcheck.engines.base import GenerateRequest, ScoreRequest
     from benchcheck.engines.hf import HFEngine
 
     monkeypatch.setattr(hf_fused, "EAGER_ROWS", eager_rows)
@@ -160,6 +154,13 @@ def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: 
     assert len(seen) == layers
     assert len(compiled) == (layers if eager_rows == 0 else 0)  # the compiled activation only at >= EAGER_ROWS rows
     after, gen_after = engine.score_sync(reqs), engine.generate_sync(gens)
+    assert_unmoved(before, after, gen_before, gen_after)
+
+
+def assert_unmoved(before: list[Any], after: list[Any], gen_before: list[Any], gen_after: list[Any]) -> None:
+    """The same top tokens within 1e-5 in log-prob, and the same greedy texts."""
+    from benchcheck.engines.base import Generation, LetterScores
+
     for a, b in zip(before, after, strict=True):
         assert isinstance(a, LetterScores) and isinstance(b, LetterScores)
         assert [t["token"] for t in a.top] == [t["token"] for t in b.top]
