@@ -50,7 +50,7 @@ from benchcheck.engines.hf_batch import collate, position_ids
 from benchcheck.engines.hf_forward import score_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pipeline import one_row
-from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families
+from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families, worth_sharing
 from benchcheck.items import Item, load_items
 from benchcheck.screen.requests import build_item_requests
 from benchcheck.screen.steps import default_run_spec
@@ -390,7 +390,7 @@ def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor
     """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
     fams = plan_families(prompts)
     varlen = engine.tree_attention == "varlen"  # the tree attention the engine picked
-    if any(len(f.members) > 1 for f in fams) or one_row(prompts, engine.one_row_limit()):
+    if worth_sharing(fams) or one_row(prompts, engine.one_row_limit()):
         packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=varlen)
         lp = packed_logprobs(engine.model, packed, engine.scored_last_layer)
     else:
@@ -650,9 +650,13 @@ def flipper(owner: object, attr: str) -> Callable[[bool], None]:
     return switch
 
 
-def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str]) -> None:
+def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str],
+              check: str | None = None) -> None:
     """Alternating rows with the engine as chosen and with the switch ``owner.attr`` the other
-    way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on."""
+    way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on.
+    With ``check``, the two ways' letters' log-probs are first compared (``direct_check``)."""
+    if check is not None:
+        direct_check(w, check, flipper(owner, attr))
     chosen = bool(getattr(owner, attr))
     alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full, modes[chosen], notes[chosen],
                      flipper(owner, attr))
@@ -687,10 +691,9 @@ def direct_check(w: Workload, label: str, switch: Callable[[bool], None]) -> Non
 def full_layer_variant(w: Workload, _: str) -> None:
     """The last decoder layer over every position instead of the scored ones only
     (``scored_last_layer``, hf_scored), and the two paths' letters' log-probs compared directly."""
-    direct_check(w, "scored_vs_full_last_layer", flipper(w.engine, "scored_last_layer"))
     flag_rows(w, w.engine, "scored_last_layer", ("ours-scored-last", "ours-full-last"),
               ("variant: the last layer at the scored positions only",
-               "variant: the last decoder layer over every position"))
+               "variant: the last decoder layer over every position"), check="scored_vs_full_last_layer")
 
 
 def residual_variant(w: Workload, _: str) -> None:
@@ -698,10 +701,9 @@ def residual_variant(w: Workload, _: str) -> None:
     (``hf_fused.RESIDUAL_EPILOGUE``), and the two paths' letters' log-probs compared directly."""
     from benchcheck.engines import hf_fused
 
-    direct_check(w, "residual_in_product_vs_apart", flipper(hf_fused, "RESIDUAL_EPILOGUE"))
     flag_rows(w, hf_fused, "RESIDUAL_EPILOGUE", ("ours-res-epilogue", "ours-res-apart"),
               ("variant: the MLP's residual in the down projection's product",
-               "variant: the down projection's product, then the residual added"))
+               "variant: the down projection's product, then the residual added"), check="residual_in_product_vs_apart")
 
 
 def frames_apart_variant(w: Workload, _: str) -> None:
@@ -710,10 +712,9 @@ def frames_apart_variant(w: Workload, _: str) -> None:
     ``--per-video`` above 1. The two paths' letters' log-probs compared directly."""
     from benchcheck.engines import hf_prefix
 
-    direct_check(w, "frames_shared_vs_apart", flipper(hf_prefix, "SHARE_FRAMES"))
     flag_rows(w, hf_prefix, "SHARE_FRAMES", ("ours-frames-shared", "ours-frames-apart"),
               ("variant: one video's questions share its frames and prompt prefix",
-               "variant: one video's questions each with its own frames"))
+               "variant: one video's questions each with its own frames"), check="frames_shared_vs_apart")
 
 
 def pipe_variant(w: Workload, _: str) -> None:

@@ -22,7 +22,7 @@ from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf_batch import balanced, chunk_spans, encoding_blocks, plan_batches
 from benchcheck.engines.hf_generate import reserved_slots
 from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_prefix import Family, packed_length, plan_families, plan_family_batches
+from benchcheck.engines.hf_prefix import Family, packed_length, plan_families, plan_family_batches, worth_sharing
 
 R = TypeVar("R")
 
@@ -205,7 +205,7 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         in_one_row = one_row(prompts, plan.one_row_tokens)
         grouped = [f for f in families if in_one_row or len(f.members) > 1]
         planned, tokens = [], []
-        if any(len(f.members) > 1 for f in grouped):
+        if worth_sharing(grouped):
             fb = balanced(partial(plan_family_batches, prompts, grouped, max_tokens=plan.max_batch_tokens),
                           plan.max_batch_size)
             planned = [_family_batch(todo, b) for b in fb]
