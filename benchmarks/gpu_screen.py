@@ -709,12 +709,33 @@ def residual_variant(w: Workload, _: str) -> None:
 def frames_apart_variant(w: Workload, _: str) -> None:
     """One video's questions planned apart (``hf_prefix.SHARE_FRAMES`` off: families only as token
     ids happen to sort) instead of sharing their frames and prompt prefix; meaningful with
-    ``--per-video`` above 1. The two paths' letters' log-probs compared directly."""
+    ``--per-video`` above 1. Checked first: the check prompts' letters' log-probs as the engine
+    shares them against each prompt scored alone (``SHARE_FRAMES`` off can still share among
+    the few check prompts, so it is no reference)."""
     from benchcheck.engines import hf_prefix
 
+    frames_check(w)
     flag_rows(w, hf_prefix, "SHARE_FRAMES", ("ours-frames-shared", "ours-frames-apart"),
               ("variant: one video's questions share its frames and prompt prefix",
-               "variant: one video's questions each with its own frames"), check="frames_shared_vs_apart")
+               "variant: one video's questions each with its own frames"))
+
+
+def frames_check(w: Workload) -> None:
+    """The check prompts scored together (one video's questions sharing its frames) against each
+    alone; a check row ``{workload}_frames_shared_vs_alone`` that names how many requests shared."""
+    engine = w.engine
+    fams = plan_families(w.prompts)
+    sharing = sum(len(f.members) for f in fams if len(f.members) > 1)
+    together = ours_lps(engine, w.prompts)
+    alone = torch.cat([ours_lps(engine, [p]) for p in w.prompts])
+    diff = float((together - alone).abs().max())
+    floor = next(c.noise_floor for c in reversed(w.checks) if c.workload == w.name)
+    tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
+    ok = diff <= tol and sharing > 0  # a check in which nothing shares would prove nothing
+    w.checks.append(Check(f"{w.name}_frames_shared_vs_alone", len(w.prompts), floor, tol, diff, ok,
+                          str(engine.dtype).replace("torch.", ""), {"requests_sharing": sharing}))
+    print(f"  check frames_shared_vs_alone: {diff:.2e} (tol {tol:.2e}), {sharing} of {len(w.prompts)} requests "
+          f"in sharing families: {'OK' if ok else 'FAIL'}", flush=True)
 
 
 def pipe_variant(w: Workload, _: str) -> None:

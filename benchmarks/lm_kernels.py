@@ -10,8 +10,12 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
   o_res      o product, then the residual added    vs ``addmm`` (the addition in the product's epilogue)
   down_res   the same for the down projection
   attn       SDPA causal over padded (256, 256)    vs FlashAttention's variable-length kernel over
-             the real tokens only, and cuDNN's with ragged offsets, K/V heads grouped or expanded
-             (when this torch runs them; each checked against FlashAttention's output)
+             the real tokens only, and cuDNN's with ragged offsets, K/V heads grouped or expanded,
+             the memory-efficient kernel's variable length, FlexAttention, and the real tokens
+             padded for the attention alone and gathered back (when this torch runs them; each
+             checked against FlashAttention's output)
+  silu       SiLU-times-up compiled vs the one-pass Triton kernel (``hf_silu``) vs an addition
+             moving the same bytes (the memory's rate)
   peak       a bf16 8192^3 product (the hardware's practical rate in this run)
   lt ...     the product rows again with cuBLASLt as torch's preferred BLAS library (``--lt``)
 
@@ -126,6 +130,7 @@ def products(row: Row, t: int, iters: int, tag: str = "") -> None:
     row_("gate_up: one product + silu*up", timed(one, iters), f_gu)
     g0, u0 = F.linear(x, wg), F.linear(x, wu)
     row_("  silu*up alone", timed(lambda: silu_mul(g0, u0), iters))
+    silu_rows(row_, g0, u0, silu_mul, iters)
 
     wo, wd = w(HIDDEN, HEADS * HEAD_DIM), w(HIDDEN, INTER)
     res = torch.randn(t, HIDDEN, device=DEV, dtype=DT)
@@ -138,6 +143,59 @@ def products(row: Row, t: int, iters: int, tag: str = "") -> None:
     row_("  add alone", timed(lambda: res + x, iters))
     diff = (torch.addmm(res, a, wd.t()).float() - (res + F.linear(a, wd)).float()).abs().max().item()
     print(f"  addmm vs product+add, max |diff| {diff:.3e}", flush=True)
+
+
+def silu_rows(row: Row, g: torch.Tensor, u: torch.Tensor, compiled: Callable[..., torch.Tensor],
+              iters: int) -> None:
+    """SiLU-times-up against the memory's rate: the same bytes moved by an addition (2 reads, 1
+    write), and the one-pass Triton kernel (``hf_silu``) checked against the compiled one."""
+    gb = 3 * g.numel() * g.element_size() / 1e9
+    for name, fn in (("  add, same bytes", lambda: g + u), ("  silu*up compiled", lambda: compiled(g, u))):
+        ms = timed(fn, iters)
+        row(name, ms)
+        print(f"    {gb / ms:.2f} TB/s", flush=True)
+    try:
+        from benchcheck.engines.hf_silu import silu_mul_kernel
+    except ImportError as e:
+        print(f"  silu*up triton: {e}")
+        return
+    diff = (silu_mul_kernel(g, u).float() - compiled(g, u).float()).abs().max().item()
+    for block, warps in ((1024, 4), (2048, 8), (4096, 8), (8192, 16)):
+        ms = timed(lambda block=block, warps=warps: silu_mul_kernel(g, u, block=block, warps=warps), iters)
+        row(f"  silu*up triton {block}/{warps}", ms)
+        print(f"    {gb / ms:.2f} TB/s", flush=True)
+    print(f"    triton vs compiled max |diff| {diff:.3e}", flush=True)
+
+
+def hybrid_attention(row: Row, qv: torch.Tensor, kv: torch.Tensor, vv: torch.Tensor, lengths: torch.Tensor,
+                     width: int, flash: torch.Tensor, flops: float, iters: int) -> None:
+    """The packed row's real tokens copied into right-padded (rows, width) buffers, SDPA's causal
+    kernel (cuDNN) over them, the real tokens' outputs gathered back: what padding for the
+    attention alone would cost, each part and the whole."""
+    b = lengths.numel()
+    pos = torch.cat([torch.arange(int(n)) + i * width for i, n in enumerate(lengths.tolist())]).to(DEV)
+
+    def pad(x: torch.Tensor) -> torch.Tensor:
+        out = x.new_zeros(b * width, *x.shape[1:])
+        return out.index_copy_(0, pos, x)
+
+    def attend(qp: torch.Tensor, kp: torch.Tensor, vp: torch.Tensor) -> torch.Tensor:
+        q4, k4, v4 = (t.view(b, width, *t.shape[1:]).transpose(1, 2) for t in (qp, kp, vp))
+        return F.scaled_dot_product_attention(q4, k4, v4, is_causal=True, enable_gqa=True, scale=HEAD_DIM**-0.5)
+
+    def whole() -> torch.Tensor:
+        o = attend(pad(qv), pad(kv), pad(vv))
+        return o.transpose(1, 2).reshape(b * width, *qv.shape[1:]).index_select(0, pos)
+
+    qp, kp, vp = pad(qv), pad(kv), pad(vv)
+    o = attend(qp, kp, vp)
+    row("  pad q, k, v", timed(lambda: (pad(qv), pad(kv), pad(vv)), iters))
+    row("  attend padded (BLHD strides)", timed(lambda: attend(qp, kp, vp), iters), flops)
+    row("  gather outputs", timed(lambda: o.transpose(1, 2).reshape(b * width, *qv.shape[1:]).index_select(0, pos),
+                                  iters))
+    diff = (whole().float() - flash.float()).abs().max().item()
+    row("attn: pad, cuDNN causal, gather", timed(whole, iters), flops)
+    print(f"    max |diff| vs flash varlen {diff:.3e}", flush=True)
 
 
 def attention(row: Row, args: argparse.Namespace) -> None:
@@ -171,7 +229,17 @@ def attention(row: Row, args: argparse.Namespace) -> None:
                                                         scale=HEAD_DIM**-0.5)[0]
     except Exception:  # no reference for the ragged rows' check
         return
+    hybrid_attention(row, qv, kv, vv, lengths, L, flash, attn_flops, iters)
     kvx, vvx = kv.repeat_interleave(HEADS // KV_HEADS, 1), vv.repeat_interleave(HEADS // KV_HEADS, 1)
+    try:  # the memory-efficient (CUTLASS) kernel, variable length, K/V expanded, causal from the top left
+        def efficient() -> torch.Tensor:
+            return torch.ops.aten._efficient_attention_forward(  # type: ignore[no-any-return]
+                qv[None], kvx[None], vvx[None], None, cu_d, cu_d, mx, mx, 0.0, 1, False, scale=HEAD_DIM**-0.5)[0][0]
+        diff = (efficient().float() - flash.float()).abs().max().item()
+        row("attn: efficient varlen, kv expanded", timed(efficient, iters), attn_flops)
+        print(f"    max |diff| vs flash varlen {diff:.3e}", flush=True)
+    except Exception as e:
+        print(f"  efficient varlen: {type(e).__name__}: {str(e)[:160]}")
     # cuDNN's ragged (nested) layout: (tokens, heads, dim) with cumulative lengths; grouped K/V
     # heads as they are, or expanded to the query heads.
     for label, kk, vk in (("gqa", kv, vv), ("kv expanded", kvx, vvx)):
