@@ -214,6 +214,9 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
     busy = Busy(engine)
     if engine.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
+    # Every row decodes its frames afresh: rows repeat the same requests, which the engine's
+    # frame memo would otherwise serve from the rows before (a real pool asks each question once).
+    engine.encoder.memo.clear()
     sync()
     with busy.measure():
         t0 = time.perf_counter()
@@ -706,6 +709,29 @@ def residual_variant(w: Workload, _: str) -> None:
                "variant: the down projection's product, then the residual added"), check="residual_in_product_vs_apart")
 
 
+def memo_variant(w: Workload, _: str) -> None:
+    """Every request decoding its own frames (``hf_frame_memo`` off: capacity 0) instead of one
+    video's questions decoding them once; meaningful with ``--per-video`` above 1."""
+    memo = w.engine.encoder.memo
+    chosen = memo.capacity
+
+    def switch(on: bool) -> None:
+        memo.capacity = 0 if on else chosen
+
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared, "ours-memo-off",
+                     "variant: every request decodes its own frames", switch)
+
+
+def silu_variant(w: Workload, _: str) -> None:
+    """SiLU-times-up compiled (torch.compile) instead of ``hf_silu``'s one-pass Triton kernel
+    (``hf_fused.SILU_KERNEL``), and the two paths' letters' log-probs compared directly."""
+    from benchcheck.engines import hf_fused
+
+    flag_rows(w, hf_fused, "SILU_KERNEL", ("ours-silu-kernel", "ours-silu-compiled"),
+              ("variant: SiLU-times-up as the one-pass Triton kernel",
+               "variant: SiLU-times-up compiled"), check="silu_kernel_vs_compiled")
+
+
 def frames_apart_variant(w: Workload, _: str) -> None:
     """One video's questions planned apart (``hf_prefix.SHARE_FRAMES`` off: families only as token
     ids happen to sort) instead of sharing their frames and prompt prefix; meaningful with
@@ -782,6 +808,8 @@ SPECIAL_VARIANTS = {
     "frames-apart": Variant("visual", False, frames_apart_variant),
     "fulllayer": Variant("both", False, full_layer_variant),
     "residual-apart": Variant("both", True, residual_variant),
+    "silu-compiled": Variant("both", True, silu_variant),
+    "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
 }
@@ -928,7 +956,9 @@ def main() -> None:
                          "other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
-                         "added after the down projection, not in its product), encN (N encoding threads; every "
+                         "added after the down projection, not in its product), silu-compiled (SiLU-times-up compiled, "
+                         "not the Triton kernel), memo-off (visual: every request decodes its own frames), "
+                         "encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray)")

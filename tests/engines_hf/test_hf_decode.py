@@ -33,6 +33,12 @@ from benchcheck.engines.hf_decode import (
 )
 
 
+@pytest.fixture(autouse=True)
+def no_frame_memo(hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request here decodes its own images (the engine's memo would serve repeats)."""
+    monkeypatch.setattr(hf_engine.encoder.memo, "capacity", 0)
+
+
 def in_worker() -> bool:
     return multiprocessing.parent_process() is not None
 

@@ -85,6 +85,11 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.silu(gate) * up
 
 
+# SiLU-times-up as ``hf_silu``'s one-pass Triton kernel where the compiled function would run
+# (CUDA with Triton); False: the compiled function (``gpu_screen.py --variants silu-compiled``).
+SILU_KERNEL = True
+
+
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
     """Run each text MLP's SiLU and product as one kernel (two passes over the largest
     activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
@@ -96,7 +101,13 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
         """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
         gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
-        return silu_mul(gate, up) if gate.shape[0] < EAGER_ROWS else fn(gate, up)
+        if gate.shape[0] < EAGER_ROWS:
+            return silu_mul(gate, up)
+        if SILU_KERNEL and gate.is_cuda:
+            from benchcheck.engines.hf_silu import silu_mul_kernel
+
+            return silu_mul_kernel(gate, up)
+        return fn(gate, up)  # type: ignore[no-any-return]
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self._bc_activation(x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]

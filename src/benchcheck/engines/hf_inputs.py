@@ -21,6 +21,7 @@ import numpy as np
 
 from benchcheck.engines.base import ImageRef
 from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule
+from benchcheck.engines.hf_frame_memo import FrameMemo
 from benchcheck.engines.hf_rope import mrope_positions
 
 # preprocessor_config.json keys the PIL image processor takes.
@@ -90,6 +91,8 @@ class PromptEncoder:
         # Decodes each request's images: in this thread, or in worker processes once the engine
         # sets ``decoder.processes`` (on CUDA, where the launching thread needs Python's lock).
         self.decoder = FrameDecoder(rule)
+        # One video's questions decode its frames once (``hf_frame_memo``).
+        self.memo = FrameMemo()
         self._table: np.ndarray | None = None
         self._layouts: dict[tuple[int, str | None, str | None], tuple[str, str] | tuple[()]] = {}
 
@@ -166,14 +169,15 @@ class PromptEncoder:
 
     def frames(self, images: Sequence[ImageRef]) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """Each image decoded and resized as the model's image processor resizes it (``smart_resize``
-        to multiples of 32 px, PIL, the processor's resampling), as (H, W, 3) uint8; with the
+        to multiples of 32 px, PIL, the processor's resampling), as (H, W, 3) uint8, read-only
+        (the same arrays for the requests that name the same images: ``hf_frame_memo``); with the
         (t, h, w) patch grids.
 
         Rescale, normalize and patchify happen later, on the device (``hf_pixels``): the frames
         travel as bytes, 8 times smaller than the processor's float32 patches.
         """
         ps = int(self.image_processor.patch_size)
-        out = tuple(self.decoder.frames(images))
+        out = tuple(self.memo.frames(images, self.decoder.frames))
         grids = [[1, f.shape[0] // ps, f.shape[1] // ps] for f in out]
         return out, np.asarray(grids, np.int64).reshape(-1, 3)
 

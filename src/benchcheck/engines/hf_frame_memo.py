@@ -1,0 +1,109 @@
+"""Decoded frames kept for the next requests that name the same images (the ``hf`` engine).
+
+A video's questions name the same frames (steps 2, 3 and 6), and ``benchcheck screen`` sends
+them to the engine together (``screen.task.call_order``). The prefix planner then runs those
+frames through the vision tower once (``hf_prefix``), but without this memo every question
+still decoded and resized its own copy on the host: 32 JPEGs, ~35 ms of a core, for each of a
+video's ~10 questions. Here the first request of a set decodes it, and the others wait for that
+result and take the same arrays (read-only), which also lets the planner see at once that their
+frames are equal (``hf_prefix._same_frames`` tests identity first).
+
+What counts as "the same images": bytes by their content (a digest), and a file by its path
+together with its size, modification time and inode as ``os.stat`` gives them, so a file
+rewritten between requests is decoded again. The memo holds the most recently used sets up to
+``capacity`` bytes of frames; a set that fails to decode is not kept (each request asking for it
+gets the failure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+import numpy as np
+
+from benchcheck.engines.base import ImageRef
+
+CAPACITY = 64 << 20  # bytes of decoded frames kept: 5 sets of 32 448x256 frames, 190 single frames
+
+Decode = Callable[[Sequence[ImageRef]], list[np.ndarray]]
+
+
+def memo_key(images: Sequence[ImageRef]) -> bytes | None:
+    """What identifies the decoded frames of ``images``; None when a file cannot be looked at
+    (its decoding then fails, or succeeds, on its own, unremembered)."""
+    h = hashlib.blake2b(digest_size=20)
+    for ref in images:
+        if isinstance(ref, bytes):
+            h.update(b"b" + hashlib.blake2b(ref, digest_size=20).digest())
+            continue
+        try:
+            st = os.stat(ref)
+        except (OSError, ValueError):  # missing, unreadable, a NUL in the path: decoding names it
+            return None
+        h.update(b"p" + os.fsencode(ref) + b"\0" + f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}".encode() + b"\0")
+    return h.digest()
+
+
+class FrameMemo:
+    """The decoded frames of recent image sets, shared by the requests naming them; thread-safe,
+    and a set being decoded is decoded once however many threads ask for it meanwhile."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.capacity = capacity
+        self.decoded = 0  # sets decoded (a request served from the memo does not count)
+        self._kept: OrderedDict[bytes, tuple[list[np.ndarray], int]] = OrderedDict()
+        self._pending: dict[bytes, Future[list[np.ndarray]]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def frames(self, images: Sequence[ImageRef], decode: Decode) -> list[np.ndarray]:
+        """``decode(images)``, or the frames an earlier request naming the same images got."""
+        key = memo_key(images) if images and self.capacity > 0 else None
+        if key is None:
+            return decode(images)
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is not None:
+                self._kept.move_to_end(key)
+                return list(hit[0])
+            waiting = self._pending.get(key)
+            if waiting is None:
+                self._pending[key] = mine = Future[list[np.ndarray]]()
+        if waiting is not None:
+            return list(waiting.result())  # the decoding thread's frames, or its failure
+        try:
+            out = decode(images)
+            for f in out:
+                f.flags.writeable = False  # shared by every request naming them
+        except BaseException as e:
+            with self._lock:
+                del self._pending[key]
+            mine.set_exception(e)
+            raise
+        with self._lock:
+            del self._pending[key]
+            self.decoded += 1
+            self._keep(key, out)
+        mine.set_result(out)
+        return list(out)
+
+    def clear(self) -> None:
+        """Forget every kept set (sets being decoded finish as usual)."""
+        with self._lock:
+            self._kept.clear()
+            self._bytes = 0
+
+    def _keep(self, key: bytes, frames: list[np.ndarray]) -> None:
+        size = sum(f.nbytes for f in frames)
+        if size > self.capacity:
+            return
+        self._kept[key] = (frames, size)
+        self._bytes += size
+        while self._bytes > self.capacity:
+            _, (_, dropped) = self._kept.popitem(last=False)
+            self._bytes -= dropped
