@@ -86,8 +86,9 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 # SiLU-times-up as ``hf_silu``'s one-pass Triton kernel where the compiled function would run
-# (CUDA with Triton); False: the compiled function (``gpu_screen.py --variants silu-compiled``).
-SILU_KERNEL = True
+# (CUDA with Triton). Off until the H200 shows it faster in the engine (``gpu_screen.py
+# --variants silu`` times both ways side by side and checks one against the other).
+SILU_KERNEL = False
 
 
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:

@@ -4,7 +4,8 @@
 at the one-frame batch shape (65,536 x 12,288) it moved its 4.8 GB in 1.72 ms, ~2.8 TB/s
 (docs/PERFORMANCE.md). This kernel does the same float32 arithmetic (``silu(g) = g / (1 +
 exp(-g))``, times up, rounded once to the output's dtype) in one pass of large contiguous blocks.
-``benchmarks/lm_kernels.py`` times both and checks them against each other.
+``benchmarks/lm_kernels.py`` times both and checks them against each other; the engine takes
+it where ``hf_fused.SILU_KERNEL`` says so (off until measured faster there).
 """
 
 from __future__ import annotations
