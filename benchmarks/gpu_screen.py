@@ -683,12 +683,20 @@ def direct_check(w: Workload, label: str, switch: Callable[[bool], None]) -> Non
         other = ours_lps(engine, w.prompts)
     finally:
         switch(False)
-    diff = float((chosen - other).abs().max())
+    direct_row(w, label, float((chosen - other).abs().max()))
+
+
+def direct_row(w: Workload, label: str, diff: float, extra: dict[str, Any] | None = None, ok: bool = True,
+               says: str = "") -> None:
+    """A check row ``{workload}_{label}`` for a direct comparison's largest difference: the
+    tolerance is 3x the noise floor of the workload's check (at least 1e-4 in float32, 1e-3
+    otherwise); ``ok`` False fails it whatever the difference."""
     floor = next(c.noise_floor for c in reversed(w.checks) if c.workload == w.name)
-    tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
-    w.checks.append(Check(f"{w.name}_{label}", len(w.prompts), floor, tol, diff, diff <= tol,
-                          str(engine.dtype).replace("torch.", ""), {}))
-    print(f"  check {label}: {diff:.2e} (tol {tol:.2e}): {'OK' if diff <= tol else 'FAIL'}", flush=True)
+    tol = max(3 * floor, 1e-4 if w.engine.dtype == torch.float32 else 1e-3)
+    passed = ok and diff <= tol
+    w.checks.append(Check(f"{w.name}_{label}", len(w.prompts), floor, tol, diff, passed,
+                          str(w.engine.dtype).replace("torch.", ""), extra or {}))
+    print(f"  check {label}: {diff:.2e} (tol {tol:.2e}){says}: {'OK' if passed else 'FAIL'}", flush=True)
 
 
 def full_layer_variant(w: Workload, _: str) -> None:
@@ -755,14 +763,9 @@ def frames_check(w: Workload) -> None:
     sharing = sum(len(f.members) for f in fams if len(f.members) > 1)
     together = ours_lps(engine, w.prompts)
     alone = torch.cat([ours_lps(engine, [p]) for p in w.prompts])
-    diff = float((together - alone).abs().max())
-    floor = next(c.noise_floor for c in reversed(w.checks) if c.workload == w.name)
-    tol = max(3 * floor, 1e-4 if engine.dtype == torch.float32 else 1e-3)
-    ok = diff <= tol and sharing > 0  # a check in which nothing shares would prove nothing
-    w.checks.append(Check(f"{w.name}_frames_shared_vs_alone", len(w.prompts), floor, tol, diff, ok,
-                          str(engine.dtype).replace("torch.", ""), {"requests_sharing": sharing}))
-    print(f"  check frames_shared_vs_alone: {diff:.2e} (tol {tol:.2e}), {sharing} of {len(w.prompts)} requests "
-          f"in sharing families: {'OK' if ok else 'FAIL'}", flush=True)
+    # A check in which nothing shares would prove nothing: it fails.
+    direct_row(w, "frames_shared_vs_alone", float((together - alone).abs().max()), {"requests_sharing": sharing},
+               ok=sharing > 0, says=f", {sharing} of {len(w.prompts)} requests in sharing families")
 
 
 def pipe_variant(w: Workload, _: str) -> None:
