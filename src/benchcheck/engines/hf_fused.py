@@ -86,9 +86,11 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 # SiLU-times-up as ``hf_silu``'s one-pass Triton kernel where the compiled function would run
-# (CUDA with Triton). Off until the H200 shows it faster in the engine (``gpu_screen.py
-# --variants silu`` times both ways side by side and checks one against the other).
-SILU_KERNEL = False
+# (CUDA with Triton). H200, 65,536 x 12,288: 1.16-1.20 ms (4.0-4.2 TB/s) against the compiled
+# kernel's 1.69 (2.85 TB/s), the same bits; one frame, alternating rows: 146.9 against 144.7
+# items/s on average (docs/PERFORMANCE.md, round 11). False: the compiled function
+# (``gpu_screen.py --variants silu``).
+SILU_KERNEL = True
 
 
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
