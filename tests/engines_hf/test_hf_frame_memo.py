@@ -55,10 +55,17 @@ def test_a_file_rewritten_is_decoded_again(hf_engine: HFEngine, tmp_path: Path) 
     path.write_bytes(make_jpeg(4))
     a = memo.frames([str(path)], decode)
     assert memo.frames([str(path)], decode)[0] is a[0] and decode.calls == 1
-    path.write_bytes(make_jpeg(5, w=320))  # new content, new size
-    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    # New content of the same size, its modification time set back: the change time still moves.
+    old, st = path.read_bytes(), path.stat()
+    new = make_jpeg(5)
+    new = new[: len(old)] + b"\0" * max(0, len(old) - len(new))  # JPEG decoders stop at their end marker
+    with path.open("r+b") as f:
+        f.write(new)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    time.sleep(0.01)
     b = memo.frames([str(path)], decode)
-    assert decode.calls == 2 and b[0].shape != a[0].shape
+    assert decode.calls == 2 and not np.array_equal(a[0], b[0])
     assert np.array_equal(b[0], hf_engine.encoder.decoder.frames([str(path)])[0])
 
 
@@ -113,6 +120,7 @@ def test_an_engines_video_questions_hold_one_copy_of_its_frames(hf_engine: HFEng
             for r in build_item_requests(default_run_spec(3), Item(f"v{v}q{q}", "demo", f"Question {q} of {v}?",
                                                                     ["a", "b", "c"], 0, video_id=f"vid{v}"),
                                          grid).requests]
+    hf_engine.encoder.memo.clear()  # whatever other tests left there
     before = hf_engine.encoder.memo.decoded
     prompts = [hf_engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
     assert hf_engine.encoder.memo.decoded - before == 2
@@ -120,3 +128,73 @@ def test_an_engines_video_questions_hold_one_copy_of_its_frames(hf_engine: HFEng
         mine = prompts[3 * v : 3 * v + 3]
         assert all(p.frames[k] is mine[0].frames[k] for p in mine for k in range(32))
     assert not any(a is b for a, b in zip(prompts[0].frames, prompts[3].frames, strict=True))
+
+
+class FailsFirst:
+    """A decoder whose first call waits for ``release`` and then raises ``kind``; later calls
+    return a frame."""
+
+    def __init__(self, kind: type[Exception]) -> None:
+        self.kind, self.calls = kind, 0
+        self.started, self.release = threading.Event(), threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self, images: Sequence[ImageRef]) -> list[np.ndarray]:
+        with self._lock:
+            self.calls += 1
+            first = self.calls == 1
+        if first:
+            self.started.set()
+            self.release.wait(5)
+            raise self.kind("image 0: not a readable image")
+        return [np.zeros((2, 2, 3), np.uint8)]
+
+
+@pytest.mark.parametrize("kind", [BadInput, MemoryError])
+def test_waiters_get_the_images_failure_and_decode_themselves_after_any_other(kind: type[Exception]) -> None:
+    """The thread decoding a set fails: requests that waited for it get its ``BadInput`` (the
+    images' own failure) as a new exception, or decode for themselves after any other failure;
+    nothing is left pending (a later request decodes again)."""
+    memo, decode = FrameMemo(), FailsFirst(kind)
+    results: list[object] = []
+
+    def ask() -> None:
+        try:
+            results.append(memo.frames([b"x"], decode))
+        except (BadInput, MemoryError) as e:
+            results.append(e)
+
+    first = threading.Thread(target=ask)
+    first.start()
+    assert decode.started.wait(5)
+    waiters = [threading.Thread(target=ask) for _ in range(3)]
+    for t in waiters:
+        t.start()
+    time.sleep(0.2)  # the waiters are waiting on the first thread's decoding
+    decode.release.set()
+    for t in [first, *waiters]:
+        t.join(10)
+    assert len(results) == 4
+    failed = [r for r in results if isinstance(r, Exception)]
+    if kind is BadInput:
+        assert len(failed) == 4 and len({id(e) for e in failed}) == 4 and decode.calls == 1
+        assert all("image 0" in str(e) for e in failed)
+    else:
+        assert len(failed) == 1 and decode.calls == 4  # each waiter decoded for itself
+    assert memo.frames([b"x"], decode)[0].shape == (2, 2, 3)  # nothing left pending
+
+
+def test_a_smaller_capacity_lets_go_at_once_and_clear_forgets(hf_engine: HFEngine) -> None:
+    memo, decode = FrameMemo(), Counting(hf_engine)
+    sets = [[make_jpeg(40 + i)] for i in range(3)]
+    for s in sets:
+        memo.frames(s, decode)
+    one = memo.frames(sets[2], decode)[0].nbytes
+    memo.capacity = one  # only the most recent set stays
+    memo.frames(sets[2], decode)
+    assert decode.calls == 3
+    memo.frames(sets[1], decode)
+    assert decode.calls == 4
+    memo.clear()
+    memo.frames(sets[1], decode)
+    assert decode.calls == 5

@@ -48,3 +48,10 @@ def test_mismatched_inputs_are_named() -> None:
 
     with pytest.raises(ValueError, match="silu_mul: gate"):
         silu_mul_kernel(torch.zeros(2, 3), torch.zeros(3, 2))
+
+
+def test_a_dtype_the_kernel_would_round_is_refused() -> None:
+    from benchcheck.engines.hf_silu import silu_mul_kernel
+
+    with pytest.raises(ValueError, match="float64"):
+        silu_mul_kernel(torch.zeros(2, 3, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64))

@@ -240,6 +240,7 @@ class HFEngine:
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.encoder.decoder.close()
+        self.encoder.memo.clear()
 
     # -- blocking implementations --------------------------------------------------------
 

@@ -9,10 +9,11 @@ result and take the same arrays (read-only), which also lets the planner see at 
 frames are equal (``hf_prefix._same_frames`` tests identity first).
 
 What counts as "the same images": bytes by their content (a digest), and a file by its path
-together with its size, modification time and inode as ``os.stat`` gives them, so a file
-rewritten between requests is decoded again. The memo holds the most recently used sets up to
-``capacity`` bytes of frames; a set that fails to decode is not kept (each request asking for it
-gets the failure).
+together with its device, inode, size, modification and change times as ``os.stat`` gives them,
+so a file rewritten between requests is decoded again. The memo holds the most recently used
+sets up to ``capacity`` bytes of frames. A set that fails to decode is not kept: the requests
+that waited for it get the same ``BadInput`` (a failure of the images), or decode it themselves
+(any other failure of the decoding thread).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from concurrent.futures import Future
 import numpy as np
 
 from benchcheck.engines.base import ImageRef
+from benchcheck.engines.hf_decode import BadInput
 
-CAPACITY = 64 << 20  # bytes of decoded frames kept: 5 sets of 32 448x256 frames, 190 single frames
+CAPACITY = 64 << 20  # bytes of decoded frames kept: 6 sets of 32 448x256 frames, 195 single frames
 
 Decode = Callable[[Sequence[ImageRef]], list[np.ndarray]]
 
@@ -43,9 +45,11 @@ def memo_key(images: Sequence[ImageRef]) -> bytes | None:
             continue
         try:
             st = os.stat(ref)
-        except (OSError, ValueError):  # missing, unreadable, a NUL in the path: decoding names it
+        except (OSError, ValueError, TypeError):  # missing, unreadable, a NUL in the path: decoding names it
             return None
-        h.update(b"p" + os.fsencode(ref) + b"\0" + f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}".encode() + b"\0")
+        # The change time moves with every write and cannot be set back (a modification time can).
+        stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+        h.update(b"p" + os.fsencode(ref) + b"\0" + stamp.encode() + b"\0")
     return h.digest()
 
 
@@ -54,43 +58,60 @@ class FrameMemo:
     and a set being decoded is decoded once however many threads ask for it meanwhile."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:
-        self.capacity = capacity
         self.decoded = 0  # sets decoded (a request served from the memo does not count)
         self._kept: OrderedDict[bytes, tuple[list[np.ndarray], int]] = OrderedDict()
         self._pending: dict[bytes, Future[list[np.ndarray]]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
+        self._capacity = capacity
+
+    @property
+    def capacity(self) -> int:
+        """Bytes of frames kept at most (0: nothing is remembered)."""
+        return self._capacity
+
+    @capacity.setter
+    def capacity(self, n: int) -> None:
+        with self._lock:
+            self._capacity = n
+            self._trim()
 
     def frames(self, images: Sequence[ImageRef], decode: Decode) -> list[np.ndarray]:
         """``decode(images)``, or the frames an earlier request naming the same images got."""
-        key = memo_key(images) if images and self.capacity > 0 else None
+        key = memo_key(images) if images and self._capacity > 0 else None
         if key is None:
             return decode(images)
+        mine: Future[list[np.ndarray]] = Future()
         with self._lock:
             hit = self._kept.get(key)
             if hit is not None:
                 self._kept.move_to_end(key)
                 return list(hit[0])
-            waiting = self._pending.get(key)
-            if waiting is None:
-                self._pending[key] = mine = Future[list[np.ndarray]]()
-        if waiting is not None:
-            return list(waiting.result())  # the decoding thread's frames, or its failure
+            waiting = self._pending.setdefault(key, mine)
+        if waiting is not mine:
+            try:
+                return list(waiting.result())  # the decoding thread's frames
+            except BadInput as e:  # the images' own failure: the same for this request
+                raise BadInput(str(e)) from None
+            except Exception:  # not about the images (out of memory in the decoding thread...): decode here
+                return decode(images)
         try:
             out = decode(images)
             for f in out:
                 f.flags.writeable = False  # shared by every request naming them
-        except BaseException as e:
             with self._lock:
-                del self._pending[key]
-            mine.set_exception(e)
+                self.decoded += 1
+                self._keep(key, out)
+            mine.set_result(out)
+            return list(out)
+        except BaseException as e:
+            if not mine.done():
+                mine.set_exception(e)
             raise
-        with self._lock:
-            del self._pending[key]
-            self.decoded += 1
-            self._keep(key, out)
-        mine.set_result(out)
-        return list(out)
+        finally:
+            with self._lock:
+                if self._pending.get(key) is mine:
+                    del self._pending[key]
 
     def clear(self) -> None:
         """Forget every kept set (sets being decoded finish as usual)."""
@@ -100,10 +121,13 @@ class FrameMemo:
 
     def _keep(self, key: bytes, frames: list[np.ndarray]) -> None:
         size = sum(f.nbytes for f in frames)
-        if size > self.capacity:
+        if size > self._capacity:
             return
         self._kept[key] = (frames, size)
         self._bytes += size
-        while self._bytes > self.capacity:
+        self._trim()
+
+    def _trim(self) -> None:
+        while self._bytes > self._capacity and self._kept:
             _, (_, dropped) = self._kept.popitem(last=False)
             self._bytes -= dropped

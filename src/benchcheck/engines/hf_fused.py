@@ -86,8 +86,8 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 # SiLU-times-up as ``hf_silu``'s one-pass Triton kernel where the compiled function would run
-# (CUDA with Triton). H200, 65,536 x 12,288: 1.16-1.20 ms (4.0-4.2 TB/s) against the compiled
-# kernel's 1.69 (2.85 TB/s), the same bits; one frame, alternating rows: 146.9 against 144.7
+# (CUDA with Triton). H200, 65,536 x 12,288: 1.20 ms (4.0 TB/s) against the compiled kernel's
+# 1.69-1.76 (2.75-2.85 TB/s), the same bits; one frame, alternating rows: 146.9 against 144.7
 # items/s on average (docs/PERFORMANCE.md, round 11). False: the compiled function
 # (``gpu_screen.py --variants silu``).
 SILU_KERNEL = True
@@ -107,9 +107,10 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
         if gate.shape[0] < EAGER_ROWS:
             return silu_mul(gate, up)
         if SILU_KERNEL and gate.is_cuda:
-            from benchcheck.engines.hf_silu import silu_mul_kernel
+            from benchcheck.engines.hf_silu import DTYPES, silu_mul_kernel
 
-            return silu_mul_kernel(gate, up)
+            if gate.dtype in DTYPES:
+                return silu_mul_kernel(gate, up)
         return fn(gate, up)  # type: ignore[no-any-return]
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
