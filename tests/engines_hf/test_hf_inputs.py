@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import balanced, collate, plan_batches, position_ids
 from benchcheck.engines.hf_decode import BadInput, load_image
-from benchcheck.engines.hf_inputs import EncodedPrompt, images_key
+from benchcheck.engines.hf_frame_memo import images_key
+from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import patchify
 from benchcheck.engines.hf_prefix import Family, plan_family_batches
 

@@ -35,21 +35,38 @@ CAPACITY = 64 << 20  # bytes of decoded frames kept: 6 sets of 32 448x256 frames
 Decode = Callable[[Sequence[ImageRef]], list[np.ndarray]]
 
 
-def memo_key(images: Sequence[ImageRef]) -> bytes | None:
-    """What identifies the decoded frames of ``images``; None when a file cannot be looked at
-    (its decoding then fails, or succeeds, on its own, unremembered)."""
-    h = hashlib.blake2b(digest_size=20)
+def images_key(images: Sequence[ImageRef]) -> bytes:
+    """A digest of the images a request names (file paths as given, bytes by their content), in
+    order: the questions asked of one video's frames get one key. Cheap next to decoding (bytes
+    are hashed outside Python's lock; a path is not read). The prefix planner orders by it
+    (``EncodedPrompt.frames_key``): the same frames named otherwise (a path and its bytes) get
+    other keys and are planned apart, never wrongly shared."""
+    h = hashlib.blake2b(digest_size=16)
     for ref in images:
         if isinstance(ref, bytes):
-            h.update(b"b" + hashlib.blake2b(ref, digest_size=20).digest())
-            continue
+            h.update(b"b" + hashlib.blake2b(ref, digest_size=16).digest())
+        else:
+            h.update(b"p" + os.fsencode(ref) + b"\0")
+    return h.digest()
+
+
+def memo_key(images: Sequence[ImageRef], named: bytes | None = None) -> bytes | None:
+    """What identifies the decoded frames of ``images`` (``named``: their ``images_key``, where
+    the caller has it): the images' key itself when they are all bytes; with files, also each
+    file's state. None when a file cannot be looked at (its decoding then fails, or succeeds, on
+    its own, unremembered)."""
+    named = images_key(images) if named is None else named
+    paths = [ref for ref in images if not isinstance(ref, bytes)]
+    if not paths:
+        return named
+    h = hashlib.blake2b(named, digest_size=20)
+    for ref in paths:
         try:
             st = os.stat(ref)
         except (OSError, ValueError, TypeError):  # missing, unreadable, a NUL in the path: decoding names it
             return None
         # The change time moves with every write and cannot be set back (a modification time can).
-        stamp = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-        h.update(b"p" + os.fsencode(ref) + b"\0" + stamp.encode() + b"\0")
+        h.update(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\0".encode())
     return h.digest()
 
 
@@ -76,9 +93,10 @@ class FrameMemo:
             self._capacity = n
             self._trim()
 
-    def frames(self, images: Sequence[ImageRef], decode: Decode) -> list[np.ndarray]:
-        """``decode(images)``, or the frames an earlier request naming the same images got."""
-        key = memo_key(images) if images and self._capacity > 0 else None
+    def frames(self, images: Sequence[ImageRef], decode: Decode, named: bytes | None = None) -> list[np.ndarray]:
+        """``decode(images)``, or the frames an earlier request naming the same images got
+        (``named``: their ``images_key``, where the caller has it)."""
+        key = memo_key(images, named) if images and self._capacity > 0 else None
         if key is None:
             return decode(images)
         mine: Future[list[np.ndarray]] = Future()

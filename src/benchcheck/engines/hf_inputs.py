@@ -9,9 +9,7 @@ processor (no torchvision, which does not load everywhere this runs).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,7 @@ import numpy as np
 
 from benchcheck.engines.base import ImageRef
 from benchcheck.engines.hf_decode import BadInput, FrameDecoder, ResizeRule
-from benchcheck.engines.hf_frame_memo import FrameMemo
+from benchcheck.engines.hf_frame_memo import FrameMemo, images_key
 from benchcheck.engines.hf_rope import mrope_positions
 
 # preprocessor_config.json keys the PIL image processor takes.
@@ -167,17 +165,18 @@ class PromptEncoder:
         )
         return text
 
-    def frames(self, images: Sequence[ImageRef]) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    def frames(self, images: Sequence[ImageRef],
+               named: bytes | None = None) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """Each image decoded and resized as the model's image processor resizes it (``smart_resize``
         to multiples of 32 px, PIL, the processor's resampling), as (H, W, 3) uint8, read-only
         (the same arrays for the requests that name the same images: ``hf_frame_memo``); with the
-        (t, h, w) patch grids.
+        (t, h, w) patch grids. ``named``: ``images_key(images)``, where the caller has it.
 
         Rescale, normalize and patchify happen later, on the device (``hf_pixels``): the frames
         travel as bytes, 8 times smaller than the processor's float32 patches.
         """
         ps = int(self.image_processor.patch_size)
-        out = tuple(self.memo.frames(images, self.decoder.frames))
+        out = tuple(self.memo.frames(images, self.decoder.frames, named))
         grids = [[1, f.shape[0] // ps, f.shape[1] // ps] for f in out]
         return out, np.asarray(grids, np.int64).reshape(-1, 3)
 
@@ -234,7 +233,8 @@ class PromptEncoder:
             raise BadInput(f"the prompt holds {len(where) - len(images)} image placeholder token(s) of its own")
         if not images:
             return EncodedPrompt(ids, np.zeros_like(ids), (), None, None)
-        frames, grid = self.frames(images)
+        named = images_key(images)
+        frames, grid = self.frames(images, named)
         repeats = np.ones_like(ids)
         repeats[where] = self.tokens_per_image(grid)
         expanded = np.repeat(ids, repeats)
@@ -243,18 +243,4 @@ class PromptEncoder:
             mrope = mrope_positions(types, grid, self.merge)
         except ValueError as e:  # placeholders the template did not lay out as images
             raise BadInput(str(e)) from None
-        return EncodedPrompt(expanded, types, frames, grid, mrope, images_key(images))
-
-
-def images_key(images: Sequence[ImageRef]) -> bytes:
-    """A digest of the images a request names (file paths as given, bytes by their content), in
-    order: the questions asked of one video's frames get one key. Cheap next to decoding (bytes
-    are hashed outside Python's lock; a path is not read). It only orders: the same frames named
-    otherwise (a path and its bytes) get other keys and are planned apart, never wrongly shared."""
-    h = hashlib.blake2b(digest_size=16)
-    for ref in images:
-        if isinstance(ref, bytes):
-            h.update(b"b" + hashlib.blake2b(ref, digest_size=16).digest())
-        else:
-            h.update(b"p" + os.fsencode(ref) + b"\0")
-    return h.digest()
+        return EncodedPrompt(expanded, types, frames, grid, mrope, named)

@@ -4,9 +4,9 @@
 shape (65,536 x 12,288) it moved its 4.8 GB in 1.69-1.76 ms, 2.75-2.85 TB/s. This kernel does the
 same float32 arithmetic (``silu(g) = g / (1 + exp(-g))``, times up, rounded once to the output's
 dtype) in one pass of large contiguous blocks: 1.20 ms, 4.0 TB/s (1.16-1.21 over the block
-sizes tried), against 4.33 for an
-addition moving the same bytes, with the compiled kernel's bits (``benchmarks/lm_kernels.py``
-times and compares them). The engine's fused MLP runs it on CUDA (``hf_fused.SILU_KERNEL``).
+sizes tried), against 4.33 for an addition moving the same bytes, with the compiled kernel's
+bits (``benchmarks/lm_kernels.py`` times and compares them). The engine's fused MLP runs it on
+CUDA (``hf_fused.SILU_KERNEL``).
 """
 
 from __future__ import annotations
