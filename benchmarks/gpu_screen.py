@@ -654,15 +654,17 @@ def flipper(owner: object, attr: str) -> Callable[[bool], None]:
 
 
 def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str],
-              check: str | None = None) -> None:
+              check: str | None = None, limit: float | None = None) -> None:
     """Alternating rows with the engine as chosen and with the switch ``owner.attr`` the other
     way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on.
-    With ``check``, the two ways' letters' log-probs are first compared (``direct_check``)."""
+    With ``check``, the two ways' letters' log-probs are first compared (``direct_check``).
+    ``limit``: the rows' limit column, by default the computation the engine plans (shared
+    prefixes computed once, as in the workload's own rows)."""
     if check is not None:
         direct_check(w, check, flipper(owner, attr))
     chosen = bool(getattr(owner, attr))
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full, modes[chosen], notes[chosen],
-                     flipper(owner, attr))
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared if limit is None else limit,
+                     modes[chosen], notes[chosen], flipper(owner, attr))
 
 
 def unpadded_variant(w: Workload, _: str) -> None:
@@ -741,6 +743,17 @@ def silu_variant(w: Workload, _: str) -> None:
                "variant: SiLU-times-up compiled"), check="silu_other_way")
 
 
+def flash_varlen_variant(w: Workload, _: str) -> None:
+    """Packed rows' attention the other way than the engine's choice (``hf_varlen.TRITON_KERNEL``):
+    FlashAttention-2's variable-length kernel, or ``hf_varlen_triton``'s where the keys are short,
+    and the two paths' letters' log-probs compared directly."""
+    from benchcheck.engines import hf_varlen
+
+    flag_rows(w, hf_varlen, "TRITON_KERNEL", ("ours-triton-varlen", "ours-flash-varlen"),
+              ("variant: short packed sequences through the Triton kernel",
+               "variant: packed sequences through FlashAttention-2"), check="triton_vs_flash_varlen")
+
+
 def frames_apart_variant(w: Workload, _: str) -> None:
     """One video's questions planned apart (``hf_prefix.SHARE_FRAMES`` off: families only as token
     ids happen to sort) instead of sharing their frames and prompt prefix; meaningful with
@@ -752,7 +765,7 @@ def frames_apart_variant(w: Workload, _: str) -> None:
     frames_check(w)
     flag_rows(w, hf_prefix, "SHARE_FRAMES", ("ours-frames-shared", "ours-frames-apart"),
               ("variant: one video's questions share its frames and prompt prefix",
-               "variant: one video's questions each with its own frames"))
+               "variant: one video's questions each with its own frames"), limit=w.lim_full)
 
 
 def frames_check(w: Workload) -> None:
@@ -813,6 +826,7 @@ SPECIAL_VARIANTS = {
     "fulllayer": Variant("both", False, full_layer_variant),
     "residual-apart": Variant("both", True, residual_variant),
     "silu": Variant("both", True, silu_variant),
+    "flash-varlen": Variant("both", True, flash_varlen_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
@@ -961,8 +975,9 @@ def main() -> None:
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
                          "added after the down projection, not in its product), silu (SiLU-times-up the other way: "
-                         "Triton kernel or compiled), memo-off (visual: every request decodes its own frames), "
-                         "encN (N encoding threads; every "
+                         "Triton kernel or compiled), flash-varlen (packed rows' attention the other way: "
+                         "FlashAttention-2 or the Triton kernel), memo-off (visual: every request decodes its own "
+                         "frames), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray)")

@@ -16,6 +16,11 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
              checked against FlashAttention's output)
   silu       SiLU-times-up compiled vs the one-pass Triton kernel (``hf_silu``) vs an addition
              moving the same bytes (the memory's rate)
+  triton     ``hf_varlen_triton``'s kernel (block sizes, warps, stages) vs FlashAttention-2's
+             variable-length kernel at the packed rows the engine plans: one-frame prompts alone,
+             blind families (4 permutations after a shared prefix), 32-frame families (3
+             questions after a video's frames); each checked against FlashAttention's output
+             (``--triton-only``: the peak and these rows alone)
   peak       a bf16 8192^3 product (the hardware's practical rate in this run)
   lt ...     the product rows again with cuBLASLt as torch's preferred BLAS library (``--lt``)
 
@@ -59,6 +64,7 @@ def main() -> None:
     ap.add_argument("--mean-length", type=int, default=248, help="mean real tokens a row (the rest is padding)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--lt", action="store_true", help="the product rows again under cuBLASLt")
+    ap.add_argument("--triton-only", action="store_true", help="the peak and the Triton attention rows alone")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -73,7 +79,11 @@ def main() -> None:
         print(f"  {name:34s} {ms:9.3f} ms {rate}", flush=True)
 
     peak(row, args.iters)
-    products(row, t, args.iters)
+    triton_rows(row, args)
+    if args.triton_only:
+        args.lt = False
+    else:
+        products(row, t, args.iters)
     if args.lt:
         chosen = torch.backends.cuda.preferred_blas_library()
         torch.backends.cuda.preferred_blas_library("cublaslt")
@@ -81,7 +91,8 @@ def main() -> None:
             products(row, t, args.iters, tag="lt ")
         finally:
             torch.backends.cuda.preferred_blas_library(chosen)
-    attention(row, args)
+    if not args.triton_only:
+        attention(row, args)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "lm_kernels.json").write_text(json.dumps(
@@ -165,6 +176,63 @@ def silu_rows(row: Row, g: torch.Tensor, u: torch.Tensor, compiled: Callable[...
         row(f"  silu*up triton {block}/{warps}", ms)
         print(f"    {gb / ms:.2f} TB/s", flush=True)
     print(f"    triton vs compiled max |diff| {diff:.3e}", flush=True)
+
+
+def triton_rows(row: Row, args: argparse.Namespace) -> None:
+    """FlashAttention-2's variable-length kernel against ``hf_varlen_triton``'s in each
+    configuration, over the packed rows the engine plans for three workloads (8B heads)."""
+    gen = torch.Generator().manual_seed(2)
+
+    def lengths(n: int, lo: int, hi: int) -> list[int]:
+        return torch.randint(lo, hi + 1, (n,), generator=gen).tolist()  # type: ignore[no-any-return]
+
+    def families(prefixes: list[int], members: int, lo: int, hi: int) -> list[tuple[int, int, list[int]]]:
+        out, at = [], 0
+        for p in prefixes:
+            suffixes = lengths(members, lo, hi)
+            out.append((at, p, suffixes))
+            at += p + sum(suffixes)
+        return out
+
+    shapes = {
+        "one frame, 256 alone (240-256)": families([0] * args.rows, 1, args.mean_length - 8, args.mean_length + 8),
+        "blind, 256 x (prefix ~101 + 4 x ~57)": families(lengths(256, 90, 112), 4, 40, 75),
+        "32 frames, 16 x (prefix ~3650 + 3 x ~90)": families(lengths(16, 3600, 3700), 3, 50, 140),
+    }
+    for label, fams in shapes.items():
+        varlen_rows(row, label, fams, args.iters)
+
+
+def varlen_rows(row: Row, label: str, fams: list[tuple[int, int, list[int]]], iters: int) -> None:
+    """One packed row's plan: FlashAttention-2, then each Triton configuration."""
+    from benchcheck.engines.hf_varlen import build_plan, flash_varlen
+    from benchcheck.engines.hf_varlen_triton import CONFIGS, varlen_attention
+
+    plan = build_plan(fams, DEV)
+    t = max(start + prefix + sum(s) for start, prefix, s in fams)
+    q = torch.randn(t, HEADS, HEAD_DIM, device=DEV, dtype=DT)
+    k = torch.randn(t, KV_HEADS, HEAD_DIM, device=DEV, dtype=DT)
+    v = torch.randn_like(k)
+    if plan.kv_index is not None:
+        k, v = k.index_select(0, plan.kv_index), v.index_select(0, plan.kv_index)
+    cq, ck = plan.host_cu_q.tolist(), plan.host_cu_k.tolist()
+    pairs = sum((cq[i + 1] - cq[i]) * (ck[i + 1] - ck[i]) - (cq[i + 1] - cq[i]) * (cq[i + 1] - cq[i] - 1) / 2
+                for i in range(len(cq) - 1))
+    flops = 4 * HEADS * HEAD_DIM * pairs
+    print(f"  {label}: {len(cq) - 1} sequences, {cq[-1]} queries, {ck[-1]} keys", flush=True)
+    scale = HEAD_DIM**-0.5
+    flash = flash_varlen(q, k, v, plan, scale)
+    row(f"varlen {label}: flash", timed(lambda: flash_varlen(q, k, v, plan, scale), iters), flops)
+    for config in (*CONFIGS, None):
+        def run(config: tuple[int, int, int, int] | None = config) -> torch.Tensor:
+            return varlen_attention(q, k, v, plan, scale, config=config)
+        name = "/".join(map(str, config)) if config else "tuned (the engine's)"
+        try:
+            diff = (run().float() - flash.float()).abs().max().item()
+            row(f"  triton {name}", timed(run, iters), flops)
+            print(f"    max |diff| vs flash {diff:.3e}", flush=True)
+        except Exception as e:  # a configuration this GPU cannot compile is a row we skip
+            print(f"  triton {name}: {type(e).__name__}: {str(e)[:160]}", flush=True)
 
 
 def hybrid_attention(row: Row, qv: torch.Tensor, kv: torch.Tensor, vv: torch.Tensor, lengths: torch.Tensor,

@@ -44,11 +44,9 @@ def compile_enabled(device: torch.device) -> bool:
     """CUDA with Triton available (torch.compile's GPU backend), unless turned off."""
     if device.type != "cuda" or os.environ.get("BENCHCHECK_HF_COMPILE", "1") == "0":
         return False
-    try:
-        from torch.utils._triton import has_triton
-    except ImportError:
-        return False
-    return bool(has_triton())
+    from benchcheck.engines.hf_varlen_triton import triton_available
+
+    return triton_available()
 
 
 def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None) -> int:

@@ -12,7 +12,8 @@ sequence of its own tokens. Queries already lie contiguous per sequence in the r
 family shares, keys and values are gathered per layer by one index built on the host once per
 forward (only 8 heads x 128 wide: cheap next to the matmuls), and a row where nothing is shared
 reads them in place (one-frame requests scored unpadded). On CUDA in bf16/fp16 the
-attention is FlashAttention-2's variable-length kernel (no mask, grouped K/V heads natively);
+attention is ``hf_varlen_triton``'s kernel where every key sequence is short, else
+FlashAttention-2's variable-length kernel (both: no mask, grouped K/V heads natively);
 elsewhere a per-sequence SDPA reference of the same semantics (the CPU tests check the plumbing
 with it in float32).
 
@@ -107,6 +108,13 @@ def flash_available(device: torch.device, dtype: torch.dtype) -> bool:
     return torch.cuda.get_device_capability(device)[0] >= 8
 
 
+# Rows whose key sequences are all short take ``hf_varlen_triton``'s kernel, the others
+# FlashAttention-2's (where both run: CUDA, 16-bit floats). False: FlashAttention-2 always
+# (``gpu_screen.py --variants flash-varlen``). The limit and the gain: docs/PERFORMANCE.md, round 12.
+TRITON_KERNEL = True
+TRITON_MAX_KEYS = 4096
+
+
 def flash_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: VarlenPlan, scale: float) -> torch.Tensor:
     """FlashAttention-2, variable length, causal (bottom-right aligned where a sequence has more
     keys than queries), K/V heads shared by groups of query heads. q (T, H, D), k/v (K, Hk, D)."""
@@ -150,8 +158,14 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     k, v = key[0].transpose(0, 1), value[0].transpose(0, 1)
     if varlen_plan.kv_index is not None:  # shared prefixes: each suffix's keys gathered after its prefix's
         k, v = k.index_select(0, varlen_plan.kv_index), v.index_select(0, varlen_plan.kv_index)
-    kernel = flash_varlen if flash_available(q.device, q.dtype) else reference_varlen
-    return kernel(q, k, v, varlen_plan, scale)[None], None
+    if not flash_available(q.device, q.dtype):
+        return reference_varlen(q, k, v, varlen_plan, scale)[None], None
+    if TRITON_KERNEL and varlen_plan.max_k <= TRITON_MAX_KEYS:
+        from benchcheck.engines.hf_varlen_triton import supported, triton_available, varlen_attention
+
+        if triton_available() and supported(q, k):
+            return varlen_attention(q, k, v, varlen_plan, scale)[None], None
+    return flash_varlen(q, k, v, varlen_plan, scale)[None], None
 
 
 def use_tree_attention(model: Any) -> bool:
