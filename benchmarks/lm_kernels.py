@@ -80,11 +80,9 @@ def main() -> None:
 
     peak(row, args.iters)
     triton_rows(row, args)
-    if args.triton_only:
-        args.lt = False
-    else:
+    if not args.triton_only:
         products(row, t, args.iters)
-    if args.lt:
+    if args.lt and not args.triton_only:
         chosen = torch.backends.cuda.preferred_blas_library()
         torch.backends.cuda.preferred_blas_library("cublaslt")
         try:

@@ -10,7 +10,7 @@ shared by ``GROUPS`` consecutive query heads, read in place (no expansion).
 
 ``varlen_attention_tuned`` is the same kernel with its block sizes, warps and stages chosen by
 timing each of ``hf_varlen_triton.CONFIGS`` on the first call for each head layout and dtype
-(``short_keys``: whether the keys are within the engine's limit, so one choice serves a run).
+(one choice serves a run: the engine sends it only rows of short keys, ``hf_varlen.TRITON_MAX_KEYS``).
 """
 
 import triton
@@ -42,7 +42,7 @@ def _attend_block(acc, m_i, l_i, q, k_ptrs, v_ptrs, stride_kt, stride_vt, start_
 @triton.jit  # type: ignore[untyped-decorator]
 def varlen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, cu_q_ptr, cu_k_ptr,  # type: ignore[no-untyped-def]
                             stride_qt, stride_qh, stride_kt, stride_kh, stride_vt, stride_vh, stride_ot, stride_oh,
-                            scale_log2, short_keys, GROUPS: tl.constexpr, HEAD_DIM: tl.constexpr,
+                            scale_log2, GROUPS: tl.constexpr, HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
     # The longest query blocks (the most keys, causal) first: the last wave of programs is short.
     m_block = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -89,4 +89,4 @@ def _configs() -> list[triton.Config]:
 
 # Each configuration is timed with Triton's defaults (25 ms of warm-up, 100 of repetitions): about
 # a second, once a process for each head layout and dtype.
-varlen_attention_tuned = triton.autotune(_configs(), key=["short_keys", "GROUPS", "HEAD_DIM"])(varlen_attention_kernel)
+varlen_attention_tuned = triton.autotune(_configs(), key=["GROUPS", "HEAD_DIM"])(varlen_attention_kernel)

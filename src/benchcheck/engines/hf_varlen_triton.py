@@ -63,7 +63,6 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Va
     import triton
 
     from benchcheck.engines import hf_varlen_kernel
-    from benchcheck.engines.hf_varlen import TRITON_MAX_KEYS
 
     # The head dimension must be contiguous; tokens and heads may be strided (views of a projection).
     q, k, v = (t if t.stride(2) == 1 else t.contiguous() for t in (q, k, v))
@@ -72,7 +71,7 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: Va
     if sequences < 1 or q.shape[0] == 0:
         return out
     args = (q, k, v, out, plan.cu_q, plan.cu_k, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
-            v.stride(1), out.stride(0), out.stride(1), scale * math.log2(math.e), int(plan.max_k <= TRITON_MAX_KEYS))
+            v.stride(1), out.stride(0), out.stride(1), scale * math.log2(math.e))
     fixed = {"GROUPS": q.shape[1] // k.shape[1], "HEAD_DIM": q.shape[2],
              "PRECISION": "ieee" if q.dtype == torch.float32 else "tf32"}
     max_q = max(plan.max_q, 1)
