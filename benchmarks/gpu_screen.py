@@ -72,6 +72,11 @@ class Row:
     busy: float
     prompt_tokens: float
     note: str = ""
+    ratio_sustained: float = float("nan")  # ratio to the limit at the sustained matmul rate
+    gc_ms: float = 0.0  # time in Python's cyclic garbage collector during the row (any thread)
+    gc_max_ms: float = 0.0  # its longest pause
+    mhz: float = float("nan")  # mean SM clock over the row (NVML)
+    watts: float = float("nan")  # mean board power over the row (NVML)
 
 
 @dataclass
@@ -147,11 +152,14 @@ def visual(items: Sequence[Item], step: int, frames: Sequence[bytes], n_frames: 
 
 
 class Busy:
-    """GPU busy fraction over a block, from NVML utilization samples (nan without NVML)."""
+    """GPU busy fraction over a block, from NVML utilization samples, with the SM clock (MHz) and
+    the board's power (W) sampled beside it (all nan without NVML). The clock matters: under a
+    long run of products the H200 holds its clock below the one of gpu_screen's short peak
+    product (power cap), which is why items/s follow the host (``benchmarks/gemm_clock.py``)."""
 
     def __init__(self, engine: HFEngine) -> None:
         self.engine = engine
-        self.samples: list[int] = []
+        self.samples: list[tuple[int, int, float]] = []
         self.handle: Any = None
         if engine.device.type == "cuda":
             with contextlib.suppress(Exception):
@@ -167,9 +175,14 @@ class Busy:
         if self.handle is not None:
             import pynvml
 
+            h = self.handle
+
             def sample() -> None:
                 while not stop.wait(0.02):
-                    self.samples.append(pynvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+                    with contextlib.suppress(Exception):
+                        self.samples.append((pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                                             pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                                             pynvml.nvmlDeviceGetPowerUsage(h) / 1000))
 
             thread = threading.Thread(target=sample, daemon=True)
             thread.start()
@@ -180,10 +193,16 @@ class Busy:
             if thread is not None:
                 thread.join()
 
+    def mean(self, k: int) -> float:
+        return float(np.mean([s[k] for s in self.samples])) if self.samples else float("nan")
+
     def fraction(self) -> float:
-        return float(np.mean(self.samples)) / 100 if self.samples else float("nan")
+        return self.mean(0) / 100
 
 
+# The matmul rate a long run holds over the short peak's (one number a run, set in main; nan on
+# the CPU): under back-to-back products the H200 sits at its power cap, ~85 % of the peak's clock.
+SUSTAINED = [float("nan")]
 PROFILE: dict[str, Path] = {}  # workload -> folder for a torch profile of one call (--profile)
 VARIANTS: set[str] = set()  # variant rows of the visual workloads (--variants)
 
@@ -218,18 +237,40 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
     # frame memo would otherwise serve from the rows before (a real pool asks each question once).
     engine.encoder.memo.clear()
     sync()
-    with busy.measure():
+    with busy.measure(), gc_pauses() as pauses:
         t0 = time.perf_counter()
         res = fn()
         sync()
         dt = time.perf_counter() - t0
     peak = torch.cuda.max_memory_allocated() / 2**30 if engine.device.type == "cuda" else float("nan")
-    r = Row(name, mode, n, dt, n / dt, limit, n / dt / limit if limit else float("nan"), peak, busy.fraction(),
-            tokens, note)
+    ratio = n / dt / limit if limit else float("nan")
+    r = Row(name, mode, n, dt, n / dt, limit, ratio, peak, busy.fraction(), tokens, note, ratio / SUSTAINED[0],
+            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean(1), busy.mean(2))
     rows.append(r)
     print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s  limit {limit:8.1f}  ratio {r.ratio:6.1%}  "
-          f"peak {peak:6.1f} GiB  busy {r.busy:5.1%} {note}", flush=True)
+          f"peak {peak:6.1f} GiB  busy {r.busy:5.1%}  {r.mhz:5.0f} MHz {r.watts:4.0f} W  "
+          f"gc {r.gc_ms:5.0f} ms ({len(pauses)}, longest {r.gc_max_ms:4.0f}) {note}", flush=True)
     return res
+
+
+@contextlib.contextmanager
+def gc_pauses() -> Iterator[list[float]]:
+    """Seconds of each cyclic-GC collection (any thread) while the block runs: a collection holds
+    Python's lock, so the engine's launching thread waits it out."""
+    got: list[float] = []
+    started: list[float] = []
+
+    def hook(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            got.append(time.perf_counter() - started.pop())
+
+    gc.callbacks.append(hook)
+    try:
+        yield got
+    finally:
+        gc.callbacks.remove(hook)
 
 
 @contextlib.contextmanager
@@ -584,28 +625,35 @@ def batch512_variant(w: Workload, _: str) -> None:
 
 def vision_variant(w: Workload, variant: str) -> None:
     """The vision blocks fused (hf_vision_fused, off in the engine), with fc1's GELU epilogue
-    (``vision-fused``) or without (``vision-fused-no-epilogue``); then the engine as chosen once
-    more (a row that runs later can gain from the earlier rows' warm-up, so the last row is the
-    fair comparison)."""
+    (``vision-fused``) or without (``vision-fused-no-epilogue``): the two ways' letters' log-probs
+    compared directly, then alternating rows."""
     from benchcheck.engines import hf_vision_fused
 
-    engine, reqs = w.engine, w.reqs
-    warm = reqs[: min(len(reqs), 16)]
+    engine = w.engine
     epilogue = variant == "vision-fused"
-    hf_vision_fused.use_fused_vision_blocks(engine.model)
-    hf_vision_fused.GELU_EPILOGUE = epilogue
+
+    def switch(on: bool) -> None:
+        hf_vision_fused.GELU_EPILOGUE = epilogue if on else True
+        hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=on)
+
+    direct_check(w, variant, switch)
     mode = "vfused" if epilogue else "vfused-noepi"
     note = "variant: vision blocks fused (add+LayerNorm" + (", GELU in fc1's epilogue)" if epilogue else ")")
-    try:
-        engine.score_sync(warm)
-        run_row(w.rows, w.name, mode, engine, len(reqs), w.tokens, w.lim_full, lambda: engine.score_sync(reqs),
-                note=note)
-    finally:
-        hf_vision_fused.GELU_EPILOGUE = True
-        hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=False)
-    engine.score_sync(warm)
-    run_row(w.rows, w.name, "ours-again", engine, len(reqs), w.tokens, w.lim_full, lambda: engine.score_sync(reqs),
-            note="the engine as chosen, second pass")
+    alternating_rows(w.rows, w.name, engine, w.reqs, w.tokens, w.lim_shared, mode, note, switch)
+
+
+def gc_variant(w: Workload, _: str) -> None:
+    """Python's cyclic collector with everything allocated so far frozen (``gc.freeze()``, as
+    vLLM's engine does after start-up: the model, the requests) against the collector as it is."""
+
+    def switch(on: bool) -> None:
+        if on:
+            gc.freeze()
+        else:
+            gc.unfreeze()
+
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared, "ours-gc-frozen",
+                     "variant: gc.freeze() before the row", switch)
 
 
 def nosync_variant(w: Workload, _: str) -> None:
@@ -817,6 +865,7 @@ class Variant:
 
 SPECIAL_VARIANTS = {
     "nosync": Variant("visual", True, nosync_variant),
+    "gc-freeze": Variant("both", False, gc_variant),
     "vision-fused": Variant("visual", True, vision_variant),
     "vision-fused-no-epilogue": Variant("visual", True, vision_variant),
     "vision-rotary-old": Variant("visual", True, rotary_variant),
@@ -1004,6 +1053,14 @@ def main() -> None:
 
     peak = matmul_peak(device)
     print(f"matmul peak: {peak:.4g} TFLOP/s", flush=True)
+    held: dict[str, Any] = {}
+    if device.type == "cuda":
+        from gemm_clock import sustained_peak
+
+        held = sustained_peak()
+        SUSTAINED[0] = held["tflops"] / peak
+        print(f"matmul sustained: {held['tflops']:.4g} TFLOP/s at {held['mhz']:.0f} MHz, {held['watts']:.0f} W "
+              f"({', '.join(held['reasons']) or 'no clock limit reported'})", flush=True)
     frames = [jpeg(s) for s in range(64)]
     only = set(args.only.split(","))
     rows: list[Row] = []
@@ -1085,6 +1142,7 @@ def main() -> None:
         "torch": torch.__version__,
         "python": sys.version.split()[0],
         "matmul_peak_tflops": peak,
+        "matmul_sustained": held,
         "command": " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "wall_s": time.perf_counter() - t_start,
@@ -1093,11 +1151,16 @@ def main() -> None:
         {"env": env, "rows": [asdict(r) for r in rows], "checks": [asdict(c) for c in checks], "splits": splits,
          "e2e": e2e},
         indent=1))
-    lines = [f"device: {env['device']}; torch {env['torch']}; matmul peak {peak:.4g} TFLOP/s; {env['date']}", "",
-             "| workload | mode | items | prompt tokens | items/s | limit/s | ratio | peak GiB | GPU busy | note |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    held_text = (f"; sustained {held['tflops']:.4g} TFLOP/s at {held['mhz']:.0f} MHz, {held['watts']:.0f} W"
+                 if held else "")
+    lines = [f"device: {env['device']}; torch {env['torch']}; matmul peak {peak:.4g} TFLOP/s{held_text}; {env['date']}",
+             "", "| workload | mode | items | prompt tokens | items/s | limit/s | ratio | ratio (sustained) | peak GiB "
+             "| GPU busy | MHz | W | GC ms | note |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {r.workload} | {r.mode} | {r.items} | {r.prompt_tokens:.0f} | {r.items_per_s:.1f} | "
-              f"{r.limit_per_s:.1f} | {r.ratio:.1%} | {r.peak_gib:.1f} | {r.busy:.0%} | {r.note} |" for r in rows]
+              f"{r.limit_per_s:.1f} | {r.ratio:.1%} | {r.ratio_sustained:.1%} | {r.peak_gib:.1f} | {r.busy:.0%} | "
+              f"{r.mhz:.0f} | {r.watts:.0f} | {r.gc_ms:.0f} | "
+              f"{r.note} |" for r in rows]
     lines += ["", "| check | dtype | n | noise floor | tolerance | ours vs plain | engine lp_exact vs plain | ok |",
               "|---|---|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {c.workload} | {c.dtype} | {c.n} | {c.noise_floor:.2e} | {c.tolerance:.2e} | {c.ours_vs_plain:.2e} | "
