@@ -11,8 +11,11 @@ Rows per workload: ``naive`` (one request at a time, transformers' own forward: 
 changes, full logits), ``ours`` (``HFEngine`` as a user gets it: everything chosen automatically),
 and for blind also ``unshared`` (the same engine with prefix sharing off). Columns: items/s, the
 limit (useful FLOPs at the bf16 matmul rate measured in this run; for shared rows the FLOPs of the
-shared computation), ratio to it, peak device memory, and the GPU busy fraction (NVML's kernel
-time share, sampled every 20 ms; not measured without NVML).
+shared computation), ratio to it, ratio to the limit at the rate the same 8192^3 product sustains
+for 3 s (``gemm_clock.sustained_peak``: the board at its power cap), peak device memory, the GPU
+busy fraction (NVML's kernel time share, sampled every 20 ms; not measured without NVML), the
+mean SM clock and board power over the row, and the time spent in Python's cyclic garbage
+collector during it.
 
 Correctness, every workload: the letters' log-probs (full softmax, letters A-E) of ours against
 transformers' plain forward of each request alone; the tolerance is set from the noise floor
