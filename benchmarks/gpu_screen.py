@@ -646,17 +646,21 @@ def vision_variant(w: Workload, variant: str) -> None:
 
 
 def gc_variant(w: Workload, _: str) -> None:
-    """Python's cyclic collector with everything allocated so far frozen (``gc.freeze()``, as
-    vLLM's engine does after start-up: the model, the requests) against the collector as it is."""
+    """Python's cyclic collector scanning everything (``gc.unfreeze()``) against the engine's
+    choice: what was alive after its first call frozen (``HFEngine.freeze_collector``, as vLLM
+    freezes after start-up), or the other way round where the engine does not freeze."""
+    frozen = w.engine.freeze_collector
 
     def switch(on: bool) -> None:
-        if on:
-            gc.freeze()
-        else:
+        if on == frozen:
             gc.unfreeze()
+        else:
+            gc.freeze()
 
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared, "ours-gc-frozen",
-                     "variant: gc.freeze() before the row", switch)
+    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared,
+                     "ours-gc-thawed" if frozen else "ours-gc-frozen",
+                     "variant: the collector scanning everything" if frozen else "variant: gc.freeze() before the row",
+                     switch)
 
 
 def nosync_variant(w: Workload, _: str) -> None:

@@ -177,3 +177,27 @@ def test_cuda_bfloat16_batched_close_to_single(tiny_model: Path) -> None:
         # Letters in the top 20 of both (a letter at the edge may drop out under bf16 rounding).
         assert max(abs(x - y) for x, y in zip(lb, ls, strict=True) if min(x, y) > LP_FLOOR) < 0.1
         assert max(abs(x - y) for x, y in zip(lb, lc, strict=True) if min(x, y) > LP_FLOOR) < 0.2
+
+
+def test_collector_frozen_once_after_the_first_call(tiny_model: Path) -> None:
+    """``freeze_collector`` (on for CUDA): what is alive after the engine's first call leaves the
+    collector's scans (``gc.freeze``); later calls freeze nothing more, so garbage made after it is
+    collected as usual."""
+    import gc
+
+    engine = HFEngine(tiny_model, device="cpu", max_batch_size=4)
+    assert engine.freeze_collector is False  # the CPU: the collector as is
+    engine.freeze_collector = True
+    gc.unfreeze()
+    try:
+        assert gc.get_freeze_count() == 0
+        first = scores(engine.score_sync([ScoreRequest("a", prompt(0))]))
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        later = [[k] for k in range(1000)]  # tracked containers made after the freeze
+        again = scores(engine.score_sync([ScoreRequest("a", prompt(0))]))
+        # Frozen objects freed since (by reference counting) leave the count; nothing joins it.
+        assert gc.get_freeze_count() <= frozen and len(later) == 1000
+        assert first[0].top == again[0].top
+    finally:
+        gc.unfreeze()

@@ -13,6 +13,7 @@ requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 import time
@@ -221,6 +222,15 @@ class HFEngine:
         # On CUDA images decode in worker processes (hf_decode): the thread launching the device
         # work then has Python's lock to itself. Elsewhere the encoding threads decode them.
         self.encoder.decoder.processes = decode_processes(self.device)
+        # After its first call (the compiles, autotuning and first batch shapes done) the engine
+        # freezes what is alive (``gc.freeze()``, as vLLM does after start-up): the libraries',
+        # the model's and the compilers' millions of objects then leave the collector's full
+        # scans. A full scan holds Python's lock, so the thread launching the device work waited
+        # it out: 405 ms in one H200 one-frame row of 10 s (docs/PERFORMANCE.md, round 13).
+        # Once per engine only: cyclic garbage frozen with it is never collected. On CUDA only,
+        # where the launching thread is what keeps the device busy; False: the collector as is.
+        self.freeze_collector = self.device.type == "cuda"
+        self._collector_frozen = False
 
     def set_encode_threads(self, n: int) -> None:
         """Use ``n`` threads to render, tokenize and decode images (default: 2)."""
@@ -297,7 +307,10 @@ class HFEngine:
                 )
             return res
 
-        return run_pipeline(jobs, self._encode, self._pool, self._plan(), run, share=self.share_prefixes)
+        try:
+            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run, share=self.share_prefixes)
+        finally:
+            self._freeze_once()
 
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
@@ -323,9 +336,18 @@ class HFEngine:
                 for i, e, toks in zip(idx, enc, new, strict=True)
             ]
 
-        return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
+        try:
+            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
+        finally:
+            self._freeze_once()
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _freeze_once(self) -> None:
+        """``gc.freeze()`` after the engine's first call, if ``freeze_collector`` (see __init__)."""
+        if self.freeze_collector and not self._collector_frozen:
+            self._collector_frozen = True
+            gc.freeze()
 
     def _encode(self, jobs: Sequence[Job]) -> list[Encoded | Failure]:
         """A block of requests encoded together (``encode_many``); each fails on its own."""
