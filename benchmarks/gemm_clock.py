@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -47,8 +47,18 @@ class Window:
     reasons: list[str] = field(default_factory=list)
 
 
+class Sample(NamedTuple):
+    """One NVML reading."""
+
+    busy: int  # % of the sample period a kernel ran
+    mhz: int  # SM clock
+    watts: float  # board power
+    reasons: int  # clock-limit reason bits (REASONS)
+
+
 class Nvml:
-    """SM clock (MHz), power (W) and clock-limiting reasons sampled every 10 ms (empty without NVML)."""
+    """NVML samples (utilization, SM clock, power, clock-limit reasons) taken every ``period``
+    seconds while a block runs (none without NVML). gpu_screen's busy column samples it too."""
 
     def __init__(self) -> None:
         self.handle: Any = None
@@ -57,11 +67,10 @@ class Nvml:
 
             pynvml.nvmlInit()
             self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-        self.samples: list[tuple[int, float, int]] = []
 
     @contextlib.contextmanager
-    def sampling(self) -> Iterator[list[tuple[int, float, int]]]:
-        got: list[tuple[int, float, int]] = []
+    def sampling(self, period: float = 0.01) -> Iterator[list[Sample]]:
+        got: list[Sample] = []
         stop = threading.Event()
         thread = None
         if self.handle is not None:
@@ -73,10 +82,11 @@ class Nvml:
                 pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", lambda _: 0)
 
             def run() -> None:
-                while not stop.wait(0.01):
+                while not stop.wait(period):
                     with contextlib.suppress(Exception):
-                        got.append((pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-                                    pynvml.nvmlDeviceGetPowerUsage(h) / 1000, why(h)))
+                        got.append(Sample(pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
+                                          pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                                          pynvml.nvmlDeviceGetPowerUsage(h) / 1000, why(h)))
 
             thread = threading.Thread(target=run, daemon=True)
             thread.start()
@@ -88,6 +98,18 @@ class Nvml:
                 thread.join()
 
 
+def described(w: Window, got: list[Sample]) -> Window:
+    """``w`` with the mean clock and power of ``got`` and every clock-limit reason seen in it."""
+    if got:
+        w.mhz = statistics.fmean(s.mhz for s in got)
+        w.watts = statistics.fmean(s.watts for s in got)
+        bits = 0
+        for s in got:
+            bits |= s.reasons
+        w.reasons = [name for bit, name in REASONS.items() if bits & bit]
+    return w
+
+
 def window(nvml: Nvml, fn: Callable[[], object], flops: float, calls: int) -> Window:
     """``calls`` back-to-back calls, timed with CUDA events; NVML sampled meanwhile."""
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -97,15 +119,7 @@ def window(nvml: Nvml, fn: Callable[[], object], flops: float, calls: int) -> Wi
             fn()
         b.record()
         b.synchronize()
-    w = Window(flops * calls / (a.elapsed_time(b) / 1e3) / 1e12)
-    if got:
-        w.mhz = statistics.fmean(s[0] for s in got)
-        w.watts = statistics.fmean(s[1] for s in got)
-        bits = 0
-        for s in got:
-            bits |= s[2]
-        w.reasons = [name for bit, name in REASONS.items() if bits & bit]
-    return w
+    return described(Window(flops * calls / (a.elapsed_time(b) / 1e3) / 1e12), got)
 
 
 def sustained(nvml: Nvml, fn: Callable[[], object], flops: float, seconds: float) -> list[Window]:
@@ -133,10 +147,7 @@ def burst(nvml: Nvml, fn: Callable[[], object], flops: float) -> Window:
             b.record()
             b.synchronize()
             times.append(a.elapsed_time(b) / 1e3)
-    w = Window(flops / statistics.median(times) / 1e12)
-    if got:
-        w.mhz, w.watts = statistics.fmean(s[0] for s in got), statistics.fmean(s[1] for s in got)
-    return w
+    return described(Window(flops / statistics.median(times) / 1e12), got)
 
 
 def summary(ws: list[Window]) -> dict[str, Any]:

@@ -36,7 +36,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -58,6 +57,7 @@ from benchcheck.items import Item, load_items
 from benchcheck.screen.requests import build_item_requests
 from benchcheck.screen.steps import default_run_spec
 from engine_throughput import WORDS, item_flops, jpeg, matmul_peak, sync
+from gemm_clock import Nvml, Sample, sustained_peak
 
 LETTERS = "ABCDE"
 
@@ -155,52 +155,29 @@ def visual(items: Sequence[Item], step: int, frames: Sequence[bytes], n_frames: 
 
 
 class Busy:
-    """GPU busy fraction over a block, from NVML utilization samples, with the SM clock (MHz) and
-    the board's power (W) sampled beside it (all nan without NVML). The clock matters: under a
-    long run of products the H200 holds its clock below the one of gpu_screen's short peak
-    product (power cap), which is why items/s follow the host (``benchmarks/gemm_clock.py``)."""
+    """GPU busy fraction over a block, from NVML utilization samples every 20 ms, with the SM
+    clock (MHz) and the board's power (W) of the same samples (all nan without NVML). The clock
+    matters: under a long run of products the H200 holds its clock below the one of
+    gpu_screen's short peak product (power cap), which is why items/s follow the host
+    (``benchmarks/gemm_clock.py``, whose sampler this is)."""
 
     def __init__(self, engine: HFEngine) -> None:
-        self.engine = engine
-        self.samples: list[tuple[int, int, float]] = []
-        self.handle: Any = None
-        if engine.device.type == "cuda":
-            with contextlib.suppress(Exception):
-                import pynvml
-
-                pynvml.nvmlInit()
-                self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        self.nvml = Nvml() if engine.device.type == "cuda" else None
+        self.samples: list[Sample] = []
 
     @contextlib.contextmanager
     def measure(self) -> Iterator[None]:
-        self.samples, stop = [], threading.Event()
-        thread = None
-        if self.handle is not None:
-            import pynvml
-
-            h = self.handle
-
-            def sample() -> None:
-                while not stop.wait(0.02):
-                    with contextlib.suppress(Exception):
-                        self.samples.append((pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
-                                             pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-                                             pynvml.nvmlDeviceGetPowerUsage(h) / 1000))
-
-            thread = threading.Thread(target=sample, daemon=True)
-            thread.start()
-        try:
+        if self.nvml is None:
             yield
-        finally:
-            stop.set()
-            if thread is not None:
-                thread.join()
+            return
+        with self.nvml.sampling(0.02) as self.samples:
+            yield
 
-    def mean(self, k: int) -> float:
-        return float(np.mean([s[k] for s in self.samples])) if self.samples else float("nan")
+    def mean(self, field_: str) -> float:
+        return float(np.mean([getattr(s, field_) for s in self.samples])) if self.samples else float("nan")
 
     def fraction(self) -> float:
-        return self.mean(0) / 100
+        return self.mean("busy") / 100
 
 
 # The matmul rate a long run holds over the short peak's (one number a run, set in main; nan on
@@ -248,7 +225,7 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
     peak = torch.cuda.max_memory_allocated() / 2**30 if engine.device.type == "cuda" else float("nan")
     ratio = n / dt / limit if limit else float("nan")
     r = Row(name, mode, n, dt, n / dt, limit, ratio, peak, busy.fraction(), tokens, note, ratio / SUSTAINED[0],
-            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean(1), busy.mean(2))
+            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean("mhz"), busy.mean("watts"))
     rows.append(r)
     print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s  limit {limit:8.1f}  ratio {r.ratio:6.1%}  "
           f"peak {peak:6.1f} GiB  busy {r.busy:5.1%}  {r.mhz:5.0f} MHz {r.watts:4.0f} W  "
@@ -1062,8 +1039,6 @@ def main() -> None:
     print(f"matmul peak: {peak:.4g} TFLOP/s", flush=True)
     held: dict[str, Any] = {}
     if device.type == "cuda":
-        from gemm_clock import sustained_peak
-
         held = sustained_peak()
         SUSTAINED[0] = held["tflops"] / peak
         print(f"matmul sustained: {held['tflops']:.4g} TFLOP/s at {held['mhz']:.0f} MHz, {held['watts']:.0f} W "
