@@ -775,6 +775,17 @@ def silu_variant(w: Workload, _: str) -> None:
                "variant: SiLU-times-up compiled"), check="silu_other_way")
 
 
+def swiglu_variant(w: Workload, _: str) -> None:
+    """The gate/up products the other way than the engine's choice (``hf_fused.SWIGLU_KERNEL``):
+    cuBLAS and then SiLU-times-up, or ``hf_swiglu``'s one kernel with it in the products'
+    epilogue, and the two paths' letters' log-probs compared directly."""
+    from benchcheck.engines import hf_fused
+
+    flag_rows(w, hf_fused, "SWIGLU_KERNEL", ("ours-swiglu-fused", "ours-swiglu-cublas"),
+              ("variant: gate/up products with SiLU-times-up in their epilogue (one Triton kernel)",
+               "variant: gate/up products through cuBLAS, then SiLU-times-up"), check="swiglu_other_way")
+
+
 def flash_varlen_variant(w: Workload, _: str) -> None:
     """Packed rows' attention the other way than the engine's choice (``hf_varlen.TRITON_KERNEL``):
     FlashAttention-2's variable-length kernel, or ``hf_varlen_triton``'s where the keys are short,
@@ -859,6 +870,7 @@ SPECIAL_VARIANTS = {
     "fulllayer": Variant("both", False, full_layer_variant),
     "residual-apart": Variant("both", True, residual_variant),
     "silu": Variant("both", True, silu_variant),
+    "swiglu": Variant("both", True, swiglu_variant),
     "flash-varlen": Variant("both", True, flash_varlen_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
@@ -1008,7 +1020,9 @@ def main() -> None:
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
                          "added after the down projection, not in its product), silu (SiLU-times-up the other way: "
-                         "Triton kernel or compiled), flash-varlen (packed rows' attention the other way: "
+                         "Triton kernel or compiled), swiglu (the gate/up products the other way: one Triton kernel "
+                         "with SiLU-times-up in their epilogue, or cuBLAS then SiLU-times-up), flash-varlen (packed "
+                         "rows' attention the other way: "
                          "FlashAttention-2 or the Triton kernel), memo-off (visual: every request decodes its own "
                          "frames), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "

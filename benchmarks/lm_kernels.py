@@ -21,6 +21,13 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
              blind families (4 permutations after a shared prefix), 32-frame families (3
              questions after a video's frames); each checked against FlashAttention's output
              (``--triton-only``: the peak and these rows alone)
+  swiglu     gate and up through cuBLAS then the one-pass SiLU kernel (the engine before round 14)
+             vs ``hf_swiglu``'s one Triton kernel over the packed weights with SiLU-times-up in
+             the products' epilogue, at each of its tile configurations and then tuned, timed in
+             alternating sustained rounds (the board's clock falls under its power cap as a run
+             goes on), at the one-frame batch, the start-up ramp's batch and the 2B model's
+             width; each checked against the float32 products (``--swiglu-only``: the peak and
+             these rows alone)
   peak       a bf16 8192^3 product (the hardware's practical rate in this run)
   lt ...     the product rows again with cuBLASLt as torch's preferred BLAS library (``--lt``)
 
@@ -65,6 +72,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--lt", action="store_true", help="the product rows again under cuBLASLt")
     ap.add_argument("--triton-only", action="store_true", help="the peak and the Triton attention rows alone")
+    ap.add_argument("--swiglu-only", action="store_true", help="the peak and the gate/up product rows alone")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -79,7 +87,11 @@ def main() -> None:
         print(f"  {name:34s} {ms:9.3f} ms {rate}", flush=True)
 
     peak(row, args.iters)
-    triton_rows(row, args)
+    if args.swiglu_only:
+        swiglu_rows(row, args.rows * args.mean_length, args.iters)
+        args.triton_only = True  # nothing else
+    else:
+        triton_rows(row, args)
     if not args.triton_only:
         products(row, t, args.iters)
     if args.lt and not args.triton_only:
@@ -174,6 +186,60 @@ def silu_rows(row: Row, g: torch.Tensor, u: torch.Tensor, compiled: Callable[...
         row(f"  silu*up triton {block}/{warps}", ms)
         print(f"    {gb / ms:.2f} TB/s", flush=True)
     print(f"    triton vs compiled max |diff| {diff:.3e}", flush=True)
+
+
+def swiglu_rows(row: Row, t: int, iters: int) -> None:
+    """The gate/up products and SiLU-times-up the engine's way before round 14 (cuBLAS, then
+    ``hf_silu``'s one pass) against ``hf_swiglu``'s packed kernel at the one-frame batch (``t``
+    token rows), the start-up ramp's and the 2B model's width."""
+    for label, rows, hidden, inter in (("8B one-frame batch", t, HIDDEN, INTER), ("8B ramp batch", 4096, HIDDEN, INTER),
+                                       ("2B 32-frame batch", 32768, 2048, 6144)):
+        swiglu_shape(row, label, rows, hidden, inter, iters)
+        torch.cuda.empty_cache()
+
+
+def swiglu_shape(row: Row, label: str, rows: int, hidden: int, inter: int, iters: int, rounds: int = 4) -> None:
+    """One shape: each tile configuration once (and the first with one program a tile instead of
+    persistent ones), then ``rounds`` alternating sustained timings of cuBLAS and the tuned
+    kernel (the median of their medians is the row: the board's clock falls under its power cap
+    as a run goes on); the largest difference of each way from the float32 products' SiLU-times-up
+    on 1,024 rows."""
+    from benchcheck.engines import hf_swiglu_kernel
+    from benchcheck.engines.hf_silu import silu_mul_kernel
+    from benchcheck.engines.hf_swiglu import CONFIGS, pack_gate_up, swiglu_packed
+
+    x = torch.randn(rows, hidden, device=DEV, dtype=DT)
+    wg, wu = w(inter, hidden), w(inter, hidden)
+    packed = pack_gate_up(wg, wu)
+    flops = 2 * rows * hidden * 2 * inter
+
+    def cublas() -> torch.Tensor:
+        return silu_mul_kernel(F.linear(x, wg), F.linear(x, wu))
+
+    def fused() -> torch.Tensor:
+        return swiglu_packed(x, packed)
+
+    for config in CONFIGS:
+        row(f"  packed {'/'.join(map(str, config))}", timed(lambda config=config: swiglu_packed(x, packed, config),
+                                                            iters), flops)
+    row(f"  packed {'/'.join(map(str, CONFIGS[0]))}, one program a tile",
+        timed(lambda: swiglu_packed(x, packed, CONFIGS[0], programs=1 << 30), iters), flops)
+    fused()  # the tuner's first call
+    picked = [str(c) for c in hf_swiglu_kernel.swiglu_tuned.cache.values()]
+    times: dict[str, list[float]] = {"cublas": [], "fused": []}
+    for _ in range(rounds):
+        times["cublas"].append(timed(cublas, 3 * iters))
+        times["fused"].append(timed(fused, 3 * iters))
+    row(f"swiglu {label}: cuBLAS + silu pass", statistics.median(times["cublas"]), flops)
+    row(f"swiglu {label}: packed, tuned", statistics.median(times["fused"]), flops)
+    rounded = {k: [round(v, 3) for v in times[k]] for k in times}
+    print(f"    rounds cuBLAS {rounded['cublas']} packed {rounded['fused']}; tuned: {picked[-1] if picked else '?'}",
+          flush=True)
+    part = slice(0, 1024)
+    want = F.silu(x[part].float() @ wg.float().T) * (x[part].float() @ wu.float().T)
+    for name, got in (("cuBLAS + silu", cublas()[part]), ("packed", fused()[part])):
+        diff = (got.float() - want).abs().max().item()
+        print(f"    {name} vs float32 products: max |diff| {diff:.3e}", flush=True)
 
 
 def triton_rows(row: Row, args: argparse.Namespace) -> None:

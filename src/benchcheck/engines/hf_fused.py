@@ -91,6 +91,40 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 SILU_KERNEL = True
 
 
+# The gate and up products with SiLU-times-up in their epilogue, as ``hf_swiglu``'s Triton kernel
+# over the two weights packed into one, where it runs (CUDA from Hopper on, plain bias-free
+# projections): one kernel and one output instead of two products, two outputs and a pass over
+# them. H200, sustained rounds: 19.12 against 19.96 ms at the one-frame batch (8B), 2.59 against
+# 2.81 at the 2B width (docs/PERFORMANCE.md, round 14). False: cuBLAS's products, then
+# SiLU-times-up as above (``gpu_screen.py --variants swiglu``).
+SWIGLU_KERNEL = True
+
+
+def packed_gate_up(mlp: Any) -> torch.Tensor | None:
+    """``mlp``'s gate and up weights packed for ``hf_swiglu`` (made at the first call and kept on
+    the module while the weights stay the same tensors); None where the kernel does not take
+    them: projections other than plain bias-free nn.Linear, no Triton, shapes or a device the
+    kernel cannot read."""
+    gate, up = mlp.gate_proj, mlp.up_proj
+    if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
+        return None
+    source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
+    cached = getattr(mlp, "_bc_gate_up", None)
+    if cached is not None and cached[0] == source:
+        return cached[1]  # type: ignore[no-any-return]
+    from benchcheck.engines.hf_swiglu import HALF, pack_gate_up, supported
+    from benchcheck.engines.hf_varlen_triton import triton_available
+
+    packed = None
+    if gate.weight.shape == up.weight.shape and gate.weight.shape[0] % HALF == 0 and triton_available():
+        with torch.no_grad():
+            packed = pack_gate_up(gate.weight, up.weight)
+        if not supported(packed[:1], packed):
+            packed = None
+    mlp._bc_gate_up = (source, packed)
+    return packed
+
+
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
     """Run each text MLP's SiLU and product as one kernel (two passes over the largest
     activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
@@ -100,6 +134,14 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
 
     def activation(self: Any, x: torch.Tensor) -> torch.Tensor:
         """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
+        if SWIGLU_KERNEL and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
+            packed = packed_gate_up(self)
+            rows = x.reshape(-1, x.shape[-1])
+            if packed is not None:
+                from benchcheck.engines.hf_swiglu import supported, swiglu_packed
+
+                if supported(rows, packed):
+                    return swiglu_packed(rows, packed)
         gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
         if gate.shape[0] < EAGER_ROWS:

@@ -1,0 +1,117 @@
+"""The text MLP's gate and up products with SiLU-times-up in their epilogue, as one Triton
+kernel over the two weights packed into one (CUDA, Hopper and later).
+
+The engine's fused MLP ran the gate and the up products through cuBLAS and then ``hf_silu``'s
+one-pass kernel over their outputs: ~3.9 % of a one-frame batch's device time was that pass
+(docs/PERFORMANCE.md, round 10), and the products wrote twice the bytes the MLP goes on to
+read. Here the two weights are packed so that one product tile holds the gate and the up
+columns of the same outputs (``pack_gate_up``); the kernel (``hf_swiglu_kernel``) applies
+``silu(gate) * up`` to the float32 accumulator and writes the activation once: one kernel, no
+gate or up tensor in memory, and one rounding instead of three. On the H200 in sustained
+alternating rounds (``benchmarks/lm_kernels.py --swiglu-only``, round 14): 19.12 ms against
+19.96 for cuBLAS and the pass at the one-frame batch (63,488 rows, 8B), 2.59 against 2.81 at
+the 2B model's width. Two weights as nn.Linear keeps them, each tile of the products would be
+two narrower products in one program: 12 % slower than cuBLAS (tried first).
+
+The packed copy is made once per MLP, at its first call (``hf_fused.packed_gate_up``); the
+original weights stay, for transformers' own forward (the reference the benchmarks check
+against) and for everything else that reads them. On the 8B model it holds 7.2 GB more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+import torch
+
+HALF = 128  # output columns a tile: each packed run is HALF gate rows, then HALF up rows
+# (block_m, block_k, warps, stages, group_m): the tiles the kernel is timed in on its first call
+# for a weight shape and a size class of the rows (``hf_swiglu_kernel.swiglu_tuned``); every one
+# is 2 * HALF packed rows wide. H200 (round 14): 128/64/8/3 in groups of 16 was the fastest at
+# the one-frame batch, the ramp's 4,096 rows and the 2B width; groups of 8 within 2 %.
+CONFIGS = ((128, 64, 8, 3, 16), (128, 64, 8, 3, 8), (64, 64, 4, 4, 16))
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+BIG_ROWS = 8192  # rows from here on are one size class for the tuning (fewer, another)
+
+
+@functools.cache
+def _tensor_memory_access(index: int) -> bool:
+    """The CUDA device ``index`` has TMA (compute capability 9.0 or later)."""
+    return torch.cuda.get_device_capability(index)[0] >= 9
+
+
+def supported(x: torch.Tensor, packed: torch.Tensor) -> bool:
+    """Inputs the kernel takes: x (rows, K) over packed weights (2N, K) (``pack_gate_up``), one
+    float dtype, rows contiguous with 16-byte aligned starts and strides, on a device with TMA
+    (the CPU: only under Triton's interpreter, for tests)."""
+    if x.dim() != 2 or packed.dim() != 2 or x.shape[1] != packed.shape[1] or packed.shape[0] % (2 * HALF):
+        return False
+    if x.dtype != packed.dtype or x.dtype not in DTYPES or x.device != packed.device:
+        return False
+    size = x.element_size()
+    if any(t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16 for t in (x, packed)):
+        return False
+    return not x.is_cuda or _tensor_memory_access(x.device.index if x.device.index is not None
+                                                  else torch.cuda.current_device())
+
+
+def pack_gate_up(w_gate: torch.Tensor, w_up: torch.Tensor, half: int = HALF) -> torch.Tensor:
+    """The gate and up weights (N, K) as one (2N, K) matrix: each run of ``2 * half`` rows is
+    ``half`` rows of the gate weight, then the same rows of the up weight."""
+    n, k = w_gate.shape
+    if w_up.shape != (n, k) or n % half:
+        raise ValueError(f"pack_gate_up: gate {tuple(w_gate.shape)} and up {tuple(w_up.shape)} do not split into "
+                         f"runs of {half} rows")
+    return torch.stack((w_gate.reshape(n // half, half, k), w_up.reshape(n // half, half, k)), 1).reshape(2 * n, k)
+
+
+def set_blocks(nargs: dict[str, Any]) -> None:
+    """The tuner's pre-hook: each descriptor's block shape for the configuration being run."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["x_desc"].block_shape = [bm, bk]
+    nargs["w_desc"].block_shape = [bn, bk]
+    nargs["o_desc"].block_shape = [bm, bn // 2]
+
+
+def swiglu_packed(x: torch.Tensor, packed: torch.Tensor, config: tuple[int, int, int, int, int] | None = None,
+                  programs: int | None = None) -> torch.Tensor:
+    """``silu(x @ w_gate.T) * (x @ w_up.T)`` as (rows, N) in x's dtype from the packed weights,
+    both products accumulated in float32 and rounded once (float32 inputs multiply in full
+    float32). ``config``: one of ``CONFIGS``; None: the fastest of them, timed on the first call
+    (CUDA only). ``programs``: how many persistent programs (default: one an SM)."""
+    if not supported(x, packed):
+        raise ValueError(f"swiglu: x {tuple(x.shape)} {x.dtype} {x.device} over packed weights "
+                         f"{tuple(packed.shape)} {packed.dtype} {packed.device}: want (rows, K) over (2N, K) in runs "
+                         f"of {2 * HALF} rows, one float dtype, rows contiguous and 16-byte aligned, on a device "
+                         f"with TMA")
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from benchcheck.engines import hf_swiglu_kernel
+
+    rows, n, k = x.shape[0], packed.shape[0] // 2, packed.shape[1]
+    out = torch.empty(rows, n, device=x.device, dtype=x.dtype)
+    if rows == 0:
+        return out
+    if programs is None:
+        programs = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+    bm, bk, warps, stages, group = config or CONFIGS[0]  # the tuner's pre-hook sets its own blocks
+    descs = (TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(packed, [2 * HALF, bk]),
+             TensorDescriptor.from_tensor(out, [bm, HALF]))
+    args = (*descs, rows, n, k, int(rows >= BIG_ROWS))
+    precision = "ieee" if x.dtype == torch.float32 else "tf32"
+
+    def grid(meta: dict[str, int]) -> tuple[int]:
+        return (min(programs, triton.cdiv(rows, meta["BLOCK_M"]) * triton.cdiv(n, HALF)),)
+
+    # Triton launches on the current CUDA device (the CPU: Triton's interpreter, for tests).
+    with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+        if config is None:
+            hf_swiglu_kernel.swiglu_tuned[grid](*args, PRECISION=precision)
+        else:
+            hf_swiglu_kernel.swiglu_packed_kernel[grid({"BLOCK_M": bm})](
+                *args, BLOCK_M=bm, BLOCK_N=2 * HALF, BLOCK_K=bk, GROUP_M=group, PRECISION=precision,
+                num_warps=warps, num_stages=stages)
+    return out
