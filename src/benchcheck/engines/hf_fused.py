@@ -14,6 +14,7 @@ the same function as transformers' modules, fewer passes over the activations.
 
 from __future__ import annotations
 
+import logging
 import os
 import types
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from typing import Any
 import torch
 
 from benchcheck.engines.hf_generate import ReservedCache, decode_attention
+
+log = logging.getLogger(__name__)
 
 NORM_CLASS = "Qwen3VLTextRMSNorm"
 MLP_CLASS = "Qwen3VLTextMLP"
@@ -98,6 +101,9 @@ SILU_KERNEL = True
 # 2.81 at the 2B width (docs/PERFORMANCE.md, round 14). False: cuBLAS's products, then
 # SiLU-times-up as above (``gpu_screen.py --variants swiglu``).
 SWIGLU_KERNEL = True
+# Devices where the kernel could not launch (TMA but less shared memory than its tiles need:
+# the consumer Blackwell boards have 99 KB a block against the H200's 227 KB): cuBLAS from then on.
+_NO_SWIGLU: set[torch.device] = set()
 
 
 def packed_gate_up(mlp: Any) -> torch.Tensor | None:
@@ -107,6 +113,9 @@ def packed_gate_up(mlp: Any) -> torch.Tensor | None:
     kernel cannot read."""
     gate, up = mlp.gate_proj, mlp.up_proj
     if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
+        return None
+    if gate.weight.device in _NO_SWIGLU:
+        mlp._bc_gate_up = None  # the packed copy's memory back
         return None
     source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
     cached = getattr(mlp, "_bc_gate_up", None)
@@ -125,6 +134,19 @@ def packed_gate_up(mlp: Any) -> torch.Tensor | None:
     return packed
 
 
+def _swiglu_refused(err: Exception, device: torch.device) -> None:
+    """``err`` from the packed kernel's launch: where the device lacks the resources for its tiles
+    (Triton checks them before anything runs), the products go through cuBLAS on ``device`` from
+    now on, with one warning; any other error is raised."""
+    from triton.runtime.errors import OutOfResources
+
+    if not isinstance(err, OutOfResources):
+        raise err
+    if device not in _NO_SWIGLU:
+        log.warning("the MLP's gate/up kernel cannot run on %s (%s); its products go through cuBLAS", device, err)
+    _NO_SWIGLU.add(device)
+
+
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
     """Run each text MLP's SiLU and product as one kernel (two passes over the largest
     activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
@@ -141,7 +163,10 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
                 from benchcheck.engines.hf_swiglu import supported, swiglu_packed
 
                 if supported(rows, packed):
-                    return swiglu_packed(rows, packed)
+                    try:
+                        return swiglu_packed(rows, packed)
+                    except Exception as err:  # only a launch the device refused: anything else is raised
+                        _swiglu_refused(err, rows.device)
         gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
         if gate.shape[0] < EAGER_ROWS:

@@ -30,8 +30,10 @@ HALF = 128  # output columns a tile: each packed run is HALF gate rows, then HAL
 # (block_m, block_k, warps, stages, group_m): the tiles the kernel is timed in on its first call
 # for a weight shape and a size class of the rows (``hf_swiglu_kernel.swiglu_tuned``); every one
 # is 2 * HALF packed rows wide. H200 (round 14): 128/64/8/3 in groups of 16 was the fastest at
-# the one-frame batch, the ramp's 4,096 rows and the 2B width; groups of 8 within 2 %.
-CONFIGS = ((128, 64, 8, 3, 16), (128, 64, 8, 3, 8), (64, 64, 4, 4, 16))
+# the one-frame batch, the ramp's 4,096 rows and the 2B width in every timing; groups of 8 came
+# within 1-9 % of it, close enough that the tuner took them twice in one run (the ramp's rows
+# then 5 % slower than cuBLAS), so they are not offered. The 64-row tile is for other widths.
+CONFIGS = ((128, 64, 8, 3, 16), (64, 64, 4, 4, 16))
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 BIG_ROWS = 8192  # rows from here on are one size class for the tuning (fewer, another)
 
@@ -42,13 +44,17 @@ def _tensor_memory_access(index: int) -> bool:
     return torch.cuda.get_device_capability(index)[0] >= 9
 
 
-def supported(x: torch.Tensor, packed: torch.Tensor) -> bool:
+def supported(x: torch.Tensor, packed: torch.Tensor, tuned: bool = True) -> bool:
     """Inputs the kernel takes: x (rows, K) over packed weights (2N, K) (``pack_gate_up``), one
     float dtype, rows contiguous with 16-byte aligned starts and strides, on a device with TMA
-    (the CPU: only under Triton's interpreter, for tests)."""
+    (the CPU: only under Triton's interpreter, for tests). ``tuned``: in ``CONFIGS``' tiles,
+    which on a device hold 2-byte elements only (float32's stages would need 320 KB of shared
+    memory against the H200's 227 KB: float32 takes a smaller explicit ``config``)."""
     if x.dim() != 2 or packed.dim() != 2 or x.shape[1] != packed.shape[1] or packed.shape[0] % (2 * HALF):
         return False
     if x.dtype != packed.dtype or x.dtype not in DTYPES or x.device != packed.device:
+        return False
+    if tuned and x.is_cuda and x.element_size() > 2:
         return False
     size = x.element_size()
     if any(t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16 for t in (x, packed)):
@@ -81,11 +87,11 @@ def swiglu_packed(x: torch.Tensor, packed: torch.Tensor, config: tuple[int, int,
     both products accumulated in float32 and rounded once (float32 inputs multiply in full
     float32). ``config``: one of ``CONFIGS``; None: the fastest of them, timed on the first call
     (CUDA only). ``programs``: how many persistent programs (default: one an SM)."""
-    if not supported(x, packed):
+    if not supported(x, packed, tuned=config is None):
         raise ValueError(f"swiglu: x {tuple(x.shape)} {x.dtype} {x.device} over packed weights "
                          f"{tuple(packed.shape)} {packed.dtype} {packed.device}: want (rows, K) over (2N, K) in runs "
-                         f"of {2 * HALF} rows, one float dtype, rows contiguous and 16-byte aligned, on a device "
-                         f"with TMA")
+                         f"of {2 * HALF} rows, one float dtype (float32 on a device: with a config), rows "
+                         f"contiguous and 16-byte aligned, on a device with TMA")
     import triton
     from triton.tools.tensor_descriptor import TensorDescriptor
 
