@@ -135,13 +135,8 @@ def packed_gate_up(mlp: Any) -> torch.Tensor | None:
 
 
 def _swiglu_refused(err: Exception, device: torch.device) -> None:
-    """``err`` from the packed kernel's launch: where the device lacks the resources for its tiles
-    (Triton checks them before anything runs), the products go through cuBLAS on ``device`` from
-    now on, with one warning; any other error is raised."""
-    from triton.runtime.errors import OutOfResources
-
-    if not isinstance(err, OutOfResources):
-        raise err
+    """The packed kernel's launch refused on ``device`` for lack of resources (``err``): the
+    products go through cuBLAS there from now on, with one warning."""
     if device not in _NO_SWIGLU:
         log.warning("the MLP's gate/up kernel cannot run on %s (%s); its products go through cuBLAS", device, err)
     _NO_SWIGLU.add(device)
@@ -160,12 +155,14 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
             packed = packed_gate_up(self)
             rows = x.reshape(-1, x.shape[-1])
             if packed is not None:
+                from triton.runtime.errors import OutOfResources
+
                 from benchcheck.engines.hf_swiglu import supported, swiglu_packed
 
                 if supported(rows, packed):
                     try:
                         return swiglu_packed(rows, packed)
-                    except Exception as err:  # only a launch the device refused: anything else is raised
+                    except OutOfResources as err:  # Triton refuses before anything runs
                         _swiglu_refused(err, rows.device)
         gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always

@@ -11,8 +11,8 @@ gate or up tensor in memory, and one rounding instead of three. On the H200 in s
 alternating rounds (``benchmarks/lm_kernels.py --swiglu-only``, round 14): 19.12 ms against
 19.96 for cuBLAS and the pass at the one-frame batch (63,488 rows, 8B), 2.59 against 2.81 at
 the 2B model's width; the engine's one-frame rows 153.5 / 153.6 against 151.5 / 150.3 items/s
-alternating with cuBLAS and the pass. Two weights as nn.Linear keeps them, each tile of the products would be
-two narrower products in one program: 12 % slower than cuBLAS (tried first).
+alternating with cuBLAS and the pass. Two weights as nn.Linear keeps them, each tile of the
+products would be two narrower products in one program: 12 % slower than cuBLAS (tried first).
 
 The packed copy is made once per MLP, at its first call (``hf_fused.packed_gate_up``); the
 original weights stay, for transformers' own forward (the reference the benchmarks check
@@ -55,9 +55,9 @@ def supported(x: torch.Tensor, packed: torch.Tensor, tuned: bool = True) -> bool
         return False
     if x.dtype != packed.dtype or x.dtype not in DTYPES or x.device != packed.device:
         return False
-    if tuned and x.is_cuda and x.element_size() > 2:
-        return False
     size = x.element_size()
+    if tuned and x.is_cuda and size > 2:
+        return False
     if any(t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16 for t in (x, packed)):
         return False
     return not x.is_cuda or _tensor_memory_access(x.device.index if x.device.index is not None
