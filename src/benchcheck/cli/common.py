@@ -13,8 +13,10 @@ from benchcheck.items import ColumnMap, LoadResult, load_items
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False) -> LoadResult:
-    """Load items, printing one line per problem to stderr; a bad file or item never stops a run."""
+def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False,
+                         need_items: bool = True) -> LoadResult:
+    """Load items, printing one line per problem to stderr; a bad file or item never stops a run.
+    With ``need_items``, no item in any file ends the command (exit 2) with each file's reason."""
     try:
         cmap = ColumnMap.parse(columns) if columns else None
     except ValueError as e:
@@ -29,6 +31,10 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
         first = [p for p in result.problems if p.where == "0"]
         for p in [*first, *(p for p in result.problems if p.where != "0")]:
             click.echo(f"{'bad item' if p.severity == 'error' else 'note'}: {p}", err=True)
+    if need_items and paths and not result.items:
+        from benchcheck.items.report import no_items_reason
+
+        die(no_items_reason(result, paths))
     return result
 
 

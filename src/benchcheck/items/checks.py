@@ -30,6 +30,8 @@ def _kind(v: Any) -> str:
         return "a list"
     if isinstance(v, dict):
         return "an object"
+    if isinstance(v, str):
+        return "text"
     return f"a {type(v).__name__}"
 
 
@@ -47,6 +49,8 @@ def field_type_problem(name: str, v: Any) -> str | None:
 
 def options_problem(opts: Any, cols: Sequence[str]) -> str | None:
     """Options must be a list of texts; a list, object or null inside it is an error, not ``str(x)``."""
+    if isinstance(opts, str):  # "a, b, c": which separator is meant cannot be known, so never split
+        return f"options is text ({opts[:60]!r}), not a list (write [\"a\", \"b\", \"c\"])"
     if not isinstance(opts, (list, tuple)):
         return f"options is {_kind(opts)}, not a list"
     for i, o in enumerate(opts):

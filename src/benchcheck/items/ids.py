@@ -4,7 +4,7 @@ per-file tally that notices ids numbered per video.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,24 @@ def item_id_of(row: Mapping[str, Any], spec: str | None, bench: str, index: int)
             return f"{bench}_{index}", f"item id column {c!r} (of {spec!r}) is empty or missing"
         parts.append(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip())
     return "_".join(parts), None
+
+
+def gives_id(row: Mapping[str, Any], spec: str | None) -> bool:
+    """True when the row names its own id (an id of ``{bench}_{index}`` is generated otherwise)."""
+    cols = id_columns(spec, row)
+    return len(cols) > 1 or (len(cols) == 1 and not _is_blank(row.get(cols[0])))
+
+
+def free_id(base: str, taken: Collection[str]) -> str:
+    """A generated id that no given id and no earlier item holds: ``base``, else ``base_2``, ``base_3``...
+
+    A record without an id is never a duplicate, and a given id never loses to a generated one."""
+    if base not in taken:
+        return base
+    k = 2
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"
 
 
 @dataclass(slots=True)

@@ -7,6 +7,7 @@ bad one (file, line, item id, what is wrong), so a run can report them and go on
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -21,7 +22,8 @@ from benchcheck.items.checks import (
     options_problem,
     video_id_problem,
 )
-from benchcheck.items.ids import IdTally, default_id, id_columns, item_id_of
+from benchcheck.items.ids import ID_KEYS, IdTally, default_id, free_id, gives_id, id_columns, item_id_of
+from benchcheck.items.layouts import json_records, split_lettered_options
 from benchcheck.items.record import Item, key_video_id
 from benchcheck.protocol import LETTERS, MAX_OPTIONS, strip_sequential_prefix
 
@@ -33,6 +35,10 @@ _ANSWER_KEYS = ("answer", "gold", "label", "correct_answer")
 _VIDEO_KEY_KEYS = ("video", "video_key", "video_path")
 _SPREAD_OPTION = re.compile(r"^(?:a|option_?|choice_?|opt_?)(\d+)$", re.I)
 _SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+# The keys a record may hold: any other key is named when a field is missing (a typo, "qestion").
+_KNOWN_KEYS = frozenset({*ID_KEYS, "bench", *_QUESTION_KEYS, *_OPTIONS_KEYS, *_ANSWER_KEYS, "video_id",
+                         *_VIDEO_KEY_KEYS, "task", "duration_s", "meta", "format"})
+_BOM = "\ufeff"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,18 +145,20 @@ def _is_blank(v: Any) -> bool:
 
 
 def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> Any:
-    """The raw options: a list when the row holds one (types are checked by the caller)."""
+    """The raw options: a list when the row holds one (types are checked by the caller). A column
+    holding the whole list that holds text instead (``"a, b, c"``) gives that text: not a list."""
     if len(cols) == 1:
         v = row.get(cols[0])
         if isinstance(v, str):
             s = v.strip()
-            if s.startswith("["):
-                try:
-                    v = json.loads(s)
-                except json.JSONDecodeError:
-                    return [v]
-            else:
-                return [] if not s else [v]
+            if not s:
+                return []
+            if _SPREAD_OPTION.match(cols[0]):  # one column of the a0..a4 layout: one option
+                return [v]
+            try:
+                v = json.loads(s) if s.startswith("[") else v
+            except (json.JSONDecodeError, RecursionError):
+                return v
         if v is None:
             return []
         return list(v) if isinstance(v, (list, tuple)) else v
@@ -200,6 +208,16 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
     return f"gold {s!r} matches no option"
 
 
+def _missing_field(name: str, expected: Sequence[str], row: Mapping[str, Any]) -> str:
+    """A required field no key of the row holds: name the unknown key that looks like a typo of it."""
+    unknown = [k for k in row if isinstance(k, str) and k not in _KNOWN_KEYS and not _SPREAD_OPTION.match(k)]
+    for k in unknown:
+        if (match := difflib.get_close_matches(k.lower(), expected, n=1, cutoff=0.75)):
+            return f"no {name} field: unknown key {k!r} (did you mean {match[0]!r}?)"
+    others = f"; unknown keys: {', '.join(map(repr, unknown[:5]))}" if unknown else ""
+    return f"no {name} field (expected {' or '.join(map(repr, expected))}{others})"
+
+
 def row_to_item(
     row: Mapping[str, Any], cmap: ColumnMap, bench_default: str, index: int
 ) -> tuple[Item | None, str | None, list[str]]:
@@ -216,16 +234,24 @@ def row_to_item(
     if (bad_bench := bench_name_problem(bench)):
         problems.append(bad_bench)
     question = str(row.get(cmap.question) or "").strip() if cmap.question else ""
-    if not question:
+    if not cmap.question:
+        problems.append(_missing_field("question", _QUESTION_KEYS, row))
+    elif not question:
         problems.append("empty question")
-    opts = _options_of(row, cmap.options or ())
+    if not cmap.options and (lettered := split_lettered_options(question)):
+        # Options written into the question (TempCompass): "Q?\nA. x\nB. y".
+        question, opts = lettered
+    elif not cmap.options:
+        return None, item_id, [*problems, _missing_field("options", _OPTIONS_KEYS, row)]
+    else:
+        opts = _options_of(row, cmap.options)
     if (bad_opts := options_problem(opts, cmap.options or ())):
         return None, item_id, [*problems, bad_opts]
     raw_opts = [str(o) for o in opts]
     texts, _ = strip_sequential_prefix(raw_opts)
     if len(texts) < 2:
         problems.append(f"fewer than 2 options ({len(texts)})")
-    answer: int | str = "no gold answer"
+    answer: int | str = _missing_field("answer", _ANSWER_KEYS, row)
     if cmap.answer:
         answer = resolve_answer(row.get(cmap.answer), texts, raw_opts, cmap.answer_kind,
                                 digits_are_index=len(cmap.options or ()) > 1)
@@ -260,37 +286,65 @@ def row_to_item(
     )
 
 
+FILE_LEVEL = "0"  # the ``where`` of a problem that concerns the whole file
+
+
+def _json_line(raw: bytes) -> dict[str, Any] | str:
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "line is not UTF-8"
+    except json.JSONDecodeError as e:
+        return f"line is not JSON ({e.msg})"
+    except RecursionError:  # the C decoder's guard: one hostile line must not lose the file
+        return "line is nested too deep to read (a JSON value inside ~1,000 others)"
+    return obj if isinstance(obj, dict) else "line is not a JSON object"
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    # surrogateescape keeps a stray non-UTF-8 byte visible (instead of U+FFFD) so that its row
+    # alone is reported, as in JSONL; utf-8-sig drops the BOM some spreadsheet tools write.
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
+        reader = csv.DictReader(f)
+        rows = iter(reader)
+        start = 2
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                break
+            except csv.Error as e:  # a cell over the csv module's limit: that row only, the reader goes on
+                msg = str(e)
+                if "field limit" in msg:
+                    msg = f"a cell is longer than {csv.field_size_limit():,} characters"
+                yield f"{start}", f"cannot read row: {msg}"
+                start = reader.reader.line_num + 1
+                continue
+            where, start = f"{start}", reader.line_num + 1
+            bad = not_utf8_fields(row)
+            yield where, (f"field {bad[0]!r} is not UTF-8" if bad else row)
+        if reader.line_num <= 1 and path.stat().st_size:
+            yield FILE_LEVEL, "header only: no items"
+
+
 def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
-    """(where, row) per record; row is an error message when the record cannot be read."""
+    """(where, row) per record; row is an error message when the record cannot be read. A message
+    whose ``where`` is :data:`FILE_LEVEL` concerns the whole file (no items in it)."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         with path.open("rb") as f:
             for n, raw_line in enumerate(f, 1):
-                if not raw_line.strip():
-                    continue
-                try:
-                    obj = json.loads(raw_line.decode("utf-8"))
-                except UnicodeDecodeError:
-                    yield f"{n}", "line is not UTF-8"
-                    continue
-                except json.JSONDecodeError as e:
-                    yield f"{n}", f"line is not JSON ({e.msg})"
-                    continue
-                yield f"{n}", obj if isinstance(obj, dict) else "line is not a JSON object"
+                if n == 1 and raw_line.startswith(_BOM.encode()):
+                    raw_line = raw_line[len(_BOM.encode()):]
+                if raw_line.strip():
+                    yield f"{n}", _json_line(raw_line)
     elif suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        for n, obj in enumerate(data if isinstance(data, list) else [], 1):
-            yield f"#{n}", obj if isinstance(obj, dict) else "record is not a JSON object"
+        records, refused = json_records(json.loads(path.read_text(encoding="utf-8-sig")))
+        if refused:
+            yield FILE_LEVEL, refused
+        yield from records
     elif suffix == ".csv":
-        # surrogateescape keeps a stray non-UTF-8 byte visible (instead of U+FFFD) so that its row
-        # alone is reported, as in JSONL; utf-8-sig drops the BOM some spreadsheet tools write.
-        with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-            reader = csv.DictReader(f)
-            start = reader.line_num + 1
-            for row in reader:
-                where, start = f"{start if start > 1 else 2}", reader.line_num + 1
-                bad = not_utf8_fields(row)
-                yield where, (f"field {bad[0]!r} is not UTF-8" if bad else row)
+        yield from _csv_rows(path)
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -308,61 +362,111 @@ def _columns_of(path: Path, first: Mapping[str, Any] | None) -> list[str]:
     return list(first.keys()) if first else []
 
 
-def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
-    """Load one file. ``seen`` (item id -> file) carries duplicate detection across files."""
-    cmap = cmap or ColumnMap()
-    seen = {} if seen is None else seen
-    out = LoadResult()
+@dataclass(slots=True)
+class _Read:
+    """A good item as read, before duplicate ids are checked (its id may still be generated)."""
+
+    where: str
+    item: Item
+    row: Mapping[str, Any]
+    cmap: ColumnMap
+    generated: bool
+
+
+@dataclass(slots=True)
+class _File:
+    """One file read: problems and items in file order, its records and whether the file itself failed."""
+
+    path: Path
+    entries: list[Problem | _Read] = field(default_factory=list)
+    records: int = 0
+
+    def given_ids(self) -> set[str]:
+        return {e.item.item_id for e in self.entries if isinstance(e, _Read) and not e.generated}
+
+
+def _read_file(path: Path, cmap: ColumnMap) -> _File:
+    """Every record of one file parsed; ids are settled later, across files (:func:`_settle`)."""
+    out = _File(path)
     bench_default = bench_of_path(path)
     resolved: ColumnMap | None = None
-    ids = IdTally()
     try:
-        rows = _read_rows(path)
-        for index, (where, row) in enumerate(rows):
-            out.records[str(path)] = index + 1
+        for index, (where, row) in enumerate(_read_rows(path)):
+            if where == FILE_LEVEL:
+                out.entries.append(Problem(str(path), where, None, str(row)))
+                continue
+            out.records = index + 1
             if isinstance(row, str):
-                out.problems.append(Problem(str(path), where, None, row))
+                out.entries.append(Problem(str(path), where, None, row))
                 continue
             if resolved is None or path.suffix.lower() in (".jsonl", ".json"):
                 columns = _columns_of(path, row)
                 resolved = _resolve_columns(columns, cmap)
                 if path.suffix.lower() in (".csv", ".parquet") and (
                         missing := [c for c in id_columns(resolved.item_id, columns) if c not in columns]):
-                    out.problems.append(Problem(str(path), "0", None, f"column map: item_id column {missing[0]!r} "
-                                                f"is not in this file (columns: {', '.join(map(str, columns))})"))
+                    out.entries.append(Problem(str(path), FILE_LEVEL, None, f"column map: item_id column "
+                                               f"{missing[0]!r} is not in this file (columns: "
+                                               f"{', '.join(map(str, columns))})"))
                     return out
             try:
                 item, item_id, problems = row_to_item(row, resolved, bench_default, index)
             except (TypeError, ValueError) as e:  # a field of the wrong type: this row's problem only
                 rid = row.get(resolved.item_id) if resolved.item_id else None
-                out.problems.append(Problem(str(path), where, None if rid is None else str(rid),
-                                            f"cannot read item: {type(e).__name__}: {e}"))
+                out.entries.append(Problem(str(path), where, None if rid is None else str(rid),
+                                           f"cannot read item: {type(e).__name__}: {e}"))
                 continue
-            out.problems.extend(Problem(str(path), where, item_id, m) for m in problems)
-            if item is None:
-                continue
-            ids.add(row, resolved.item_id, resolved.video_key or resolved.video_id, item.item_id,
-                    seen.get(item.item_id) == str(path))
-            if item.item_id in seen:
-                out.problems.append(
-                    Problem(str(path), where, item.item_id, f"duplicate item_id (first in {seen[item.item_id]})")
-                )
-                continue
-            seen[item.item_id] = str(path)
-            item = replace(item, source_file=str(path), source_line=where)
-            if item.format == "open":
-                out.problems.append(
-                    Problem(str(path), where, item.item_id,
-                            f"{len(item.options)} options > {MAX_OPTIONS}: format=open, kept but not "
-                            "letter-screened", "note")
-                )
-            out.items.append(item)
-        if resolved and (hint := ids.hint(resolved.item_id, resolved.video_key or resolved.video_id)):
-            out.problems.append(Problem(str(path), "0", None, hint, "note"))
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        out.problems.append(Problem(str(path), "0", None, f"cannot read file: {e}"))
+            out.entries.extend(Problem(str(path), where, item_id, m) for m in problems)
+            if item is not None:
+                out.entries.append(_Read(where, item, row, resolved, not gives_id(row, resolved.item_id)))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
+        out.entries.append(Problem(str(path), FILE_LEVEL, None, f"cannot read file: {e}"))
     except Exception as e:  # pyarrow raises its own types for a corrupt file
-        out.problems.append(Problem(str(path), "0", None, f"cannot read file: {type(e).__name__}: {e}"))
+        out.entries.append(Problem(str(path), FILE_LEVEL, None, f"cannot read file: {type(e).__name__}: {e}"))
+    if not out.records and not any(isinstance(e, Problem) and e.where == FILE_LEVEL for e in out.entries):
+        empty = "empty file (0 bytes)" if path.stat().st_size == 0 else "no records (blank lines only)"
+        out.entries.append(Problem(str(path), FILE_LEVEL, None, f"{empty}: no items"))
+    return out
+
+
+def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult) -> None:
+    """Ids of one file's items: a generated id takes no id given anywhere (``taken``) nor an earlier
+    item's; a given id seen before is a duplicate. Problems and items keep file order."""
+    path = str(read.path)
+    out.records[path] = read.records
+    ids = IdTally()
+    resolved: ColumnMap | None = None
+    for entry in read.entries:
+        if isinstance(entry, Problem):
+            out.problems.append(entry)
+            continue
+        item, resolved = entry.item, entry.cmap
+        if entry.generated:
+            item = replace(item, item_id=free_id(item.item_id, taken | seen.keys()))
+        ids.add(entry.row, resolved.item_id, resolved.video_key or resolved.video_id, item.item_id,
+                seen.get(item.item_id) == path)
+        if item.item_id in seen:
+            out.problems.append(
+                Problem(path, entry.where, item.item_id, f"duplicate item_id (first in {seen[item.item_id]})")
+            )
+            continue
+        seen[item.item_id] = path
+        item = replace(item, source_file=path, source_line=entry.where)
+        if item.format == "open":
+            out.problems.append(
+                Problem(path, entry.where, item.item_id,
+                        f"{len(item.options)} options > {MAX_OPTIONS}: format=open, kept but not "
+                        "letter-screened", "note")
+            )
+        out.items.append(item)
+    if resolved and (hint := ids.hint(resolved.item_id, resolved.video_key or resolved.video_id)):
+        out.problems.append(Problem(path, FILE_LEVEL, None, hint, "note"))
+
+
+def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
+    """Load one file. ``seen`` (item id -> file) carries duplicate detection across files."""
+    read = _read_file(path, cmap or ColumnMap())
+    out = LoadResult()
+    _settle(read, {} if seen is None else seen, read.given_ids(), out)
     return out
 
 
@@ -385,12 +489,12 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def load_items(paths: Iterable[str | Path], cmap: ColumnMap | None = None) -> LoadResult:
-    """Load several files (or folders of them); duplicate ids are caught across files too."""
+    """Load several files (or folders of them); duplicate ids are caught across files too, and a
+    generated id never takes an id that any of the files gives."""
+    files = [_read_file(path, cmap or ColumnMap()) for path in expand_paths(paths)]
+    taken = set().union(*(f.given_ids() for f in files))
     seen: dict[str, str] = {}
     total = LoadResult()
-    for path in expand_paths(paths):
-        r = load_path(path, cmap, seen)
-        total.items.extend(r.items)
-        total.problems.extend(r.problems)
-        total.records.update(r.records)
+    for read in files:
+        _settle(read, seen, taken, total)
     return total

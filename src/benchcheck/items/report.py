@@ -24,27 +24,51 @@ def _bench_of_problem_path(path: str) -> str:
 BAD_SHARE_WARN = 0.05
 
 
-def _kind_of(message: str) -> str:
-    """A problem's kind, without the values that differ per item: ``gold index … out of range``."""
-    return re.sub(r"'[^']*'|\d+(\.\d+)?", "…", message.split(" (first in ")[0]).strip()
+# The parts of a message that differ per item: a quoted value, or a number standing alone (the 8 of
+# "UTF-8" and the 2 of "a2" are parts of words, not values).
+_VALUE = re.compile(r"'[^']*'|(?<![\w.-])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def _kind_of(message: str) -> tuple[str, ...]:
+    """A problem's kind: its text around the values that differ per item."""
+    return tuple(_VALUE.split(message.split(" (first in ")[0].strip()))
+
+
+def _show_kind(messages: Sequence[str]) -> str:
+    """Messages of one kind as one line: a value all of them share is shown, one that differs is "…"."""
+    parts = [_VALUE.findall(m.split(" (first in ")[0].strip()) for m in messages]
+    kind = _kind_of(messages[0])
+    values = ["…" if len({p[i] for p in parts}) > 1 else parts[0][i] for i in range(len(kind) - 1)]
+    return "".join(t for pair in zip(kind, [*values, ""], strict=True) for t in pair)
 
 
 def bad_share_lines(result: LoadResult, threshold: float = BAD_SHARE_WARN) -> list[str]:
     """One line per file whose bad records exceed ``threshold``: count, share, the commonest cause."""
     bad_rows: dict[str, set[str]] = defaultdict(set)
-    kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    kinds: dict[str, dict[tuple[str, ...], list[str]]] = defaultdict(lambda: defaultdict(list))
     for p in result.errors:
         if p.where != "0":
             bad_rows[p.path].add(p.where)
-            kinds[p.path][_kind_of(p.message)] += 1
+            kinds[p.path][_kind_of(p.message)].append(p.message)
     lines = []
     for path, n in result.records.items():
         bad = len(bad_rows.get(path, ()))
         if n and bad / n > threshold:
-            kind, count = kinds[path].most_common(1)[0]
+            messages = max(kinds[path].values(), key=len)
             lines.append(f"{_bench_of_problem_path(path)}: {bad} of {n} records are bad ({100 * bad / n:.1f}%) "
-                         f"in {path}; most often: {kind} ({count})")
+                         f"in {path}; most often: {_show_kind(messages)} ({len(messages)})")
     return lines
+
+
+def no_items_reason(result: LoadResult, paths: Sequence[str]) -> str:
+    """One line for a load that gave no item: each file with its file-level reason, or its bad count."""
+    why: dict[str, str] = {}
+    for p in result.errors:
+        if p.where == "0":
+            why.setdefault(p.path, p.message.removesuffix(": no items"))
+    bad = Counter(path for path, where in dict.fromkeys((p.path, p.where) for p in result.errors) if where != "0")
+    files = [f"{path} ({why.get(path) or f'{bad[path]} of {n} records bad'})" for path, n in result.records.items()]
+    return f"no items in {'; '.join(files) or ', '.join(paths)}"
 
 
 def validation_table(result: LoadResult) -> str:
