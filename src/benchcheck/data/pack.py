@@ -23,6 +23,7 @@ import re
 import socket
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,59 @@ def result_members(results: Path) -> list[Path]:
     steps = sorted(p for p in results.iterdir() if p.is_dir() and re.fullmatch(r"step\d+", p.name))
     files = [results / n for n in (RUN_LOG, *POOL_ASSEMBLED) if (results / n).is_file()]
     return [*steps, *files]
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    """One result file or folder as it goes in: its name in the tarball and the real path read."""
+
+    arc: str
+    real: Path
+    is_dir: bool
+
+
+def _walk_results(path: Path, arc: str, root: Path, parents: tuple[Path, ...] = ()) -> Iterator[_Member]:
+    """The files under a result member, symlinks followed while they stay inside ``root`` (the
+    results folder, resolved). A link out of it, a dangling link or a loop raises ValueError naming
+    the link: a result left out silently would make the report count rows the tarball lacks."""
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if not target.exists():
+            raise ValueError(f"{path}: a symlink to {os.readlink(path)}, which does not exist; "
+                             "remove it or restore its target, then pack again")
+        if not target.is_relative_to(root):
+            raise ValueError(f"{path}: a symlink out of the results folder (to {target}); pack follows "
+                             f"links only inside {root}: copy the files in (cp -rL) and pack again")
+    real = Path(os.path.realpath(path))
+    if real.is_dir():
+        if real in parents:
+            raise ValueError(f"{path}: a symlink loop (it leads back to {real}); remove it and pack again")
+        yield _Member(arc, real, True)
+        for name in sorted(os.listdir(real)):
+            yield from _walk_results(path / name, f"{arc}/{name}", root, (*parents, real))
+    elif real.is_file():
+        yield _Member(arc, real, False)
+
+
+def _result_files(results: Path) -> list[_Member]:
+    """Every result file and folder that goes in, links resolved: checked before anything is written."""
+    root, res_arc = Path(os.path.realpath(results)), arcname(results)
+    return [m for top in result_members(results)
+            for m in _walk_results(top, f"{res_arc}/{top.relative_to(results).as_posix()}", root)]
+
+
+def _add_member(tf: tarfile.TarFile, m: _Member) -> None:
+    """A regular file or folder entry built from the real path's stat (never a link entry: two links
+    to one file are two copies, not a hard link that ``_clean`` would drop)."""
+    st = m.real.stat()
+    ti = tarfile.TarInfo(m.arc)
+    ti.type = tarfile.DIRTYPE if m.is_dir else tarfile.REGTYPE
+    ti.mode, ti.mtime, ti.size = st.st_mode & 0o7777, int(st.st_mtime), 0 if m.is_dir else st.st_size
+    if m.is_dir:
+        tf.addfile(ti)
+        return
+    with m.real.open("rb") as f:
+        tf.addfile(ti, f)
 
 
 class _HashingFile:
@@ -202,6 +256,7 @@ def pack(opts: PackOptions) -> PackResult:
     out.parent.mkdir(parents=True, exist_ok=True)
     base = stem(out.name)
     tmp = out.with_name(out.name + ".partial")
+    members = _result_files(results)
     masker = secrets_to_mask()
     tally = _LogsTally(opts.include_unchecked)
     # The report (JSON parsing) is built in a thread while the results are compressed (zlib
@@ -212,9 +267,8 @@ def pack(opts: PackOptions) -> PackResult:
             hf = _HashingFile(raw)
             # gzip level 6, as `tar -czf`: level 9 (tarfile's default) costs ~2x the time for ~1% less size.
             with tarfile.open(fileobj=hf, mode="w:gz", compresslevel=6) as tf:  # type: ignore[call-overload]
-                res_arc = arcname(results)
-                for m in result_members(results):
-                    tf.add(m, arcname=f"{res_arc}/{m.relative_to(results).as_posix()}", filter=_clean)
+                for m in members:
+                    _add_member(tf, m)
                 for d in opts.logs:
                     _add_logs(tf, d, arcname(d), masker, tally)
                 report = pending.result()
