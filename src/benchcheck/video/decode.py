@@ -129,8 +129,15 @@ def read_packets(container: Any, stream: Any) -> tuple[list[Any], PacketIndex]:
     return packets, index
 
 
-def open_video(path: Path, threads: int = 1) -> tuple[Any, Any]:
-    """Open a video file for decoding; ``threads=1`` keeps one process on one core."""
+def open_video(path: Path, threads: int = 1, frame_threads: bool = True) -> tuple[Any, Any]:
+    """Open a video file for decoding; ``threads=1`` keeps one process on one core.
+
+    ``frame_threads=False`` decodes one frame at a time whatever ``threads`` (slice threads only;
+    dav1d with a frame delay of 1). On a damaged source, frame threads change which decode errors
+    surface and which frames come out (a decoder several frames ahead drops or conceals them), so
+    a source read with them could be stored or failed depending on the thread count; on an intact
+    stream both give the same frames.
+    """
     import av
 
     container = av.open(str(path))
@@ -138,8 +145,11 @@ def open_video(path: Path, threads: int = 1) -> tuple[Any, Any]:
         container.close()
         raise ValueError("no video stream")
     stream = container.streams.video[0]
-    stream.codec_context.thread_count = threads
-    stream.codec_context.thread_type = "SLICE" if threads == 1 else "AUTO"
+    ctx = stream.codec_context
+    ctx.thread_count = threads
+    ctx.thread_type = "SLICE" if threads == 1 or not frame_threads else "AUTO"
+    if not frame_threads and ctx.name == "libdav1d":
+        ctx.options = {"max_frame_delay": "1"}
     return container, stream
 
 

@@ -46,12 +46,19 @@ def append_index(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     return append_rows(path, list(rows))
 
 
+RESOLVED = "stored"  # the status of a failures.jsonl row saying a failed source is stored now
+
+
 def last_failures(path: str | Path) -> dict[str, dict[str, Any]]:
-    """key -> the last row of ``failures.jsonl`` for that key."""
+    """key -> the last row of ``failures.jsonl`` for that key, for keys still failed (a later
+    ``status="stored"`` row, written when a rerun stores the source, clears the key)."""
     out: dict[str, dict[str, Any]] = {}
     p = Path(path)
     if p.is_file():
         for row in read_rows(p):
             if isinstance(row.get("key"), str):
-                out[row["key"]] = row
+                if row.get("status") == RESOLVED:
+                    out.pop(row["key"], None)
+                else:
+                    out[row["key"]] = row
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -37,8 +38,9 @@ STORE_GOP = 32
 STORE_X264_PARAMS = "cabac=0"
 STORE_CRF = 23
 STORE_PRESET = "fast"
-# A source whose frames stop this early before the duration its header declares is truncated.
-MIN_COVERAGE = 0.9
+# A source whose frames stop this early before the duration its file declares is truncated: more
+# than 5 % of its frames are missing (docs/video.md).
+MIN_COVERAGE = 0.95
 # More than this share of output frames that did not decode makes the source corrupt.
 MAX_MISSING = 0.05
 
@@ -135,6 +137,30 @@ def _declared_duration(stream: Any) -> float | None:
     return None
 
 
+_TAG_TIME = re.compile(r"^(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)$")
+
+
+def _tag_seconds(text: Any) -> float | None:
+    """``"00:00:05.000000000"`` (a Matroska ``DURATION`` tag) in seconds."""
+    m = _TAG_TIME.match(str(text).strip())
+    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
+
+
+def declared_duration(container: Any, stream: Any) -> float | None:
+    """The duration a file declares for its video: the stream's own (mp4), else the track's
+    ``DURATION`` tag (Matroska keeps none in the stream), else the container's when the video is
+    its only stream (the container's covers every stream: audio may run past the video)."""
+    if (own := _declared_duration(stream)) is not None:
+        return own
+    tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
+    for key in ("DURATION", *sorted(k for k in tags if k.startswith("DURATION-"))):
+        if key in tags and (seconds := _tag_seconds(tags[key])):
+            return seconds
+    if len(container.streams) == 1 and container.duration:
+        return float(container.duration) / 1_000_000  # AV_TIME_BASE
+    return None
+
+
 def _display_width(stream: Any) -> int:
     sar = stream.sample_aspect_ratio
     w = int(stream.codec_context.width)
@@ -162,7 +188,8 @@ def probe(path: Path, threads: int) -> OpenSource:
         raise NormalizeError("not a file")
     if path.stat().st_size == 0:
         raise NormalizeError("empty file (0 bytes)")
-    container, stream = open_video(path, threads)
+    # One frame at a time: a damaged source gets one result whatever the threads (open_video).
+    container, stream = open_video(path, threads, frame_threads=False)
     try:
         packets, index = read_packets(container, stream)
         times, retimed = frame_times(index.timestamps, _stream_rate(stream), _declared_duration(stream))
@@ -171,7 +198,7 @@ def probe(path: Path, threads: int) -> OpenSource:
         rotation = _rotation(stream, packets, index)
         width, height = _display_width(stream), int(stream.codec_context.height)
         # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
-        declared = None if retimed else _declared_duration(stream)
+        declared = None if retimed else declared_duration(container, stream)
         target = plan_target(times, frame_duration, width, height, rotation, declared)
     except BaseException:
         container.close()
@@ -281,9 +308,9 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
                 # Most source frames fill no slot; those no other frame references are not decoded.
                 # (Retimed frames are counted as they come out, so none may be skipped.)
                 codec.skip_frame = "DEFAULT" if src.retimed or pos in wanted_packets else "NONREF"
-                take(codec.decode(p))
+                take(_decoded(codec, p))
             codec.skip_frame = "DEFAULT"
-            take(codec.decode(None))
+            take(_decoded(codec, None))
             if last is None:
                 raise NormalizeError("no frame decoded")
             while j < len(target.slot_frames):
@@ -300,6 +327,17 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
     if missing > MAX_MISSING * len(target.slot_frames):
         raise NormalizeError(f"corrupt: {missing} of {len(target.slot_frames)} output frames did not decode")
     return target, src.facts
+
+
+def _decoded(codec: Any, packet: Any) -> list[Any]:
+    """The frames one packet gives; none when the decoder refuses it as damaged. Its frames are
+    then missing from the output and counted (more than :data:`MAX_MISSING` fails the source)."""
+    import av
+
+    try:
+        return list(codec.decode(packet))
+    except av.error.InvalidDataError:
+        return []
 
 
 def _reason(e: BaseException) -> str:

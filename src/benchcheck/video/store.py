@@ -39,6 +39,7 @@ from benchcheck.video.cache import clear_stale
 from benchcheck.video.index import (
     FAILURES_FILE,
     INDEX_FILE,
+    RESOLVED,
     append_index,
     done_rows,
     last_failures,
@@ -176,6 +177,18 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
                                 seconds=time.monotonic() - t0)
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _clear_failure(store: Path, failures: dict[str, dict[str, Any]], o: NormalizeOutcome) -> None:
+    """A source listed as failed that is stored now gets a ``status="stored"`` row in
+    ``failures.jsonl``: the file never lists as failed what the index has."""
+    if failures.pop(o.key, None) is not None:
+        append_index(store / FAILURES_FILE, [{"key": o.key, "source": o.path, "status": RESOLVED,
+                                              "content_hash": o.content_hash, "time": _now()}])
+
+
 def _index_row(o: NormalizeOutcome, stat: tuple[int, int] | None) -> dict[str, Any]:
     return {"key": o.key, "status": "done", "content_hash": o.content_hash, "source": o.path,
             "source_size": stat[0] if stat else None, "source_mtime_ns": stat[1] if stat else None,
@@ -251,14 +264,15 @@ def normalize_videos(sources: Sequence[Path], store: Path, workers: int = 1, key
     clear_stale(store / NORMALIZED)
     report = NormalizeReport(store)
     done = done_rows(store / INDEX_FILE)
+    failures = last_failures(store / FAILURES_FILE)
     todo = []
     for src in collect_sources(sources, keys):
         if _is_done(src, done.get(src.key), store):
-            report.outcomes.append(NormalizeOutcome(src.key, str(src.path), "skipped",
-                                                    str(done[src.key]["content_hash"])))
+            o = NormalizeOutcome(src.key, str(src.path), "skipped", str(done[src.key]["content_hash"]))
+            report.outcomes.append(o)
+            _clear_failure(store, failures, o)
         else:
             todo.append(src)
-    failures = last_failures(store / FAILURES_FILE)
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     bar = tqdm(total=len(todo), desc="normalize", unit="video", file=sys.stderr, disable=not progress)
 
@@ -266,14 +280,15 @@ def normalize_videos(sources: Sequence[Path], store: Path, workers: int = 1, key
         report.outcomes.append(o)
         if o.status in ("done", "exists"):
             append_index(store / INDEX_FILE, [_index_row(o, _stat(src.path))])
+            _clear_failure(store, failures, o)
         else:
             stat = _stat(src.path)
             row = {"key": o.key, "source": o.path, "reason": o.reason,
                    "source_size": stat[0] if stat else None, "source_mtime_ns": stat[1] if stat else None}
             prev = failures.get(o.key)
             if prev is None or any(prev.get(k) != v for k, v in row.items()):
-                append_index(store / FAILURES_FILE, [{**row, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                   time.gmtime())}])
+                append_index(store / FAILURES_FILE, [{**row, "time": _now()}])
+                failures[o.key] = row
         bar.update(1)
 
     try:

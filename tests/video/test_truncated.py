@@ -1,0 +1,169 @@
+"""Damaged Matroska sources (issue 40, items 2 and 3): a truncated MKV fails against the duration its
+container declares, and a damaged video is stored or failed the same whatever the decode threads
+(``--workers``); a rerun leaves ``failures.jsonl`` consistent with what is stored."""
+
+from __future__ import annotations
+
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import pytest
+
+from benchcheck.video.index import FAILURES_FILE, done_rows, last_failures
+from benchcheck.video.normalize import NormalizeError, declared_duration, plan_target, transcode
+from benchcheck.video.store import normalize_videos
+from benchcheck.video.synth import paint_frame
+
+FPS, N_FRAMES, W, H = 10, 50, 320, 180  # 5.0 s
+
+
+def _can_encode(codec: str) -> bool:
+    try:
+        av.codec.Codec(codec, "w")
+    except Exception:
+        return False
+    return True
+
+
+def make_mkv(path: Path, codec: str = "libx264", audio: bool = False) -> Path:
+    """A 5 s Matroska file (frame i paints i over a moving texture, so frames carry real data)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    texture = rng.integers(0, 256, size=(2 * H, 2 * W, 3), dtype=np.uint8)
+    options = {"libx264": {"preset": "ultrafast"}, "libsvtav1": {"preset": "12"}}.get(codec, {})
+    with av.open(str(path), "w", format="matroska") as out:
+        stream = out.add_stream(codec, rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
+        stream.codec_context.options = options
+        sound = out.add_stream("aac", rate=8000) if audio else None
+        for i in range(N_FRAMES):
+            bg = texture[(2 * i) % H:(2 * i) % H + H, (3 * i) % W:(3 * i) % W + W]
+            frame = av.VideoFrame.from_ndarray(paint_frame(i, W, H, bg), format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, FPS)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+        if sound is not None:  # audio running 2 s past the video's end: a longer container
+            samples = np.zeros((1, 1024), dtype=np.float32)
+            for k in range(7 * 8000 // 1024):
+                a = av.AudioFrame.from_ndarray(samples, format="fltp", layout="mono")
+                a.sample_rate, a.pts, a.time_base = 8000, k * 1024, Fraction(1, 8000)
+                for packet in sound.encode(a):
+                    out.mux(packet)
+            for packet in sound.encode():
+                out.mux(packet)
+    return path
+
+
+def _cut(src: Path, dest: Path, keep: float) -> Path:
+    data = src.read_bytes()
+    dest.write_bytes(data[: int(len(data) * keep)])
+    return dest
+
+
+@pytest.fixture(scope="module")
+def mkv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_mkv(tmp_path_factory.mktemp("mkv") / "whole.mkv")
+
+
+def test_mkv_declares_its_duration_at_the_container_level(mkv: Path) -> None:
+    with av.open(str(mkv)) as c:
+        s = c.streams.video[0]
+        assert s.duration is None  # what the old check read: nothing, so no truncation was seen
+        assert declared_duration(c, s) == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("codec", ["libx264", "libsvtav1", "libvpx-vp9"])
+def test_mkv_cut_at_half_fails_as_truncated(tmp_path: Path, codec: str) -> None:
+    if not _can_encode(codec):
+        pytest.skip(f"this PyAV cannot encode {codec}")
+    whole = make_mkv(tmp_path / "whole.mkv", codec)
+    transcode(whole, tmp_path / "ok.mp4")  # the whole file is fine
+    half = _cut(whole, tmp_path / "half.mkv", 0.5)
+    with pytest.raises(NormalizeError, match=r"truncated: frames end at \d\.\d s of the 5\.0 s declared"):
+        transcode(half, tmp_path / "out.mp4")
+
+
+def test_more_than_five_percent_missing_fails_and_less_is_kept() -> None:
+    def plan(n: int) -> None:
+        plan_target([i / FPS for i in range(n)], 1 / FPS, W, H, 0, declared=5.0)
+
+    plan(48)  # frames end at 4.8 s of 5.0 s: 4 % missing, kept
+    with pytest.raises(NormalizeError, match=r"truncated: frames end at 4\.7 s of the 5\.0 s declared"):
+        plan(47)  # 6 % missing
+
+
+def test_audio_past_the_video_is_not_truncation(tmp_path: Path) -> None:
+    mkv = make_mkv(tmp_path / "av.mkv", audio=True)
+    with av.open(str(mkv)) as c:
+        assert c.duration / 1e6 > 5.5  # the container is longer than the video
+    _, facts = transcode(mkv, tmp_path / "o.mp4")
+    assert facts["n_frames"] == N_FRAMES
+
+
+def test_truncated_mkv_is_a_failure_row_not_a_shorter_video(tmp_path: Path, mkv: Path) -> None:
+    src = tmp_path / "raw"
+    src.mkdir()
+    _cut(mkv, src / "clip.mkv", 0.5)
+    store = tmp_path / "store"
+    report = normalize_videos([src], store)
+    [o] = report.outcomes
+    assert o.status == "failed" and o.reason and o.reason.startswith("truncated")
+    assert not done_rows(store / "index.jsonl")
+    # the user replaces the file with the whole one: the rerun stores it and failures.jsonl agrees
+    shutil.copy(mkv, src / "clip.mkv")
+    report = normalize_videos([src], store)
+    assert [o.status for o in report.outcomes] == ["done"]
+    assert set(done_rows(store / "index.jsonl")) == {o.key}
+    assert o.key not in last_failures(store / FAILURES_FILE)
+
+
+def _offsets(data: bytes, n: int = 24) -> range:
+    return range(1000, len(data) - 4096, max(1500, len(data) // n))
+
+
+def _damaged(data: bytes, offset: int, path: Path) -> Path:
+    d = bytearray(data)
+    d[offset:offset + 4096] = bytes(4096)
+    path.write_bytes(bytes(d))
+    return path
+
+
+def _status(path: Path, out: Path, threads: int) -> str:
+    try:
+        _, facts = transcode(path, out, threads)
+    except NormalizeError:
+        return "failed"
+    return f"stored {facts['n_frames']}"
+
+
+def test_a_damaged_video_gets_one_result_whatever_the_threads(tmp_path: Path) -> None:
+    if not _can_encode("libsvtav1"):
+        pytest.skip("this PyAV cannot encode AV1")
+    data = make_mkv(tmp_path / "av1.mkv", "libsvtav1").read_bytes()
+    differ = []
+    for offset in _offsets(data):  # 4 KiB zeroed at each place in turn
+        bad = _damaged(data, offset, tmp_path / "bad.mkv")
+        results = {threads: _status(bad, tmp_path / "o.mp4", threads) for threads in (1, 4)}
+        if len(set(results.values())) > 1:
+            differ.append((offset, results))
+    assert not differ, differ
+
+
+def test_normalize_same_outcomes_with_one_or_two_workers(tmp_path: Path) -> None:
+    if not _can_encode("libsvtav1"):
+        pytest.skip("this PyAV cannot encode AV1")
+    data = make_mkv(tmp_path / "av1.mkv", "libsvtav1").read_bytes()
+    src = tmp_path / "raw"
+    src.mkdir()
+    for offset in _offsets(data):
+        _damaged(data, offset, src / f"z{offset}.mkv")
+    outcomes = []
+    for workers in (1, 2):
+        report = normalize_videos([src], tmp_path / f"store{workers}", workers=workers)
+        outcomes.append(sorted((Path(o.path).name, o.status, o.n_frames) for o in report.outcomes))
+    assert outcomes[0] == outcomes[1]
