@@ -84,6 +84,15 @@ def test_json_dict_of_lists_keyed_by_video(tmp_path: Path) -> None:
     assert r.items[0].video_id == key_video_id("v1") and r.items[2].video_id == key_video_id("own.mp4")
 
 
+def test_json_items_keyed_by_id(tmp_path: Path) -> None:
+    p = tmp_path / "K.json"
+    rows = {"q1": item(None), "q2": item(None, video="v.mp4"), "q3": item("own")}
+    p.write_text(json.dumps(rows), encoding="utf-8")
+    r = load_items([p])
+    assert not r.errors and [i.item_id for i in r.items] == ["q1", "q2", "own"]
+    assert r.items[1].video_id == key_video_id("v.mp4")
+
+
 def test_json_one_item_object_is_one_item(tmp_path: Path) -> None:
     p = tmp_path / "One.json"
     p.write_text(json.dumps(item("only")), encoding="utf-8")

@@ -2,7 +2,7 @@
 written into the question as ``A. ...`` lines.
 
 Real releases are not always a list of item objects: TempCompass's ``multi-choice.json`` is keyed
-by video and then by dimension, some files hold one item object, and an answer key (EgoSchema's
+by video and then by dimension, others are keyed by item id, some hold one item object, and an answer key (EgoSchema's
 ``subset_answers.json``: question id -> gold index) holds no items at all. Each layout read here
 becomes plain records (the outer key as the record's ``video``, an inner key as its ``task``); any
 other top level is refused in one line that says what the file holds.
@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
+
+from benchcheck.items.ids import ID_KEYS
 
 # Keys that name an item's question or options: an object holding one of them is one item.
 ITEM_KEYS = ("question", "query", "options", "candidates", "choices")
@@ -57,6 +59,8 @@ def _with(obj: Any, **extra: str) -> dict[str, Any] | str:
         row["video"] = extra["video"]
     if "task" in extra and "task" not in row:
         row["task"] = extra["task"]
+    if "item_id" in extra and not any(k in row for k in ID_KEYS):
+        row["item_id"] = extra["item_id"]
     return row
 
 
@@ -75,6 +79,8 @@ def json_records(data: Any) -> tuple[list[Record], str | None]:
     if len(data) == 1 and (key := next(iter(data))) in WRAPPER_KEYS and isinstance(data[key], list):
         return json_records(data[key])
     values = list(data.values())
+    if all(isinstance(v, dict) and any(k in v for k in ITEM_KEYS) for v in values):  # {id: item}
+        return [(str(key), _with(o, item_id=str(key))) for key, o in data.items()], None
     if all(_is_records(v) for v in values):  # {video: [item, ...]}
         return [(f"{video}#{n}", _with(o, video=video))
                 for video, rows in data.items() for n, o in enumerate(rows, 1)], None
@@ -86,7 +92,7 @@ def json_records(data: Any) -> tuple[list[Record], str | None]:
     kinds = _values_kind(values).removesuffix("s") if len(data) == 1 else _values_kind(values)
     return [], (f"top level is an object of {len(data)} {kinds} (first: {example[0][:40]!r}: "
                 f"{str(example[1])[:40]!r}), not a list of items; read as items: a list of objects, one "
-                "item object, or lists of items keyed by video")
+                "item object, items keyed by id, or lists of items keyed by video")
 
 
 def split_lettered_options(question: str) -> tuple[str, list[str]] | None:

@@ -423,7 +423,8 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
     except Exception as e:  # pyarrow raises its own types for a corrupt file
         out.entries.append(Problem(str(path), FILE_LEVEL, None, f"cannot read file: {type(e).__name__}: {e}"))
     if not out.records and not any(isinstance(e, Problem) and e.where == FILE_LEVEL for e in out.entries):
-        empty = "empty file (0 bytes)" if path.stat().st_size == 0 else "no records (blank lines only)"
+        empty = ("empty file (0 bytes)" if path.stat().st_size == 0 else "no rows"
+                 if path.suffix.lower() == ".parquet" else "no records (blank lines only)")
         out.entries.append(Problem(str(path), FILE_LEVEL, None, f"{empty}: no items"))
     return out
 
