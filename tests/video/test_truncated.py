@@ -95,6 +95,35 @@ def test_more_than_five_percent_missing_fails_and_less_is_kept() -> None:
     plan(48)  # frames end at 4.8 s of 5.0 s: 4 % missing, kept
     with pytest.raises(NormalizeError, match=r"truncated: frames end at 4\.7 s of the 5\.0 s declared"):
         plan(47)  # 6 % missing
+    # a last frame the file shows for 0.5 s is not 0.4 s of missing frames
+    plan_target([i / FPS for i in range(46)], 1 / FPS, W, H, 0, declared=5.0, last_shown=0.5)
+
+
+def _held_end_mp4(path: Path, hold_ms: int) -> Path:
+    """90 frames at 10 fps, the last one shown for ``hold_ms`` (as a screen recording ends)."""
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
+        stream.time_base = stream.codec_context.time_base = Fraction(1, 1000)
+        stream.codec_context.options = {"preset": "ultrafast", "bf": "0"}
+        packets = []
+        for i in range(90):
+            frame = av.VideoFrame.from_ndarray(paint_frame(i, W, H), format="rgb24")
+            frame.pts, frame.time_base = i * 100, Fraction(1, 1000)
+            packets += stream.encode(frame)
+        packets += stream.encode()
+        for k, packet in enumerate(packets):
+            packet.duration = hold_ms if k == len(packets) - 1 else 100
+            out.mux(packet)
+    return path
+
+
+def test_a_last_frame_held_is_not_truncation(tmp_path: Path) -> None:
+    held = _held_end_mp4(tmp_path / "held.mp4", 1100)
+    with av.open(str(held)) as c:
+        assert declared_duration(c, c.streams.video[0]) == pytest.approx(10.0, abs=0.05)
+    _, facts = transcode(held, tmp_path / "o.mp4")  # frames end at 9.0 s, the last shown to 10.0 s
+    assert facts["n_frames"] == 90
 
 
 def test_audio_past_the_video_is_not_truncation(tmp_path: Path) -> None:

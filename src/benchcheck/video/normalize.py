@@ -95,11 +95,15 @@ def output_slots(duration: float) -> tuple[float, list[float]]:
 
 
 def plan_target(times: list[float], frame_duration: float, width: int, height: int, rotation: int,
-                declared: float | None) -> Target:
-    """Match output slots to source frames (pure); raises :class:`NormalizeError` if truncated."""
+                declared: float | None, last_shown: float = 0.0) -> Target:
+    """Match output slots to source frames (pure); raises :class:`NormalizeError` if truncated.
+
+    ``last_shown``: how long the file says its last frame is shown (a frame held at the end is
+    not missing frames), when it says so."""
     duration = times[-1] + frame_duration
-    if declared and declared > 1.0 and duration < MIN_COVERAGE * declared:
-        raise NormalizeError(f"truncated: frames end at {duration:.1f} s of the {declared:.1f} s declared")
+    end = times[-1] + max(frame_duration, last_shown)
+    if declared and declared > 1.0 and end < MIN_COVERAGE * declared:
+        raise NormalizeError(f"truncated: frames end at {end:.1f} s of the {declared:.1f} s declared")
     dw, dh = (height, width) if rotation % 180 else (width, height)
     w, h = output_size(dw, dh, duration)
     fps, slots = output_slots(duration)
@@ -199,7 +203,10 @@ def probe(path: Path, threads: int) -> OpenSource:
         width, height = _display_width(stream), int(stream.codec_context.height)
         # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
         declared = None if retimed else declared_duration(container, stream)
-        target = plan_target(times, frame_duration, width, height, rotation, declared)
+        last = packets[index.packet_of[-1]]
+        last_shown = float(last.duration * stream.time_base) if last.duration and stream.time_base else 0.0
+        target = plan_target(times, frame_duration, width, height, rotation, declared,
+                             0.0 if retimed else last_shown)
     except BaseException:
         container.close()
         raise
