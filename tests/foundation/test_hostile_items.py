@@ -153,6 +153,14 @@ def test_csv_cell_over_the_field_limit_is_one_bad_row(tmp_path: Path) -> None:
     assert err.where == "3" and "131,072" in err.message
 
 
+def test_csv_whose_only_row_is_over_the_limit_is_that_row_not_header_only(tmp_path: Path) -> None:
+    p = tmp_path / "L1.csv"
+    p.write_text("item_id,question,a0,a1,answer\nbig," + "Q" * 140_000 + ",x,y,0\n", encoding="utf-8")
+    r = load_items([p])
+    [err] = r.errors
+    assert err.where == "2" and "131,072" in err.message
+
+
 # -- 11: empty item files ---------------------------------------------------------------------------
 
 def test_empty_item_files_are_named(tmp_path: Path) -> None:

@@ -307,7 +307,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.DictReader(f)
         rows = iter(reader)
-        start = 2
+        start, records = 2, 0
         while True:
             try:
                 row = next(rows)
@@ -317,13 +317,17 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
                 msg = str(e)
                 if "field limit" in msg:
                     msg = f"a cell is longer than {csv.field_size_limit():,} characters"
+                records += 1
                 yield f"{start}", f"cannot read row: {msg}"
+                if reader.reader.line_num < start:  # the reader did not move on: nothing more to read
+                    break
                 start = reader.reader.line_num + 1
                 continue
+            records += 1
             where, start = f"{start}", reader.line_num + 1
             bad = not_utf8_fields(row)
             yield where, (f"field {bad[0]!r} is not UTF-8" if bad else row)
-        if reader.line_num <= 1 and path.stat().st_size:
+        if not records and reader.fieldnames and reader.line_num <= 1:
             yield FILE_LEVEL, "header only: no items"
 
 
