@@ -171,7 +171,8 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
         for line in first.why_lines() or [f"step {job.step}: no items"]:
             echo(line)
         if first.cannot_run or not ctx.items:
-            echo(f"error: step {job.step} has nothing it can run (above: why); nothing was done")
+            _stderr(f"error: step {job.step} has nothing it can run (the 'step {job.step}:' lines say why); "
+                    "nothing was done")
             return 2
         return 0
     for line in first.why_lines(UNREACHED):

@@ -33,16 +33,18 @@ COUNT_KEYS = (
 # Why an item is not run at a step, in the order ``why_lines`` says it (``{steps}``: the earlier
 # steps that have not decided the waiting items yet).
 WHY = {
-    "WAITING_EARLIER": "wait for step {steps}, which has not decided them yet: run it first",
-    "NO_VIDEO": "reach no video (the 'no video:' lines say why; 'benchcheck items stats' counts them)",
-    "MISSING_FRAMES": "have no frames in the frame source (run 'benchcheck frames extract ... --plan v32')",
-    "DONE_TOTAL": "are done at this step",
-    "FAILED_TOTAL": "failed at this step (retry-free: their error rows used up the retries)",
-    "REMOVED_EARLIER": "were removed at an earlier step",
+    "WAITING_EARLIER": "wait{s} for step {steps}, which has not decided {them} yet: run it first",
+    "NO_VIDEO": "reach{es} no video (the 'no video:' lines say why; 'benchcheck items stats' counts them)",
+    "MISSING_FRAMES": "ha{ve} no frames in the frame source (run 'benchcheck frames extract ... --plan v32')",
+    "DONE_TOTAL": "{are} done at this step",
+    "FAILED_TOTAL": "failed at this step (retry-free: the error rows used up the retries)",
+    "REMOVED_EARLIER": "{were} removed at an earlier step",
     "FAILED_EARLIER": "failed at an earlier step",
-    "NOT_KEPT": "are not in the step-0 kept list (--keep)",
-    "OPEN_FORMAT": "have more than 26 options (kept, not letter-screened)",
+    "NOT_KEPT": "{are} not in the step-0 kept list (--keep)",
+    "OPEN_FORMAT": "ha{ve} more than 26 options (kept, not letter-screened)",
 }
+_ONE = {"s": "s", "es": "es", "them": "it", "ve": "s", "are": "is", "were": "was"}
+_MANY = {"s": "", "es": "", "them": "them", "ve": "ve", "are": "are", "were": "were"}
 # Causes that mean the step cannot do what was asked (rather than: it is finished).
 BLOCKING = ("WAITING_EARLIER", "NO_VIDEO")
 # Causes worth a note even when the step runs the other items.
@@ -80,7 +82,8 @@ class StepPlan:
         for key, text in WHY.items():
             if key in causes and (n := self.counts.get(key, 0)):
                 steps = ", ".join(map(str, sorted(self.waiting_on)))
-                out.append(f"step {self.step}: {n} item{'s' if n != 1 else ''} {text.format(steps=steps)}")
+                words = _ONE if n == 1 else _MANY
+                out.append(f"step {self.step}: {n} item{'' if n == 1 else 's'} {text.format(steps=steps, **words)}")
         return out
 
     @property
