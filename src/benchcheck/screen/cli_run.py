@@ -142,8 +142,9 @@ def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False,
     shard = parse_shard(job.shard)
     ctx, invalid = job_context(job, load, quiet)
     plan = ctx.plan(job.step)
-    for line in plan.why_lines() if why else ():
-        why(line)
+    if why is not None:
+        for line in plan.why_lines():
+            why(line)
     return plan.lines(invalid=invalid, held=held_by_other(ctx, plan, shard, job.max_unit))
 
 
