@@ -81,3 +81,14 @@ def test_frames_extract_with_no_video(proj: Path, tmp_path: Path) -> None:
     r = bc("frames", "extract", "--store", proj / "store", "--items", proj / "mine.jsonl", "--videos", proj / "raw",
            "--out", proj / "frames", "--no-progress")  # all cached: done, not an error
     assert r.exit_code == 0 and "3 already cached" in r.stdout
+
+
+def test_items_that_name_no_video_skip_the_visual_steps(proj: Path, tmp_path: Path) -> None:
+    """A text-only benchmark run through 1..6 is not an error at the visual steps: they are skipped."""
+    write_items(tmp_path / "text.jsonl", [item(20 + k, None) for k in range(3)])
+    res = tmp_path / "res"
+    assert bc("screen", "--items", tmp_path / "text.jsonl", "--results", res, "--step", "1", "--engine", "scripted",
+              "--rules", proj / "rules.json", "--no-progress").exit_code == 0
+    r = bc("screen", "--items", tmp_path / "text.jsonl", "--results", res, "--step", "2", "--engine", "scripted",
+           "--rules", proj / "rules.json", "--no-progress")
+    assert r.exit_code == 0 and "step 2: 3 items name no video: the visual steps skip them" in r.stdout

@@ -163,7 +163,7 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
         return 0
     shard = parse_shard(job.shard)
     ctx, _ = job_context(job, load)
-    if STEPS[job.step].visual and ctx.frames is None:
+    if STEPS[job.step].visual and ctx.frames is None and any(i.video_id for i in ctx.items):
         raise ValueError(f"step {job.step} shows frames: give --frames DIR (made by 'benchcheck frames extract "
                          "--plan v32') or --store DIR (made by 'benchcheck videos normalize')")
     first = ctx.plan(job.step, include_own=False)  # the earlier steps only: nothing is eligible -> why

@@ -35,6 +35,7 @@ COUNT_KEYS = (
 WHY = {
     "WAITING_EARLIER": "wait{s} for step {steps}, which has not decided {them} yet: run it first",
     "NO_VIDEO": "reach{es} no video (the 'no video:' lines say why; 'benchcheck items stats' counts them)",
+    "NO_VIDEO_NAMED": "name{s} no video: the visual steps skip {them}",
     "MISSING_FRAMES": "ha{ve} no frames in the frame source (run 'benchcheck frames extract ... --plan v32')",
     "DONE_TOTAL": "{are} done at this step",
     "FAILED_TOTAL": "failed at this step (retry-free: the error rows used up the retries)",
@@ -45,10 +46,8 @@ WHY = {
 }
 _ONE = {"s": "s", "es": "es", "them": "it", "ve": "s", "are": "is", "were": "was"}
 _MANY = {"s": "", "es": "", "them": "them", "ve": "ve", "are": "are", "were": "were"}
-# Causes that mean the step cannot do what was asked (rather than: it is finished).
-BLOCKING = ("WAITING_EARLIER", "NO_VIDEO")
 # Causes worth a note even when the step runs the other items.
-UNREACHED = (*BLOCKING, "MISSING_FRAMES")
+UNREACHED = ("WAITING_EARLIER", "NO_VIDEO", "MISSING_FRAMES")
 
 
 @dataclass(slots=True)
@@ -79,8 +78,11 @@ class StepPlan:
     def why_lines(self, causes: Iterable[str] = tuple(WHY)) -> list[str]:
         """One sentence per cause (of ``causes``) that left items out of this step."""
         out = []
+        # NO_VIDEO counts every item without frames to show; here it is split by whether the item
+        # named a video that was not reached (to fix) or named none (a text item: it skips them).
+        counts = {**self.counts, "NO_VIDEO": self.counts.get("NO_VIDEO", 0) - self.counts.get("NO_VIDEO_NAMED", 0)}
         for key, text in WHY.items():
-            if key in causes and (n := self.counts.get(key, 0)):
+            if key in causes and (n := counts.get(key, 0)):
                 steps = ", ".join(map(str, sorted(self.waiting_on)))
                 words = _ONE if n == 1 else _MANY
                 out.append(f"step {self.step}: {n} item{'' if n == 1 else 's'} {text.format(steps=steps, **words)}")
@@ -89,10 +91,12 @@ class StepPlan:
     @property
     def cannot_run(self) -> bool:
         """Nothing to run, nothing done or failed here (missing frames are recorded as failures),
-        and items held back by a cause the user must fix (an earlier step not run, videos not
-        reached): the work asked for cannot happen."""
+        and items held back by a cause the user must fix (an earlier step not run, videos named
+        but not reached): the work asked for cannot happen. Items that name no video skip the
+        visual steps by the protocol: a step over them alone is finished, not blocked."""
         done_here = sum(self.counts.get(k, 0) for k in ("DONE_TOTAL", "FAILED_TOTAL", "MISSING_FRAMES"))
-        return not self.todo and not done_here and any(self.counts.get(k, 0) for k in BLOCKING)
+        unreached = self.counts.get("NO_VIDEO", 0) - self.counts.get("NO_VIDEO_NAMED", 0)
+        return not self.todo and not done_here and bool(self.counts.get("WAITING_EARLIER", 0) or unreached)
 
 
 def gate(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> ItemVerdict | None:
@@ -147,6 +151,8 @@ def plan_step(
                 plan.counts["STALE"] += 1
             continue
         plan.counts[reason] += 1
+        if reason == "NO_VIDEO" and not item.video_id:
+            plan.counts["NO_VIDEO_NAMED"] += 1  # no video named at all (not a COUNT_KEY: why_lines splits it)
         bench_counts[reason] += 1
         if reason == "MISSING_FRAMES":
             plan.missing_frames.append(item)
