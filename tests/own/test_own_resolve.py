@@ -135,3 +135,11 @@ def test_items_stats_and_link_cli(world: tuple[Path, Path, dict[str, str]], tmp_
     none = write_items(tmp_path / "none.jsonl", [item(0, "nosuch.mp4")])
     r = bc("items", "link", none, "--store", store, "--out", tmp_path / "l2")
     assert r.exit_code == 2 and "no item reaches a video" in r.stderr
+
+
+def test_a_bare_id_names_its_one_video_file(world: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    root, store, ids = world
+    loaded = load_items([write_items(tmp_path / "b.jsonl", [item(0, "clip1"), item(1, "clip9")])])
+    res = resolve_items(loaded.items, store, root / "raw")
+    assert res.items[0].video_id == ids["clip1.mp4"] and res.resolutions[1].status == "not_found"
+    assert resolve_items(loaded.items[:1], store).items[0].video_id == ids["clip1.mp4"]

@@ -5,7 +5,8 @@ An item names its video in one of four forms (docs/items.md, "Videos"):
 * a ``video_id``: the content hash of a normalized video (``video_id`` field);
 * a store key ``local::<folder>::<path>`` or ``repo::zip::member`` (``video`` / ``video_key``):
   looked up in the store's index;
-* a path relative to ``--videos DIR`` (``video``): never outside DIR (``..`` or a symlink leaving
+* a path relative to ``--videos DIR`` (``video``; a name without a suffix, such as a bare id,
+  also matches the one video file of that name with a video extension): never outside DIR (``..`` or a symlink leaving
   it is refused for that item). With DIR it is looked up as the key DIR's normalization gave it,
   then by the file's absolute path (same size and mtime), then by the sha256 of its bytes, which
   is the video_id itself; without DIR, as the path below the folder of a ``local::`` key, when
@@ -29,6 +30,7 @@ from benchcheck.items.record import Item
 from benchcheck.video.index import StoreIndex
 from benchcheck.video.meta import META_FILE, NORMALIZED
 from benchcheck.video.normalize import content_hash_of, file_sha256
+from benchcheck.video.store import VIDEO_EXTENSIONS
 
 Status = Literal["stored", "unchecked", "not_normalized", "not_found", "refused", "none"]
 # Statuses whose item gets a video_id (``unchecked``: no store to check it against).
@@ -137,6 +139,11 @@ class VideoResolver:
             except ValueError as e:
                 return Resolution(item, rel, "refused", reason=f"{e} ({self.videos})")
             posix = PurePosixPath(rel.replace("\\", "/")).as_posix()
+            if not path.exists() and not path.suffix:  # a bare id ("4004") names 4004.mp4 or the like
+                found = [path.with_name(path.name + ext) for ext in sorted(VIDEO_EXTENSIONS)
+                         if path.with_name(path.name + ext).is_file()]
+                if len(found) == 1:
+                    path, posix = found[0], posix + found[0].suffix
             return self._by_file(item, rel, path, f"local::{self.videos.resolve().name}::{posix}")
         pure = PurePosixPath(rel.replace("\\", "/"))
         if ".." in pure.parts or "\x00" in rel:
@@ -144,8 +151,9 @@ class VideoResolver:
         if self.store is None:
             return Resolution(item, rel, "not_normalized",
                               reason=f"video {rel!r}: give --videos DIR (the folder it is in) or --store")
-        hashes = [h for h in self.index.by_relative(PurePosixPath(rel.replace("\\", "/")).as_posix())
-                  if self.stored(h)]
+        posix = PurePosixPath(rel.replace("\\", "/")).as_posix()
+        names = [posix] + ([posix + ext for ext in sorted(VIDEO_EXTENSIONS)] if not PurePosixPath(posix).suffix else [])
+        hashes = list(dict.fromkeys(h for n in names for h in self.index.by_relative(n) if self.stored(h)))
         if len(hashes) == 1:
             return Resolution(item, rel, "stored", hashes[0])
         if hashes:
