@@ -21,13 +21,12 @@ from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, DEFAULT_WORKERS, build_engine
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
-from benchcheck.screen.plan import UNREACHED
+from benchcheck.screen.plan import UNREACHED, WHY
 from benchcheck.screen.runner import (
     RunConfig,
     RunSummary,
     append_run_log,
     held_by_other,
-    record_missing_frames,
     run_step,
 )
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
@@ -167,17 +166,14 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
         raise ValueError(f"step {job.step} shows frames: give --frames DIR (made by 'benchcheck frames extract "
                          "--plan v32') or --store DIR (made by 'benchcheck videos normalize')")
     first = ctx.plan(job.step, include_own=False)  # the earlier steps only: nothing is eligible -> why
-    if not first.todo:
-        record_missing_frames(ctx.results, job.step, first.missing_frames)
-        for line in first.why_lines() or [f"step {job.step}: no items"]:
+    if first.cannot_run:
+        for line in first.why_lines():
             echo(line)
-        if first.cannot_run or not ctx.items:
-            _stderr(f"error: step {job.step} has nothing it can run (the 'step {job.step}:' lines say why); "
-                    "nothing was done")
-            return 2
-        return 0
-    for line in first.why_lines(UNREACHED):
-        echo(f"note: {line}")
+        _stderr(f"error: step {job.step} has nothing it can run (the 'step {job.step}:' lines say why); "
+                "nothing was done")
+        return 2
+    for line in first.why_lines(UNREACHED if first.todo else tuple(WHY)):
+        echo(line if not first.todo else f"note: {line}")
     if job.executor == "ray":
         from benchcheck.executors.ray_job import run_job_ray
 
@@ -208,7 +204,7 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
     gpus = job.gpus or (0 if job.endpoints else local_gpus(engine))
     append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, gpus)
     echo_summary(summary, shard, echo)
-    if not summary.attempted and not summary.held_units and not summary.aborted:
+    if first.todo and not summary.attempted and not summary.held_units and not summary.aborted:
         echo(f"step {job.step}: nothing left to run: the {len(first.todo)} eligible items are done or failed here")
     return 3 if summary.aborted else 0
 
