@@ -62,6 +62,7 @@ class StepPlan:
     by_bench: dict[str, Counter[str]] = field(default_factory=dict)
     states: Mapping[int, StepState] = field(default_factory=dict)  # what the plan read: use it, do not re-read
     waiting_on: Counter[int] = field(default_factory=Counter)  # WAITING_EARLIER items per earlier step
+    no_video_named: int = 0  # of the NO_VIDEO items, those that name no video at all (text items)
 
     @property
     def remaining(self) -> int:
@@ -80,7 +81,8 @@ class StepPlan:
         out = []
         # NO_VIDEO counts every item without frames to show; here it is split by whether the item
         # named a video that was not reached (to fix) or named none (a text item: it skips them).
-        counts = {**self.counts, "NO_VIDEO": self.counts.get("NO_VIDEO", 0) - self.counts.get("NO_VIDEO_NAMED", 0)}
+        counts = {**self.counts, "NO_VIDEO": self.counts.get("NO_VIDEO", 0) - self.no_video_named,
+                  "NO_VIDEO_NAMED": self.no_video_named}
         for key, text in WHY.items():
             if key in causes and (n := counts.get(key, 0)):
                 steps = ", ".join(map(str, sorted(self.waiting_on)))
@@ -95,7 +97,7 @@ class StepPlan:
         but not reached): the work asked for cannot happen. Items that name no video skip the
         visual steps by the protocol: a step over them alone is finished, not blocked."""
         done_here = sum(self.counts.get(k, 0) for k in ("DONE_TOTAL", "FAILED_TOTAL", "MISSING_FRAMES"))
-        unreached = self.counts.get("NO_VIDEO", 0) - self.counts.get("NO_VIDEO_NAMED", 0)
+        unreached = self.counts.get("NO_VIDEO", 0) - self.no_video_named
         return not self.todo and not done_here and bool(self.counts.get("WAITING_EARLIER", 0) or unreached)
 
 
@@ -152,7 +154,7 @@ def plan_step(
             continue
         plan.counts[reason] += 1
         if reason == "NO_VIDEO" and not item.video_id:
-            plan.counts["NO_VIDEO_NAMED"] += 1  # no video named at all (not a COUNT_KEY: why_lines splits it)
+            plan.no_video_named += 1
         bench_counts[reason] += 1
         if reason == "MISSING_FRAMES":
             plan.missing_frames.append(item)
