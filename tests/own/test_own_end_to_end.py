@@ -76,6 +76,12 @@ def test_items_to_report_with_no_hand_edit(tmp_path: Path) -> None:
            tmp_path / "audit", "--out", tmp_path / "report", "--no-plots", "--no-progress", "--workers", "1")
     assert r.exit_code == 0, r.output
     assert (tmp_path / "report" / "index.html").is_file() and "1 benchmarks, 10 items" in r.stderr
+    # The raw items too: the report resolves their videos for the thumbnails the same way.
+    r = bc("report", "--results", res, "--items", items, "--store", store, "--videos", raw, "--frames", frames,
+           "--copy-frames", "--out", tmp_path / "report_raw", "--no-plots", "--no-progress", "--workers", "1")
+    assert r.exit_code == 0, r.output
+    ids = {i.video_id for i in load_items([linked]).items if i.has_frames_source}
+    assert {p.name for p in (tmp_path / "report_raw" / "frames").iterdir()} == ids
     r = bc("export", "--results", res, "--items", linked, "--format", "parquet", "--out", tmp_path / "export")
     assert r.exit_code == 0, r.output
     assert "10 kept items of 1 benchmarks" in r.stderr
