@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.videos import videos_option
 
 
 @click.group("frames")
@@ -19,8 +20,9 @@ def frames() -> None:
 @click.option("--store", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The normalized store (made by 'benchcheck videos normalize').")
 @click.option("--items", "items", multiple=True, type=click.Path(exists=True),
-              help="Item files or folders (repeatable); their video_ids are extracted. "
-                   "Without --items: every video in the store.")
+              help="Item files or folders (repeatable); their videos are extracted (named by video_id, "
+                   "store key or path: docs/items.md). Without --items: every video in the store.")
+@videos_option
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items, e.g. 'video_id=vid'.")
 @click.option("--plan", default="v32", show_default=True,
               help="v32, mid, v_1, v_<N>[_s<S>], v_fps<F>_s<S>; aliases such as fps1_s224, 32_s224.")
@@ -32,8 +34,9 @@ def frames() -> None:
 @click.option("--max-images", default=1024, show_default=True, type=int, help="fps plans: most frames sent.")
 @click.option("--force", is_flag=True, help="Replace cache folders that hold another plan.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def extract(store: Path, items: tuple[str, ...], columns: str | None, plan: str, out: Path, workers: int,
-            jpeg_quality: int, token_budget: int, max_images: int, force: bool, no_progress: bool) -> None:
+def extract(store: Path, items: tuple[str, ...], videos_dir: str | None, columns: str | None, plan: str, out: Path,
+            workers: int, jpeg_quality: int, token_budget: int, max_images: int, force: bool,
+            no_progress: bool) -> None:
     """Extract the frames of a plan for the items' videos into a frame cache. Resumable: videos
     already cached are skipped. Failures go to <out>/failures.jsonl; exit 1 if any.
 
@@ -41,22 +44,33 @@ def extract(store: Path, items: tuple[str, ...], columns: str | None, plan: str,
     Example:
       benchcheck frames extract --store store --items items/ --plan v32 --out pool_frames --workers 2
     """
-    from benchcheck.video.batch import extract_many, video_ids_for_items
+    from benchcheck.video.batch import extract_many
     from benchcheck.video.meta import normalized_ids
     from benchcheck.video.plans import parse_plan
+    from benchcheck.video.resolve import report_unresolved, resolve_items
 
     try:
         parse_plan(plan)
     except ValueError as e:
         die(str(e))
+    if videos_dir is not None and not Path(videos_dir).is_dir():
+        die(f"--videos {videos_dir}: no such folder")
     if items:
         loaded = load_items_reporting(items, columns)
-        ids, without = video_ids_for_items(loaded.items, store)
-        if without:
-            click.echo(f"note: {without} items have no normalized video (video_id null, or k:... "
-                       "with a key not in the store's index)", err=True)
+        resolved = resolve_items(loaded.items, store, videos_dir)
+        report_unresolved(resolved, lambda line: click.echo(line, err=True))
+        ids = list(dict.fromkeys(r.video_id for r in resolved.resolutions if r.found and r.video_id))
+        if (without := len(resolved.resolutions) - resolved.count("stored")) and ids:
+            why = "the 'no video:' lines above" if resolved.unresolved else resolved.summary()
+            click.echo(f"note: {without} items have no normalized video ({why})", err=True)
+        if not ids:
+            why = resolved.summary() if loaded.items else "no valid items in --items"
+            die(f"nothing to extract: no item reaches a video in {store} ({why})")
     else:
         ids = normalized_ids(store)
+        if not ids:
+            die(f"nothing to extract: {store} holds no normalized video (run 'benchcheck videos normalize "
+                f"VIDEOS --store {store}' first)")
     report = extract_many(store, ids, plan, out, workers, jpeg_quality=jpeg_quality, token_budget=token_budget,
                           max_images=max_images, force=force, progress=not no_progress)
     for vid, reason in report.failures:

@@ -1,12 +1,14 @@
-"""``benchcheck items validate|stats``."""
+"""``benchcheck items validate|stats|link``."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import load_items_reporting
+from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.videos import videos_option
 
 
 @click.group("items")
@@ -36,17 +38,61 @@ def validate(paths: tuple[str, ...], columns: str | None) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--columns", default=None,
               help="Column map, e.g. 'item_id=video+qid,options=a0|a1|a2|a3|a4' (A+B joins columns: {A}_{B}).")
-def stats(paths: tuple[str, ...], columns: str | None) -> None:
-    """Items, options per item and the answer-position histogram per benchmark.
+@click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Normalized store: count the items whose video it holds.")
+@videos_option
+def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos_dir: str | None) -> None:
+    """Items, videos found / not normalized yet / not found (named), options per item and the
+    answer-position histogram per benchmark.
 
     \b
     Example:
-      benchcheck items stats items/
+      benchcheck items stats items/ --store store --videos raw_videos
     """
     from benchcheck.items.report import stats_table
+    from benchcheck.video.resolve import resolve_items
 
+    if videos_dir is not None and not Path(videos_dir).is_dir():
+        die(f"--videos {videos_dir}: no such folder")
     result = load_items_reporting(paths, columns, quiet=True)
-    click.echo(stats_table(result.items))
+    # Without a store nothing is found by content: reading every file would only count files.
+    resolved = resolve_items(result.items, store, videos_dir, hash_files=store is not None)
+    click.echo(stats_table(result.items, resolved.resolutions))
+
+
+@items.command("link")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--store", required=True, type=click.Path(exists=True, file_okay=False),
+              help="The normalized store (made by 'benchcheck videos normalize').")
+@videos_option
+@click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for the linked item files: <bench>.jsonl, each item's video_id filled in.")
+def link(paths: tuple[str, ...], store: str, videos_dir: str | None, columns: str | None, out: str) -> None:
+    """Write the items with their videos resolved to video_ids (by path under --videos, store key or
+    path in the store's index), so later commands need no --videos. Items whose video was not
+    found are written as they were and named on stderr. Exit 2 when no item reaches a video.
+
+    \b
+    Example:
+      benchcheck items link my_items.jsonl --store store --videos my_videos --out items
+    """
+    from benchcheck.video.link import write_linked
+    from benchcheck.video.resolve import report_unresolved, resolve_items
+
+    if videos_dir is not None and not Path(videos_dir).is_dir():
+        die(f"--videos {videos_dir}: no such folder")
+    result = load_items_reporting(paths, columns)
+    if not result.items:
+        die("no valid items to link")
+    resolved = resolve_items(result.items, store, videos_dir)
+    report_unresolved(resolved, lambda line: click.echo(line, err=True))
+    files = write_linked(resolved.items, Path(out))
+    click.echo(resolved.summary())
+    for f in files:
+        click.echo(str(f))
+    if not resolved.count("stored") and any(r.status != "none" for r in resolved.resolutions):
+        die(f"no item reaches a video in {store} (above: why)")
 
 
 COMMANDS = [items]

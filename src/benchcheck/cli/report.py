@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.videos import resolve_reporting, videos_option
 
 
 @click.command("report")
@@ -23,6 +24,9 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--side-audit", "side_audits", multiple=True, type=click.Path(),
               help="Audit folders of other runs on the same items, shown after the main one (repeatable).")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
+@click.option("--store", type=click.Path(file_okay=False), default=None,
+              help="Normalized store: names the items' videos for the thumbnails (with --videos).")
+@videos_option
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
 @click.option("--bench-png", is_flag=True, help="Also a matplotlib PNG per benchmark (slow on big pools).")
@@ -32,6 +36,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--no-progress", is_flag=True)
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
            qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], frames_root: str | None,
+           store: str | None, videos_dir: str | None,
            copy_frames: bool, no_plots: bool,
            bench_png: bool, out: str, workers: int, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
@@ -51,6 +56,7 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     except ValueError as e:
         die(str(e))
     items = load_items_reporting(item_paths, columns, quiet=True).items if item_paths else None
+    items = resolve_reporting(items, store, videos_dir, quiet=True) if items else items
     if frames_root is not None and not Path(frames_root).is_dir():
         die(f"--frames {frames_root}: not a folder")
     opts = ReportOptions(Path(results), Path(out), items, steps, sweep=Path(sweep) if sweep else None,

@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
+from benchcheck.cli.videos import videos_option
 from benchcheck.engines.registry import engine_names
+
+# Which engines decide anything: the rest exist for tests and the demo.
+ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint that returns log-probs) and "
+               "hf (a local checkpoint, --model, on a GPU). For tests and the demo only, never for your "
+               "benchmark's verdicts: scripted (answers from a --rules file), reference and reference-prior "
+               "(rules for the demo's coloured shapes), and hf with a tiny random-weight model.")
 
 
 @click.command("screen")
@@ -13,7 +20,8 @@ from benchcheck.engines.registry import engine_names
               help="Item files or folders (repeatable).")
 @click.option("--step", type=int, required=True, help="Step number (1-6).")
 @click.option("--results", type=click.Path(), required=True, help="Results folder (step<k>/ inside).")
-@click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True)
+@click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True,
+              help=ENGINE_HELP)
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None, help="Hub revision (default: the pinned one for the step's model).")
 @click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable).")
@@ -22,8 +30,12 @@ from benchcheck.engines.registry import engine_names
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="Order of the steps.")
 @click.option("--intro", default="lmms-v1", show_default=True, help="Named set of prompt intros.")
-@click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
-@click.option("--store", type=click.Path(), default=None, help="Normalized video store: extract frames on the fly.")
+@click.option("--frames", "frames_root", type=click.Path(), default=None,
+              help="Frame cache (pool_frames, from 'benchcheck frames extract --plan v32').")
+@click.option("--store", type=click.Path(), default=None,
+              help="Normalized video store: names the items' videos (index.jsonl); without --frames, frames "
+                   "are extracted from it on the fly.")
+@videos_option
 @click.option("--keep", "keep_file", type=click.Path(exists=True), default=None, help="Step-0 kept list.")
 @click.option("--bench", default=None, help="Only these benchmarks: A,B.")
 @click.option("--limit", type=int, default=None, help="At most N items per benchmark.")
@@ -50,11 +62,13 @@ from benchcheck.engines.registry import engine_names
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
            rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
-           keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
+           videos_dir: str | None, keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
            batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
            no_progress: bool, extra_perms: int, extra_band: float, letter_tokenizer: str | None,
            executor: str, ray_address: str | None, run_gpus: int) -> None:
-    """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable).
+    """Screen items at one step; rows go to RESULTS/step<k>/<bench>.jsonl (resumable). A step that can
+    run nothing says why per cause; exit 2 when what was asked cannot happen (an earlier step not run,
+    no item reaching a video, a frames folder that does not exist).
 
     \b
     Example:
@@ -66,7 +80,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     check_executor(executor, ray_address)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
-                   intro=intro, frames_root=frames_root, store=store, keep_file=keep_file, bench=bench, limit=limit,
+                   intro=intro, frames_root=frames_root, store=store, videos=videos_dir, keep_file=keep_file,
+                   bench=bench, limit=limit,
                    workers=workers, batch_items=batch_items, shard=shard, columns=columns, progress=not no_progress,
                    max_unit=max_unit, gpus=run_gpus, extra_perms=extra_perms, extra_band=extra_band,
                    letter_tokenizer=letter_tokenizer, executor=executor, ray_address=ray_address)

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
+from benchcheck.cli.videos import resolve_reporting
 from benchcheck.engines.registry import engine_names
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -16,6 +17,8 @@ _plan_opts = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
                  help="Item files or folders (repeatable)."),
     click.option("--store", type=click.Path(), default=None, help="Normalized video store (normalized/<id>/)."),
+    click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
+                 help="Folder the items' 'video' paths are relative to (paths never leave it)."),
     click.option("--results", type=click.Path(), required=True, help="Results folder (conditions_results.csv)."),
     click.option("--logs", type=click.Path(), default=None, help="Run logs (default: RESULTS/../logs)."),
     click.option("--data-logs", type=click.Path(), default=None,
@@ -45,9 +48,10 @@ def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
     from benchcheck.sweep.results import SweepPaths
 
     loaded = load_items_reporting(kw["item_paths"], kw["columns"])
+    items = resolve_reporting(loaded.items, kw["store"], kw.pop("videos_dir"))
     paths = SweepPaths.under(kw["results"], kw["logs"], kw["data_logs"])
     eng = engine or SweepEngine(model=kw["model"], revision=kw["revision"])
-    return SweepArgs(loaded.items, kw["store"], paths, kw["conds"], kw["bench"], kw["pilot"], kw["limit"], eng,
+    return SweepArgs(items, kw["store"], paths, kw["conds"], kw["bench"], kw["pilot"], kw["limit"], eng,
                      token_budget=kw["token_budget"], max_images=kw["max_images"], **extra)
 
 

@@ -3,9 +3,37 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
+
+from benchcheck.items import Item
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def videos_option(f: F) -> F:
+    """``--videos DIR``: the folder the items' ``video`` paths are relative to."""
+    return click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
+                        help="Folder the items' 'video' paths are relative to (paths never leave it).")(f)
+
+
+def resolve_reporting(items: Sequence[Item], store: str | Path | None, videos: str | Path | None,
+                      quiet: bool = False) -> list[Item]:
+    """The items with their videos resolved (``video.resolve``); one stderr line per item whose
+    video was not reached, then the counts. Without a key or path to resolve, the items as they are."""
+    from benchcheck.video.resolve import needs_resolving, report_unresolved, resolve_items
+
+    if videos is not None and not Path(videos).is_dir():
+        raise click.UsageError(f"--videos {videos}: no such folder")
+    if store is None and videos is None and not needs_resolving(items):
+        return list(items)
+    resolved = resolve_items(items, store, videos)
+    if not quiet:
+        report_unresolved(resolved, lambda line: click.echo(line, err=True))
+    return resolved.items
 
 
 @click.group("videos")

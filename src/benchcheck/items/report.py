@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from benchcheck.items.load import LoadResult
 from benchcheck.items.record import Item
 from benchcheck.protocol import LETTERS
+
+if TYPE_CHECKING:
+    from benchcheck.video.resolve import Resolution
 
 
 def _bench_of_problem_path(path: str) -> str:
@@ -86,22 +90,36 @@ def validation_table(result: LoadResult) -> str:
     return "\n".join(lines)
 
 
-def stats_table(items: Sequence[Item]) -> str:
-    """Per benchmark: items, with a normalized / placeholder / no video, options per item, gold positions."""
+def stats_table(items: Sequence[Item], resolutions: Sequence[Resolution] | None = None, shown: int = 5) -> str:
+    """Per benchmark: items with a video found, not normalized yet, not found (the first ``shown``
+    named), without a video; options per item; gold positions. ``resolutions``: one per item
+    (``video.resolve``); without them, an item's ``video_id`` alone decides."""
     by: dict[str, list[Item]] = defaultdict(list)
-    for it in items:
+    res: dict[str, list[Resolution]] = defaultdict(list)
+    for n, it in enumerate(items):
         by[it.bench].append(it)
+        if resolutions is not None:
+            res[it.bench].append(resolutions[n])
     lines = []
     for b in sorted(by):
         its = by[b]
         n_opts = Counter(len(i.options) for i in its)
         pos = Counter(i.answer for i in its if i.format == "mc")
-        normalized = sum(1 for i in its if i.has_frames_source)
-        placeholder = sum(1 for i in its if i.video_id and not i.has_frames_source)
-        # A k: placeholder is a video not normalized yet: it has no frames (step 2 says NO_VIDEO).
-        lines.append(f"{b}: {len(its)} items, {normalized} with a normalized video, "
-                     f"{placeholder} placeholder (not normalized yet), {len(its) - normalized - placeholder} "
-                     "without a video")
+        if resolutions is None:
+            found = sum(1 for i in its if i.has_frames_source)
+            pending = sum(1 for i in its if i.video_id and not i.has_frames_source)
+            missing: list[Resolution] = []
+        else:
+            found = sum(1 for r in res[b] if r.status in ("stored", "unchecked"))
+            pending = sum(1 for r in res[b] if r.status == "not_normalized")
+            missing = [r for r in res[b] if r.status in ("not_found", "refused")]
+        # Not normalized yet: the file or key is there, the store does not hold it (steps 2-6 say NO_VIDEO).
+        lines.append(f"{b}: {len(its)} items, {found} with a video found, {pending} not normalized yet, "
+                     f"{len(missing)} not found, {len(its) - found - pending - len(missing)} without a video")
+        for r in missing[:shown]:
+            lines.append(f"  not found: {r.item.item_id}: {r.reason}")
+        if len(missing) > shown:
+            lines.append(f"  not found: ... and {len(missing) - shown} more")
         lines.append("  options per item: " + ", ".join(f"{k}:{v}" for k, v in sorted(n_opts.items())))
         total = sum(pos.values()) or 1
         lines.append("  answer position:  " + ", ".join(

@@ -21,7 +21,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from benchcheck.qa.errors import PreconditionError
@@ -90,18 +90,11 @@ class Dataset:
 
 
 def safe_video_path(videos_root: Path, rel: str) -> Path:
-    """``videos_root / rel``, refusing absolute paths and paths that climb out of the root."""
-    if not rel or "\x00" in rel:
-        raise ValueError("empty video path")
-    pure = PurePosixPath(rel.replace("\\", "/"))
-    if pure.is_absolute() or ".." in pure.parts:
-        raise ValueError(f"video path {rel!r} leaves the videos folder")
-    root = videos_root.resolve()
-    path = (root / pure).resolve()
-    # Symlinks inside the folder may still point outside it.
-    if path != root and root not in path.parents:
-        raise ValueError(f"video path {rel!r} resolves outside the videos folder")
-    return path
+    """``videos_root / rel``, refusing absolute paths and paths that climb out of the root (the
+    items' rule: ``video.resolve.confined_path``)."""
+    from benchcheck.video.resolve import confined_path
+
+    return confined_path(videos_root, rel)
 
 
 def _item_id(raw: Any) -> str | None:

@@ -21,7 +21,14 @@ from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, DEFAULT_WORKERS, build_engine
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
-from benchcheck.screen.runner import RunConfig, RunSummary, append_run_log, held_by_other, run_step
+from benchcheck.screen.plan import UNREACHED, WHY
+from benchcheck.screen.runner import (
+    RunConfig,
+    RunSummary,
+    append_run_log,
+    held_by_other,
+    run_step,
+)
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import parse_shard
 
@@ -41,6 +48,7 @@ class ShardJob(EngineFlags):
     intro: str = DEFAULT_INTRO
     frames_root: str | None = None
     store: str | None = None
+    videos: str | None = None  # the folder the items' video paths are relative to (video.resolve)
     keep_file: str | None = None
     bench: str | None = None
     limit: int | None = None
@@ -84,32 +92,58 @@ class ShardJob(EngineFlags):
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
-    if frames_root and store:
-        raise ValueError("give --frames or --store, not both")
+    """The frame cache when given (the store then only names the videos), else the store on the fly.
+    A folder that does not exist is a usage error: every visual item would be a missing frame."""
+    for flag, folder in (("--frames", frames_root), ("--store", store)):
+        if folder is not None and not Path(folder).is_dir():
+            raise ValueError(f"{flag} {folder}: no such folder (made by 'benchcheck "
+                             f"{'frames extract' if flag == '--frames' else 'videos normalize'}')")
     if frames_root:
         return CacheFrames(frames_root)
     return StoreFrames(store) if store else None
 
 
 def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> tuple[ScreenContext, int]:
-    """The job's items and step states (their context), and how many items were invalid."""
+    """The job's items (their videos resolved: ``video.resolve``) and step states (their context),
+    and how many items were invalid."""
+    from benchcheck.video.resolve import needs_resolving, report_unresolved, resolve_items
+
     steps = parse_chain(job.chain)
     if job.step not in steps:
         raise ValueError(f"step {job.step} is not in the chain {job.chain}")
     if job.intro not in INTROS:
         raise ValueError(f"unknown --intro {job.intro!r}; known: {', '.join(INTROS)}")
-    loaded = load(job.items, job.columns, quiet)
+    if job.videos is not None and not Path(job.videos).is_dir():
+        raise ValueError(f"--videos {job.videos}: no such folder")
     frames = frame_source(job.frames_root, job.store)
-    ctx = make_context(loaded.items, job.results, steps, frames, job.keep_file,
+    loaded = load(job.items, job.columns, quiet)
+    items = loaded.items
+    if STEPS[job.step].visual and (job.videos or needs_resolving(items)):
+        resolved = resolve_items(items, job.store, job.videos)
+        if not quiet:
+            report_unresolved(resolved, _stderr)
+        items = resolved.items
+    ctx = make_context(items, job.results, steps, frames, job.keep_file,
                        job.bench.split(",") if job.bench else None, job.limit)
     return ctx, len(loaded.errors)
 
 
-def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> list[str]:
-    """``REMAINING_TOTAL=<n>`` and the other counts of the job's step, read once, in-process."""
+def _stderr(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr)
+
+
+def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False,
+               why: Echo | None = None) -> list[str]:
+    """``REMAINING_TOTAL=<n>`` and the other counts of the job's step, read once, in-process;
+    ``why`` gets one sentence per cause that leaves items out (kept off the KEY=VALUE lines)."""
     shard = parse_shard(job.shard)
     ctx, invalid = job_context(job, load, quiet)
     plan = ctx.plan(job.step)
+    if why is not None:
+        for line in plan.why_lines():
+            why(line)
     return plan.lines(invalid=invalid, held=held_by_other(ctx, plan, shard, job.max_unit))
 
 
@@ -123,11 +157,23 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
     """Exit code 0 when the step ran (errors are rows, reported), 2 on a precondition failure, 3 when
     the run stopped early because the engine was unreachable or refused the run (rerun to go on)."""
     if plan_only:
-        for line in plan_lines(job, load):
+        for line in plan_lines(job, load, why=lambda line: _stderr(f"why: {line}")):
             echo(line)
         return 0
     shard = parse_shard(job.shard)
     ctx, _ = job_context(job, load)
+    if STEPS[job.step].visual and ctx.frames is None and any(i.video_id for i in ctx.items):
+        raise ValueError(f"step {job.step} shows frames: give --frames DIR (made by 'benchcheck frames extract "
+                         "--plan v32') or --store DIR (made by 'benchcheck videos normalize')")
+    first = ctx.plan(job.step, include_own=False)  # the earlier steps only: nothing is eligible -> why
+    if first.cannot_run:
+        for line in first.why_lines():
+            echo(line)
+        _stderr(f"error: step {job.step} has nothing it can run (the 'step {job.step}:' lines say why); "
+                "nothing was done")
+        return 2
+    for line in first.why_lines(UNREACHED if first.todo else tuple(WHY)):
+        echo(line if not first.todo else f"note: {line}")
     if job.executor == "ray":
         from benchcheck.executors.ray_job import run_job_ray
 
@@ -148,7 +194,7 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
 
     async def go() -> Any:
         try:
-            return await run_step(ctx, engine, cfg, echo)
+            return await run_step(ctx, engine, cfg, echo, plan=first)
         finally:
             await engine.aclose()
 
@@ -158,6 +204,8 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
     gpus = job.gpus or (0 if job.endpoints else local_gpus(engine))
     append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, gpus)
     echo_summary(summary, shard, echo)
+    if first.todo and not summary.attempted and not summary.held_units and not summary.aborted:
+        echo(f"step {job.step}: nothing left to run: the {len(first.todo)} eligible items are done or failed here")
     return 3 if summary.aborted else 0
 
 

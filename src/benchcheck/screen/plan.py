@@ -30,6 +30,26 @@ COUNT_KEYS = (
 )
 
 
+# Why an item is not run at a step, in the order ``why_lines`` says it (``{steps}``: the earlier
+# steps that have not decided the waiting items yet).
+WHY = {
+    "WAITING_EARLIER": "wait{s} for step {steps}, which has not decided {them} yet: run it first",
+    "NO_VIDEO": "reach{es} no video (the 'no video:' lines say why; 'benchcheck items stats' counts them)",
+    "NO_VIDEO_NAMED": "name{s} no video: the visual steps skip {them}",
+    "MISSING_FRAMES": "ha{ve} no frames in the frame source (run 'benchcheck frames extract ... --plan v32')",
+    "DONE_TOTAL": "{are} done at this step",
+    "FAILED_TOTAL": "failed at this step (retry-free: the error rows used up the retries)",
+    "REMOVED_EARLIER": "{were} removed at an earlier step",
+    "FAILED_EARLIER": "failed at an earlier step",
+    "NOT_KEPT": "{are} not in the step-0 kept list (--keep)",
+    "OPEN_FORMAT": "ha{ve} more than 26 options (kept, not letter-screened)",
+}
+_ONE = {"s": "s", "es": "es", "them": "it", "ve": "s", "are": "is", "were": "was"}
+_MANY = {"s": "", "es": "", "them": "them", "ve": "ve", "are": "are", "were": "were"}
+# Causes worth a note even when the step runs the other items.
+UNREACHED = ("WAITING_EARLIER", "NO_VIDEO", "MISSING_FRAMES")
+
+
 @dataclass(slots=True)
 class StepPlan:
     """Items still to run at a step, and why the others are not."""
@@ -41,6 +61,8 @@ class StepPlan:
     missing_frames: list[Item] = field(default_factory=list)
     by_bench: dict[str, Counter[str]] = field(default_factory=dict)
     states: Mapping[int, StepState] = field(default_factory=dict)  # what the plan read: use it, do not re-read
+    waiting_on: Counter[int] = field(default_factory=Counter)  # WAITING_EARLIER items per earlier step
+    no_video_named: int = 0  # of the NO_VIDEO items, those that name no video at all (text items)
 
     @property
     def remaining(self) -> int:
@@ -53,6 +75,30 @@ class StepPlan:
         if held is not None:
             out.append(f"HELD_BY_OTHER={held}")  # remaining items in units a live process holds now
         return out
+
+    def why_lines(self, causes: Iterable[str] = tuple(WHY)) -> list[str]:
+        """One sentence per cause (of ``causes``) that left items out of this step."""
+        out = []
+        # NO_VIDEO counts every item without frames to show; here it is split by whether the item
+        # named a video that was not reached (to fix) or named none (a text item: it skips them).
+        counts = {**self.counts, "NO_VIDEO": self.counts.get("NO_VIDEO", 0) - self.no_video_named,
+                  "NO_VIDEO_NAMED": self.no_video_named}
+        for key, text in WHY.items():
+            if key in causes and (n := counts.get(key, 0)):
+                steps = ", ".join(map(str, sorted(self.waiting_on)))
+                words = _ONE if n == 1 else _MANY
+                out.append(f"step {self.step}: {n} item{'' if n == 1 else 's'} {text.format(steps=steps, **words)}")
+        return out
+
+    @property
+    def cannot_run(self) -> bool:
+        """Nothing to run, nothing done or failed here (missing frames are recorded as failures),
+        and items held back by a cause the user must fix (an earlier step not run, videos named
+        but not reached): the work asked for cannot happen. Items that name no video skip the
+        visual steps by the protocol: a step over them alone is finished, not blocked."""
+        done_here = sum(self.counts.get(k, 0) for k in ("DONE_TOTAL", "FAILED_TOTAL", "MISSING_FRAMES"))
+        unreached = self.counts.get("NO_VIDEO", 0) - self.no_video_named
+        return not self.todo and not done_here and bool(self.counts.get("WAITING_EARLIER", 0) or unreached)
 
 
 def gate(item: Item, spec: StepSpec, state: StepState, has_frames: bool) -> ItemVerdict | None:
@@ -94,7 +140,9 @@ def plan_step(
     own = states.get(step, StepState())
     plan = StepPlan(step, states=states)
     for item in items:
-        reason = _reason(item, spec, earlier, states, own, has_frames, keep)
+        reason, waiting = _reason(item, spec, earlier, states, own, has_frames, keep)
+        if waiting is not None:
+            plan.waiting_on[waiting] += 1
         bench_counts = plan.by_bench.setdefault(item.bench, Counter())
         if reason is None or reason in ("DONE_TOTAL", "FAILED_TOTAL"):
             plan.eligible.append(item)
@@ -105,6 +153,8 @@ def plan_step(
                 plan.counts["STALE"] += 1
             continue
         plan.counts[reason] += 1
+        if reason == "NO_VIDEO" and not item.video_id:
+            plan.no_video_named += 1
         bench_counts[reason] += 1
         if reason == "MISSING_FRAMES":
             plan.missing_frames.append(item)
@@ -119,24 +169,25 @@ def _reason(
     own: StepState,
     has_frames: Callable[[Item], bool],
     keep: set[str] | None,
-) -> str | None:
+) -> tuple[str | None, int | None]:
+    """Why the item is not run (None: it is), and the earlier step it waits for, if it does."""
     if item.format != "mc":
-        return "OPEN_FORMAT"
+        return "OPEN_FORMAT", None
     if keep is not None and item.item_id not in keep:
-        return "NOT_KEPT"
+        return "NOT_KEPT", None
     frames = item.has_frames_source and has_frames(item)
     for e in earlier:
         why = _earlier_verdict(item, e, states.get(e.number, StepState()), frames)
         if why:
-            return why
+            return why, e.number if why == "WAITING_EARLIER" else None
     if spec.visual and not item.has_frames_source:
-        return "NO_VIDEO"
+        return "NO_VIDEO", None
     if spec.visual and not frames:
-        return "MISSING_FRAMES"
+        return "MISSING_FRAMES", None
     v = own.verdict(item.item_id)
     if v.done:
-        return "DONE_TOTAL"
-    return "FAILED_TOTAL" if v.failed else None
+        return "DONE_TOTAL", None
+    return ("FAILED_TOTAL" if v.failed else None), None
 
 
 def load_keep(path: str | Path) -> set[str]:

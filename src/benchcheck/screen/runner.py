@@ -119,13 +119,15 @@ def held_by_other(ctx: ScreenContext, plan: StepPlan, shard: tuple[int, int], ma
     return n
 
 
-async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Echo = print) -> RunSummary:
-    """Run the remaining items of ``cfg.step`` for this shard; returns what happened."""
+async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Echo = print,
+                   plan: StepPlan | None = None) -> RunSummary:
+    """Run the remaining items of ``cfg.step`` for this shard; returns what happened. ``plan``: the
+    caller's ``ctx.plan(step, include_own=False)``, when it has read it already."""
     t0 = time.time()
     spec = step_run_spec(cfg.step, cfg.intro, engine)
     store = step_store(ctx.results, cfg.step)
     store.write_spec(spec)
-    plan = ctx.plan(cfg.step, include_own=False)  # the earlier steps, read once; own rows: per unit
+    plan = plan or ctx.plan(cfg.step, include_own=False)  # the earlier steps, read once; own rows: per unit
     summary = RunSummary(cfg.step)
     summary.missing_frames = record_missing_frames(ctx.results, cfg.step, plan.missing_frames)
     units = my_units(plan, cfg.shard, cfg.max_unit)

@@ -16,11 +16,9 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchcheck.items import Item
 from benchcheck.store import append_rows
 from benchcheck.video.cache import clear_stale, frames_present, read_frames_json
 from benchcheck.video.extract import CacheOutcome, extract_to_cache
-from benchcheck.video.index import INDEX_FILE, read_index
 from benchcheck.video.meta import META_FILE, video_dir
 from benchcheck.video.plans import JPEG_QUALITY, MAX_IMAGES, TOKEN_BUDGET, parse_plan
 
@@ -45,24 +43,6 @@ class ExtractReport:
         frames = sum(o.n_frames for o in self.outcomes if o.status == "done")
         return (f"plan {self.plan}: {self.count('done')} videos extracted ({frames} frames), "
                 f"{self.count('cached')} already cached, {len(self.failures)} failed")
-
-
-def video_ids_for_items(items: Sequence[Item], store: Path) -> tuple[list[str], int]:
-    """The distinct video_ids of the items, and how many items have none.
-
-    An item whose video was not normalized when its file was written (``video_id = "k:..."``
-    with ``meta.video_key``) is resolved through the store's index when the key is there now.
-    """
-    index = read_index(Path(store) / INDEX_FILE)
-    ids: dict[str, None] = {}
-    without = 0
-    for item in items:
-        vid = item.video_id if item.has_frames_source else index.get(str(item.meta.get("video_key")))
-        if vid:
-            ids[vid] = None
-        else:
-            without += 1
-    return list(ids), without
 
 
 def _check(store: Path, out: Path, video_id: str, plan: str, force: bool) -> str | None:

@@ -9,6 +9,7 @@ JSONL, one row per event, append-only: ``{"key", "status", "content_hash", ...}`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -62,3 +63,49 @@ def last_failures(path: str | Path) -> dict[str, dict[str, Any]]:
                 else:
                     out[row["key"]] = row
     return out
+
+
+def _is_local(key: str) -> bool:
+    return key.startswith("local::") and key.count("::") >= 2
+
+
+@dataclass(slots=True)
+class StoreIndex:
+    """The done rows of a store's index, with the lookups the video resolver needs: by key, by the
+    path below a local folder (``local::*::<rel>``), and by the source file's absolute path."""
+
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _by_rel: dict[str, list[str]] = field(default_factory=dict)
+    _by_abs: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, store: str | Path) -> StoreIndex:
+        out = cls(done_rows(Path(store) / INDEX_FILE))
+        for key, row in out.rows.items():
+            if _is_local(key):
+                out._by_rel.setdefault(key.split("::", 2)[2], []).append(key)
+            # Rows written since the resolver record the resolved path; older ones the path as given.
+            for src in (row.get("source_path"), row.get("source")):
+                if isinstance(src, str) and Path(src).is_absolute():
+                    out._by_abs.setdefault(src, []).append(key)
+        return out
+
+    def by_key(self, key: str) -> str | None:
+        row = self.rows.get(key)
+        return str(row["content_hash"]) if row else None
+
+    def by_relative(self, rel: str) -> list[str]:
+        """The distinct content hashes of local keys whose path below their folder is ``rel``."""
+        return list(dict.fromkeys(str(self.rows[k]["content_hash"]) for k in self._by_rel.get(rel, ())))
+
+    def by_file(self, path: Path, size: int, mtime_ns: int) -> str | None:
+        """The content hash recorded for this very file (same absolute path, size and mtime)."""
+        for key in self._by_abs.get(str(path), ()):
+            row = self.rows[key]
+            if (row.get("source_size"), row.get("source_mtime_ns")) == (size, mtime_ns):
+                return str(row["content_hash"])
+        return None
+
+    def row_matches(self, key: str, size: int, mtime_ns: int) -> bool:
+        row = self.rows.get(key)
+        return row is not None and (row.get("source_size"), row.get("source_mtime_ns")) == (size, mtime_ns)

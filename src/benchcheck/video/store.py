@@ -191,6 +191,7 @@ def _clear_failure(store: Path, failures: dict[str, dict[str, Any]], o: Normaliz
 
 def _index_row(o: NormalizeOutcome, stat: tuple[int, int] | None) -> dict[str, Any]:
     return {"key": o.key, "status": "done", "content_hash": o.content_hash, "source": o.path,
+            "source_path": str(Path(o.path).resolve()),
             "source_size": stat[0] if stat else None, "source_mtime_ns": stat[1] if stat else None,
             "source_sha256": o.source_sha256, "n_frames": o.n_frames, "too_short": o.too_short,
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

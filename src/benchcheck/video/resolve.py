@@ -1,0 +1,248 @@
+"""The one video resolver: what an item names as its video -> the ``video_id`` of a stored video.
+
+An item names its video in one of four forms (docs/items.md, "Videos"):
+
+* a ``video_id``: the content hash of a normalized video (``video_id`` field);
+* a store key ``local::<folder>::<path>`` or ``repo::zip::member`` (``video`` / ``video_key``):
+  looked up in the store's index;
+* a path relative to ``--videos DIR`` (``video``; a name without a suffix, such as a bare id,
+  also matches the one video file of that name with a video extension): never outside DIR (``..`` or a symlink leaving
+  it is refused for that item). With DIR it is looked up as the key DIR's normalization gave it,
+  then by the file's absolute path (same size and mtime), then by the sha256 of its bytes, which
+  is the video_id itself; without DIR, as the path below the folder of a ``local::`` key, when
+  exactly one stored video has it;
+* an absolute path: by absolute path in the index, then by content hash.
+
+Every command that needs frames calls :func:`resolve_items` (frames extract, screen, sweep,
+report, items stats/link), so an item reaches every step the same way. ``items link`` writes the
+resolved ids into a derived items file, so later runs need no resolution.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from benchcheck.items.record import Item
+from benchcheck.video.index import StoreIndex
+from benchcheck.video.meta import META_FILE, NORMALIZED
+from benchcheck.video.normalize import content_hash_of, file_sha256
+from benchcheck.video.store import VIDEO_EXTENSIONS
+
+Status = Literal["stored", "unchecked", "not_normalized", "not_found", "refused", "none"]
+# Statuses whose item gets a video_id (``unchecked``: no store to check it against).
+FOUND: tuple[Status, ...] = ("stored", "unchecked")
+# Per-item lines printed by a command before it says "N more".
+SHOWN_LINES = 20
+
+
+def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
+    """``root / rel``, refusing an absolute ``rel`` and any path that climbs out of ``root``
+    (``..``, or a symlink inside it that points outside). The one rule for paths from item files."""
+    if not rel or "\x00" in rel:
+        raise ValueError("empty video path")
+    pure = PurePosixPath(rel.replace("\\", "/"))
+    if pure.is_absolute() or ".." in pure.parts:
+        raise ValueError(f"video path {rel!r} leaves the {what}")
+    base = root.resolve()
+    path = (base / pure).resolve()
+    if path != base and base not in path.parents:
+        raise ValueError(f"video path {rel!r} resolves outside the {what}")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What one item named, the video_id it resolved to (or None), and why not when it did not."""
+
+    item: Item
+    named: str | None
+    status: Status
+    video_id: str | None = None
+    reason: str = ""
+
+    @property
+    def found(self) -> bool:
+        return self.status in FOUND and self.video_id is not None
+
+    def line(self) -> str:
+        where = f"{self.item.source_file}:{self.item.source_line}: " if self.item.source_file else ""
+        return f"{where}{self.item.item_id}: {self.reason}"
+
+
+def named_video(item: Item) -> str | None:
+    """The text the item named its video with: a key or path (``meta.video_key``), else its video_id."""
+    key = item.meta.get("video_key")
+    if isinstance(key, str) and key.strip() and not item.has_frames_source:
+        return key.strip()
+    return item.video_id if item.has_frames_source else None
+
+
+class VideoResolver:
+    """Resolves items against a store (its index and ``normalized/``) and a videos folder.
+
+    ``hash_files``: a file not found by its key or path in the index is hashed to find it by
+    content (its video_id); off for a count that must not read every file (``items stats``
+    without a store)."""
+
+    def __init__(self, store: str | Path | None = None, videos: str | Path | None = None,
+                 hash_files: bool = True) -> None:
+        self.store = Path(store) if store else None
+        self.videos = Path(videos) if videos else None
+        self.hash_files = hash_files
+        self.index = StoreIndex.load(self.store) if self.store else StoreIndex()
+        self._hashes: dict[tuple[str, int, int], str] = {}
+        self._stored: dict[str, bool] = {}
+
+    def stored(self, video_id: str) -> bool:
+        if self.store is None:
+            return False
+        if video_id not in self._stored:
+            self._stored[video_id] = (self.store / NORMALIZED / video_id / META_FILE).is_file()
+        return self._stored[video_id]
+
+    def resolve(self, item: Item) -> Resolution:
+        named = named_video(item)
+        if named is None:
+            return Resolution(item, None, "none", reason="names no video")
+        if item.has_frames_source:
+            if self.store is None:
+                return Resolution(item, named, "unchecked", named)
+            if self.stored(named):
+                return Resolution(item, named, "stored", named)
+            return Resolution(item, named, "not_found", reason=f"video_id {named!r} is not in the store "
+                              f"({self.store / NORMALIZED / named} missing)")
+        if "://" in named:
+            return Resolution(item, named, "not_found", reason=f"video {named!r} is a URL: download it and "
+                              "name the file (a path under --videos)")
+        if "::" in named:
+            return self._by_key(item, named)
+        if Path(named).is_absolute():
+            return self._by_file(item, named, Path(named), None)
+        return self._by_relative(item, named)
+
+    def _by_key(self, item: Item, key: str) -> Resolution:
+        if self.store is None:
+            return Resolution(item, key, "not_normalized", reason=f"video key {key!r}: give --store to look it up")
+        vid = self.index.by_key(key)
+        if vid and self.stored(vid):
+            return Resolution(item, key, "stored", vid)
+        return Resolution(item, key, "not_found", reason=f"video key {key!r} is not in {self.store}/index.jsonl")
+
+    def _by_relative(self, item: Item, rel: str) -> Resolution:
+        if self.videos is not None:
+            try:
+                path = confined_path(self.videos, rel)
+            except ValueError as e:
+                return Resolution(item, rel, "refused", reason=f"{e} ({self.videos})")
+            posix = PurePosixPath(rel.replace("\\", "/")).as_posix()
+            if not path.exists() and not path.suffix:  # a bare id ("4004") names 4004.mp4 or the like
+                found = [path.with_name(path.name + ext) for ext in sorted(VIDEO_EXTENSIONS)
+                         if path.with_name(path.name + ext).is_file()]
+                if len(found) == 1:
+                    path, posix = found[0], posix + found[0].suffix
+            return self._by_file(item, rel, path, f"local::{self.videos.resolve().name}::{posix}")
+        pure = PurePosixPath(rel.replace("\\", "/"))
+        if ".." in pure.parts or "\x00" in rel:
+            return Resolution(item, rel, "refused", reason=f"video path {rel!r} leaves the videos folder")
+        if self.store is None:
+            return Resolution(item, rel, "not_normalized",
+                              reason=f"video {rel!r}: give --videos DIR (the folder it is in) or --store")
+        posix = PurePosixPath(rel.replace("\\", "/")).as_posix()
+        names = [posix] + ([posix + ext for ext in sorted(VIDEO_EXTENSIONS)] if not PurePosixPath(posix).suffix else [])
+        hashes = list(dict.fromkeys(h for n in names for h in self.index.by_relative(n) if self.stored(h)))
+        if len(hashes) == 1:
+            return Resolution(item, rel, "stored", hashes[0])
+        if hashes:
+            return Resolution(item, rel, "not_found", reason=f"video {rel!r} names {len(hashes)} different "
+                              "stored videos (folders normalized apart): give --videos DIR")
+        return Resolution(item, rel, "not_found", reason=f"video {rel!r} is not in {self.store}/index.jsonl: "
+                          "give --videos DIR (the folder it is in), or normalize that folder")
+
+    def _by_file(self, item: Item, named: str, path: Path, key: str | None) -> Resolution:
+        try:
+            st = path.stat()
+        except OSError:
+            where = f" under {self.videos}" if key else ""
+            return Resolution(item, named, "not_found", reason=f"no such video file{where}: {path}")
+        if not path.is_file():
+            return Resolution(item, named, "not_found", reason=f"video {path} is not a file")
+        resolved = path.resolve()
+        vid = None
+        if key and self.index.row_matches(key, st.st_size, st.st_mtime_ns):
+            vid = self.index.by_key(key)
+        vid = vid or self.index.by_file(resolved, st.st_size, st.st_mtime_ns)
+        if vid is None and self.hash_files:
+            vid = self._content_hash(resolved, st.st_size, st.st_mtime_ns)
+        if self.store is None:
+            return Resolution(item, named, "unchecked", vid)
+        if vid and self.stored(vid):
+            return Resolution(item, named, "stored", vid)
+        folder = self.videos or path.parent
+        return Resolution(item, named, "not_normalized", reason=f"video {path} is not in {self.store} yet: run "
+                          f"'benchcheck videos normalize {folder} --store {self.store}'")
+
+    def _content_hash(self, path: Path, size: int, mtime_ns: int) -> str | None:
+        k = (str(path), size, mtime_ns)
+        if k not in self._hashes:
+            try:
+                self._hashes[k] = content_hash_of(file_sha256(path))
+            except OSError:
+                return None
+        return self._hashes[k]
+
+
+@dataclass(slots=True)
+class Resolved:
+    """Items with their resolved video_ids set (the others as they were) and every resolution."""
+
+    items: list[Item] = field(default_factory=list)
+    resolutions: list[Resolution] = field(default_factory=list)
+
+    def count(self, *statuses: Status) -> int:
+        return sum(r.status in statuses for r in self.resolutions)
+
+    @property
+    def unresolved(self) -> list[Resolution]:
+        """Items that name a video but did not reach one: each with its one-line reason."""
+        return [r for r in self.resolutions if r.status not in FOUND and r.status != "none"]
+
+    def summary(self) -> str:
+        c = Counter(r.status for r in self.resolutions)
+        return (f"videos: {c['stored'] + c['unchecked']} items with a video found, {c['not_normalized']} not "
+                f"normalized yet, {c['not_found'] + c['refused']} not found, {c['none']} name no video")
+
+
+def resolve_items(items: Sequence[Item], store: str | Path | None = None, videos: str | Path | None = None,
+                  *, hash_files: bool = True) -> Resolved:
+    """Every item resolved (module doc). A found item gets ``video_id`` and keeps what it named in
+    ``meta.video_key``; the others are returned unchanged (their steps say NO_VIDEO)."""
+    resolver = VideoResolver(store, videos, hash_files)
+    out = Resolved()
+    for item in items:
+        r = resolver.resolve(item)
+        out.resolutions.append(r)
+        if r.found and r.video_id != item.video_id:
+            meta = {**item.meta, "video_key": r.named} if r.named != r.video_id else item.meta
+            item = replace(item, video_id=r.video_id, meta=meta)
+        out.items.append(item)
+    return out
+
+
+def needs_resolving(items: Sequence[Item]) -> bool:
+    """True when some item names its video by key or path (not yet by video_id)."""
+    return any(named_video(i) not in (None, i.video_id) for i in items)
+
+
+def report_unresolved(resolved: Resolved, echo: Callable[[str], None], shown: int = SHOWN_LINES) -> None:
+    """One line per item whose video was not reached (the first ``shown``), then the summary."""
+    bad = resolved.unresolved
+    for r in bad[:shown]:
+        echo(f"no video: {r.line()}")
+    if len(bad) > shown:
+        echo(f"no video: ... and {len(bad) - shown} more items (benchcheck items stats lists the counts)")
+    if bad:
+        echo(resolved.summary())
