@@ -10,16 +10,19 @@ from benchcheck.cli.common import die, load_items_reporting
 
 
 @click.command("export")
-@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True)
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True))
+@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True,
+              help="Screening results folder (the fates come from it).")
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+              help="Item files or folders (repeatable): the question, options and video of each item.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
-@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True)
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
+@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True,
+              help="Which harness reads the export.")
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None,
               help="Frame cache: visual steps count as not screened for items without frames (as assemble).")
 @click.option("--store", type=click.Path(), default=None, help="Normalized store: write video file paths.")
-@click.option("--out", type=click.Path(file_okay=False), required=True)
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the export into.")
 def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, fmt: str, removed: bool,
            frames_root: str | None, store: str | None, out: str) -> None:
     """Write the kept items of each benchmark (or --removed ones) for your own harness.

@@ -12,7 +12,7 @@ from benchcheck.cli.common import die, load_items_reporting
 
 @click.group("frames")
 def frames() -> None:
-    """Extract frame caches from the normalized store (docs/PROTOCOL.md, "Videos", "Frame plans")."""
+    """Extract frame caches from the normalized store (the protocol: `benchcheck protocol "frame plans"`)."""
 
 
 @frames.command("extract")

@@ -27,7 +27,7 @@ def validate(paths: tuple[str, ...], columns: str | None) -> None:
     """
     from benchcheck.items.report import validation_table
 
-    result = load_items_reporting(paths, columns)
+    result = load_items_reporting(paths, columns, summary=False)  # the table starts with the summary lines
     click.echo(validation_table(result))
     sys.exit(1 if result.errors else 0)
 

@@ -10,7 +10,7 @@ import click
 
 @click.group("videos")
 def videos() -> None:
-    """Normalize source videos into the store (docs/PROTOCOL.md, "Videos")."""
+    """Normalize source videos into the store (the protocol: `benchcheck protocol videos`)."""
 
 
 @videos.command("normalize")
