@@ -9,7 +9,6 @@ import click
 
 from benchcheck.cli.common import die, load_items_reporting
 
-
 # One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
 DEFAULT_WORKERS = "one per core, at most 4"
 
