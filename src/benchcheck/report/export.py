@@ -6,7 +6,8 @@
   local JSONL, ``doc_to_visual/text/choice/target`` and ``process_results`` from ``utils.py``),
   and a group YAML over them;
 - ``vlmevalkit``: one MCQ TSV per benchmark: ``index, question, A, B, ..., answer, video``
-  (+ ``category``, ``item_id``, ``video_id``); unused option cells are empty, as VLMEvalKit expects.
+  (+ ``category``, ``item_id``, ``video_id``, ``bench``, ``duration_s``); unused option cells are empty, as
+  VLMEvalKit expects.
 
 The ``video`` of each item is the original video, as the item named it (``VIDEO_SOURCES``): the path or
 URL of its ``video`` field, or, for a store key (``local::raw::a.mp4``) or a bare ``video_id``, the
@@ -186,19 +187,20 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
     return [*paths, out / "utils.py", out / f"_benchcheck_{label}.yaml"]
 
 
-TSV_TEXT_COLUMNS = ("question", "video", "category", "item_id", "video_id")  # + the option letters
+TSV_TEXT_COLUMNS = ("question", "video", "category", "item_id", "video_id", "bench")  # + the option letters
 
 
 def tsv_table(rows: Sequence[Selected]) -> tuple[list[str], list[list[str]]]:
     """The header and the cells (as written) of a VLMEvalKit MCQ TSV."""
     k = max((len(s.item.options) for s in rows), default=4)
-    cols = ["index", "question", *LETTERS[:k], "answer", "video", "category", "item_id", "video_id"]
+    cols = ["index", "question", *LETTERS[:k], "answer", "video", "category", "item_id", "video_id", "bench",
+            "duration_s"]
     cells = []
     for j, s in enumerate(rows):
         it = s.item
         opts = [*it.options, *[""] * (k - len(it.options))]
         cells.append([str(j), it.question, *opts, LETTERS[it.answer], s.video or "", it.task or "", it.item_id,
-                      it.video_id or ""])
+                      it.video_id or "", it.bench, "" if it.duration_s is None else repr(it.duration_s)])
     return cols, cells
 
 
