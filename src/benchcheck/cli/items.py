@@ -12,7 +12,7 @@ from benchcheck.cli.common import load_items_reporting
 
 @click.group("items")
 def items() -> None:
-    """Validate and describe item files (JSONL, Parquet, CSV)."""
+    """Validate, describe and import item files (JSONL, Parquet, CSV; VLMEvalKit, lmms-eval, HF datasets)."""
 
 
 @items.command("validate")
