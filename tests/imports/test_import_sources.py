@@ -180,3 +180,16 @@ def test_nothing_importable_exits_2_with_the_reason(tmp_path: Path) -> None:
     r = invoke("items", "import", str(src), "--from", "vlmevalkit", "--out", str(tmp_path / "o"))
     assert r.exit_code == 2 and "B.tsv:2: B_0: empty question" in r.output
     assert "error: no item could be imported from" in r.output and not (tmp_path / "o").exists()
+
+
+def test_a_long_cell_is_read_and_the_csv_limit_is_put_back(tmp_path: Path) -> None:
+    import csv
+
+    before = csv.field_size_limit()
+    hint = "h" * 200_000
+    src = tmp_path / "Long.tsv"
+    src.write_text(f"index\tquestion\tA\tB\tanswer\n0\tQ {hint}?\tx\ty\tB\n")
+    r = invoke("items", "import", str(src), "--from", "vlmevalkit", "--out", str(tmp_path / "o"))
+    assert r.exit_code == 0, r.output
+    assert len(load_items([tmp_path / "o"]).items[0].question) > 200_000
+    assert csv.field_size_limit() == before

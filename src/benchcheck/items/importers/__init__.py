@@ -10,9 +10,12 @@ written as plain item files (:func:`write_items`): later commands read those, no
 
 from __future__ import annotations
 
+import csv
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,18 @@ class Part:
     # A column whose value, prefixed with the benchmark, makes the id when no id column is named
     # (VLMEvalKit's ``index`` restarts at 0 in every TSV).
     index_column: str | None = None
+
+
+@contextmanager
+def long_cells() -> Iterator[None]:
+    """The csv module's cell limit lifted while a source is read (a question with a long hint is one
+    cell), and put back after: the limit is process-wide, and the item loader keeps its own."""
+    old = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
 
 
 def parse_map(text: str | None) -> tuple[ColumnMap, set[str]]:

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcheck.items.importers import Part, SourceError
+from benchcheck.items.importers import Part, SourceError, long_cells
 from benchcheck.items.load import ColumnMap, _resolve_columns
 
 DATA_SUFFIXES = (".parquet", ".arrow", ".jsonl", ".json", ".csv")
@@ -54,8 +53,7 @@ def read_data_file(path: Path) -> list[dict[str, Any]]:
         if suffix == ".arrow":
             return read_arrow(path)
         if suffix == ".csv":
-            csv.field_size_limit(sys.maxsize)
-            with path.open(encoding="utf-8-sig", newline="") as f:
+            with long_cells(), path.open(encoding="utf-8-sig", newline="") as f:
                 return [dict(r) for r in csv.DictReader(f)]
         text = path.read_text(encoding="utf-8-sig")
         if suffix == ".json" and text.lstrip().startswith("["):

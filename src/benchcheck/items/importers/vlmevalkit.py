@@ -8,11 +8,10 @@ as VLMEvalKit's prompt builders take them; the gold is a letter.
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 from typing import Any
 
-from benchcheck.items.importers import Part, SourceError
+from benchcheck.items.importers import Part, SourceError, long_cells
 from benchcheck.items.load import ColumnMap
 from benchcheck.protocol import LETTERS
 
@@ -46,10 +45,9 @@ def read_tsv(path: Path, split: str | None = None) -> list[Part]:
 
 
 def _read_one(path: Path) -> Part:
-    csv.field_size_limit(sys.maxsize)  # a question with a long hint is one cell
     rows: list[tuple[str, dict[str, Any] | str]] = []
     try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
+        with long_cells(), path.open(encoding="utf-8-sig", newline="") as f:
             reader = csv.DictReader(f, delimiter="\t")
             header = list(reader.fieldnames or [])
             start = 2
