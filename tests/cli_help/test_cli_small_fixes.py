@@ -85,8 +85,12 @@ def test_no_help_text_points_at_a_file_a_package_install_lacks() -> None:
 
 
 def test_protocol_command_prints_the_shipped_page_and_its_sections() -> None:
+    import tomllib
+
     shipped = (ROOT / "src" / "benchcheck" / "docs" / "PROTOCOL.md").read_text()
     assert shipped == (ROOT / "docs" / "PROTOCOL.md").read_text(), "copy docs/PROTOCOL.md to src/benchcheck/docs/"
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "docs/*.md" in package_data["benchcheck"]  # a wheel ships it
     runner = CliRunner()
     whole = runner.invoke(main, ["protocol"])
     assert whole.exit_code == 0 and whole.output == shipped
