@@ -110,6 +110,9 @@ def test_validate_prints_the_summary_warning_once(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["items", "validate", str(tmp_path / "S.jsonl")])
     assert r.exit_code == 1
     assert r.output.count("7 of 20 records are bad") == 1, r.output
+    # first on stderr, before the per-item lines that would bury it; the table does not repeat it
+    assert r.stderr.splitlines()[0].startswith("warning: S: 7 of 20 records are bad")
+    assert r.stdout.splitlines()[0].startswith("benchmark") and "TOTAL" in r.stdout
 
 
 def test_model_path_under_a_local_folder_is_no_such_folder_without_the_hub(tmp_path: Path,

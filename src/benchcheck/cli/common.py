@@ -13,10 +13,8 @@ from benchcheck.items import ColumnMap, LoadResult, load_items
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False,
-                         summary: bool = True) -> LoadResult:
-    """Load items, printing one line per problem to stderr; a bad file or item never stops a run.
-    ``summary=False`` leaves out the per-file ``warning:`` lines (a caller that prints them itself)."""
+def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False) -> LoadResult:
+    """Load items, printing one line per problem to stderr; a bad file or item never stops a run."""
     try:
         cmap = ColumnMap.parse(columns) if columns else None
     except ValueError as e:
@@ -26,7 +24,7 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
         from benchcheck.items.report import bad_share_lines
 
         # A file's summary and hints come first: thousands of per-item lines would bury them.
-        for line in bad_share_lines(result) if summary else []:
+        for line in bad_share_lines(result):
             click.echo(f"warning: {line}", err=True)
         first = [p for p in result.problems if p.where == "0"]
         for p in [*first, *(p for p in result.problems if p.where != "0")]:

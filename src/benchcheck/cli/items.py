@@ -26,10 +26,13 @@ def validate(paths: tuple[str, ...], columns: str | None) -> None:
     Example:
       benchcheck items validate items/*.jsonl items/nextqa.csv
     """
-    from benchcheck.items.report import validation_table
+    from benchcheck.items.report import bad_share_lines, validation_table
 
-    result = load_items_reporting(paths, columns, summary=False)  # the table starts with the summary lines
-    click.echo(validation_table(result))
+    result = load_items_reporting(paths, columns)
+    # The per-file summary went to stderr first (before the per-item lines that would bury it): the
+    # table does not repeat it.
+    said = set(bad_share_lines(result))
+    click.echo("\n".join(line for line in validation_table(result).splitlines() if line not in said))
     sys.exit(1 if result.errors else 0)
 
 
