@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -178,7 +177,9 @@ def item_record(item: Item) -> dict[str, Any]:
 
 
 def file_name(bench: str) -> str:
-    return re.sub(r"[^\w.+-]", "_", bench) + ".jsonl"
+    """``<bench>.jsonl``: a benchmark name is a safe file name already (``bench_name_problem``), and the
+    file's name is the benchmark of its items that name none."""
+    return f"{bench}.jsonl"
 
 
 def write_items(items: Sequence[Item], out: Path, force: bool = False) -> list[Path]:
@@ -190,7 +191,8 @@ def write_items(items: Sequence[Item], out: Path, force: bool = False) -> list[P
     if not force and (there := [p for p in paths.values() if p.exists()]):
         raise SourceError(f"{there[0]} exists: pass --force to replace it, or choose another --out")
     for bench, rows in by_bench.items():
-        write_text_atomic(paths[bench], "".join(json.dumps(item_record(i), ensure_ascii=False) + "\n" for i in rows))
+        write_text_atomic(paths[bench], "".join(json.dumps(item_record(i), ensure_ascii=False, default=str) + "\n"
+                                                for i in rows))
     return list(paths.values())
 
 
