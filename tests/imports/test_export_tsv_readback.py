@@ -50,6 +50,17 @@ def _check_round_trip(rows: list[Selected], tmp_path: Path) -> tuple[int, list[d
     return len(got), left
 
 
+def test_export_names_the_left_out_items_on_the_command_line(tmp_path: Path) -> None:
+    from import_helpers import export, screen_step1, write_jsonl
+
+    items = write_jsonl(tmp_path / "items" / "N.jsonl", [
+        {"item_id": "n0", "question": "How many?", "options": ["3", "5", "7"], "answer": 0},
+        {"item_id": "n1", "question": "How many?", "options": ["2", "4"], "answer": 1}])
+    screen_step1(items, tmp_path / "results", tmp_path)
+    r = export(tmp_path / "results", items, "vlmevalkit", tmp_path / "out")
+    assert "note: 1 items left out of N_kept.tsv (they would not read back as written; reasons in" in r.output
+
+
 def test_all_digit_options_read_back_as_written_or_are_left_out_with_the_reason(tmp_path: Path) -> None:
     # Column C is all digits with empty cells (2-option items): pandas reads 3 as 3.0
     rows = [_item(0, ["red", "blue", "3"]), _item(1, ["green", "pink"]), _item(2, ["x", "y", "4", "5"])]

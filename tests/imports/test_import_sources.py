@@ -193,3 +193,17 @@ def test_a_long_cell_is_read_and_the_csv_limit_is_put_back(tmp_path: Path) -> No
     assert r.exit_code == 0, r.output
     assert len(load_items([tmp_path / "o"]).items[0].question) > 200_000
     assert csv.field_size_limit() == before
+
+
+def test_a_json_object_is_refused_in_one_line(tmp_path: Path) -> None:
+    """TempCompass-style: a dict keyed by video, not a list of records."""
+    src = tmp_path / "multi-choice.json"
+    src.write_text(json.dumps({"v1": [{"question": "q?", "options": ["a", "b"]}], "v2": []}, indent=1))
+    r = invoke("items", "import", str(src), "--from", "hf-folder", "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    assert r.output.strip() == (f"error: {src}: a JSON object (keys: v1, v2), not a list of records: give a JSON "
+                                "list or JSON lines, one record each")
+    lines = tmp_path / "lines.json"  # JSON lines under a .json name
+    lines.write_text(json.dumps({"question": "q?", "options": ["a", "b"], "answer": 1}) + "\n" + "[1]\n")
+    r = invoke("items", "import", str(lines), "--from", "hf-folder", "--out", str(tmp_path / "o"))
+    assert r.exit_code == 0 and "lines.json:row 2: record is not a JSON object" in r.output

@@ -63,6 +63,11 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                 "only a video_id: give --store so its index names their source files")
         click.echo(f"note: {unnamed} items have an empty video ({hint})", err=True)
     for p in paths:
+        if p.name.endswith(".left_out.jsonl"):
+            n_out = len(p.read_text(encoding="utf-8").splitlines())
+            click.echo(f"note: {n_out} items left out of {p.name.removesuffix('.left_out.jsonl')}.tsv "
+                       f"(they would not read back as written; reasons in {p})", err=True)
+    for p in paths:
         click.echo(str(p))
 
 

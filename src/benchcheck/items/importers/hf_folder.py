@@ -56,14 +56,26 @@ def read_data_file(path: Path) -> list[dict[str, Any]]:
             with long_cells(), path.open(encoding="utf-8-sig", newline="") as f:
                 return [dict(r) for r in csv.DictReader(f)]
         text = path.read_text(encoding="utf-8-sig")
-        if suffix == ".json" and text.lstrip().startswith("["):
-            data = json.loads(text)
-            return [r if isinstance(r, dict) else {"__not_an_object__": r} for r in data]
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        if suffix == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                data = None  # JSON lines under a .json name, as datasets' json builder reads them too
+            if isinstance(data, list):
+                return [r if isinstance(r, dict) else {"__not_an_object__": r} for r in data]
+            if isinstance(data, dict):
+                keys = ", ".join(list(map(str, data))[:5])
+                raise SourceError(f"{path}: a JSON object (keys: {keys}), not a list of records: "
+                                  "give a JSON list or JSON lines, one record each")
+        return [_object(json.loads(line)) for line in text.splitlines() if line.strip()]
     except SourceError:
         raise
     except Exception as e:  # pyarrow, json and csv each raise their own types for a damaged file
         raise SourceError(f"{path}: cannot read it ({type(e).__name__}: {e})") from e
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {"__not_an_object__": value}
 
 
 def _features(folder: Path) -> dict[str, Any]:
