@@ -15,7 +15,22 @@ import click
 
 from benchcheck import __version__
 
-_EXAMPLE = re.compile(r"Example:\s*\n\s*(\S.*)")
+_EXAMPLE = re.compile(r"Example:\s*\n((?:[ \t]*\S.*(?:\n|$))+)")
+
+
+def first_example(help_text: str) -> str | None:
+    """The first example command of a help text, its ``\\``-continued lines joined into one line
+    (the overview lists one line per command: a trailing backslash there would dangle)."""
+    m = _EXAMPLE.search(help_text)
+    if not m:
+        return None
+    parts: list[str] = []
+    for line in m.group(1).splitlines():
+        text = line.strip()
+        parts.append(text.removesuffix("\\").strip())
+        if not text.endswith("\\"):
+            break
+    return " ".join(parts)
 
 
 def _examples(cmd: click.Command, prefix: str) -> list[str]:
@@ -24,8 +39,8 @@ def _examples(cmd: click.Command, prefix: str) -> list[str]:
         for name in sorted(cmd.commands):
             out += _examples(cmd.commands[name], f"{prefix} {name}")
         return out
-    m = _EXAMPLE.search(cmd.help or "")
-    return [f"  {m.group(1)}"] if m else [f"  {prefix} --help"]
+    example = first_example(cmd.help or "")
+    return [f"  {example}"] if example else [f"  {prefix} --help"]
 
 
 class _Main(click.Group):

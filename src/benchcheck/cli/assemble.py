@@ -8,13 +8,16 @@ from benchcheck.cli.common import die, load_items_reporting
 
 
 @click.command("assemble")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True))
-@click.option("--results", type=click.Path(exists=True), required=True)
-@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+              help="Item files or folders (repeatable).")
+@click.option("--results", type=click.Path(exists=True), required=True, help="Screening results folder.")
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (for not-screened).")
 @click.option("--store", type=click.Path(), default=None, help="Normalized store (for not-screened).")
-@click.option("--keep", "keep_file", type=click.Path(exists=True), default=None)
-@click.option("--columns", default=None)
+@click.option("--keep", "keep_file", type=click.Path(exists=True), default=None,
+              help="Step-0 kept list (step 0's Parquet, a JSONL of item_id rows, or one id a line): only these items.")
+@click.option("--columns", default=None,
+              help="Column map for CSV/Parquet items, e.g. 'item_id=qid,options=a0|a1|a2|a3|a4'.")
 def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root: str | None, store: str | None,
              keep_file: str | None, columns: str | None) -> None:
     """Write pool_items.parquet, pool.duckdb, pool_summary.md/.csv and run_accounting.csv; print flags.

@@ -10,26 +10,34 @@ from benchcheck.cli.common import die, load_items_reporting
 
 
 @click.command("export")
-@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True)
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True))
+@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True,
+              help="Screening results folder (the fates come from it).")
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+              help="Item files or folders (repeatable): the question, options and video of each item.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
-@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True)
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
+@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True,
+              help="Which harness reads the export.")
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None,
               help="Frame cache: visual steps count as not screened for items without frames (as assemble).")
-@click.option("--store", type=click.Path(), default=None, help="Normalized store: write video file paths.")
-@click.option("--out", type=click.Path(file_okay=False), required=True)
+@click.option("--store", type=click.Path(), default=None,
+              help="Normalized store: its index names the source file of a store key or a bare video_id.")
+@click.option("--video-source", type=click.Choice(["original", "store"]), default="original", show_default=True,
+              help="original: the video each item came with (its path or URL); store: the normalized re-encode "
+                   "the screening saw (needs --store).")
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the export into.")
 def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, fmt: str, removed: bool,
-           frames_root: str | None, store: str | None, out: str) -> None:
-    """Write the kept items of each benchmark (or --removed ones) for your own harness.
+           frames_root: str | None, store: str | None, video_source: str, out: str) -> None:
+    """Write the kept items of each benchmark (or --removed ones) for your own harness. Each item's
+    video is the one it came with (--video-source store: the normalized re-encode).
 
     \b
     Example:
       benchcheck export --results results --items items/ --format lmms-eval --out export/lmms
     """
     from benchcheck.report.export import export as run
-    from benchcheck.report.export import select
+    from benchcheck.report.export import select, unnamed_videos
     from benchcheck.report.site import frame_check
     from benchcheck.screen.steps import parse_chain
 
@@ -40,11 +48,25 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     loaded = load_items_reporting(item_paths, columns, quiet=True)
     if not loaded.items:
         die("no valid items in --items")
-    selected = select(Path(results), loaded.items, steps, removed,
-                      frame_check(Path(frames_root) if frames_root else None), Path(store) if store else None)
+    try:
+        selected = select(Path(results), loaded.items, steps, removed,
+                          frame_check(Path(frames_root) if frames_root else None), Path(store) if store else None,
+                          video_source)
+    except ValueError as e:
+        die(str(e))
     paths = run(fmt, Path(out), selected, removed)
     n = sum(len(v) for v in selected.values())
     click.echo(f"{n} {'removed' if removed else 'kept'} items of {len(selected)} benchmarks -> {out}", err=True)
+    if unnamed := unnamed_videos(selected):
+        hint = ("no normalized video in --store" if video_source == "store" else
+                "only a video_id, which --store's index does not name" if store else
+                "only a video_id: give --store so its index names their source files")
+        click.echo(f"note: {unnamed} items have an empty video ({hint})", err=True)
+    for p in paths:
+        if p.name.endswith(".left_out.jsonl"):
+            n_out = len(p.read_text(encoding="utf-8").splitlines())
+            click.echo(f"note: {n_out} items left out of {p.name.removesuffix('.left_out.jsonl')}.tsv "
+                       f"(they would not read back as written; reasons in {p})", err=True)
     for p in paths:
         click.echo(str(p))
 

@@ -13,7 +13,7 @@ from benchcheck.cli.videos import videos_option
 
 @click.group("frames")
 def frames() -> None:
-    """Extract frame caches from the normalized store (docs/PROTOCOL.md, "Videos", "Frame plans")."""
+    """Extract frame caches from the normalized store (the protocol: `benchcheck protocol "frame plans"`)."""
 
 
 @frames.command("extract")

@@ -125,7 +125,7 @@ def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_end
 
     \b
     Example:
-      benchcheck qa run --dataset qa.json --videos clips --output-dir out/qa \
+      benchcheck qa run --dataset qa.json --videos clips --output-dir out/qa \\
         --vlm-cmd "myvlm {video} {question}" --vlm-env NGC_API_KEY
     """
     import asyncio

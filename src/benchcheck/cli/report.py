@@ -10,13 +10,20 @@ import click
 from benchcheck.cli.common import die, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting, videos_option
 
+# One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
+DEFAULT_WORKERS = "one per core, at most 4"
+
+
+def default_workers() -> int:
+    return min(4, os.cpu_count() or 1)
+
 
 @click.command("report")
 @click.option("--results", type=click.Path(exists=True, file_okay=False), required=True, help="Screening results.")
 @click.option("--items", "item_paths", multiple=True, type=click.Path(exists=True),
               help="Item files or folders (for question text); without them ids and golds come from the rows.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
-@click.option("--chain", default="1,2,3,4,5,6", show_default=True)
+@click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
 @click.option("--sweep", type=click.Path(), default=None, help="Sweep folder (reads results/conditions_results.csv).")
 @click.option("--qa", "qa_dir", type=click.Path(), default=None, help="Output folder of `benchcheck qa run`.")
 @click.option("--audit", "audit_dir", type=click.Path(), default=None,
@@ -31,20 +38,20 @@ from benchcheck.cli.videos import resolve_reporting, videos_option
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
 @click.option("--bench-png", is_flag=True, help="Also a matplotlib PNG per benchmark (slow on big pools).")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Report folder (open its index.html).")
-@click.option("--workers", type=click.IntRange(1, 64), default=min(4, os.cpu_count() or 1), show_default=True,
+@click.option("--workers", type=click.IntRange(1, 64), default=None, show_default=DEFAULT_WORKERS,
               help="Processes (benchmarks are built in parallel).")
-@click.option("--no-progress", is_flag=True)
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
            qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], frames_root: str | None,
            store: str | None, videos_dir: str | None,
            copy_frames: bool, no_plots: bool,
-           bench_png: bool, out: str, workers: int, no_progress: bool) -> None:
+           bench_png: bool, out: str, workers: int | None, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
 
     \b
     Example:
       benchcheck report --results results --items items/ --out results/report
-      benchcheck report --results demo_out/results --items demo_out/items --audit demo_out/audit \
+      benchcheck report --results demo_out/results --items demo_out/items --audit demo_out/audit \\
           --side-audit demo_out/audit_prior --out /tmp/report
     """
     from benchcheck.report import ReportOptions, build_report
@@ -62,7 +69,8 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     opts = ReportOptions(Path(results), Path(out), items, steps, sweep=Path(sweep) if sweep else None,
                          qa=Path(qa_dir) if qa_dir else None, audit=Path(audit_dir) if audit_dir else None,
                          frames=Path(frames_root) if frames_root else None,
-                         copy_frames=copy_frames, plots=not no_plots, progress=not no_progress, workers=workers,
+                         copy_frames=copy_frames, plots=not no_plots, progress=not no_progress,
+                         workers=workers or default_workers(),
                          bench_png=bench_png, side_audits=tuple(Path(p) for p in side_audits))
     try:
         built = build_report(opts)

@@ -44,7 +44,8 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--batch-items", type=int, default=None,
               help="Items per engine call (default: hf 64, 48 for 32-frame steps; served 1).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
-@click.option("--max-unit", type=int, default=20000, show_default=True, help="Items per shard unit (PROTOCOL.md).")
+@click.option("--max-unit", type=int, default=20000, show_default=True,
+              help="Items per shard unit (benchcheck protocol sharding).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")

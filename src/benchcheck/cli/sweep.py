@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -20,9 +21,9 @@ _plan_opts = [
     click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
                  help="Folder the items' 'video' paths are relative to (paths never leave it)."),
     click.option("--results", type=click.Path(), required=True, help="Results folder (conditions_results.csv)."),
-    click.option("--logs", type=click.Path(), default=None, help="Run logs (default: RESULTS/../logs)."),
+    click.option("--logs", type=click.Path(), default=None, help="Run logs (default: RESULTS/logs)."),
     click.option("--data-logs", type=click.Path(), default=None,
-                 help="Timing and failures (default: RESULTS/../data/logs)."),
+                 help="Timing and failures (default: data/logs beside --logs when given, else RESULTS/data/logs)."),
     click.option("--conds", default=None, help="Conditions or ladder names, comma-separated (default: all 13)."),
     click.option("--bench", default=None, help="Only these benchmarks: A,B."),
     click.option("--pilot", is_flag=True, help="MVBench, LVBench, TimeScope (or the first three present)."),
@@ -42,6 +43,15 @@ def plan_options(f: F) -> F:
     return f
 
 
+def log_dirs(results: str, logs: str | None, data_logs: str | None) -> tuple[Path, Path]:
+    """(logs, data logs). Inside the results folder by default, so a run keeps everything in the
+    folder it was given; with --logs given, the data logs go beside it (``logs/`` and
+    ``data/logs/`` side by side: the layout of the launcher and of the returns tarball)."""
+    log = Path(logs) if logs else Path(results) / "logs"
+    data = Path(data_logs) if data_logs else (log.parent / "data" / "logs" if logs else Path(results) / "data" / "logs")
+    return log, data
+
+
 def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
     from benchcheck.sweep.cli_run import SweepArgs
     from benchcheck.sweep.engine import SweepEngine
@@ -49,7 +59,7 @@ def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
 
     loaded = load_items_reporting(kw["item_paths"], kw["columns"])
     items = resolve_reporting(loaded.items, kw["store"], kw.pop("videos_dir"))
-    paths = SweepPaths.under(kw["results"], kw["logs"], kw["data_logs"])
+    paths = SweepPaths.under(kw["results"], *log_dirs(kw["results"], kw["logs"], kw["data_logs"]))
     eng = engine or SweepEngine(model=kw["model"], revision=kw["revision"])
     return SweepArgs(items, kw["store"], paths, kw["conds"], kw["bench"], kw["pilot"], kw["limit"], eng,
                      token_budget=kw["token_budget"], max_images=kw["max_images"], **extra)

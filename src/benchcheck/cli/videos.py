@@ -38,7 +38,7 @@ def resolve_reporting(items: Sequence[Item], store: str | Path | None, videos: s
 
 @click.group("videos")
 def videos() -> None:
-    """Normalize source videos into the store (docs/PROTOCOL.md, "Videos")."""
+    """Normalize source videos into the store (the protocol: `benchcheck protocol videos`)."""
 
 
 @videos.command("normalize")

@@ -4,7 +4,7 @@ the device and dtype it runs on."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import torch
 
@@ -41,6 +41,25 @@ def check_folder(folder: Path) -> Path:
     return folder
 
 
+def not_a_hub_id(model: str) -> str | None:
+    """Why ``model`` (not a folder) was meant as a local folder, or None when it may be a hub id.
+
+    A hub id is ``name`` or ``org/name``. A path that starts like one (``/``, ``./``, ``~``), that
+    exists as a file, that has more than two parts, or whose first part is a folder here
+    (``models/nosuch`` beside ``models/``) names a folder that is not there: saying so at once beats
+    a hub request that fails only after its network timeout when offline.
+    """
+    p = Path(model)
+    if p.exists():
+        return "a file, not a checkpoint folder"
+    parts = PurePosixPath(model.replace("\\", "/")).parts
+    if model.startswith(("/", "./", "../", "~", ".\\")) or len(parts) > 2:
+        return "no such folder"
+    if len(parts) == 2 and Path(parts[0]).is_dir():
+        return f"no such folder (there is a folder {parts[0]}/ here, but no {parts[1]} in it)"
+    return None
+
+
 def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, str | None]:
     """A local checkpoint folder for ``model`` and the revision it holds.
 
@@ -51,9 +70,7 @@ def resolve_checkpoint(model: str | Path, revision: str | None) -> tuple[Path, s
     """
     if Path(model).is_dir():
         return check_folder(Path(model)), revision
-    if str(model).startswith(("/", "./", "../", "~")) or Path(model).exists():
-        # A hub id is "org/name": this was meant as a folder, and there is none.
-        why = "a file, not a checkpoint folder" if Path(model).exists() else "no such folder"
+    if (why := not_a_hub_id(str(model))) is not None:
         raise NotACheckpoint(Path(model), why)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError

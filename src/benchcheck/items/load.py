@@ -119,7 +119,7 @@ def _spread_option_columns(columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(c for _, c in sorted(found))
 
 
-def _resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
+def resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
     """Fill in the auto-detected columns of a map from a file's column names."""
     cols = {c: None for c in columns}
     options = cmap.options
@@ -405,7 +405,7 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
                 continue
             if resolved is None or path.suffix.lower() in (".jsonl", ".json"):
                 columns = _columns_of(path, row)
-                resolved = _resolve_columns(columns, cmap)
+                resolved = resolve_columns(columns, cmap)
                 if path.suffix.lower() in (".csv", ".parquet") and (
                         missing := [c for c in id_columns(resolved.item_id, columns) if c not in columns]):
                     out.entries.append(Problem(str(path), FILE_LEVEL, None, f"column map: item_id column "

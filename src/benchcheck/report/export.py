@@ -6,7 +6,14 @@
   local JSONL, ``doc_to_visual/text/choice/target`` and ``process_results`` from ``utils.py``),
   and a group YAML over them;
 - ``vlmevalkit``: one MCQ TSV per benchmark: ``index, question, A, B, ..., answer, video``
-  (+ ``category``, ``item_id``); unused option cells are empty, as VLMEvalKit expects.
+  (+ ``category``, ``item_id``, ``video_id``, ``bench``, ``duration_s``); unused option cells are empty, as
+  VLMEvalKit expects.
+
+The ``video`` of each item is the original video, as the item named it (``VIDEO_SOURCES``): the path or
+URL of its ``video`` field, or, for a store key (``local::raw::a.mp4``) or a bare ``video_id``, the
+source file the store's index records for it. ``video_source="store"`` writes the normalized file
+instead (the 2-fps re-encode the screening saw), on request only: a harness should evaluate the
+benchmark on its own videos.
 """
 
 from __future__ import annotations
@@ -14,14 +21,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_bytes_atomic, write_text_atomic
-from benchcheck.items import Item
+from benchcheck.items import Item, video_has_frames
 from benchcheck.report.browser import slug
 from benchcheck.report.source import StepProvenance, iter_benches
 from benchcheck.screen.fates import KEPT, REMOVED
@@ -37,26 +45,81 @@ class Selected:
     video: str | None
 
 
+VIDEO_SOURCES = ("original", "store")
+
+
+@dataclass(frozen=True, slots=True)
+class VideoNames:
+    """What the store's index knows: key -> (source file, content hash), content hash -> a source file."""
+
+    store: Path | None = None
+    by_key: Mapping[str, tuple[str | None, str]] = field(default_factory=dict)
+    by_hash: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, store: Path | None) -> VideoNames:
+        if store is None:
+            return cls()
+        from benchcheck.video.index import INDEX_FILE, done_rows
+
+        by_key: dict[str, tuple[str | None, str]] = {}
+        by_hash: dict[str, str] = {}
+        for key, row in done_rows(store / INDEX_FILE).items():
+            source = row.get("source") if isinstance(row.get("source"), str) else None
+            by_key[key] = (source, str(row["content_hash"]))
+            if source:
+                by_hash.setdefault(str(row["content_hash"]), source)
+        return cls(store, by_key, by_hash)
+
+    def original(self, item: Item) -> str | None:
+        """The video as the item named it: its path or URL; a store key or a bare video id becomes
+        the source file the index records for it (when it knows one), else stays as it is."""
+        key = item.meta.get("video_key")
+        if isinstance(key, str) and key.strip():
+            source = self.by_key.get(key, (None, ""))[0]
+            return source or key
+        if video_has_frames(item.video_id):
+            return self.by_hash.get(str(item.video_id)) or None
+        return None
+
+    def normalized(self, item: Item) -> str | None:
+        """The store's normalized file of the item (its id, or the id its key was stored under)."""
+        from benchcheck.report.browser import safe_video_id
+
+        if self.store is None:
+            return None
+        vid = item.video_id if video_has_frames(item.video_id) else None
+        key = item.meta.get("video_key")
+        if vid is None and isinstance(key, str) and key in self.by_key:
+            vid = self.by_key[key][1]
+        vid = safe_video_id(vid)
+        return str((self.store / "normalized" / vid / "video.mp4").resolve()) if vid else None
+
+
 def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: bool,
-           has_frames: Callable[[Item], bool], store: Path | None = None) -> dict[str, list[Selected]]:
+           has_frames: Callable[[Item], bool], store: Path | None = None,
+           video_source: str = "original") -> dict[str, list[Selected]]:
     """Per benchmark, the items whose final fate is kept (or removed): pending, failed or open
     items are in neither set, so an export never claims an item that was not decided."""
+    if video_source not in VIDEO_SOURCES:
+        raise ValueError(f"video source {video_source!r}: expected one of {', '.join(VIDEO_SOURCES)}")
+    if video_source == "store" and store is None:
+        raise ValueError("--video-source store needs --store (the normalized videos)")
+    names = VideoNames.read(store)
+    pick = names.normalized if video_source == "store" else names.original
     want = REMOVED if removed else KEPT
     out: dict[str, list[Selected]] = {}
     prov: dict[int, StepProvenance] = {}
     for bench in iter_benches(results, items, chain, has_frames, prov):
-        out[bench.bench] = [Selected(ev.item, ev.removed_at, _video(ev.item, store)) for ev in bench.items
+        out[bench.bench] = [Selected(ev.item, ev.removed_at, pick(ev.item)) for ev in bench.items
                             if ev.final == want]
     return out
 
 
-def _video(item: Item, store: Path | None) -> str | None:
-    from benchcheck.report.browser import safe_video_id
-
-    vid = safe_video_id(item.video_id)
-    if vid is None:
-        return None
-    return str((store / "normalized" / vid / "video.mp4").resolve()) if store is not None else vid
+def unnamed_videos(selected: Mapping[str, Sequence[Selected]]) -> int:
+    """Items that have a video (an id or a key) whose exported ``video`` is empty."""
+    return sum(1 for rows in selected.values() for s in rows
+               if s.video is None and (s.item.video_id or s.item.meta.get("video_key")))
 
 
 def record(s: Selected) -> dict[str, Any]:
@@ -124,16 +187,29 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
     return [*paths, out / "utils.py", out / f"_benchcheck_{label}.yaml"]
 
 
-def tsv_text(rows: Sequence[Selected]) -> str:
+TSV_TEXT_COLUMNS = ("question", "video", "category", "item_id", "video_id", "bench")  # + the option letters
+
+
+def tsv_table(rows: Sequence[Selected]) -> tuple[list[str], list[list[str]]]:
+    """The header and the cells (as written) of a VLMEvalKit MCQ TSV."""
     k = max((len(s.item.options) for s in rows), default=4)
-    cols = ["index", "question", *LETTERS[:k], "answer", "video", "category", "item_id"]
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    w.writerow(cols)
+    cols = ["index", "question", *LETTERS[:k], "answer", "video", "category", "item_id", "video_id", "bench",
+            "duration_s"]
+    cells = []
     for j, s in enumerate(rows):
         it = s.item
         opts = [*it.options, *[""] * (k - len(it.options))]
-        w.writerow([j, it.question, *opts, LETTERS[it.answer], s.video or "", it.task or "", it.item_id])
+        cells.append([str(j), it.question, *opts, LETTERS[it.answer], s.video or "", it.task or "", it.item_id,
+                      it.video_id or "", it.bench, "" if it.duration_s is None else repr(it.duration_s)])
+    return cols, cells
+
+
+def tsv_text(rows: Sequence[Selected]) -> str:
+    cols, cells = tsv_table(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    w.writerow(cols)
+    w.writerows(cells)
     return buf.getvalue()
 
 
@@ -141,6 +217,9 @@ def tsv_text(rows: Sequence[Selected]) -> str:
 # option or question spelled exactly like one of these would come back as NaN (an option silently lost).
 PANDAS_NA = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                        "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_BOOL_WORDS = frozenset({"True", "False", "TRUE", "FALSE", "true", "false"})
+_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def tsv_unsafe(item: Item) -> str | None:
@@ -152,23 +231,97 @@ def tsv_unsafe(item: Item) -> str | None:
     return None
 
 
+def _is_na(text: str) -> bool:
+    return text.strip() in PANDAS_NA
+
+
+# What pandas' C parser may read as a number, and a little more (digits of other scripts, spaces, signs):
+# a superset errs on the safe side. Not ``float()``: it takes ``4000_0`` (an id) for 40000.
+_NUMBER = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)\s*", re.I)
+
+
+def _is_number(text: str) -> bool:
+    return bool(_NUMBER.fullmatch(text))
+
+
+def pandas_reads(cells: Sequence[str]) -> list[str | None]:
+    """What ``str(value)`` gives for each cell of one TSV column after pandas' ``read_csv`` (None: NaN).
+
+    pandas gives a column one type from all its cells: numbers when every cell that is not missing
+    reads as a number (integers only without a missing cell, else floats: ``3`` -> ``3.0``), booleans
+    when every one is a true/false word, text otherwise. The model errs on the safe side: a cell it
+    is not sure reads back as written (a float with more than 15 significant digits, a number with
+    spaces or a sign) is answered as something else, so the caller leaves its item out.
+    """
+    values = [c for c in cells if not _is_na(c)]
+    if values and all(_is_number(v) for v in values):
+        ints = all(_INT.fullmatch(v) and _INT64[0] <= int(v) <= _INT64[1] for v in values)
+        if ints and len(values) == len(cells):
+            return [str(int(c)) for c in cells]
+        out: list[str | None] = []
+        for c in cells:
+            if _is_na(c):
+                out.append(None)
+                continue
+            try:
+                x = float(c)
+            except ValueError:  # a digit of another script pandas may not take: not as written either way
+                out.append(f"{c} (unreadable)")
+                continue
+            digits = len(re.sub(r"[^0-9]", "", c.split("e")[0].split("E")[0]).lstrip("0"))
+            out.append(str(x) if digits <= 15 else f"{c} (rounded)")
+        return out
+    if values and all(v.strip() in _BOOL_WORDS for v in values):
+        return [None if _is_na(c) else str(c.strip().lower() == "true") for c in cells]
+    return [None if _is_na(c) else c for c in cells]
+
+
+def tsv_readback_problems(rows: Sequence[Selected]) -> dict[int, str]:
+    """Row index -> why a cell of that row would not read back as written (``pandas_reads``)."""
+    cols, cells = tsv_table(rows)
+    text_cols = [c for c in cols if c in TSV_TEXT_COLUMNS or (len(c) == 1 and c in LETTERS)]
+    out: dict[int, str] = {}
+    for col in text_cols:
+        j = cols.index(col)
+        column = [r[j] for r in cells]
+        for i, (wrote, got) in enumerate(zip(column, pandas_reads(column), strict=True)):
+            if wrote and got != wrote and i not in out:
+                what = f"option {col}" if len(col) == 1 else col
+                read = "missing" if got is None else repr(got)
+                out[i] = (f"{what} {wrote!r} reads back as {read} in pandas (VLMEvalKit's reader): pandas types "
+                          f"the column {col!r} from all its cells")
+    return out
+
+
+def tsv_split(rows: Sequence[Selected]) -> tuple[list[Selected], list[tuple[Selected, str]]]:
+    """The rows that read back as written, and the others with the reason. Leaving a row out can
+    change a column's type (its one text cell gone), so the check runs again until nothing changes."""
+    ok: list[Selected] = []
+    bad: list[tuple[Selected, str]] = []
+    for s in rows:
+        why = tsv_unsafe(s.item)
+        if why is None:
+            ok.append(s)
+        else:
+            bad.append((s, why))
+    while problems := tsv_readback_problems(ok):
+        bad += [(ok[i], why) for i, why in sorted(problems.items())]
+        ok = [s for i, s in enumerate(ok) if i not in problems]
+    return ok, bad
+
+
 def write_vlmevalkit(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
     """Items that would not read back whole are left out and listed in ``<name>.left_out.jsonl``."""
     paths = []
     for bench, rows in selected.items():
         p = out / f"{slug(bench)}_{label}.tsv"
-        ok, bad = [], []
-        for s in rows:
-            why = tsv_unsafe(s.item)
-            if why is None:
-                ok.append(s)
-            else:
-                bad.append({"item_id": s.item.item_id, "bench": bench, "reason": why})
+        ok, bad = tsv_split(rows)
         write_text_atomic(p, tsv_text(ok))
         paths.append(p)
         side = p.with_suffix(".left_out.jsonl")
         if bad:
-            write_text_atomic(side, "".join(json.dumps(b, ensure_ascii=False) + "\n" for b in bad))
+            write_text_atomic(side, "".join(json.dumps({"item_id": s.item.item_id, "bench": bench, "reason": why},
+                                                       ensure_ascii=False) + "\n" for s, why in bad))
             paths.append(side)
         else:
             side.unlink(missing_ok=True)

@@ -132,7 +132,7 @@ def unit_workers(a: SweepArgs, engine_calls: int) -> int:
 
 def after_run(a: SweepArgs, benches: Sequence[str], echo: Echo) -> None:
     if a.pilot:
-        echo("pilot timing (data/logs/p1_timing.jsonl):")
+        echo(f"pilot timing ({a.paths.timing}):")
         for line in timing_table(a.paths.timing, benches):
             echo(line)
 
