@@ -22,6 +22,9 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Output folder of `benchcheck audit` (its tables, and per-item confidence in the browser).")
 @click.option("--side-audit", "side_audits", multiple=True, type=click.Path(),
               help="Audit folders of other runs on the same items, shown after the main one (repeatable).")
+@click.option("--step0", "step0", type=click.Path(exists=True), default=None,
+              help="Step-0 output folder of `benchcheck dedup` (or the kept list given to --keep): duplicates "
+                   "shown removed at step 0.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
@@ -31,8 +34,8 @@ from benchcheck.cli.common import die, load_items_reporting
               help="Processes (benchmarks are built in parallel).")
 @click.option("--no-progress", is_flag=True)
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
-           qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], frames_root: str | None,
-           copy_frames: bool, no_plots: bool,
+           qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], step0: str | None,
+           frames_root: str | None, copy_frames: bool, no_plots: bool,
            bench_png: bool, out: str, workers: int, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
 
@@ -57,7 +60,8 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                          qa=Path(qa_dir) if qa_dir else None, audit=Path(audit_dir) if audit_dir else None,
                          frames=Path(frames_root) if frames_root else None,
                          copy_frames=copy_frames, plots=not no_plots, progress=not no_progress, workers=workers,
-                         bench_png=bench_png, side_audits=tuple(Path(p) for p in side_audits))
+                         bench_png=bench_png, side_audits=tuple(Path(p) for p in side_audits),
+                         step0=Path(step0) if step0 else None)
     try:
         built = build_report(opts)
     except ReportError as e:

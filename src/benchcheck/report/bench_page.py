@@ -74,7 +74,9 @@ def _examples(bench: BenchEvidence) -> list[dict[str, Any]]:
 def bench_page(opts: ReportOptions, staging: Path, bench: BenchEvidence, chunks: BenchChunks) -> BenchPage:
     rates = stats.removal_rates(bench)
     finals = stats.final_counts(bench.items)
-    screened = sum(1 for ev in bench.items if any(f in ("kept", "removed") for f in ev.fates.values()))
+    # step 0 looked at every item it removed (a duplicate has no fate at a later step)
+    screened = sum(1 for ev in bench.items
+                   if ev.removed_at == 0 or any(f in ("kept", "removed") for f in ev.fates.values()))
     figure, charts = None, []
     if opts.plots:
         gold, picks = stats.positions(bench.items, 1)
