@@ -23,7 +23,7 @@ from typing import Any
 from benchcheck.atomic import write_json_atomic
 from benchcheck.items import Item
 from benchcheck.report import plots, stats
-from benchcheck.report.audit import Confidences, read_audit, read_audits, read_confidences
+from benchcheck.report.audit import Confidences, link_tables, read_audit, read_audits, read_confidences
 from benchcheck.report.bench_page import BenchPage, bench_page, copy_thumbs
 from benchcheck.report.browser import FATE_CODE, FATE_MEANING, BenchChunks, write_bench, write_file, write_index
 from benchcheck.report.options import ReportOptions
@@ -46,6 +46,8 @@ from benchcheck.report.sweep import (
     ladders,
     plane,
     read_sweep,
+    reasons,
+    totals,
     verdict,
 )
 from benchcheck.screen.steps import STEPS
@@ -252,13 +254,13 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         finals.update(p.finals)
     figs: dict[str, str] = {}
     if opts.plots and funnel:
-        figs["funnel"] = plots.funnel_figure(out / "img" / "funnel.png", funnel).relative_to(out).as_posix()
+        figs["funnel"] = plots.funnel_figure(out / "img" / "funnel.svg", funnel,
+                                             common_steps(opts.chain)).relative_to(out).as_posix()
     if opts.plots and pages:
-        figs["benches"] = plots.bench_removal_figure(out / "img" / "benches.png", [p.name for p in pages],
+        figs["benches"] = plots.bench_removal_figure(out / "img" / "benches.svg", [p.name for p in pages],
                                                      [p.overall for p in pages]).relative_to(out).as_posix()
     common = {"warnings": built.warnings, "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "steps": {0: "duplicates", **{s: STEPS[s].name for s in opts.chain if s in STEPS}},
-              "chain": opts.chain}
+              "steps": common_steps(opts.chain), "chain": opts.chain}
 
     def page(name: str, template: str, root: str = "", **ctx: Any) -> None:
         html = env.get_template(template).render(root=root, page=name, **common, **ctx)
@@ -268,15 +270,26 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
          flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results))
     for p in pages:
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p)
-    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep))
+    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),
+         unparsed=reasons(totals({f"{b}/{c}": n for b, cs in sweep.unparsed.items() for c, n in cs.items()})),
+         na=reasons(totals({f"{b}/{c}": n for b, cs in sweep.na.items() for c, n in cs.items()})))
     qa_fig = None
     if opts.plots and qa.latencies:
-        qa_fig = plots.latency_figure(out / "img" / "qa_latency.png", qa.latencies).relative_to(out).as_posix()
+        qa_fig = plots.latency_figure(out / "img" / "qa_latency.svg", qa.latencies).relative_to(out).as_posix()
     page("qa.html", "qa.html", qa=qa, fig=qa_fig)
-    page("audit.html", "audit.html", audit=read_audit(opts.audit), side=read_audits(opts.side_audits))
+    audit, side = read_audit(opts.audit), read_audits(opts.side_audits)
+    link_tables(audit, out, "audit/main")
+    for i, a in enumerate(side):
+        link_tables(a, out, f"audit/side{i + 1}")
+    page("audit.html", "audit.html", audit=audit, side=side)
     page("items.html", "items.html", fates=[(FATE_CODE[k], k, FATE_MEANING[k]) for k in FATE_CODE])
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
          results=str(opts.results))
+
+
+def common_steps(chain: Sequence[int]) -> dict[int, str]:
+    """Step number -> name, step 0 (the duplicates) first."""
+    return {0: "duplicates", **{s: STEPS[s].name for s in chain if s in STEPS}}
 
 
 def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[str, Any]]:
@@ -284,12 +297,18 @@ def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[s
 
     rows = []
     own = analysis_verdicts(sweep.path) if sweep.available else {}
-    for bench, acc in sweep.acc.items():
+    for bench in sorted({*sweep.acc, *sweep.na, *sweep.unparsed}):
+        acc = sweep.acc.get(bench, {})
         fig = None
-        if opts.plots:
-            fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.png", bench, ladders(acc),
+        if opts.plots and acc:
+            fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.svg", bench, ladders(acc),
                                       plane(acc)).relative_to(out).as_posix()
-        rows.append({"name": bench, "acc": acc, "verdict": own.get(bench) or verdict(acc), "fig": fig})
+        unparsed, na = sweep.unparsed.get(bench, {}), sweep.na.get(bench, {})
+        conds = [{"name": c, "rate": acc.get(c), "unparsed": reasons(unparsed.get(c)), "na": reasons(na.get(c)),
+                  "all_unparsed": c in acc and acc[c].n > 0 and sum(unparsed.get(c, Counter()).values()) == acc[c].n}
+                 for c in sorted({*acc, *unparsed, *na})]
+        rows.append({"name": bench, "acc": acc, "verdict": own.get(bench) or verdict(acc), "fig": fig,
+                     "conds": conds, "unparsed": reasons(totals(unparsed)), "na": reasons(totals(na))})
     return rows
 
 
