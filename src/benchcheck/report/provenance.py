@@ -112,7 +112,7 @@ def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]],
             return
         noise = {m for m in models if random_weights(m, revisions, bases)}
         for m in sorted(noise):
-            add(f"random:{m}", f"model {m!r} has RANDOM WEIGHTS (its checkpoint says so): its decisions mean "
+            add(f"random:{m}", f"model {m!r} is a RANDOM-WEIGHT model (its checkpoint says so): its decisions mean "
                                "nothing", step, run)
         other = models - noise
         if run is None and other and expected and expected not in other:
