@@ -27,7 +27,7 @@ GOLD, PICK, REMOVED_C, KEPT_C = "#e0a030", "#3070c0", "#c03030", "#50a050"
 FUNNEL_COLOURS = {"removed": REMOVED_C, "kept": KEPT_C, "failed": "#404040", "pending": "#a0a0a0",
                   "not_screened": "#d0d0f0"}
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-RC = {"font.size": FONT, "axes.titlesize": FONT + 1, "axes.labelsize": FONT, "xtick.labelsize": FONT,
+RC: dict[str, Any] = {"font.size": FONT, "axes.titlesize": FONT + 1, "axes.labelsize": FONT, "xtick.labelsize": FONT,
       "ytick.labelsize": FONT, "legend.fontsize": FONT, "svg.fonttype": "none", "svg.hashsalt": "benchcheck"}
 
 
@@ -44,7 +44,7 @@ def _figure(w: float, h: float) -> Any:
 def _style() -> Any:
     import matplotlib
 
-    return matplotlib.rc_context(RC)
+    return matplotlib.rc_context(RC)  # type: ignore[arg-type]  # its stubs list the keys as Literals
 
 
 def _save(fig: Any, path: Path) -> Path:

@@ -56,12 +56,12 @@ class Frame:
 
 def _legend_rows(names: Sequence[str], width: float) -> list[list[int]]:
     rows: list[list[int]] = [[]]
-    x = PAD_L
+    x = float(PAD_L)
     for i, n in enumerate(names):
         need = 14 + text_width(n) + 12
         if rows[-1] and x + need > width - PAD_R:
             rows.append([])
-            x = PAD_L
+            x = float(PAD_L)
         rows[-1].append(i)
         x += need
     return rows if rows[0] else []
