@@ -267,7 +267,8 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         write_file(out / name, html.encode())
 
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
-         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results))
+         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results),
+         step0=opts.step0 is not None)
     for p in pages:
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p)
     page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),

@@ -46,8 +46,8 @@ def read_marker(folder: Path | str) -> dict[str, Any] | None:
             return None
     except OSError:
         return None
-    for rec in (_json(folder / MARKER), (_json(folder / "config.json") or {}).get(CONFIG_KEY)
-                if isinstance(_json(folder / "config.json"), dict) else None):
+    config = _json(folder / "config.json")
+    for rec in (_json(folder / MARKER), config.get(CONFIG_KEY) if isinstance(config, dict) else None):
         if isinstance(rec, dict) and rec.get("random_weights") is True:
             return rec
     return None
