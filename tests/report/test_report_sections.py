@@ -67,7 +67,7 @@ def test_sweep_section_accuracy_verdicts_and_item_answers(pool: tuple[Path, Path
     k, n = expected["v_32_s448"]
     assert f"{100 * k / n:.1f}%" in html  # 100.0% at s448, against 25% at s168: pixels help
     assert ">pixels<" in html
-    assert (out / "img" / "sweep_DemoJson.png").stat().st_size > 5_000
+    assert (out / "img" / "sweep_DemoJson.svg").stat().st_size > 5_000
     rec = next(r for r in chunks(out, "d") if r["id"] == "DemoJson_0")
     conds = {a[0]: a for a in rec["sweep"]}
     assert conds["v_32_s448"][2] is True and conds["v_fps2_s224"][3] == "NA" and conds["v_fps2_s224"][2] is None
@@ -110,7 +110,7 @@ def test_qa_section_from_a_real_qa_run(pool: tuple[Path, Path], tmp_path: Path) 
     html = (out / "qa.html").read_text()
     assert 'id="latency"' in html and "vlm-x" in html
     assert "vlm: exit" in html  # errors by kind
-    assert (out / "img" / "qa_latency.png").is_file()
+    assert (out / "img" / "qa_latency.svg").is_file()
 
 
 def test_without_items_ids_and_margins_come_from_rows(pool: tuple[Path, Path], tmp_path: Path) -> None:

@@ -30,6 +30,9 @@ def default_workers() -> int:
               help="Output folder of `benchcheck audit` (its tables, and per-item confidence in the browser).")
 @click.option("--side-audit", "side_audits", multiple=True, type=click.Path(),
               help="Audit folders of other runs on the same items, shown after the main one (repeatable).")
+@click.option("--step0", "step0", type=click.Path(exists=True), default=None,
+              help="Step-0 output folder of `benchcheck dedup` (or the kept list given to --keep): duplicates "
+                   "shown removed at step 0.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
 @click.option("--store", type=click.Path(file_okay=False), default=None,
               help="Normalized store: names the items' videos for the thumbnails (with --videos).")
@@ -42,8 +45,8 @@ def default_workers() -> int:
               help="Processes (benchmarks are built in parallel).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, sweep: str | None,
-           qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], frames_root: str | None,
-           store: str | None, videos_dir: str | None,
+           qa_dir: str | None, audit_dir: str | None, side_audits: tuple[str, ...], step0: str | None,
+           frames_root: str | None, store: str | None, videos_dir: str | None,
            copy_frames: bool, no_plots: bool,
            bench_png: bool, out: str, workers: int | None, no_progress: bool) -> None:
     """Write a self-contained static report (works from file://, offline) and print its index.html.
@@ -71,7 +74,8 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                          frames=Path(frames_root) if frames_root else None,
                          copy_frames=copy_frames, plots=not no_plots, progress=not no_progress,
                          workers=workers or default_workers(),
-                         bench_png=bench_png, side_audits=tuple(Path(p) for p in side_audits))
+                         bench_png=bench_png, side_audits=tuple(Path(p) for p in side_audits),
+                         step0=Path(step0) if step0 else None)
     try:
         built = build_report(opts)
     except ReportError as e:

@@ -283,7 +283,8 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     side = [prior_ctx.results, *([out / "results_tiny_random"] if tiny else [])]
     report = demo_report(results, out / "items", frames_root, sweep=out / "sweep" if sweep_on else None,
                          qa=out / "qa" / "run" if qa else None, side_results=side, audit=out / "audit",
-                         side_audits=[p for p in side_audits if (p / "audit.md").is_file()])
+                         side_audits=[p for p in side_audits if (p / "audit.md").is_file()],
+                         step0=keep.parent if keep is not None else None)
     echo("outputs:")
     for name, path in assembled.paths.items():
         echo(f"  {name}: {path}")

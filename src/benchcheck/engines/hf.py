@@ -49,6 +49,7 @@ from benchcheck.engines.hf_vision import use_grouped_vision_attention, use_linea
 from benchcheck.engines.hf_vision_rotary import qkv_rotary
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.models.config import transformers_module
+from benchcheck.engines.models.marker import marker_revision, read_marker
 from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.errors import first_line
 
@@ -97,6 +98,9 @@ class HFEngine:
     ) -> None:
         tf = transformers_module()
         folder, resolved = resolve_checkpoint(model, revision)
+        marker = read_marker(folder)
+        if marker is not None and resolved is None:  # rows say what the checkpoint says: random weights
+            resolved = marker_revision(marker)
         dev = pick_device(device)
         try:
             net = tf.Qwen3VLForConditionalGeneration.from_pretrained(

@@ -1,26 +1,30 @@
-"""The audit section: the tables `benchcheck audit` wrote (the permutation null per benchmark x
-step, the removal rate against the threshold, and, on the demo, the checks against the ground
-truth), shown as they are, with the audit's one-sentence reading; and the per-item confidence
-the item browser shows. A missing folder or table gives a reason to show, never an exception."""
+"""The audit section: a summary of every table `benchcheck audit` wrote (``audit_*.csv``), each
+with a link to the full CSV copied beside the page, the audit's one-sentence reading, its figures,
+and the per-item confidence the item browser shows. A missing folder or table gives a reason to
+show, never an exception.
+
+One section per CSV: :data:`TABLES` names the known ones (title, order, and how to summarize);
+any other ``audit_*.csv`` a later audit writes gets a section of its own, titled by its file name,
+showing its first rows. To give a new table a better summary, add a :class:`TableSpec`.
+"""
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchcheck.protocol import LOG2
 from benchcheck.report import svg
 
-TABLES = (("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)"),
-          ("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)"),
-          ("audit_truth.csv", "The audit checked against the ground truth (demo: false removals known by "
-                              "construction; see audit_truth.md)"))
-ITEMS = "audit_items.csv"
+TOP_ROWS = 10  # rows a summarized table shows (the full CSV is linked)
 NOTE_CHARS = 40  # a repeated cell longer than this is said once, under its table
+ITEMS = "audit_items.csv"  # per item and step: read into the item browser, not shown as a table
 
 Confidences = dict[str, dict[int, float]]  # item_id -> step -> confidence
+Rows = list[list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,18 +32,117 @@ class AuditTable:
     name: str
     title: str
     header: list[str]
-    rows: list[list[str]]
+    rows: Rows  # what the page shows (a summary)
     notes: tuple[str, ...] = ()  # columns with one value in every row, said once under the table
+    total: int = 0  # rows in the CSV
+    how: str = ""  # how the shown rows were chosen ("" : all of them)
+    href: str | None = None  # the full CSV, relative to the page (set when the site copies it)
+    open: bool = True  # shown unfolded
+    full_header: list[str] = field(default_factory=list)  # the CSV as written (the charts read it)
+    full_rows: Rows = field(default_factory=list)
 
 
-def _table(name: str, title: str, rows: list[list[str]]) -> AuditTable:
-    """A CSV table as shown: a long column that repeats one value (the rule) becomes a note."""
+Summary = Callable[[list[str], Rows], tuple[list[str], Rows, str]]  # (header, rows, how chosen)
+
+
+def _num(v: str) -> float | None:
+    try:
+        x = float(v)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _cell(v: str) -> str:
+    """Long decimals cut to 4 significant digits for reading (the CSV keeps them all)."""
+    x = _num(v)
+    if x is None or "." not in v or len(v) <= 7:
+        return v
+    return f"{x:.4g}"
+
+
+def first_rows(header: list[str], rows: Rows) -> tuple[list[str], Rows, str]:
+    if len(rows) <= TOP_ROWS:
+        return header, rows, ""
+    return header, rows[:TOP_ROWS], f"the first {TOP_ROWS} rows"
+
+
+def top_by(*columns: str) -> Summary:
+    """The rows with the largest values of ``columns`` (in turn), top :data:`TOP_ROWS`."""
+    def summary(header: list[str], rows: Rows) -> tuple[list[str], Rows, str]:
+        ix = [header.index(c) for c in columns if c in header]
+        if len(rows) <= TOP_ROWS or not ix:
+            return first_rows(header, rows)
+
+        def key(r: list[str]) -> tuple[float, ...]:
+            return tuple(-(_num(r[j]) or 0.0) for j in ix)
+        return header, sorted(rows, key=key)[:TOP_ROWS], \
+            f"the {TOP_ROWS} rows with the most {', then '.join(header[j] for j in ix)}"
+    return summary
+
+
+THRESHOLDS_SHOWN = (0.0, 0.5, LOG2, 1.0, 1.5, 2.0, 3.0)
+
+
+def thresholds_by_step(header: list[str], rows: Rows) -> tuple[list[str], Rows, str]:
+    """The removal rate against the threshold pooled over benchmarks: a row per step, a column per
+    threshold of :data:`THRESHOLDS_SHOWN` that the table has (the protocol's log 2 among them)."""
+    need = ("step", "threshold", "items", "removed")
+    if any(c not in header for c in need):
+        return first_rows(header, rows)
+    j = {c: header.index(c) for c in need}
+    pooled: dict[str, dict[float, list[float]]] = {}
+    for r in rows:
+        t, n, k = _num(r[j["threshold"]]), _num(r[j["items"]]), _num(r[j["removed"]])
+        if t is None or n is None or k is None:
+            continue
+        acc = pooled.setdefault(r[j["step"]], {}).setdefault(round(t, 4), [0.0, 0.0])
+        acc[0] += k
+        acc[1] += n
+    present = sorted({t for per in pooled.values() for t in per})
+    cols = [t for t in present if any(abs(t - w) < 1e-3 for w in THRESHOLDS_SHOWN)]
+    head = ["step"] + [f"{'log 2' if abs(t - LOG2) < 1e-3 else f'{t:g}'}" for t in cols]
+    body = [[step] + [f"{100 * per[t][0] / per[t][1]:.1f}%" if t in per and per[t][1] else "-" for t in cols]
+            for step, per in sorted(pooled.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)]
+    return head, body, ("removed share per step at a few thresholds (nats), pooled over benchmarks "
+                        "(items-weighted); the full table has every benchmark and threshold")
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    name: str
+    title: str
+    summary: Summary = first_rows
+    open: bool = True  # False: the section starts folded (secondary tables keep the page short)
+
+
+TABLES = (
+    TableSpec("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)",
+              top_by("est_false_removals", "removed")),
+    TableSpec("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)", thresholds_by_step),
+    TableSpec("audit_truth.csv", "The audit checked against the ground truth (demo: false removals known by "
+                                 "construction; see audit_truth.md)"),
+    TableSpec("audit_prior_effects.csv", "What the model's letter prior explains, per benchmark and step",
+              top_by("prior_explained", "removed"), open=False),
+    TableSpec("audit_priors.csv", "The model's letter prior per step", open=False),
+    TableSpec("audit_profile.csv", "The benchmark profile (gaps with 95 % intervals)", open=False),
+    TableSpec("audit_floor.csv", "Log-prob floor: decisions with exact log-probs against the top-20 floor",
+              top_by("decisions_differ", "floored"), open=False),
+)
+
+
+def _table(spec: TableSpec, rows: Rows) -> AuditTable:
+    """A CSV table as shown: summarized, and a long column that repeats one value (the rule) said
+    once as a note."""
     header, body = rows[0], [r + [""] * (len(rows[0]) - len(r)) for r in rows[1:]]
     same = [j for j in range(len(header))
             if body and len({r[j] for r in body}) == 1 and len(body[0][j]) > NOTE_CHARS]
     notes = tuple(f"{header[j]}: {body[0][j]}" for j in same)
     keep = [j for j in range(len(header)) if j not in same]
-    return AuditTable(name, title, [header[j] for j in keep], [[r[j] for j in keep] for r in body], notes)
+    short_h, short = [header[j] for j in keep], [[r[j] for j in keep] for r in body]
+    shown_h, shown, how = spec.summary(short_h, short)
+    return AuditTable(spec.name, spec.title, shown_h, [[_cell(c) for c in r] for r in shown], notes, len(body), how,
+                      open=spec.open, full_header=header, full_rows=body)
 
 
 @dataclass(slots=True)
@@ -51,6 +154,7 @@ class AuditData:
     truth: str | None = None  # audit_truth.md's result line
     label: str = ""
     charts: list[str] = field(default_factory=list)  # inline SVG: the null vs observed, threshold curves
+    chart_notes: list[str] = field(default_factory=list)  # what has no chart, and why
 
     @property
     def available(self) -> bool:
@@ -68,24 +172,46 @@ def _bold_line(path: Path) -> str | None:
     return None
 
 
+def _specs(folder: Path) -> list[TableSpec]:
+    """The known tables in :data:`TABLES`' order, then any other ``audit_*.csv`` by name."""
+    known = {t.name for t in TABLES}
+    extra = sorted(p.name for p in folder.glob("audit_*.csv") if p.name not in known and p.name != ITEMS)
+    return [*TABLES, *(TableSpec(n, n.removesuffix(".csv").replace("_", " ").capitalize()) for n in extra)]
+
+
 def read_audit(folder: Path | None) -> AuditData:
     if folder is None:
         return AuditData(None, "no audit folder given (--audit)")
     data = AuditData(folder, label=folder.name)
-    for name, title in TABLES:
+    for spec in _specs(folder):
         try:
-            with (folder / name).open(newline="", encoding="utf-8", errors="replace") as f:
+            with (folder / spec.name).open(newline="", encoding="utf-8", errors="replace") as f:
                 rows = list(csv.reader(f))
         except OSError:
             continue
         if rows:
-            data.tables.append(_table(name, title, rows))
-    data.charts = audit_charts(data.tables)
+            data.tables.append(_table(spec, rows))
+    data.charts, data.chart_notes = audit_charts(data.tables)
     data.headline = _bold_line(folder / "audit.md")
     data.truth = _bold_line(folder / "audit_truth.md")
     if not data.tables:
-        data.reason = f"no audit tables in {folder} (expected {', '.join(n for n, _ in TABLES[:2])})"
+        data.reason = f"no audit tables in {folder} (expected {', '.join(t.name for t in TABLES[:2])})"
     return data
+
+
+def link_tables(data: AuditData, out: Path, under: str) -> None:
+    """Copy each table's CSV to ``out/under/<name>`` and link it from its section."""
+    import shutil
+
+    if data.folder is None:
+        return
+    (out / under).mkdir(parents=True, exist_ok=True)
+    for i, t in enumerate(data.tables):
+        try:
+            shutil.copyfile(data.folder / t.name, out / under / t.name)
+        except OSError:
+            continue
+        data.tables[i] = replace(t, href=f"{under}/{t.name}")
 
 
 def read_audits(folders: Iterable[Path]) -> list[AuditData]:
@@ -118,7 +244,7 @@ MAX_BENCH_BARS = 12  # more benchmarks than this: one bar pair per step, pooled 
 def _records(tables: Iterable[AuditTable], name: str) -> list[dict[str, str]]:
     for t in tables:
         if t.name == name:
-            return [dict(zip(t.header, r, strict=False)) for r in t.rows]
+            return [dict(zip(t.full_header, r, strict=False)) for r in t.full_rows]
     return []
 
 
@@ -150,9 +276,10 @@ def threshold_chart(rows: list[dict[str, str]]) -> str | None:
                      xlabel="margin threshold (nats)", ylabel="removed share")
 
 
-def null_charts(rows: list[dict[str, str]]) -> list[str]:
+def null_charts(rows: list[dict[str, str]]) -> tuple[list[str], list[str]]:
     """Observed removal rate beside the permutation null's: per step, a bar pair per benchmark with
-    the null's interval (pooled per step when there are many benchmarks)."""
+    the null's interval (pooled per step when there are many benchmarks). A step where nothing was
+    removed and the null expects nothing gets no (empty) chart, but a note; returns (charts, notes)."""
     steps = sorted({int(r["step"]) for r in rows if r.get("step", "").isdigit()})
     benches = sorted({r.get("bench", "") for r in rows})
     colours = (("null", "#9a9a9a"), ("observed", "#1f77b4"))
@@ -165,22 +292,31 @@ def null_charts(rows: list[dict[str, str]]) -> list[str]:
             obs.append(sum(_f(r, "removed") or 0.0 for r in here) / n)
         return [svg.bars("Removal rate: observed vs the null, pooled", [f"step {s}" for s in steps],
                          [(colours[0][0], colours[0][1], null), (colours[1][0], colours[1][1], obs)],
-                         ymax=1.0, ylabel="removed share")]
-    charts = []
+                         ymax=1.0, ylabel="removed share")], []
+    charts, flat = [], []
     for step in steps:
         of_bench = {r.get("bench", ""): r for r in rows if r.get("step") == str(step)}
         labels = [b for b in benches if b in of_bench]
         null = [_f(of_bench[b], "null_rate") or 0.0 for b in labels]
         obs = [_f(of_bench[b], "observed_rate") or 0.0 for b in labels]
         err = [(_f(of_bench[b], "null_lo") or 0.0, _f(of_bench[b], "null_hi") or 0.0) for b in labels]
-        charts.append(svg.bars(f"Step {step}: observed vs the null (95 %)", [b[:10] for b in labels],
+        if not any(null + obs + [hi for _, hi in err]):
+            flat.append(step)
+            continue
+        charts.append(svg.bars(f"Step {step}: observed vs the null (95 %)", labels,
                                [(colours[0][0], colours[0][1], null), (colours[1][0], colours[1][1], obs)],
                                ymax=1.0, err=err, ylabel="removed share"))
-    return charts
+    notes = []
+    if flat:
+        which = ", ".join(map(str, flat))
+        notes.append(f"Step{'s' if len(flat) > 1 else ''} {which}: no chart — nothing removed and the null expects "
+                     "no removal (every rate 0; the table has the rows).")
+    return charts, notes
 
 
-def audit_charts(tables: Iterable[AuditTable]) -> list[str]:
+def audit_charts(tables: Iterable[AuditTable]) -> tuple[list[str], list[str]]:
+    """The figures drawn from the CSVs as written, and notes on what has no figure."""
     tables = list(tables)
-    charts = null_charts(_records(tables, "audit_null.csv"))
+    charts, notes = null_charts(_records(tables, "audit_null.csv"))
     curve = threshold_chart(_records(tables, "audit_thresholds.csv"))
-    return charts + ([curve] if curve else [])
+    return charts + ([curve] if curve else []), notes

@@ -74,7 +74,9 @@ def _examples(bench: BenchEvidence) -> list[dict[str, Any]]:
 def bench_page(opts: ReportOptions, staging: Path, bench: BenchEvidence, chunks: BenchChunks) -> BenchPage:
     rates = stats.removal_rates(bench)
     finals = stats.final_counts(bench.items)
-    screened = sum(1 for ev in bench.items if any(f in ("kept", "removed") for f in ev.fates.values()))
+    # step 0 looked at every item it removed (a duplicate has no fate at a later step)
+    screened = sum(1 for ev in bench.items
+                   if ev.removed_at == 0 or any(f in ("kept", "removed") for f in ev.fates.values()))
     figure, charts = None, []
     if opts.plots:
         gold, picks = stats.positions(bench.items, 1)
@@ -91,15 +93,21 @@ def bench_page(opts: ReportOptions, staging: Path, bench: BenchEvidence, chunks:
 
 def _charts(chain: Sequence[int], rates: dict[int, stats.Rate], margins: dict[int, list[float]],
             gold: Counter[int], picks: Counter[int]) -> list[str]:
-    labels = [str(s) for s in chain]
-    r = [rates.get(s, stats.Rate(0, 0, None, None)) for s in chain]
-    out = [svg.bars("removal rate per step, 95% interval", labels, [("removed %", plots.REMOVED_C,
-                    [100 * (x.value or 0) for x in r])], ymax=100.0,
-                    err=[(100 * (x.lo or 0), 100 * (x.hi or 0)) for x in r], ylabel="% removed")]
-    k = max([*gold, *picks, 1]) + 1
-    out.append(svg.bars("step 1 answer position (all permutations)", list(plots.LETTERS[:k]),
-                        [("gold", plots.GOLD, [float(gold.get(j, 0)) for j in range(k)]),
-                         ("model pick", plots.PICK, [float(picks.get(j, 0)) for j in range(k)])], ylabel="count"))
+    # the steps that decided something (step 0, the duplicates, when the report has it): a step
+    # without decisions would be an empty slot; the table below lists it
+    shown = [s for s in ([0, *chain] if 0 in rates else chain) if s in rates and rates[s].n]
+    r = [rates[s] for s in shown]
+    out = []
+    if shown:
+        out.append(svg.bars("removal rate per step, 95% interval", [f"step {s}" for s in shown],
+                            [("removed %", plots.REMOVED_C, [100 * (x.value or 0) for x in r])], ymax=100.0,
+                            err=[(100 * (x.lo or 0), 100 * (x.hi or 0)) for x in r], ylabel="% removed"))
+    if gold or picks:  # no step-1 rows: no (empty) panel
+        k = max([*gold, *picks, 1]) + 1
+        out.append(svg.bars("step 1 answer position (all permutations)", list(plots.LETTERS[:k]),
+                            [("gold", plots.GOLD, [float(gold.get(j, 0)) for j in range(k)]),
+                             ("model pick", plots.PICK, [float(picks.get(j, 0)) for j in range(k)])],
+                            ylabel="count", integer=True))
     for s in chain:
         if margins.get(s):
             counts, edges = stats.histogram(margins[s], bins=30)

@@ -27,6 +27,12 @@ DETAIL_CHUNK = 100  # items per detail chunk
 QUESTION_CHARS = 90  # searchable question prefix kept in the list chunks
 FATE_CODE = {"kept": "k", "removed": "r", "failed": "f", "error": "e", "pending": "p", "not_screened": "n",
              "not_reached": "-", "open_format": "o"}
+# What each code means (the item browser's legend and the fates cell's tooltip).
+FATE_MEANING = {"kept": "kept by the step", "removed": "removed by the step",
+                "failed": "failed for good (errors past the retry limit)", "error": "an error row, to be retried",
+                "pending": "not screened yet", "not_screened": "not screened: no frames for a visual step",
+                "not_reached": "not reached (removed earlier, or stopped at an earlier step)",
+                "open_format": "open-format item (not multiple choice: never screened)"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 # What the item view shows per step; the rest of a row (tokens, latency, host...) stays in the rows.
 STEP_FIELDS = ("perms", "gold_pos", "picks", "pick", "margins", "margin", "mean_margin", "hits", "removed", "model")
@@ -97,6 +103,9 @@ def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepA
             if st["s"] in conf and "err" not in st:
                 st["conf"] = _r(conf[st["s"]])
         rec["conf"] = _r(item_confidence(ev, conf))
+    if ev.removed_at == 0 and 0 in ev.rows:  # a step-0 duplicate: why, and of what; no step saw it
+        rec["step0"] = dict(ev.rows[0])
+        rec["steps"] = []
     if it.meta.get("from_rows"):
         rec["no_text"] = True
     if sweep:
@@ -187,7 +196,8 @@ LIST_FIELDS = ["id", "task", "final", "removed_at", "fates", "margins", "margin"
 
 
 def write_index(out: Path, benches: Sequence[BenchChunks], chain: Sequence[int], frames_base: str | None) -> int:
-    data = {"chain": list(chain), "fields": LIST_FIELDS, "codes": FATE_CODE, "frames": frames_base,
+    data = {"chain": list(chain), "fields": LIST_FIELDS, "codes": FATE_CODE, "meanings": FATE_MEANING,
+            "frames": frames_base,
             "benches": [b.index_entry() for b in benches]}
     text = _payload("index", data)
     write_file(out / "data" / "index.js", text)

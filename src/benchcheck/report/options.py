@@ -26,3 +26,4 @@ class ReportOptions:
     bench_png: bool = False  # also a matplotlib PNG per benchmark (slow on big pools)
     side_results: tuple[Path, ...] = ()  # other runs on the same items (their run logs go into provenance)
     side_audits: tuple[Path, ...] = ()  # audits of other runs, shown after the main one on the audit page
+    step0: Path | None = None  # `benchcheck dedup`'s folder or a kept list: duplicates shown removed at step 0

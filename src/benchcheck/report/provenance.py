@@ -3,19 +3,20 @@ loud labels for results that no real model produced."""
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from benchcheck.engines.models.marker import is_random_revision, read_marker
 from benchcheck.report.source import StepProvenance
 from benchcheck.screen.steps import MODELS, STEPS
 
-# Engines whose answers are not a model's: the rule-based reference and the rules-file stand-in.
+# Engines whose answers are not a model's: the rule-based references and the rules-file stand-in.
 NOT_A_MODEL = {"reference": "the rule-based reference engine (no model: decisions follow fixed rules)",
+               "reference-prior": "the rule-based letter-prior engine (no model: a planted letter prior)",
                "scripted": "the scripted engine (answers come from a rules file)"}
-RANDOM_WEIGHTS = re.compile(r"tiny|random", re.IGNORECASE)  # `model tiny` / `model random` builds
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,28 +46,88 @@ def step_lines(prov: Mapping[int, StepProvenance]) -> list[StepLine]:
     return out
 
 
-def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One loud line per step whose rows came from something that is not the real model."""
-    out = []
-    for ln in lines:
-        engines = set(ln.values.get("engine", ()))
-        models = set(ln.values.get("model", ()))
+def _steps(steps: Iterable[int]) -> str:
+    """``steps 1-3, 5`` (runs of consecutive steps joined)."""
+    xs = sorted(set(steps))
+    runs: list[list[int]] = []
+    for x in xs:
+        if runs and x == runs[-1][-1] + 1:
+            runs[-1].append(x)
+        else:
+            runs.append([x])
+    text = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+    return ("step " if len(xs) == 1 else "steps ") + text
+
+
+def random_weights(model: str, revisions: Iterable[str | None], bases: Sequence[Path] = ()) -> bool:
+    """Whether ``model`` ran with random weights, by what its checkpoint says: a revision the ``hf``
+    engine took from the folder's marker, else the marker in the folder the name points at
+    (as given, or under one of ``bases``). Never by the name itself."""
+    if any(is_random_revision(r) for r in revisions):
+        return True
+    if not model or "\n" in model or len(model) > 1024:
+        return False
+    p = Path(model)
+    return any(read_marker(c) is not None for c in ([p] if p.is_absolute() else [p, *(b / p for b in bases)]))
+
+
+@dataclass(slots=True)
+class _Kind:
+    """One banner line: what made the rows, and where (steps of the main results, other runs)."""
+
+    text: str
+    steps: set[int] = field(default_factory=set)
+    runs: dict[str, set[int]] = field(default_factory=dict)
+
+    def line(self) -> str:
+        where = [_steps(self.steps)] if self.steps else []
+        where += [f"{_steps(s)} of {r}" for r, s in self.runs.items()]
+        return f"{self.text}: {'; '.join(where)}"
+
+
+def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]],
+             specs: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+             bases: Sequence[Path] = ()) -> list[str]:
+    """One loud line per kind of thing that is not the protocol's real model (an engine that is no
+    model, a random-weight model, another model), each naming the steps and runs it made.
+
+    ``specs``: per results folder of another run (the ``results`` key of its run-log rows), its
+    steps' ``run_spec.json`` (their recorded revision tells a random-weight checkpoint)."""
+    specs = specs or {}
+    kinds: dict[str, _Kind] = {}
+
+    def add(key: str, text: str, step: int, run: str | None) -> None:
+        k = kinds.setdefault(key, _Kind(text))
+        if run is None:
+            k.steps.add(step)
+        else:
+            k.runs.setdefault(run, set()).add(step)
+
+    def judge(engines: Iterable[str], models: Iterable[str], revisions: Sequence[str | None], step: int,
+              run: str | None, expected: str = "") -> None:
+        engines, models = set(engines), set(models)
         for e in sorted(engines & NOT_A_MODEL.keys()):
-            out.append(f"step {ln.step}: made by {NOT_A_MODEL[e]} — not a model's judgement")
-        for m in sorted(x for x in models if RANDOM_WEIGHTS.search(x)):
-            out.append(f"step {ln.step}: model {m!r} is a RANDOM-WEIGHT model — its decisions mean nothing")
-        if not engines & NOT_A_MODEL.keys() and models and ln.expected_model and ln.expected_model not in models:
-            revisions = set(ln.values.get("revision", ()))
-            if not any(RANDOM_WEIGHTS.search(x) for x in models):
-                rev = f" (revisions {', '.join(sorted(revisions))})" if revisions else ""
-                out.append(f"step {ln.step}: model {', '.join(sorted(models))} is not the protocol's "
-                           f"{ln.expected_model}{rev}")
+            add(f"engine:{e}", f"made by {NOT_A_MODEL[e]}, not a model's judgement", step, run)
+        if engines & NOT_A_MODEL.keys():
+            return
+        noise = {m for m in models if random_weights(m, revisions, bases)}
+        for m in sorted(noise):
+            add(f"random:{m}", f"model {m!r} is a RANDOM-WEIGHT model (its checkpoint says so): its decisions mean "
+                               "nothing", step, run)
+        other = models - noise
+        if run is None and other and expected and expected not in other:
+            add(f"other:{','.join(sorted(other))}", f"model {', '.join(sorted(other))} is not the protocol's "
+                                                     f"{expected}", step, run)
+
+    for ln in lines:
+        judge(ln.values.get("engine", ()), ln.values.get("model", ()), list(ln.values.get("revision", ())),
+              ln.step, None, ln.expected_model)
     for r in run_log:
-        e, m = str(r.get("engine") or ""), str(r.get("model") or "")
-        where = f" ({r['results']})" if r.get("results") else ""
-        if e in NOT_A_MODEL and not any(e in w for w in out):
-            out.append(f"run log: step {r.get('step')}{where} ran on {NOT_A_MODEL[e]}")
-        if m and RANDOM_WEIGHTS.search(m) and not any(m in w for w in out):
-            out.append(f"run log: step {r.get('step')}{where} ran on model {m!r}, a RANDOM-WEIGHT model — "
-                       "its decisions mean nothing")
-    return sorted(set(out), key=out.index)
+        run = str(r["results"]) if r.get("results") else None
+        step = r.get("step")
+        if run is None or not isinstance(step, int):
+            continue  # the main results' rows said it all
+        spec = specs.get(run, {}).get(step, {})
+        rev = (spec.get("model") or {}).get("revision") if isinstance(spec.get("model"), dict) else None
+        judge([str(r.get("engine") or "")], [str(r.get("model") or "")], [rev], step, run)
+    return [k.line() for k in kinds.values()]

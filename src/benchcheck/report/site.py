@@ -23,13 +23,21 @@ from typing import Any
 from benchcheck.atomic import write_json_atomic
 from benchcheck.items import Item
 from benchcheck.report import plots, stats
-from benchcheck.report.audit import Confidences, read_audit, read_audits, read_confidences
+from benchcheck.report.audit import Confidences, link_tables, read_audit, read_audits, read_confidences
 from benchcheck.report.bench_page import BenchPage, bench_page, copy_thumbs
-from benchcheck.report.browser import BenchChunks, write_bench, write_file, write_index
+from benchcheck.report.browser import FATE_CODE, FATE_MEANING, BenchChunks, write_bench, write_file, write_index
 from benchcheck.report.options import ReportOptions
 from benchcheck.report.provenance import step_lines, warnings
 from benchcheck.report.qa import QAData, read_qa
-from benchcheck.report.source import StepProvenance, bench_groups, read_group, run_log, run_specs
+from benchcheck.report.source import (
+    Step0,
+    StepProvenance,
+    bench_groups,
+    read_group,
+    read_step0,
+    run_log,
+    run_specs,
+)
 from benchcheck.report.sweep import (
     SweepAnswer,
     SweepData,
@@ -38,6 +46,8 @@ from benchcheck.report.sweep import (
     ladders,
     plane,
     read_sweep,
+    reasons,
+    totals,
     verdict,
 )
 from benchcheck.screen.steps import STEPS
@@ -142,7 +152,8 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     built.flags = [f for p in pages for f in p.flags]
     lines = step_lines(prov)
     log = run_log(opts.results) + [{**r, "results": str(d)} for d in opts.side_results for r in run_log(d)]
-    built.warnings = warnings(lines, log)
+    specs = {str(d): run_specs(d, opts.chain) for d in opts.side_results}
+    built.warnings = warnings(lines, log, specs, bases=(opts.results.parent, Path.cwd()))
     _render(opts, staging, built, pages, summary, lines, log, sweep, qa)
     return built
 
@@ -151,10 +162,10 @@ BenchResult = tuple[BenchPage, BenchChunks, list[dict[str, Any]], dict[int, Step
 
 
 def _bench_task(opts: ReportOptions, staging: Path, bench: str, items: list[Item] | None,
-                answers: dict[str, list[SweepAnswer]], conf: Confidences) -> BenchResult:
+                answers: dict[str, list[SweepAnswer]], conf: Confidences, step0: Step0 | None = None) -> BenchResult:
     """One benchmark end to end: rows read, chunks and thumbnails written, page data built."""
     prov: dict[int, StepProvenance] = {}
-    ev = read_group(opts.results, bench, items, opts.chain, frame_check(opts.frames), prov)
+    ev = read_group(opts.results, bench, items, opts.chain, frame_check(opts.frames), prov, step0)
     bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers, conf)
     if opts.copy_frames and opts.frames is not None:
         copy_thumbs(staging, opts.frames, ev)
@@ -166,6 +177,19 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     holds one benchmark at a time), and come back in benchmark order."""
     groups = bench_groups(opts.results, opts.items, opts.chain)
     conf = read_confidences(opts.audit)
+    step0 = None
+    if opts.step0 is not None:
+        try:
+            step0 = read_step0(opts.step0, opts.items)
+        except Exception as e:  # a damaged kept list: Parquet, JSON, a missing column
+            raise ReportError(f"--step0 {opts.step0}: cannot read the step-0 outcome ({type(e).__name__}: "
+                              f"{str(e)[:200]})") from e
+
+    def dups(its: list[Item] | None) -> Step0 | None:
+        """Only this benchmark's step-0 removals travel to its task."""
+        if step0 is None or its is None:
+            return step0
+        return Step0(step0.source, {it.item_id: step0.removed[it.item_id] for it in its if it.item_id in step0.removed})
 
     def mine(its: list[Item] | None) -> Confidences:
         """Only this benchmark's confidences travel to its task (ids are unique across benchmarks
@@ -179,13 +203,14 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     try:
         if opts.workers <= 1 or len(groups) <= 1:
             for bench, its in groups:
-                out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}), mine(its))
+                out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}), mine(its),
+                                         dups(its))
                 bar.update(1)
         else:
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx) as pool:
                 futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {}),
-                                       mine(its)): bench for bench, its in groups}
+                                       mine(its), dups(its)): bench for bench, its in groups}
                 for fut in as_completed(futures):
                     out[futures[fut]] = fut.result()
                     bar.update(1)
@@ -229,30 +254,43 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         finals.update(p.finals)
     figs: dict[str, str] = {}
     if opts.plots and funnel:
-        figs["funnel"] = plots.funnel_figure(out / "img" / "funnel.png", funnel).relative_to(out).as_posix()
+        figs["funnel"] = plots.funnel_figure(out / "img" / "funnel.svg", funnel,
+                                             common_steps(opts.chain)).relative_to(out).as_posix()
     if opts.plots and pages:
-        figs["benches"] = plots.bench_removal_figure(out / "img" / "benches.png", [p.name for p in pages],
+        figs["benches"] = plots.bench_removal_figure(out / "img" / "benches.svg", [p.name for p in pages],
                                                      [p.overall for p in pages]).relative_to(out).as_posix()
     common = {"warnings": built.warnings, "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "steps": {s: STEPS[s].name for s in opts.chain if s in STEPS}, "chain": opts.chain}
+              "steps": common_steps(opts.chain), "chain": opts.chain}
 
     def page(name: str, template: str, root: str = "", **ctx: Any) -> None:
         html = env.get_template(template).render(root=root, page=name, **common, **ctx)
         write_file(out / name, html.encode())
 
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
-         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results))
+         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results),
+         step0=opts.step0 is not None)
     for p in pages:
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p)
-    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep))
+    page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),
+         unparsed=reasons(totals({f"{b}/{c}": n for b, cs in sweep.unparsed.items() for c, n in cs.items()})),
+         na=reasons(totals({f"{b}/{c}": n for b, cs in sweep.na.items() for c, n in cs.items()})))
     qa_fig = None
     if opts.plots and qa.latencies:
-        qa_fig = plots.latency_figure(out / "img" / "qa_latency.png", qa.latencies).relative_to(out).as_posix()
+        qa_fig = plots.latency_figure(out / "img" / "qa_latency.svg", qa.latencies).relative_to(out).as_posix()
     page("qa.html", "qa.html", qa=qa, fig=qa_fig)
-    page("audit.html", "audit.html", audit=read_audit(opts.audit), side=read_audits(opts.side_audits))
-    page("items.html", "items.html")
+    audit, side = read_audit(opts.audit), read_audits(opts.side_audits)
+    link_tables(audit, out, "audit/main")
+    for i, a in enumerate(side):
+        link_tables(a, out, f"audit/side{i + 1}")
+    page("audit.html", "audit.html", audit=audit, side=side)
+    page("items.html", "items.html", fates=[(FATE_CODE[k], k, FATE_MEANING[k]) for k in FATE_CODE])
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
          results=str(opts.results))
+
+
+def common_steps(chain: Sequence[int]) -> dict[int, str]:
+    """Step number -> name, step 0 (the duplicates) first."""
+    return {0: "duplicates", **{s: STEPS[s].name for s in chain if s in STEPS}}
 
 
 def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[str, Any]]:
@@ -260,18 +298,24 @@ def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[s
 
     rows = []
     own = analysis_verdicts(sweep.path) if sweep.available else {}
-    for bench, acc in sweep.acc.items():
+    for bench in sorted({*sweep.acc, *sweep.na, *sweep.unparsed}):
+        acc = sweep.acc.get(bench, {})
         fig = None
-        if opts.plots:
-            fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.png", bench, ladders(acc),
+        if opts.plots and acc:
+            fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.svg", bench, ladders(acc),
                                       plane(acc)).relative_to(out).as_posix()
-        rows.append({"name": bench, "acc": acc, "verdict": own.get(bench) or verdict(acc), "fig": fig})
+        unparsed, na = sweep.unparsed.get(bench, {}), sweep.na.get(bench, {})
+        conds = [{"name": c, "rate": acc.get(c), "unparsed": reasons(unparsed.get(c)), "na": reasons(na.get(c)),
+                  "all_unparsed": c in acc and acc[c].n > 0 and sum(unparsed.get(c, Counter()).values()) == acc[c].n}
+                 for c in sorted({*acc, *unparsed, *na})]
+        rows.append({"name": bench, "acc": acc, "verdict": own.get(bench) or verdict(acc), "fig": fig,
+                     "conds": conds, "unparsed": reasons(totals(unparsed)), "na": reasons(totals(na))})
     return rows
 
 
 def demo_report(results: Path, items_dir: Path, frames: Path | None, sweep: Path | None = None,
                 qa: Path | None = None, side_results: Sequence[Path] = (), audit: Path | None = None,
-                side_audits: Sequence[Path] = ()) -> Path:
+                side_audits: Sequence[Path] = (), step0: Path | None = None) -> Path:
     """The demo's report (``results/report``), linking the demo's frame cache, with the sweep and
     QA sections when given; returns index.html."""
     from benchcheck.items import load_items
@@ -279,4 +323,4 @@ def demo_report(results: Path, items_dir: Path, frames: Path | None, sweep: Path
     items = load_items([items_dir]).items
     return build_report(ReportOptions(results, results / "report", items, sweep=sweep, qa=qa, audit=audit,
                                       frames=frames, side_results=tuple(side_results),
-                                      side_audits=tuple(side_audits))).index
+                                      side_audits=tuple(side_audits), step0=step0)).index

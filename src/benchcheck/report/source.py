@@ -18,7 +18,7 @@ from typing import Any
 from benchcheck.items import Item
 from benchcheck.records import ErrorRow
 from benchcheck.screen.assemble import sanity_flags, summary_rows
-from benchcheck.screen.fates import ItemFate, item_fates
+from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates
 from benchcheck.store import bench_of_file, load_state, read_records, read_rows
 from benchcheck.verdicts import StepState
 
@@ -141,8 +141,11 @@ def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[
 
 
 def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence[int],
-               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> BenchEvidence:
-    """One benchmark's evidence; provenance of its rows is added to ``provenance``."""
+               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance],
+               step0: Step0 | None = None) -> BenchEvidence:
+    """One benchmark's evidence; provenance of its rows is added to ``provenance``. With ``step0``,
+    its duplicates are removed at step 0 (they never enter the chain, as in the screening runs) and
+    a step-0 row opens the summary."""
     states: dict[int, StepState] = {}
     last_error: dict[int, dict[str, Mapping[str, Any]]] = {}
     for s in chain:
@@ -154,9 +157,64 @@ def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence
                 prov.add(v.row.fields)
         # only error rows are read a second time, and only for benchmarks that have them
         last_error[s] = _bench_errors(results, s, bench) if st.errors else {}
-    fates = item_fates(items, chain, states, has_frames)
+    dups = step0.removed if step0 is not None else {}
+    chained = [it for it in items if it.item_id not in dups]
+    fates = item_fates(chained, chain, states, has_frames)
     summary = summary_rows(fates, chain, states) if fates else []
-    return BenchEvidence(bench, [_evidence(f, states, last_error) for f in fates], summary, sanity_flags(summary))
+    flags = sanity_flags(summary)
+    evidence = {f.item.item_id: _evidence(f, states, last_error) for f in fates}
+    for it in items:
+        if it.item_id in dups:
+            evidence[it.item_id] = ItemEvidence(it, REMOVED, 0, dict.fromkeys(chain, NOT_REACHED), {},
+                                                {0: dups[it.item_id]})
+    if step0 is not None and items:
+        summary = [step0_row(bench, len(items), len(items) - len(chained)), *summary]
+    return BenchEvidence(bench, [evidence[it.item_id] for it in items], summary, flags)
+
+
+def step0_row(bench: str, items: int, removed: int) -> dict[str, Any]:
+    """Step 0 in the summary's shape: every item is looked at, duplicates are removed."""
+    return {"bench": bench, "step": 0, "done": items, "removed": removed, "error_rows": 0, "failed": 0,
+            "removal_rate": round(removed / items, 4) if items else None, "pending": 0, "not_screened": 0,
+            "forwards": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class Step0:
+    """The step-0 (dedup) outcome: item -> why it was removed (its ``step0_removed.jsonl`` row)."""
+
+    source: Path
+    removed: Mapping[str, Mapping[str, Any]]
+
+
+def read_step0(path: Path, items: Sequence[Item] | None = None) -> Step0:
+    """``benchcheck dedup``'s output folder (``step0_removed.jsonl``, else the complement of
+    ``step0_kept.parquet`` among ``items``) or a kept-list file (``--keep``'s formats: Parquet,
+    JSONL, one id a line), whose complement among ``items`` is what step 0 removed."""
+    import json
+
+    from benchcheck.screen.plan import load_keep
+
+    removed: dict[str, Mapping[str, Any]] = {}
+    jsonl = path / "step0_removed.jsonl" if path.is_dir() else None
+    if jsonl is not None and jsonl.is_file():
+        for line in jsonl.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and row.get("item_id") is not None:
+                removed[str(row["item_id"])] = {k: row.get(k) for k in STEP0_FIELDS if row.get(k) is not None}
+        return Step0(path, removed)
+    keep_file = path / "step0_kept.parquet" if path.is_dir() else path
+    kept = load_keep(keep_file)
+    for it in items or ():
+        if it.item_id not in kept:
+            removed[it.item_id] = {"verdict": f"not in the step-0 kept list ({keep_file.name})"}
+    return Step0(path, removed)
+
+
+STEP0_FIELDS = ("verdict", "kind", "similarity", "duplicate_of", "duplicate_bench")
 
 
 Group = tuple[str, list[Item] | None]
@@ -173,9 +231,10 @@ def bench_groups(results: Path, items: Sequence[Item] | None, chain: Sequence[in
 
 
 def read_group(results: Path, bench: str, items: Sequence[Item] | None, chain: Sequence[int],
-               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> BenchEvidence:
+               has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance],
+               step0: Step0 | None = None) -> BenchEvidence:
     its = items if items is not None else items_from_rows(results, bench, chain)
-    return read_bench(results, bench, its, chain, has_frames, provenance)
+    return read_bench(results, bench, its, chain, has_frames, provenance, step0)
 
 
 def iter_benches(results: Path, items: Sequence[Item] | None, chain: Sequence[int],

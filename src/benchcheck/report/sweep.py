@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,10 @@ class SweepData:
     skipped: int = 0
     acc: dict[str, dict[str, Rate]] = field(default_factory=dict)  # bench -> condition -> accuracy
     answers: dict[str, dict[str, list[SweepAnswer]]] = field(default_factory=dict)  # bench -> item -> answers
+    # bench -> condition -> reason -> rows: replies no rule could read (scored as wrong), and
+    # conditions that could not apply to an item (status NA: not scored), each with its reason
+    unparsed: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
+    na: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
 
     @property
     def available(self) -> bool:
@@ -88,7 +92,8 @@ def read_sweep(folder: Path | None) -> SweepData:
             header = reader.fieldnames or []
             cols = {k: _pick(header, names) for k, names in (("bench", BENCH_COLS), ("item", ITEM_COLS),
                     ("cond", COND_COLS), ("correct", CORRECT_COLS), ("pred", PRED_COLS), ("gold", GOLD_COLS),
-                    ("text", TEXT_COLS), ("status", ("status",)))}
+                    ("text", TEXT_COLS), ("status", ("status",)), ("parse", ("parse", "parse_rule")),
+                    ("meta", ("meta",)))}
             need = [k for k in ("bench", "item", "cond") if cols[k] is None]
             if need or (cols["correct"] is None and (cols["pred"] is None or cols["gold"] is None)):
                 data.reason = (f"{path}: cannot read the sweep: no column for "
@@ -121,6 +126,11 @@ def _add(data: SweepData, counts: dict[str, dict[str, list[int]]], row: Mapping[
     correct = _truth(get("correct")) if cols["correct"] else None
     if correct is None and cols["pred"] and cols["gold"] and get("pred") and get("gold"):
         correct = get("pred").upper() == get("gold").upper()
+    if status.lower() == "unparsed":
+        why = get("parse") or "no reason given"
+        data.unparsed.setdefault(bench, {}).setdefault(cond, Counter())[why] += 1
+    elif status.lower() == "na":
+        data.na.setdefault(bench, {}).setdefault(cond, Counter())[_meta_reason(get("meta"))] += 1
     if status.lower() in NOT_SCORED:
         correct = None
     data.answers.setdefault(bench, {}).setdefault(item, []).append(SweepAnswer(cond, pred, correct, status))
@@ -128,6 +138,32 @@ def _add(data: SweepData, counts: dict[str, dict[str, list[int]]], row: Mapping[
         c = counts[bench][cond]
         c[0] += int(correct)
         c[1] += 1
+
+
+def _meta_reason(meta: str) -> str:
+    """An NA row's reason (``meta.reason``, e.g. ``too_short``: the video is shorter than the
+    condition needs)."""
+    import json
+
+    try:
+        m = json.loads(meta) if meta else {}
+    except ValueError:
+        return "no reason given"
+    return str(m.get("reason") or "no reason given") if isinstance(m, dict) else "no reason given"
+
+
+def reasons(c: Counter[str] | None) -> str:
+    """``12 (no_rule 10, empty 2)``; ``0`` for none."""
+    if not c:
+        return "0"
+    return f"{sum(c.values())} ({', '.join(f'{k} {v}' for k, v in c.most_common())})"
+
+
+def totals(by_cond: dict[str, Counter[str]] | None) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for c in (by_cond or {}).values():
+        out.update(c)
+    return out
 
 
 def parse_condition(name: str) -> tuple[float | None, float | None, float | None]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from benchcheck.atomic import write_text_atomic
 from benchcheck.engines.models.config import PREPROCESSOR_CONFIG, Shape, config_dict, transformers_module
+from benchcheck.engines.models.marker import CONFIG_KEY, marker_record, write_marker
 from benchcheck.engines.models.tokenizer import SPECIAL_TOKENS, write_tokenizer
 from benchcheck.protocol import LETTERS
 
@@ -107,7 +108,8 @@ def _plant_letter_prior(w: dict[str, np.ndarray], letters: dict[str, int], seed:
 def build_tiny_model(out: Path, seed: int = 0) -> Path:
     """Write a tiny random-weight Qwen3-VL checkpoint folder into ``out``; return ``out``.
 
-    Byte-deterministic for a seed; a few MB; built in about a second.
+    Byte-deterministic for a seed; a few MB; built in about a second. The folder carries the
+    random-weight marker (:mod:`benchcheck.engines.models.marker`).
     """
     from safetensors.numpy import save_file
 
@@ -118,11 +120,13 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
     vocab = -(-(first + len(SPECIAL_TOKENS)) // 64) * 64
     shape = dataclasses.replace(TINY, vocab=vocab)
     cfg = config_dict(shape, ids, eos_id=ids["im_end"], pad_id=ids["endoftext"])
+    marker = marker_record("tiny", seed)
     weights = _init_weights(_param_shapes(cfg), seed)
     tok = json.loads((out / "tokenizer.json").read_text())
     _plant_letter_prior(weights, _letter_token_ids(tok), seed)
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    write_text_atomic(out / "config.json", json.dumps(cfg, sort_keys=True, indent=2) + "\n")
+    write_text_atomic(out / "config.json", json.dumps({**cfg, CONFIG_KEY: marker}, sort_keys=True, indent=2) + "\n")
+    write_marker(out, marker)  # what the report reads to label the rows as noise (engines.models.marker)
     gen = {"do_sample": False, "eos_token_id": [ids["im_end"], ids["endoftext"]], "pad_token_id": ids["endoftext"]}
     write_text_atomic(out / "generation_config.json", json.dumps(gen, sort_keys=True, indent=2) + "\n")
     preprocessor = json.dumps(PREPROCESSOR_CONFIG, sort_keys=True, indent=2) + "\n"

@@ -151,15 +151,16 @@
     var stepIx = s.f.step === "final" ? -1 : index.chain.indexOf(Number(s.f.step));
     rows.forEach(function (m) {
       var b = m[0], r = m[1], tr = el("tr", { "data-id": r[0] });
-      var a = el("a", { href: "#" }, r[0]);
+      var a = el("a", { href: "#", title: r[0] }, r[0]);
       a.addEventListener("click", function (ev) { ev.preventDefault(); openItem(b, r); });
       var td = el("td"); td.appendChild(a); tr.appendChild(td);
-      var fin = Object.keys(index.codes).filter(function (k) { return index.codes[k] === r[2]; })[0] || r[2];
-      tr.appendChild(el("td", { "class": "fate-" + fin }, fin + (r[3] ? " @" + r[3] : "")));
-      tr.appendChild(el("td", { "class": "mono" }, r[4]));
+      var fin = fateName(r[2]), at = r[2] === index.codes.removed ? " @" + r[3] : "";
+      tr.appendChild(el("td", { "class": "fate-" + fin, title: fin.replace("_", " ") + (at ? " at step " + r[3] : "") },
+                        fin.replace("_", " ") + at));
+      tr.appendChild(el("td", { "class": "mono fates", title: fatesTitle(r[4]) }, r[4]));
       tr.appendChild(el("td", { "class": "margin" }, fmt(marginOf(r, stepIx))));
       tr.appendChild(el("td", { "class": "conf" }, fmt(confOf(r, stepIx))));
-      tr.appendChild(el("td", {}, r[8]));
+      tr.appendChild(el("td", { title: r[8] }, r[8]));
       body.appendChild(tr);
     });
     var done = !s.todo.length;
@@ -175,11 +176,26 @@
     }
   }
 
+  function fateName(code) {
+    return Object.keys(index.codes).filter(function (k) { return index.codes[k] === code; })[0] || code;
+  }
+  /* The fates cell's tooltip: one line per step of the chain, what its letter means. */
+  function fatesTitle(codes) {
+    return index.chain.map(function (s, i) {
+      var name = fateName(codes.charAt(i));
+      return "step " + s + ": " + ((index.meanings || {})[name] || name);
+    }).join("\n");
+  }
+
   function openItem(b, r) {
     var st = hashState(); st.item = r[0]; writeHash(st);
     return load(b.slug + "/d" + r[7]).then(function (recs) {
       var rec = recs.filter(function (x) { return x.id === r[0]; })[0];
-      if (rec) showDetail(b, rec);
+      if (rec) {
+        showDetail(b, rec);
+        var d = $("detail");  // stacked (narrow window): the evidence is below the list, so go there
+        if (d.getBoundingClientRect().top > window.innerHeight) d.scrollIntoView({ block: "start" });
+      }
     }, function (e) { $("detail").textContent = e.message; });
   }
 
@@ -231,8 +247,16 @@
   function showDetail(b, rec) {
     var d = $("detail"); d.textContent = "";
     d.appendChild(el("h2", { id: "d-id" }, rec.id));
-    d.appendChild(el("p", {}, b.name + (rec.task ? " · " + rec.task : "") + " · final: " + rec.final +
-      (rec.removed_at ? " at step " + rec.removed_at : "") + (rec.raw_vid ? " · video " + rec.raw_vid : "")));
+    d.appendChild(el("p", {}, b.name + (rec.task ? " · " + rec.task : "") + " · final: " + rec.final.replace("_", " ") +
+      (rec.removed_at !== null && rec.removed_at !== undefined ? " at step " + rec.removed_at : "") +
+      (rec.raw_vid ? " · video " + rec.raw_vid : "")));
+    if (rec.step0) {
+      var z = rec.step0, why = "removed at step 0 (duplicates): " + (z.verdict || "duplicate") +
+        (z.kind ? " (" + z.kind + ")" : "") + (z.duplicate_of ? " duplicate of " + z.duplicate_of : "") +
+        (z.duplicate_bench ? " in " + z.duplicate_bench : "") +
+        (z.similarity !== undefined ? ", similarity " + fmt(z.similarity) : "") + "; no later step saw it";
+      d.appendChild(el("p", { id: "d-step0", "class": "fate-removed" }, why));
+    }
     if (rec.conf !== undefined && rec.conf !== null) d.appendChild(el("p", { id: "d-conf" }, "confidence of the final decision " + fmt(rec.conf)));
     d.appendChild(el("p", { id: "d-question", "class": "question" }, rec.no_text ? "(question text not available: report built without --items)" : rec.q));
     var ol = el("ol", { id: "d-options", type: "A" });
@@ -253,14 +277,16 @@
     }
   }
 
+  /* Open item ``id`` of ``bench`` (every benchmark when empty), reading list chunks in turn. */
   function findAndOpen(bench, id) {
-    var b = benchByName(bench); if (!b) return Promise.resolve();
-    var lists = b.lists.slice();
+    var benches = bench ? [benchByName(bench)].filter(Boolean) : index.benches, lists = [];
+    benches.forEach(function (b) { b.lists.forEach(function (l) { lists.push([b, l]); }); });
     function next() {
-      if (!lists.length) { $("detail").textContent = "item " + id + " not found in " + bench; return Promise.resolve(); }
-      return load(b.slug + "/" + lists.shift()).then(function (rows) {
+      if (!lists.length) { $("detail").textContent = "item " + id + " not found in " + (bench || "any benchmark"); return Promise.resolve(); }
+      var bl = lists.shift();
+      return load(bl[0].slug + "/" + bl[1]).then(function (rows) {
         var r = rows.filter(function (x) { return x[0] === id; })[0];
-        return r ? openItem(b, r) : next();
+        return r ? openItem(bl[0], r) : next();
       });
     }
     return next();
@@ -270,7 +296,7 @@
     var sel = $("f-bench");
     index.benches.forEach(function (b) { sel.appendChild(el("option", { value: b.name }, b.name + " (" + b.n + ")")); });
     var st = hashState();
-    sel.value = st.bench !== undefined ? st.bench : (index.benches[0] ? index.benches[0].name : "");
+    sel.value = st.bench !== undefined && benchByName(st.bench) ? st.bench : "";  // default: every benchmark
     fillTasks(sel.value);
     if (st.step) $("f-step").value = st.step;
     ["final", "task", "mlo", "mhi", "clo", "chi", "sort", "q"].forEach(function (k) { if (st[k] !== undefined) $("f-" + k).value = st[k]; });
@@ -278,6 +304,6 @@
     ["f-step", "f-final", "f-task", "f-sort"].forEach(function (id) { $(id).addEventListener("change", startScan); });
     $("f-go").addEventListener("click", startScan);
     $("f-q").addEventListener("keydown", function (e) { if (e.key === "Enter") startScan(); });
-    startScan().then(function () { if (st.item && sel.value) return findAndOpen(sel.value, st.item); });
+    startScan().then(function () { if (st.item) return findAndOpen(sel.value, st.item); });
   }
 })();
