@@ -168,4 +168,4 @@ def test_stats_tell_normalized_videos_from_placeholders() -> None:
     items = [Item("a", "S", "Q", ("x", "y"), 0, "0f3c9a"), Item("b", "S", "Q", ("x", "y"), 0, key_video_id("k")),
              Item("c", "S", "Q", ("x", "y"), 0, key_video_id("j")), Item("d", "S", "Q", ("x", "y"), 0)]
     first = stats_table(items).splitlines()[0]
-    assert first == "S: 4 items, 1 with a normalized video, 2 placeholder (not normalized yet), 1 without a video"
+    assert first == "S: 4 items, 1 with a video found, 2 not normalized yet, 0 not found, 1 without a video"
