@@ -109,7 +109,8 @@ def test_planted_effects_are_detected(seed: int) -> None:
     worlds = {"P": World(n_videos=60, kind="sticky", pixels=0.2), "F": World(n_videos=60, kind="sticky", frames=0.2),
               "FA": World(n_videos=60, kind="sticky", frames=0.2, frames_rungs=("v_fps1_s224", "v_fps2_s224")),
               "B": World(n_videos=60, kind="sticky", pixels=0.2, frames=0.2)}
-    rows = [r for j, (b, w) in enumerate(sorted(worlds.items())) for r in world_rows(w, b, np.random.default_rng([seed, j]))]
+    rows = [r for j, (b, w) in enumerate(sorted(worlds.items()))
+            for r in world_rows(w, b, np.random.default_rng([seed, j]))]
     got = {v.bench: v for v in analyze(rows, Settings(n_perm=500)).verdicts}
     assert {b: v.verdict for b, v in got.items()} == {"P": "pixels", "F": "frames", "FA": "frames", "B": "both"}
     for b in ("P", "B"):

@@ -101,14 +101,22 @@ def read_sweep(folder: Path | None) -> SweepData:
     if path is None:
         return SweepData(None, f"no sweep results in {folder} (expected results/{CSV_NAME})")
     try:
-        st = path.stat()
+        return _read_file(str(path), *_stamp(path))
     except OSError as e:
         return SweepData(path, f"{path}: {e}")
-    return _read_file(str(path), st.st_mtime_ns, st.st_size)
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    """What the cache of :func:`_read_file` keys on: the CSV's and the settings file's versions."""
+    from benchcheck.sweep.report import SETTINGS_NAME
+
+    st = path.stat()
+    settings = path.parent / SETTINGS_NAME
+    return st.st_mtime_ns, st.st_size, settings.stat().st_mtime_ns if settings.is_file() else -1
 
 
 @functools.lru_cache(maxsize=4)
-def _read_file(path_s: str, mtime_ns: int, size: int) -> SweepData:
+def _read_file(path_s: str, mtime_ns: int, size: int, settings_mtime_ns: int) -> SweepData:
     """The file's answers and the analysis of them (cached: the page asks twice per build)."""
     path = Path(path_s)
     data = SweepData(path)
@@ -256,10 +264,9 @@ def analysis_verdicts(path: Path | None) -> dict[str, Verdict]:
     if path is None:
         return {}
     try:
-        st = path.stat()
+        return _read_file(str(path), *_stamp(path)).verdicts
     except OSError:
         return {}
-    return _read_file(str(path), st.st_mtime_ns, st.st_size).verdicts
 
 
 def fmt_diff(d: tuple[float, float, float] | None) -> str:
