@@ -126,7 +126,7 @@ def test_neither_needs_both_intervals_inside_the_margin() -> None:
     assert v.verdict == "neither", v.reason
     assert v.pixels is not None and v.pixels.hi < 0.05 and "flat" in v.reason
     tight = analyze(rows, Settings(n_perm=200, margin=0.002)).verdicts[0]
-    assert tight.verdict == "undetermined" and "nor inside +-0.002" in tight.reason
+    assert tight.verdict == "undetermined" and "not inside +-0.002" in tight.reason
 
 
 def test_max_over_rungs_keeps_the_false_verdict_rate() -> None:

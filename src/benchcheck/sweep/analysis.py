@@ -237,7 +237,7 @@ def _why(e: EffectResult, s: Settings) -> str:
         return f"{where}: p <= {s.test_alpha:g} but the interval reaches 0"
     if e.flat(s):
         return f"{where}: flat (inside +-{s.margin:g})"
-    return f"{where}: neither shown to help nor inside +-{s.margin:g}"
+    return f"{where}: not shown to help, not inside +-{s.margin:g}"
 
 
 def decide(pixels: EffectResult, frames: EffectResult, s: Settings = DEFAULT) -> tuple[str, str]:
