@@ -262,7 +262,8 @@ def decide(pixels: EffectResult, frames: EffectResult, s: Settings = DEFAULT) ->
 
 def verdict(pixels: Interval | None, frames: Interval | None, p_pixels: float | None = 0.0,
             p_frames: float | None = 0.0, s: Settings = DEFAULT) -> str:
-    """The rule on given intervals and p-values (None interval: a missing effect)."""
+    """The rule on given intervals and p-values (None interval: a missing effect; the p-values
+    default to 0, a passed test, so the interval rule can be checked alone)."""
     def res(name: str, iv: Interval | None, p: float | None) -> EffectResult:
         return EffectResult(name, iv, p, None if iv is not None else "missing")
 
