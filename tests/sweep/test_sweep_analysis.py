@@ -11,7 +11,7 @@ from sweep_helpers import item, stored_video, write_items, write_rules
 
 from benchcheck.cli import main
 from benchcheck.items import load_items
-from benchcheck.sweep.analysis import MARGIN, Interval, analyze, verdict
+from benchcheck.sweep.analysis import Interval, Settings, analyze, verdict
 from benchcheck.sweep.cli_run import SweepArgs, run
 from benchcheck.sweep.engine import SweepEngine
 from benchcheck.sweep.results import SweepPaths, read_csv
@@ -27,28 +27,33 @@ RULES = [{"match": r"\[P\]", "images": {"short_min": 300}, "reply": "Answer: A"}
 def test_constructed_benchmarks_get_the_pixels_and_frames_verdicts(tmp_path: Path) -> None:
     store = tmp_path / "store"
     rows = []
-    for v in range(3):
+    for v in range(6):  # 6 videos: the smallest count whose permutation p-value can reach 1/64 < 0.025
         big = stored_video(store, f"big{v}", 40, 800, 450)  # stored at 450: v_32_s448 reuses v_32
         many = stored_video(store, f"many{v}", 140, 320, 180)
-        rows += [item("PixelsBench", 2 * v + k, big, question=f"[P] what colour? {k}") for k in range(2)]
-        rows += [item("FramesBench", 2 * v + k, many, question=f"[F] what order? {k}") for k in range(2)]
+        rows += [item("PixelsBench", v, big, question="[P] what colour?")]
+        rows += [item("FramesBench", v, many, question="[F] what order?")]
     loaded = load_items(write_items(tmp_path / "items", rows))
     paths = SweepPaths.under(tmp_path / "results")
     rules = write_rules(tmp_path / "rules.json", RULES)
     run(SweepArgs(loaded.items, str(store), paths, CONDS, engine=SweepEngine("scripted", rules=str(rules)),
                   decode_workers=0, progress=False), lambda s: None)
-    result = analyze(read_csv(paths.csv), n_boot=500)
+    # At the default minimum of 10 videos, 6 videos decide nothing, and say so.
+    strict = {v.bench: v for v in analyze(read_csv(paths.csv), Settings(n_perm=500)).verdicts}
+    assert all(v.verdict == "undetermined" and "6 videos < 10" in v.reason for v in strict.values())
+    result = analyze(read_csv(paths.csv), Settings(n_perm=500, min_videos=6, min_items=6))
     by = {v.bench: v for v in result.verdicts}
-    assert by["PixelsBench"].verdict == "pixels"
+    assert by["PixelsBench"].verdict == "pixels", by["PixelsBench"].reason
     assert by["PixelsBench"].pixels_hi == "v_32_s448"
-    assert by["PixelsBench"].pixels == Interval(1.0, 1.0, 1.0, 6)
+    px = by["PixelsBench"].pixels
+    assert px is not None and px.est == 1.0 and px.n == 6 and px.n_videos == 6 and px.lo < 1.0  # never zero-width
     assert by["FramesBench"].verdict == "frames"
-    assert by["FramesBench"].frames == Interval(1.0, 1.0, 1.0, 6)
+    fr = by["FramesBench"].frames
+    assert fr is not None and fr.est == 1.0 and fr.n == 6 and fr.lo < 1.0
     assert by["FramesBench"].pixels is not None and by["FramesBench"].pixels.est == 0.0
 
     out = tmp_path / "analysis"
     res = CliRunner().invoke(main, ["sweep", "analyze", "--results", str(paths.results), "--out", str(out),
-                                    "--n-boot", "300"])
+                                    "--n-perm", "300", "--min-videos", "6", "--min-items", "6"])
     assert res.exit_code == 0, res.output
     md = (out / "sweep_summary.md").read_text()
     assert "**Verdict rule.**" in md and "| PixelsBench |" in md and "**pixels**" in md and "**frames**" in md
@@ -66,8 +71,8 @@ def _rows(bench: str, cond: str, correct: list[int], per_video: int) -> list[dic
 def test_intervals_are_clustered_by_video() -> None:
     # Same 40 answers; with 10 items per video (correlated within a video) the interval is wider.
     correct = [1] * 10 + [0] * 10 + [1] * 10 + [0] * 10
-    indep = analyze(_rows("B", "v_32", correct, 1), n_boot=1000).conditions[0].accuracy
-    clustered = analyze(_rows("B", "v_32", correct, 10), n_boot=1000).conditions[0].accuracy
+    indep = analyze(_rows("B", "v_32", correct, 1)).conditions[0].accuracy
+    clustered = analyze(_rows("B", "v_32", correct, 10)).conditions[0].accuracy
     assert indep.est == clustered.est == 0.5
     assert (clustered.hi - clustered.lo) > 1.5 * (indep.hi - indep.lo)
 
@@ -77,13 +82,15 @@ def test_verdict_rule_and_undetermined() -> None:
     assert verdict(up, up) == "both" and verdict(up, flat) == "pixels" and verdict(flat, up) == "frames"
     assert verdict(flat, flat) == "neither"
     assert verdict(wide, flat) == "undetermined" and verdict(None, up) == "undetermined"
-    assert flat.flat and not Interval(0.0, -MARGIN - 0.01, 0.0, 9).flat
+    # An interval above 0 does not help without the test: p above alpha / 2.
+    assert verdict(up, flat, p_pixels=0.03) == "undetermined"
+    assert verdict(flat, flat, s=Settings(margin=0.005)) == "undetermined"
 
 
 def test_unparsed_counts_as_wrong_and_na_is_left_out() -> None:
     rows = [{"bench": "B", "item_id": "a", "condition": "c", "status": "unparsed", "correct": 0, "video_id": "v"},
             {"bench": "B", "item_id": "b", "condition": "c", "status": "ok", "correct": 1, "video_id": "w"},
             {"bench": "B", "item_id": "d", "condition": "c", "status": "NA", "correct": "", "video_id": "x"}]
-    s = analyze(rows, n_boot=50).conditions[0]
+    s = analyze(rows, Settings(n_perm=50)).conditions[0]
     assert s.accuracy.est == 0.5 and s.accuracy.n == 2 and s.unparsed == 1 and s.na == 1
     assert json.dumps(s.accuracy.est)

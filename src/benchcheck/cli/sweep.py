@@ -133,11 +133,21 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 @sweep.command("analyze")
 @click.option("--results", type=click.Path(exists=True), required=True, help="Results folder (conditions_results.csv).")
 @click.option("--out", type=click.Path(), required=True, help="Output folder (CSV, Markdown, PNG plots).")
-@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates.")
+@click.option("--n-perm", "--n-boot", "n_perm", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Permutation replicates of each effect's test.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="Family-wise level over the two effects (each is tested at alpha/2); intervals at 1-alpha.")
+@click.option("--margin", type=click.FloatRange(0, 1, min_open=True), default=0.05, show_default=True,
+              help="Equivalence margin: 'neither' needs both effects' intervals inside (-margin, +margin).")
+@click.option("--min-videos", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Fewer videos behind an effect: undetermined.")
+@click.option("--min-items", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Fewer items behind an effect: undetermined.")
 @click.option("--no-plots", is_flag=True)
-def analyze_cmd(results: str, out: str, n_boot: int, seed: int, no_plots: bool) -> None:
-    """Accuracy with clustered bootstrap CIs, pixels and frames effects, and the verdict per benchmark.
+def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, margin: float, min_videos: int,
+                min_items: int, no_plots: bool) -> None:
+    """Accuracy with video-clustered intervals, pixels and frames effects, and the verdict per benchmark.
 
     \b
     Example:
@@ -145,10 +155,13 @@ def analyze_cmd(results: str, out: str, n_boot: int, seed: int, no_plots: bool) 
     """
     from pathlib import Path
 
+    from benchcheck.sweep.analysis import Settings
     from benchcheck.sweep.report import write_analysis
 
+    settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
+                        min_items=min_items)
     try:
-        paths = write_analysis(Path(results), Path(out), n_boot=n_boot, seed=seed, plots=not no_plots)
+        paths = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
     except ValueError as e:
         die(str(e))
     for name, p in paths.items():

@@ -4,19 +4,26 @@ condition, ladders, the pixels x frames plane and a verdict per benchmark.
 The sweep's writer is built in parallel, so the reader accepts the column names either side may
 use (``bench``/``benchmark``, ``correct``/``is_correct``, or a prediction beside a gold answer)
 and a missing, empty or partial file gives a reason to show, never an exception.
+
+Every number the page shows about the sweep (accuracy per condition, the pixels and frames
+effects, the verdict) comes from :mod:`benchcheck.sweep.analysis`, run on the same rows with the
+settings the last ``sweep analyze`` of that folder wrote (``sweep_analysis_settings.json``), so the
+page and ``sweep_summary.md`` show one interval per effect, computed and named the same way.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from benchcheck.report.stats import Rate, diff_interval, wilson
+from benchcheck.report.stats import Rate, diff_interval
 
 CSV_NAME = "conditions_results.csv"
 BENCH_COLS = ("bench", "benchmark", "dataset")
@@ -26,6 +33,7 @@ CORRECT_COLS = ("correct", "is_correct", "hit", "acc")
 PRED_COLS = ("pred", "pred_letter", "parsed", "prediction", "answer_pred", "pred_answer")
 GOLD_COLS = ("gold", "gold_letter", "answer", "target", "gt")
 TEXT_COLS = ("raw", "output", "response", "generated", "text")
+VIDEO_COLS = ("video_id", "video", "vid")
 NOT_SCORED = {"na", "error", "failed", "skipped"}
 STORAGE_SHORT_SIDE = 720.0  # where `v_32` (storage resolution) sits on the short-side axis
 _COND = re.compile(r"^v_(?:(?P<n>\d+)|fps(?P<fps>[\d.]+))(?:_s(?P<s>\d+))?$")
@@ -37,6 +45,16 @@ class SweepAnswer:
     pred: str | None
     correct: bool | None
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    prefers: str  # pixels | frames | both | neither | undetermined (unknown: no analysis)
+    pixels: tuple[float, float, float] | None  # the pixels effect (estimate, lo, hi)
+    frames: tuple[float, float, float] | None  # the frames effect (estimate, lo, hi)
+    reason: str = ""
+    p_pixels: float | None = None
+    p_frames: float | None = None
 
 
 @dataclass(slots=True)
@@ -51,6 +69,9 @@ class SweepData:
     # conditions that could not apply to an item (status NA: not scored), each with its reason
     unparsed: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
     na: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # bench -> the analysis' verdict
+    rule: str = ""  # the verdict rule and the interval's method, as sweep_summary.md prints them
+    clustered_by: str = "video"  # "item" when the CSV has no video column
 
     @property
     def available(self) -> bool:
@@ -84,8 +105,27 @@ def read_sweep(folder: Path | None) -> SweepData:
     path = find_csv(folder)
     if path is None:
         return SweepData(None, f"no sweep results in {folder} (expected results/{CSV_NAME})")
+    try:
+        return _read_file(str(path), *_stamp(path))
+    except OSError as e:
+        return SweepData(path, f"{path}: {e}")
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    """What the cache of :func:`_read_file` keys on: the CSV's and the settings file's versions."""
+    from benchcheck.sweep.report import SETTINGS_NAME
+
+    st = path.stat()
+    settings = path.parent / SETTINGS_NAME
+    return st.st_mtime_ns, st.st_size, settings.stat().st_mtime_ns if settings.is_file() else -1
+
+
+@functools.lru_cache(maxsize=4)
+def _read_file(path_s: str, mtime_ns: int, size: int, settings_mtime_ns: int) -> SweepData:
+    """The file's answers and the analysis of them (cached: the page asks twice per build)."""
+    path = Path(path_s)
     data = SweepData(path)
-    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    rows: list[dict[str, Any]] = []
     try:
         with path.open(newline="", encoding="utf-8", errors="replace") as f:
             reader = csv.DictReader(f)
@@ -93,23 +133,58 @@ def read_sweep(folder: Path | None) -> SweepData:
             cols = {k: _pick(header, names) for k, names in (("bench", BENCH_COLS), ("item", ITEM_COLS),
                     ("cond", COND_COLS), ("correct", CORRECT_COLS), ("pred", PRED_COLS), ("gold", GOLD_COLS),
                     ("text", TEXT_COLS), ("status", ("status",)), ("parse", ("parse", "parse_rule")),
-                    ("meta", ("meta",)))}
+                    ("meta", ("meta",)), ("video", VIDEO_COLS))}
             need = [k for k in ("bench", "item", "cond") if cols[k] is None]
             if need or (cols["correct"] is None and (cols["pred"] is None or cols["gold"] is None)):
                 data.reason = (f"{path}: cannot read the sweep: no column for "
                                f"{', '.join(need) or 'correctness (correct, or pred + gold)'}; header: {header}")
                 return data
             for row in reader:
-                _add(data, counts, row, cols)
+                _add(data, rows, row, cols)
+            data.clustered_by = "video" if cols["video"] else "item"
     except (OSError, csv.Error) as e:
         data.reason = f"{path}: {e}"
-    data.acc = {b: {c: wilson(k, n) for c, (k, n) in sorted(cs.items())} for b, cs in sorted(counts.items())}
+    _analyze_into(data, _own_rows(path) or rows)
     if not data.acc and data.reason is None:
         data.reason = f"{path}: no scored rows yet"
     return data
 
 
-def _add(data: SweepData, counts: dict[str, dict[str, list[int]]], row: Mapping[str, str | None],
+def _own_rows(path: Path) -> list[dict[str, str]]:
+    """The rows as ``sweep analyze`` reads them, when the file is the sweep's own (else none)."""
+    from benchcheck.sweep.results import read_csv
+
+    try:
+        rows = read_csv(path)
+    except (OSError, ValueError):
+        return []
+    return rows if rows and "correct" in rows[0] and "video_id" in rows[0] else []
+
+
+def _analyze_into(data: SweepData, rows: list[dict[str, Any]]) -> None:
+    from benchcheck.sweep.analysis import analyze, verdict_rule
+    from benchcheck.sweep.report import read_settings
+
+    if data.path is None or not rows:
+        return
+    settings = read_settings(data.path.parent)
+    result = analyze(rows, settings)
+    for c in result.conditions:
+        i = c.accuracy
+        if i.n:
+            data.acc.setdefault(c.bench, {})[c.condition] = Rate(round(i.est * i.n), i.n, i.lo, i.hi)
+
+    def iv(i: Any) -> tuple[float, float, float] | None:
+        return None if i is None else (i.est, i.lo, i.hi)
+
+    data.verdicts = {v.bench: Verdict(v.verdict, iv(v.pixels), iv(v.frames), v.reason, v.p_pixels, v.p_frames)
+                     for v in result.verdicts}
+    data.rule = verdict_rule(settings)
+    if data.clustered_by == "item":
+        data.rule += " This CSV has no video column: each item is its own cluster."
+
+
+def _add(data: SweepData, rows: list[dict[str, Any]], row: Mapping[str, str | None],
          cols: Mapping[str, str | None]) -> None:
     def get(key: str) -> str:
         c = cols[key]
@@ -134,10 +209,11 @@ def _add(data: SweepData, counts: dict[str, dict[str, list[int]]], row: Mapping[
     if status.lower() in NOT_SCORED:
         correct = None
     data.answers.setdefault(bench, {}).setdefault(item, []).append(SweepAnswer(cond, pred, correct, status))
-    if correct is not None:
-        c = counts[bench][cond]
-        c[0] += int(correct)
-        c[1] += 1
+    if status.lower() == "na":
+        rows.append({"bench": bench, "item_id": item, "condition": cond, "status": "NA"})
+    elif correct is not None:
+        rows.append({"bench": bench, "item_id": item, "condition": cond, "correct": int(correct),
+                     "status": "unparsed" if status.lower() == "unparsed" else "ok", "video_id": get("video") or None})
 
 
 def _meta_reason(meta: str) -> str:
@@ -203,15 +279,9 @@ def plane(acc: Mapping[str, Rate]) -> list[tuple[float, float, float]]:
     return pts
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    prefers: str  # pixels | frames | both | neither | unknown
-    pixels: tuple[float, float, float] | None  # v_32_s448 - v_32_s168 (difference, lo, hi)
-    frames: tuple[float, float, float] | None  # v_128_s224 - v_8_s224
-
-
 def verdict(acc: Mapping[str, Rate]) -> Verdict:
-    """A ladder helps when the 95 % interval of (top rung - bottom rung) lies above zero."""
+    """A rough verdict from accuracies alone (Newcombe's interval, items taken as independent), for
+    a caller without the rows; the page shows :func:`analysis_verdicts` instead."""
     def d(a: str, b: str) -> tuple[float, float, float] | None:
         return diff_interval(acc[a], acc[b]) if a in acc and b in acc else None
 
@@ -226,22 +296,14 @@ def verdict(acc: Mapping[str, Rate]) -> Verdict:
 
 
 def analysis_verdicts(path: Path | None) -> dict[str, Verdict]:
-    """The sweep analysis' own verdicts (``benchcheck.sweep.analysis``: video-clustered intervals,
-    the one rule ``sweep analyze`` prints) for a CSV the sweep wrote; empty for a foreign CSV, which
-    then gets :func:`verdict` from the report's own counts."""
+    """The sweep analysis' verdicts (``benchcheck.sweep.analysis``, the rule ``sweep analyze``
+    prints, with its settings) for the CSV at ``path``; empty when it cannot be read."""
     if path is None:
         return {}
-    from benchcheck.sweep.analysis import Interval, analyze
-    from benchcheck.sweep.results import read_csv
-
-    def iv(i: Interval | None) -> tuple[float, float, float] | None:
-        return None if i is None else (i.est, i.lo, i.hi)
-
     try:
-        result = analyze(read_csv(path))
-    except (KeyError, ValueError, TypeError):  # not the sweep's columns
+        return _read_file(str(path), *_stamp(path)).verdicts
+    except OSError:
         return {}
-    return {v.bench: Verdict(v.verdict, iv(v.pixels), iv(v.frames)) for v in result.verdicts}
 
 
 def fmt_diff(d: tuple[float, float, float] | None) -> str:

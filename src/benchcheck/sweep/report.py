@@ -1,22 +1,32 @@
-"""``benchcheck sweep analyze``'s outputs: ``sweep_summary.csv``, ``sweep_summary.md``, PNG plots."""
+"""``benchcheck sweep analyze``'s outputs: ``sweep_summary.csv``, ``sweep_summary.md``, PNG plots, and
+the settings it used next to the results (``sweep_analysis_settings.json``), so the HTML report's
+sweep page computes the same verdicts from the same CSV."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import json
 import math
 from pathlib import Path
 
-from benchcheck.atomic import write_text_atomic
-from benchcheck.sweep.analysis import VERDICT_RULE, Analysis, Interval, analyze
+from benchcheck.atomic import write_json_atomic, write_text_atomic
+from benchcheck.sweep.analysis import DEFAULT, FRAMES_LO, PIXELS_LO, Analysis, Interval, Settings, analyze, verdict_rule
 from benchcheck.sweep.results import CSV_NAME, read_csv
+from benchcheck.sweep.verdict_stats import INTERVAL_METHOD
 
 CSV_FIELDS = ("bench", "kind", "condition", "versus", "estimate", "ci_low", "ci_high", "n_items", "unparsed", "na",
-              "verdict")
+              "verdict", "n_videos", "p_value", "reason")
+SETTINGS_NAME = "sweep_analysis_settings.json"
 
 
 def _fmt(x: float) -> str:
     return "" if math.isnan(x) else f"{x:.4f}"
+
+
+def _p(p: float | None) -> str:
+    return "" if p is None else f"{p:.6f}"
 
 
 def summary_csv(a: Analysis) -> str:
@@ -26,49 +36,81 @@ def summary_csv(a: Analysis) -> str:
     for c in a.conditions:
         i = c.accuracy
         w.writerow([c.bench, "accuracy", c.condition, "", _fmt(i.est), _fmt(i.lo), _fmt(i.hi), i.n, c.unparsed, c.na,
-                    ""])
+                    "", i.n_videos, "", ""])
     for bench, x, y, d in a.diffs:
-        w.writerow([bench, "paired_difference", x, y, _fmt(d.est), _fmt(d.lo), _fmt(d.hi), d.n, "", "", ""])
+        w.writerow([bench, "paired_difference", x, y, _fmt(d.est), _fmt(d.lo), _fmt(d.hi), d.n, "", "", "",
+                    d.n_videos, "", ""])
     for v in a.verdicts:
-        for kind, e, cond, vs in (("pixels_effect", v.pixels, v.pixels_hi or "", "v_32_s168"),
-                                  ("frames_effect", v.frames, "max(v_128_s224, fps)", "v_8_s224")):
+        frames_cond = f"max({', '.join(v.frames_rungs)})" if v.frames_rungs else "max(v_128_s224, fps)"
+        for kind, e, cond, vs, p in (("pixels_effect", v.pixels, v.pixels_hi or "", PIXELS_LO, v.p_pixels),
+                                     ("frames_effect", v.frames, frames_cond, FRAMES_LO, v.p_frames)):
             if e is None:
-                w.writerow([v.bench, kind, cond, vs, "", "", "", 0, "", "", v.verdict])
+                w.writerow([v.bench, kind, cond, vs, "", "", "", 0, "", "", v.verdict, 0, "", v.reason])
             else:
-                w.writerow([v.bench, kind, cond, vs, _fmt(e.est), _fmt(e.lo), _fmt(e.hi), e.n, "", "", v.verdict])
+                w.writerow([v.bench, kind, cond, vs, _fmt(e.est), _fmt(e.lo), _fmt(e.hi), e.n, "", "", v.verdict,
+                            e.n_videos, _p(p), v.reason])
     return buf.getvalue()
 
 
-def _ci(e: Interval | None) -> str:
-    return "n/a" if e is None else f"{e.est:+.3f} [{e.lo:+.3f}, {e.hi:+.3f}] (n={e.n})"
+def effect_text(e: Interval | None) -> str:
+    """An effect as both outputs print it: estimate [interval] (items, videos)."""
+    if e is None or math.isnan(e.est):
+        return "n/a"
+    return f"{e.est:+.3f} [{e.lo:+.3f}, {e.hi:+.3f}] (n={e.n}, {e.n_videos} videos)"
+
+
+def _pv(p: float | None) -> str:
+    return "-" if p is None else f"{p:.4f}"
 
 
 def summary_md(a: Analysis) -> str:
-    lines = ["# Frames x pixels sweep: what each benchmark prefers", "", f"**Verdict rule.** {VERDICT_RULE}", "",
-             "| benchmark | pixels effect [95% CI] | frames effect [95% CI] | verdict |", "|---|---|---|---|"]
-    lines += [f"| {v.bench} | {_ci(v.pixels)} | {_ci(v.frames)} | **{v.verdict}** |" for v in a.verdicts]
-    lines += ["", "## Accuracy per condition (95% bootstrap CI, clustered by video)", "",
-              "| benchmark | condition | accuracy | 95% CI | items | unparsed | NA |", "|---|---|---|---|---|---|---|"]
+    s = a.settings
+    level = f"{100 * (1 - s.alpha):g}%"
+    lines = ["# Frames x pixels sweep: what each benchmark prefers", "", f"**Verdict rule.** {verdict_rule(s)}", "",
+             f"| benchmark | pixels effect [{level} interval] | p | frames effect [{level} interval] | p | verdict "
+             "| reason |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {v.bench} | {effect_text(v.pixels)} | {_pv(v.p_pixels)} | {effect_text(v.frames)} | "
+              f"{_pv(v.p_frames)} | **{v.verdict}** | {v.reason} |" for v in a.verdicts]
+    lines += ["", f"## Accuracy per condition ({level} {INTERVAL_METHOD})", "",
+              "| benchmark | condition | accuracy | interval | items | videos | unparsed | NA |",
+              "|---|---|---|---|---|---|---|---|"]
     for c in a.conditions:
         i = c.accuracy
         lines.append(f"| {c.bench} | {c.condition} | {_fmt(i.est)} | [{_fmt(i.lo)}, {_fmt(i.hi)}] | {i.n} | "
-                     f"{c.unparsed} | {c.na} |")
-    lines += ["", "## Paired differences (same items, same resampled videos)", "",
-              "| benchmark | condition | minus | difference [95% CI] |", "|---|---|---|---|"]
-    lines += [f"| {b} | {x} | {y} | {_ci(d)} |" for b, x, y, d in a.diffs]
+                     f"{i.n_videos} | {c.unparsed} | {c.na} |")
+    lines += ["", f"## Paired differences (same items; {level} {INTERVAL_METHOD})", "",
+              "| benchmark | condition | minus | difference [interval] |", "|---|---|---|---|"]
+    lines += [f"| {b} | {x} | {y} | {effect_text(d)} |" for b, x, y, d in a.diffs]
     return "\n".join(lines) + "\n"
 
 
-def write_analysis(results: Path, out: Path, n_boot: int = 2000, seed: int = 0, plots: bool = True) -> dict[str, Path]:
+def settings_json(s: Settings) -> dict[str, object]:
+    return dataclasses.asdict(s)
+
+
+def read_settings(results: Path) -> Settings:
+    """The settings the last ``sweep analyze`` of ``results`` used (the defaults when none or unreadable)."""
+    p = results / SETTINGS_NAME
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+        fields = {f.name for f in dataclasses.fields(Settings)}
+        return Settings(**{k: v for k, v in raw.items() if k in fields})
+    except (OSError, ValueError, TypeError, AttributeError):
+        return DEFAULT
+
+
+def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT, plots: bool = True) -> dict[str, Path]:
     """Analyze ``results/conditions_results.csv`` into ``out``; returns the files written."""
     rows = read_csv(results / CSV_NAME)
     if not rows:
         raise ValueError(f"{results / CSV_NAME}: no rows to analyze")
-    a = analyze(rows, n_boot=n_boot, seed=seed)
+    a = analyze(rows, settings)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": out / "sweep_summary.csv", "markdown": out / "sweep_summary.md"}
+    paths = {"csv": out / "sweep_summary.csv", "markdown": out / "sweep_summary.md",
+             "settings": results / SETTINGS_NAME}
     write_text_atomic(paths["csv"], summary_csv(a))
     write_text_atomic(paths["markdown"], summary_md(a))
+    write_json_atomic(paths["settings"], settings_json(settings), indent=1)
     if plots:
         from benchcheck.sweep.plots import write_plots
 

@@ -1,0 +1,221 @@
+"""The numbers behind the sweep's verdicts (pure numpy): a video-clustered t interval that is never
+zero-width, and a within-video permutation test of the statistic a verdict uses.
+
+**Interval** (:data:`INTERVAL_METHOD`). Items of one video are correlated, so the standard error of
+a mean over items is the cluster-robust (CR1 sandwich) one over videos,
+``SE^2 = V/(V-1) * sum_v (S_v - est * n_v)^2 / N^2`` (``S_v`` the video's sum, ``n_v`` its items,
+``N`` all items), with a Student t critical value on ``V - 1`` degrees of freedom (one video: no
+estimate of the between-video spread, so the interval is the whole range). The SE never goes below
+the item-level SE of an add-pseudo-counts interval (Agresti-Coull for an accuracy, Agresti-Min for
+a paired difference), which is positive by construction: when every video shows the same mean (all
+answers equal under two conditions, say) the interval still has the width the item count allows.
+A family of ``k`` intervals meant to hold together uses ``alpha / k`` each (Bonferroni).
+
+**Test** (:func:`permutation_pvalue`). The statistic is ``max_h mean(h) - mean(lo)`` over the
+conditions' columns (one ``h`` for a plain contrast). Under the null that a video's answers are
+exchangeable across the conditions (the ladder changes nothing), permuting the condition labels of
+all items of a video together leaves the data's distribution unchanged, so the Monte Carlo
+permutation p-value ``(1 + #{T* >= T}) / (B + 1)`` is valid at any number of videos, including the
+max over rungs; with few videos it simply cannot get small (2 videos, 2 conditions: at least 1/4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+INTERVAL_METHOD = ("video-clustered t interval (CR1 sandwich SE over videos, Student t with videos-1 df; "
+                   "SE at least the item-level Agresti-Coull / Agresti-Min SE, so never zero-width)")
+TEST_METHOD = "within-video permutation test of condition labels (one-sided, Monte Carlo)"
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """An estimate with its interval over ``n`` items from ``n_videos`` videos."""
+
+    est: float
+    lo: float
+    hi: float
+    n: int
+    n_videos: int = 0
+
+    @property
+    def width(self) -> float:
+        return self.hi - self.lo
+
+
+NAN_INTERVAL = Interval(float("nan"), float("nan"), float("nan"), 0, 0)
+
+
+# --- Student t quantile (no scipy: the regularized incomplete beta by Lentz's continued fraction) ---
+
+def _betacf(a: float, b: float, x: float) -> float:
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom (t >= 0)."""
+    return 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The upper quantile: t with P(T > t) = ``p`` (0 < p < 0.5); inf when df < 1."""
+    if df < 1:
+        return math.inf
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, df) > p:
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if t_sf(mid, df) > p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return 0.5 * (lo + hi)
+
+
+# --- intervals ---
+
+def agresti_coull_se(k: float, n: int) -> float:
+    """SE of a proportion after adding 2 successes and 2 failures (> 0 for any k)."""
+    p = (k + 2.0) / (n + 4.0)
+    return math.sqrt(p * (1.0 - p) / (n + 4.0))
+
+
+def agresti_min_se(b: float, c: float, n: int) -> float:
+    """SE of a paired difference after adding 1/2 to each cell of the 2x2 table (> 0 for any table);
+    ``b``: items right only under the first condition, ``c``: right only under the second."""
+    m = n + 2.0
+    p10, p01 = (b + 0.5) / m, (c + 0.5) / m
+    return math.sqrt(max(p10 + p01 - (p10 - p01) ** 2, 0.0) / m)
+
+
+def cluster_se(sums: Array, counts: Array) -> float:
+    """CR1 SE of ``sum(sums) / sum(counts)`` over clusters (0 for fewer than 2 clusters)."""
+    v = len(counts)
+    n = float(counts.sum())
+    if v < 2 or n <= 0:
+        return 0.0
+    est = float(sums.sum()) / n
+    resid = sums - est * counts
+    return math.sqrt(v / (v - 1) * float(resid @ resid)) / n
+
+
+def clustered_interval(sums: Array, counts: Array, floor_se: float, bounds: tuple[float, float],
+                       alpha: float = 0.05, family: int = 1) -> Interval:
+    """Mean over items ``sum(sums) / sum(counts)`` (per-video sums and item counts) with the interval
+    of :data:`INTERVAL_METHOD` at two-sided level ``1 - alpha / family``, clipped to ``bounds``."""
+    n, v = int(counts.sum()), len(counts)
+    if n == 0:
+        return NAN_INTERVAL
+    est = float(sums.sum()) / n
+    se = max(cluster_se(sums, counts), floor_se)
+    t = t_quantile(alpha / (2.0 * family), v - 1)
+    half = t * se
+    lo = bounds[0] if math.isinf(half) else max(bounds[0], est - half)
+    hi = bounds[1] if math.isinf(half) else min(bounds[1], est + half)
+    return Interval(round(est, 6), round(lo, 6), round(hi, 6), n, v)
+
+
+def per_video(values: Array, cluster: npt.NDArray[np.int64], n_clusters: int) -> tuple[Array, Array]:
+    """(V x K sums of an N x K item matrix, V item counts) for item -> cluster indices."""
+    counts = np.bincount(cluster, minlength=n_clusters).astype(np.float64)
+    sums = np.stack([np.bincount(cluster, weights=values[:, k], minlength=n_clusters)
+                     for k in range(values.shape[1])], axis=1).astype(np.float64)
+    return sums, counts
+
+
+def accuracy_interval(correct: Array, cluster: npt.NDArray[np.int64], n_clusters: int,
+                      alpha: float = 0.05) -> Interval:
+    """Accuracy of 0/1 answers (one column) with the clustered interval, floor Agresti-Coull."""
+    sums, counts = per_video(correct.reshape(-1, 1), cluster, n_clusters)
+    return clustered_interval(sums[:, 0], counts, agresti_coull_se(float(correct.sum()), len(correct)),
+                              (0.0, 1.0), alpha)
+
+
+def difference_interval(a: Array, b: Array, cluster: npt.NDArray[np.int64], n_clusters: int,
+                        alpha: float = 0.05, family: int = 1) -> Interval:
+    """Paired difference mean(a) - mean(b) of 0/1 answers on the same items, floor Agresti-Min."""
+    d = (a - b).reshape(-1, 1)
+    sums, counts = per_video(d, cluster, n_clusters)
+    floor = agresti_min_se(float(((a == 1) & (b == 0)).sum()), float(((a == 0) & (b == 1)).sum()), len(a))
+    return clustered_interval(sums[:, 0], counts, floor, (-1.0, 1.0), alpha, family)
+
+
+def max_effect_interval(hi: Array, lo: Array, cluster: npt.NDArray[np.int64], n_clusters: int,
+                        alpha: float = 0.05) -> tuple[Interval, list[Interval]]:
+    """``max_h mean(hi[:, h]) - mean(lo)``: each rung's difference with Bonferroni-simultaneous
+    intervals (level ``1 - alpha / H``); when all of them hold, the max difference lies in
+    ``[max of lower bounds, max of upper bounds]``, which is the interval returned."""
+    rungs = [difference_interval(hi[:, h], lo, cluster, n_clusters, alpha, hi.shape[1]) for h in range(hi.shape[1])]
+    best = max(rungs, key=lambda r: r.est)
+    return Interval(best.est, max(r.lo for r in rungs), max(r.hi for r in rungs), best.n, best.n_videos), rungs
+
+
+# --- the permutation test ---
+
+def max_contrast(col_means: Array) -> Array:
+    """max over the leading columns minus the last column (along the last axis)."""
+    return np.asarray(col_means[..., :-1].max(axis=-1) - col_means[..., -1], dtype=np.float64)
+
+
+def permutation_pvalue(sums: Array, n_items: float, n_perm: int, rng: np.random.Generator,
+                       chunk: int = 250) -> float:
+    """One-sided p-value of ``max_h mean(h) - mean(last)`` from V x K per-video sums (columns: the
+    high rungs, then the base condition last), permuting each video's K column labels together."""
+    v, k = sums.shape
+    if v == 0 or k < 2:
+        return 1.0
+    observed = float(max_contrast(sums.sum(axis=0) / n_items))
+    hits, done = 0, 0
+    tol = 1e-9 / max(n_items, 1.0)
+    while done < n_perm:
+        b = min(chunk, n_perm - done)
+        perm = np.argsort(rng.random((b, v, k)), axis=2)
+        permuted = np.take_along_axis(np.broadcast_to(sums, (b, v, k)), perm, axis=2).sum(axis=1) / n_items
+        hits += int((max_contrast(permuted) >= observed - tol).sum())
+        done += b
+    return (1 + hits) / (n_perm + 1)
