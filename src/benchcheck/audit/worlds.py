@@ -9,7 +9,8 @@ does). Golds follow ``gold_dist`` (uniform when None); each item belongs to one 
 videos, whose items share a letter bias (``video_sd``) and their gold position
 (``video_gold_share``). The truth returned: the shortcut items, the prior-driven removals
 (removed on the recorded letters, kept on them minus the true prior: ``demo.audit_truth``'s
-definition), and for every item a fresh re-ask (new permutations and noise, same content): its
+definition), and for every item a fresh re-ask with the options permuted anew (as
+``--extra-perms`` asks; at a single-forward step too) and fresh noise, the same content: its
 decision and the true flip probability over ``truth_draws`` re-asks.
 
 Pure numpy, seeded: the same arguments give the same world.
@@ -98,8 +99,8 @@ def build_world(spec: WorldSpec, seed: int) -> World:
     bias = rng.normal(0.0, spec.video_sd, (nv, k))[video] if spec.video_sd > 0 else np.zeros((n, k))
     f = N_PERM if spec.multi else 1
 
-    def ask(r: np.random.Generator, reps: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        perms = _perms(r, n * reps, f, k, spec.multi).reshape(reps, n, f, k)
+    def ask(r: np.random.Generator, reps: int = 1, permute: bool = spec.multi) -> tuple[np.ndarray, np.ndarray]:
+        perms = _perms(r, n * reps, f, k, permute).reshape(reps, n, f, k)
         shown = np.take_along_axis(np.broadcast_to(content[None, :, None, :], perms.shape), perms, axis=3)
         logits = shown + prior + bias[None, :, None, :] + r.normal(0.0, spec.noise_sd, perms.shape)
         return perms, _letters(logits, listed)
@@ -117,11 +118,11 @@ def build_world(spec: WorldSpec, seed: int) -> World:
     world = World(spec, rows, {ids[i] for i in range(n) if shortcut[i]},
                   {ids[i] for i in range(n) if removed[i] and not no_prior[i]})
     rr = np.random.default_rng(seed + 7_919)
-    p2, l2 = ask(rr)
+    p2, l2 = ask(rr, permute=True)
     again = removal_tables(p2[0], l2[0])[np.arange(n), answer]
     world.reask_removed = {ids[i]: bool(again[i]) for i in range(n)}
     if spec.truth_draws:
-        pd, ld = ask(rr, spec.truth_draws)
+        pd, ld = ask(rr, spec.truth_draws, permute=True)
         rem = removal_tables(pd.reshape(-1, f, k), ld.reshape(-1, f, k)).reshape(spec.truth_draws, n, k)
         share = rem[:, np.arange(n), answer].mean(axis=0)
         world.true_flip = {ids[i]: float(1.0 - share[i] if removed[i] else share[i]) for i in range(n)}
