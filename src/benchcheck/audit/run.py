@@ -54,7 +54,7 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
     res.confidences = confidences(by_step, seed)
     res.thresholds = threshold_curves(by_step)
     res.floor = floor_dependence(by_step)
-    res.profile = profile(by_step, seed=seed)
+    res.profile = profile(by_step, seed=seed, priors=res.priors)
     if compare:
         res.agreement = agreements(by_step, compare, seed=seed)
     conf = {(c.step, c.item_id): c for c in res.confidences}
