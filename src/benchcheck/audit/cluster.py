@@ -5,8 +5,10 @@ independent: an interval over items claims more than the data hold. Both interva
 cluster-robust (CR1) variance of the mean over videos.
 
 - ``rate_interval``: a Wilson score interval at the effective sample size ``n / deff``, where
-  ``deff`` is the clustered variance over the binomial one (``design_effect``). Never zero-width,
-  and a rate of 0 or 1 over few videos is taken at the worst case (as many items as videos).
+  ``deff`` is the clustered variance over the binomial one (``design_effect``), with the t
+  quantile on videos - 1 degrees of freedom in place of z (the clustered variance of few videos
+  is itself uncertain). Never zero-width; a rate of 0 or 1 is taken at the worst case (as many
+  items as videos).
 - ``mean_interval``: mean +- t(0.975, videos - 1) x the clustered standard error, with a floor on
   the standard error (``se_floor``, the caller's binomial one) so identical clusters never give a
   zero-width interval; None with fewer than two videos.
@@ -80,7 +82,7 @@ def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) ->
     if len(y) == 0:
         return None, None
     n_eff = len(y) / design_effect(y, clusters)
-    return wilson(float(y.mean()) * n_eff, n_eff)
+    return wilson(float(y.mean()) * n_eff, n_eff, t975(max(len(set(clusters)) - 1, 1)))
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str], se_floor: float = 0.0,
