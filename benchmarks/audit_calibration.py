@@ -215,7 +215,8 @@ def profile_table(seeds: int) -> None:
 
 def rate_table(reps: int) -> None:
     print(f"## 5. A removal rate's 95 % interval clustered by video: coverage of the true rate, {reps} runs\n")
-    print("| items | videos | within-video correlation | clustered Wilson | independent Wilson | mean width (clustered) |")
+    print("| items | videos | within-video correlation | clustered Wilson | independent Wilson "
+          "| mean width (clustered) |")
     print("|---|---|---|---|---|---|")
     rng = np.random.default_rng(5)
     for n, g, rho in ((300, 300, 0.0), (300, 30, 0.2), (300, 10, 0.2), (300, 30, 0.6), (100, 2, 0.3), (20, 5, 0.3)):
