@@ -60,7 +60,7 @@ def prior_table(seeds: int) -> None:
     print(f"## 1. Letter prior: prior-explained removals (flag: prior_prob > {EXPLAINED_CUT}), {seeds} seeds x "
           "300 items, 20 % shortcuts (+4 nats)\n")
     print("| construction | prior-driven (truth) | flagged | precision | recall | no probability (unidentified) "
-          "| Brier | max prior error (nats) |")
+          "| Brier | max prior error, identified positions (nats) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, spec in cases.items():
         tp = fp = fn = none = 0
@@ -70,7 +70,10 @@ def prior_table(seeds: int) -> None:
             w = build_world(spec, s)
             prior = estimate_priors(w.rows)[(spec.model, w.step, spec.k)]
             true = np.asarray(spec.prior if spec.prior is not None else [0.0] * spec.k, dtype=float)
-            err.append(float(np.abs(prior.centred - (true - true.mean())).max()))
+            ident = np.array(prior.identified, dtype=bool)
+            if ident.any():  # over the identified positions, each side centred on them
+                fit, tru = prior.centred[ident], true[ident]
+                err.append(float(np.abs((fit - fit.mean()) - (tru - tru.mean())).max()))
             d = prior.draws()
             for f in w.rows:
                 if not f.removed:
@@ -129,7 +132,8 @@ def confidence_table(seeds: int) -> None:
                 removed.append(c.removed)
             true = [c for c in cs if c.removed and c.item_id in w.shortcut]
             false = [c for c in cs if c.removed and c.item_id not in w.shortcut]
-            a_conf.append(auc([1 - (c.flip_prob or 0.0) for c in true], [1 - (c.flip_prob or 0.0) for c in false]))
+            # ranked by -flip_prob: 1 - flip_prob rounds a tail below 1e-16 to a tie at 1.0
+            a_conf.append(auc([-(c.flip_prob or 0.0) for c in true], [-(c.flip_prob or 0.0) for c in false]))
             a_margin.append(auc([c.margin for c in true], [c.margin for c in false]))
             if spec.multi:
                 a_old.append(auc([1 - (c.resampled_flip or 0.0) for c in true],

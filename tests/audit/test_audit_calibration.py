@@ -40,7 +40,7 @@ def test_step1_reliability_and_ranking() -> None:
     assert ece(claimed[rm], flipped[rm]) < 0.06
     true = [c for c in cs if c.removed and c.item_id in w.shortcut]
     false = [c for c in cs if c.removed and c.item_id not in w.shortcut]
-    a_conf = auc([1 - c.flip_prob for c in true], [1 - c.flip_prob for c in false])
+    a_conf = auc([-c.flip_prob for c in true], [-c.flip_prob for c in false])
     a_margin = auc([c.margin for c in true], [c.margin for c in false])
     a_old = auc([1 - c.resampled_flip for c in true], [1 - c.resampled_flip for c in false])
     assert a_conf is not None and a_margin is not None and a_old is not None

@@ -13,10 +13,11 @@ four forwards alone (resampling four forwards calls a removal certain whenever t
    else any model's, else from the few extra permutations it has (``noise_source`` says which).
 2. **Deconvolution.** Each item's mean ``(m, l)`` over its forwards is its true mean plus that
    noise divided by the number of forwards. The distribution of true means over the items is
-   estimated by nonparametric maximum likelihood on a grid (Kiefer-Wolfowitz, EM); each item's
-   posterior over the grid follows from its mean margin (its lead enters through the fitted
-   distribution of leads at that margin), so the confidence ranks items exactly as the margin
-   does. This is what removes the selection bias: an item just over the threshold is, more
+   estimated by nonparametric maximum likelihood on a grid (Kiefer-Wolfowitz, EM). Each item's
+   posterior is over the true mean margin alone, from its own mean margin; its lead enters
+   through the fitted distribution of leads at each true margin, and the chance of removal at a
+   true margin is held non-decreasing in it (``isotonic``), so the confidence ranks items
+   exactly as the margin does. This is what removes the selection bias: an item just over the threshold is, more
    often than its own forwards say, an item whose true mean is below it.
 3. **Prediction.** At a true mean ``(mu_m, mu_l)``, a fresh ask removes the item when (step 1)
    the mean margin of four forwards exceeds log 2 and at least three of four leads are positive,
@@ -244,8 +245,9 @@ def _loglik(x: np.ndarray, n: np.ndarray, grid: np.ndarray, inv: np.ndarray) -> 
     return out
 
 
-def _posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(grid, posterior weights per item) of the deconvolution (module docstring, 2)."""
+def _posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grid, mixing weights, log posterior per item) of the deconvolution (module docstring, 2)."""
     grid = _grid(x)
     inv = np.linalg.pinv(cov + 1e-9 * np.eye(2))
     fit = np.arange(len(x))
@@ -260,10 +262,49 @@ def _posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int) -> tup
         w = post.mean(axis=0)
     # the posterior reads the item's margin only (its lead enters through the population's
     # distribution of leads at that margin): confidence then ranks items as the margin does
+    return grid, w, _log_posteriors(x, n, cov, grid, w)
+
+
+def _log_posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, grid: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """log posterior over the grid's true mean margins, from each item's mean margin."""
+    # in logs: a far item's posterior is nearly all one atom, and the rest, far below a float's
+    # resolution as a share, still decides how its flip compares with another far item's
     ll = -0.5 * n[:, None] * (x[:, None, 0] - grid[None, :, 0]) ** 2 / cov[0, 0]
-    post = np.exp(ll - ll.max(axis=1, keepdims=True)) * w
-    post /= post.sum(axis=1, keepdims=True)
-    return grid, post
+    with np.errstate(divide="ignore"):
+        lp: np.ndarray = ll + np.log(w)[None, :]
+    m = lp.max(axis=1, keepdims=True)
+    out: np.ndarray = lp - (m + np.log(np.exp(lp - m).sum(axis=1, keepdims=True)))
+    return out
+
+
+def isotonic(y: np.ndarray, weight: np.ndarray, increasing: bool = True) -> np.ndarray:
+    """Weighted least-squares monotone fit (pool adjacent violators); zero-weight points take
+    their neighbour's value (they carry no posterior mass)."""
+    sign = 1.0 if increasing else -1.0
+    keep = weight > 0
+    vals = list(sign * y[keep])
+    wts = list(weight[keep])
+    blocks: list[list[float]] = []  # [value, weight, count]
+    for v, wt in zip(vals, wts, strict=True):
+        blocks.append([v, wt, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            v2, w2, c2 = blocks.pop()
+            v1, w1, c1 = blocks.pop()
+            blocks.append([(v1 * w1 + v2 * w2) / (w1 + w2), w1 + w2, c1 + c2])
+    fitted = np.array([b[0] for b in blocks for _ in range(int(b[2]))]) * sign
+    out = np.ones_like(y)
+    out[keep] = fitted
+    return out
+
+
+def _log_mix(log_post: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """log(sum_g post_g * values_g) per item, from log posteriors."""
+    with np.errstate(divide="ignore"):
+        t = log_post + np.log(values)[None, :]
+    m = t.max(axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    out: np.ndarray = (m + np.log(np.exp(t - m).sum(axis=1, keepdims=True)))[:, 0]
+    return out
 
 
 def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -> list[float | None]:
@@ -281,11 +322,23 @@ def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -
     floor = 1e-6 * max(sd)
     cov = cov + np.diag([floor**2 if sd[0] <= 0 else 0.0, floor**2 if sd[1] <= 0 else 0.0])
     sd = (max(sd[0], floor), max(sd[1], floor))
-    grid, post = _posteriors(x, n, cov, seed)
+    grid, w, _ = _posteriors(x, n, cov, seed)
     rho = float(cov[0, 1] / (sd[0] * sd[1]))
     yes, no = _remove_prob(grid[:, 0], grid[:, 1], sd, multi, rho)
-    flip = np.where(removed, post @ no, post @ yes)
-    return [float(v) for v in np.clip(flip, 0.0, 1.0)]
+    # By the true mean margin alone (the posterior's one coordinate): the chance of removal,
+    # averaged over the leads the fitted distribution holds at that margin, and held
+    # non-decreasing in it (pool-adjacent-violators), so a larger margin never claims more flips.
+    cols = grid[:, 0].reshape(GRID, GRID)[:, 0]
+    mass = w.reshape(GRID, GRID).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r_yes = (w * yes).reshape(GRID, GRID).sum(axis=1) / mass
+        r_no = (w * no).reshape(GRID, GRID).sum(axis=1) / mass
+    r_yes = isotonic(r_yes, mass, increasing=True)
+    r_no = isotonic(r_no, mass, increasing=False)
+    line = np.column_stack([cols, np.zeros(GRID)])
+    log_post = _log_posteriors(x, n, cov, line, mass)
+    log_flip = np.where(removed, _log_mix(log_post, r_no), _log_mix(log_post, r_yes))
+    return [float(v) for v in np.clip(np.exp(log_flip), 0.0, 1.0)]
 
 
 def _noise_for(rows: Sequence[Forwards], own_multi: dict[str, np.ndarray | None],
