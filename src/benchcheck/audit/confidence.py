@@ -53,9 +53,9 @@ MC_DRAWS = 2000
 MC_TAIL = 0.01  # below this, a step-1 probability is taken from the independent product (docstring)
 EXACT_UP_TO = 6  # pools of at most this many forwards are resampled exhaustively (6^4 = 1296)
 MIN_NOISE_ITEMS = 10  # items with extra permutations a single step needs to take its noise from them
-GRID = 36  # grid points per axis of the deconvolution
-EM_ROUNDS = 300
-FIT_ITEMS = 2000  # the grid's weights are fitted on at most this many items (a seeded subsample)
+GRID = 30  # grid points per axis of the deconvolution
+EM_ROUNDS = 200
+FIT_ITEMS = 800  # the grid's weights are fitted on at most this many items (a seeded subsample)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +245,9 @@ def _loglik(x: np.ndarray, n: np.ndarray, grid: np.ndarray, inv: np.ndarray) -> 
     return out
 
 
-def _posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(grid, mixing weights, log posterior per item) of the deconvolution (module docstring, 2)."""
+def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(grid, weights): the distribution of the items' true means (module docstring, 2), by EM
+    for the nonparametric maximum likelihood (each round two matrix-vector products)."""
     grid = _grid(x)
     inv = np.linalg.pinv(cov + 1e-9 * np.eye(2))
     fit = np.arange(len(x))
@@ -255,14 +255,11 @@ def _posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int
         fit = np.sort(np.random.default_rng(seed).choice(len(x), FIT_ITEMS, replace=False))
     ll = _loglik(x[fit], n[fit], grid, inv)
     lik = np.exp(ll - ll.max(axis=1, keepdims=True))
+    lik_t = np.ascontiguousarray(lik.T)
     w = np.full(len(grid), 1.0 / len(grid))
     for _ in range(EM_ROUNDS):
-        post = lik * w
-        post /= post.sum(axis=1, keepdims=True)
-        w = post.mean(axis=0)
-    # the posterior reads the item's margin only (its lead enters through the population's
-    # distribution of leads at that margin): confidence then ranks items as the margin does
-    return grid, w, _log_posteriors(x, n, cov, grid, w)
+        w = w * (lik_t @ (1.0 / np.maximum(lik @ w, 1e-300))) / len(fit)
+    return grid, w
 
 
 def _log_posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, grid: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -322,7 +319,7 @@ def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -
     floor = 1e-6 * max(sd)
     cov = cov + np.diag([floor**2 if sd[0] <= 0 else 0.0, floor**2 if sd[1] <= 0 else 0.0])
     sd = (max(sd[0], floor), max(sd[1], floor))
-    grid, w, _ = _posteriors(x, n, cov, seed)
+    grid, w = mixing_weights(x, n, cov, seed)
     rho = float(cov[0, 1] / (sd[0] * sd[1]))
     yes, no = _remove_prob(grid[:, 0], grid[:, 1], sd, multi, rho)
     # By the true mean margin alone (the posterior's one coordinate): the chance of removal,
