@@ -62,9 +62,9 @@ def test_a_removal_just_over_the_threshold_is_not_certain() -> None:
 
 
 def test_single_step_reliability_with_a_prior() -> None:
-    spec = WorldSpec(n=1500, k=4, multi=False, noise_sd=0.6, prior=log_prior([0.4, 0.2, 0.2, 0.2]))
+    spec = WorldSpec(n=1000, k=4, multi=False, noise_sd=0.6, prior=log_prior([0.4, 0.2, 0.2, 0.2]))
     w = build_world(spec, seed=13)
-    noise = build_world(WorldSpec(n=600, k=4, multi=True, noise_sd=0.6, prior=spec.prior), seed=14)
+    noise = build_world(WorldSpec(n=300, k=4, multi=True, noise_sd=0.6, prior=spec.prior), seed=14)
     claimed, flipped, cs = _claims(w, {1: noise.rows})
     assert all(c.noise_source == "same model's step-1 permutations" for c in cs)
     assert ece(claimed, flipped) < 0.05
