@@ -118,7 +118,9 @@ def test_confidence_is_shown_filtered_and_sorted(audited_site: tuple[Path, Path]
     rows = [r for r in csv.DictReader((audit / "audit_items.csv").open()) if r["step"] == "4" and r["confidence"]]
     step4 = {r["item_id"]: round(float(r["confidence"]), 3) for r in rows}
     json4 = {r["item_id"] for r in rows if r["bench"] == "DemoJson"}
-    assert len(set(step4.values())) > 5  # the scripted engine's step 4 gives varied confidences
+    # the scripted engine's step 4 gives a few distinct margins; the empirical-Bayes confidence pools
+    # those within noise of each other (docs/audit.md), so a few distinct values, not many
+    assert len(set(step4.values())) > 3
     with browser_page() as (page, errors):
         page.goto((out / "items.html").as_uri())
         page.wait_for_selector("#status[data-busy='0']")

@@ -1,4 +1,17 @@
-"""Agreement between two models' removals at one step (Cohen's kappa with a bootstrap interval)."""
+"""Agreement between two models' removals at one step: Cohen's kappa with an interval that can
+never claim certainty from a handful of items.
+
+- ``kappa``: Cohen's kappa of the two runs' removals over the items both decided (None when chance
+  agreement is total: both runs remove all or nothing).
+- ``kappa_lo`` / ``kappa_hi``: the 2.5 / 97.5 % points of kappa over the posterior of the 2 x 2
+  table's cell probabilities, Dirichlet(counts + 1/2) (Jeffreys). Kappa of a probability table is
+  defined whenever no cell is certain, which the posterior never is: one shared removal among
+  5 items gives a wide interval, not [1, 1]. Items of one video are not independent: the counts
+  are divided by the design effect of the agreement rate clustered by video (at least 1).
+- ``boot_lo`` / ``boot_hi``: the former percentile bootstrap over items, over the resamples where
+  kappa is defined; ``boot_undefined`` counts the resamples where it is not (of ``boot``).
+- ``pabak``: prevalence-adjusted bias-adjusted kappa, ``2 * agreement - 1``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchcheck.audit.cells import cell
+from benchcheck.audit.cluster import design_effect
 from benchcheck.audit.source import Forwards
+
+POSTERIOR_DRAWS = 4000
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -19,6 +35,41 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
     pa, pb = float(np.mean(a)), float(np.mean(b))
     pe = pa * pb + (1 - pa) * (1 - pb)
     return None if pe >= 1.0 else (po - pe) / (1 - pe)
+
+
+def table_kappa(p11: np.ndarray, p10: np.ndarray, p01: np.ndarray, p00: np.ndarray) -> np.ndarray:
+    """Kappa of 2 x 2 probability tables (vectorised); nan where chance agreement is total."""
+    pa, pb = p11 + p10, p11 + p01
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(pe < 1.0, (p11 + p00 - pe) / (1 - pe), np.nan)
+    return out
+
+
+def posterior_interval(a: np.ndarray, b: np.ndarray, deff: float = 1.0, draws: int = POSTERIOR_DRAWS,
+                       seed: int = 0) -> tuple[float, float] | None:
+    """(lo, hi) of kappa under the Dirichlet(counts / deff + 1/2) posterior of the table."""
+    if len(a) == 0:
+        return None
+    counts = np.array([np.sum(a & b), np.sum(a & ~b), np.sum(~a & b), np.sum(~a & ~b)], dtype=np.float64)
+    p = np.random.default_rng(seed).dirichlet(counts / max(deff, 1.0) + 0.5, draws)
+    k = table_kappa(p[:, 0], p[:, 1], p[:, 2], p[:, 3])
+    k = k[np.isfinite(k)]
+    return (float(np.quantile(k, 0.025)), float(np.quantile(k, 0.975))) if len(k) else None
+
+
+def bootstrap(a: np.ndarray, b: np.ndarray, boot: int, seed: int) -> tuple[float | None, float | None, int]:
+    """Percentile interval over the resamples where kappa is defined, and how many were not."""
+    if len(a) == 0:
+        return None, None, 0
+    idx = np.random.default_rng(seed).integers(0, len(a), (boot, len(a)))
+    x, y = a[idx], b[idx]
+    k = table_kappa((x & y).mean(axis=1), (x & ~y).mean(axis=1), (~x & y).mean(axis=1), (~x & ~y).mean(axis=1))
+    ok = k[np.isfinite(k)]
+    undefined = int(boot - len(ok))
+    if not len(ok):
+        return None, None, undefined
+    return float(np.quantile(ok, 0.025)), float(np.quantile(ok, 0.975)), undefined
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +85,22 @@ class Agreement:
     kappa: float | None
     lo: float | None
     hi: float | None
+    boot_lo: float | None = None
+    boot_hi: float | None = None
+    boot: int = 0
+    boot_undefined: int = 0
+    pabak: float | None = None
+    videos: int = 0
+    deff: float = 1.0
 
     def record(self) -> dict[str, object]:
         return {"step": self.step, "bench": self.bench, "model_a": self.model_a, "model_b": self.model_b,
                 "items": self.items, "removed_a": self.removed_a, "removed_b": self.removed_b,
                 "removed_both": len(self.both), "kappa": cell(self.kappa), "kappa_lo": cell(self.lo),
-                "kappa_hi": cell(self.hi)}
+                "kappa_hi": cell(self.hi), "interval": "Jeffreys-Dirichlet posterior, clustered by video",
+                "videos": self.videos, "design_effect": cell(self.deff), "pabak": cell(self.pabak),
+                "boot_lo": cell(self.boot_lo), "boot_hi": cell(self.boot_hi), "boot": self.boot,
+                "boot_undefined": self.boot_undefined}
 
 
 def agreement(step: int, bench: str, rows_a: Sequence[Forwards], rows_b: Sequence[Forwards],
@@ -50,18 +111,18 @@ def agreement(step: int, bench: str, rows_a: Sequence[Forwards], rows_b: Sequenc
     a_by = {f.item_id: f for f in rows_a}
     va = np.array([a_by[i].removed for i in common], dtype=bool)
     vb = np.array([b_by[i].removed for i in common], dtype=bool)
+    videos = [a_by[i].video or a_by[i].item_id for i in common]
     k = cohen_kappa(va, vb)
-    lo = hi = None
-    if k is not None:
-        rng = np.random.default_rng(seed)
-        ks = [x for _ in range(boot) if (x := cohen_kappa(va[(s := rng.integers(0, len(va), len(va)))], vb[s]))
-              is not None]
-        if ks:
-            lo, hi = float(np.quantile(ks, 0.025)), float(np.quantile(ks, 0.975))
+    deff = design_effect((va == vb).astype(float), videos) if common else 1.0
+    interval = posterior_interval(va, vb, deff, seed=seed)
+    lo, hi = interval if interval is not None else (None, None)
+    b_lo, b_hi, undefined = bootstrap(va, vb, boot, seed)
     model_a = rows_a[0].model if rows_a else ""
     model_b = rows_b[0].model if rows_b else ""
     both = tuple(i for i, x, y in zip(common, va, vb, strict=True) if x and y)
-    return Agreement(step, bench, model_a, model_b, len(common), int(va.sum()), int(vb.sum()), both, k, lo, hi)
+    pabak = 2.0 * float(np.mean(va == vb)) - 1.0 if common else None
+    return Agreement(step, bench, model_a, model_b, len(common), int(va.sum()), int(vb.sum()), both, k, lo, hi,
+                     b_lo, b_hi, boot if common else 0, undefined, pabak, len(set(videos)), deff)
 
 
 def agreements(a: dict[int, list[Forwards]], b: dict[int, list[Forwards]], boot: int = 1000,

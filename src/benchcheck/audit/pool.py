@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.audit.cells import cell
+from benchcheck.audit.cluster import rate_interval
 from benchcheck.audit.confidence import confidences
 from benchcheck.audit.source import read_forwards
 
@@ -35,3 +36,10 @@ def fate_confidence(by_step: Mapping[int, float | None], removed_at: int | None)
         return by_step.get(removed_at)
     known = [v for v in by_step.values() if v is not None]
     return min(known) if known else None
+
+
+def removal_interval(removed: Sequence[bool], videos: Sequence[str]) -> dict[str, float | None]:
+    """``removal_lo`` / ``removal_hi``: the removal rate's 95 % interval clustered by video
+    (``audit.cluster.rate_interval``), for ``pool_summary``; None where nothing was decided."""
+    lo, hi = rate_interval(removed, videos) if removed else (None, None)
+    return {"removal_lo": cell(lo), "removal_hi": cell(hi)}

@@ -7,11 +7,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from benchcheck.audit.agreement import Agreement, agreements
 from benchcheck.audit.confidence import Confidence, confidences
 from benchcheck.audit.floor import floor_dependence
 from benchcheck.audit.null import NullResult, nulls
-from benchcheck.audit.prior import LetterPrior, PriorKey, corrected_removes, estimate_priors, prior_explained
+from benchcheck.audit.prior import (
+    EXPLAINED_CUT,
+    LetterPrior,
+    PriorKey,
+    corrected_removes,
+    estimate_priors,
+    prior_probability,
+)
 from benchcheck.audit.profile import Figure, profile
 from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
@@ -45,7 +54,7 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
     res.confidences = confidences(by_step, seed)
     res.thresholds = threshold_curves(by_step)
     res.floor = floor_dependence(by_step)
-    res.profile = profile(by_step, seed=seed)
+    res.profile = profile(by_step, seed=seed, priors=res.priors)
     if compare:
         res.agreement = agreements(by_step, compare, seed=seed)
     conf = {(c.step, c.item_id): c for c in res.confidences}
@@ -53,10 +62,14 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
     effects: dict[tuple[str, int], dict[str, int]] = defaultdict(
         lambda: {"items": 0, "removed": 0, "prior_explained": 0, "corrected_removed": 0, "flips_to_kept": 0,
                  "flips_to_removed": 0})
+    draws: dict[PriorKey, np.ndarray] = {}
     for step in sorted(by_step):
         for f in by_step[step]:
             prior = res.priors[(f.model, f.step, f.k)]
-            explained = prior_explained(f, prior)
+            if (f.model, f.step, f.k) not in draws:
+                draws[(f.model, f.step, f.k)] = prior.draws(seed=seed)
+            prior_p = prior_probability(f, prior, draws[(f.model, f.step, f.k)])
+            explained = prior_p is not None and prior_p > EXPLAINED_CUT
             corr = corrected_removes(f, prior)
             e = effects[(f.bench, step)]
             e["items"] += 1
@@ -68,7 +81,8 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
             c = conf[(step, f.item_id)]
             res.items.append({
                 "item_id": f.item_id, "bench": f.bench, "step": step, "model": f.model, "removed": f.removed,
-                "prior_explained": explained, "prior_corrected_removed": corr,
+                "prior_explained": explained,
+                "prior_prob": None if prior_p is None else round(prior_p, 4), "prior_corrected_removed": corr,
                 "null_p": round(null_p.get((step, f.item_id), 0.0), 4),
                 "removed_exact": None if f.lps_exact is None else removes(f.perms, f.lps_exact, f.answer),
                 **{k: v for k, v in c.record().items() if k not in ("item_id", "bench", "step", "removed")}})

@@ -1,10 +1,12 @@
-"""Removal rate against the threshold (0 to 3 nats), per benchmark x step."""
+"""Removal rate against the threshold (0 to 3 nats), per benchmark x step, with a 95 % interval
+clustered by video (``audit.cluster.rate_interval``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 
+from benchcheck.audit.cluster import rate_interval
 from benchcheck.audit.rule import decision_stats
 from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS
@@ -17,14 +19,18 @@ def threshold_curves(by_step: dict[int, list[Forwards]],
     """One row per benchmark x step x threshold: items, removed, rate."""
     out: list[dict[str, object]] = []
     for step in sorted(by_step):
-        groups: dict[str, list[tuple[bool, float]]] = defaultdict(list)
+        groups: dict[str, list[tuple[bool, float, str]]] = defaultdict(list)
         for f in by_step[step]:
             hits, mean_margin = decision_stats(f.perms, f.lps, f.answer)
-            groups[f.bench].append((hits >= (MIN_PERM_HITS if f.multi else 1), mean_margin))
+            groups[f.bench].append((hits >= (MIN_PERM_HITS if f.multi else 1), mean_margin, f.video or f.item_id))
         for bench in sorted(groups):
             g = groups[bench]
+            videos = [v for _, _, v in g]
             for t in thresholds:
-                n_rm = sum(ok and m > t for ok, m in g)
-                out.append({"bench": bench, "step": step, "threshold": round(t, 4), "items": len(g), "removed": n_rm,
-                            "rate": round(n_rm / len(g), 4)})
+                rm = [ok and m > t for ok, m, _ in g]
+                lo, hi = rate_interval(rm, videos)
+                out.append({"bench": bench, "step": step, "threshold": round(t, 4), "items": len(g),
+                            "removed": sum(rm), "rate": round(sum(rm) / len(g), 4),
+                            "rate_lo": None if lo is None else round(lo, 4),
+                            "rate_hi": None if hi is None else round(hi, 4)})
     return out

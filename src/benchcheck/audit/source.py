@@ -38,6 +38,7 @@ class Forwards:
     lps_exact: tuple[tuple[float, ...], ...] | None = None
     extra_perms: tuple[tuple[int, ...], ...] = ()
     extra_lps: tuple[tuple[float, ...], ...] = ()
+    video: str = ""  # the item's video (resampling clusters); the item's own id when the row has none
 
     @property
     def k(self) -> int:
@@ -75,7 +76,8 @@ def forwards_of(row: Mapping[str, Any]) -> Forwards | None:
         extra_l = tuple(_floats(x) for x in row.get("extra_lp") or ())
         f = Forwards(step=int(row["step"]), bench=str(row["bench"]), item_id=str(row["item_id"]),
                      model=str(row.get("model") or ""), answer=int(row["answer"]), perms=perms, lps=lps,
-                     removed=bool(row.get("removed")), lps_exact=exact, extra_perms=extra_p, extra_lps=extra_l)
+                     removed=bool(row.get("removed")), lps_exact=exact, extra_perms=extra_p, extra_lps=extra_l,
+                     video=str(row.get("video_id") or row["item_id"]))
     except (KeyError, TypeError, ValueError):
         return None
     k = f.k
@@ -86,7 +88,7 @@ def forwards_of(row: Mapping[str, Any]) -> Forwards | None:
         return None
     if exact is not None and (len(exact) != len(lps) or any(len(x) != k for x in exact)):
         f = Forwards(f.step, f.bench, f.item_id, f.model, f.answer, f.perms, f.lps, f.removed, None,
-                     f.extra_perms, f.extra_lps)
+                     f.extra_perms, f.extra_lps, f.video)
     return f
 
 

@@ -79,7 +79,10 @@ def markdown(res: AuditResult) -> str:
     for p in sorted(res.priors.values(), key=lambda p: (p.step, p.model, p.k)):
         probs = " ".join(f"{v:.2f}" for v in p.probs)
         picks = " ".join(f"{c / p.forwards:.2f}" for c in p.picks)
-        lines.append(f"| {p.model} | {_step_name(p.step)} | {p.k} | {p.source} | {p.forwards} | "
+        unident = "".join(LETTERS[i] for i, ok in enumerate(p.identified) if not ok)
+        source = p.source + (f" ({p.censored} floored letters censored)" if p.censored else "") + (
+            f"; no prior identified at {unident}" if unident else "")
+        lines.append(f"| {p.model} | {_step_name(p.step)} | {p.k} | {source} | {p.forwards} | "
                      f"{LETTERS[p.dominant]} | {p.margin_at(p.dominant):.2f} | {probs} | {picks} |")
     lines += ["", "| bench | step | removed | prior explains | PriDe-corrected removals | flips to kept | "
               "flips to removed |", "|---|---|---|---|---|---|---|"]
@@ -118,16 +121,17 @@ def markdown(res: AuditResult) -> str:
                      f"{_num(f['mean_margin_shift'], '+.2f')}, {_num(f['max_margin_shift'], '+.2f')} |")
     if res.agreement:
         lines += ["", "## Cross-model agreement", "", "| step | bench | model A | model B | items | removed A | "
-                  "removed B | both | kappa [95%] |", "|---|---|---|---|---|---|---|---|---|"]
+                  "removed B | both | kappa [95%] | bootstrap resamples undefined |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for a in res.agreement:
             k = "" if a.kappa is None else f"{a.kappa:.3f} [{_num(a.lo, '.3f')}, {_num(a.hi, '.3f')}]"
             lines.append(f"| {_step_name(a.step)} | {a.bench} | {a.model_a} | {a.model_b} | {a.items} | "
-                         f"{a.removed_a} | {a.removed_b} | {len(a.both)} | {k} |")
-    lines += ["", "## Shortcut profile (accuracy differences, 95% bootstrap intervals)", "",
-              "| bench | figure | items | value [95%] |", "|---|---|---|---|"]
+                         f"{a.removed_a} | {a.removed_b} | {len(a.both)} | {k} | {a.boot_undefined} of {a.boot} |")
+    lines += ["", "## Shortcut profile (accuracy differences, 95% intervals clustered by video)", "",
+              "| bench | figure | items | videos | chance baseline | value [95%] |", "|---|---|---|---|---|---|"]
     for g in res.profile:
         val = "no rows" if g.value is None else f"{_num(g.value)} [{_num(g.lo)}, {_num(g.hi)}]"
-        lines.append(f"| {g.bench} | {g.name} | {g.items} | {val} |")
+        lines.append(f"| {g.bench} | {g.name} | {g.items} | {g.videos} | {_num(g.baseline, '.3f')} | {val} |")
     return "\n".join(lines) + "\n"
 
 

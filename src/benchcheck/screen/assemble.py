@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic
-from benchcheck.audit.pool import add_confidence
+from benchcheck.audit.pool import add_confidence, removal_interval
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
@@ -44,8 +44,11 @@ def summary_rows(fates: Sequence[ItemFate], chain: Sequence[int], states: dict[i
             done = c[KEPT] + c[REMOVED]
             forwards = sum(v.row.forwards for v in verdicts if v.row is not None)
             errors = sum(v.error_rows for v in verdicts)
+            decided = [f for f in by_bench[bench] if f.fates.get(s) in (KEPT, REMOVED)]
             out.append({"bench": bench, "step": s, "done": done, "removed": c[REMOVED], "error_rows": errors,
                         "failed": c[FAILED], "removal_rate": round(c[REMOVED] / done, 4) if done else None,
+                        **removal_interval([f.fates.get(s) == REMOVED for f in decided],
+                                           [f.item.video_id or f.item.item_id for f in decided]),
                         "pending": c[PENDING] + c[ERROR], "not_screened": c[NOT_SCREENED],
                         "forwards": forwards + errors})
     return out
