@@ -6,10 +6,12 @@ from the protocol's own functions, so the rule is not written twice.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
 
+from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, argmax_pos, gold_position, margin_of
 
 RULE_TEXT = ("single forward: removed when argmax == gold and margin > {t}; "
@@ -55,4 +57,29 @@ def removal_tables(perms: np.ndarray, lps: np.ndarray, threshold: float = LOG2) 
     hits = lps.argmax(axis=2)[:, :, None] == pos
     need = MIN_PERM_HITS if n_fwd > 1 else 1
     out: np.ndarray = (hits.sum(axis=1) >= need) & (margins.mean(axis=1) > threshold)
+    return out
+
+
+def group_tables(group: Sequence[Forwards], threshold: float = LOG2) -> np.ndarray:
+    """The removal table of items with the same k, batched by their number of forwards."""
+    out = np.zeros((len(group), group[0].k), dtype=bool)
+    by_n: dict[int, list[int]] = defaultdict(list)
+    for i, f in enumerate(group):
+        by_n[len(f.lps)].append(i)
+    for idx in by_n.values():
+        perms = np.array([group[i].perms for i in idx], dtype=np.int64)
+        lps = np.array([group[i].lps for i in idx], dtype=np.float64)
+        out[idx] = removal_tables(perms, lps, threshold)
+    return out
+
+
+def item_tables(rows: Sequence[Forwards], threshold: float = LOG2) -> dict[str, np.ndarray]:
+    """item_id -> which gold options the rule would remove it for (``rule.removal_tables``)."""
+    by_k: dict[int, list[Forwards]] = defaultdict(list)
+    for f in rows:
+        by_k[f.k].append(f)
+    out: dict[str, np.ndarray] = {}
+    for group in by_k.values():
+        for f, t in zip(group, group_tables(group, threshold), strict=True):
+            out[f.item_id] = t
     return out
