@@ -1,6 +1,6 @@
 """Does the audit's null hold up on benchmarks with a known truth? (docs/audit.md, "Validity")
 
-    python benchmarks/audit_validity.py [--seeds 200] [--quick]
+    python benchmarks/audit_validity.py [--seeds 200] [--jobs N] [--quick] [--only coverage|calls|fdr]
 
 Constructed worlds, simulated at the level of the audit's pure functions (``Forwards`` records
 built in memory and passed to ``audit.null.nulls`` / ``audit.fdr``; the rows a screening would
@@ -28,16 +28,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import random
 import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from multiprocessing import Pool
 
 import numpy as np
 
-from benchcheck.audit.fdr import ALL, CurveItem, curves, target
+from benchcheck.audit.fdr import FDR_THRESHOLDS, CurveItem, point
 from benchcheck.audit.null import nulls
 from benchcheck.audit.rule import removes
 from benchcheck.audit.source import Forwards
@@ -98,84 +100,92 @@ def world(n: int, golds: str, seed: int, bench: str = "W", shortcut: float = 0.1
     return World({1: s1, 4: s4}, {1: a1, 4: a4})
 
 
-def coverage(ns: Sequence[int], seeds: int) -> list[str]:
+def _coverage_run(task: tuple[str, int, int]) -> list[tuple[int, bool, int, float, float]]:
+    golds, n, seed = task
+    w = world(n, golds, seed)
+    out = []
+    for r in nulls(w.by_step, rounds=10, seed=seed):
+        truth = w.false_removals(r.step)
+        out.append((r.step, r.est_false_lo <= truth <= r.est_false_hi, truth, r.est_false,
+                    r.est_false_hi - r.est_false_lo))
+    return out
+
+
+def _runs(n: int, seeds: int) -> int:
+    return max(20, seeds if n <= 300 else seeds // 4)
+
+
+def coverage(ns: Sequence[int], seeds: int, pool: Pool) -> list[str]:
     lines = ["| golds | step | n | runs | covered | mean truth | mean estimate | mean width |",
              "|---|---|---|---|---|---|---|---|"]
     for golds in GOLDS:
         for n in ns:
-            runs = max(20, seeds if n <= 300 else seeds // 4)
-            stats: dict[int, list[tuple[bool, int, float, float]]] = {1: [], 4: []}
-            for seed in range(runs):
-                w = world(n, golds, seed)
-                for r in nulls(w.by_step, rounds=10, seed=seed):
-                    truth = w.false_removals(r.step)
-                    stats[r.step].append((r.est_false_lo <= truth <= r.est_false_hi, truth, r.est_false,
-                                          r.est_false_hi - r.est_false_lo))
+            res = [x for run in pool.map(_coverage_run, [(golds, n, s) for s in range(_runs(n, seeds))]) for x in run]
             for step in (1, 4):
-                s = stats[step]
-                if not s:
+                st = [x for x in res if x[0] == step]
+                if not st:
                     continue
-                lines.append(f"| {golds} | {step} | {n} | {len(s)} | {sum(c for c, *_ in s) / len(s):.1%} | "
-                             f"{np.mean([t for _, t, _, _ in s]):.1f} | {np.mean([e for *_, e, _ in s]):.1f} | "
-                             f"{np.mean([x for *_, x in s]):.1f} |")
+                lines.append(f"| {golds} | {step} | {n} | {len(st)} | {np.mean([x[1] for x in st]):.1%} | "
+                             f"{np.mean([x[2] for x in st]):.1f} | {np.mean([x[3] for x in st]):.1f} | "
+                             f"{np.mean([x[4] for x in st]):.1f} |")
     return lines
 
 
-def false_calls(seeds: int, n: int = 300) -> list[str]:
-    lines = ["| golds | runs | runs with a false call | cells called (of 40 per run) |", "|---|---|---|---|"]
+def _calls_run(task: tuple[str, int, int]) -> int:
+    golds, n, seed = task
+    by_step: dict[int, list[Forwards]] = {1: [], 4: []}
+    for b in range(20):
+        w = world(n, golds, seed * 100 + b, bench=f"B{b}", shortcut=0.0)
+        for s in (1, 4):
+            by_step[s] += w.by_step[s]
+    return sum(r.called for r in nulls(by_step, rounds=10, seed=seed))
+
+
+def false_calls(seeds: int, pool: Pool, n: int = 300) -> list[str]:
+    lines = ["| golds | items per cell | runs | runs with a false call | cells called (of 40 per run) |",
+             "|---|---|---|---|---|"]
     for golds in GOLDS:
-        any_call = 0
-        cells = 0
-        for seed in range(seeds):
-            by_step: dict[int, list[Forwards]] = {1: [], 4: []}
-            for b in range(20):
-                w = world(n, golds, seed * 100 + b, bench=f"B{b}", shortcut=0.0)
-                for s in (1, 4):
-                    by_step[s] += w.by_step[s]
-            res = nulls(by_step, rounds=10, seed=seed)
-            called = sum(r.called for r in res)
-            any_call += called > 0
-            cells += called
-        lines.append(f"| {golds} | {seeds} | {any_call} ({any_call / seeds:.1%}) | {cells} |")
+        called = pool.map(_calls_run, [(golds, n, s) for s in range(seeds)])
+        any_call = sum(c > 0 for c in called)
+        lines.append(f"| {golds} | {n} | {seeds} | {any_call} ({any_call / seeds:.1%}) | {sum(called)} |")
     return lines
 
 
-def fdr_target(ns: Sequence[int], seeds: int, goal: float = 0.1) -> list[str]:
-    lines = ["| golds | n | runs | FDP <= 0.1 | reached | mean threshold | mean kept / removed | mean FDP at log 2 |",
-             "|---|---|---|---|---|---|---|---|"]
+def _fdr_run(task: tuple[str, int, int, float]) -> tuple[bool, float | None, float, float]:
+    """(true FDP <= goal, threshold chosen, share of removals kept, true FDP at log 2)."""
+    golds, n, seed, goal = task
+    w = world(n, golds, seed)
+    res = nulls(w.by_step, rounds=10, seed=seed)
+    items = [CurveItem(f, r.item_gold[f.item_id], r.item_p[f.item_id]) for r in res for f in w.by_step[r.step]
+             if f.bench == r.bench]
+    removed = sum(f.removed for rows in w.by_step.values() for f in rows)
+    false = sum(w.false_removals(s) for s in w.by_step)
+    base = false / removed if removed else 0.0
+    for t in FDR_THRESHOLDS:  # as fdr.target does over the pooled curve: the first that reaches the goal
+        pt = point(items, t)
+        if pt.fdr_hi is not None and pt.fdr_hi <= goal:
+            kept_all = kept_false = 0
+            for s, rows in w.by_step.items():
+                for f in rows:
+                    if f.removed and removes(f.perms, f.lps, f.answer, t):
+                        kept_all += 1
+                        kept_false += f.item_id not in w.answerable[s]
+            fdp = kept_false / kept_all if kept_all else 0.0
+            return fdp <= goal, t, kept_all / removed if removed else 0.0, base
+    return True, None, 0.0, base  # nothing kept: no false discovery
+
+
+def fdr_target(ns: Sequence[int], seeds: int, pool: Pool, goal: float = 0.1) -> list[str]:
+    lines = ["| golds | n | runs | true FDP <= 0.1 | target reached | mean threshold | mean kept / removed | "
+             "mean true FDP at log 2 |", "|---|---|---|---|---|---|---|---|"]
     for golds in GOLDS:
         for n in ns:
-            runs = max(20, seeds if n <= 300 else seeds // 4)
-            ok = reached = 0
-            ths: list[float] = []
-            kept: list[float] = []
-            base_fdp: list[float] = []
-            for seed in range(runs):
-                w = world(n, golds, seed)
-                res = nulls(w.by_step, rounds=10, seed=seed)
-                items = [(r.bench, r.step, CurveItem(f, r.item_gold[f.item_id], r.item_p[f.item_id]))
-                         for r in res for f in w.by_step[r.step]]
-                pts = curves(items)
-                t = next(x for x in target(pts, goal) if x.bench == ALL)
-                removed = sum(f.removed for rows in w.by_step.values() for f in rows)
-                false = sum(w.false_removals(s) for s in w.by_step)
-                base_fdp.append(false / removed if removed else 0.0)
-                if t.threshold is None:
-                    ok += 1  # nothing kept: no false discovery
-                    continue
-                reached += 1
-                ths.append(t.threshold)
-                kept_false = kept_all = 0
-                for s, rows in w.by_step.items():
-                    for f in rows:
-                        if f.removed and removes(f.perms, f.lps, f.answer, t.threshold):
-                            kept_all += 1
-                            kept_false += f.item_id not in w.answerable[s]
-                kept.append(kept_all / removed if removed else 0.0)
-                ok += (kept_false / kept_all if kept_all else 0.0) <= goal
-            lines.append(f"| {golds} | {n} | {runs} | {ok / runs:.1%} | {reached} | "
-                         f"{np.mean(ths) if ths else float('nan'):.2f} | {np.mean(kept) if kept else 0.0:.1%} | "
-                         f"{np.mean(base_fdp):.1%} |")
+            runs = _runs(n, seeds)
+            res = pool.map(_fdr_run, [(golds, n, s, goal) for s in range(runs)])
+            ths = [t for _, t, _, _ in res if t is not None]
+            lines.append(f"| {golds} | {n} | {runs} | {np.mean([ok for ok, *_ in res]):.1%} | {len(ths)} | "
+                         f"{np.mean(ths) if ths else float('nan'):.2f} | {np.mean([k for *_, k, _ in res]):.1%} | "
+                         f"{np.mean([b for *_, b in res]):.1%} |")
     return lines
 
 
@@ -184,7 +194,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=200, help="runs per cell at n <= 300 (a quarter at n = 3000)")
     ap.add_argument("--quick", action="store_true", help="20 runs per cell, n = 5, 50, 300 only")
     ap.add_argument("--only", choices=("coverage", "calls", "fdr"), default=None)
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     a = ap.parse_args()
+    pool = Pool(a.jobs)
     seeds = 20 if a.quick else a.seeds
     ns = (5, 50, 300) if a.quick else (5, 50, 300, 3000)
     t0 = time.perf_counter()
@@ -193,16 +205,19 @@ def main() -> None:
           f"{platform.node()} ({platform.processor() or platform.machine()})\n")
     if a.only in (None, "coverage"):
         print("## 1. Coverage of the chance-removal count's 95 % interval\n")
-        print("\n".join(coverage(ns, seeds)) + "\n")
+        print("\n".join(coverage(ns, seeds, pool)) + "\n")
     if a.only in (None, "calls"):
         print("## 2. False calls on 40 pure-noise cells (BH at 0.05)\n")
-        print("\n".join(false_calls(seeds)) + "\n")
+        print("\n".join(false_calls(seeds, pool)) + "\n")
     if a.only in (None, "fdr"):
         print("## 3. --target-fdr 0.1: true false-discovery proportion among the removals kept\n")
-        print("\n".join(fdr_target([x for x in ns if x >= 300], seeds)) + "\n")
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(f"wall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s "
-          f"(max RSS {usage.ru_maxrss / 1024:.0f} MiB)")
+        print("\n".join(fdr_target([x for x in ns if x >= 300], seeds, pool)) + "\n")
+    pool.close()
+    pool.join()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
+    print(f"wall {time.perf_counter() - t0:.0f} s, CPU {cpu:.0f} s "
+          f"over {a.jobs} process(es), {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -18,10 +18,11 @@ always answers A, and keeps every letter possible):
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 
 PRIOR_WEIGHT = 1.0  # pseudo-items behind the prior centre
 JEFFREYS = 0.5  # pseudo-count per option in the prior centre
+MAX_ITER = 2000
+TOL = 1e-12
 
 
 def prior_centre(golds: np.ndarray, k: int) -> np.ndarray:
@@ -35,7 +36,8 @@ def truncated_q(golds: np.ndarray, allowed: np.ndarray, centre: np.ndarray,
                 weight: float = PRIOR_WEIGHT) -> np.ndarray:
     """MAP of q from golds each drawn from q restricted to its row of ``allowed`` (n x k booleans):
     maximises sum_a alpha_a log q_a + sum_i [log q(g_i) - log sum_a q_a allowed_ia], alpha = weight
-    x centre. An item whose gold is not allowed (inconsistent rows) counts as untruncated."""
+    x centre, by EM over the draws each truncation rejected. An item whose gold is not allowed
+    (inconsistent rows) counts as untruncated."""
     k = len(centre)
     ok = allowed[np.arange(len(golds)), golds] if len(golds) else np.zeros(0, dtype=bool)
     a = np.where(ok[:, None], allowed, True).astype(np.float64)
@@ -47,20 +49,38 @@ def truncated_q(golds: np.ndarray, allowed: np.ndarray, centre: np.ndarray,
         out: np.ndarray = (counts + alpha) / (counts.sum() + alpha.sum())
         return out
 
-    def neg(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        z = theta - theta.max()
-        q = np.exp(z) / np.exp(z).sum()
+    def em(q: np.ndarray) -> np.ndarray:
         big_q = a @ q
-        val = float((alpha + counts) @ np.log(q) - np.log(big_q).sum())
-        g = (alpha + counts) / q - (a / big_q[:, None]).sum(axis=0)  # d/dq
-        grad = q * g - q * float(q @ g)  # through the softmax
-        return -val, -grad
+        # A kept draw stands for 1 / Q_i draws; the rejected ones fall on the disallowed golds.
+        c = alpha + counts + q * ((1.0 - a) / big_q[:, None]).sum(axis=0)
+        out: np.ndarray = c / c.sum()
+        return out
 
-    start = np.log(np.maximum((counts + alpha) / (counts.sum() + alpha.sum()), 1e-12))
-    res = minimize(neg, start, jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-10})
-    z = res.x - res.x.max()
-    q_hat: np.ndarray = np.exp(z) / np.exp(z).sum()
-    return q_hat
+    def objective(q: np.ndarray) -> float:
+        return float((alpha + counts) @ np.log(q) - np.log(a @ q).sum())
+
+    q: np.ndarray = (counts + alpha) / (counts.sum() + alpha.sum())
+    value = objective(q)
+    for _ in range(MAX_ITER):
+        # SQUAREM (Varadhan & Roland 2008): two EM steps, then an extrapolation along them.
+        q1 = em(q)
+        q2 = em(q1)
+        r, v = q1 - q, q2 - 2 * q1 + q
+        nv = float(np.sqrt((v * v).sum()))
+        nxt = q2
+        if nv > 0:
+            step = -float(np.sqrt((r * r).sum())) / nv
+            cand = q - 2 * step * r + step * step * v
+            if np.all(cand > 0):
+                cand = em(cand / cand.sum())
+                if objective(cand) >= objective(q2):
+                    nxt = cand
+        new_value = objective(nxt)
+        done = float(np.abs(nxt - q).max()) < TOL and abs(new_value - value) < TOL
+        q, value = nxt, new_value
+        if done:
+            break
+    return q
 
 
 def leave_one_out(q: np.ndarray, golds: np.ndarray, allowed: np.ndarray, weight: float = PRIOR_WEIGHT) -> np.ndarray:
