@@ -72,7 +72,7 @@ def test_truncated_fit_is_the_maximum_and_ignores_what_it_cannot_see() -> None:
         if rng.random() < 0.5 and b != golds[i]:
             allowed[i, b] = False
     centre = np.array([0.5, 0.5])
-    q = truncated_q(golds, allowed, centre)
+    q = truncated_q(golds, allowed, centre, weight=1.0)
     xs = np.linspace(1e-3, 1 - 1e-3, 20001)
     counts = np.bincount(golds, minlength=2)
     a = allowed.astype(float)
@@ -85,7 +85,7 @@ def test_truncated_fit_is_the_maximum_and_ignores_what_it_cannot_see() -> None:
     forbid_a[:, 0] = False
     centre4 = np.array([0.4, 0.2, 0.2, 0.2])
     assert abs(truncated_q(golds2, forbid_a, centre4)[0] - 0.4) < 1e-6
-    loo = leave_one_out(q, golds, allowed)
+    loo = leave_one_out(q, golds, allowed, weight=1.0)
     assert loo.shape == (n, 2) and np.allclose(loo.sum(axis=1), 1.0)
     # Without an item its own gold loses mass (an item that allowed only its gold takes away as much
     # from each option as q gives them, so q stays).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-PRIOR_WEIGHT = 1.0  # pseudo-items behind the prior centre
+PRIOR_PER_OPTION = 2.0  # pseudo-items behind the prior centre, per option
 JEFFREYS = 0.5  # pseudo-count per option in the prior centre
 MAX_ITER = 2000
 TOL = 1e-12
@@ -32,13 +32,18 @@ def prior_centre(golds: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def prior_weight(k: int) -> float:
+    return PRIOR_PER_OPTION * k
+
+
 def truncated_q(golds: np.ndarray, allowed: np.ndarray, centre: np.ndarray,
-                weight: float = PRIOR_WEIGHT) -> np.ndarray:
+                weight: float | None = None) -> np.ndarray:
     """MAP of q from golds each drawn from q restricted to its row of ``allowed`` (n x k booleans):
     maximises sum_a alpha_a log q_a + sum_i [log q(g_i) - log sum_a q_a allowed_ia], alpha = weight
     x centre, by EM over the draws each truncation rejected. An item whose gold is not allowed
     (inconsistent rows) counts as untruncated."""
     k = len(centre)
+    weight = prior_weight(k) if weight is None else weight
     ok = allowed[np.arange(len(golds)), golds] if len(golds) else np.zeros(0, dtype=bool)
     a = np.where(ok[:, None], allowed, True).astype(np.float64)
     counts = np.bincount(golds, minlength=k).astype(np.float64)
@@ -83,12 +88,13 @@ def truncated_q(golds: np.ndarray, allowed: np.ndarray, centre: np.ndarray,
     return q
 
 
-def leave_one_out(q: np.ndarray, golds: np.ndarray, allowed: np.ndarray, weight: float = PRIOR_WEIGHT) -> np.ndarray:
+def leave_one_out(q: np.ndarray, golds: np.ndarray, allowed: np.ndarray, weight: float | None = None) -> np.ndarray:
     """Per item, q refitted without it (one EM step from the fit): at the fit, the expected
     complete-data counts are (weight + N) q with N = sum_i 1 / Q_i, and item i adds e_{g_i} plus
     the draws its truncation rejected, q (1 - allowed_i) / Q_i. Returns n x k."""
     if len(golds) == 0:
         return np.zeros((0, len(q)))
+    weight = prior_weight(len(q)) if weight is None else weight
     a = allowed.astype(np.float64)
     big_q = np.maximum(a @ q, 1e-300)
     total = weight + (1.0 / big_q).sum()
