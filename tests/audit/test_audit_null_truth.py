@@ -18,6 +18,7 @@ from benchcheck.audit import read_forwards
 from benchcheck.audit.null import nulls
 from benchcheck.audit.rule import removes
 from benchcheck.items import Item
+from benchcheck.report.audit import read_audit
 
 BIN = [str(Path(sys.executable).with_name("benchcheck"))]
 
@@ -181,6 +182,12 @@ def test_target_fdr_names_a_threshold_whose_removals_are_mostly_true(tmp_path: P
     assert false / kept <= 0.1, (false, kept)
     curve = list(csv.DictReader((tmp_path / "audit" / "audit_fdr.csv").open()))
     assert {"bench", "step", "threshold", "removed", "est_false", "est_false_hi", "fdr", "fdr_hi"} <= set(curve[0])
+    # The report shows the curve, the target and the corrected calls.
+    data = read_audit(tmp_path / "audit")
+    assert any("false-discovery share" in c for c in data.charts)
+    assert any(t.name == "audit_fdr_target.csv" for t in data.tables)
+    null = next(t for t in data.tables if t.name == "audit_null.csv")
+    assert {"p_value", "p_adjusted", "excess_called"} <= set(null.header)
 
 
 def test_nulls_is_deterministic_and_conditions_only_on_selecting_steps(tmp_path: Path) -> None:

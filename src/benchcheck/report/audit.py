@@ -15,9 +15,12 @@ from benchcheck.report import svg
 
 TABLES = (("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)"),
           ("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)"),
+          ("audit_fdr_target.csv", "--target-fdr: the smallest margin threshold whose false-discovery upper bound "
+                                   "reaches the target, and the removals it keeps"),
           ("audit_truth.csv", "The audit checked against the ground truth (demo: false removals known by "
                               "construction; see audit_truth.md)"))
 ITEMS = "audit_items.csv"
+FDR_CURVE = "audit_fdr.csv"  # drawn (every benchmark and step together), not tabulated
 NOTE_CHARS = 40  # a repeated cell longer than this is said once, under its table
 
 Confidences = dict[str, dict[int, float]]  # item_id -> step -> confidence
@@ -81,6 +84,9 @@ def read_audit(folder: Path | None) -> AuditData:
         if rows:
             data.tables.append(_table(name, title, rows))
     data.charts = audit_charts(data.tables)
+    fdr = fdr_chart(folder / FDR_CURVE)
+    if fdr:
+        data.charts.append(fdr)
     data.headline = _bold_line(folder / "audit.md")
     data.truth = _bold_line(folder / "audit_truth.md")
     if not data.tables:
@@ -148,6 +154,26 @@ def threshold_chart(rows: list[dict[str, str]]) -> str | None:
     return svg.lines("Removal rate against the threshold", xs, series, ymax=1.0,
                      vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
                      xlabel="margin threshold (nats)", ylabel="removed share")
+
+
+def fdr_chart(path: Path) -> str | None:
+    """The false-discovery curve over every benchmark and step: the estimated share of chance
+    removals among those above each margin threshold, and its upper bound."""
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("bench") == "*" and r.get("step") == "*"]
+    except OSError:
+        return None
+    pts = sorted((t, _f(r, "fdr") or 0.0, _f(r, "fdr_hi") or 0.0)
+                 for r in rows if (t := _f(r, "threshold")) is not None)
+    if not pts:
+        return None
+    xs = [t for t, _, _ in pts]
+    return svg.lines("Estimated false-discovery share of the removals above a threshold", xs,
+                     [("estimate", PALETTE[0], [v for _, v, _ in pts]),
+                      ("upper bound", PALETTE[3], [v for *_, v in pts])],
+                     ymax=1.0, vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
+                     xlabel="margin threshold (nats)", ylabel="share of chance removals")
 
 
 def null_charts(rows: list[dict[str, str]]) -> list[str]:
