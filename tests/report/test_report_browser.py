@@ -171,7 +171,7 @@ def test_audit_page_draws_the_null_and_the_threshold_curves(audited_site: tuple[
     with browser_page() as (page, errors):
         page.goto((out / "audit.html").as_uri())
         charts = page.locator("#audit_charts svg")
-        assert charts.count() == len(steps) + 1  # one null chart per step, then the curves
+        assert charts.count() == len(steps) + 2  # one null chart per step, the threshold curves, the FDR curve
         for row in null:
             chart = page.locator("#audit_charts svg", has_text=f"Step {row['step']}: observed vs the null")
             tips = chart.locator("rect title").evaluate_all("ts => ts.map(t => t.textContent)")
