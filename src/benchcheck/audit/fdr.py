@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.chance import blend
+from benchcheck.audit.chance import BLEND_FROM
 from benchcheck.audit.poisson_binomial import CERTAIN, count_bounds
-from benchcheck.audit.rule import group_tables
+from benchcheck.audit.rule import group_decisions
 from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2
 
@@ -78,39 +78,53 @@ class CurvePoint:
                 "fdr_hi": None if self.fdr_hi is None else round(self.fdr_hi, 4)}
 
 
-def _removes_at(items: Sequence[CurveItem], threshold: float) -> np.ndarray:
-    """Per item, the rule's table at ``threshold`` (n x k, a smaller k padded with False)."""
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """The arrays every threshold of the curve needs (k padded to the largest with options that
+    never remove)."""
+
+    ok: np.ndarray  # (n, k) hits condition per possible gold
+    mean: np.ndarray  # (n, k) mean margin per possible gold
+    gold_dist: np.ndarray  # (n, k)
+    p: np.ndarray  # chance removal probability at log 2
+    removed: np.ndarray
+    answer: np.ndarray
+
+
+def _batch(items: Sequence[CurveItem]) -> _Batch:
     k = max((c.forwards.k for c in items), default=2)
-    out = np.zeros((len(items), k), dtype=bool)
+    n = len(items)
+    ok = np.zeros((n, k), dtype=bool)
+    mean = np.full((n, k), -np.inf)
+    dist = np.zeros((n, k))
     by_k: dict[int, list[int]] = defaultdict(list)
     for i, c in enumerate(items):
         by_k[c.forwards.k].append(i)
+        dist[i, :c.forwards.k] = c.gold_dist
     for kk, idx in by_k.items():
-        out[idx, :kk] = group_tables([items[i].forwards for i in idx], threshold)
-    return out
+        ok[idx, :kk], mean[idx, :kk] = group_decisions([items[i].forwards for i in idx])
+    return _Batch(ok, mean, dist, np.array([c.p for c in items]), np.array([c.forwards.removed for c in items]),
+                  np.array([c.forwards.answer for c in items], dtype=np.int64))
+
+
+def _point(b: _Batch, threshold: float, bench: str, step: int | None, alpha: float) -> CurvePoint:
+    n = len(b.p)
+    if n == 0:
+        return CurvePoint(bench, step, threshold, 0, 0.0, 0.0)
+    table = b.ok & (b.mean > threshold)
+    pt = np.clip((b.gold_dist * table).sum(axis=1), 0.0, 1.0)
+    rt = table[np.arange(n), b.answer]
+    h = np.clip((b.p - BLEND_FROM) / (1.0 - BLEND_FROM), 0.0, 1.0)
+    kept = ~b.removed & (b.p < CERTAIN)
+    est = float(((1.0 - h[kept]) * pt[kept] / (1.0 - b.p[kept])).sum() + h[rt].sum())
+    _, hi = count_bounds(pt[~rt], pt[rt], alpha)
+    return CurvePoint(bench, step, threshold, int(rt.sum()), min(est, float(hi)), float(hi))
 
 
 def point(items: Sequence[CurveItem], threshold: float, bench: str = ALL, step: int | None = None,
           alpha: float = 0.025) -> CurvePoint:
     """The chance removals among the removals at ``threshold`` (module docstring)."""
-    if not items:
-        return CurvePoint(bench, step, threshold, 0, 0.0, 0.0)
-    table = _removes_at(items, threshold)
-    est = 0.0
-    p_kept: list[float] = []
-    p_rem: list[float] = []
-    for i, c in enumerate(items):
-        k = c.forwards.k
-        pt = float(np.clip(c.gold_dist @ table[i, :k], 0.0, 1.0))
-        rt = bool(table[i, c.forwards.answer])
-        h = blend(c.p)
-        if not c.forwards.removed and c.p < CERTAIN:
-            est += (1.0 - h) * pt / (1.0 - c.p)
-        elif rt:
-            est += h
-        (p_rem if rt else p_kept).append(pt)
-    _, hi = count_bounds(p_kept, p_rem, alpha)
-    return CurvePoint(bench, step, threshold, len(p_rem), min(est, float(hi)), float(hi))
+    return _point(_batch(items), threshold, bench, step, alpha)
 
 
 def curves(items: Iterable[tuple[str, int, CurveItem]], thresholds: Sequence[float] = FDR_THRESHOLDS
@@ -120,9 +134,11 @@ def curves(items: Iterable[tuple[str, int, CurveItem]], thresholds: Sequence[flo
     for bench, step, c in items:
         cells[(bench, step)].append(c)
     everything = [c for rows in cells.values() for c in rows]
-    out = [point(everything, t) for t in thresholds]
+    whole = _batch(everything)
+    out = [_point(whole, t, ALL, None, 0.025) for t in thresholds]
     for (bench, step), rows in sorted(cells.items()):
-        out += [point(rows, t, bench, step) for t in thresholds]
+        b = _batch(rows)
+        out += [_point(b, t, bench, step, 0.025) for t in thresholds]
     return out
 
 
