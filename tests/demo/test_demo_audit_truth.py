@@ -75,7 +75,9 @@ def test_reference_engine_has_no_false_removal(known: Benchmarks, tmp_path: Path
     audit = run_audit(res, ids, chain=CHAIN)
     tc = check_truth(read_forwards(res, ids), audit, load_truth(known.truth / "ground_truth.jsonl"), zero_prior)
     overall = next(c for c in tc.null if c.step is None)
-    assert overall.removed > 50 and overall.false_removals == 0 and overall.hi == 0.0
+    # Estimate 0; the exact interval still allows the 2 or so removals that a non-shortcut item with
+    # p_i = 1/4 could owe to chance (docs/audit.md, "The null of the rule").
+    assert overall.removed > 50 and overall.false_removals == 0 and overall.est == 0.0 and overall.hi <= 3.0
     assert tc.flagged == set() and tc.ok
     # a deterministic engine: re-asking never flips a decision, and the confidence says so
     assert {t.confidence for t in tc.items if t.removed} == {1.0}

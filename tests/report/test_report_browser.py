@@ -176,7 +176,7 @@ def test_audit_page_draws_the_null_and_the_threshold_curves(audited_site: tuple[
         # a step where nothing was removed and the null expects nothing has a note, not an empty chart
         drawn = sorted({int(r["step"]) for r in null
                         if any(float(r[c] or 0) for c in ("null_rate", "observed_rate", "null_hi"))})
-        assert drawn and charts.count() == len(drawn) + 1  # one null chart per step drawn, then the curves
+        assert drawn and charts.count() == len(drawn) + 2  # a null chart per step drawn, the threshold and FDR curves
         flat = [s for s in steps if s not in drawn]
         if flat:
             assert f"{', '.join(map(str, flat))}: no chart" in page.locator("p.chart-note").inner_text()

@@ -1,35 +1,50 @@
-"""A null for the removal rule, from the recorded log-probs alone (no new forwards).
+"""Nulls of the removal rule, from the recorded log-probs alone (no new forwards).
 
-The gold answers are permuted among the items of a benchmark (within items of the same number of
-options, so every gold stays presentable) and the protocol's rule is applied again, many times.
-Chance and the model's letter preference meet the benchmark's own gold distribution, and that is
-all: the resulting removal rate is what the rule removes when nothing links the model's pick to
-the item's answer.
+Every item's rows say, for each option, whether the rule would have removed it had that option
+been the gold (``rule.removal_tables``). A null says where an item's gold would be if nothing
+linked the model's answer to it; an item's chance removal probability ``p_i`` is then the null's
+mass on the options that remove it. Per benchmark x step:
 
-From it, per benchmark x step:
-- ``null_rate`` with a 95 % interval over the rounds, and the ``excess`` of the observed rate;
-- ``est_false``: the expected number of chance removals among the items that are not shortcuts.
-  Each item's chance removal probability ``p_i`` is exact (the marginal of the permutation:
-  the benchmark's gold frequencies). A shortcut item is removed whatever its answer, so the
-  kept items are non-shortcut items seen with probability ``1 - p_i``; the Horvitz-Thompson sum
-  over kept items of ``p_i / (1 - p_i)`` estimates the non-shortcut items' removals, with the
-  prediction variance ``sum p_i / (1 - p_i)^2`` of (estimate - realised count).
+- the **permutation null** of the rule (``null_rate`` and its 95 % interval): the golds permuted
+  among the benchmark's items (within items of the same number of options), unconditioned;
+- the **conditioned null**, from which the p-value, the chance-removal estimate and the verdict
+  come. At a step that asks under option permutations (step 1) the null is the *option-label*
+  null: the options are shuffled, so a non-shortcut item's gold is equally likely to be any of
+  its options. At a single-forward step it is the *gold-frequency* null: the gold is drawn from
+  the benchmark's gold distribution (``golds``). Either way an item that reached the step passed
+  the earlier steps of the chain, so its gold is restricted to the options that would have let it
+  pass (a model whose guesses repeat across steps had its lucky guesses removed already).
+- ``p_value``: P(at least the observed removals) when no item of the cell is a shortcut, exact
+  (Poisson-binomial over the items' ``p_i``); the excesses are called across cells with
+  Benjamini-Hochberg (``fdr.bh_adjust``).
+- ``est_false``: the chance removals among the items that are not shortcuts. A shortcut is
+  removed whatever its answer, so the kept items are non-shortcuts seen with probability
+  ``1 - p_i``: the Horvitz-Thompson sum over kept items of ``p_i / (1 - p_i)`` estimates the
+  non-shortcuts' removals; a removal the null makes whatever the gold (``p_i = 1``) is counted as
+  chance. Its 95 % interval is exact (``poisson_binomial.count_bounds``).
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from benchcheck.audit.rule import removal_tables, rule_text
+from benchcheck.audit.chance import chance_estimate, chance_removals
+from benchcheck.audit.fdr import bh_adjust
+from benchcheck.audit.golds import leave_one_out, prior_centre, truncated_q
+from benchcheck.audit.poisson_binomial import p_value, quantiles
+from benchcheck.audit.rule import group_tables, item_tables, rule_text
 from benchcheck.audit.source import Forwards
 from benchcheck.screen.steps import DEFAULT_CHAIN
 
-P_CAP = 0.95  # an item removed by chance almost whatever its answer carries no information
+DEFAULT_FDR = 0.05
+__all__ = ["NullResult", "chance_estimate", "chance_removals", "null_for", "nulls", "verdict"]
+
+OPTION_LABEL = "option_label"
+GOLD_FREQUENCY = "gold_frequency"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +53,27 @@ class NullResult:
     step: int
     n: int
     observed: int
-    null_mean: float  # removal rate
+    null_mean: float  # removal rate under the permutation null (unconditioned)
     null_lo: float
     null_hi: float
-    est_false: float  # expected chance removals among non-shortcut items (count)
+    est_false: float  # chance removals among non-shortcut items (count), conditioned null
     est_false_lo: float
     est_false_hi: float
     rounds: int
-    item_p: dict[str, float]  # each item's chance removal probability
+    item_p: dict[str, float]  # each item's chance removal probability (conditioned null)
+    null_kind: str = GOLD_FREQUENCY
+    cond_mean: float = 0.0  # removal rate the conditioned null expects
+    cond_lo: float = 0.0
+    cond_hi: float = 0.0
+    p_value: float = 1.0
+    p_adjusted: float | None = None  # Benjamini-Hochberg over the cells audited together
+    called: bool = False  # an excess called at ``fdr_level``
+    fdr_level: float = DEFAULT_FDR
+    certain: int = 0  # removals the null makes whatever the gold (p_i = 1)
+    est_false_gold: float = 0.0  # the gold-frequency null's estimate (the same as est_false off step 1)
+    est_false_gold_lo: float = 0.0
+    est_false_gold_hi: float = 0.0
+    item_gold: dict[str, np.ndarray] = field(default_factory=dict)  # each item's null gold distribution
 
     @property
     def observed_rate(self) -> float:
@@ -55,6 +83,10 @@ class NullResult:
     def excess(self) -> float:
         return self.observed_rate - self.null_mean
 
+    @property
+    def cond_excess(self) -> float:
+        return self.observed_rate - self.cond_mean
+
     def record(self) -> dict[str, object]:
         fdr = self.est_false / self.observed if self.observed else None
         return {"bench": self.bench, "step": self.step, "items": self.n, "removed": self.observed,
@@ -63,91 +95,159 @@ class NullResult:
                 "excess": round(self.excess, 4), "est_false_removals": round(self.est_false, 2),
                 "est_false_lo": round(self.est_false_lo, 2), "est_false_hi": round(self.est_false_hi, 2),
                 "est_false_share": round(fdr, 4) if fdr is not None else None,
-                "rounds": self.rounds, "rule": rule_text()}
+                "rounds": self.rounds, "rule": rule_text(),
+                "null_kind": self.null_kind, "cond_null_rate": round(self.cond_mean, 4),
+                "cond_null_lo": round(self.cond_lo, 4), "cond_null_hi": round(self.cond_hi, 4),
+                "cond_excess": round(self.cond_excess, 4), "p_value": _sig(self.p_value),
+                "p_adjusted": None if self.p_adjusted is None else _sig(self.p_adjusted),
+                "excess_called": self.called, "fdr_level": self.fdr_level, "certain_removals": self.certain,
+                "est_false_gold": round(self.est_false_gold, 2), "est_false_gold_lo": round(self.est_false_gold_lo, 2),
+                "est_false_gold_hi": round(self.est_false_gold_hi, 2)}
 
 
-def _tables(group: Sequence[Forwards]) -> np.ndarray:
-    """The removal table of items with the same k, batched by their number of forwards."""
-    out = np.zeros((len(group), group[0].k), dtype=bool)
-    by_n: dict[int, list[int]] = defaultdict(list)
-    for i, f in enumerate(group):
-        by_n[len(f.lps)].append(i)
-    for idx in by_n.values():
-        perms = np.array([group[i].perms for i in idx], dtype=np.int64)
-        lps = np.array([group[i].lps for i in idx], dtype=np.float64)
-        out[idx] = removal_tables(perms, lps)
+def _sig(v: float) -> float:
+    """A p-value to 4 significant digits (small ones must stay distinguishable from 0)."""
+    return float(f"{v:.4g}")
+
+
+def _normalise(w: np.ndarray) -> np.ndarray:
+    s = w.sum(axis=1, keepdims=True)
+    out: np.ndarray = np.where(s > 0, w / np.where(s > 0, s, 1.0), 1.0 / w.shape[1])
     return out
 
 
-def item_tables(rows: Sequence[Forwards]) -> dict[str, np.ndarray]:
-    """item_id -> which gold options the rule would remove it for (``rule.removal_tables``)."""
-    by_k: dict[int, list[Forwards]] = defaultdict(list)
-    for f in rows:
-        by_k[f.k].append(f)
-    out: dict[str, np.ndarray] = {}
-    for group in by_k.values():
-        for f, t in zip(group, _tables(group), strict=True):
-            out[f.item_id] = t
-    return out
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """One k within a cell: the arrays every null needs."""
+
+    rows: list[Forwards]
+    table: np.ndarray  # (n, k) removes-for-gold-a
+    allowed: np.ndarray  # (n, k) golds that would have passed the earlier steps
+    golds: np.ndarray
+    removed: np.ndarray
+    multi: np.ndarray  # decided over option permutations
+
+
+def _group(rows: list[Forwards], survived: Mapping[str, np.ndarray] | None) -> _Group:
+    k = rows[0].k
+    allowed = np.ones((len(rows), k), dtype=bool)
+    if survived is not None:
+        for i, f in enumerate(rows):
+            s = survived.get(f.item_id)
+            if s is not None and s.shape == (k,):
+                allowed[i] = s
+    return _Group(rows, group_tables(rows), allowed, np.array([f.answer for f in rows], dtype=np.int64),
+                  np.array([f.removed for f in rows], dtype=bool), np.array([f.multi for f in rows], dtype=bool))
+
+
+def gold_weights(g: _Group, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item the null's gold distribution (n x k): (option-label, gold-frequency from the kept
+    items, gold-frequency with every item a non-shortcut) -- the last for the p-value."""
+    label = _normalise(g.allowed.astype(np.float64))
+    q0 = truncated_q(g.golds, g.allowed, centre)
+    h0 = _normalise(q0[None, :] * g.allowed)
+    kept = ~g.removed
+    keep_allowed = g.allowed[kept] & ~g.table[kept]
+    qk = truncated_q(g.golds[kept], keep_allowed, centre)
+    per = np.repeat(qk[None, :], len(g.rows), axis=0)
+    per[kept] = leave_one_out(qk, g.golds[kept], keep_allowed)
+    robust = _normalise(per * g.allowed)
+    return label, robust, h0
 
 
 def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000, seed: int = 0,
              survived: Mapping[str, np.ndarray] | None = None,
-             base_freq: Mapping[int, np.ndarray] | None = None) -> NullResult:
-    """The permutation null of one benchmark x step.
+             base_golds: Mapping[int, np.ndarray] | None = None) -> NullResult:
+    """The nulls of one benchmark x step.
 
-    ``survived[item]`` marks the gold options for which the item would have passed every
-    earlier step of the chain (it did pass them), ``base_freq[k]`` the benchmark's gold
-    frequencies before any step. With them, an item's chance removal probability is conditioned
-    on its survival: a model whose guesses repeat across steps has already had its lucky
-    guesses removed, so a survivor's guess is less likely to be the gold than the benchmark's
-    frequencies say (without it the estimate overstates the chance removals at later steps)."""
+    ``survived[item]`` marks the gold options for which the item would have passed every earlier
+    step of the chain that selected this step's items; ``base_golds[k]`` the benchmark's golds
+    before any step (the prior centre of its gold distribution). The p-value is not yet corrected
+    for the other cells (``nulls`` does that)."""
     rng = np.random.default_rng(seed)
     by_k: dict[int, list[Forwards]] = defaultdict(list)
     for f in rows:
         by_k[f.k].append(f)
     counts = np.zeros(rounds, dtype=np.int64)
     item_p: dict[str, float] = {}
-    for k, group in by_k.items():
-        table = _tables(group)  # (n, k)
-        golds = np.array([f.answer for f in group], dtype=np.int64)
-        freq = np.bincount(golds, minlength=k) / len(golds)
-        base = base_freq.get(k, freq) if base_freq is not None else freq
-        for f, t in zip(group, table.astype(float), strict=True):
-            w = base * survived[f.item_id] if survived is not None and f.item_id in survived else freq
-            item_p[f.item_id] = float(t @ w / w.sum()) if w.sum() > 0 else float(t @ freq)
-        idx = np.arange(len(group))
+    item_gold: dict[str, np.ndarray] = {}
+    p_null: list[float] = []
+    p_main: list[float] = []
+    p_gold: list[float] = []
+    removed: list[bool] = []
+    kinds: set[str] = set()
+    for k, rows_k in by_k.items():
+        g = _group(rows_k, survived)
+        base = base_golds.get(k) if base_golds is not None else None
+        centre = prior_centre(base if base is not None and len(base) else g.golds, k)
+        label, robust, h0 = gold_weights(g, centre)
+        main = np.where(g.multi[:, None], label, robust)
+        null_w = np.where(g.multi[:, None], label, h0)
+        t = g.table.astype(np.float64)
+        for i, f in enumerate(rows_k):
+            item_gold[f.item_id] = main[i]
+            item_p[f.item_id] = float(np.clip(main[i] @ t[i], 0.0, 1.0))
+        p_main += [item_p[f.item_id] for f in rows_k]
+        p_null += list(np.clip((null_w * t).sum(axis=1), 0.0, 1.0))
+        p_gold += list(np.clip((robust * t).sum(axis=1), 0.0, 1.0))
+        removed += list(g.removed)
+        kinds |= {OPTION_LABEL if m else GOLD_FREQUENCY for m in g.multi}
+        idx = np.arange(len(rows_k))
         for r in range(rounds):
-            counts[r] += int(table[idx, golds[rng.permutation(len(group))]].sum())
+            counts[r] += int(g.table[idx, g.golds[rng.permutation(len(rows_k))]].sum())
     n = len(rows)
+    observed = int(sum(removed))
     rates = counts / n if n else counts.astype(float)
     lo, hi = (float(np.quantile(rates, 0.025)), float(np.quantile(rates, 0.975))) if n else (0.0, 0.0)
-    est, est_lo, est_hi = chance_removals([(item_p[f.item_id], f.removed) for f in rows])
-    return NullResult(bench, step, n, sum(f.removed for f in rows), float(rates.mean()) if n else 0.0, lo, hi,
-                      est, est_lo, est_hi, rounds, item_p)
+    est, est_lo, est_hi, certain = chance_estimate(p_main, removed)
+    gold_est, gold_lo, gold_hi, _ = chance_estimate(p_gold, removed)
+    q_lo, q_hi = quantiles(p_null)
+    return NullResult(bench, step, n, observed, float(rates.mean()) if n else 0.0, lo, hi, est, est_lo, est_hi,
+                      rounds, item_p, null_kind=kinds.pop() if len(kinds) == 1 else "mixed",
+                      cond_mean=float(sum(p_null)) / n if n else 0.0, cond_lo=q_lo / n if n else 0.0,
+                      cond_hi=q_hi / n if n else 0.0, p_value=p_value(p_null, observed) if n else 1.0,
+                      certain=certain, est_false_gold=gold_est, est_false_gold_lo=gold_lo, est_false_gold_hi=gold_hi,
+                      item_gold=item_gold)
 
 
-def chance_removals(items: Sequence[tuple[float, bool]]) -> tuple[float, float, float]:
-    """(estimate, lo, hi) of the chance removals among items given as (chance removal probability
-    ``p_i``, removed): the Horvitz-Thompson sum over kept items of ``p_i / (1 - p_i)`` and its 95 %
-    prediction interval (module docstring). Pooling benchmarks is passing all their items."""
-    est, var = 0.0, 0.0
-    for p_raw, removed in items:
-        if not removed:
-            p = min(p_raw, P_CAP)
-            est += p / (1 - p)
-            var += p / (1 - p) ** 2
-    half = 1.96 * math.sqrt(var)
-    return est, max(0.0, est - half), est + half
+def _order(by_step: Mapping[int, object], chain: Sequence[int]) -> list[int]:
+    return sorted(by_step, key=lambda s: (chain.index(s) if s in chain else len(chain), s))
+
+
+def survival(by_step: Mapping[int, Sequence[Forwards]], chain: Sequence[int] = DEFAULT_CHAIN
+             ) -> dict[tuple[int, str, str], np.ndarray]:
+    """(step, bench, item) -> the gold options for which the item would have passed the earlier
+    steps that selected this step's items. An earlier step selects a later one's items when none
+    of the items at both was removed at it (the chain ran on its survivors); a step that ran on
+    every item (removed ones too) says nothing about where the gold is."""
+    order = _order(by_step, chain)
+    tables: dict[int, dict[tuple[str, str], tuple[np.ndarray, bool]]] = {}
+    out: dict[tuple[int, str, str], np.ndarray] = {}
+    for pos, step in enumerate(order):
+        rows = by_step[step]
+        t = item_tables(rows)
+        here = {(f.bench, f.item_id) for f in rows}
+        for earlier in order[:pos]:
+            prev = tables[earlier]
+            for bench in {b for b, _ in here}:
+                both = [key for key in here if key[0] == bench and key in prev]
+                if not both or any(prev[key][1] for key in both):
+                    continue
+                for key in both:
+                    tab = ~prev[key][0]
+                    cur = out.get((step, *key))
+                    out[(step, *key)] = tab if cur is None or cur.shape != tab.shape else cur & tab
+        tables[step] = {(f.bench, f.item_id): (t[f.item_id], f.removed) for f in rows}
+    return out
 
 
 def nulls(by_step: dict[int, list[Forwards]], rounds: int = 1000, seed: int = 0,
-          chain: Sequence[int] = DEFAULT_CHAIN) -> list[NullResult]:
-    """Every benchmark x step's null; steps are taken in ``chain`` order (steps not in it after,
-    by number), each item's chance removal probability conditioned on the earlier steps it passed."""
-    order = sorted(by_step, key=lambda s: (chain.index(s) if s in chain else len(chain), s))
-    survived: dict[tuple[str, str], np.ndarray] = {}  # (bench, item) -> gold options it would have passed
-    base: dict[str, dict[int, np.ndarray]] = {}  # bench -> k -> gold frequencies at its first step
+          chain: Sequence[int] = DEFAULT_CHAIN, fdr_level: float = DEFAULT_FDR) -> list[NullResult]:
+    """Every benchmark x step's nulls, each item conditioned on the earlier steps it passed, and the
+    excesses called over all cells together with Benjamini-Hochberg at ``fdr_level``."""
+    order = _order(by_step, chain)
+    alive = survival(by_step, chain)
+    base: dict[str, dict[int, np.ndarray]] = {}  # bench -> k -> golds at its first step
     out: dict[tuple[int, str], NullResult] = {}
     for step in order:
         groups: dict[str, list[Forwards]] = defaultdict(list)
@@ -155,24 +255,26 @@ def nulls(by_step: dict[int, list[Forwards]], rounds: int = 1000, seed: int = 0,
             groups[f.bench].append(f)
         for bench in sorted(groups):
             rows = groups[bench]
-            freq = base.setdefault(bench, {})
-            for k in {f.k for f in rows} - set(freq):
-                golds = [f.answer for f in rows if f.k == k]
-                freq[k] = np.bincount(golds, minlength=k) / len(golds)
-            alive = {f.item_id: survived[(bench, f.item_id)] for f in rows if (bench, f.item_id) in survived}
-            out[(step, bench)] = null_for(bench, step, rows, rounds, seed, alive, freq)
-            for iid, t in item_tables(rows).items():
-                prev = survived.get((bench, iid))
-                survived[(bench, iid)] = ~t if prev is None or prev.shape != t.shape else prev & ~t
-    return [out[key] for key in sorted(out)]
+            golds = base.setdefault(bench, {})
+            for k in {f.k for f in rows} - set(golds):
+                golds[k] = np.array([f.answer for f in rows if f.k == k], dtype=np.int64)
+            surv = {f.item_id: alive[(step, bench, f.item_id)] for f in rows if (step, bench, f.item_id) in alive}
+            out[(step, bench)] = null_for(bench, step, rows, rounds, seed, surv, golds)
+    keys = sorted(out)
+    adjusted = bh_adjust([out[key].p_value for key in keys])
+    return [replace(out[key], p_adjusted=a, called=a <= fdr_level and out[key].observed > 0, fdr_level=fdr_level)
+            for key, a in zip(keys, adjusted, strict=True)]
 
 
 def verdict(r: NullResult) -> str:
-    """One sentence: how much of the observed removal chance explains."""
+    """One sentence: whether the cell removes more than the conditioned null gives (the corrected call)."""
     if r.observed == 0:
         return "no removals"
-    share = min(1.0, r.null_mean / r.observed_rate) if r.observed_rate else 1.0
-    if r.observed_rate <= r.null_hi:
-        return f"the null explains the removals (observed {r.observed_rate:.1%} within the null's {r.null_hi:.1%})"
-    return f"{share:.0%} of the removal rate is what chance and letter preference give; excess {r.excess:+.1%}"
-
+    q = "" if r.p_adjusted is None else f", BH-adjusted {r.p_adjusted:.3g}"
+    if r.called:
+        return (f"excess over the null (observed {r.observed_rate:.1%}, null {r.cond_mean:.1%}; "
+                f"p = {r.p_value:.3g}{q}, "
+                f"called at FDR {r.fdr_level:g}); an estimated {r.est_false:.1f} [{r.est_false_lo:.1f}, "
+                f"{r.est_false_hi:.1f}] of the {r.observed} removals are chance")
+    return (f"the null explains the removals (observed {r.observed_rate:.1%}, null {r.cond_mean:.1%}; "
+            f"p = {r.p_value:.3g}{q}, no excess at FDR {r.fdr_level:g})")

@@ -6,10 +6,12 @@ from the protocol's own functions, so the rule is not written twice.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
 
+from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, argmax_pos, gold_position, margin_of
 
 RULE_TEXT = ("single forward: removed when argmax == gold and margin > {t}; "
@@ -41,6 +43,20 @@ def removes(perms: Sequence[Sequence[int]], lps: Sequence[Sequence[float]], answ
     return hits >= need and mean_margin > threshold
 
 
+def decision_tables(perms: np.ndarray, lps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every item of a batch and every possible gold option: whether enough forwards pick it
+    (the hits condition) and its mean margin, both (items, k); ``removal_tables`` thresholds them."""
+    _, n_fwd, k = lps.shape
+    pos = np.argsort(perms, axis=2)  # pos[i, f, a] = where option a stands in forward f
+    at = np.take_along_axis(lps, pos, axis=2)  # the log-prob of option a in forward f
+    margins = at - (lps.sum(axis=2, keepdims=True) - at) / (k - 1)
+    hits = lps.argmax(axis=2)[:, :, None] == pos
+    need = MIN_PERM_HITS if n_fwd > 1 else 1
+    ok: np.ndarray = hits.sum(axis=1) >= need
+    mean: np.ndarray = margins.mean(axis=1)
+    return ok, mean
+
+
 def removal_tables(perms: np.ndarray, lps: np.ndarray, threshold: float = LOG2) -> np.ndarray:
     """``removes`` for every item of a batch and every possible gold option at once.
 
@@ -48,11 +64,45 @@ def removal_tables(perms: np.ndarray, lps: np.ndarray, threshold: float = LOG2) 
     ``removes(perms[i], lps[i], a, threshold)`` (a test holds the two equal). The pick is the
     first index of the maximum, as ``protocol.argmax_pos``; the margin is ``protocol.margin_of``'s.
     """
-    _, n_fwd, k = lps.shape
-    pos = np.argsort(perms, axis=2)  # pos[i, f, a] = where option a stands in forward f
-    at = np.take_along_axis(lps, pos, axis=2)  # the log-prob of option a in forward f
-    margins = at - (lps.sum(axis=2, keepdims=True) - at) / (k - 1)
-    hits = lps.argmax(axis=2)[:, :, None] == pos
-    need = MIN_PERM_HITS if n_fwd > 1 else 1
-    out: np.ndarray = (hits.sum(axis=1) >= need) & (margins.mean(axis=1) > threshold)
+    ok, mean = decision_tables(perms, lps)
+    out: np.ndarray = ok & (mean > threshold)
+    return out
+
+
+def group_decisions(group: Sequence[Forwards]) -> tuple[np.ndarray, np.ndarray]:
+    """``decision_tables`` of items with the same k, batched by their number of forwards."""
+    ok = np.zeros((len(group), group[0].k), dtype=bool)
+    mean = np.zeros((len(group), group[0].k))
+    by_n: dict[int, list[int]] = defaultdict(list)
+    for i, f in enumerate(group):
+        by_n[len(f.lps)].append(i)
+    for idx in by_n.values():
+        perms = np.array([group[i].perms for i in idx], dtype=np.int64)
+        lps = np.array([group[i].lps for i in idx], dtype=np.float64)
+        ok[idx], mean[idx] = decision_tables(perms, lps)
+    return ok, mean
+
+
+def group_tables(group: Sequence[Forwards], threshold: float = LOG2) -> np.ndarray:
+    """The removal table of items with the same k, batched by their number of forwards."""
+    out = np.zeros((len(group), group[0].k), dtype=bool)
+    by_n: dict[int, list[int]] = defaultdict(list)
+    for i, f in enumerate(group):
+        by_n[len(f.lps)].append(i)
+    for idx in by_n.values():
+        perms = np.array([group[i].perms for i in idx], dtype=np.int64)
+        lps = np.array([group[i].lps for i in idx], dtype=np.float64)
+        out[idx] = removal_tables(perms, lps, threshold)
+    return out
+
+
+def item_tables(rows: Sequence[Forwards], threshold: float = LOG2) -> dict[str, np.ndarray]:
+    """item_id -> which gold options the rule would remove it for (``rule.removal_tables``)."""
+    by_k: dict[int, list[Forwards]] = defaultdict(list)
+    for f in rows:
+        by_k[f.k].append(f)
+    out: dict[str, np.ndarray] = {}
+    for group in by_k.values():
+        for f, t in zip(group, group_tables(group, threshold), strict=True):
+            out[f.item_id] = t
     return out

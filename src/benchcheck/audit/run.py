@@ -11,8 +11,9 @@ import numpy as np
 
 from benchcheck.audit.agreement import Agreement, agreements
 from benchcheck.audit.confidence import Confidence, confidences
+from benchcheck.audit.fdr import CurveItem, CurvePoint, Target, curves, target
 from benchcheck.audit.floor import floor_dependence
-from benchcheck.audit.null import NullResult, nulls
+from benchcheck.audit.null import DEFAULT_FDR, NullResult, nulls
 from benchcheck.audit.prior import (
     EXPLAINED_CUT,
     LetterPrior,
@@ -42,15 +43,25 @@ class AuditResult:
     agreement: list[Agreement] = field(default_factory=list)
     profile: list[Figure] = field(default_factory=list)
     steps: list[int] = field(default_factory=list)
+    fdr_curve: list[CurvePoint] = field(default_factory=list)
+    fdr_targets: list[Target] = field(default_factory=list)
+    fdr_level: float = DEFAULT_FDR
+    target_fdr: float | None = None
 
 
 def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,
-                   rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN) -> AuditResult:
+                   rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN,
+                   fdr_level: float = DEFAULT_FDR, target_fdr: float | None = None) -> AuditResult:
     """Every table of the audit from the rows of each step (and of a second run to compare);
-    ``chain`` is the order the steps ran in (the null conditions on the steps an item passed)."""
-    res = AuditResult(steps=sorted(by_step))
+    ``chain`` is the order the steps ran in (the null conditions on the steps an item passed);
+    excesses are called at ``fdr_level`` (Benjamini-Hochberg over the cells); with ``target_fdr``,
+    the smallest margin threshold whose false-discovery upper bound reaches it."""
+    res = AuditResult(steps=sorted(by_step), fdr_level=fdr_level, target_fdr=target_fdr)
     res.priors = estimate_priors([f for rows in by_step.values() for f in rows])
-    res.nulls = nulls(by_step, rounds, seed, chain)
+    res.nulls = nulls(by_step, rounds, seed, chain, fdr_level)
+    res.fdr_curve = curves(curve_items(by_step, res.nulls))
+    if target_fdr is not None:
+        res.fdr_targets = target(res.fdr_curve, target_fdr)
     res.confidences = confidences(by_step, seed)
     res.thresholds = threshold_curves(by_step)
     res.floor = floor_dependence(by_step)
@@ -90,10 +101,23 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
     return res
 
 
+def curve_items(by_step: dict[int, list[Forwards]], results: Sequence[NullResult]) -> list[tuple[str, int, CurveItem]]:
+    """Every item-step with its null gold distribution, for the false-discovery curve."""
+    cells = {(r.step, r.bench): r for r in results}
+    out = []
+    for step, rows in by_step.items():
+        for f in rows:
+            r = cells.get((step, f.bench))
+            if r is not None and f.item_id in r.item_gold:
+                out.append((f.bench, step, CurveItem(f, r.item_gold[f.item_id], r.item_p[f.item_id])))
+    return out
+
+
 def run_audit(results: str | Path, item_ids: Iterable[str] | None = None, compare: str | Path | None = None,
-              rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN) -> AuditResult:
+              rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN,
+              fdr_level: float = DEFAULT_FDR, target_fdr: float | None = None) -> AuditResult:
     """Read the rows of ``results`` (and of ``compare``) for the items given and audit them."""
     ids = set(item_ids) if item_ids is not None else None
     by_step = read_forwards(results, ids)
     other = read_forwards(compare, ids) if compare is not None else None
-    return audit_forwards(by_step, other, rounds, seed, chain)
+    return audit_forwards(by_step, other, rounds, seed, chain, fdr_level, target_fdr)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from benchcheck.atomic import write_text_atomic
 from benchcheck.audit.confidence import Confidence
+from benchcheck.audit.fdr import ALL
 from benchcheck.audit.null import chance_removals, verdict
 from benchcheck.audit.rule import rule_text
 from benchcheck.audit.run import AuditResult
@@ -44,17 +45,27 @@ NEARLY_ALL = 0.9  # "nearly all" removals: the null expects at least this share 
 
 
 def headline(res: AuditResult) -> str:
-    """One plain sentence: how many of the removals the null expects, and what that means."""
+    """One plain sentence: how many of the removals the null expects, and what the cells called at
+    the false-discovery level (Benjamini-Hochberg over every benchmark x step) say about them."""
     removed = sum(r.observed for r in res.nulls)
     expected = sum(r.null_mean * r.n for r in res.nulls)
     if not removed:
         return "The rule removed no item, so there is nothing for the null to explain."
     share = expected / removed
     head = f"The null expects {expected:.1f} of the {removed} removals ({min(share, 1.0):.0%})"
-    if share >= NEARLY_ALL:
-        return f"{head}: chance and the model's letter preference explain nearly all of them; treat them as noise."
-    est, lo, hi = chance_removals([(float(str(r["null_p"])), bool(r["removed"])) for r in res.items])
-    return (f"{head}; counting only the items that are not shortcuts, an estimated {est:.1f} [{lo:.1f}, {hi:.1f}] "
+    called = [r for r in res.nulls if r.called]
+    cells = f"{len(res.nulls)} benchmark x step cell{'s' if len(res.nulls) != 1 else ''}"
+    level = f"FDR {res.fdr_level:g}"
+    if not called:
+        if share >= NEARLY_ALL:
+            return (f"{head}: chance and the model's letter preference explain nearly all of them; treat them as "
+                    f"noise (none of the {cells} removes more than its null at {level}).")
+        return (f"{head}; none of the {cells} removes more than its null at {level}, so no removal is shown to "
+                f"rest on a shortcut (too few items, or too few removals beyond chance, to tell).")
+    was = {(int(str(r["step"])), str(r["item_id"])): bool(r["removed"]) for r in res.items}
+    est, lo, hi = chance_removals([(p, was.get((r.step, i), False)) for r in res.nulls for i, p in r.item_p.items()])
+    return (f"{head}; {len(called)} of the {cells} remove more than their null (Benjamini-Hochberg at {level}); "
+            f"counting only the items that are not shortcuts, an estimated {est:.1f} [{lo:.1f}, {hi:.1f}] "
             f"of them are chance, so about {max(0.0, removed - est):.0f} rest on a shortcut.")
 
 
@@ -62,18 +73,28 @@ def markdown(res: AuditResult) -> str:
     lines = ["# How far to trust each removal", "",
              "Evidence beside the protocol's decisions; nothing here changes a decision.", "",
              f"**{headline(res)}**", "",
-             f"Rule: {rule_text()}.", "", "## Null of the rule (gold answers permuted within each benchmark)", "",
-             "| bench | step | items | removed | observed | null rate [95%] | excess | est. chance removals "
-             "[95%] | reading |", "|---|---|---|---|---|---|---|---|---|"]
+             f"Rule: {rule_text()}.", "", "## Null of the rule", "",
+             "Permutation null: gold answers permuted within each benchmark (unconditioned). Conditioned null: "
+             "at step 1 the gold equally likely at any option (the options are shuffled), at the other steps drawn "
+             "from the benchmark's gold distribution, and in both restricted to the golds that pass the earlier "
+             "steps; its p-value is exact (Poisson-binomial) and the excesses are called with Benjamini-Hochberg "
+             f"at FDR {res.fdr_level:g} over the {len(res.nulls)} cells.", "",
+             "| bench | step | items | removed | observed | permutation null [95%] | conditioned null [95%] | p | "
+             "BH-adjusted | excess called | est. chance removals [95%] | reading |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res.nulls:
+        adj = "" if r.p_adjusted is None else f"{r.p_adjusted:.3g}"
         lines.append(f"| {r.bench} | {_step_name(r.step)} | {r.n} | {r.observed} | {_pct(r.observed_rate)} | "
-                     f"{_pct(r.null_mean)} [{_pct(r.null_lo)}, {_pct(r.null_hi)}] | {_pct(r.excess)} | "
+                     f"{_pct(r.null_mean)} [{_pct(r.null_lo)}, {_pct(r.null_hi)}] | "
+                     f"{_pct(r.cond_mean)} [{_pct(r.cond_lo)}, {_pct(r.cond_hi)}] | {r.p_value:.3g} | {adj} | "
+                     f"{'yes' if r.called else 'no'} | "
                      f"{r.est_false:.1f} [{r.est_false_lo:.1f}, {r.est_false_hi:.1f}] | {verdict(r)} |")
     total_obs = sum(r.observed for r in res.nulls)
     total_null = sum(r.null_mean * r.n for r in res.nulls)
     if total_obs:
         lines += ["", f"Over all benchmarks and steps: {total_obs} removals; chance and letter preference "
                       f"alone would give {total_null:.1f} ({min(1.0, total_null / total_obs):.0%} of them)."]
+    lines += fdr_lines(res)
     lines += ["", "## Letter prior", "", "| model | step | k | source | forwards | dominant | prior margin of "
               "dominant | P(position) | pick share |", "|---|---|---|---|---|---|---|---|---|"]
     for p in sorted(res.priors.values(), key=lambda p: (p.step, p.model, p.k)):
@@ -135,6 +156,28 @@ def markdown(res: AuditResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+FDR_SHOWN = (round(LOG2, 4), 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)  # thresholds audit.md shows (the CSV has all)
+
+
+def fdr_lines(res: AuditResult) -> list[str]:
+    """The false-discovery curve over every benchmark and step, and the --target-fdr answer."""
+    pooled = sorted((c for c in res.fdr_curve if c.bench == ALL), key=lambda c: c.threshold)
+    if not pooled:
+        return []
+    lines = ["", "## False-discovery curve (removals with a margin above a stricter threshold)", "",
+             "Estimated share of chance removals among the removals whose margin clears the threshold, with a 97.5 % "
+             "upper bound (exact); every benchmark and step together (`audit_fdr.csv` has each cell).", "",
+             "| margin > | removals kept | est. chance | est. FDR | FDR upper bound |", "|---|---|---|---|---|"]
+    chosen = {t.threshold for t in res.fdr_targets if t.bench == ALL and t.threshold is not None}
+    for c in pooled:
+        if round(c.threshold, 4) in FDR_SHOWN or c.threshold in chosen:
+            lines.append(f"| {c.threshold:.3g} | {c.removed} | {c.est_false:.1f} | {_pct(c.fdr)} | {_pct(c.fdr_hi)} |")
+    for t in res.fdr_targets:
+        if t.bench == ALL:
+            lines += ["", t.sentence()]
+    return lines
+
+
 def write_audit(res: AuditResult, out: str | Path) -> list[Path]:
     """Write every table as CSV plus ``audit.md`` under ``out``; returns the paths written."""
     d = Path(out)
@@ -147,7 +190,10 @@ def write_audit(res: AuditResult, out: str | Path) -> list[Path]:
         "audit_thresholds.csv": res.thresholds,
         "audit_floor.csv": res.floor,
         "audit_profile.csv": [g.record() for g in res.profile],
+        "audit_fdr.csv": [c.record() for c in res.fdr_curve],
     }
+    if res.target_fdr is not None:
+        tables["audit_fdr_target.csv"] = [t.record() for t in res.fdr_targets]
     if res.agreement:
         tables["audit_agreement.csv"] = [a.record() for a in res.agreement]
         tables["audit_agreement_both.csv"] = [{"step": a.step, "item_id": i} for a in res.agreement

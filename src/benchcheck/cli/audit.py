@@ -21,14 +21,23 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the null and the bootstraps.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True,
               help="The order the steps ran in (an item's chance removal is conditioned on the steps it passed).")
+@click.option("--fdr-level", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="False-discovery level at which excesses over the null are called "
+              "(Benjamini-Hochberg over every benchmark x step).")
+@click.option("--target-fdr", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=None,
+              help="Name the smallest margin threshold whose false-discovery upper bound is at most this, and what "
+                   "it keeps (audit_fdr_target.csv).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
 def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | None, rounds: int, seed: int,
-          chain: str, columns: str | None, quiet: bool) -> None:
+          chain: str, fdr_level: float, target_fdr: float | None, columns: str | None, quiet: bool) -> None:
     """Audit the removals of a screening run from its recorded rows (no new forwards).
 
     Per benchmark x step: the removal rule's permutation null (gold answers permuted within the
-    benchmark) against the observed rate, the letter prior and the removals it alone explains,
+    benchmark) and its conditioned null against the observed rate, with a p-value and the
+    excesses called by Benjamini-Hochberg at --fdr-level; the false-discovery curve of the
+    removals against a stricter margin threshold (--target-fdr names the smallest that reaches
+    the target); the letter prior and the removals it alone explains,
     PriDe-corrected decisions, per-item confidence, removal rate against the threshold (0-3
     nats), decisions that depend on the top-20 floor, and a shortcut profile per benchmark;
     with --compare, Cohen's kappa between two runs' removals. Never changes a decision.
@@ -36,6 +45,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     \b
     Example:
       benchcheck audit --results out/results --items out/items --out out/audit
+      benchcheck audit --results out/results --items out/items --out out/audit --target-fdr 0.1
     """
     from pathlib import Path
 
@@ -57,12 +67,13 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     ids = [it.item_id for it in loaded.items if it.format == "mc"]
     if not ids:
         die("no valid multiple-choice items to audit")
-    res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps)
+    res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps, fdr_level=fdr_level,
+                    target_fdr=target_fdr)
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
     paths = write_audit(res, Path(out))
     for r in res.nulls:
-        click.echo(f"{r.bench} step {r.step}: removed {r.observed}/{r.n} ({r.observed_rate:.1%}), null "
+        click.echo(f"{r.bench} step {r.step}: removed {r.observed}/{r.n} ({r.observed_rate:.1%}), permutation null "
                    f"{r.null_mean:.1%} [{r.null_lo:.1%}, {r.null_hi:.1%}]: {verdict(r)}")
     explained = sum(int(str(e["prior_explained"])) for e in res.prior_effects)
     removed = sum(int(str(e["removed"])) for e in res.prior_effects)
@@ -71,7 +82,12 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
     click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
                f"FLOOR_DEPENDENT={differ} ROWS_WITH_LP_EXACT={exact_rows}")
+    called = sum(r.called for r in res.nulls)
+    click.echo(f"CELLS={len(res.nulls)} EXCESS_CALLED={called} FDR_LEVEL={fdr_level:g}")
     click.echo(headline(res))
+    for t in res.fdr_targets:
+        if t.bench == "*":
+            click.echo(t.sentence())
     for p in paths:
         click.echo(str(p))
 

@@ -20,6 +20,7 @@ from benchcheck.protocol import LOG2
 from benchcheck.report import svg
 
 TOP_ROWS = 10  # rows a summarized table shows (the full CSV is linked)
+FDR_CURVE = "audit_fdr.csv"  # drawn (every benchmark and step together); the table folded
 NOTE_CHARS = 40  # a repeated cell longer than this is said once, under its table
 ITEMS = "audit_items.csv"  # per item and step: read into the item browser, not shown as a table
 
@@ -120,6 +121,8 @@ TABLES = (
     TableSpec("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)",
               top_by("est_false_removals", "removed")),
     TableSpec("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)", thresholds_by_step),
+    TableSpec("audit_fdr_target.csv", "--target-fdr: the smallest margin threshold whose false-discovery upper bound "
+                                      "reaches the target, and the removals it keeps"),
     TableSpec("audit_truth.csv", "The audit checked against the ground truth (demo: false removals known by "
                                  "construction; see audit_truth.md)"),
     TableSpec("audit_prior_effects.csv", "What the model's letter prior explains, per benchmark and step",
@@ -128,6 +131,7 @@ TABLES = (
     TableSpec("audit_profile.csv", "The benchmark profile (gaps with 95 % intervals)", open=False),
     TableSpec("audit_floor.csv", "Log-prob floor: decisions with exact log-probs against the top-20 floor",
               top_by("decisions_differ", "floored"), open=False),
+    TableSpec(FDR_CURVE, "The false-discovery curve per benchmark and step (drawn above, pooled)", open=False),
 )
 
 
@@ -192,6 +196,9 @@ def read_audit(folder: Path | None) -> AuditData:
         if rows:
             data.tables.append(_table(spec, rows))
     data.charts, data.chart_notes = audit_charts(data.tables)
+    fdr = fdr_chart(folder / FDR_CURVE)
+    if fdr:
+        data.charts.append(fdr)
     data.headline = _bold_line(folder / "audit.md")
     data.truth = _bold_line(folder / "audit_truth.md")
     if not data.tables:
@@ -274,6 +281,26 @@ def threshold_chart(rows: list[dict[str, str]]) -> str | None:
     return svg.lines("Removal rate against the threshold", xs, series, ymax=1.0,
                      vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
                      xlabel="margin threshold (nats)", ylabel="removed share")
+
+
+def fdr_chart(path: Path) -> str | None:
+    """The false-discovery curve over every benchmark and step: the estimated share of chance
+    removals among those above each margin threshold, and its upper bound."""
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("bench") == "*" and r.get("step") == "*"]
+    except OSError:
+        return None
+    pts = sorted((t, _f(r, "fdr") or 0.0, _f(r, "fdr_hi") or 0.0)
+                 for r in rows if (t := _f(r, "threshold")) is not None)
+    if not pts:
+        return None
+    xs = [t for t, _, _ in pts]
+    return svg.lines("Estimated false-discovery share of the removals above a threshold", xs,
+                     [("estimate", PALETTE[0], [v for _, v, _ in pts]),
+                      ("upper bound", PALETTE[3], [v for *_, v in pts])],
+                     ymax=1.0, vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
+                     xlabel="margin threshold (nats)", ylabel="share of chance removals")
 
 
 def null_charts(rows: list[dict[str, str]]) -> tuple[list[str], list[str]]:
