@@ -74,7 +74,9 @@ def parse_prompt(prompt: str) -> Parsed:
         question = q.group(1).strip()
     options: list[str] = []
     block = prompt.split("Options:\n", 1)[1] if "Options:\n" in prompt else ""
-    for line in block.splitlines():
+    # Lines end at "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085 and other
+    # separators an option's text may hold, which cut the option list short.
+    for line in block.split("\n"):
         m = _OPTION_LINE.match(line)
         if not m or m.group(1) != LETTERS[len(options)]:
             break
