@@ -115,7 +115,11 @@ class Running:
 
 
 def port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on ``host:port`` now. Bound with ``SO_REUSEADDR``, as servers
+    (vLLM's uvicorn, ``benchcheck serve``'s aiohttp) bind: a port whose last server has just
+    stopped sits in TIME_WAIT for about a minute and is free to them; a port with a listener is not."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
