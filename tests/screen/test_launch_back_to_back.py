@@ -3,7 +3,6 @@ in TIME_WAIT and must take it (servers bind with SO_REUSEADDR); a port with a li
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import sys
@@ -33,12 +32,17 @@ def _serve_spec(rules: Path, port: int) -> ServerSpec:
 
 
 def _ask(port: int) -> str:
-    """One chat request on a connection the server closes first (so the server's side is left in TIME_WAIT)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    body = json.dumps({"model": "vlm", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json", "Connection": "close"})
-    reply = json.loads(conn.getresponse().read())
-    conn.close()
+    """One chat request with ``Connection: close``, read until the server has closed its end: the side
+    that closes first keeps the TIME_WAIT, so the server's port is left in it."""
+    body = json.dumps({"model": "vlm", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode()
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(head + body)
+        data = b""
+        while chunk := s.recv(65536):  # b"": the server's FIN arrived before we close
+            data += chunk
+    reply = json.loads(data.split(b"\r\n\r\n", 1)[1])
     return str(reply["choices"][0]["message"]["content"])
 
 
