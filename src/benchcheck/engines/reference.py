@@ -231,10 +231,13 @@ def decide(prompt: str, images: Sequence[ImageRef]) -> Decision:
         raise ValueError("no lettered options (A. ..., B. ...) after 'Options:' in the prompt")
     found: list[Evidence] = [e for e in (_leak(parsed.question, options), _plausible(options)) if e]
     if images and parsed.question:
-        try:
-            facts = [frame_facts(im) for im in images]
-        except (OSError, ValueError) as e:
-            raise ValueError(f"an image cannot be read: {e}") from None
+        facts = []
+        for k, im in enumerate(images):
+            try:
+                facts.append(frame_facts(im))
+            except Exception as e:  # PIL raises more than OSError for a broken file; one request fails
+                what = str(im) if not isinstance(im, bytes | bytearray) else f"{len(im)} bytes"
+                raise ValueError(f"image {k} ({what}) cannot be read: {type(e).__name__}: {e}") from None
         seen = _vision(parsed.question, options, facts)
         if seen:
             found.append(seen)

@@ -90,9 +90,13 @@ class ServerState:
         self.fingerprint = f"benchcheck-{engine.name}"
         self.created = int(time.time())
         slots = asyncio.Semaphore(inflight)
-        self.scores: Batcher[ScoreRequest, LetterScores | Failure] = Batcher(engine.score, max_batch_size, slots)
+        # Engines that answer each request on its own (scripted) are asked per request, so one
+        # slow or failing request does not hold up or fail the others of its batch.
+        self.scores: Batcher[ScoreRequest, LetterScores | Failure] = Batcher(
+            engine.score, max_batch_size, slots, getattr(engine, "score_each", None)
+        )
         self.generations: Batcher[GenerateRequest, Generation | Failure] = Batcher(
-            engine.generate, max_batch_size, slots
+            engine.generate, max_batch_size, slots, getattr(engine, "generate_each", None)
         )
 
 
