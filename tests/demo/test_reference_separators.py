@@ -1,4 +1,5 @@
-"""Hostile input 15: options holding Unicode line separators are read as text by the reference engine."""
+"""Hostile inputs 15 and 8 on the reference engine: Unicode line separators inside options are
+text; a bad image fails its own request, naming it."""
 
 from __future__ import annotations
 
@@ -15,3 +16,17 @@ def test_options_holding_unicode_line_separators_are_read(sep: str) -> None:
     d = decide(build_prompt("Select the best answer.", "Which one is the red block?", opts), ())
     assert d.n_options == 4
     assert d.pick == 3 and d.rule == "leak"
+
+
+def test_an_unreadable_image_fails_its_own_request_naming_it() -> None:
+    import asyncio
+
+    from benchcheck.engines.base import Failure, GenerateRequest, Generation
+    from benchcheck.engines.reference import ReferenceEngine
+
+    prompt = build_prompt("Select the best answer.", "What colour is the block?", ["red", "blue"])
+    reqs = [GenerateRequest("bad", prompt, (b"GIF89a\x01\x00",), 8), GenerateRequest("ok", prompt, (), 8)]
+    bad, ok = asyncio.run(ReferenceEngine().generate(reqs))
+    assert isinstance(bad, Failure) and bad.status == 400
+    assert "image 0 (8 bytes): not a readable image" in bad.message
+    assert isinstance(ok, Generation)

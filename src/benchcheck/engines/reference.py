@@ -237,7 +237,7 @@ def decide(prompt: str, images: Sequence[ImageRef]) -> Decision:
                 facts.append(frame_facts(im))
             except Exception as e:  # PIL raises more than OSError for a broken file; one request fails
                 what = str(im) if not isinstance(im, bytes | bytearray) else f"{len(im)} bytes"
-                raise ValueError(f"image {k} ({what}) cannot be read: {type(e).__name__}: {e}") from None
+                raise ValueError(f"image {k} ({what}): not a readable image ({type(e).__name__})") from None
         seen = _vision(parsed.question, options, facts)
         if seen:
             found.append(seen)
