@@ -114,3 +114,9 @@ def test_sweep_knobs_from_the_environment(tmp_path: Path) -> None:
     for knob in ("NGPU=2 (env)", "WORKERS=2 (env)", "GPU_UTIL=0.6 (env)", "MAX_SEQS=4 (env)", "PILOT=0 (env)",
                  "BENCH=Alpha (env)", "CONDS=v_blind (env)"):
         assert knob in header, (knob, header)
+
+
+def test_a_bad_knob_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
+    items = _items(tmp_path / "items" / "all.jsonl", ("Alpha",), 1)
+    res = _launch(["--step", "1", "--items", str(items), "--results", str(tmp_path / "res")], {"NGPU": "abc"})
+    assert res.returncode == 2 and "NGPU" in res.stderr and "Traceback" not in res.stderr
