@@ -165,9 +165,10 @@ class GuardedProtocol(asyncio.Protocol):
             self._wait_for_headers()
 
     def close(self, why: str) -> None:
+        """Close with a FIN, not a reset: a pooled keep-alive client sees it before reusing the socket."""
         log.debug("closing a connection: %s", why)
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.abort()
+            self.transport.close()
 
 
 async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
