@@ -84,3 +84,42 @@ def test_tricklers_are_cut_and_normal_requests_are_served(tmp_path: Path) -> Non
                 s.close()
         os.killpg(proc.pid, signal.SIGTERM)  # a clean stop on SIGTERM, as the launcher stops it
         assert proc.wait(timeout=20) == 0
+
+
+def test_more_tricklers_than_the_open_files_limit(tmp_path: Path) -> None:
+    """As in the report (1,100 sockets under ``ulimit -n 1024``), scaled down: 200 trickling sockets
+    against a server limited to 128 open files, with the default cap and header timeout."""
+    import resource
+    import subprocess
+    import sys
+
+    from loopback import free_port, wait_health
+
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"match": "", "reply": "ok"}]))
+    port = free_port()
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "benchcheck", "serve", "--engine", "scripted", "--rules",
+                             str(rules), "--model", "vlm", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=low_limit, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    tricklers: list[socket.socket] = []
+    try:
+        wait_health(url, proc, timeout_s=60)
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+            tricklers.append(s)
+        assert [_ask(url, f"q {i}") for i in range(5)] == ["ok"] * 5
+        assert proc.poll() is None
+    finally:
+        for s in tricklers:
+            s.close()
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+        log.close()
+    assert b"Too many open files" not in (tmp_path / "serve.log").read_bytes()

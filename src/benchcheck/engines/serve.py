@@ -13,6 +13,7 @@ import asyncio
 import hmac
 import logging
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -271,16 +272,36 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
     loop = asyncio.get_running_loop()
     assert runner.server is not None
     try:
-        # reuse_address as aiohttp's own sites bind: a port in TIME_WAIT after a stopped server is free.
-        server = await loop.create_server(guard.protocol_factory(runner.server), host, port, reuse_address=True)
+        listener = _listen(host, port)
     except OSError:
         await runner.cleanup()
         raise
+    accepting = asyncio.create_task(guard.accept_loop(listener, runner.server))
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await asyncio.wait([accepting, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if accepting.done():
+            accepting.result()  # the accept loop failed: raise its error
     finally:
-        server.close()
+        accepting.cancel()
+        await asyncio.gather(accepting, return_exceptions=True)
+        listener.close()
         await runner.cleanup()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket; ``SO_REUSEADDR`` as aiohttp's own sites bind (a port in TIME_WAIT after a
+    stopped server is free)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -21,8 +21,10 @@ A request whose headers have arrived is never cut by the guard: its time is the 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import resource
+import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ log = logging.getLogger("benchcheck.serve")
 HEADER_TIMEOUT_S = 30.0
 BODY_TIMEOUT_S = 300.0  # 1,024 frames as data URLs are up to ~500 MB
 MAX_CONNECTIONS = 1000
-_FD_RESERVE = 64  # descriptors kept for the model, logs and the engine's own files
+_FD_RESERVE = 64  # descriptors kept for the model, logs and the engine's own files (a quarter under a low limit)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -45,7 +47,7 @@ def default_max_connections() -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return MAX_CONNECTIONS
-    return max(1, min(MAX_CONNECTIONS, int(soft) - _FD_RESERVE))
+    return max(1, min(MAX_CONNECTIONS, int(soft) - min(_FD_RESERVE, int(soft) // 4)))
 
 
 @dataclass(slots=True)
@@ -58,6 +60,8 @@ class Guard:
     open: int = 0
     waiting: OrderedDict[int, GuardedProtocol] = field(default_factory=OrderedDict)
     by_transport: dict[int, GuardedProtocol] = field(default_factory=dict)
+    closing: int = 0  # closed by the guard, descriptor not yet released
+    freed: asyncio.Event = field(default_factory=asyncio.Event)
     # Counters for tests and logs.
     header_timeouts: int = 0
     evicted: int = 0
@@ -65,6 +69,37 @@ class Guard:
 
     def protocol_factory(self, inner: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
         return lambda: GuardedProtocol(inner(), self)
+
+    async def room(self) -> None:
+        """Wait until one more connection may be accepted: below the cap, or after the connection
+        that has waited longest for headers is closed (its descriptor released)."""
+        while self.open >= self.max_connections:
+            if not self.closing and not self._make_room():
+                self.refused += 1  # every connection has a request in progress: wait for one to end
+            self.freed.clear()
+            await self.freed.wait()
+
+    async def accept_loop(self, listener: socket.socket, inner: Callable[[], asyncio.Protocol]) -> None:
+        """Accept connections one at a time, only when there is room: the kernel's backlog holds
+        the others, so the process never opens more descriptors than the cap allows (asyncio's own
+        accept loop takes up to 100 at once, past a low open-files limit)."""
+        loop = asyncio.get_running_loop()
+        factory = self.protocol_factory(inner)
+        while True:
+            await self.room()
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as e:
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    log.warning("accept: %s; retrying", e.strerror)
+                    await asyncio.sleep(0.1)
+                    continue
+                raise
+            conn.setblocking(False)
+            try:
+                await loop.connect_accepted_socket(factory, conn)
+            except OSError:
+                conn.close()
 
     def middleware(self) -> Any:
         """Marks a connection busy while its request is handled (its headers have arrived)."""
@@ -101,6 +136,7 @@ class GuardedProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.counted = False
+        self.closed_by_guard = False
 
     # -- asyncio.Protocol -------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -131,10 +167,14 @@ class GuardedProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        if self.closed_by_guard:
+            self.closed_by_guard = False
+            self.guard.closing -= 1
         if not self.counted:
             return
         self.counted = False
         self.guard.open -= 1
+        self.guard.freed.set()
         if self.transport is not None:
             self.guard.by_transport.pop(id(self.transport), None)
         self.inner.connection_lost(exc)
@@ -168,6 +208,9 @@ class GuardedProtocol(asyncio.Protocol):
         """Close with a FIN, not a reset: a pooled keep-alive client sees it before reusing the socket."""
         log.debug("closing a connection: %s", why)
         if self.transport is not None and not self.transport.is_closing():
+            if self.counted and not self.closed_by_guard:
+                self.closed_by_guard = True
+                self.guard.closing += 1
             self.transport.close()
 
 
