@@ -123,3 +123,14 @@ def test_more_tricklers_than_the_open_files_limit(tmp_path: Path) -> None:
         proc.wait(timeout=20)
         log.close()
     assert b"Too many open files" not in (tmp_path / "serve.log").read_bytes()
+
+
+def test_at_the_cap_with_every_request_in_progress_new_ones_wait(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"match": "slow", "delay_s": 1.0}, {"match": "", "reply": "ok"}]))
+    with cli_server("--engine", "scripted", "--rules", str(rules), "--model", "vlm", "--max-connections", "2") as (
+            url, _), ThreadPoolExecutor(4) as ex:
+        answers = list(ex.map(lambda i: _ask(url, f"slow {i}" if i < 2 else f"fast {i}"), range(4)))
+    assert answers == ["ok"] * 4

@@ -8,10 +8,12 @@ connection's protocol:
 - **header timeout**: a connection must deliver a request's headers within ``header_timeout_s``
   of opening or of its previous answer (an idle keep-alive connection counts as waiting for
   headers); then it is closed;
-- **connection cap**: at most ``max_connections`` are open. A new connection at the cap closes the
-  connection that has waited longest for headers (a trickler, or an idle keep-alive one), so the
-  server keeps answering real clients; only when every open connection has a request in progress
-  is the new one refused (closed at once);
+- **connection cap**: at most ``max_connections`` are open; connections are accepted one at a
+  time, only with room (the kernel's backlog holds the others). At the cap, the connection that
+  has waited longest for headers (a trickler, or an idle keep-alive one; at least
+  ``EVICT_AFTER_S``, since one just accepted has its headers on the way) is closed to make room,
+  so the server keeps answering real clients; when every open connection has a request in
+  progress, new ones wait for one to end;
 - **body timeout**: the request body must arrive within ``body_timeout_s`` (``read_body``);
   otherwise 408 and the connection is closed.
 
@@ -21,6 +23,7 @@ A request whose headers have arrived is never cut by the guard: its time is the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import resource
@@ -37,6 +40,7 @@ log = logging.getLogger("benchcheck.serve")
 HEADER_TIMEOUT_S = 30.0
 BODY_TIMEOUT_S = 300.0  # 1,024 frames as data URLs are up to ~500 MB
 MAX_CONNECTIONS = 1000
+EVICT_AFTER_S = 0.5  # a connection waiting this long for headers may be closed at the cap
 _FD_RESERVE = 64  # descriptors kept for the model, logs and the engine's own files (a quarter under a low limit)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -74,10 +78,14 @@ class Guard:
         """Wait until one more connection may be accepted: below the cap, or after the connection
         that has waited longest for headers is closed (its descriptor released)."""
         while self.open >= self.max_connections:
-            if not self.closing and not self._make_room():
-                self.refused += 1  # every connection has a request in progress: wait for one to end
+            wait_s = None
+            if not self.closing:
+                wait_s = self._make_room()
+                if wait_s is None:
+                    self.refused += 1  # every connection has a request in progress: wait for one to end
             self.freed.clear()
-            await self.freed.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.freed.wait(), wait_s)
 
     async def accept_loop(self, listener: socket.socket, inner: Callable[[], asyncio.Protocol]) -> None:
         """Accept connections one at a time, only when there is room: the kernel's backlog holds
@@ -117,14 +125,24 @@ class Guard:
 
         return busy
 
-    def _make_room(self) -> bool:
-        """Close the connection that has waited longest for headers; False when none is waiting."""
+    def _make_room(self) -> float | None:
+        """Close the connection that has waited longest for headers (0.0: one was closed), or say how
+        long until the oldest may be closed; None when none is waiting. A connection is closed only
+        after waiting ``evict_after_s``: one just accepted has its headers on the way."""
         if not self.waiting:
-            return False
-        _, oldest = self.waiting.popitem(last=False)
+            return None
+        oldest = next(iter(self.waiting.values()))
+        left = oldest.waiting_since + self.evict_after_s - asyncio.get_running_loop().time()
+        if left > 0:
+            return left
+        self.waiting.pop(id(oldest))
         self.evicted += 1
         oldest.close("evicted at the connection cap while waiting for headers")
-        return True
+        return 0.0
+
+    @property
+    def evict_after_s(self) -> float:
+        return min(EVICT_AFTER_S, self.header_timeout_s / 2)
 
 
 class GuardedProtocol(asyncio.Protocol):
@@ -137,15 +155,16 @@ class GuardedProtocol(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.counted = False
         self.closed_by_guard = False
+        self.waiting_since = 0.0
 
     # -- asyncio.Protocol -------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         g = self.guard
-        if g.open >= g.max_connections and not g._make_room():
+        if g.open >= g.max_connections:  # accept_loop waits for room; another caller may not
             g.refused += 1
-            transport.abort()  # every open connection has a request in progress
+            transport.abort()
             return
         g.open += 1
         self.counted = True
@@ -182,6 +201,7 @@ class GuardedProtocol(asyncio.Protocol):
     # -- the guard's states -----------------------------------------------------------------------
     def _wait_for_headers(self) -> None:
         self._stop_waiting()
+        self.waiting_since = asyncio.get_running_loop().time()
         self.guard.waiting[id(self)] = self
         self.timer = asyncio.get_running_loop().call_later(self.guard.header_timeout_s, self._header_timeout)
 
@@ -203,6 +223,7 @@ class GuardedProtocol(asyncio.Protocol):
     def request_done(self) -> None:
         if self.counted and self.transport is not None and not self.transport.is_closing():
             self._wait_for_headers()
+            self.guard.freed.set()  # an accept waiting at the cap may now make room with this one
 
     def close(self, why: str) -> None:
         """Close with a FIN, not a reset: a pooled keep-alive client sees it before reusing the socket."""
