@@ -71,17 +71,36 @@ def test_a_bad_image_fails_its_own_request_only() -> None:
 
 
 def test_a_delay_rule_holds_up_its_own_request_only() -> None:
-    engine = ScriptedEngine([{"match": "slow", "delay_s": 2.0}, {"match": "", "reply": "ok"}], name="vlm")
-    app = build_app(engine, "vlm", max_batch_size=64, max_inflight_batches=engine.concurrent_calls)  # as the CLI
+    """25 requests, one of them delayed, go to the engine as one batch (a blocker holds the only
+    engine slot while they queue): only the delayed one waits."""
+    engine = ScriptedEngine([{"match": "hold", "delay_s": 0.5}, {"match": "slow", "delay_s": 2.0},
+                             {"match": "", "reply": "ok"}], name="vlm")
+    app = build_app(engine, "vlm", max_batch_size=64, max_inflight_batches=1)
 
     async def go(url: str) -> list[tuple[int, dict[str, Any], float]]:
         async with aiohttp.ClientSession() as s:
+            blocker = asyncio.create_task(_post(s, url, _body("hold the only slot")))
+            await asyncio.sleep(0.2)
             bodies = [_body("slow one" if i == 3 else f"question {i}") for i in range(25)]
-            return list(await asyncio.gather(*(_post(s, url, b) for b in bodies)))
+            out = list(await asyncio.gather(*(_post(s, url, b) for b in bodies)))
+            await blocker
+            return out
 
     with thread_server(app) as url:
         results = asyncio.run(go(url))
-    assert app[STATE].generations.largest > 1  # requests were batched with the slow one
+    assert app[STATE].generations.largest >= 25  # one batch with the delayed one
     assert all(r[0] == 200 for r in results)
     waited = [i for i, r in enumerate(results) if r[2] >= 1.5]
     assert waited == [3]
+
+
+def test_one_engine_call_with_a_bad_image_answers_the_others() -> None:
+    """The same in one engine call (a batch): one failure in place, five answers."""
+    from benchcheck.engines.base import Failure, GenerateRequest, Generation
+
+    engine = ScriptedEngine([{"match": "", "reply": "ok"}], name="vlm")
+    reqs = [GenerateRequest(str(i), "q", (_gif_as_jpeg() if i == 2 else _jpeg(),), 8) for i in range(6)]
+    out = asyncio.run(engine.generate(reqs))
+    assert [type(r) for r in out] == [Generation, Generation, Failure, Generation, Generation, Generation]
+    bad = out[2]
+    assert isinstance(bad, Failure) and bad.status == 400 and "image 0 (24 bytes)" in bad.message
