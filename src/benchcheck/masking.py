@@ -7,11 +7,14 @@ report, and the environment given to a ``--vlm-cmd`` child (:func:`is_secret_nam
 Two kinds of masking, both applied by :meth:`Masker.text`:
 
 - *known values*: the values of the secret-named environment variables (and any value passed
-  in on purpose, such as the Hub token), replaced wherever they occur;
+  in on purpose, such as the Hub token) that could be secrets (:func:`could_be_secret`: not too
+  short, not one ordinary word), replaced wherever they occur in free text;
 - *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``Authorization: Bearer X`` and ``hf_…``
   tokens, for secrets this process never saw (a log written on another machine). Only the
   secret itself is replaced: quotes and text around it are kept
   (``-H "Authorization: Bearer ***" http://x``).
+
+JSON values are masked by structure (:meth:`Masker.value`): string values only, never keys.
 """
 
 from __future__ import annotations
@@ -23,8 +26,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "***"
-# Short values ("1", "true", "yes") would blank out ordinary text without protecting anything.
-MIN_SECRET_LEN = 6
+# Which values of secret-named variables are masked in free text (docs/qa.md, "Secrets"): a value
+# too short or too common to be a secret ("1", "true", "answer", "status", "password") would
+# blank out ordinary words without protecting anything, and a run's outputs would change with
+# the environment. A value is masked when it has at least MIN_SECRET_LEN characters and either
+# SURE_SECRET_LEN or more, or characters of at least two classes (letters, digits, others).
+MIN_SECRET_LEN = 8
+SURE_SECRET_LEN = 16
 
 # A variable is a secret when its name says so: ``*_API_KEY``/``*_KEY``, ``*_TOKEN``, ``*_SECRET``
 # (``AWS_SECRET_ACCESS_KEY``), ``*PASSWORD*``, ``*_PASS``/``*_PASSWD``, ``*_CREDENTIALS``, ``*_AUTH``.
@@ -52,6 +60,18 @@ _PATTERNS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
 )
 
 
+def could_be_secret(value: str) -> bool:
+    """Whether a value is worth masking in free text (the rule above): ``hunter2-x``, ``sk-12345678``
+    and any 16 characters are; ``answer``, ``status``, ``password``, ``12345678`` are not."""
+    if len(value) < MIN_SECRET_LEN:
+        return False
+    if len(value) >= SURE_SECRET_LEN:
+        return True
+    classes = (any(c.isalpha() for c in value), any(c.isdigit() for c in value),
+               any(not c.isalnum() for c in value))
+    return sum(classes) >= 2
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name marks its value as a secret."""
     return _SECRET_NAME.search(name.upper()) is not None
@@ -64,7 +84,7 @@ def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = (
     found = {line.strip() for k, v in env.items() if is_secret_name(k) for line in v.splitlines()}
     found |= {line.strip() for v in extra for line in (v or "").splitlines()}
     # Longest first, so a secret that contains another is masked whole.
-    return sorted((v for v in found if len(v) >= MIN_SECRET_LEN), key=lambda v: (-len(v), v))
+    return sorted((v for v in found if could_be_secret(v)), key=lambda v: (-len(v), v))
 
 
 def _secret_spans(text: str, hay: str, literals: tuple[str, ...], pat: re.Pattern[str]) -> list[tuple[int, int]]:
@@ -115,7 +135,7 @@ class Masker:
     def __init__(self, secrets: Iterable[str]) -> None:
         # A secret written in JSON with escapes (a quote, a backslash, non-ASCII) is masked in that
         # spelling too, so JSON text can be masked as text and stays valid JSON.
-        values = {sp for s in secrets if len(s) >= MIN_SECRET_LEN for sp in _spellings(s)}
+        values = {sp for s in secrets if could_be_secret(s) for sp in _spellings(s)}
         self.values = sorted(values, key=lambda v: (-len(v), v))
 
     @classmethod
@@ -133,11 +153,12 @@ class Masker:
         return redact(self.values_only(s))
 
     def value(self, obj: Any) -> Any:
-        """A copy of a JSON-like value with every string masked (keys included), so JSON stays JSON."""
+        """A copy of a JSON-like value with every string value masked. Keys are structure, never
+        masked: a record read back must have the fields it was written with (``answer``, ``status``)."""
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, Mapping):
-            return {self.text(str(k)): self.value(v) for k, v in obj.items()}
+            return {k: self.value(v) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
             return [self.value(v) for v in obj]
         return obj

@@ -181,13 +181,13 @@ def test_no_max_tokens_uses_the_rest_of_the_context() -> None:
     """As on vLLM: a prompt 300 tokens short of the limit is answered (up to 300 tokens), not refused."""
     engine = ScriptedEngine([{"match": "", "reply": "w" * 8000}], "m", max_model_len=1000)
     seen: list[int] = []
-    real = engine.generate
+    real = engine.generate_each  # the server asks the scripted engine per request
 
-    async def spy(reqs: Any) -> Any:
+    def spy(reqs: Any) -> Any:
         seen.extend(r.max_tokens for r in reqs)
-        return await real(reqs)
+        return real(reqs)
 
-    engine.generate = spy  # type: ignore[method-assign]
+    engine.generate_each = spy  # type: ignore[method-assign]
     app = build_app(engine, "m")
     near = {"messages": [{"role": "user", "content": "p" * 2800}]}  # 700 tokens by the scripted estimate
     short = {"messages": [{"role": "user", "content": "p" * 40}]}  # 10 tokens

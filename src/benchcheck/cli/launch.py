@@ -17,7 +17,7 @@ _common = [
     click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
     click.option("--store", type=click.Path(), default=None, help="Normalized store (frames on the fly)."),
     click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
-    click.option("--bench", default=None),
+    click.option("--bench", default=None, envvar="BENCH", show_envvar=True, help="Benchmarks A,B only."),
     click.option("--limit", type=int, default=None),
     click.option("--columns", default=None),
 ]
@@ -34,20 +34,31 @@ def common(f: F) -> F:
 
 
 @click.command("launch")
-@click.option("--step", type=int, default=None, help="Screening step (1-6); not with --sweep.")
+@click.option("--step", type=int, default=None, envvar="STEP", show_envvar=True,
+              help="Screening step (1-6); not with --sweep.")
 @click.option("--sweep", is_flag=True, help="The frames x pixels sweep's servers (ports 8011+i) and client.")
-@click.option("--conds", default=None, help="With --sweep: conditions or ladders (default: all 13).")
-@click.option("--pilot", is_flag=True, help="With --sweep: the pilot benchmarks only.")
-@click.option("--gpus", type=int, default=None, help="Servers on this host (default: every visible GPU, or 1).")
+@click.option("--conds", default=None, envvar="CONDS", show_envvar=True,
+              help="With --sweep: conditions or ladders (default: all 13).")
+@click.option("--pilot", is_flag=True, envvar="PILOT", show_envvar=True,
+              help="With --sweep: the pilot benchmarks only (PILOT=1).")
+@click.option("--gpus", type=int, default=None, envvar="NGPU", show_envvar=True,
+              help="Servers on this host (default: every visible GPU, or 1).")
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None)
 @click.option("--served-model-name", default=None, help="Default: the hub name, or the folder's name.")
-@click.option("--port0", type=int, default=None, help="First server port (default 8001; --sweep: 8011).")
-@click.option("--max-num-seqs", type=int, default=None, help="Default 64 (steps); --sweep: 32, 8 on 32 GB GPUs.")
-@click.option("--gpu-util", type=float, default=0.85, show_default=True)
+@click.option("--port0", type=int, default=None, envvar="PORT0", show_envvar=True,
+              help="First server port (default 8001; --sweep: 8011).")
+@click.option("--max-num-seqs", type=int, default=None, envvar="MAX_SEQS", show_envvar=True,
+              help="Default 64 (steps); --sweep: 32, 8 on 32 GB GPUs.")
+@click.option("--gpu-util", type=float, default=None, envvar="GPU_UTIL", show_envvar=True,
+              help="vLLM --gpu-memory-utilization (default 0.85).")
 @click.option("--max-model-len", type=int, default=None)
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Requests in flight per server (default 32/16/8 by step).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, envvar="WORKERS", show_envvar=True,
+              help="Requests in flight per server (default 32/16/8 by step; --sweep: 6 per GPU).")
+@click.option("--python", "python_exe", default=None, envvar="PY", show_envvar=True,
+              help="Python interpreter of the `benchcheck serve` servers and of the clients (default: this one).")
+@click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, envvar="VLLM", show_envvar=True,
+              help="The vLLM command.")
 @click.option("--logs", type=click.Path(), default="logs", show_default=True)
 @click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
 @click.option("--server", type=click.Choice(["auto", "vllm", "benchcheck"]), default="auto", show_default=True)
@@ -56,8 +67,9 @@ def common(f: F) -> F:
 @common
 def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: int | None, model: str | None,
            revision: str | None, served_model_name: str | None,
-           port0: int | None, max_num_seqs: int | None, gpu_util: float, max_model_len: int | None, workers: int | None,
-           logs: str, shard: str | None, server: str, server_timeout: float, plan_only: bool,
+           port0: int | None, max_num_seqs: int | None, gpu_util: float | None, max_model_len: int | None,
+           workers: int | None, python_exe: str | None, vllm_cmd: str, logs: str, shard: str | None, server: str,
+           server_timeout: float, plan_only: bool,
            item_paths: tuple[str, ...], results: str, chain: str, intro: str, frames_root: str | None,
            store: str | None, keep_file: str | None, bench: str | None, limit: int | None,
            columns: str | None) -> None:
@@ -66,6 +78,11 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     Uses `vllm serve` when vLLM is installed, else `benchcheck serve`; without GPUs, N CPU servers.
     Logs: LOGS/vllm_s<STEP>_gpu<i>.log, LOGS/client_s<STEP>_gpu<i>.log, LOGS/launch_params.txt.
 
+    The seeds' environment knobs are the defaults of the matching flags (a flag given wins):
+    STEP, NGPU, WORKERS, PORT0, GPU_UTIL, PY, VLLM, MAX_SEQS, PILOT, BENCH, CONDS.
+    launch_params.txt records the values used and whether each came from a flag, the
+    environment or the default.
+
     With --sweep: the sweep's servers (docs/sweep.md) and one `benchcheck sweep run` over all of them.
 
     \b
@@ -73,15 +90,25 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
       benchcheck launch --step 1 --gpus 4 --items items/ --results results
       benchcheck launch --sweep --gpus 4 --items items/samples --store data/store --results results
     """
+    import sys
+
     from benchcheck.cli.common import load_items_reporting
     from benchcheck.launch.cli_run import LaunchArgs, run_launch
+    from benchcheck.launch.knobs import DEFAULT, ENV, ENV_OF, FLAG
     from benchcheck.screen.cli_run import ShardJob
 
+    ctx = click.get_current_context()
+    label = {click.core.ParameterSource.COMMANDLINE: FLAG, click.core.ParameterSource.ENVIRONMENT: ENV}
+    sources = {name: label.get(ctx.get_parameter_source(name) or click.core.ParameterSource.DEFAULT, DEFAULT)
+               for name in ENV_OF}
+    python = python_exe or sys.executable
     if sweep:
-        from benchcheck.launch.sweep_servers import launch_sweep
+        from benchcheck.launch.sweep_servers import SweepKnobs, launch_sweep
 
+        settings = SweepKnobs(workers, gpu_util, python, vllm_cmd, sources)
         raise SystemExit(launch_sweep(gpus, model, revision, served_model_name, server, max_num_seqs, port0, logs,
-                                      item_paths, results, store, bench, limit, columns, conds, pilot, click.echo))
+                                      item_paths, results, store, bench, limit, columns, conds, pilot, click.echo,
+                                      settings))
     if step is None:
         die("give --step N (screening) or --sweep")
         return
@@ -90,8 +117,9 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
                    store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
     try:
         code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or 8001, max_num_seqs or 64,
-                                     gpu_util, max_model_len, workers, logs, shard, server, server_timeout,
-                                     plan_only, job), load_items_reporting, click.echo)
+                                     0.85 if gpu_util is None else gpu_util, max_model_len, workers, logs, shard,
+                                     server, server_timeout, plan_only, job, python, vllm_cmd, sources),
+                          load_items_reporting, click.echo)
     except (ValueError, RuntimeError) as e:
         die(str(e))
     raise SystemExit(code)

@@ -67,12 +67,27 @@ def qa() -> None:
 
 
 @qa.command("run")
-@click.option("--dataset", type=click.Path(dir_okay=False), required=True,
-              help="JSON list of {id, query|question, ground_truth, evaluation_method, video}.")
-@click.option("--videos", type=click.Path(file_okay=False), required=True,
+@click.option("--dataset", type=click.Path(dir_okay=False), default=None,
+              help="JSON list of {id, query|question, ground_truth, evaluation_method, video} (with --videos).")
+@click.option("--videos", type=click.Path(file_okay=False), default=None,
               help="Folder the items' 'video' paths are relative to.")
-@click.option("--output-dir", type=click.Path(file_okay=False), required=True,
-              help="Where answers, verdicts and the output files go (a rerun resumes here).")
+@click.option("--dataset-name", default=None,
+              help="A Dataset Service dataset (e.g. vss-devx-base), with --dataset-file: downloaded with your "
+                   "`nvdataset` CLI, or already extracted where VSS_EVAL_DATASET names it.")
+@click.option("--dataset-file", default=None,
+              help="The QA file inside that dataset (e.g. dataset_single_turn.json).")
+@click.option("--dataset-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the named dataset is or goes (default: VSS_EVAL_DATASET, else "
+                   "agent_eval/dataset/<name>).")
+@click.option("--skip-download", is_flag=True, help="Use the named dataset as it is on disk.")
+@click.option("--force-download", is_flag=True, help="Download the named dataset again.")
+@click.option("--download-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              help="Seconds the nvdataset download may take (then it is killed).")
+@click.option("--nvdataset", "nvdataset_bin", default="nvdataset", show_default=True,
+              help="The nvdataset CLI (not on PyPI: see docs/qa.md).")
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+              help="Where answers, verdicts and the output files go (a rerun resumes here); default for a named "
+                   "dataset: <dataset>/../../results/vlm_qa.")
 @click.option("--vlm-cmd", default=None, metavar="TEMPLATE",
               help="Command line run per item without a shell; {video}, {question}, {num_frames}, {timeout} "
                    "must each be a word by itself and become one argument verbatim; it prints "
@@ -82,7 +97,8 @@ def qa() -> None:
 @click.option("--vlm-api-key-env", default=None, metavar="VAR",
               help="Name of the environment variable whose value is sent to --vlm-endpoint as its key.")
 @click.option("--inline-media", is_flag=True,
-              help="Endpoint mode: send the clip inline as base64 (safe below ~10 MB; warns above).")
+              help="Send the clip inline as base64 (safe below ~10 MB; warns above). Endpoint: a data: URL; "
+                   "command: {inline_media} becomes --inline-media and BENCHCHECK_QA_INLINE_MEDIA=1 is set.")
 @click.option("--video-url-base", default=None, metavar="URL",
               help="Endpoint mode: send the clip as a video URL, <URL>/<video path>, for the server to fetch.")
 @click.option("--num-frames", type=click.IntRange(min=1), default=8, show_default=True,
@@ -104,7 +120,9 @@ def qa() -> None:
                    "secret (repeatable). The child gets the environment minus the judge's EVAL_LLM_JUDGE_* "
                    "variables and every *_API_KEY, *_KEY, *_TOKEN, *_SECRET, *PASSWORD* (and similar) variable.")
 @_judge_options
-def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_endpoint: str | None,
+def run(dataset: str | None, videos: str | None, dataset_name: str | None, dataset_file: str | None,
+        dataset_dir: str | None, skip_download: bool, force_download: bool, download_timeout: float,
+        nvdataset_bin: str, output_dir: str | None, vlm_cmd: str | None, vlm_endpoint: str | None,
         vlm_model: str | None, vlm_api_key_env: str | None, inline_media: bool, video_url_base: str | None,
         num_frames: int, max_side: int, max_tokens: int, timeout: float, watchdog_grace: float,
         concurrency: int, skip_judge: bool, limit: int | None, vlm_env: tuple[str, ...], judge_format: str,
@@ -123,10 +141,17 @@ def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_end
     that cannot run; never counted as a low score). Entries that are not qa are skipped and
     counted, not errors.
 
+    A named dataset (--dataset-name and --dataset-file, both required) is downloaded with your
+    `nvdataset` CLI (credential: NVDATASET_API_KEY, else NVDATASET_NGC_API_KEY, else NGC_API_KEY;
+    tenancy: NVDATASET_TENANTID / NVDATASET_GROUPID), or used as extracted where VSS_EVAL_DATASET
+    names it; exit 3 when the download fails (its hint is printed).
+
     \b
     Example:
       benchcheck qa run --dataset qa.json --videos clips --output-dir out/qa \\
         --vlm-cmd "myvlm {video} {question}" --vlm-env NGC_API_KEY
+      benchcheck qa run --dataset-name vss-devx-base --dataset-file dataset_single_turn.json \
+        --vlm-cmd "vss vlm run --file {video} --prompt {question} --timeout {timeout}"
     """
     import asyncio
     import os
@@ -143,20 +168,64 @@ def run(dataset: str, videos: str, output_dir: str, vlm_cmd: str | None, vlm_end
         enable_subreaper()  # orphans of a --vlm-cmd come back to this process to be ended
     # The VLM key's variable may have any name: its value is masked like the usual secrets.
     redactor = Masker.from_env(extra=[os.environ.get(vlm_api_key_env, "")] if vlm_api_key_env else [])
-    opts = RunOptions(Path(dataset), Path(videos), Path(output_dir), num_frames=num_frames, timeout_s=timeout,
-                      watchdog_grace_s=watchdog_grace, concurrency=concurrency, limit=limit)
     vopts = VLMOptions(vlm_cmd, vlm_endpoint, vlm_model, vlm_api_key_env, inline_media, video_url_base,
                        max_side, max_tokens, vlm_env)
+
+    def echo(m: str) -> None:
+        click.echo(redactor.text(m), err=True)
+
     try:
+        # Everything that can be checked is checked before a download that may take half an hour.
+        named = _named_dataset(dataset, videos, dataset_name, dataset_file, dataset_dir, output_dir)
         judge = _judge_config(skip_judge, judge_concurrency, judge_max_tokens, judge_timeout, judge_format)
         vlm = make_vlm(vopts, num_frames=num_frames, timeout_s=timeout, watchdog_grace_s=watchdog_grace,
                        concurrency=concurrency, redactor=redactor,
                        warn=lambda m: click.echo(f"warning: {redactor.text(m)}", err=True))
-        outcome = asyncio.run(run_qa(opts, vlm, judge, redactor, echo=lambda m: click.echo(m, err=True)))
+        if named is not None:
+            from benchcheck.qa.dataset_fetch import DownloadError, prepare
+
+            try:
+                prepare(named, os.environ, skip_download=skip_download, force_download=force_download,
+                        nvdataset=nvdataset_bin, timeout_s=download_timeout, echo=echo)
+            except DownloadError as e:
+                die(redactor.text(str(e)), 3)
+            out = Path(output_dir) if output_dir else named.default_output
+            echo(f"outputs: {out}")
+            opts = RunOptions(named.dataset, named.videos, out, num_frames=num_frames, timeout_s=timeout,
+                              watchdog_grace_s=watchdog_grace, concurrency=concurrency, limit=limit,
+                              match_clips=True, dataset_name=named.name)
+        else:
+            assert dataset is not None and videos is not None and output_dir is not None
+            opts = RunOptions(Path(dataset), Path(videos), Path(output_dir), num_frames=num_frames, timeout_s=timeout,
+                              watchdog_grace_s=watchdog_grace, concurrency=concurrency, limit=limit)
+        outcome = asyncio.run(run_qa(opts, vlm, judge, redactor, echo=echo))
     except PreconditionError as e:
         die(redactor.text(str(e)))
     _report(outcome)
     sys.exit(outcome.exit_code)
+
+
+def _named_dataset(dataset: str | None, videos: str | None, name: str | None, file: str | None,
+                   dataset_dir: str | None, output_dir: str | None) -> Any:
+    """The named dataset's place (``None``: a --dataset file); a wrong combination is a PreconditionError."""
+    import os
+
+    from benchcheck.qa.dataset_fetch import place
+    from benchcheck.qa.errors import PreconditionError
+
+    if name is not None or file is not None:
+        if dataset is not None or videos is not None:
+            raise PreconditionError("give either --dataset-name with --dataset-file, or --dataset with --videos")
+        if name is None or file is None:
+            raise PreconditionError("--dataset-name and --dataset-file are both required: no dataset is assumed "
+                                    "(e.g. --dataset-name vss-devx-base --dataset-file dataset_single_turn.json)")
+        return place(name, file, dataset_dir, os.environ)
+    if dataset is None or videos is None:
+        raise PreconditionError("give --dataset FILE with --videos DIR, or --dataset-name NAME with --dataset-file "
+                                "FILE (a Dataset Service dataset)")
+    if output_dir is None:
+        raise PreconditionError("--output-dir is required with --dataset (it defaults only for a named dataset)")
+    return None
 
 
 @qa.command("judge")

@@ -22,6 +22,13 @@ from benchcheck.engines.registry import SERVABLE
 @click.option("--max-model-len", default=65536, show_default=True, type=click.IntRange(min=1),
               help="scripted: context length for the context-too-long check (hf reads its config).")
 @click.option("--device", default="auto", show_default=True, help="hf: cpu, cuda or auto.")
+@click.option("--header-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds a connection may take to send a request's headers (an idle keep-alive one too).")
+@click.option("--body-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds a request's body may take to arrive (then 408).")
+@click.option("--max-connections", default=None, type=click.IntRange(min=1),
+              help="Open connections at most (default 1000, fewer under a lower open-files limit); at the cap "
+                   "a new one closes the connection that has waited longest for headers.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True,
               help="Log one line per request (request line, status, size, time; never headers or bodies).")
 def serve(
@@ -36,6 +43,9 @@ def serve(
     max_batch_size: int,
     max_model_len: int,
     device: str,
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int | None,
     access_log: bool,
 ) -> None:
     """Serve a model on an OpenAI-compatible API (/v1/models, /v1/chat/completions, /health).
@@ -55,6 +65,7 @@ def serve(
     from benchcheck.engines.options import EngineOptionError, EngineOptions
     from benchcheck.engines.registry import from_options
     from benchcheck.engines.serve import run_server
+    from benchcheck.engines.serve_guard import Guard, default_max_connections
 
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,
@@ -66,8 +77,10 @@ def serve(
     except (OSError, ValueError) as e:
         return die(f"cannot load model {model}: {e}")
     inflight = concurrent_calls(engine)
+    guard = Guard(header_timeout, body_timeout, max_connections or default_max_connections())
     try:
-        run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log)
+        run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log,
+                   guard)
     except OSError as e:  # the port is taken, or the host is not an interface of this machine
         die(f"cannot serve on {host}:{port}: {e}")
 

@@ -99,11 +99,14 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--chunk", type=int, default=1, show_default=True, help="Items per engine call.")
 @click.option("--max-model-len", type=int, default=None,
               help="Declare the engine's context when it cannot report it (never lowers the budget).")
+@click.option("--min-context", type=click.IntRange(min=1), default=65536, show_default=True,
+              help="Stop when the engine's context is below this (seed 001). A lower value is an explicit "
+                   "choice, recorded in logs/runner.log; the budget's own need is never lowered.")
 @click.option("--no-progress", is_flag=True)
 @executor_options
 def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str, rules: str | None,
             workers: int | None, decode_workers: int | None, chunk: int, max_model_len: int | None,
-            no_progress: bool, executor: str, ray_address: str | None, **kw: Any) -> None:
+            min_context: int, no_progress: bool, executor: str, ray_address: str | None, **kw: Any) -> None:
     """Run the missing (bench, item, condition) rows; existing CSV rows are skipped (resumable).
 
     \b
@@ -121,8 +124,8 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
                          concurrency=workers or 6 * max(1, len(eps)))
     try:
         summary = run(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
-                            max_model_len=max_model_len, progress=not no_progress, executor=executor,
-                            ray_address=ray_address), click.echo)
+                            max_model_len=max_model_len, min_context=min_context, progress=not no_progress,
+                            executor=executor, ray_address=ray_address), click.echo)
     except PreconditionError as e:
         die(str(e))
     except ValueError as e:

@@ -78,6 +78,16 @@ def default_name(results: Path, host: str, date: str) -> str:
     return f"{prefix}_returns_{_UNSAFE.sub('-', host)}_{date}.tar.gz"
 
 
+def checksum_name(tarball: str) -> str:
+    """The local ``sha256sum`` file: ``pool_returns.sha256`` / ``fp_returns.sha256`` for the seeds'
+    tarball names, as their ``sha256sum … > pool_returns.sha256`` and upload commands expect (the
+    upload keeps the dated name); ``<stem>.sha256`` for any other name."""
+    for prefix in ("pool_returns", "fp_returns"):
+        if tarball.startswith(prefix + "_"):
+            return f"{prefix}.sha256"
+    return f"{stem(tarball)}.sha256"
+
+
 def stem(name: str) -> str:
     return name[: -len(".tar.gz")] if name.endswith(".tar.gz") else name.rsplit(".", 1)[0]
 
@@ -293,7 +303,7 @@ def pack(opts: PackOptions) -> PackResult:
     # The tarball is streamed (hashed as it is written) into .partial, fsynced, then renamed:
     # the same guarantees as benchcheck.atomic, which takes whole buffers.
     os.replace(tmp, out)
-    sha_file = out.with_name(f"{base}.sha256")
+    sha_file = out.with_name(checksum_name(out.name))
     write_bytes_atomic(sha_file, f"{digest}  {out.name}\n".encode())
     return PackResult(out, sha_file, digest, rj, rm, report, tuple(tally.unchecked))
 

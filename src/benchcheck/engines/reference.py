@@ -74,7 +74,9 @@ def parse_prompt(prompt: str) -> Parsed:
         question = q.group(1).strip()
     options: list[str] = []
     block = prompt.split("Options:\n", 1)[1] if "Options:\n" in prompt else ""
-    for line in block.splitlines():
+    # Lines end at "\n" only: str.splitlines() also breaks at U+2028, U+2029, U+0085 and other
+    # separators an option's text may hold, which cut the option list short.
+    for line in block.split("\n"):
         m = _OPTION_LINE.match(line)
         if not m or m.group(1) != LETTERS[len(options)]:
             break
@@ -229,10 +231,13 @@ def decide(prompt: str, images: Sequence[ImageRef]) -> Decision:
         raise ValueError("no lettered options (A. ..., B. ...) after 'Options:' in the prompt")
     found: list[Evidence] = [e for e in (_leak(parsed.question, options), _plausible(options)) if e]
     if images and parsed.question:
-        try:
-            facts = [frame_facts(im) for im in images]
-        except (OSError, ValueError) as e:
-            raise ValueError(f"an image cannot be read: {e}") from None
+        facts = []
+        for k, im in enumerate(images):
+            try:
+                facts.append(frame_facts(im))
+            except Exception as e:  # PIL raises more than OSError for a broken file; one request fails
+                what = str(im) if not isinstance(im, bytes | bytearray) else f"{len(im)} bytes"
+                raise ValueError(f"image {k} ({what}): not a readable image ({type(e).__name__})") from None
         seen = _vision(parsed.question, options, facts)
         if seen:
             found.append(seen)

@@ -38,7 +38,10 @@ Keys of a rule (``match`` and at least one action are required; unknown keys are
   analysis tests use it to script a "model" whose accuracy depends only on resolution or only
   on the number of frames.
 
-No matching rule is a ``bad_request`` failure naming the text, never a made-up answer.
+No matching rule is a ``bad_request`` failure naming the text, never a made-up answer. An image
+whose size cannot be read fails its own request (400 naming the image: its index and size); the
+other requests of the batch are answered. Behind ``benchcheck serve`` each request is answered as
+soon as it is ready (``score_each`` / ``generate_each``), so a ``delay_s`` holds up its own request only.
 Prompt tokens are estimated (4 characters per token, one token per 32x32 pixels of each image plus
 2), and a prompt over ``max_model_len`` fails as context-too-long, like vLLM.
 """
@@ -51,7 +54,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,17 +99,17 @@ class Rule:
     used: int = 0
     images: dict[str, int] | None = None
 
-    def fits(self, images: Sequence[ImageRef]) -> bool:
-        """Whether the request's frames satisfy the rule's ``images`` bounds."""
+    def fits(self, sizes: Sequence[tuple[int, int]]) -> bool:
+        """Whether the request's frames (their sizes) satisfy the rule's ``images`` bounds."""
         if not self.images:
             return True
         b = self.images
-        n = len(images)
+        n = len(sizes)
         if n < b.get("count_min", 0) or n > b.get("count_max", n):
             return False
         if "short_min" not in b and "short_max" not in b:
             return True
-        short = min((min(_image_size(i)) for i in images), default=0)
+        short = min((min(wh) for wh in sizes), default=0)
         return b.get("short_min", 0) <= short <= b.get("short_max", short)
 
     @property
@@ -223,14 +226,32 @@ def _image_size(image: ImageRef) -> tuple[int, int]:
     return int(size[0]), int(size[1])
 
 
-def _image_tokens(image: ImageRef) -> int:
-    w, h = _image_size(image)
-    return math.ceil(w / 32) * math.ceil(h / 32) + 2
+class UnreadableImage(ValueError):
+    """An image of a request whose size cannot be read; the message names it (one line)."""
 
 
-def estimate_tokens(text: str, images: Sequence[ImageRef] = ()) -> int:
-    """The scripted engine's token count: 4 characters per token, 32x32 pixels per image token."""
-    return (len(text) + 3) // 4 + sum(_image_tokens(i) for i in images)
+def image_sizes(images: Sequence[ImageRef]) -> list[tuple[int, int]]:
+    """(width, height) of each image; an unreadable one raises :class:`UnreadableImage` naming it
+    (its index in the request and its size), whatever PIL raised."""
+    sizes = []
+    for k, image in enumerate(images):
+        try:
+            sizes.append(_image_size(image))
+        except Exception as e:  # PIL raises more than OSError for a broken header
+            what = str(image) if isinstance(image, Path) else f"{len(image)} bytes"
+            raise UnreadableImage(f"image {k} ({what}): not a readable image ({type(e).__name__})") from None
+    return sizes
+
+
+def _size_tokens(size: tuple[int, int]) -> int:
+    return math.ceil(size[0] / 32) * math.ceil(size[1] / 32) + 2
+
+
+def estimate_tokens(text: str, images: Sequence[ImageRef] = (), sizes: Sequence[tuple[int, int]] | None = None) -> int:
+    """The scripted engine's token count: 4 characters per token, 32x32 pixels per image token
+    (``sizes``: the images' sizes when already read)."""
+    sizes = image_sizes(images) if sizes is None else sizes
+    return (len(text) + 3) // 4 + sum(_size_tokens(wh) for wh in sizes)
 
 
 def _failure_kind(status: int, message: str) -> FailureKind:
@@ -270,13 +291,13 @@ class ScriptedEngine:
     def count_tokens(self, req: GenerateRequest) -> int:
         return estimate_tokens((req.system or "") + req.prompt + (req.assistant_prefix or ""), req.images)
 
-    def _pick(self, text: str, images: Sequence[ImageRef] = ()) -> tuple[float, Rule | None]:
+    def _pick(self, text: str, sizes: Sequence[tuple[int, int]] = ()) -> tuple[float, Rule | None]:
         """Total delay of the delay-only rules passed, and the deciding rule (or None)."""
         delay = 0.0
         for rule in self.rules:
             if (rule.times is not None and rule.used >= rule.times) or not rule.pattern.search(text):
                 continue
-            if not rule.fits(images):
+            if not rule.fits(sizes):
                 continue
             rule.used += 1
             delay += rule.delay_s
@@ -306,14 +327,18 @@ class ScriptedEngine:
     async def _answering_rule(self, request_id: str, prompt: str, images: Sequence[ImageRef], counted_text: str,
                               max_tokens: int) -> tuple[Rule, int] | Failure:
         """After the rule's delay: the rule that answers and the prompt's token count, or the failure
-        (no rule, a scripted error, a prompt over the context) that answers instead."""
-        delay, rule = self._pick(prompt, images)
+        (an unreadable image, no rule, a scripted error, a prompt over the context) that answers instead."""
+        try:
+            sizes = image_sizes(images)
+        except UnreadableImage as e:  # this request only: the others of its batch are answered
+            return Failure(request_id, "bad_request", f"scripted: {e}", status=400)
+        delay, rule = self._pick(prompt, sizes)
         if delay:
             await asyncio.sleep(delay)
         decided = self._decide(request_id, prompt, rule)
         if isinstance(decided, Failure):
             return decided
-        tokens = estimate_tokens(counted_text, images)
+        tokens = estimate_tokens(counted_text, sizes=sizes)
         too_long = self._too_long(request_id, tokens, max_tokens)
         return too_long if too_long is not None else (decided, tokens)
 
@@ -354,15 +379,24 @@ class ScriptedEngine:
             model=self.model_name,
         )
 
+    def score_each(self, reqs: Sequence[ScoreRequest]) -> list[Coroutine[Any, Any, LetterScores | Failure]]:
+        """One awaitable per request, so a server answers each as soon as it is ready: a ``delay_s``
+        rule holds up its own request, not the others batched with it."""
+        t0 = time.perf_counter()
+        return [self._score_one(r, t0) for r in reqs]
+
+    def generate_each(self, reqs: Sequence[GenerateRequest]) -> list[Coroutine[Any, Any, Generation | Failure]]:
+        """As :meth:`score_each`, for replies."""
+        t0 = time.perf_counter()
+        return [self._generate_one(r, t0) for r in reqs]
+
     async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
         """Letters' log-probs per request, from the first deciding rule."""
-        t0 = time.perf_counter()
-        return list(await asyncio.gather(*(self._score_one(r, t0) for r in reqs)))
+        return list(await asyncio.gather(*self.score_each(reqs)))
 
     async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """Reply texts per request, from the first deciding rule."""
-        t0 = time.perf_counter()
-        return list(await asyncio.gather(*(self._generate_one(r, t0) for r in reqs)))
+        return list(await asyncio.gather(*self.generate_each(reqs)))
 
     async def aclose(self) -> None:
         """Nothing to release."""

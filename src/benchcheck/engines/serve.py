@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import signal
+import socket
 import sys
 import time
 import uuid
@@ -32,6 +34,7 @@ from benchcheck.engines.serve_chat import (
     parse_chat,
     score_completion,
 )
+from benchcheck.engines.serve_guard import Guard, default_max_connections, read_body
 from benchcheck.engines.wire import error_body
 
 log = logging.getLogger("benchcheck.serve")
@@ -90,13 +93,18 @@ class ServerState:
         self.fingerprint = f"benchcheck-{engine.name}"
         self.created = int(time.time())
         slots = asyncio.Semaphore(inflight)
-        self.scores: Batcher[ScoreRequest, LetterScores | Failure] = Batcher(engine.score, max_batch_size, slots)
+        # Engines that answer each request on its own (scripted) are asked per request, so one
+        # slow or failing request does not hold up or fail the others of its batch.
+        self.scores: Batcher[ScoreRequest, LetterScores | Failure] = Batcher(
+            engine.score, max_batch_size, slots, getattr(engine, "score_each", None)
+        )
         self.generations: Batcher[GenerateRequest, Generation | Failure] = Batcher(
-            engine.generate, max_batch_size, slots
+            engine.generate, max_batch_size, slots, getattr(engine, "generate_each", None)
         )
 
 
 STATE = web.AppKey("state", ServerState)
+GUARD = web.AppKey("guard", Guard)
 
 
 def _failure_response(f: Failure) -> web.Response:
@@ -133,8 +141,14 @@ async def _models(request: web.Request) -> web.Response:
 
 async def _chat(request: web.Request) -> web.Response:
     st = request.app[STATE]
+    guard = request.app[GUARD]
+    raw = await read_body(request, guard.body_timeout_s)
+    if raw is None:
+        resp = error_response(408, f"the request body did not arrive within {guard.body_timeout_s:g} s")
+        resp.force_close()
+        return resp
     try:
-        body = orjson.loads(await request.read())
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         return error_response(400, f"the request body is not valid JSON: {e}")
     model = body.get("model") if isinstance(body, dict) else None
@@ -190,18 +204,23 @@ def build_app(
     api_key: str | None = None,
     max_batch_size: int = 64,
     max_inflight_batches: int = 1,
+    guard: Guard | None = None,
 ) -> web.Application:
     """The server as an aiohttp application (run it with ``run_server`` or an AppRunner).
 
     ``served_model_name`` defaults to the engine's model name; requests may name either.
     ``max_inflight_batches`` bounds concurrent engine calls (1 for a model on one device).
+    ``guard``: the connection limits (``serve_guard``); its header timeout and cap act only when
+    the server is run by ``run_server``, its body timeout always.
     """
     model_id = served_id(engine, served_model_name)
     aliases = {model_id, engine.model_name} | ({served_model_name} if served_model_name else set())
-    middlewares = [_auth_middleware(api_key)] if api_key else []
+    guard = guard or Guard()
+    middlewares = [guard.middleware(), *([_auth_middleware(api_key)] if api_key else [])]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
     state = ServerState(engine, model_id, aliases, max_batch_size, max_inflight_batches)
     app[STATE] = state
+    app[GUARD] = guard
 
     async def startup(_: web.Application) -> None:
         state.scores.start()
@@ -229,18 +248,60 @@ def run_server(
     max_batch_size: int = 64,
     max_inflight_batches: int = 1,
     access_log: bool = False,
+    guard: Guard | None = None,
 ) -> None:
-    """Serve until interrupted (blocking). Binds to loopback unless ``host`` says otherwise."""
+    """Serve until interrupted or terminated (blocking). Binds to loopback unless ``host`` says
+    otherwise. ``guard`` (default: the usual limits, the cap within the open-files limit) times out
+    slow headers and bodies and caps connections."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches)
+    guard = guard or Guard(max_connections=default_max_connections())
+    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches, guard)
     model_id = app[STATE].model_id
     auth = "with API key" if api_key else "no API key"
-    log.info("serving %r (engine %s) on http://%s:%d/v1, %s", model_id, engine.name, host, port, auth)
-    web.run_app(
-        app,
-        host=host,
-        port=port,
-        access_log=logging.getLogger("benchcheck.serve.access") if access_log else None,
-        access_log_format=ACCESS_LOG_FORMAT,
-        print=None,
-    )
+    log.info("serving %r (engine %s) on http://%s:%d/v1, %s; header timeout %g s, body timeout %g s, "
+             "at most %d connections", model_id, engine.name, host, port, auth, guard.header_timeout_s,
+             guard.body_timeout_s, guard.max_connections)
+    asyncio.run(_serve(app, host, port, guard, access_log))
+
+
+async def _serve(app: web.Application, host: str, port: int, guard: Guard, access_log: bool) -> None:
+    """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM."""
+    runner = web.AppRunner(app, access_log=logging.getLogger("benchcheck.serve.access") if access_log else None,
+                           access_log_format=ACCESS_LOG_FORMAT, handle_signals=False)
+    await runner.setup()
+    loop = asyncio.get_running_loop()
+    assert runner.server is not None
+    try:
+        listener = _listen(host, port)
+    except OSError:
+        await runner.cleanup()
+        raise
+    accepting = asyncio.create_task(guard.accept_loop(listener, runner.server))
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await asyncio.wait([accepting, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if accepting.done():
+            accepting.result()  # the accept loop failed: raise its error
+    finally:
+        accepting.cancel()
+        await asyncio.gather(accepting, return_exceptions=True)
+        listener.close()
+        await runner.cleanup()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket; ``SO_REUSEADDR`` as aiohttp's own sites bind (a port in TIME_WAIT after a
+    stopped server is free)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -30,10 +30,15 @@ class Batcher(Generic[Req, Res]):
         run: Callable[[Sequence[Req]], Awaitable[Sequence[Res]]],
         max_batch: int,
         slots: asyncio.Semaphore,
+        each: Callable[[Sequence[Req]], Sequence[Awaitable[Res]]] | None = None,
     ) -> None:
+        """``each``, when the engine has it, gives one awaitable per request of a batch: each
+        request is answered when its own result is ready (a slow request does not hold up its
+        batch-mates) and an exception fails that request only."""
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         self._run = run
+        self._each = each
         self._max_batch = max_batch
         self._slots = slots
         self._pending: deque[tuple[Req, asyncio.Future[Res]]] = deque()
@@ -90,6 +95,9 @@ class Batcher(Generic[Req, Res]):
             self.calls += 1
             self.requests += len(batch)
             self.largest = max(self.largest, len(batch))
+            if self._each is not None:
+                await self._call_each(batch, self._each)
+                return
             results = await self._run([r for r, _ in batch])
             if len(results) != len(batch):
                 raise EngineCallError(f"engine returned {len(results)} results for {len(batch)} requests")
@@ -104,3 +112,24 @@ class Batcher(Generic[Req, Res]):
                     fut.set_exception(err)
         finally:
             self._slots.release()
+
+    @staticmethod
+    async def _call_each(batch: list[tuple[Req, asyncio.Future[Res]]],
+                         each: Callable[[Sequence[Req]], Sequence[Awaitable[Res]]]) -> None:
+        """Answer each request of ``batch`` as its own awaitable completes."""
+        awaitables = each([r for r, _ in batch])
+        if len(awaitables) != len(batch):
+            raise EngineCallError(f"engine returned {len(awaitables)} awaitables for {len(batch)} requests")
+
+        async def one(aw: Awaitable[Res], fut: asyncio.Future[Res]) -> None:
+            try:
+                res = await aw
+            except Exception as e:  # this request only
+                log.error("engine call failed: %s: %s", type(e).__name__, e)
+                if not fut.done():
+                    fut.set_exception(EngineCallError(f"{type(e).__name__}: {e}"))
+                return
+            if not fut.done():
+                fut.set_result(res)
+
+        await asyncio.gather(*(one(aw, fut) for aw, (_, fut) in zip(awaitables, batch, strict=True)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from benchcheck.launch import knobs
 from benchcheck.launch.host import LaunchPlan, run_host
 from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_available
 from benchcheck.screen.cli_run import ShardJob, plan_lines
@@ -33,6 +35,9 @@ class LaunchArgs:
     server_timeout: float
     plan_only: bool
     job: ShardJob  # the items, results and filters every client shard works on
+    python: str = sys.executable  # PY
+    vllm: str = "vllm"  # VLLM
+    sources: dict[str, str] = field(default_factory=dict)  # knob name -> flag | env | default
 
 
 def served_name(model: str, given: str | None) -> str:
@@ -63,15 +68,18 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     n = a.gpus if a.gpus is not None else max(1, detected)
     if n < 1:
         raise ValueError("--gpus must be at least 1")
-    use_vllm = a.server == "vllm" or (a.server == "auto" and vllm_available() and detected > 0)
-    if a.server == "vllm" and not vllm_available():
-        raise ValueError("--server vllm: vllm is not installed")
+    use_vllm = a.server == "vllm" or (a.server == "auto" and vllm_available(a.vllm) and detected > 0)
+    if a.server == "vllm" and not vllm_available(a.vllm):
+        raise ValueError(f"--server vllm: {a.vllm} is not installed (set --vllm or VLLM)")
     opts = ServerOptions(model=model, served_name=served_name(model, a.served_model_name), revision=revision,
                          port0=a.port0, gpu_util=a.gpu_util, max_num_seqs=a.max_num_seqs,
-                         max_model_len=a.max_model_len, use_vllm=use_vllm)
-    plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, job=job,
-                      workers=a.workers or DEFAULT_WORKERS[a.step], logs=Path(a.logs), shard=parse_shard(a.shard),
-                      server_timeout_s=a.server_timeout)
+                         max_model_len=a.max_model_len, use_vllm=use_vllm, python=a.python, vllm=a.vllm)
+    workers = a.workers or DEFAULT_WORKERS[a.step]
+    used = {"step": a.step, "gpus": n, "workers": workers, "port0": a.port0, "gpu_util": a.gpu_util,
+            "max_num_seqs": a.max_num_seqs, "python_exe": a.python, "vllm_cmd": a.vllm, "bench": job.bench}
+    plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, job=job, workers=workers,
+                      logs=Path(a.logs), shard=parse_shard(a.shard), server_timeout_s=a.server_timeout,
+                      knobs=knobs.note(used, a.sources))
     code = run_host(plan, echo)
     remaining(job, load, echo)
     return code

@@ -33,6 +33,7 @@ class LaunchPlan:
     logs: Path
     shard: tuple[int, int] = (0, 1)  # this host's share of a Slurm array
     server_timeout_s: float = 900.0
+    knobs: str = ""  # the launcher's settings and where each came from, for launch_params.txt
 
 
 def client_job(plan: LaunchPlan, server: ServerSpec) -> ShardJob:
@@ -45,9 +46,9 @@ def client_job(plan: LaunchPlan, server: ServerSpec) -> ShardJob:
                    shard=f"{i}/{n}", progress=False, gpus=1 if plan.gpus else 0)
 
 
-def client_argv(job_file: Path) -> list[str]:
+def client_argv(job_file: Path, python: str = sys.executable) -> list[str]:
     """A client process: the program's own entry point on a job file (isolation, not an API)."""
-    return [sys.executable, "-m", "benchcheck", "task", "run", str(job_file)]
+    return [python, "-m", "benchcheck", "task", "run", str(job_file)]
 
 
 def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
@@ -60,7 +61,7 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
             log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"
             job_file = client_job(plan, s).write(plan.logs / f"client_s{plan.step}_gpu{s.index}.job.json")
             with log.open("ab") as f:
-                p = subprocess.Popen(client_argv(job_file), stdout=f, stderr=subprocess.STDOUT,
+                p = subprocess.Popen(client_argv(job_file, plan.options.python), stdout=f, stderr=subprocess.STDOUT,
                                      start_new_session=True)
             clients.append(p)
             started.append(p)
@@ -70,5 +71,6 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
         return max(codes, default=0)
 
     return with_servers(specs, lambda s: plan.logs / f"vllm_s{plan.step}_gpu{s.index}.log", plan.logs,
-                        f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}", plan.server_timeout_s,
+                        f"step {plan.step} shard {plan.shard[0]}/{plan.shard[1]}"
+                        + (f"; {plan.knobs}" if plan.knobs else ""), plan.server_timeout_s,
                         run_clients, echo)

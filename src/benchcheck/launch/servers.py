@@ -52,10 +52,12 @@ class ServerOptions:
     max_model_len: int | None = None
     use_vllm: bool = False
     device: str = "auto"
+    python: str = sys.executable  # PY: the interpreter of `benchcheck serve` servers and the clients
+    vllm: str = "vllm"  # VLLM: the vLLM command
 
 
-def vllm_available() -> bool:
-    return shutil.which("vllm") is not None
+def vllm_available(vllm: str = "vllm") -> bool:
+    return shutil.which(vllm) is not None
 
 
 def visible_gpus(env: Mapping[str, str] | None = None) -> list[str]:
@@ -90,7 +92,7 @@ def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[Serve
         port = opts.port0 + i
         env = {"CUDA_VISIBLE_DEVICES": gpus[i]} if has_gpus else {}
         if opts.use_vllm:
-            argv = ["vllm", "serve", opts.model, "--served-model-name", opts.served_name, "--host", "127.0.0.1",
+            argv = [opts.vllm, "serve", opts.model, "--served-model-name", opts.served_name, "--host", "127.0.0.1",
                     "--port", str(port), "--gpu-memory-utilization", str(opts.gpu_util),
                     "--max-num-seqs", str(opts.max_num_seqs), "--max-logprobs", "20"]
             if opts.revision:
@@ -98,7 +100,7 @@ def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[Serve
             if opts.max_model_len:
                 argv += ["--max-model-len", str(opts.max_model_len)]
         else:
-            argv = [sys.executable, "-m", "benchcheck", "serve", "--model", opts.model, "--served-model-name",
+            argv = [opts.python, "-m", "benchcheck", "serve", "--model", opts.model, "--served-model-name",
                     opts.served_name, "--host", "127.0.0.1", "--port", str(port),
                     "--max-batch-size", str(opts.max_num_seqs), "--device", "cuda" if has_gpus else "cpu"]
             if opts.revision:
@@ -115,7 +117,11 @@ class Running:
 
 
 def port_free(host: str, port: int) -> bool:
+    """Whether a server could listen on ``host:port`` now. Bound with ``SO_REUSEADDR``, as servers
+    (vLLM's uvicorn, ``benchcheck serve``'s aiohttp) bind: a port whose last server has just
+    stopped sits in TIME_WAIT for about a minute and is free to them; a port with a listener is not."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from benchcheck.launch import knobs
 from benchcheck.launch.lifecycle import with_servers
 from benchcheck.launch.servers import ServerSpec, visible_gpus, vllm_available
 
@@ -44,6 +45,9 @@ class SweepLaunch:
     workers_per_gpu: int = SWEEP_WORKERS_PER_GPU
     gpu_util: float = SWEEP_GPU_UTIL
     server_timeout_s: float = 900.0
+    python: str = sys.executable  # PY
+    vllm: str = "vllm"  # VLLM
+    knobs: str = ""  # the settings and their sources, for launch_params.txt
 
 
 def gpu_memory_gib() -> list[float]:
@@ -73,12 +77,12 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
         port = p.port0 + i
         env = {"CUDA_VISIBLE_DEVICES": p.gpus[i]} if p.gpus else {}
         if p.use_vllm:
-            argv = ["vllm", "serve", p.model, "--served-model-name", p.served_name, "--host", "127.0.0.1",
+            argv = [p.vllm, "serve", p.model, "--served-model-name", p.served_name, "--host", "127.0.0.1",
                     "--port", str(port), "--gpu-memory-utilization", str(p.gpu_util), "--max-num-seqs",
                     str(p.max_num_seqs), "--max-model-len", str(SWEEP_MAX_MODEL_LEN), "--limit-mm-per-prompt",
                     SWEEP_LIMIT_MM]
         else:
-            argv = [sys.executable, "-m", "benchcheck", "serve", "--model", p.model, "--served-model-name",
+            argv = [p.python, "-m", "benchcheck", "serve", "--model", p.model, "--served-model-name",
                     p.served_name, "--host", "127.0.0.1", "--port", str(port), "--max-batch-size",
                     str(p.max_num_seqs), "--max-model-len", str(SWEEP_MAX_MODEL_LEN), "--device",
                     "cuda" if p.gpus else "cpu"]
@@ -90,7 +94,7 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
 
 def sweep_client_argv(p: SweepLaunch, specs: Sequence[ServerSpec]) -> list[str]:
     """The one client: every endpoint (round-robin), 6 workers per GPU. Pure."""
-    argv = [sys.executable, "-m", "benchcheck", "sweep", "run", "--engine", "openai", "--model", p.served_name,
+    argv = [p.python, "-m", "benchcheck", "sweep", "run", "--engine", "openai", "--model", p.served_name,
             "--workers", str(p.workers_per_gpu * len(specs)), "--no-progress"]
     for s in specs:
         argv += ["--endpoint", s.url]
@@ -99,19 +103,40 @@ def sweep_client_argv(p: SweepLaunch, specs: Sequence[ServerSpec]) -> list[str]:
     return argv + list(p.sweep_args)
 
 
+@dataclass(frozen=True, slots=True)
+class SweepKnobs:
+    """Seed 001's launcher settings beyond the shared ones (None: the sweep's default), and where
+    each came from (knob name -> flag | env | default) for launch_params.txt."""
+
+    workers_per_gpu: int | None = None  # WORKERS
+    gpu_util: float | None = None  # GPU_UTIL
+    python: str = sys.executable  # PY
+    vllm: str = "vllm"  # VLLM
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
 def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, revision: str | None, server: str,
                       max_num_seqs: int | None, sweep_args: Sequence[str], logs: Path,
-                      port0: int = SWEEP_PORT0) -> SweepLaunch:
+                      port0: int = SWEEP_PORT0, settings: SweepKnobs | None = None,
+                      shown: Mapping[str, object] | None = None) -> SweepLaunch:
+    """The sweep's launch; ``shown``: the client's knobs (PILOT, BENCH, CONDS) for launch_params.txt."""
+    k = settings or SweepKnobs()
+    shown = shown or {}
     gpus = visible_gpus()
     n = gpus_wanted if gpus_wanted is not None else max(1, len(gpus))
     if n < 1:
         raise ValueError("--gpus must be at least 1")
-    if server == "vllm" and not vllm_available():
-        raise ValueError("--server vllm: vllm is not installed")
-    use_vllm = server == "vllm" or (server == "auto" and vllm_available() and bool(gpus))
+    if server == "vllm" and not vllm_available(k.vllm):
+        raise ValueError(f"--server vllm: {k.vllm} is not installed (set --vllm or VLLM)")
+    use_vllm = server == "vllm" or (server == "auto" and vllm_available(k.vllm) and bool(gpus))
     seqs = max_num_seqs or default_max_seqs(gpu_memory_gib()[: n] if gpus else [])
-    return SweepLaunch(n, tuple(gpus[:n]), model, served_name, revision, use_vllm, seqs, tuple(sweep_args), logs,
-                       port0)
+    plan = SweepLaunch(n, tuple(gpus[:n]), model, served_name, revision, use_vllm, seqs, tuple(sweep_args), logs,
+                       port0, workers_per_gpu=k.workers_per_gpu or SWEEP_WORKERS_PER_GPU,
+                       gpu_util=SWEEP_GPU_UTIL if k.gpu_util is None else k.gpu_util, python=k.python,
+                       vllm=k.vllm)
+    return replace(plan, knobs=knobs.note({"gpus": n, "workers": plan.workers_per_gpu, "port0": port0,
+                                           "gpu_util": plan.gpu_util, "max_num_seqs": seqs, "python_exe": k.python,
+                                           "vllm_cmd": k.vllm, **shown}, k.sources))
 
 
 def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
@@ -126,13 +151,15 @@ def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
 
     return with_servers(specs, lambda s: p.logs / f"vllm_gpu{s.index}.log", p.logs,
                         f"sweep: {p.n_servers} servers, max-num-seqs {p.max_num_seqs}, "
-                        f"{p.workers_per_gpu} workers per GPU", p.server_timeout_s, run_client, echo)
+                        f"{p.workers_per_gpu} workers per GPU" + (f"; {p.knobs}" if p.knobs else ""),
+                        p.server_timeout_s, run_client, echo)
 
 
 def launch_sweep(gpus: int | None, model: str | None, revision: str | None, served_model_name: str | None,
                  server: str, max_num_seqs: int | None, port0: int | None, logs: str, item_paths: Sequence[str],
                  results: str, store: str | None, bench: str | None, limit: int | None, columns: str | None,
-                 conds: str | None, pilot: bool, echo: Callable[[str], None]) -> int:
+                 conds: str | None, pilot: bool, echo: Callable[[str], None],
+                 settings: SweepKnobs | None = None) -> int:
     """The body of ``benchcheck launch --sweep`` (exit 2 with a message on a precondition failure)."""
     from benchcheck.launch.cli_run import served_name
     from benchcheck.sweep.conditions import SWEEP_MODEL
@@ -153,7 +180,8 @@ def launch_sweep(gpus: int | None, model: str | None, revision: str | None, serv
         args.append("--pilot")
     try:
         plan = plan_sweep_launch(gpus, name, served_name(name, served_model_name), rev, server, max_num_seqs, args,
-                                 Path(logs), port0 or SWEEP_PORT0)
+                                 Path(logs), port0 or SWEEP_PORT0, settings,
+                                 {"pilot": int(pilot), "bench": bench, "conds": conds})
         return run_sweep_launch(plan, echo)
     except (ValueError, RuntimeError) as e:
         echo(f"error: {e}")

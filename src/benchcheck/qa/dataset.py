@@ -32,6 +32,11 @@ SKIP_NOT_QA = "not_qa"
 SKIP_NO_TEXT_GROUND_TRUTH = "no_text_ground_truth"
 SKIP_NOT_OBJECT = "not_an_object"
 SKIP_BAD_METHOD = "invalid_evaluation_method"
+SKIP_NO_CLIP = "no_clip_named"  # a downloaded dataset's qa item that names no clip (a clarification test)
+
+VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm"})
+# Fields a downloaded dataset's item may name its clip in, before its expected tool calls and its query.
+CLIP_KEYS = ("video", "video_file", "video_name", "sensor", "sensor_id", "media")
 
 _MAX_REPORTED = 20
 
@@ -131,8 +136,50 @@ def _skip_reason(entry: Any) -> str | None:
     return None
 
 
-def _qa_item(entry: dict[str, Any], iid: str | None, videos_root: Path) -> QAItem | str:
-    """The runnable item of a qa entry, or the one-line reason it cannot run."""
+class ClipIndex:
+    """The clips of a downloaded dataset's flat ``videos/`` folder, by file name and by stem, for
+    items that name their clip without a path (the VSS datasets have no ``video`` field)."""
+
+    def __init__(self, videos_root: Path) -> None:
+        self.by_name: dict[str, str] = {}
+        for p in sorted(videos_root.iterdir()) if videos_root.is_dir() else []:
+            if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES:
+                self.by_name.setdefault(p.stem, p.name)
+                self.by_name[p.name] = p.name
+        stems = {Path(n).stem for n in self.by_name.values()}
+        self.stems = sorted(stems, key=lambda s: (-len(s), s))  # longest first: "a_10" before "a_1"
+
+    def lookup(self, raw: str) -> str | None:
+        raw = raw.strip()
+        for token in (raw, PurePosixPath(raw).name, PurePosixPath(raw).stem):
+            if token in self.by_name:
+                return self.by_name[token]
+        return None
+
+    def resolve(self, entry: dict[str, Any], question: str) -> str | None:
+        """The clip an item names: a clip field, then its expected tool calls' ``sensor_id``, then a
+        clip name written in its query as a word of its own; the only clip when there is one."""
+        for key in CLIP_KEYS:
+            raw = entry.get(key)
+            if isinstance(raw, str) and raw.strip() and (hit := self.lookup(raw)) is not None:
+                return hit
+        steps = entry.get("trajectory_ground_truth")
+        for step in steps if isinstance(steps, list) else []:
+            params = step.get("params") if isinstance(step, dict) else None
+            for key in ("sensor_id", "sensor", "video"):
+                raw = params.get(key) if isinstance(params, dict) else None
+                if isinstance(raw, str) and raw.strip() and (hit := self.lookup(raw)) is not None:
+                    return hit
+        for stem in self.stems:
+            if re.search(rf"(?<![\w.-]){re.escape(stem)}(?![\w-])", question):
+                return self.by_name[stem]
+        return self.by_name[self.stems[0]] if len(self.stems) == 1 else None
+
+
+def _qa_item(entry: dict[str, Any], iid: str | None, videos_root: Path,
+             clips: ClipIndex | None = None) -> QAItem | str | None:
+    """The runnable item of a qa entry, or the one-line reason it cannot run (``None``: a
+    downloaded dataset's item that names no clip, skipped)."""
     if iid is None:
         return "missing or invalid 'id' (a non-empty string or integer)"
     methods = entry.get("evaluation_method")
@@ -142,6 +189,10 @@ def _qa_item(entry: dict[str, Any], iid: str | None, videos_root: Path) -> QAIte
     if not isinstance(question, str) or not question.strip():
         return "a qa item needs a text 'query' (or 'question')"
     video = entry.get("video")
+    if clips is not None and not (isinstance(video, str) and (videos_root / video).is_file()):
+        video = clips.resolve(entry, question)
+        if video is None:
+            return None
     if not isinstance(video, str) or not video.strip():
         return "a qa item needs 'video', a path under the videos folder"
     try:
@@ -151,9 +202,10 @@ def _qa_item(entry: dict[str, Any], iid: str | None, videos_root: Path) -> QAIte
     return QAItem(iid, question, str(entry["ground_truth"]), video, path, tuple(methods))
 
 
-def parse_dataset(data: Any, path: Path, videos_root: Path) -> Dataset:
+def parse_dataset(data: Any, path: Path, videos_root: Path, clips: ClipIndex | None = None) -> Dataset:
     """Sort decoded JSON into runnable items, skipped entries and item errors; raises
-    :class:`DatasetError` only when it is not a list or nothing at all can run."""
+    :class:`DatasetError` only when it is not a list or nothing at all can run. With ``clips`` (a
+    downloaded dataset), an item without a usable ``video`` is matched to a clip by name."""
     if not isinstance(data, list):
         raise DatasetError(path, [f"expected a JSON list of items, got a JSON {type(data).__name__}"])
     items: list[QAItem] = []
@@ -170,7 +222,12 @@ def parse_dataset(data: Any, path: Path, videos_root: Path) -> Dataset:
             skipped_entries.append(EntryNote(i, iid, reason))
             continue
         assert isinstance(entry, dict)
-        got = _qa_item(entry, iid, videos_root) if first == i else f"duplicate id {iid!r} (first at entry {first})"
+        got = (_qa_item(entry, iid, videos_root, clips) if first == i
+               else f"duplicate id {iid!r} (first at entry {first})")
+        if got is None:
+            skipped[SKIP_NO_CLIP] += 1
+            skipped_entries.append(EntryNote(i, iid, SKIP_NO_CLIP))
+            continue
         if isinstance(got, QAItem):
             items.append(got)
         else:
@@ -184,8 +241,9 @@ def parse_dataset(data: Any, path: Path, videos_root: Path) -> Dataset:
     return Dataset(path, items, dict(sorted(skipped.items())), len(data), skipped_entries, errors)
 
 
-def load_dataset(path: str | Path, videos_root: str | Path) -> Dataset:
-    """Read and validate a dataset file; every failure is a :class:`DatasetError`."""
+def load_dataset(path: str | Path, videos_root: str | Path, match_clips: bool = False) -> Dataset:
+    """Read and validate a dataset file; every failure is a :class:`DatasetError`. ``match_clips``:
+    a downloaded dataset whose items name their clip in ``videos_root`` by name (:class:`ClipIndex`)."""
     path = Path(path)
     root = Path(videos_root)
     if not root.is_dir():
@@ -198,4 +256,4 @@ def load_dataset(path: str | Path, videos_root: str | Path) -> Dataset:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise DatasetError(path, [f"not valid JSON: {e}"]) from e
-    return parse_dataset(data, path, root)
+    return parse_dataset(data, path, root, ClipIndex(root) if match_clips else None)

@@ -21,6 +21,7 @@ from benchcheck import __version__
 from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem, load_dataset
 from benchcheck.qa.errors import PreconditionError
+from benchcheck.qa.hints import vlm_hints
 from benchcheck.qa.judge import Judge, JudgeConfig, refusal_hint
 from benchcheck.qa.outputs import write_outputs
 from benchcheck.qa.records import Judgement, VLMAnswer
@@ -43,6 +44,8 @@ class RunOptions:
     watchdog_grace_s: float = 60.0
     concurrency: int = 1
     limit: int | None = None
+    match_clips: bool = False  # a downloaded dataset: items name their clip (qa.dataset.ClipIndex)
+    dataset_name: str | None = None  # --dataset-name, for summary.json
 
 
 @dataclass(slots=True)
@@ -130,11 +133,15 @@ async def _finish(config: RunConfig, out_dir: Path, answers: dict[str, VLMAnswer
                             not_selected=config.not_selected, settings=settings,
                             skipped_entries=config.skipped_entries, entry_errors=config.entry_errors,
                             judge_model_requested=judge.model if judge else None, judge_hint=hint)
+    hints = vlm_hints(answers[i.id] for i in config.items)
+    if hints:
+        summary["vlm_hints"] = hints
     write_outputs(out_dir, results, summary, redactor)
     outcome.exit_code = summary["exit_code"]
     outcome.summary = redactor.value(summary)
     if hint:
         outcome.notes.append(f"hint: {redactor.text(hint)}")
+    outcome.notes += [f"hint: {h}" for h in hints]
     return outcome
 
 
@@ -153,11 +160,12 @@ def _now() -> str:
 
 def prepare_run(opts: RunOptions, vlm: VLM, redactor: Masker) -> RunConfig:
     """Load the dataset and record the run's configuration; raises :class:`PreconditionError`."""
-    dataset = load_dataset(opts.dataset, opts.videos)
+    dataset = load_dataset(opts.dataset, opts.videos, opts.match_clips)
     items = dataset.items[: opts.limit] if opts.limit is not None else dataset.items
     vlm_settings = {**vlm.settings(), "num_frames": opts.num_frames, "timeout_s": opts.timeout_s}
     settings = {
-        "dataset": str(opts.dataset), "videos": str(opts.videos), **vlm_settings,
+        "dataset": str(opts.dataset), "videos": str(opts.videos),
+        **({"dataset_name": opts.dataset_name} if opts.dataset_name else {}), **vlm_settings,
         "watchdog_grace_s": opts.watchdog_grace_s, "concurrency": opts.concurrency,
         "limit": opts.limit, "benchcheck_version": __version__,
     }

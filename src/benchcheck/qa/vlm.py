@@ -46,16 +46,17 @@ def make_vlm(opts: VLMOptions, *, num_frames: int, timeout_s: float, watchdog_gr
     if (opts.cmd is None) == (opts.endpoint is None):
         raise PreconditionError("give exactly one of --vlm-cmd or --vlm-endpoint")
     if opts.cmd is not None:
-        if opts.inline_media or opts.video_url_base or opts.model or opts.api_key_env:
-            raise PreconditionError("--vlm-model, --vlm-api-key-env, --inline-media and --video-url-base "
-                                    "apply to --vlm-endpoint only")
+        if opts.video_url_base or opts.model or opts.api_key_env:
+            raise PreconditionError("--vlm-model, --vlm-api-key-env and --video-url-base apply to --vlm-endpoint "
+                                    "only")
         from benchcheck.qa.vlm_cmd import CommandVLM
 
         unset = [n for n in opts.env_passed if n not in env]
         if unset:
             raise PreconditionError(f"--vlm-env {', '.join(unset)}: not set in this environment")
         try:
-            return CommandVLM(opts.cmd, num_frames, timeout_s, watchdog_grace_s, redactor, env, opts.env_passed)
+            return CommandVLM(opts.cmd, num_frames, timeout_s, watchdog_grace_s, redactor, env, opts.env_passed,
+                              opts.inline_media, warn)
         except ValueError as e:
             raise PreconditionError(str(e)) from None
     return _endpoint_vlm(opts, num_frames=num_frames, timeout_s=timeout_s, watchdog_grace_s=watchdog_grace_s,

@@ -1,8 +1,9 @@
 """The VLM as a command line (``--vlm-cmd``), run under a watchdog.
 
 The template is split into words once, as a POSIX shell would (``shlex.split``: quotes group,
-no expansion), and every placeholder ``{video}``, ``{question}``, ``{num_frames}`` or
-``{timeout}`` must be a whole word by itself (``{question}``, ``"{question}"``); a placeholder
+no expansion), and every placeholder ``{video}``, ``{question}``, ``{num_frames}``,
+``{timeout}`` or ``{inline_media}`` (``--inline-media`` with that option, else left out) must be a
+whole word by itself (``{question}``, ``"{question}"``); a placeholder
 inside a longer word (``--q={question}``, ``"Q: {question}"``) refuses the template. Each
 placeholder word becomes exactly one argument holding the value verbatim and the command is
 executed directly, never through ``/bin/sh``, so no text of the dataset is ever parsed by a
@@ -24,7 +25,7 @@ import shlex
 import shutil
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchcheck.masking import Masker
@@ -32,10 +33,13 @@ from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.proc import child_environment, run_with_watchdog
 from benchcheck.qa.records import VLMAnswer
 
-PLACEHOLDERS = ("video", "question", "num_frames", "timeout")
+PLACEHOLDERS = ("video", "question", "num_frames", "timeout", "inline_media")
 REQUIRED_PLACEHOLDERS = ("video", "question")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _TAIL_CHARS = 500
+INLINE_FLAG = "--inline-media"  # what {inline_media} becomes with --inline-media (dropped without it)
+ENV_INLINE = "BENCHCHECK_QA_INLINE_MEDIA"  # "1" in the command's environment with --inline-media
+INLINE_WARN_BYTES = 10 * 1024 * 1024
 
 
 def split_template(template: str) -> list[str]:
@@ -72,10 +76,18 @@ def check_template(template: str) -> None:
     split_template(template)
 
 
-def fill_template(words: list[str], values: dict[str, str]) -> list[str]:
-    """The argument vector: each placeholder word replaced by its value verbatim (one argument);
-    every other word, braces included, stays as written."""
-    return [values[m.group(1)] if (m := _PLACEHOLDER.fullmatch(w)) is not None else w for w in words]
+def fill_template(words: list[str], values: dict[str, str | None]) -> list[str]:
+    """The argument vector: each placeholder word replaced by its value verbatim (one argument),
+    or left out when its value is None (``{inline_media}`` without ``--inline-media``); every
+    other word, braces included, stays as written."""
+    out = []
+    for w in words:
+        m = _PLACEHOLDER.fullmatch(w)
+        if m is None:
+            out.append(w)
+        elif (v := values[m.group(1)]) is not None:
+            out.append(v)
+    return out
 
 
 def parse_vlm_output(stdout: str) -> tuple[str, str | None]:
@@ -120,7 +132,8 @@ class CommandVLM:
     kind = "command"
 
     def __init__(self, template: str, num_frames: int, timeout_s: float, watchdog_grace_s: float,
-                 redactor: Masker, env: Mapping[str, str] | None = None, env_passed: tuple[str, ...] = ()) -> None:
+                 redactor: Masker, env: Mapping[str, str] | None = None, env_passed: tuple[str, ...] = (),
+                 inline_media: bool = False, warn: Callable[[str], None] = lambda _m: None) -> None:
         self.argv = split_template(template)
         if shutil.which(self.argv[0]) is None:
             raise ValueError(f"--vlm-cmd: the program {self.argv[0]!r} is not found or not executable")
@@ -131,12 +144,23 @@ class CommandVLM:
         self.redactor = redactor
         self.env_passed = env_passed
         self.env = child_environment(os.environ if env is None else env, env_passed)
+        # --inline-media: the clip goes to the VLM inline (the old behaviour of `vss vlm run --file`):
+        # {inline_media} becomes --inline-media and the command's environment says so.
+        self.inline_media = inline_media
+        self.warn = warn
+        if inline_media:
+            self.env[ENV_INLINE] = "1"
+            if "{inline_media}" not in self.argv:
+                warn(f"--inline-media: the --vlm-cmd template has no {{inline_media}} word; the command is told "
+                     f"only by {ENV_INLINE}=1 in its environment (put {{inline_media}} where your VLM CLI takes "
+                     f"its inline flag: it becomes {INLINE_FLAG})")
 
     def settings(self) -> dict[str, Any]:
         """What identifies this VLM in the run configuration (no secrets)."""
         # Only when used, so the configuration hash of earlier runs (and their stored answers) holds.
         passed = {"vlm_env_passed": sorted(self.env_passed)} if self.env_passed else {}
-        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template), **passed}
+        inline = {"media": "inline"} if self.inline_media else {}
+        return {"mode": self.kind, "vlm_cmd": self.redactor.text(self.template), **passed, **inline}
 
     def command_for(self, item: QAItem) -> list[str]:
         return fill_template(self.argv, {
@@ -144,11 +168,17 @@ class CommandVLM:
             "question": item.question,
             "num_frames": str(self.num_frames),
             "timeout": f"{self.timeout_s:g}",
+            "inline_media": INLINE_FLAG if self.inline_media else None,
         })
 
     async def answer(self, item: QAItem) -> VLMAnswer:
         if not item.video_path.is_file():
             return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
+        if self.inline_media and item.video_path.stat().st_size > INLINE_WARN_BYTES:
+            size = item.video_path.stat().st_size / 2**20
+            self.warn(f"{item.id}: {item.video} is {size:.1f} MB inline (--inline-media); VLMs commonly reject "
+                      "clips over ~10 MB (HTTP 422 '... content ... valid string'): configure a routable "
+                      "address so the clip is fetched by URL")
         limit = self.timeout_s + self.watchdog_grace_s
         t0 = time.monotonic()
         try:

@@ -14,6 +14,7 @@ from benchcheck.spec import RunSpec
 from benchcheck.sweep.conditions import BLIND, condition_specs, parse_conditions
 from benchcheck.sweep.engine import (
     DEFAULT_WORKERS_PER_ENDPOINT,
+    MIN_CONTEXT,
     SweepEngine,
     build_sweep_engine,
     check_context,
@@ -48,6 +49,7 @@ class SweepArgs:
     decode_workers: int | None = None
     chunk: int = 1
     max_model_len: int | None = None
+    min_context: int = MIN_CONTEXT  # lowered only by an explicit --min-context
     progress: bool = True
     token_budget: int = TOKEN_BUDGET
     max_images: int = MAX_IMAGES
@@ -118,7 +120,10 @@ def run(a: SweepArgs, echo: Echo) -> SweepSummary:
 def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None) -> None:
     """``PreconditionError`` (logged) when the engine's context cannot hold the budget."""
     visual = any(c.kind == "todo" and c.condition != BLIND for c in cells)
-    problem = check_context(known, a.max_model_len, visual, a.token_budget)
+    problem = check_context(known, a.max_model_len, visual, a.token_budget, min_context=a.min_context)
+    if visual and not problem and a.min_context < MIN_CONTEXT:
+        log_line(a.paths, f"context floor lowered to {a.min_context:,} tokens by --min-context "
+                          f"(engine: {known if known is not None else a.max_model_len} tokens)")
     if problem:
         log_line(a.paths, f"stopped: {problem}")
         raise PreconditionError(problem)

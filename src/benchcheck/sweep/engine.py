@@ -17,6 +17,8 @@ from benchcheck.spec import ModelRef
 from benchcheck.sweep.conditions import MAX_TOKENS, SWEEP_MODEL
 from benchcheck.video.plans import TOKEN_BUDGET
 
+MIN_CONTEXT = 65536  # seed 001: stop and report when a server cannot serve this many tokens
+
 DEFAULT_WORKERS_PER_ENDPOINT = 6  # seed 001: 6 client workers per GPU
 
 
@@ -77,10 +79,13 @@ def engine_max_model_len(engine: Engine, o: SweepEngine) -> int | None:
 
 
 def check_context(known: int | None, declared: int | None, needs_budget: bool,
-                  budget: int = TOKEN_BUDGET, max_tokens: int = MAX_TOKENS) -> str | None:
-    """None when the context holds ``budget + max_tokens``; else the message to stop with.
+                  budget: int = TOKEN_BUDGET, max_tokens: int = MAX_TOKENS,
+                  min_context: int = MIN_CONTEXT) -> str | None:
+    """None when the context holds ``budget + max_tokens`` and ``min_context``; else the message to stop with.
 
     The budget is never lowered to fit: a smaller context would silently change the fps ladders.
+    ``min_context`` is seed 001's rule (stop when a server cannot serve 65,536 tokens); only an
+    explicit ``--min-context`` lowers it, never below what the budget needs.
     """
     if not needs_budget:
         return None
@@ -94,6 +99,11 @@ def check_context(known: int | None, declared: int | None, needs_budget: bool,
         return (f"the engine's max model length is {have:,} tokens < {need:,} (--token-budget {budget} + "
                 f"max_tokens {max_tokens}); serve with --max-model-len 65536. The budget is never lowered: "
                 "a smaller context would silently change the fps ladders")
+    if have < min_context:
+        return (f"the engine's max model length is {have:,} tokens < {min_context:,}: the protocol's servers "
+                f"serve {MIN_CONTEXT:,} (--max-model-len {MIN_CONTEXT}) and a machine that cannot is to be "
+                "reported, not run (seed 001, section 6). Serve with --max-model-len 65536, or accept this "
+                f"context explicitly with --min-context {have} (recorded in logs/runner.log)")
     return None
 
 

@@ -56,6 +56,16 @@ def reuse_row(cell: Cell, spec: RunSpec, source: Mapping[str, Any]) -> dict[str,
             "meta": json.dumps(meta, sort_keys=True), "written_at": now_stamp()}
 
 
+def raw_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The raw line of an NA or reused row: the row with its ``meta`` as an object. A CSV made by
+    another tool may have no ``meta`` column; the reason and ``reused_from`` then live here only."""
+    try:
+        meta = json.loads(row.get("meta") or "{}")
+    except ValueError:
+        meta = {}
+    return {**row, "meta": meta}
+
+
 def failure_line(cell: Cell, kind: str, message: str, spec: RunSpec | None = None) -> dict[str, Any]:
     return {"bench": cell.item.bench, "item_id": cell.item.item_id, "condition": cell.condition,
             "video_id": cell.item.video_id, "kind": kind, "message": message,

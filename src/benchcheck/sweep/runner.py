@@ -36,7 +36,7 @@ from benchcheck.sweep.results import (
     log_line,
     read_csv,
 )
-from benchcheck.sweep.rows import answer_rows, engine_failure, failure_line, na_row, reuse_row
+from benchcheck.sweep.rows import answer_rows, engine_failure, failure_line, na_row, raw_of, reuse_row
 from benchcheck.video.plans import FramePlan
 
 Echo = Callable[[str], None]
@@ -191,10 +191,21 @@ def _write_unit(paths: SweepPaths, unit: Unit, r: UnitResult, summary: SweepSumm
         summary.failures += len(r.failures)
 
 
+def _append_raw_rows(paths: SweepPaths, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Raw lines of NA and reused rows, before their CSV rows (as for answers): the reason and
+    ``reused_from`` are kept even when the CSV has no ``meta`` column (a file made elsewhere)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((str(r["condition"]), str(r["bench"])), []).append(raw_of(r))
+    for (condition, bench), raw in groups.items():
+        append_raw(paths, condition, bench, raw)
+
+
 def write_static(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepPaths,
                  summary: SweepSummary) -> None:
     """NA rows and the failures of items without a usable video (no engine needed)."""
     na = [na_row(c, specs[c.condition]) for c in cells if c.kind == "na"]
+    _append_raw_rows(paths, na)
     summary.written["NA"] += append_csv(paths.csv, na)
     fails = [failure_line(c, "no_video", c.reason, specs[c.condition]) for c in cells if c.kind == "failure"]
     if fails:
@@ -219,6 +230,7 @@ def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swe
                                         specs[c.condition]))
         else:
             rows.append(reuse_row(c, specs[c.condition], src))
+    _append_raw_rows(paths, rows)
     summary.written["reuse"] += append_csv(paths.csv, rows)
     if waiting:
         append_failures(paths, waiting)

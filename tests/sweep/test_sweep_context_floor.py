@@ -1,0 +1,54 @@
+"""Seed 001: stop when the server cannot serve 65,536 tokens. A 60,000-token server holds the budget
+(58,128) but is refused unless the user lowers the floor explicitly with --min-context."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sweep_helpers import item, write_items, write_rules
+
+from benchcheck.engines.scripted import ScriptedEngine
+from benchcheck.engines.serve import build_app
+from benchcheck.sweep.engine import MIN_CONTEXT, check_context
+from loopback import thread_server
+
+RULES = [{"match": "", "reply": "The answer is A."}]
+
+
+def _argv(tmp: Path, store: Path, url: str, *extra: str) -> list[str]:
+    items = write_items(tmp / "items", [item("Alpha", 0, "mid100"), item("Alpha", 1, "s720")])
+    argv = [sys.executable, "-m", "benchcheck", "sweep", "run"]
+    for p in items:
+        argv += ["--items", str(p)]
+    return [*argv, "--store", str(store), "--results", str(tmp / "fp" / "results"), "--engine", "openai",
+            "--endpoint", f"{url}/v1", "--model", "small", "--conds", "v_1", "--decode-workers", "0",
+            "--no-progress", *extra]
+
+
+def test_the_floor_is_65536_and_the_budget_need_stays_below_it() -> None:
+    assert MIN_CONTEXT == 65536
+    assert check_context(65536, None, True) is None
+    msg = check_context(60000, None, True)
+    assert msg is not None and "60,000 tokens < 65,536" in msg and "--min-context 60000" in msg
+    assert check_context(60000, None, True, min_context=60000) is None
+    assert check_context(40000, None, True, min_context=30000) is not None  # never below the budget's need
+    assert check_context(60000, None, False) is None  # blind conditions need no context
+
+
+def test_a_60000_server_is_refused_then_accepted_with_an_explicit_floor(tmp_path: Path, store: Path) -> None:
+    write_rules(tmp_path / "r.json", RULES)
+    engine = ScriptedEngine(RULES, name="small", max_model_len=60000)
+    with thread_server(build_app(engine, "small")) as url:
+        refused = subprocess.run(_argv(tmp_path, store, url), capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2, refused.stderr
+        assert "60,000 tokens < 65,536" in refused.stderr and "--min-context 60000" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert not (tmp_path / "fp" / "results" / "conditions_results.csv").exists()
+        accepted = subprocess.run(_argv(tmp_path, store, url, "--min-context", "60000"), capture_output=True,
+                                  text=True, timeout=120)
+    assert accepted.returncode == 0, accepted.stderr
+    assert (tmp_path / "fp" / "results" / "conditions_results.csv").is_file()
+    log = (tmp_path / "fp" / "logs" / "runner.log").read_text()
+    assert "context floor lowered to 60,000 tokens by --min-context" in log
