@@ -97,8 +97,8 @@ class CliResult:
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout_s: float = 120.0) -> CliResult:
-    """``benchcheck ARGS`` in a subprocess with exactly ``env`` (plus PATH and HOME)."""
-    full = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    """``benchcheck ARGS`` in a subprocess with exactly ``env`` (plus PATH, HOME, LANG, PYTHONPATH)."""
+    full = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "PYTHONPATH") if k in os.environ}
     full.update(env)
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", "from benchcheck.cli import main; main()", *args],
