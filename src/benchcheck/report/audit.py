@@ -82,6 +82,20 @@ def top_by(*columns: str) -> Summary:
     return summary
 
 
+def columns_first(first: tuple[str, ...], inner: Summary) -> Summary:
+    """``inner``'s summary with ``first`` (those the table has) as its leading columns, in that
+    order, and the others after them: what a reader needs first stays in view."""
+    def summary(header: list[str], rows: Rows) -> tuple[list[str], Rows, str]:
+        head, shown, note = inner(header, rows)
+        lead = [c for c in first if c in head]
+        order = [head.index(c) for c in lead] + [i for i, c in enumerate(head) if c not in lead]
+        return [head[i] for i in order], [[r[i] if i < len(r) else "" for i in order] for r in shown], note
+    return summary
+
+
+NULL_FIRST = ("bench", "step", "items", "removed", "observed_rate", "cond_null_rate", "p_value", "p_adjusted",
+              "excess_called", "est_false_removals", "est_false_lo", "est_false_hi")
+
 THRESHOLDS_SHOWN = (0.0, 0.5, LOG2, 1.0, 1.5, 2.0, 3.0)
 
 
@@ -119,7 +133,7 @@ class TableSpec:
 
 TABLES = (
     TableSpec("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)",
-              top_by("est_false_removals", "removed")),
+              columns_first(NULL_FIRST, top_by("removed", "est_false_removals"))),
     TableSpec("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)", thresholds_by_step),
     TableSpec("audit_fdr_target.csv", "--target-fdr: the smallest margin threshold whose false-discovery upper bound "
                                       "reaches the target, and the removals it keeps"),
@@ -296,7 +310,7 @@ def fdr_chart(path: Path) -> str | None:
     if not pts:
         return None
     xs = [t for t, _, _ in pts]
-    return svg.lines("Estimated false-discovery share of the removals above a threshold", xs,
+    return svg.lines("False-discovery share above a threshold", xs,
                      [("estimate", PALETTE[0], [v for _, v, _ in pts]),
                       ("upper bound", PALETTE[3], [v for *_, v in pts])],
                      ymax=1.0, vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
