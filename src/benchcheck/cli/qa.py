@@ -150,7 +150,7 @@ def run(dataset: str | None, videos: str | None, dataset_name: str | None, datas
     Example:
       benchcheck qa run --dataset qa.json --videos clips --output-dir out/qa \\
         --vlm-cmd "myvlm {video} {question}" --vlm-env NGC_API_KEY
-      benchcheck qa run --dataset-name vss-devx-base --dataset-file dataset_single_turn.json \
+      benchcheck qa run --dataset-name vss-devx-base --dataset-file dataset_single_turn.json \\
         --vlm-cmd "vss vlm run --file {video} --prompt {question} --timeout {timeout}"
     """
     import asyncio
