@@ -84,15 +84,9 @@ def group_decisions(group: Sequence[Forwards]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def group_tables(group: Sequence[Forwards], threshold: float = LOG2) -> np.ndarray:
-    """The removal table of items with the same k, batched by their number of forwards."""
-    out = np.zeros((len(group), group[0].k), dtype=bool)
-    by_n: dict[int, list[int]] = defaultdict(list)
-    for i, f in enumerate(group):
-        by_n[len(f.lps)].append(i)
-    for idx in by_n.values():
-        perms = np.array([group[i].perms for i in idx], dtype=np.int64)
-        lps = np.array([group[i].lps for i in idx], dtype=np.float64)
-        out[idx] = removal_tables(perms, lps, threshold)
+    """The removal table of items with the same k (``removal_tables`` over ``group_decisions``)."""
+    ok, mean = group_decisions(group)
+    out: np.ndarray = ok & (mean > threshold)
     return out
 
 
