@@ -50,5 +50,5 @@ def test_a_60000_server_is_refused_then_accepted_with_an_explicit_floor(tmp_path
                                   text=True, timeout=120)
     assert accepted.returncode == 0, accepted.stderr
     assert (tmp_path / "fp" / "results" / "conditions_results.csv").is_file()
-    log = (tmp_path / "fp" / "logs" / "runner.log").read_text()
+    log = (tmp_path / "fp" / "results" / "logs" / "runner.log").read_text()  # RESULTS/logs by default
     assert "context floor lowered to 60,000 tokens by --min-context" in log

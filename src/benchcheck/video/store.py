@@ -228,9 +228,17 @@ def _run_pool(todo: Sequence[SourceFile], store: Path, workers: int, threads: in
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             inflight: dict[Future[NormalizeOutcome], SourceFile] = {}
             while (pending or inflight) and not suspects:
+                broken = False
                 while pending and len(inflight) < workers:
                     src = pending.popleft()
-                    inflight[pool.submit(work, src, store, threads)] = src
+                    try:
+                        inflight[pool.submit(work, src, store, threads)] = src
+                    except BrokenProcessPool:  # a worker died since the last wait: this one never ran
+                        pending.appendleft(src)
+                        broken = True
+                        break
+                if broken and not inflight:
+                    break  # a new pool takes the rest
                 done, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in done:
                     src = inflight.pop(fut)
