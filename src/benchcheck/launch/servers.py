@@ -7,6 +7,7 @@ otherwise `benchcheck serve` (which speaks the same API subset); on a machine wi
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import shlex
 import shutil
@@ -146,7 +147,9 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(f"{base}/health", timeout=timeout) as r:
             return bool(r.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
+    # HTTPException: not an HTTP server yet. A poll of a port in the ephemeral range before the
+    # server listens can connect to itself (TCP simultaneous open) and read its own request back.
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return False
 
 

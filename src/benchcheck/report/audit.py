@@ -133,7 +133,7 @@ class TableSpec:
 
 TABLES = (
     TableSpec("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)",
-              columns_first(NULL_FIRST, top_by("removed", "est_false_removals"))),
+              columns_first(NULL_FIRST, top_by("est_false_removals", "removed"))),
     TableSpec("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)", thresholds_by_step),
     TableSpec("audit_fdr_target.csv", "--target-fdr: the smallest margin threshold whose false-discovery upper bound "
                                       "reaches the target, and the removals it keeps"),
@@ -310,7 +310,7 @@ def fdr_chart(path: Path) -> str | None:
     if not pts:
         return None
     xs = [t for t, _, _ in pts]
-    return svg.lines("False-discovery share above a threshold", xs,
+    return svg.lines("The false-discovery share above a threshold", xs,
                      [("estimate", PALETTE[0], [v for _, v, _ in pts]),
                       ("upper bound", PALETTE[3], [v for *_, v in pts])],
                      ymax=1.0, vline=(LOG2, f"the protocol's threshold, log 2 = {LOG2:.3f}"),
