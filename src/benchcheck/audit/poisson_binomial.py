@@ -8,13 +8,13 @@ probabilities hold for small counts where a normal approximation does not.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
+from benchcheck.audit.normal import norm_sf
+
 CERTAIN = 1.0 - 1e-12  # a probability this close to 1 is a certain removal
-_ERFC = np.frompyfunc(math.erfc, 1, 1)
 EXACT_MAX = 3000  # Bernoullis up to which the bounds convolve exactly; beyond, a normal approximation
 
 
@@ -52,8 +52,7 @@ def p_value(p: Sequence[float] | np.ndarray, observed: int) -> float:
 def _normal_sf(x: np.ndarray, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
     """P(X >= x) by the normal approximation with a continuity correction."""
     z = (x - 0.5 - mean) / np.sqrt(np.maximum(var, 1e-12))
-    out: np.ndarray = 0.5 * _ERFC(z / math.sqrt(2.0)).astype(np.float64)
-    return out
+    return norm_sf(z)
 
 
 def _normal_bounds(kept: np.ndarray, rem: np.ndarray, alpha: float) -> tuple[int, int]:
