@@ -14,7 +14,7 @@ Prints five tables:
    true shortcuts;
 5. a removal rate's interval clustered by video: coverage of the true rate.
 
-    PYTHONPATH=src python benchmarks/audit_calibration.py [--seeds 20] [--quick]
+    PYTHONPATH=src python -m benchmarks.audit_calibration [--seeds 20] [--quick]
 """
 
 from __future__ import annotations
@@ -144,8 +144,8 @@ def confidence_table(seeds: int) -> None:
         print(f"**{name}** (all decisions; ECE {e_all:.3f}, removals only {e_rm:.3f})\n")
         print("| claimed flip | decisions | mean claimed | observed flip rate |")
         print("|---|---|---|---|")
-        for a, b, n, c, o in rows:
-            print(f"| [{a:.2f}, {b:.2f}) | {n} | {c:.3f} | {o:.3f} |")
+        for a, b, n, mean_claimed, o in rows:
+            print(f"| [{a:.2f}, {b:.2f}) | {n} | {mean_claimed:.3f} | {o:.3f} |")
         print()
 
         def mean(xs: list[float | None]) -> str:

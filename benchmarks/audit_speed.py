@@ -1,6 +1,6 @@
 """How long ``benchcheck audit`` takes per item (pure part, rows already in memory).
 
-    python benchmarks/audit_speed.py --items 20000 --rounds 1000
+    python -m benchmarks.audit_speed --items 20000 --rounds 1000
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Does the audit's null hold up on benchmarks with a known truth? (docs/audit.md, "Validity")
 
-    python benchmarks/audit_validity.py [--seeds 200] [--jobs N] [--quick] [--only coverage|calls|fdr]
+    python -m benchmarks.audit_validity [--seeds 200] [--jobs N] [--quick] [--only coverage|calls|fdr]
 
 Constructed worlds, simulated at the level of the audit's pure functions (``Forwards`` records
 built in memory and passed to ``audit.null.nulls`` / ``audit.fdr``; the rows a screening would
@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing import Pool
+from multiprocessing.pool import Pool as PoolT
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def _runs(n: int, seeds: int) -> int:
     return max(20, seeds if n <= 300 else seeds // 4)
 
 
-def coverage(ns: Sequence[int], seeds: int, pool: Pool) -> list[str]:
+def coverage(ns: Sequence[int], seeds: int, pool: PoolT) -> list[str]:
     lines = ["| golds | step | n | runs | covered | mean truth | mean estimate | mean width |",
              "|---|---|---|---|---|---|---|---|"]
     for golds in GOLDS:
@@ -141,7 +142,7 @@ def _calls_run(task: tuple[str, int, int]) -> int:
     return sum(r.called for r in nulls(by_step, rounds=10, seed=seed))
 
 
-def false_calls(seeds: int, pool: Pool, n: int = 300) -> list[str]:
+def false_calls(seeds: int, pool: PoolT, n: int = 300) -> list[str]:
     lines = ["| golds | items per cell | runs | runs with a false call | cells called (of 40 per run) |",
              "|---|---|---|---|---|"]
     for golds in GOLDS:
@@ -175,7 +176,7 @@ def _fdr_run(task: tuple[str, int, int, float]) -> tuple[bool, float | None, flo
     return True, None, 0.0, base  # nothing kept: no false discovery
 
 
-def fdr_target(ns: Sequence[int], seeds: int, pool: Pool, goal: float = 0.1) -> list[str]:
+def fdr_target(ns: Sequence[int], seeds: int, pool: PoolT, goal: float = 0.1) -> list[str]:
     lines = ["| golds | n | runs | true FDP <= 0.1 | target reached | mean threshold | mean kept / removed | "
              "mean true FDP at log 2 |", "|---|---|---|---|---|---|---|---|"]
     for golds in GOLDS:

@@ -7,27 +7,23 @@ the engine batches them (``hf_batch.chunk_spans`` in arrival order, each chunk s
 whole call were sorted at once. The padding share is what an unpadded layout
 (``HFEngine.unpadded_scoring``) would save of the language model's tokens.
 
-Run:  PYTHONPATH=src python benchmarks/batch_padding.py
+Run:  PYTHONPATH=src python -m benchmarks.batch_padding
 """
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.engines.hf_batch import chunk_spans, plan_batches
 from benchcheck.engines.hf_inputs import PromptEncoder
 from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
-from benchcheck.engines.models.config import transformers_module
-from benchcheck.engines.models.random import PREPROCESSOR_CONFIG
+from benchcheck.engines.models.config import PREPROCESSOR_CONFIG, transformers_module
 from benchcheck.engines.models.tokenizer import QWEN_FIRST_SPECIAL_ID, write_tokenizer
-from engine_throughput import jpeg
-from gpu_screen import synthetic_items, visual
+from benchmarks.shared.workloads import jpeg, synthetic_items, visual
 
 
 def padding(lengths: Sequence[int], batches: Sequence[Sequence[int]]) -> float:

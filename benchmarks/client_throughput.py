@@ -18,7 +18,7 @@ bottleneck is visible. Clients run interleaved for ``--rounds`` rounds
 (the machine is shared and noisy) and the median is reported. Prints a Markdown table;
 ``--json`` writes every row.
 
-    python benchmarks/client_throughput.py --text 4000 --frames 400 --rounds 3 --json /tmp/client.json
+    python -m benchmarks.client_throughput --text 4000 --frames 400 --rounds 3 --json /tmp/client.json
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 
 Every variant runs in its own process so its peak memory (ru_maxrss) is its own.
 
-    python benchmarks/data_io.py --shard-mib 1024 --videos 300 --dir /dev/shm
+    python -m benchmarks.data_io --shard-mib 1024 --videos 300 --dir /dev/shm
 """
 
 from __future__ import annotations
@@ -86,8 +86,7 @@ _SERVER = r"""
 import sys, threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-sys.path.insert(0, sys.argv[2])
-from data_helpers import FakeHub, HubHandler
+from benchcheck.testing.hub import FakeHub, HubHandler
 hub = FakeHub()
 hub.add_dir("lab/frames", Path(sys.argv[1]))
 server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (HubHandler,), {"hub": hub}))
@@ -218,9 +217,7 @@ def main() -> None:
         pub = tmp / "pub"
         child("ours_shards_small", cache, pub)
         pub_mib = sum(p.stat().st_size for p in pub.glob("*.tar")) / 2**20
-        helpers = Path(__file__).resolve().parents[1] / "tests" / "data"
-        server = subprocess.Popen([sys.executable, "-c", _SERVER, str(pub), str(helpers)], stdout=subprocess.PIPE,
-                                  text=True)
+        server = subprocess.Popen([sys.executable, "-c", _SERVER, str(pub)], stdout=subprocess.PIPE, text=True)
         try:
             assert server.stdout is not None
             url = server.stdout.readline().strip()

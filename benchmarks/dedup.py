@@ -8,7 +8,7 @@ Side by side in one run:
   * the naive comparison: every text against every text, no video groups (blocked here; an
     unblocked n x n float32 matrix would need n*n*4 bytes), against our grouped comparison.
 
-    python benchmarks/dedup.py --n 50000 --model minilm
+    python -m benchmarks.dedup --n 50000 --model minilm
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
 
     result = {
         "machine": f"{cpu}, {os.cpu_count()} cores, torch threads {torch.get_num_threads()}, device {embedder.device}",
-        "command": f"python benchmarks/dedup.py --n {args.n} --model {args.model}",
+        "command": f"python -m benchmarks.dedup --n {args.n} --model {args.model}",
         "load_average_1min_start_end": [round(load_start, 2), round(os.getloadavg()[0], 2)],
         "model": cold.model,
         "threshold": threshold,

@@ -14,8 +14,8 @@ scored position; the vision tower's linears per patch (blocks, patch embedding) 
 token (mergers); its full attention 4 * hidden * P^2 per image and layer. Padding, the naive
 path's extra output-layer rows and anything not needed for the answer do not count.
 
-Run (GPU):  PYTHONPATH=src python benchmarks/engine_throughput.py --out DIR
-Run (CPU):  PYTHONPATH=src python benchmarks/engine_throughput.py --tiny
+Run (GPU):  PYTHONPATH=src python -m benchmarks.engine_throughput --out DIR
+Run (CPU):  PYTHONPATH=src python -m benchmarks.engine_throughput --tiny
 Needs torch, transformers, numpy and Pillow only.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import io
 import json
 import os
 import platform
@@ -37,18 +36,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_pixels import patchify
 from benchcheck.engines.hf_vision import use_grouped_vision_attention
-
-_TEXT = (
-    "what does the person in the video do first after the door opens and before the red car "
-    "leaves the street near the kitchen while a dog runs towards the ball on the table"
-)
-WORDS = _TEXT.split()
+from benchmarks.shared.device import matmul_peak, sync
+from benchmarks.shared.flops import item_flops
+from benchmarks.shared.workloads import WORDS, jpeg
 
 
 @dataclass
@@ -63,57 +58,6 @@ class Row:
     tflops: float
     mfu: float
     prompt_tokens: float
-
-
-def sync() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def matmul_peak(device: torch.device) -> float:
-    """TFLOP/s of a large matrix product (bf16 8192^3 on CUDA, float32 1024^3 on the CPU)."""
-    n, dtype = (8192, torch.bfloat16) if device.type == "cuda" else (1024, torch.float32)
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    for _ in range(3):
-        a @ b
-    sync()
-    reps = 10
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        a @ b
-    sync()
-    return 2 * n**3 * reps / (time.perf_counter() - t0) / 1e12
-
-
-def item_flops(cfg: Any, n_tokens: int, grids: list[tuple[int, int, int]]) -> float:
-    """Useful model FLOPs of one scoring forward (see the module docstring)."""
-    t, v = cfg.text_config, cfg.vision_config
-    q, kv = t.num_attention_heads * t.head_dim, t.num_key_value_heads * t.head_dim
-    layer = t.hidden_size * (2 * q + 2 * kv) + 3 * t.hidden_size * t.intermediate_size
-    flops = 2.0 * layer * t.num_hidden_layers * n_tokens
-    flops += 4.0 * q * t.num_hidden_layers * n_tokens * (n_tokens + 1) / 2
-    flops += 2.0 * t.hidden_size * t.vocab_size
-    m2 = v.spatial_merge_size**2
-    for gt, gh, gw in grids:
-        p = gt * gh * gw
-        block = 4 * v.hidden_size**2 + 2 * v.hidden_size * v.intermediate_size
-        embed = v.in_channels * v.temporal_patch_size * v.patch_size**2 * v.hidden_size
-        merger = (v.hidden_size * m2) ** 2 + v.hidden_size * m2 * v.out_hidden_size
-        flops += 2.0 * (block * v.depth + embed) * p
-        flops += 2.0 * merger * (1 + len(v.deepstack_visual_indexes)) * p / m2
-        flops += 4.0 * v.hidden_size * p * p * v.depth
-    return flops
-
-
-def jpeg(seed: int, w: int = 448, h: int = 256) -> bytes:
-    """A JPEG (q=85) of smooth random content: a real decode and preprocessing cost."""
-    rng = np.random.default_rng(seed)
-    small = rng.integers(0, 256, (h // 16, w // 16, 3), dtype=np.uint8)
-    im = Image.fromarray(small).resize((w, h), Image.Resampling.BILINEAR)
-    buf = io.BytesIO()
-    im.save(buf, "JPEG", quality=85)
-    return buf.getvalue()
 
 
 def prompt(i: int, n_words: int) -> str:

@@ -15,20 +15,16 @@ side: milliseconds of one core to encode a request (tokenize, decode and resize 
 positions), with the engine's frame memo (``hf_frame_memo``: one video's frames decoded once) and
 without it.
 
-Run:  PYTHONPATH=src python benchmarks/frame_sharing.py [--per-video 1,2,3,4,9]
+Run:  PYTHONPATH=src python -m benchmarks.frame_sharing [--per-video 1,2,3,4,9]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from batch_padding import true_encoder
 from benchcheck.engines import hf_prefix
 from benchcheck.engines.hf_batch import chunk_spans
 from benchcheck.engines.hf_frame_memo import CAPACITY, FrameMemo
@@ -37,8 +33,9 @@ from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
 from benchcheck.engines.hf_prefix import Family, packed_length, plan_families
 from benchcheck.engines.models.config import SHAPES, config_dict, transformers_module
 from benchcheck.engines.models.tiny import special_ids
-from engine_throughput import jpeg
-from gpu_screen import flops_shared, flops_unshared, synthetic_items, visual
+from benchmarks.batch_padding import true_encoder
+from benchmarks.shared.flops import flops_shared, flops_unshared
+from benchmarks.shared.workloads import jpeg, synthetic_items, visual
 
 WORKLOADS = {  # name: (model shape, step, items and their seed: gpu_screen's at --scale 1)
     "image1": ("qwen3-vl-8b", 2, 384, 2),

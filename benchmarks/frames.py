@@ -17,8 +17,8 @@ the machine disturbs them little); ``fps/core`` = kept frames per CPU second.
 ``--gop-sweep`` adds the store keyframe-interval trade-off: a 1,024-frame 640x360 store
 encoded at several GOPs, its size and the CPU time of each plan.
 
-    python benchmarks/frames.py                     # about 3 minutes on 2 cores
-    python benchmarks/frames.py --gop-sweep --json docs/perf_frames.json
+    python -m benchmarks.frames                     # about 3 minutes on 2 cores
+    python -m benchmarks.frames --gop-sweep --json docs/perf_frames.json
 """
 
 from __future__ import annotations

@@ -15,26 +15,26 @@ Rows:
               ``kn`` (x @ W, W stored (in, out)); same FLOPs, cuBLAS picks its kernel per layout.
   after idle  the burst again after 2 s of idling (does the clock come back?)
 
-Run (GPU): PYTHONPATH=src python3 benchmarks/gemm_clock.py --out $OUT
+Run (GPU): PYTHONPATH=src python3 -m benchmarks.gemm_clock --out $OUT
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
+from benchmarks.shared.nvml import REASONS, Nvml, Sample
+
 HIDDEN, INTER, KV = 4096, 12288, 1024  # Qwen3-VL-8B's text model: hidden, MLP width, k/v width
-REASONS = {0x4: "power cap", 0x8: "hw slowdown", 0x20: "sw thermal", 0x40: "hw thermal", 0x80: "power brake"}
 
 
 @dataclass
@@ -45,57 +45,6 @@ class Window:
     mhz: float = float("nan")
     watts: float = float("nan")
     reasons: list[str] = field(default_factory=list)
-
-
-class Sample(NamedTuple):
-    """One NVML reading."""
-
-    busy: int  # % of the sample period a kernel ran
-    mhz: int  # SM clock
-    watts: float  # board power
-    reasons: int  # clock-limit reason bits (REASONS)
-
-
-class Nvml:
-    """NVML samples (utilization, SM clock, power, clock-limit reasons) taken every ``period``
-    seconds while a block runs (none without NVML). gpu_screen's busy column samples it too."""
-
-    def __init__(self) -> None:
-        self.handle: Any = None
-        with contextlib.suppress(Exception):
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-
-    @contextlib.contextmanager
-    def sampling(self, period: float = 0.01) -> Iterator[list[Sample]]:
-        got: list[Sample] = []
-        stop = threading.Event()
-        thread = None
-        if self.handle is not None:
-            import pynvml
-
-            h = self.handle
-            # Renamed in newer NVML bindings ("throttle" became "event"); either answers the same bits.
-            why = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-                pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", lambda _: 0)
-
-            def run() -> None:
-                while not stop.wait(period):
-                    with contextlib.suppress(Exception):
-                        got.append(Sample(pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
-                                          pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-                                          pynvml.nvmlDeviceGetPowerUsage(h) / 1000, why(h)))
-
-            thread = threading.Thread(target=run, daemon=True)
-            thread.start()
-        try:
-            yield got
-        finally:
-            stop.set()
-            if thread is not None:
-                thread.join()
 
 
 def described(w: Window, got: list[Sample]) -> Window:
@@ -181,7 +130,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
-        raise SystemExit("gemm_clock.py needs a CUDA device")
+        raise SystemExit("gemm_clock needs a CUDA device")
     torch.manual_seed(0)
     dev, dt = torch.device("cuda"), torch.bfloat16
     nvml = Nvml()
@@ -210,8 +159,8 @@ def main() -> None:
         w_kn = w_lin.t().contiguous()
         flops = 2 * t * n_in * n_out
         fns: dict[str, Callable[[], object]] = {
-            "linear": lambda inp=inp, w=w_lin: torch.nn.functional.linear(inp, w),
-            "kn": lambda inp=inp, w=w_kn: inp @ w,
+            "linear": partial(torch.nn.functional.linear, inp, w_lin),
+            "kn": partial(torch.matmul, inp, w_kn),
         }
         for k in (1, 2):
             for lay, fn in fns.items():

@@ -22,15 +22,14 @@ transformers' plain forward of each request alone; the tolerance is set from the
 measured in the same run (the same plain forward at batch 1 and batched), and for prefix sharing
 exactness is also checked in float32 (the 2B model cast to float32).
 
-Run (GPU):  PYTHONPATH=src python3 benchmarks/gpu_screen.py --out $OUT
-Run (CPU):  PYTHONPATH=src python benchmarks/gpu_screen.py --tiny
+Run (GPU):  PYTHONPATH=src python3 -m benchmarks.gpu_screen --out $OUT
+Run (CPU):  PYTHONPATH=src python -m benchmarks.gpu_screen --tiny
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import gc
 import json
 import os
@@ -45,19 +44,19 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_batch import collate, position_ids
 from benchcheck.engines.hf_forward import score_batch
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pipeline import one_row
-from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families, worth_sharing
-from benchcheck.items import Item, load_items
-from benchcheck.screen.requests import build_item_requests
-from benchcheck.screen.steps import default_run_spec
-from engine_throughput import WORDS, item_flops, jpeg, matmul_peak, sync
-from gemm_clock import Nvml, Sample, sustained_peak
+from benchcheck.engines.hf_prefix import pack, packed_length, packed_logprobs, plan_families, worth_sharing
+from benchcheck.items import load_items
+from benchmarks.gemm_clock import sustained_peak
+from benchmarks.shared.device import matmul_peak, sync
+from benchmarks.shared.flops import flops_shared, flops_unshared, grids_of, item_flops
+from benchmarks.shared.nvml import Busy
+from benchmarks.shared.workloads import jpeg, nextqa_like_csv, step1, synthetic_items, visual
 
 LETTERS = "ABCDE"
 
@@ -94,90 +93,7 @@ class Check:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-# -- requests ----------------------------------------------------------------------------
-
-
-def words(rng: np.random.Generator, n: int) -> str:
-    return " ".join(WORDS[j] for j in rng.integers(0, len(WORDS), n))
-
-
-def synthetic_items(n: int, q_words: int, seed: int = 0) -> list[Item]:
-    rng = np.random.default_rng(seed)
-    return [Item(f"syn_{i}", "syn", words(rng, q_words) + "?", tuple(words(rng, 4) for _ in range(5)), 0)
-            for i in range(n)]
-
-
-def nextqa_like_csv(path: Path, n: int, seed: int = 1) -> Path:
-    """A benchmark file in the NExT-QA CSV layout with questions and options of its usual length."""
-    rng = np.random.default_rng(seed)
-    subj = ["the boy in blue", "the lady", "the man with the hat", "the baby", "the dog", "the girl in pink"]
-    verbs = ["pick up the toy", "turn around", "walk to the sofa", "laugh", "look at the camera", "stand up"]
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["video", "frame_count", "width", "height", "question", "answer", "qid", "type",
-                    "a0", "a1", "a2", "a3", "a4"])
-        for i in range(n):
-            s, v = subj[i % len(subj)], verbs[(i * 7) % len(verbs)]
-            q = f"why did {s} {v} after {subj[(i + 2) % len(subj)]} {verbs[(i + 3) % len(verbs)]}"
-            opts = [f"{rng.choice(['to', 'because', 'so that'])} {words(rng, int(rng.integers(3, 8)))}"
-                    for _ in range(5)]
-            w.writerow([1000 + i, 900, 640, 360, q, int(rng.integers(0, 5)), i, "CW", *opts])
-    return path
-
-
-def step1(items: Sequence[Item]) -> list[ScoreRequest]:
-    return [r for it in items for r in build_item_requests(default_run_spec(1), it).requests]
-
-
-def visual(items: Sequence[Item], step: int, frames: Sequence[bytes], n_frames: int = 32,
-           per_video: int = 1) -> list[ScoreRequest]:
-    """The step's requests, ``per_video`` consecutive items asking about one video. Each video's
-    frames are its own as a whole: its grid an order of the shared JPEGs that no other video has
-    (single JPEGs recur across videos), and for step 2, which shows the grid's middle frame, a
-    middle frame of its own; so requests of different videos never hold equal frames (the engine
-    shares a prefix only over equal frames; real benchmarks ask 2-10 questions a video:
-    ``--per-video``)."""
-    out: list[ScoreRequest] = []
-    mids: dict[int, bytes] = {}
-    for i, it in enumerate(items):
-        v = i // per_video
-        pick = np.random.default_rng(v).choice(len(frames), n_frames, replace=len(frames) < n_frames)
-        grid = [frames[int(j)] for j in pick]
-        if step == 2:
-            if v not in mids:
-                mids[v] = jpeg(100_000 + v)
-            grid[n_frames // 2] = mids[v]
-        out += build_item_requests(default_run_spec(step), replace(it, video_id=f"vid{v}"), grid).requests
-    return out
-
-
 # -- measuring -----------------------------------------------------------------------------
-
-
-class Busy:
-    """GPU busy fraction over a block, from NVML utilization samples every 20 ms, with the SM
-    clock (MHz) and the board's power (W) of the same samples (all nan without NVML). The clock
-    matters: under a long run of products the H200 holds its clock below the one of
-    gpu_screen's short peak product (power cap), which is why items/s follow the host
-    (``benchmarks/gemm_clock.py``, whose sampler this is)."""
-
-    def __init__(self, engine: HFEngine) -> None:
-        self.nvml = Nvml() if engine.device.type == "cuda" else None
-        self.samples: list[Sample] = []
-
-    @contextlib.contextmanager
-    def measure(self) -> Iterator[None]:
-        if self.nvml is None:
-            yield
-            return
-        with self.nvml.sampling(0.02) as self.samples:
-            yield
-
-    def mean(self, field_: str) -> float:
-        return float(np.mean([getattr(s, field_) for s in self.samples])) if self.samples else float("nan")
-
-    def fraction(self) -> float:
-        return self.mean("busy") / 100
 
 
 # The matmul rate a long run holds over the short peak's (one number a run, set in main; nan on
@@ -210,7 +126,7 @@ def profile(name: str, fn: Callable[[], object]) -> None:
 
 def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tokens: float, limit: float,
             fn: Callable[[], object], note: str = "") -> object:
-    busy = Busy(engine)
+    busy = Busy(engine.device)
     if engine.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     # Every row decodes its frames afresh: rows repeat the same requests, which the engine's
@@ -360,35 +276,6 @@ def naive(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> None:
         with torch.inference_mode():
             logits = engine.model(**b.model_kwargs()).logits
             torch.topk(torch.log_softmax(logits[0, -1].float(), -1), 20).indices.cpu()
-
-
-def flops_unshared(cfg: Any, prompts: Sequence[EncodedPrompt]) -> float:
-    total = 0.0
-    for p in prompts:
-        grids = [tuple(int(x) for x in g) for g in (p.image_grid_thw if p.image_grid_thw is not None else [])]
-        total += item_flops(cfg, p.n_tokens, grids)  # type: ignore[arg-type]
-    return total
-
-
-def flops_shared(cfg: Any, prompts: Sequence[EncodedPrompt], fams: Sequence[Family]) -> float:
-    """Useful FLOPs when each family's prefix is computed once: linear layers per packed token;
-    attention of the prefix (causal) and of each suffix over prefix + its own earlier tokens."""
-    t = cfg.text_config
-    q, kv = t.num_attention_heads * t.head_dim, t.num_key_value_heads * t.head_dim
-    layer = t.hidden_size * (2 * q + 2 * kv) + 3 * t.hidden_size * t.intermediate_size
-    total = 0.0
-    for f in fams:
-        first = prompts[f.members[0]]
-        grids = [tuple(int(x) for x in g) for g in (first.image_grid_thw if first.image_grid_thw is not None else [])]
-        vision = item_flops(cfg, 0, grids) - 2.0 * t.hidden_size * t.vocab_size  # type: ignore[arg-type]
-        p = f.prefix
-        pairs = p * (p + 1) / 2
-        for m in f.members:
-            s = prompts[m].n_tokens - p
-            pairs += s * p + s * (s + 1) / 2
-        total += vision + 2.0 * layer * t.num_hidden_layers * packed_length(prompts, f)
-        total += 4.0 * q * t.num_hidden_layers * pairs + 2.0 * t.hidden_size * t.vocab_size * len(f.members)
-    return total
 
 
 def letter_ids(engine: HFEngine) -> list[int]:
@@ -904,11 +791,10 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
                             tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=128)
             for i in range(n_items)]
     p = engine.encoder.encode(reqs[0].prompt, reqs[0].images, None)
-    grids = [tuple(int(x) for x in g) for g in p.image_grid_thw] if p.image_grid_thw is not None else []
     # Limit: the prefill's useful FLOPs plus 128 decode steps of the whole model (2 FLOPs per
     # weight and token) at the matmul rate; decode at batch 1 is bound by reading the weights.
     n_params = sum(x.numel() for x in engine.model.model.language_model.parameters())
-    flops = item_flops(engine.model.config, p.n_tokens, grids) + 128 * 2.0 * n_params  # type: ignore[arg-type]
+    flops = item_flops(engine.model.config, p.n_tokens, grids_of(p)) + 128 * 2.0 * n_params
     limit = peak * 1e12 / flops
     stop = engine.stop_ids
     engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
@@ -1101,7 +987,7 @@ def main() -> None:
 
     e2e: dict[str, Any] = {}
     if "e2e" in only:
-        import gpu_e2e
+        from benchmarks import gpu_e2e
 
         tmp = Path(tempfile.mkdtemp())
         folder = gpu_e2e.write_model(tmp, device, tiny_dir)

@@ -32,7 +32,7 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
   lt ...     the product rows again with cuBLASLt as torch's preferred BLAS library (``--lt``)
 
 Each row: milliseconds a call (median of ``--iters`` after warm-up, CUDA events) and, for
-products, TFLOP/s. Run (GPU):  PYTHONPATH=src python3 benchmarks/lm_kernels.py --out $OUT
+products, TFLOP/s. Run (GPU):  PYTHONPATH=src python3 -m benchmarks.lm_kernels --out $OUT
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ import argparse
 import json
 import statistics
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -76,7 +77,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
-        raise SystemExit("lm_kernels.py needs a CUDA device")
+        raise SystemExit("lm_kernels needs a CUDA device")
     torch.manual_seed(0)
     t = args.rows * args.width
     results: dict[str, float] = {}
@@ -182,7 +183,7 @@ def silu_rows(row: Row, g: torch.Tensor, u: torch.Tensor, compiled: Callable[...
         return
     diff = (silu_mul_kernel(g, u).float() - compiled(g, u).float()).abs().max().item()
     for block, warps in ((1024, 4), (2048, 8), (4096, 8), (8192, 16)):
-        ms = timed(lambda block=block, warps=warps: silu_mul_kernel(g, u, block=block, warps=warps), iters)
+        ms = timed(partial(silu_mul_kernel, g, u, block=block, warps=warps), iters)
         row(f"  silu*up triton {block}/{warps}", ms)
         print(f"    {gb / ms:.2f} TB/s", flush=True)
     print(f"    triton vs compiled max |diff| {diff:.3e}", flush=True)
@@ -220,8 +221,8 @@ def swiglu_shape(row: Row, label: str, rows: int, hidden: int, inter: int, iters
         return swiglu_packed(x, packed)
 
     for config in CONFIGS:
-        row(f"  packed {'/'.join(map(str, config))}", timed(lambda config=config: swiglu_packed(x, packed, config),
-                                                            iters), flops)
+        row(f"  packed {'/'.join(map(str, config))}", timed(partial(swiglu_packed, x, packed, config), iters),
+            flops)
     row(f"  packed {'/'.join(map(str, CONFIGS[0]))}, one program a tile",
         timed(lambda: swiglu_packed(x, packed, CONFIGS[0], programs=1 << 30), iters), flops)
     fused()  # the tuner's first call
@@ -248,7 +249,7 @@ def triton_rows(row: Row, args: argparse.Namespace) -> None:
     gen = torch.Generator().manual_seed(2)
 
     def lengths(n: int, lo: int, hi: int) -> list[int]:
-        return torch.randint(lo, hi + 1, (n,), generator=gen).tolist()  # type: ignore[no-any-return]
+        return torch.randint(lo, hi + 1, (n,), generator=gen).tolist()
 
     def families(prefixes: list[int], members: int, lo: int, hi: int) -> list[tuple[int, int, list[int]]]:
         out, at = [], 0
@@ -402,7 +403,7 @@ def attention(row: Row, args: argparse.Namespace) -> None:
         q4, k4, v4 = (t.transpose(0, 1)[None] for t in (qv, kv, vv))
 
         def run_flex() -> torch.Tensor:
-            return flex(q4, k4, v4, block_mask=mask, enable_gqa=True, scale=HEAD_DIM**-0.5)  # type: ignore[no-any-return]
+            return flex(q4, k4, v4, block_mask=mask, enable_gqa=True, scale=HEAD_DIM**-0.5)
         diff = (run_flex()[0].transpose(0, 1).float() - flash.float()).abs().max().item()
         row("attn: flex document-causal, gqa", timed(run_flex, iters), attn_flops)
         print(f"    max |diff| vs flash varlen {diff:.3e}", flush=True)

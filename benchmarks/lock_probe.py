@@ -11,13 +11,12 @@ encode requests the ways the engine did and does:
   32 frames, processes  the same with images decoded in 2 worker processes (``hf_decode``), their
                         frames piped back (before) or left in shared memory (now)
 
-Run:  PYTHONPATH=src python benchmarks/lock_probe.py   (CPU, the tiny model's tokenizer)
+Run:  PYTHONPATH=src python -m benchmarks.lock_probe   (CPU, the tiny model's tokenizer)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import threading
 import time
@@ -27,12 +26,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.engines.hf import HFEngine
 from benchcheck.engines.hf_pipeline import Job
 from benchcheck.engines.models import build_tiny_model
-from engine_throughput import jpeg
-from gpu_screen import step1, synthetic_items, visual
+from benchmarks.shared.workloads import jpeg, step1, synthetic_items, visual
 
 
 def op_latency_us(n: int = 3000) -> float:
@@ -43,7 +40,7 @@ def op_latency_us(n: int = 3000) -> float:
     return (time.perf_counter() - t) / n * 1e6
 
 
-def with_workers(work: Callable[[], None], threads: int) -> float:
+def with_workers(work: Callable[[], object], threads: int) -> float:
     """The launching pattern's microseconds an op while ``threads`` threads loop over ``work``."""
     stop = threading.Event()
 
@@ -86,7 +83,7 @@ def main() -> None:
         for j in video:
             engine._encode([j])
 
-    cases: list[tuple[str, Callable[[], None]]] = [
+    cases: list[tuple[str, Callable[[], object]]] = [
         ("text, one by one (before)", one_by_one),
         ("text, batch call", lambda: backend.encode_batch(texts, add_special_tokens=False)),
         ("text, engine blocks (ours)", lambda: engine._encode(jobs)),

@@ -7,18 +7,17 @@ the UTF-8 log too:
 
     git show 45fa848:src/benchcheck/data/launch.py > /tmp/oldlaunch.py
     git show 45fa848:src/benchcheck/data/pack.py | sed 's/benchcheck.data.launch/oldlaunch/' > /tmp/oldpack.py
-    python benchmarks/pack_logs.py --mib 32 --old /tmp/oldpack.py
+    python -m benchmarks.pack_logs --mib 32 --old /tmp/oldpack.py
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import importlib
+import importlib.util
 import io
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -76,8 +75,10 @@ def main() -> None:
             mib = len(text) / 2**20
             print(f"| {name} | {mib:.0f} | {mib / best_s(masked):.0f} | {len(data) / 2**20 / best_s(copied):.0f} |")
         if a.old:
-            sys.path.insert(0, str(Path(a.old).parent))
-            old = importlib.import_module(Path(a.old).stem)
+            spec = importlib.util.spec_from_file_location("oldpack", a.old)
+            assert spec is not None and spec.loader is not None, a.old
+            old = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(old)
             log = Path(tmp) / "server.log"
             log.write_bytes(text)
 

@@ -7,8 +7,8 @@ forward returned to the host, and CUDA events at the start and end of each batch
 The table then shows, per batch, how long the device sat idle before it and whether that wait was
 for encoded requests or for the launching thread.
 
-Run (GPU):  PYTHONPATH=src python3 benchmarks/pipeline_timeline.py --only blind,video32
-Run (CPU):  PYTHONPATH=src python benchmarks/pipeline_timeline.py --tiny
+Run (GPU):  PYTHONPATH=src python3 -m benchmarks.pipeline_timeline --only blind,video32
+Run (CPU):  PYTHONPATH=src python -m benchmarks.pipeline_timeline --tiny
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.engines import hf as hf_module
 from benchcheck.engines import hf_forward
 from benchcheck.engines.base import ScoreRequest
 from benchcheck.engines.hf import HFEngine
-from engine_throughput import jpeg
-from gpu_screen import build, engine_variant, free, step1, synthetic_items, visual
+from benchmarks.gpu_screen import build, engine_variant, free
+from benchmarks.shared.workloads import jpeg, step1, synthetic_items, visual
 
 REQS: dict[HFEngine, list[ScoreRequest]] = {}  # each engine's current workload (variant warm-ups)
 
@@ -104,10 +103,11 @@ class Timeline:
             return out
 
         eng._encode = encode  # type: ignore[method-assign]
-        hf_module.pack = builder(saved["pack"])  # type: ignore[assignment]
-        hf_module.collate = collate  # type: ignore[assignment]
-        hf_module.score_packed = scorer(saved["score_packed"])  # type: ignore[assignment]
-        hf_module.score_batch = scorer(saved["score_batch"])  # type: ignore[assignment]
+        # The engine module's own names for these stages, wrapped for the timeline.
+        setattr(hf_module, "pack", builder(saved["pack"]))  # noqa: B010
+        setattr(hf_module, "collate", collate)  # noqa: B010
+        setattr(hf_module, "score_packed", scorer(saved["score_packed"]))  # noqa: B010
+        setattr(hf_module, "score_batch", scorer(saved["score_batch"]))  # noqa: B010
         hf_forward.PendingTop.wait = wait  # type: ignore[method-assign]
         try:
             yield

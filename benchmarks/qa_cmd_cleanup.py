@@ -9,7 +9,7 @@ the tree); without it only the new runner is timed.
 
     git show 45fa848:src/benchcheck/qa/vlm_cmd.py \\
       | sed 's/benchcheck.qa.redact import Redactor/benchcheck.masking import Masker as Redactor/' > /tmp/oldvlm.py
-    python benchmarks/qa_cmd_cleanup.py --old /tmp/oldvlm.py --calls 50
+    python -m benchmarks.qa_cmd_cleanup --old /tmp/oldvlm.py --calls 50
 """
 
 from __future__ import annotations

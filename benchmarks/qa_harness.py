@@ -16,7 +16,7 @@ Three comparisons, each side by side in one run:
 
 Prints a Markdown table; ``--json`` writes the rows.
 
-    python benchmarks/qa_harness.py --calls 50 --frames 900 --judge-items 200
+    python -m benchmarks.qa_harness --calls 50 --frames 900 --judge-items 200
 """
 
 from __future__ import annotations

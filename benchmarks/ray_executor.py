@@ -15,7 +15,7 @@ Ray is started once before timing (its start-up, printed apart, is not in the it
 Ray run includes asking an engine actor for the engine's identity and starting the actor pools.
 Executors run interleaved for ``--rounds`` rounds and the median is reported.
 
-    python benchmarks/ray_executor.py --rounds 2 --tiny-items 12 --sweep-items 5 --only all
+    python -m benchmarks.ray_executor --rounds 2 --tiny-items 12 --sweep-items 5 --only all
 
 Sweep items/s counts inferences (CSV rows with an answer; reused rows cost nothing and are left out).
 """
@@ -30,9 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ray"))
-
-from ray_helpers import make_pool, ok_rows, run_step, run_sweep, sweep_rows, write_rules, write_sweep_rules
+from benchcheck.testing.runs import make_pool, ok_rows, run_step, run_sweep, sweep_rows, write_rules, write_sweep_rules
 
 
 def timed(items: Path, results: Path, step: int, executor: str, **kw: object) -> tuple[float, int]:
@@ -108,7 +106,7 @@ def main() -> None:
             for ex in ("local", "ray"):
                 out = root / f"{name.replace(' ', '_')}_{ex}_{r}"
                 for step, kw in steps[:-1]:  # earlier steps of the chain: not timed
-                    run_step(items, out, step, "local", **kw)  # type: ignore[arg-type]
+                    run_step(items, out, step, "local", **kw)
                 step, kw = steps[-1]
                 res[ex].append(timed(items, out, step, ex, **kw))
         for ex, runs in res.items():

@@ -9,7 +9,7 @@ decisions), with a planted letter prior so the plots have something to show, wri
   * the bytes the item browser's first page loads (HTML + CSS + JS + index + first list chunk),
     against the 200 KB target, and the largest chunk of each kind.
 
-    python benchmarks/report_scale.py --items 300000 --benches 139 --out /tmp/report_scale
+    python -m benchmarks.report_scale --items 300000 --benches 139 --out /tmp/report_scale
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import resource
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from benchcheck.items import load_items
 from benchcheck.protocol import decide_permutations, decide_single, gold_position, permutations_for
@@ -49,7 +50,8 @@ def generate(root: Path, n_items: int, n_benches: int, seed: int = 0) -> tuple[P
         bench = f"Bench{b:03d}"
         n = per + (1 if b < n_items - per * n_benches else 0)
         skill = rng.uniform(0.0, 3.0)  # how answerable without the video this benchmark is
-        items, rows_by_step = [], {s: [] for s in DEFAULT_CHAIN}
+        items: list[dict[str, Any]] = []
+        rows_by_step: dict[int, list[dict[str, Any]]] = {s: [] for s in DEFAULT_CHAIN}
         for j in range(n):
             iid, k = f"{bench}_{j}", rng.choice((4, 4, 5, 3))
             gold = rng.randrange(k)

@@ -19,7 +19,7 @@ seconds, summed), so ``fps/core`` = frames delivered per CPU second and stays co
 loaded machine; ``ours xN`` also reports wall-clock frames/s, which on an idle machine with N free
 cores is about N x its fps/core.
 
-    python benchmarks/sweep_decode.py --minutes 10 --procs 2 --json out.json
+    python -m benchmarks.sweep_decode --minutes 10 --procs 2 --json out.json
 """
 
 from __future__ import annotations
@@ -34,13 +34,12 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.video.decode import decode_frames
 from benchcheck.video.extract import frame_to_jpeg
 from benchcheck.video.plans import FramePlan, plan_frames
 from benchcheck.video.store import normalize_videos
 from benchcheck.video.synth import make_test_video, read_frame_index
-from frames import cpu_time, naive, stream_facts
+from benchmarks.frames import cpu_time, naive, stream_facts
 
 PLAN = "v_fps2_s224"
 
@@ -100,11 +99,11 @@ def concat_copies(clip: Path, dest: Path, copies: int) -> None:
         ins = src.streams.video[0]
         outs = out.add_stream_from_template(ins)
         packets = [p for p in src.demux(ins) if p.size > 0]
-        span = CLIP_FRAMES * round(1 / (float(ins.time_base) * 30))
+        span = CLIP_FRAMES * round(1 / (float(ins.time_base or 0) * 30))
         for k in range(copies):
             for p in packets:
                 q = av.Packet(bytes(p))
-                q.pts, q.dts = int(p.pts) + k * span, int(p.dts) + k * span
+                q.pts, q.dts = int(p.pts or 0) + k * span, int(p.dts or 0) + k * span
                 q.time_base, q.is_keyframe = p.time_base, p.is_keyframe
                 q.stream = outs
                 out.mux(q)

@@ -1,6 +1,6 @@
 """How often the sweep's verdicts are wrong on constructed results of known truth.
 
-    PYTHONPATH=src python benchmarks/sweep_validity.py [--runs 10] [--power-runs 5] [--n-perm 2000]
+    PYTHONPATH=src python -m benchmarks.sweep_validity [--runs 10] [--power-runs 5] [--n-perm 2000]
 
 Every benchmark is one :class:`benchcheck.sweep.constructed.World` (300 items, answers drawn as
 that module says) scored by the real verdict code (``analysis.bench_verdict``, default settings

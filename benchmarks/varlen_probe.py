@@ -2,7 +2,7 @@
 grouped K/V heads and bottom-right causal alignment, does it match a dense masked SDPA, and how
 fast is it against the memory-efficient kernel with a tree mask on a blind-sized batch?
 
-    python3 benchmarks/varlen_probe.py
+    python3 -m benchmarks.varlen_probe
 """
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cq: list[int], 
 
 def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_q: torch.Tensor, cu_k: torch.Tensor, mq: int,
           mk: int) -> torch.Tensor:
-    return torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, mq, mk, 0.0, True, False,
-                                                   scale=D**-0.5)[0]
+    out: torch.Tensor = torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, mq, mk, 0.0, True, False,
+                                                                scale=D**-0.5)[0]
+    return out
 
 
 def families(n_fam: int, p: int, s: int, m: int) -> tuple[list[int], list[int], list[int], int]:
     """cu_q, cu_k (host) and the gather index of n_fam families of one prefix and m suffixes."""
-    cq, ck, idx = [0], [0], []
+    cq, ck, idx = [0], [0], list[int]()
     at = 0
     for _ in range(n_fam):
         cq.append(cq[-1] + p)
@@ -56,6 +57,8 @@ def families(n_fam: int, p: int, s: int, m: int) -> tuple[list[int], list[int], 
 
 
 def main() -> None:
+    if not torch.cuda.is_available():
+        raise SystemExit("varlen_probe needs a CUDA device")
     dev = torch.device("cuda")
     print("torch", torch.__version__, torch.cuda.get_device_name(), "flash available:",
           torch.backends.cuda.is_flash_attention_available())
@@ -86,8 +89,9 @@ def main() -> None:
         try:
             from torch.nn.attention import varlen
 
-            o2 = varlen.varlen_attn(q, k, v, cu_q, cu_k, mq, mk, scale=D**-0.5, window_size=(-1, 0),
-                                    enable_gqa=True).float()
+            got = varlen.varlen_attn(q, k, v, cu_q, cu_k, mq, mk, scale=D**-0.5, window_size=(-1, 0),
+                                     enable_gqa=True)
+            o2 = (got[0] if isinstance(got, tuple) else got).float()
             print(f"  varlen_attn rel {((o2 - ref).norm() / ref.norm()).item():.2e}")
         except Exception as e:
             print("  varlen_attn failed:", type(e).__name__, str(e)[:200])

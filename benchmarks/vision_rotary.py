@@ -17,7 +17,7 @@ buffer is poisoned with NaN first. Then SDPA over the per-image views: q/k/v as 
 them over vs contiguous (images, heads, n, head_dim), and whether the output's transpose to
 (patches, hidden) before ``proj`` is a copy.
 
-    PYTHONPATH=src python3 benchmarks/vision_rotary.py --out $OUT
+    PYTHONPATH=src python3 -m benchmarks.vision_rotary --out $OUT
 """
 
 from __future__ import annotations
@@ -111,10 +111,10 @@ def rotary_rows(label: str, heads: int, dim: int, seq: int, device: torch.device
         add(name, lambda fn=fn: fn(q, k, cos, sin), out, time.perf_counter() - t0)
     for name, dyn in () if SMOKE else (("compile-new", True), ("compile-new-static", False)):
         torch._dynamo.reset()
-        fn = torch.compile(new_form, dynamic=dyn)
+        new_fn = torch.compile(new_form, dynamic=dyn)
         t0 = time.perf_counter()
-        out = fn(qkv, cos, sin, heads)
-        add(name, lambda fn=fn: fn(qkv, cos, sin, heads), out, time.perf_counter() - t0)
+        new_out = new_fn(qkv, cos, sin, heads)
+        add(name, lambda fn=new_fn: fn(qkv, cos, sin, heads), new_out, time.perf_counter() - t0)
     for r, w in CONFIGS:
         buf = torch.full((2, seq, heads, dim), float("nan"), device=device, dtype=qkv.dtype)
         t0 = time.perf_counter()
@@ -145,12 +145,12 @@ def sdpa_rows(heads: int, dim: int, images: int, n: int, device: torch.device) -
         return x.reshape(images, n, heads, dim).transpose(1, 2)
 
     views = (split(qk[0]), split(qk[1]), split(v))
-    dense = tuple(x.contiguous() for x in views)
+    dense = (views[0].contiguous(), views[1].contiguous(), views[2].contiguous())
     rows = []
     for name, args in (("engine views (BSHD)", views), ("contiguous BHSD", dense)):
-        o = F.scaled_dot_product_attention(*args, scale=dim**-0.5)
+        o = F.scaled_dot_product_attention(args[0], args[1], args[2], scale=dim**-0.5)
         flat = o.transpose(1, 2).reshape(seq, -1)
-        t = bench(lambda args=args: F.scaled_dot_product_attention(*args, scale=dim**-0.5))
+        t = bench(lambda args=args: F.scaled_dot_product_attention(args[0], args[1], args[2], scale=dim**-0.5))
         t_out = bench(lambda o=o: o.transpose(1, 2).reshape(seq, -1).contiguous())
         row = {"variant": name, "sdpa_ms": t, "out_strides": list(o.stride()),
                "out_flat_is_view": flat.data_ptr() == o.data_ptr() and flat.is_contiguous(),

@@ -1,0 +1,100 @@
+"""Every benchmark script runs, as the module the package makes it (``python -m benchmarks.NAME``),
+at its smallest size on the CPU, and says why where it needs a GPU. In process (``runpy``): the
+suite pays no interpreter or torch start per script. The cheap ones run in the normal suite; the
+ones that build a model, start servers or decode videos are slow (BENCHCHECK_SLOW=1). CPU seconds
+of each, measured on the 2-core dev VM: docs/PERFORMANCE.md ("The benchmarks' smoke runs")."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pkgutil
+import runpy
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import benchmarks
+
+# script -> (arguments of its smallest run; "{tmp}" is the test's folder, what its output must
+# hold, slow?). A script whose run needs CUDA is listed with what it says without one.
+RUNS: dict[str, tuple[list[str], str, bool]] = {
+    "audit_speed": (["--items", "200", "--rounds", "5"], "", False),
+    "audit_calibration": (["--quick", "--seeds", "1"], "claimed flip", True),
+    "audit_validity": (["--quick", "--seeds", "1", "--only", "coverage"], "| golds |", True),
+    "batch_padding": ([], "padding", True),
+    "client_throughput": (["--text", "20", "--frames", "2", "--rounds", "1", "--concurrency", "4", "--threads", "2"],
+                          "", True),
+    "data_io": (["--shard-mib", "1", "--videos", "2", "--repeat", "1", "--result-rows", "100", "--dir", "{tmp}"],
+                "", True),
+    "dedup": (["--n", "200", "--limit-sample", "100"], "", True),
+    "engine_throughput": (["--tiny", "--quick", "--no-naive", "--out", "{tmp}"], "| workload |", True),
+    "frame_sharing": (["--per-video", "1,2"], "frames shared", True),
+    "frames": (["--repeats", "1", "--workdir", "{tmp}"], "", True),
+    "gemm_clock": ([], "needs a CUDA device", False),
+    "gpu_screen": (["--tiny", "--only", "blind,video32,sweep,e2e", "--variants", "", "--out", "{tmp}"],
+                   "| check |", True),
+    "lm_kernels": ([], "needs a CUDA device", False),
+    "lock_probe": (["--threads", "1"], "", True),
+    "pack_logs": (["--mib", "1"], "mask_stream", False),
+    "pipeline_timeline": (["--tiny", "--out", "{tmp}"], "", True),
+    "qa_cmd_cleanup": (["--calls", "2", "--repeats", "1"], "new runner", False),
+    "qa_harness": (["--calls", "2", "--frames", "30", "--pick", "4", "--judge-items", "5"], "", True),
+    "ray_executor": (["--rounds", "1", "--tiny-items", "2", "--sweep-items", "1"], "", True),
+    "report_scale": (["--items", "300", "--benches", "3", "--out", "{tmp}/r", "--workers", "1"], "", True),
+    "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),
+    "sweep_validity": (["--runs", "1", "--power-runs", "1", "--n-perm", "50"], "", True),
+    "varlen_probe": ([], "needs a CUDA device", False),
+    "vision_rotary": (["--smoke", "--out", "{tmp}"], "", True),
+}
+LIBRARIES = {"gpu_e2e"}  # imported by gpu_screen (its e2e workload), no command of its own
+
+
+def test_every_script_has_a_smoke_run() -> None:
+    scripts = {m.name for m in pkgutil.iter_modules(benchmarks.__path__) if not m.ispkg}
+    assert scripts - LIBRARIES == set(RUNS), "add the new script's smallest run to RUNS"
+
+
+@contextlib.contextmanager
+def argv(args: list[str]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = args
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def run_module(name: str, args: list[str]) -> tuple[int, str]:
+    """``python -m benchmarks.NAME ARGS`` in this process: (exit code, stdout + the exit message)."""
+    out = io.StringIO()
+    code = 0
+    with argv([f"benchmarks.{name}", *args]), contextlib.redirect_stdout(out):
+        try:
+            runpy.run_module(f"benchmarks.{name}", run_name="__main__", alter_sys=True)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+            if isinstance(e.code, str):
+                out.write(e.code)
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if RUNS[n][2] else [])
+                                  for n in sorted(RUNS)])
+def test_smoke(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    args, says, _ = RUNS[name]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    code, text = run_module(name, [a.replace("{tmp}", str(tmp_path)) for a in args])
+    if says.startswith("needs a CUDA"):
+        pytest.importorskip("torch")
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("a CUDA device: the script's own run is the GPU's")
+        assert code != 0 and says in text and "\n" not in text.strip(), text
+        return
+    assert code == 0, text[-2000:]
+    assert says in text, text[-2000:]
