@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +101,7 @@ def split_costs(engine: HFEngine, reqs: list[ScoreRequest]) -> tuple[Callable[[]
     encoded = encode()
 
     def forward() -> None:
-        for b in plan_batches([e.n_tokens for e in encoded], engine.max_batch_size, engine.max_batch_tokens):
+        for b in plan_batches([e.n_tokens for e in encoded], engine.config.max_batch_size, engine.max_batch_tokens):
             batch = collate([encoded[i] for i in b], engine.pad_id, engine.pixels, engine.dtype)
             score_batch(engine.model, batch, 20).wait()
 
@@ -156,12 +156,12 @@ def measure(
         row("naive", 1, n_naive, lambda: naive(engine, reqs[:n_naive]))
     use_grouped_vision_attention(engine.model)
     for b in batches:
-        engine.max_batch_size = b
-        engine.score_sync(reqs[: min(len(reqs), b)])  # warm-up at this size
+        sized = engine.with_config(replace(engine.config, max_batch_size=b))
+        sized.score_sync(reqs[: min(len(reqs), b)])  # warm-up at this size
         res: list[object] = []
 
-        def call(res: list[object] = res) -> None:
-            res.extend(engine.score_sync(reqs))
+        def call(res: list[object] = res, sized: HFEngine = sized) -> None:
+            res.extend(sized.score_sync(reqs))
 
         row("engine", b, len(reqs), call)
         bad = [x for x in res if not isinstance(x, LetterScores)]
@@ -169,21 +169,18 @@ def measure(
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     if variants:
         best = max(batches, key=lambda b: next(r.items_per_s for r in rows if r.mode == "engine" and r.batch == b))
-        engine.max_batch_size = best
         for threads, window in [(2, None), (8, len(reqs)), (2, len(reqs))]:
-            engine.set_encode_threads(threads)
-            engine.sort_window = window
+            other = engine.with_config(replace(engine.config, max_batch_size=best, encode_threads=threads,
+                                               sort_window=window))
             res2: list[object] = []
 
-            def call2(res: list[object] = res2) -> None:
-                res.extend(engine.score_sync(reqs))
+            def call2(res: list[object] = res2, other: HFEngine = other) -> None:
+                res.extend(other.score_sync(reqs))
 
             row(f"engine t{threads} w{window or 2 * best}", best, len(reqs), call2)
-        engine.set_encode_threads(8)
-        engine.sort_window = None
     encode, forward = split_costs(engine, reqs)
-    row("encode", engine.max_batch_size, len(reqs), encode)
-    row("forward", engine.max_batch_size, len(reqs), forward)
+    row("encode", engine.config.max_batch_size, len(reqs), encode)
+    row("forward", engine.config.max_batch_size, len(reqs), forward)
     return rows
 
 

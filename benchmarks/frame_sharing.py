@@ -23,10 +23,11 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from benchcheck.engines import hf_prefix
 from benchcheck.engines.hf_batch import chunk_spans
+from benchcheck.engines.hf_config import HFConfig
 from benchcheck.engines.hf_frame_memo import CAPACITY, FrameMemo
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
@@ -57,7 +58,8 @@ def engine_families(prompts: Sequence[EncodedPrompt], plan: Plan) -> list[Family
     window = plan.sort_window or 2 * plan.max_batch_size
     out: list[Family] = []
     for lo, hi in chunk_spans(len(prompts), first_chunk(jobs, plan), plan.chunk_growth, lambda _: window):
-        out += [Family(tuple(lo + m for m in f.members), f.prefix) for f in plan_families(prompts[lo:hi])]
+        out += [Family(tuple(lo + m for m in f.members), f.prefix)
+                for f in plan_families(prompts[lo:hi], share_frames=plan.share_frames)]
     return out
 
 
@@ -68,7 +70,8 @@ def main() -> None:
     args = ap.parse_args()
     encoder, first = true_encoder()
     frames = [jpeg(s) for s in range(64)]
-    plan = Plan(max_batch_size=256, max_batch_tokens=65536)  # HFEngine's defaults
+    cfg0 = HFConfig()
+    plan = Plan(max_batch_size=cfg0.max_batch_size, max_batch_tokens=cfg0.max_batch_tokens)  # the engine's defaults
     print("| workload | questions a video | requests | planned | LM tokens | images | FLOPs | families (members) |")
     print("|---|---:|---:|---|---:|---:|---:|---|")
     for name in args.only.split(","):
@@ -86,15 +89,13 @@ def main() -> None:
             full_images = sum(len(p.frames) for p in prompts)
             full_flops = flops_unshared(cfg, prompts)
             for how, share in (("frames shared", True), ("apart", False)):
-                hf_prefix.SHARE_FRAMES = share
-                fams = engine_families(prompts, plan)
+                fams = engine_families(prompts, replace(plan, share_frames=share))
                 tokens = sum(packed_length(prompts, f) for f in fams)
                 images = sum(len(prompts[f.members[0]].frames) for f in fams)
                 shared = [len(f.members) for f in fams if len(f.members) > 1]
                 print(f"| {name} | {pv} | {len(reqs)} | {how} | {tokens / full_tokens:.3f} | "
                       f"{images / full_images:.3f} | {flops_shared(cfg, prompts, fams) / full_flops:.3f} | "
                       f"{len(shared)} ({sum(shared)}) | {host[0]:.1f} / {host[1]:.1f} |", flush=True)
-            hf_prefix.SHARE_FRAMES = True
 
 
 if __name__ == "__main__":

@@ -121,12 +121,14 @@ def stream_facts(path: Path) -> tuple[list[float], int, int, float]:
         container.close()
 
 
-def make_sources(work: Path) -> dict[str, Path]:
+def make_sources(work: Path, tiny: bool = False) -> dict[str, Path]:
+    """The source and its normalized store; ``tiny``: 4 s at 320x180 (a smoke run's)."""
     work.mkdir(parents=True, exist_ok=True)
-    src = work / "source_720p_60s_gop250.mp4"
+    src = work / ("source_180p_4s_gop250.mp4" if tiny else "source_720p_60s_gop250.mp4")
     if not src.exists():
-        print("making the 60 s 720p source (about a minute)...", flush=True)
-        make_test_video(src.with_suffix(".tmp.mp4"), 1800, fps=30.0, width=1280, height=720, gop=250,
+        print("making the source video...", flush=True)
+        n, w, h = (120, 320, 180) if tiny else (1800, 1280, 720)
+        make_test_video(src.with_suffix(".tmp.mp4"), n, fps=30.0, width=w, height=h, gop=250,
                         textured=True, preset="fast")
         os.replace(src.with_suffix(".tmp.mp4"), src)
     store = work / "store"
@@ -233,10 +235,11 @@ def main() -> None:
     ap.add_argument("--gops", default="8,16,32,64,250,32:cabac",
                     help="store configs for --gop-sweep: <gop> (CAVLC, the store's) or <gop>:cabac")
     ap.add_argument("--json", type=Path, default=None, help="write the raw numbers here")
+    ap.add_argument("--tiny", action="store_true", help="a 4 s 320x180 source (a smoke run)")
     args = ap.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
           f"python {platform.python_version()}", flush=True)
-    rows = compare(make_sources(args.workdir), args.repeats)
+    rows = compare(make_sources(args.workdir, args.tiny), args.repeats)
     print("\nframes per second per core (CPU time, single-threaded decoder):\n")
     print(markdown(rows))
     sweep = gop_sweep(args.workdir, args.gops.split(","), args.repeats) if args.gop_sweep else []

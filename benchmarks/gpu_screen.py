@@ -79,6 +79,7 @@ class Row:
     gc_max_ms: float = 0.0  # its longest pause
     mhz: float = float("nan")  # mean SM clock over the row (NVML)
     watts: float = float("nan")  # mean board power over the row (NVML)
+    config_hash: str = ""  # HFConfig.hash of the engine that ran the row (naive: the model's engine)
 
 
 @dataclass
@@ -141,7 +142,7 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
     peak = torch.cuda.max_memory_allocated() / 2**30 if engine.device.type == "cuda" else float("nan")
     ratio = n / dt / limit if limit else float("nan")
     r = Row(name, mode, n, dt, n / dt, limit, ratio, peak, busy.fraction(), tokens, note, ratio / SUSTAINED[0],
-            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean("mhz"), busy.mean("watts"))
+            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean("mhz"), busy.mean("watts"), engine.config_hash)
     rows.append(r)
     print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s  limit {limit:8.1f}  ratio {r.ratio:6.1%}  "
           f"peak {peak:6.1f} GiB  busy {r.busy:5.1%}  {r.mhz:5.0f} MHz {r.watts:4.0f} W  "
@@ -171,56 +172,41 @@ def gc_pauses() -> Iterator[list[float]]:
 
 @contextlib.contextmanager
 def plain(engine: HFEngine) -> Iterator[None]:
-    """transformers' own model: every per-instance ``forward`` the engine installed removed."""
+    """transformers' own model: every per-instance ``forward`` the engine installed removed, and
+    launches not paced (the pacer's hooks stay on the model: an engine whose config says so)."""
     saved = {m: vars(m).pop("forward") for m in engine.model.modules() if "forward" in vars(m)}
-    with paced(engine, None):
-        try:
-            yield
-        finally:
-            for m, f in saved.items():
-                m.forward = f
-
-
-@contextlib.contextmanager
-def paced(engine: HFEngine, depth: int | None) -> Iterator[None]:
-    """The engine's launches paced at ``depth`` blocks ahead, or not paced (None)."""
-    pacer = engine.pacer
-    if pacer is None:
-        yield
-        return
-    chosen = (pacer.enabled, pacer.depth)
-    pacer.enabled, pacer.depth = depth is not None, depth or pacer.depth
     try:
-        yield
+        with engine.with_config(engine.config.with_ops("-pacing")).active():
+            yield
     finally:
-        pacer.enabled, pacer.depth = chosen
+        for m, f in saved.items():
+            m.forward = f
 
 
-def engine_variant(engine: HFEngine, variant: str) -> tuple[contextlib.AbstractContextManager[None], str] | None:
-    """The engine with one host-side knob changed, and its row's note; None for a name that is no
-    such knob: launches not paced (the engine before hf_pacing) or paced at another depth
-    (``nopace``, ``paceN``), chunks growing N times (``growN``), N encoding threads (``encN``),
-    images decoded in N worker processes or, for 0, in the encoding threads (``decodeN``), a first
-    chunk of N requests (``firstN``), batches of up to N tokens (``tokensN``)."""
+def engine_variant(engine: HFEngine, variant: str) -> tuple[HFEngine, str] | None:
+    """The engine with one host-side knob of its ``HFConfig`` changed, and its row's note; None for
+    a name that is no such knob: launches not paced or paced at another depth (``nopace``,
+    ``paceN``), chunks growing N times (``growN``), N encoding threads (``encN``), images decoded in
+    N worker processes or, for 0, in the encoding threads (``decodeN``), a first chunk of N requests
+    (``firstN``), batches of up to N tokens (``tokensN``)."""
     parsed = knob_of(variant)
     if parsed is None:
         return None
     knob, n = parsed
+    cfg = engine.config
     if knob == "nopace":
-        return paced(engine, None), "variant: launches not paced"
-    if knob == "pace":
-        return paced(engine, n), f"variant: launches paced {n} blocks ahead"
-    if knob == "grow":
-        return knob_set(engine, "chunk_growth", n), f"variant: chunks growing {n}x"
-    if knob == "enc":
-        return encode_threads(engine, n), f"variant: {n} encoding threads"
-    if knob == "first":
-        return knob_set(engine, "first_chunk", n), f"variant: a first chunk of {n} requests"
-    if knob == "decode":
-        where = f"in {n} worker processes" if n else "in the encoding threads"
-        return knob_set(engine.encoder.decoder, "processes", n), f"variant: images decoded {where}"
-    assert knob == "tokens"
-    return knob_set(engine, "max_batch_tokens", n), f"variant: batches of up to {n} tokens"
+        return engine.with_config(cfg.with_ops("-pacing")), "variant: launches not paced"
+    field_, note = {
+        "pace": ("pacing_depth", f"variant: launches paced {n} blocks ahead"),
+        "grow": ("chunk_growth", f"variant: chunks growing {n}x"),
+        "enc": ("encode_threads", f"variant: {n} encoding threads"),
+        "first": ("first_chunk", f"variant: a first chunk of {n} requests"),
+        "decode": ("decode_processes",
+                   f"variant: images decoded {f'in {n} worker processes' if n else 'in the encoding threads'}"),
+        "tokens": ("max_batch_tokens", f"variant: batches of up to {n} tokens"),
+    }[knob]
+    changes: dict[str, Any] = {field_: n}
+    return engine.with_config(replace(cfg, **changes)), note
 
 
 KNOBS = ("pace", "grow", "enc", "first", "decode", "tokens")  # each takes a number: growN, ...
@@ -239,33 +225,12 @@ def knob_row(w: Workload, variant: str) -> None:
     """A row for an engine knob variant (``engine_variant``)."""
     chosen = engine_variant(w.engine, variant)
     assert chosen is not None
-    ctx, note = chosen
-    with ctx:
-        # Warm-up, a whole pass on CUDA as for the engine's own rows: a variant that changes
-        # the batches' shapes would otherwise pay cuDNN's graph for each new one in its row.
-        w.engine.score_sync(w.reqs if w.engine.device.type == "cuda" else w.reqs[: min(len(w.reqs), 16)])
-        run_row(w.rows, w.name, f"ours-{variant}", w.engine, len(w.reqs), w.tokens, w.lim_shared,
-                lambda: w.engine.score_sync(w.reqs), note=note)
-
-
-@contextlib.contextmanager
-def knob_set(owner: object, attr: str, value: object) -> Iterator[None]:
-    """``owner.attr`` set to ``value`` for the block (an engine knob, a module switch)."""
-    chosen = getattr(owner, attr)
-    setattr(owner, attr, value)
-    try:
-        yield
-    finally:
-        setattr(owner, attr, chosen)
-
-
-@contextlib.contextmanager
-def encode_threads(engine: HFEngine, n: int) -> Iterator[None]:
-    engine.set_encode_threads(n)
-    try:
-        yield
-    finally:
-        engine.set_encode_threads(2)
+    other, note = chosen
+    # Warm-up, a whole pass on CUDA as for the engine's own rows: a variant that changes the
+    # batches' shapes would otherwise pay cuDNN's graph for each new one in its row.
+    other.score_sync(w.reqs if other.device.type == "cuda" else w.reqs[: min(len(w.reqs), 16)])
+    run_row(w.rows, w.name, f"ours-{variant}", other, len(w.reqs), w.tokens, w.lim_shared,
+            lambda: other.score_sync(w.reqs), note=note)
 
 
 def naive(engine: HFEngine, reqs: Sequence[ScoreRequest]) -> None:
@@ -298,18 +263,21 @@ def plain_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt], batch: int) ->
 
 @torch.inference_mode()
 def ours_lps(engine: HFEngine, prompts: Sequence[EncodedPrompt]) -> torch.Tensor:
-    """Letters' log-probs from the engine's own path for these prompts (shared where it shares)."""
-    fams = plan_families(prompts)
+    """Letters' log-probs from the engine's own path for these prompts (shared where it shares),
+    under the engine's config (``HFEngine.active``)."""
+    fams = plan_families(prompts, share_frames=engine.config.op("share_frames"))
     varlen = engine.tree_attention == "varlen"  # the tree attention the engine picked
-    if worth_sharing(fams) or one_row(prompts, engine.one_row_limit()):
-        packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=varlen)
-        lp = packed_logprobs(engine.model, packed, engine.scored_last_layer)
-    else:
-        b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=True)
-        pend = score_batch(engine.model, b, 20, torch.tensor(letter_ids(engine)), engine.scored_last_layer)
-        pend.wait()
-        assert pend.gathered is not None
-        return pend.gathered
+    with engine.active():
+        if worth_sharing(fams) or one_row(prompts, engine.one_row_limit()):
+            packed = pack(prompts, fams, engine.pad_id, engine.pixels, engine.dtype, one_row=varlen,
+                          **engine.plan_options())
+            lp = packed_logprobs(engine.model, packed, engine.scored_last_layer)
+        else:
+            b = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=True)
+            pend = score_batch(engine.model, b, 20, torch.tensor(letter_ids(engine)), engine.scored_last_layer)
+            pend.wait()
+            assert pend.gathered is not None
+            return pend.gathered
     return lp[:, letter_ids(engine)].cpu()
 
 
@@ -403,208 +371,63 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         with plain(engine):
             naive(engine, reqs[:2])
             run_row(rows, name, "naive", engine, n_naive, tokens, lim_full, lambda: naive(engine, reqs[:n_naive]))
-    modes = [("unshared", False), ("ours", True)] if unshared else [("ours", True)]
-    for k, (mode, share) in enumerate(modes):
-        engine.share_prefixes = share
+    unshared_engine = engine.with_config(engine.config.with_ops("-share_prefixes"))
+    modes = [("unshared", unshared_engine), ("ours", engine)] if unshared else [("ours", engine)]
+    for k, (mode, eng) in enumerate(modes):
         # Warm-up: compiles, and on CUDA a whole first pass, so that the rows after it do not gain
         # from shapes the first row already paid for (cuDNN builds a graph per new batch shape).
         warm = len(reqs) if k == 0 and engine.device.type == "cuda" else min(len(reqs), 64)
-        engine.score_sync(reqs[:warm])
-        res = run_row(rows, name, mode, engine, len(reqs), tokens, lim_shared if share else lim_full,
-                      lambda: engine.score_sync(reqs))
+        eng.score_sync(reqs[:warm])
+        res = run_row(rows, name, mode, eng, len(reqs), tokens, lim_full if eng is unshared_engine else lim_shared,
+                      lambda eng=eng: eng.score_sync(reqs))  # type: ignore[misc]
         bad = [x for x in res if not isinstance(x, LetterScores)]  # type: ignore[attr-defined]
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
-    engine.share_prefixes = True
     w = Workload(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_full, lim_shared, unshared)
     for v in sorted(VARIANTS):
         found = variant(v)
         assert found is not None  # names were checked at the start (main)
         if found.on in ("both", "blind" if unshared else "visual") and (engine.device.type == "cuda" or not found.cuda):
             found.run(w, v)
-    if unshared and engine.device.type == "cuda" and engine.tree_attention == "mask":
-        # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
-        # kernel, which builds a graph per new shape, instead of the memory-efficient one.
-        from benchcheck.engines import hf_sdpa
-
-        chosen = hf_sdpa.MASKED_KERNELS
-        hf_sdpa.MASKED_KERNELS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
-        try:
-            run_row(rows, name, "ours-cudnn", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
-                    note="variant: cuDNN attention for the tree mask")
-        finally:
-            hf_sdpa.MASKED_KERNELS = chosen
     if unshared and engine.device.type == "cuda":
         # The engine again after the variants: a row that runs second can gain from the first's warm-up.
         run_row(rows, name, "ours-again", engine, len(reqs), tokens, lim_shared, lambda: engine.score_sync(reqs),
                 note="the engine as chosen, second pass")
     profile(name, lambda: engine.score_sync(reqs[: max(16, len(reqs) // 4)]))
-    engine.share_prefixes = True
 
 
-def alternating_rows(rows: list[Row], name: str, engine: HFEngine, reqs: list[ScoreRequest], tokens: float,
-                     limit: float, mode: str, note: str, switch: Callable[[bool], None]) -> None:
-    """A variant (``switch(True)``; ``switch(False)`` restores the engine's choice) timed twice,
-    with the engine as chosen between (rows gain from running later: compare alternating rows;
-    the caller's ``ours-again`` row comes after)."""
-    try:
-        switch(True)
-        engine.score_sync(reqs[: min(len(reqs), 64)])  # warm-up: new shapes
-        for k in (1, 2):
-            switch(True)
-            run_row(rows, name, mode + ("-again" if k > 1 else ""), engine, len(reqs), tokens, limit,
-                    lambda: engine.score_sync(reqs), note=note)
-            switch(False)
-            if k == 1:
-                run_row(rows, name, "ours-2", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-                        note="the engine as chosen, between the variant's rows")
-    finally:
-        switch(False)
+def alternating_rows(w: Workload, other: HFEngine, mode: str, note: str, limit: float | None = None) -> None:
+    """A variant (``other``: the workload's engine with another config) timed twice, with the
+    engine as chosen between (rows gain from running later: compare alternating rows; the caller's
+    ``ours-again`` row comes after). ``limit``: the rows' limit column, by default the computation
+    the engine plans (shared prefixes computed once, as in the workload's own rows)."""
+    lim = w.lim_shared if limit is None else limit
+    other.score_sync(w.reqs[: min(len(w.reqs), 64)])  # warm-up: new shapes
+    for k in (1, 2):
+        run_row(w.rows, w.name, mode + ("-again" if k > 1 else ""), other, len(w.reqs), w.tokens, lim,
+                lambda: other.score_sync(w.reqs), note=note)
+        if k == 1:
+            run_row(w.rows, w.name, "ours-2", w.engine, len(w.reqs), w.tokens, lim, lambda: w.engine.score_sync(w.reqs),
+                    note="the engine as chosen, between the variant's rows")
 
 
-def tree_mask_variant(w: Workload, _: str) -> None:
-    """The packed families' tree attention the other way (left-padded rows with a dense tree mask
-    against one row with variable-length attention), timed, and the two paths' letters' log-probs
-    compared directly (``direct_check``)."""
-    engine = w.engine
-    chosen = engine.tree_attention
-    other = "mask" if chosen == "varlen" else "varlen"
-
-    def switch(on: bool) -> None:
-        engine.tree_attention = other if on else chosen
-
-    alternating_rows(w.rows, w.name, engine, w.reqs, w.tokens, w.lim_shared, f"ours-{other}",
-                     f"variant: tree attention by {other} (the engine: {chosen})", switch)
-    direct_check(w, f"{chosen}_vs_{other}", switch)
-
-
-def batch512_variant(w: Workload, _: str) -> None:
-    """Up to 512 requests a batch instead of the engine's 256 (fewer, longer packed rows)."""
-    engine = w.engine
-    chosen = engine.max_batch_size
-
-    def switch(on: bool) -> None:
-        engine.max_batch_size = 2 * chosen if on else chosen
-
-    alternating_rows(w.rows, w.name, engine, w.reqs, w.tokens, w.lim_shared, f"ours-bs{2 * chosen}",
-                     f"variant: up to {2 * chosen} requests a batch (the engine: {chosen})", switch)
-
-
-def vision_variant(w: Workload, variant: str) -> None:
-    """The vision blocks fused (hf_vision_fused, off in the engine), with fc1's GELU epilogue
-    (``vision-fused``) or without (``vision-fused-no-epilogue``): the two ways' letters' log-probs
-    compared directly, then alternating rows."""
-    from benchcheck.engines import hf_vision_fused
-
-    engine = w.engine
-    epilogue = variant == "vision-fused"
-
-    def switch(on: bool) -> None:
-        hf_vision_fused.GELU_EPILOGUE = epilogue if on else True
-        hf_vision_fused.use_fused_vision_blocks(engine.model, enabled=on)
-
-    direct_check(w, variant, switch)
-    mode = "vfused" if epilogue else "vfused-noepi"
-    note = "variant: vision blocks fused (add+LayerNorm" + (", GELU in fc1's epilogue)" if epilogue else ")")
-    alternating_rows(w.rows, w.name, engine, w.reqs, w.tokens, w.lim_shared, mode, note, switch)
-
-
-def gc_variant(w: Workload, _: str) -> None:
-    """Python's cyclic collector scanning everything (``gc.unfreeze()``) against the engine's
-    choice: what was alive after its first call frozen (``HFEngine.freeze_collector``, as vLLM
-    freezes after start-up), or the other way round where the engine does not freeze."""
-    frozen = w.engine.freeze_collector
-
-    def switch(on: bool) -> None:
-        if on == frozen:
-            gc.unfreeze()
-        else:
-            gc.freeze()
-
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared,
-                     "ours-gc-thawed" if frozen else "ours-gc-frozen",
-                     "variant: the collector scanning everything" if frozen else "variant: gc.freeze() before the row",
-                     switch)
-
-
-def nosync_variant(w: Workload, _: str) -> None:
-    """The mask-free forward with no device reads inside it (hf_nosync) instead of transformers'
-    own multimodal forward (placeholder check, masked scatter, DeepStack), or back."""
-    from benchcheck.engines import hf_forward
-
-    chosen_sync = hf_forward.NO_SYNC
-    with knob_set(hf_forward, "NO_SYNC", not chosen_sync):
-        w.engine.score_sync(w.reqs[: min(len(w.reqs), 16)])
-        run_row(w.rows, w.name, "ours-nosync" if not chosen_sync else "ours-sync", w.engine, len(w.reqs), w.tokens,
-                w.lim_full, lambda: w.engine.score_sync(w.reqs), note="variant: the other scoring forward (hf_nosync)")
-
-
-def rotary_variant(w: Workload, _: str) -> None:
-    """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
-    the projection) instead of the engine's one-pass kernel (hf_vision_rotary), in alternating rows,
-    then the engine as chosen once more."""
-    from benchcheck.engines.hf_fused import compiled_vision_rotary
-    from benchcheck.engines.hf_vision import use_grouped_vision_attention
-    from benchcheck.engines.hf_vision_rotary import qkv_rotary
-
-    rows, name, engine, reqs, tokens, limit = w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full
-    old = compiled_vision_rotary()
-
-    def switch(on: bool) -> None:
-        if on:
-            use_grouped_vision_attention(engine.model, rotary=old)
-        else:
-            use_grouped_vision_attention(engine.model, qkv_rotary=qkv_rotary)
-
-    alternating_rows(rows, name, engine, reqs, tokens, limit, "ours-rotary-old",
-                     "variant: vision rotary as before (compiled transformers' function on q/k views)", switch)
-    run_row(rows, name, "ours-again", engine, len(reqs), tokens, limit, lambda: engine.score_sync(reqs),
-            note="the engine as chosen (one-pass rotary), again")
-
-
-def flipper(owner: object, attr: str) -> Callable[[bool], None]:
-    """A switch for the flag ``owner.attr``: on, the other way than chosen now; off, as chosen."""
-    chosen = bool(getattr(owner, attr))
-
-    def switch(on: bool) -> None:
-        setattr(owner, attr, (not chosen) if on else chosen)
-
-    return switch
-
-
-def flag_rows(w: Workload, owner: object, attr: str, modes: tuple[str, str], notes: tuple[str, str],
-              check: str | None = None, limit: float | None = None) -> None:
-    """Alternating rows with the engine as chosen and with the switch ``owner.attr`` the other
-    way; ``modes``/``notes``: the variant row's name and note when the switch is chosen off, on.
-    With ``check``, the two ways' letters' log-probs are first compared (``direct_check``).
-    ``limit``: the rows' limit column, by default the computation the engine plans (shared
-    prefixes computed once, as in the workload's own rows)."""
+def op_rows(w: Workload, op: str, modes: tuple[str, str], notes: tuple[str, str], check: str | None = None,
+            limit: float | None = None) -> None:
+    """Alternating rows with the engine as chosen and with the op ``op`` of its ``HFConfig`` the
+    other way; ``modes``/``notes``: the variant row's name and note when the op is chosen off, on.
+    With ``check``, the two ways' letters' log-probs are first compared (``direct_check``)."""
+    chosen = w.engine.config.op(op)
+    other = w.engine.with_config(w.engine.config.with_ops(("-" if chosen else "+") + op))
     if check is not None:
-        direct_check(w, check, flipper(owner, attr))
-    chosen = bool(getattr(owner, attr))
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared if limit is None else limit,
-                     modes[chosen], notes[chosen], flipper(owner, attr))
+        direct_check(w, check, other)
+    alternating_rows(w, other, modes[chosen], notes[chosen], limit)
 
 
-def unpadded_variant(w: Workload, _: str) -> None:
-    """Batches that share nothing scored in the one row without padding (``unpadded_scoring``)."""
-    what = f"for what shares nothing (tree attention: {w.engine.tree_attention})"
-    flag_rows(w, w.engine, "unpadded_scoring", ("ours-unpadded", "ours-padded"),
-              (f"variant: one row, no padding {what}", f"variant: right-padded rows {what}"))
-
-
-def direct_check(w: Workload, label: str, switch: Callable[[bool], None]) -> None:
+def direct_check(w: Workload, label: str, other: HFEngine) -> None:
     """The letters' log-probs of the workload's check prompts with the engine as chosen and with
-    ``switch(True)`` (``switch(False)`` restores it), compared directly (tolerance: 3x the noise
-    floor of the workload's check); a check row named ``{workload}_{label}``."""
-    engine = w.engine
-    chosen = ours_lps(engine, w.prompts)
-    switch(True)
-    try:
-        other = ours_lps(engine, w.prompts)
-    finally:
-        switch(False)
-    direct_row(w, label, float((chosen - other).abs().max()))
+    ``other`` (another config), compared directly (tolerance: 3x the noise floor of the workload's
+    check); a check row named ``{workload}_{label}``."""
+    direct_row(w, label, float((ours_lps(w.engine, w.prompts) - ours_lps(other, w.prompts)).abs().max()))
 
 
 def direct_row(w: Workload, label: str, diff: float, extra: dict[str, Any] | None = None, ok: bool = True,
@@ -620,89 +443,116 @@ def direct_row(w: Workload, label: str, diff: float, extra: dict[str, Any] | Non
     print(f"  check {label}: {diff:.2e} (tol {tol:.2e}){says}: {'OK' if passed else 'FAIL'}", flush=True)
 
 
+def tree_mask_variant(w: Workload, _: str) -> None:
+    """The packed families' tree attention the other way (left-padded rows with a dense tree mask
+    against one row with variable-length attention: op ``varlen``), timed, and the two paths'
+    letters' log-probs compared directly."""
+    chosen = w.engine.tree_attention
+    other = "mask" if chosen == "varlen" else "varlen"
+    op_rows(w, "varlen", (f"ours-{other}", f"ours-{other}"),
+            (f"variant: tree attention by {other} (the engine: {chosen})",) * 2, check=f"{chosen}_vs_{other}")
+
+
+def batch512_variant(w: Workload, _: str) -> None:
+    """Twice the engine's requests a batch (fewer, longer packed rows)."""
+    n = 2 * w.engine.config.max_batch_size
+    other = w.engine.with_config(replace(w.engine.config, max_batch_size=n))
+    alternating_rows(w, other, f"ours-bs{n}", f"variant: up to {n} requests a batch (the engine: {n // 2})")
+
+
+def gc_variant(w: Workload, _: str) -> None:
+    """Python's cyclic collector scanning everything (``gc.unfreeze()``) against the engine's
+    choice: what was alive after its first call frozen (op ``freeze_gc``, as vLLM freezes after
+    start-up), or the other way round where the engine does not freeze."""
+    frozen = w.engine.freeze_collector
+    mode = "ours-gc-thawed" if frozen else "ours-gc-frozen"
+    note = "variant: the collector scanning everything" if frozen else "variant: gc.freeze() before the row"
+    for k in (1, 2):
+        gc.unfreeze() if frozen else gc.freeze()
+        try:
+            run_row(w.rows, w.name, mode + ("-again" if k > 1 else ""), w.engine, len(w.reqs), w.tokens, w.lim_shared,
+                    lambda: w.engine.score_sync(w.reqs), note=note)
+        finally:
+            gc.freeze() if frozen else gc.unfreeze()
+        if k == 1:
+            run_row(w.rows, w.name, "ours-2", w.engine, len(w.reqs), w.tokens, w.lim_shared,
+                    lambda: w.engine.score_sync(w.reqs), note="the engine as chosen, between the variant's rows")
+
+
+def unpadded_variant(w: Workload, _: str) -> None:
+    """Batches that share nothing scored in the one row without padding (op ``unpadded``)."""
+    what = f"for what shares nothing (tree attention: {w.engine.tree_attention})"
+    op_rows(w, "unpadded", ("ours-unpadded", "ours-padded"),
+            (f"variant: one row, no padding {what}", f"variant: right-padded rows {what}"))
+
+
 def full_layer_variant(w: Workload, _: str) -> None:
-    """The last decoder layer over every position instead of the scored ones only
-    (``scored_last_layer``, hf_scored), and the two paths' letters' log-probs compared directly."""
-    flag_rows(w, w.engine, "scored_last_layer", ("ours-scored-last", "ours-full-last"),
-              ("variant: the last layer at the scored positions only",
-               "variant: the last decoder layer over every position"), check="scored_vs_full_last_layer")
+    """The last decoder layer over every position instead of the scored ones only (op
+    ``scored_last_layer``), and the two paths' letters' log-probs compared directly."""
+    op_rows(w, "scored_last_layer", ("ours-scored-last", "ours-full-last"),
+            ("variant: the last layer at the scored positions only",
+             "variant: the last decoder layer over every position"), check="scored_vs_full_last_layer")
 
 
 def residual_variant(w: Workload, _: str) -> None:
     """The MLP's residual added after the down projection's product instead of in its epilogue
-    (``hf_fused.RESIDUAL_EPILOGUE``), and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_fused
-
-    flag_rows(w, hf_fused, "RESIDUAL_EPILOGUE", ("ours-res-epilogue", "ours-res-apart"),
-              ("variant: the MLP's residual in the down projection's product",
-               "variant: the down projection's product, then the residual added"), check="residual_in_product_vs_apart")
+    (op ``residual_epilogue``), and the two paths' letters' log-probs compared directly."""
+    op_rows(w, "residual_epilogue", ("ours-res-epilogue", "ours-res-apart"),
+            ("variant: the MLP's residual in the down projection's product",
+             "variant: the down projection's product, then the residual added"), check="residual_in_product_vs_apart")
 
 
 def memo_variant(w: Workload, _: str) -> None:
-    """Every request decoding its own frames (``hf_frame_memo`` off: capacity 0) instead of one
-    video's questions decoding them once; meaningful with ``--per-video`` above 1."""
-    memo = w.engine.encoder.memo
-    chosen = memo.capacity
-
-    def switch(on: bool) -> None:
-        memo.capacity = 0 if on else chosen
-
-    alternating_rows(w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_shared, "ours-memo-off",
-                     "variant: every request decodes its own frames", switch)
+    """Every request decoding its own frames (``frame_memo_bytes`` 0) instead of one video's
+    questions decoding them once; meaningful with ``--per-video`` above 1."""
+    other = w.engine.with_config(replace(w.engine.config, frame_memo_bytes=0))
+    alternating_rows(w, other, "ours-memo-off", "variant: every request decodes its own frames")
 
 
 def silu_variant(w: Workload, _: str) -> None:
-    """SiLU-times-up the other way than the engine's choice (``hf_fused.SILU_KERNEL``): compiled
-    (torch.compile) or ``hf_silu``'s one-pass Triton kernel, and the two paths' letters' log-probs
-    compared directly."""
-    from benchcheck.engines import hf_fused
-
-    flag_rows(w, hf_fused, "SILU_KERNEL", ("ours-silu-kernel", "ours-silu-compiled"),
-              ("variant: SiLU-times-up as the one-pass Triton kernel",
-               "variant: SiLU-times-up compiled"), check="silu_other_way")
+    """SiLU-times-up the other way than the engine's choice (op ``silu_kernel``): compiled
+    (torch.compile) or the one-pass Triton kernel, and the two paths' letters' log-probs compared
+    directly."""
+    op_rows(w, "silu_kernel", ("ours-silu-kernel", "ours-silu-compiled"),
+            ("variant: SiLU-times-up as the one-pass Triton kernel", "variant: SiLU-times-up compiled"),
+            check="silu_other_way")
 
 
 def swiglu_variant(w: Workload, _: str) -> None:
-    """The gate/up products the other way than the engine's choice (``hf_fused.SWIGLU_KERNEL``):
-    cuBLAS and then SiLU-times-up, or ``hf_swiglu``'s one kernel with it in the products'
-    epilogue, and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_fused
-
-    flag_rows(w, hf_fused, "SWIGLU_KERNEL", ("ours-swiglu-fused", "ours-swiglu-cublas"),
-              ("variant: gate/up products with SiLU-times-up in their epilogue (one Triton kernel)",
-               "variant: gate/up products through cuBLAS, then SiLU-times-up"), check="swiglu_other_way")
+    """The gate/up products the other way than the engine's choice (op ``swiglu``): cuBLAS and then
+    SiLU-times-up, or one Triton kernel with it in the products' epilogue, and the two paths'
+    letters' log-probs compared directly."""
+    op_rows(w, "swiglu", ("ours-swiglu-fused", "ours-swiglu-cublas"),
+            ("variant: gate/up products with SiLU-times-up in their epilogue (one Triton kernel)",
+             "variant: gate/up products through cuBLAS, then SiLU-times-up"), check="swiglu_other_way")
 
 
 def flash_varlen_variant(w: Workload, _: str) -> None:
-    """Packed rows' attention the other way than the engine's choice (``hf_varlen.TRITON_KERNEL``):
-    FlashAttention-2's variable-length kernel, or ``hf_varlen_triton``'s where the keys are short,
-    and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_varlen
-
-    flag_rows(w, hf_varlen, "TRITON_KERNEL", ("ours-triton-varlen", "ours-flash-varlen"),
-              ("variant: short packed sequences through the Triton kernel",
-               "variant: packed sequences through FlashAttention-2"), check="triton_vs_flash_varlen")
+    """Packed rows' attention the other way than the engine's choice (op ``varlen_triton``):
+    FlashAttention-2's variable-length kernel, or the Triton kernel where the keys are short, and
+    the two paths' letters' log-probs compared directly."""
+    op_rows(w, "varlen_triton", ("ours-triton-varlen", "ours-flash-varlen"),
+            ("variant: short packed sequences through the Triton kernel",
+             "variant: packed sequences through FlashAttention-2"), check="triton_vs_flash_varlen")
 
 
 def frames_apart_variant(w: Workload, _: str) -> None:
-    """One video's questions planned apart (``hf_prefix.SHARE_FRAMES`` off: families only as token
-    ids happen to sort) instead of sharing their frames and prompt prefix; meaningful with
+    """One video's questions planned apart (op ``share_frames`` off: families only as token ids
+    happen to sort) instead of sharing their frames and prompt prefix; meaningful with
     ``--per-video`` above 1. Checked first: the check prompts' letters' log-probs as the engine
-    shares them against each prompt scored alone (``SHARE_FRAMES`` off can still share among
-    the few check prompts, so it is no reference)."""
-    from benchcheck.engines import hf_prefix
-
+    shares them against each prompt scored alone (``share_frames`` off can still share among the
+    few check prompts, so it is no reference)."""
     frames_check(w)
-    flag_rows(w, hf_prefix, "SHARE_FRAMES", ("ours-frames-shared", "ours-frames-apart"),
-              ("variant: one video's questions share its frames and prompt prefix",
-               "variant: one video's questions each with its own frames"), limit=w.lim_full)
+    op_rows(w, "share_frames", ("ours-frames-shared", "ours-frames-apart"),
+            ("variant: one video's questions share its frames and prompt prefix",
+             "variant: one video's questions each with its own frames"), limit=w.lim_full)
 
 
 def frames_check(w: Workload) -> None:
     """The check prompts scored together (one video's questions sharing its frames) against each
     alone; a check row ``{workload}_frames_shared_vs_alone`` that names how many requests shared."""
     engine = w.engine
-    fams = plan_families(w.prompts)
+    fams = plan_families(w.prompts, share_frames=engine.config.op("share_frames"))
     sharing = sum(len(f.members) for f in fams if len(f.members) > 1)
     together = ours_lps(engine, w.prompts)
     alone = torch.cat([ours_lps(engine, [p]) for p in w.prompts])
@@ -712,11 +562,11 @@ def frames_check(w: Workload) -> None:
 
 
 def pipe_variant(w: Workload, _: str) -> None:
-    """Decoded frames handed back through the worker pool's pipe or in shared memory
-    (``FrameDecoder.shared``)."""
-    flag_rows(w, w.engine.encoder.decoder, "shared", ("ours-shm", "ours-pipe"),
-              ("variant: decoded frames handed back in shared memory",
-               "variant: decoded frames handed back through the pipe"))
+    """Decoded frames handed back through the worker pool's pipe or in shared memory (op
+    ``decode_shm``)."""
+    op_rows(w, "decode_shm", ("ours-shm", "ours-pipe"),
+            ("variant: decoded frames handed back in shared memory",
+             "variant: decoded frames handed back through the pipe"))
 
 
 @dataclass
@@ -746,11 +596,7 @@ class Variant:
 
 
 SPECIAL_VARIANTS = {
-    "nosync": Variant("visual", True, nosync_variant),
     "gc-freeze": Variant("both", False, gc_variant),
-    "vision-fused": Variant("visual", True, vision_variant),
-    "vision-fused-no-epilogue": Variant("visual", True, vision_variant),
-    "vision-rotary-old": Variant("visual", True, rotary_variant),
     "unpadded": Variant("visual", True, unpadded_variant),
     "pipe": Variant("visual", True, pipe_variant),
     "frames-apart": Variant("visual", False, frames_apart_variant),
@@ -798,14 +644,19 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     limit = peak * 1e12 / flops
     stop = engine.stop_ids
     engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
-    graphs = engine.decode_graphs
-    chosen = graphs.enabled
+    chosen = engine.config.op("decode_graphs")
+    # The decode steps the other way, and the graphs' fixed-shape steps run eagerly (a check
+    # switch of the variant's own ``DecodeGraphs``, not a knob: no user runs it).
+    flipped_engine = engine.with_config(engine.config.with_ops(("-" if chosen else "+") + "decode_graphs"))
+    fixed_engine = engine.with_config(engine.config.with_ops("-decode_graphs"))
+    fixed_engine.decode_graphs.fixed_steps = True
     counts: dict[str, tuple[int, int]] = {}  # row -> (graphs captured, captures failed) in it
 
-    def counted(mode: str, fn: Callable[[], object]) -> Callable[[], object]:
+    def counted(mode: str, eng: HFEngine) -> Callable[[], object]:
         def run() -> object:
+            graphs = eng.decode_graphs
             c0, f0 = graphs.captured, graphs.failed
-            out = fn()
+            out = eng.generate_sync(reqs)
             counts[mode] = (graphs.captured - c0, graphs.failed - f0)
             return out
         return run
@@ -818,18 +669,16 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         with plain(engine):
             naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
-        res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit,
-                      counted("ours", lambda: engine.generate_sync(reqs)), note=f"{n_frames} frames, 128 new tokens")
+        res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit, counted("ours", engine),
+                      note=f"{n_frames} frames, 128 new tokens")
         other = not chosen
         flipped_mode = "ours-graphs" if other else "ours-eager"
-        with knob_set(graphs, "enabled", other):
-            flipped = run_row(rows, name, flipped_mode, engine, n_items, float(p.n_tokens),
-                              limit, counted(flipped_mode, lambda: engine.generate_sync(reqs)),
-                              note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
-                                   + ("" if engine.device.type == "cuda" else " (no CUDA: eagerly too)"))
-        with knob_set(graphs, "enabled", False), knob_set(graphs, "fixed_steps", True):
-            fixed = run_row(rows, name, "fixed-eager", engine, n_items, float(p.n_tokens), limit,
-                            lambda: engine.generate_sync(reqs), note="check: the graphs' fixed-shape steps, eagerly")
+        flipped = run_row(rows, name, flipped_mode, flipped_engine, n_items, float(p.n_tokens),
+                          limit, counted(flipped_mode, flipped_engine),
+                          note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
+                               + ("" if engine.device.type == "cuda" else " (no CUDA: eagerly too)"))
+        fixed = run_row(rows, name, "fixed-eager", fixed_engine, n_items, float(p.n_tokens), limit,
+                        lambda: fixed_engine.generate_sync(reqs), note="check: the graphs' fixed-shape steps, eagerly")
         profile(name, lambda: engine.generate_sync(reqs[:1]))
     finally:
         engine.stop_ids = stop
@@ -899,9 +748,9 @@ def main() -> None:
                     help="questions asked about each video in the visual workloads (1: every request its own "
                          "frames; the engine shares the frames and prompt prefix of one video's questions)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
-    ap.add_argument("--variants", default="nosync",
-                    help="comma-separated variant rows: nosync, vision-fused, vision-fused-no-epilogue, "
-                         "vision-rotary-old, unpadded, pipe, frames-apart (visual workloads); tree-mask (blind: the "
+    ap.add_argument("--variants", default="",
+                    help="comma-separated variant rows, each the engine with another HFConfig: "
+                         "unpadded, pipe, frames-apart (visual workloads); tree-mask (blind: the "
                          "other tree attention), "
                          "batch512 (blind); nopace, paceN (launches paced N blocks ahead), growN (chunks growing N "
                          "times), fulllayer (the last layer over every position), residual-apart (the MLP's residual "
@@ -1037,11 +886,11 @@ def main() -> None:
                  if held else "")
     lines = [f"device: {env['device']}; torch {env['torch']}; matmul peak {peak:.4g} TFLOP/s{held_text}; {env['date']}",
              "", "| workload | mode | items | prompt tokens | items/s | limit/s | ratio | ratio (sustained) | peak GiB "
-             "| GPU busy | MHz | W | GC ms | note |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| GPU busy | MHz | W | GC ms | HFConfig | note |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     lines += [f"| {r.workload} | {r.mode} | {r.items} | {r.prompt_tokens:.0f} | {r.items_per_s:.1f} | "
               f"{r.limit_per_s:.1f} | {r.ratio:.1%} | {r.ratio_sustained:.1%} | {r.peak_gib:.1f} | {r.busy:.0%} | "
-              f"{r.mhz:.0f} | {r.watts:.0f} | {r.gc_ms:.0f} | "
+              f"{r.mhz:.0f} | {r.watts:.0f} | {r.gc_ms:.0f} | {r.config_hash} | "
               f"{r.note} |" for r in rows]
     lines += ["", "| check | dtype | n | noise floor | tolerance | ours vs plain | engine lp_exact vs plain | ok |",
               "|---|---|---:|---:|---:|---:|---:|---|"]

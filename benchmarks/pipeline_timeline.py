@@ -154,23 +154,24 @@ class Timeline:
 
 
 @contextmanager
-def variant(engine: HFEngine, v: str) -> Iterator[None]:
+def variant(engine: HFEngine, v: str) -> Iterator[HFEngine]:
     """The engine with one host-side setting changed for a pass: siX (Python's thread switch
-    interval X ms), or any of gpu_screen's engine knobs (``engine_variant``: nopace, growN, ...)."""
+    interval X ms), or any of gpu_screen's engine knobs (``engine_variant``: nopace, growN, ...: the
+    engine with another ``HFConfig``); yields the engine to time."""
     if v.startswith("si"):
         chosen = sys.getswitchinterval()
         sys.setswitchinterval(float(v[2:]) / 1e3)
         try:
-            yield
+            yield engine
         finally:
             sys.setswitchinterval(chosen)
         return
     knob = engine_variant(engine, v)
     if knob is None:
         raise SystemExit(f"unknown variant {v!r}")
-    with knob[0]:
-        engine.score_sync(REQS[engine])  # warm-up: the variant's new batch shapes
-        yield
+    other = knob[0]
+    other.score_sync(REQS[engine])  # warm-up: the variant's new batch shapes
+    yield other
 
 
 def print_summary(name: str, s: dict[str, Any]) -> None:
@@ -233,8 +234,8 @@ def main() -> None:
             print_summary(f"{name} (pass {k})", s)
             out[f"{name}_{k}"] = s
         for v in [v for v in args.variants.split(",") if v]:
-            with variant(engine, v):
-                s = tl.run(reqs)
+            with variant(engine, v) as eng:
+                s = (tl if eng is engine else Timeline(eng)).run(reqs)
             print_summary(f"{name} ({v})", s)
             out[f"{name}_{v}"] = s
     Path(args.out).mkdir(parents=True, exist_ok=True)

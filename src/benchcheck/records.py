@@ -8,7 +8,9 @@ so nothing is lost by a round trip.
 
 ``schema_version`` is checked on read: a row without it, or with an older version, is read (and
 migrated when a later version needs it); a newer one is an error naming the file and line,
-never a silent misreading. Rows are written and read only through ``benchcheck.store``.
+never a silent misreading. A new optional field keeps the version (rows without it read as None,
+and an older reader keeps it in ``fields``); renaming, removing or changing the meaning of a
+field raises it, with a migration. Rows are written and read only through ``benchcheck.store``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,13 @@ class _RowView:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.fields, "schema_version": SCHEMA_VERSION}
+
+    @property
+    def engine_config_hash(self) -> str | None:
+        """The hash of the engine's configuration (``HFConfig.hash``), where the engine has one
+        (optional, since issue 42: rows of other engines and older rows have none)."""
+        v = self.fields.get("engine_config_hash")
+        return None if v is None else str(v)
 
 
 @dataclass(frozen=True, slots=True)

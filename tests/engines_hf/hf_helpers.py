@@ -15,3 +15,18 @@ def make_jpeg(seed: int, w: int = 448, h: int = 256) -> bytes:
     buf = io.BytesIO()
     Image.fromarray(small).resize((w, h), Image.Resampling.BILINEAR).save(buf, "JPEG", quality=85)
     return buf.getvalue()
+
+
+def variant(engine: object, *ops: str, **knobs: object) -> object:
+    """``engine`` (an ``HFEngine``) with ``ops`` ("+varlen", "-share_prefixes") and knobs of its
+    ``HFConfig`` changed: another engine on the same model (``HFEngine.with_config``)."""
+    from dataclasses import replace
+
+    cfg = engine.config  # type: ignore[attr-defined]
+    return engine.with_config(replace(cfg.with_ops(*ops), **knobs))  # type: ignore[attr-defined]
+
+
+def tree_ops(share: bool, tree: str, unpadded: bool = True) -> tuple[str, ...]:
+    """The ops of a scoring layout: prefix sharing, the tree attention ("varlen" / "mask"), unpadded rows."""
+    return (("+" if share else "-") + "share_prefixes", ("+" if tree == "varlen" else "-") + "varlen",
+            ("+" if unpadded else "-") + "unpadded")

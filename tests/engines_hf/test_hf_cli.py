@@ -46,10 +46,10 @@ def test_random_true_shape_scores_on_the_gpu() -> None:
 
 @pytest.mark.slow
 def test_benchmark_runs_on_the_tiny_model(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "engine_throughput.py"), "--tiny", "--quick"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    cmd = [sys.executable, "-m", "benchmarks.engine_throughput", "--tiny", "--quick"]
     cmd += ["--only", "blind", "--no-naive", "--out", str(tmp_path)]
-    subprocess.run(cmd, check=True, env=env, timeout=900)
+    subprocess.run(cmd, check=True, env=env, timeout=900, cwd=ROOT)
     rows = json.loads((tmp_path / "results.json").read_text())["rows"]
     assert {r["mode"] for r in rows} >= {"engine", "encode", "forward"}
     assert all(r["items_per_s"] > 0 for r in rows)

@@ -12,6 +12,7 @@ from hf_helpers import make_jpeg
 
 from benchcheck.engines import Engine, Failure, GenerateRequest, Generation, LetterScores, ScoreRequest, create_engine
 from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_config import HFConfig
 from benchcheck.protocol import LP_FLOOR, letter_logprobs
 
 OPTIONS = "Options:\nA. red\nB. blue\nC. green\nD. black\nAnswer with the option letter only."
@@ -185,9 +186,9 @@ def test_collector_frozen_once_after_the_first_call(tiny_model: Path) -> None:
     collected as usual."""
     import gc
 
-    engine = HFEngine(tiny_model, device="cpu", max_batch_size=4)
-    assert engine.freeze_collector is False  # the CPU: the collector as is
-    engine.freeze_collector = True
+    assert HFEngine(tiny_model, device="cpu", max_batch_size=4).freeze_collector is False  # the CPU: as is
+    engine = HFEngine(tiny_model, device="cpu", max_batch_size=4, config=HFConfig(ops=("+freeze_gc",)))
+    assert engine.freeze_collector is True
     gc.unfreeze()
     try:
         assert gc.get_freeze_count() == 0

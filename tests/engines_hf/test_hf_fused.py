@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import torch
 
+from benchcheck.engines.hf_config import ConfigInForce, HFConfig
 from benchcheck.engines.hf_fused import (
     compile_enabled,
     rms_norm,
@@ -103,7 +104,8 @@ def test_mlp_residual_adds_in_the_product_and_equals_the_sum(monkeypatch: pytest
     x, residual = torch.randn(2, 7, 32, dtype=torch.float64), torch.randn(2, 7, 32, dtype=torch.float64)
     expected = residual + mlp(x)
     assert torch.equal(hf_fused.mlp_residual(mlp, x, residual), expected)  # not fused: transformers' sum
-    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f) == 1
+    in_force = ConfigInForce(HFConfig())
+    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f, in_force=in_force) == 1
     seen: list[int] = []
     monkeypatch.setattr(torch, "addmm", _counting(torch.addmm, seen))
     fused = hf_fused.mlp_residual(mlp, x, residual)
@@ -111,10 +113,10 @@ def test_mlp_residual_adds_in_the_product_and_equals_the_sum(monkeypatch: pytest
     assert fused.shape == residual.shape
     assert torch.allclose(fused, expected, rtol=0, atol=1e-12)
     assert torch.allclose(mlp(x), expected - residual, rtol=0, atol=1e-12)  # the fused MLP alone: the same
-    monkeypatch.setattr(hf_fused, "RESIDUAL_EPILOGUE", False)  # gpu_screen's residual-apart rows
+    in_force.config = HFConfig(ops=("-residual_epilogue",))  # gpu_screen's residual-apart rows
     assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual), expected, rtol=0, atol=1e-12)
     assert seen == [1]
-    monkeypatch.setattr(hf_fused, "RESIDUAL_EPILOGUE", True)
+    in_force.config = HFConfig()
     mlp.down_proj = torch.nn.Linear(96, 32, bias=True).double()  # a bias: the plain sum, still the same function
     assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual), residual + mlp(x), rtol=0, atol=1e-12)
     assert seen == [1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 from hf_helpers import make_jpeg
@@ -49,11 +50,9 @@ def test_first_chunk_depends_on_what_the_requests_carry(hf_engine: HFEngine) -> 
     assert first_chunk(one, big) == 16
     assert first_chunk(video, Plan(256, 65536, first_chunk=3)) == 3  # the knob
     assert first_chunk(text, hf_engine._plan()) == 1  # max_batch_size 4: a quarter of it
-    hf_engine.first_chunk = 2
-    try:
-        assert hf_engine._plan().first_chunk == 2  # the engine's attributes are the call's plan
-    finally:
-        hf_engine.first_chunk = None
+    two = hf_engine.with_config(replace(hf_engine.config, first_chunk=2))
+    assert two._plan().first_chunk == 2  # the engine's config is the call's plan
+    assert hf_engine._plan().first_chunk is None
 
 
 def test_encode_many_equals_encode_one_by_one(hf_engine: HFEngine) -> None:

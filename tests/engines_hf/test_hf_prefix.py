@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-from hf_helpers import make_jpeg
+from hf_helpers import make_jpeg, variant
 
 from benchcheck.engines import Failure, LetterScores, ScoreRequest, hf_prefix
 from benchcheck.engines.hf import HFEngine
@@ -41,19 +41,21 @@ def ok(res: list[LetterScores | Failure]) -> list[LetterScores]:
 
 
 @pytest.fixture()
-def engine(hf_engine: HFEngine) -> Iterator[HFEngine]:
-    size, share, tree = hf_engine.max_batch_size, hf_engine.share_prefixes, hf_engine.tree_attention
-    hf_engine.max_batch_size = 16
-    yield hf_engine
-    hf_engine.max_batch_size, hf_engine.share_prefixes, hf_engine.tree_attention = size, share, tree
+def engine(hf_engine: HFEngine) -> HFEngine:
+    return variant(hf_engine, max_batch_size=16)  # type: ignore[return-value]
+
+
+def tree_engine(engine: HFEngine, tree: str) -> HFEngine:
+    """``engine`` with the tree attention ``tree`` ("varlen": on the CPU its reference kernel)."""
+    out: HFEngine = variant(engine, "+varlen" if tree == "varlen" else "-varlen")  # type: ignore[assignment]
+    assert out.tree_attention == tree
+    return out
 
 
 def compare(engine: HFEngine, reqs: list[ScoreRequest]) -> float:
     """Largest difference of any top-20 log-prob between shared and unshared scoring."""
-    engine.share_prefixes = True
-    shared = ok(engine.score_sync(reqs))
-    engine.share_prefixes = False
-    plain = ok(engine.score_sync(reqs))
+    shared = ok(variant(engine, "+share_prefixes").score_sync(reqs))  # type: ignore[attr-defined]
+    plain = ok(variant(engine, "-share_prefixes").score_sync(reqs))  # type: ignore[attr-defined]
     worst = 0.0
     for a, b in zip(shared, plain, strict=True):
         assert a.request_id == b.request_id and a.prompt_tokens == b.prompt_tokens
@@ -93,7 +95,7 @@ def test_cpu_engine_picks_the_tree_mask(hf_engine: HFEngine) -> None:
 
 @pytest.mark.parametrize("tree", ["mask", "varlen"])
 def test_shared_scoring_equals_unshared_float32(engine: HFEngine, tree: str) -> None:
-    engine.tree_attention = tree
+    engine = tree_engine(engine, tree)
     reqs = step1_requests()
     worst = compare(engine, reqs)
     assert worst < 1e-4, worst
@@ -101,7 +103,7 @@ def test_shared_scoring_equals_unshared_float32(engine: HFEngine, tree: str) -> 
 
 @pytest.mark.parametrize("tree", ["mask", "varlen"])
 def test_shared_scoring_with_images_equals_unshared(engine: HFEngine, tree: str) -> None:
-    engine.tree_attention = tree
+    engine = tree_engine(engine, tree)
     frame = make_jpeg(3)
     other = make_jpeg(4)
     base = step1_requests()[:8]
@@ -116,12 +118,11 @@ def test_shared_scoring_with_images_equals_unshared(engine: HFEngine, tree: str)
 
 @pytest.mark.parametrize("tree", ["mask", "varlen"])
 def test_mixed_batch_of_families_and_loners_keeps_order(engine: HFEngine, tree: str) -> None:
-    engine.tree_attention = tree
+    engine = tree_engine(engine, tree)
     reqs = step1_requests()
     mixed = [reqs[5], ScoreRequest("lone", "Something else entirely. Answer with A or B."), *reqs[:4], reqs[9]]
     assert compare(engine, mixed) < 1e-4
-    engine.share_prefixes = True
-    res = ok(engine.score_sync(mixed))
+    res = ok(engine.score_sync(mixed))  # sharing: the default
     assert [r.request_id for r in res] == [r.request_id for r in mixed]
 
 
@@ -192,11 +193,9 @@ def test_scoring_plans_families_once_per_chunk(engine: HFEngine, monkeypatch: py
     window = 8 * plan.max_batch_size
     chunks = list(chunk_spans(len(jobs), first_chunk(jobs, plan), plan.chunk_growth, lambda lo: window))
     calls = counted_plan_families(monkeypatch)
-    engine.share_prefixes = True
-    ok(engine.score_sync(reqs))
+    ok(engine.score_sync(reqs))  # sharing: the default
     assert calls == [hi - lo for lo, hi in chunks]
-    engine.share_prefixes = False
-    ok(engine.score_sync(reqs))
+    ok(variant(engine, "-share_prefixes").score_sync(reqs))  # type: ignore[attr-defined]
     assert calls == [hi - lo for lo, hi in chunks]  # not at all without sharing
 
 
@@ -220,7 +219,7 @@ def video_questions(frames: Sequence[bytes]) -> list[ScoreRequest]:
     return reqs
 
 
-def test_questions_about_the_same_frame_form_one_family(hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_questions_about_the_same_frame_form_one_family(hf_engine: HFEngine) -> None:
     frames = [make_jpeg(11), make_jpeg(12)]
     reqs = video_questions(frames)
     prompts = [hf_engine.encoder.encode(r.prompt, r.images, r.assistant_prefix) for r in reqs]
@@ -231,10 +230,8 @@ def test_questions_about_the_same_frame_form_one_family(hf_engine: HFEngine, mon
         assert image_end < f.prefix < min(prompts[m].n_tokens for m in f.members)  # the frame and the intro
     # In token ids every image looks alike: without the images' key, the questions sort apart
     # (the videos' prompts of one question are neighbours, but their frames differ).
-    monkeypatch.setattr(hf_prefix, "SHARE_FRAMES", False)
-    assert all(len(f.members) == 1 for f in plan_families(prompts))
+    assert all(len(f.members) == 1 for f in plan_families(prompts, share_frames=False))
     # The key orders only: equal keys over different frames share nothing.
-    monkeypatch.setattr(hf_prefix, "SHARE_FRAMES", True)
     forged = [EncodedPrompt(p.input_ids, p.mm_token_type_ids, p.frames, p.image_grid_thw, p.mrope, b"same")
               for p in prompts]
     for f in plan_families(forged):
@@ -245,8 +242,8 @@ def test_questions_about_the_same_frame_form_one_family(hf_engine: HFEngine, mon
 def test_questions_about_one_frame_score_as_unshared_and_encode_it_once(
     engine: HFEngine, tree: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine.tree_attention = tree
-    monkeypatch.setattr(engine, "first_chunk", 64)  # one chunk: the call's requests are planned together
+    engine = tree_engine(engine, tree)
+    engine = variant(engine, first_chunk=64)  # type: ignore[assignment]  # one chunk: the requests planned together
     reqs = video_questions([make_jpeg(21), make_jpeg(22)])
     assert compare(engine, reqs) < 1e-4
     images: list[int] = []
@@ -259,10 +256,8 @@ def test_questions_about_one_frame_score_as_unshared_and_encode_it_once(
         return real(*a, **k)
 
     monkeypatch.setattr(visual, "forward", counting)
-    engine.share_prefixes = True
-    ok(engine.score_sync(reqs))
+    ok(engine.score_sync(reqs))  # sharing: the default
     assert sum(images) == 2  # one frame per video, not one per question
     images.clear()
-    engine.share_prefixes = False
-    ok(engine.score_sync(reqs))
+    ok(variant(engine, "-share_prefixes").score_sync(reqs))  # type: ignore[attr-defined]
     assert sum(images) == len(reqs)

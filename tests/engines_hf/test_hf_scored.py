@@ -4,11 +4,10 @@ layer in every layout the engine scores in, and only the scored rows through its
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
 import pytest
 import torch
-from hf_helpers import make_jpeg
+from hf_helpers import make_jpeg, tree_ops, variant
 from test_hf_prefix import ok, step1_requests
 
 from benchcheck.engines.base import ScoreRequest
@@ -37,13 +36,8 @@ def image_requests() -> list[ScoreRequest]:
 
 
 @pytest.fixture()
-def engine(hf_engine: HFEngine) -> Iterator[HFEngine]:
-    saved = (hf_engine.max_batch_size, hf_engine.share_prefixes, hf_engine.tree_attention,
-             hf_engine.unpadded_scoring, hf_engine.scored_last_layer)
-    hf_engine.max_batch_size = 16
-    yield hf_engine
-    (hf_engine.max_batch_size, hf_engine.share_prefixes, hf_engine.tree_attention, hf_engine.unpadded_scoring,
-     hf_engine.scored_last_layer) = saved
+def engine(hf_engine: HFEngine) -> HFEngine:
+    return variant(hf_engine, max_batch_size=16)  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize(("layout", "share", "tree", "unpadded"), [
@@ -56,16 +50,15 @@ def engine(hf_engine: HFEngine) -> Iterator[HFEngine]:
 def test_scored_last_layer_equals_the_full_layer(engine: HFEngine, layout: str, share: bool, tree: str,
                                                  unpadded: bool) -> None:
     reqs = image_requests() if "images" in layout else step1_requests() + image_requests()[:2]
-    engine.share_prefixes, engine.tree_attention, engine.unpadded_scoring = share, tree, unpadded
+    layout_engine: HFEngine = variant(engine, *tree_ops(share, tree, unpadded))  # type: ignore[assignment]
     layer = engine.model.model.language_model.layers[-1]
     rows: list[int] = []
     hook = layer.mlp.register_forward_hook(lambda m, a, out: rows.append(a[0].reshape(-1, a[0].shape[-1]).shape[0]))
     try:
-        engine.scored_last_layer = True
-        fast = ok(engine.score_sync(reqs))
+        assert layout_engine.scored_last_layer  # the default
+        fast = ok(layout_engine.score_sync(reqs))
         scored_rows, rows[:] = sum(rows), []
-        engine.scored_last_layer = False
-        full = ok(engine.score_sync(reqs))
+        full = ok(variant(layout_engine, "-scored_last_layer").score_sync(reqs))  # type: ignore[attr-defined]
     finally:
         hook.remove()
     assert scored_rows == len(reqs)  # the MLP saw one row per request, not every position

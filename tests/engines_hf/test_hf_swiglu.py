@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from benchcheck.engines import hf_fused
+from benchcheck.engines.hf_config import ConfigInForce, HFConfig
 from benchcheck.engines.hf_fused import packed_gate_up, silu_mul
 from benchcheck.engines.hf_swiglu import CONFIGS, HALF, pack_gate_up, supported, swiglu_packed
 
@@ -168,18 +169,15 @@ def test_fused_mlp_takes_the_kernel_and_equals_transformers_mlp() -> None:
     (which rounds the products before SiLU), as it does with the kernel switched off."""
     mlp = _mlp().to(torch.bfloat16)
     model = torch.nn.Sequential(mlp)
-    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f) == 1
+    in_force = ConfigInForce(HFConfig())
+    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f, in_force=in_force) == 1
     x = torch.randn(1, hf_fused.EAGER_ROWS + 37, 256, device=DEVICE).to(torch.bfloat16)
     with torch.no_grad():
         want = type(mlp).forward(mlp, x).float()
         got = mlp(x).float()
         assert getattr(mlp, "_bc_gate_up", None) is not None  # the kernel ran
-        chosen = hf_fused.SWIGLU_KERNEL
-        hf_fused.SWIGLU_KERNEL = False
-        try:
-            other = mlp(x).float()
-        finally:
-            hf_fused.SWIGLU_KERNEL = chosen
+        in_force.config = HFConfig(ops=("-swiglu",))
+        other = mlp(x).float()
     scale = want.abs().max().item()
     assert (got - want).abs().max().item() <= 2e-2 * scale
     assert (other - want).abs().max().item() <= 2e-2 * scale
@@ -216,18 +214,16 @@ def test_a_device_that_refuses_the_kernel_falls_back_to_cublas(monkeypatch: pyte
 
     mlp = _mlp().to(torch.bfloat16)
     model = torch.nn.Sequential(mlp)
-    hf_fused.use_fused_text_mlp(model, compiler=lambda f: f)
+    in_force = ConfigInForce(HFConfig())
+    hf_fused.use_fused_text_mlp(model, compiler=lambda f: f, in_force=in_force)
     x = torch.randn(1, hf_fused.EAGER_ROWS + 37, 256, device=DEVICE).to(torch.bfloat16)
     monkeypatch.setattr(hf_swiglu, "swiglu_packed", refuse)
     monkeypatch.setattr(hf_fused, "_NO_SWIGLU", set())
     with torch.no_grad():
         got = mlp(x)
         again = mlp(x)
-        chosen, hf_fused.SWIGLU_KERNEL = hf_fused.SWIGLU_KERNEL, False
-        try:
-            want = mlp(x)
-        finally:
-            hf_fused.SWIGLU_KERNEL = chosen
+        in_force.config = HFConfig(ops=("-swiglu",))
+        want = mlp(x)
     assert torch.equal(got, want) and torch.equal(again, want)
     assert sum("through cuBLAS" in r.getMessage() for r in caplog.records) == 1  # one warning
     assert getattr(mlp, "_bc_gate_up", "kept") is None  # the packed copy dropped

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from hf_helpers import variant
 from test_hf_prefix import compare, step1_requests
 
 from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf_config import HFConfig
 from benchcheck.engines.hf_varlen import NAME, build_plan, flash_available, reference_varlen
 
 
@@ -70,12 +72,10 @@ def test_reference_kernel_equals_dense_tree_mask_with_grouped_heads() -> None:
 
 @pytest.fixture()
 def varlen_engine(hf_engine: HFEngine) -> HFEngine:
-    size, tree = hf_engine.max_batch_size, hf_engine.tree_attention
-    hf_engine.max_batch_size = 16
-    hf_engine.tree_attention = "varlen"
-    yield hf_engine  # type: ignore[misc]
-    hf_engine.max_batch_size, hf_engine.tree_attention = size, tree
-    hf_engine.share_prefixes = True
+    """The tiny engine with the variable-length tree attention (on the CPU its reference kernel)."""
+    engine: HFEngine = variant(hf_engine, "+varlen", max_batch_size=16)  # type: ignore[assignment]
+    assert engine.tree_attention == "varlen"
+    return engine
 
 
 def test_transformers_builds_no_mask_and_no_packed_probe(varlen_engine: HFEngine,
@@ -121,9 +121,8 @@ def test_fused_attention_forward_takes_the_plan_too(tiny_model: Path) -> None:
     attention function through it as well (here uncompiled, on the CPU)."""
     from benchcheck.engines.hf_fused import use_fused_text_attention
 
-    engine = HFEngine(tiny_model, device="cpu", max_batch_size=16)
+    engine = HFEngine(tiny_model, device="cpu", max_batch_size=16, config=HFConfig(ops=("+varlen",)))
     assert use_fused_text_attention(engine.model, compiler=lambda f: f) > 0
-    engine.tree_attention = "varlen"
     assert compare(engine, step1_requests()) < 1e-4
 
 
@@ -136,7 +135,7 @@ def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_en
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """``unpadded_scoring`` (on by default): one-frame-like requests (each its own image, nothing
     shared) scored in the one row, without padding, equal to the right-padded batch; with the knob
-    off, or for prompts longer than ``UNPADDED_MAX_TOKENS``, no row is packed."""
+    off, or for prompts longer than ``HFConfig.unpadded_max_tokens``, no row is packed."""
     from hf_helpers import make_jpeg
 
     from benchcheck.engines import hf
@@ -153,11 +152,7 @@ def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_en
     reqs = [ScoreRequest(f"r{i}", f"Question {i}: what is shown?" + " more" * (3 * i) + "\nOptions:\nA. x\nB. y",
                          images=(make_jpeg(i),)) for i in range(5)]
     assert varlen_engine.unpadded_scoring
-    varlen_engine.unpadded_scoring = False
-    try:
-        padded = varlen_engine.score_sync(reqs)
-    finally:
-        varlen_engine.unpadded_scoring = True
+    padded = variant(varlen_engine, "-unpadded").score_sync(reqs)  # type: ignore[attr-defined]
     assert packed == []
     unpadded = varlen_engine.score_sync(reqs)
     assert sum(packed) == len(reqs)  # every request in a packed row, a family of its own
@@ -166,6 +161,6 @@ def test_unpadded_scoring_packs_requests_that_share_nothing_in_one_row(varlen_en
         assert [e["token"] for e in a.top[:5]] == [e["token"] for e in b.top[:5]]
         assert max(abs(float(x["logprob"]) - float(y["logprob"])) for x, y in zip(a.top, b.top, strict=True)) < 1e-4
     packed.clear()
-    monkeypatch.setattr(hf, "UNPADDED_MAX_TOKENS", min(r.prompt_tokens for r in unpadded) - 1)  # type: ignore[union-attr]
-    assert all(isinstance(r, LetterScores) for r in varlen_engine.score_sync(reqs))
+    shorter = variant(varlen_engine, unpadded_max_tokens=min(r.prompt_tokens for r in unpadded) - 1)  # type: ignore[union-attr]
+    assert all(isinstance(r, LetterScores) for r in shorter.score_sync(reqs))  # type: ignore[attr-defined]
     assert packed == []  # longer prompts: right-padded rows

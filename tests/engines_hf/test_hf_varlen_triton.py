@@ -7,6 +7,7 @@ below 2.3 for Triton 3.6's interpreter), which is how the kernel was first check
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 import torch
@@ -77,21 +78,19 @@ def test_kernel_agrees_with_flash_attention_in_bfloat16(families: list[tuple[int
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the engine's choice of kernel is made on CUDA")
-def test_tree_attention_takes_the_kernel_for_short_rows_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tree attention's output with the kernel on equals the kernel's, and with it off (or the
-    keys longer than its limit) FlashAttention-2's."""
+def test_tree_attention_takes_the_kernel_for_short_rows_only() -> None:
+    """Tree attention's output with the kernel on equals the kernel's, and with it off (the plan's
+    ``triton_max_keys`` 0: op ``varlen_triton`` off, or the keys longer than its limit) FlashAttention-2's."""
     q, k, v, plan = _inputs(PLANS[2], 32, 8, 128, torch.bfloat16, seed=2)
     kernel = varlen_attention(q, _gathered(k, plan), _gathered(v, plan), plan, 0.1)
     flash = hf_varlen.flash_varlen(q.contiguous(), _gathered(k, plan), _gathered(v, plan), plan, 0.1)
     as_module = (q[None].transpose(1, 2), k[None].transpose(1, 2), v[None].transpose(1, 2))  # (1, H, T, D)
     on, _ = hf_varlen.tree_attention(None, *as_module, None, varlen_plan=plan, scaling=0.1)
     assert torch.equal(on[0], kernel)
-    monkeypatch.setattr(hf_varlen, "TRITON_MAX_KEYS", plan.max_k - 1)
-    long_keys, _ = hf_varlen.tree_attention(None, *as_module, None, varlen_plan=plan, scaling=0.1)
+    short_limit = replace(plan, triton_max_keys=plan.max_k - 1)
+    long_keys, _ = hf_varlen.tree_attention(None, *as_module, None, varlen_plan=short_limit, scaling=0.1)
     assert torch.equal(long_keys[0], flash)
-    monkeypatch.setattr(hf_varlen, "TRITON_MAX_KEYS", 10**6)
-    monkeypatch.setattr(hf_varlen, "TRITON_KERNEL", False)
-    off, _ = hf_varlen.tree_attention(None, *as_module, None, varlen_plan=plan, scaling=0.1)
+    off, _ = hf_varlen.tree_attention(None, *as_module, None, varlen_plan=replace(plan, triton_max_keys=0), scaling=0.1)
     assert torch.equal(off[0], flash)
 
 

@@ -28,6 +28,9 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--api-key-env", default=None, help="Environment variable holding the endpoints' API key.")
 @click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
+@click.option("--hf-config", "hf_config", multiple=True, metavar="KEY=VALUE|FILE.json",
+              help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
+                   "(docs/models_hf.md, Configuration). Its hash goes into every row and the run log.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="Order of the steps.")
 @click.option("--intro", default="lmms-v1", show_default=True, help="Named set of prompt intros.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None,
@@ -62,7 +65,8 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--gpus", "run_gpus", type=int, default=0, hidden=True, help="GPUs behind this shard (run_log).")
 def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, model: str | None,
            revision: str | None, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
-           rules: str | None, chain: str, intro: str, frames_root: str | None, store: str | None,
+           rules: str | None, hf_config: tuple[str, ...], chain: str, intro: str, frames_root: str | None,
+           store: str | None,
            videos_dir: str | None, keep_file: str | None, bench: str | None, limit: int | None, workers: int | None,
            batch_items: int | None, shard: str | None, max_unit: int, columns: str | None, plan_only: bool,
            no_progress: bool, extra_perms: int, extra_band: float, letter_tokenizer: str | None,
@@ -80,7 +84,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
 
     check_executor(executor, ray_address)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
-                   endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
+                   endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, hf_config=hf_config,
+                   chain=chain,
                    intro=intro, frames_root=frames_root, store=store, videos=videos_dir, keep_file=keep_file,
                    bench=bench, limit=limit,
                    workers=workers, batch_items=batch_items, shard=shard, columns=columns, progress=not no_progress,

@@ -34,6 +34,7 @@ class StageTiming:
     models: tuple[str, ...] = ()
     gpus_assumed: bool = False
     cpu: bool = False
+    engine_configs: tuple[str, ...] = ()  # HFConfig hashes of the runs (hf engines; issue 42)
 
     @property
     def items_per_s_per_gpu(self) -> float | None:
@@ -130,8 +131,9 @@ def summarize(rows: list[Mapping[str, Any]]) -> StageTiming:
     engines = tuple(sorted({str(r["engine"]) for r in rows if r.get("engine")}))
     models = tuple(sorted({str(r["model"]) for r in rows if r.get("model")}))
     cpu = bool(rows) and len(recorded) == len(rows) and sum(recorded) == 0
+    configs = tuple(sorted({str(r["engine_config_hash"]) for r in rows if r.get("engine_config_hash")}))
     return StageTiming(len(rows), wall, _sum(gpu_s), int(items) if items is not None else None,
-                       int(added) if added is not None else None, engines, models, assumed, cpu)
+                       int(added) if added is not None else None, engines, models, assumed, cpu, configs)
 
 
 def read_run_log(path: str | Path) -> dict[str, StageTiming] | None:

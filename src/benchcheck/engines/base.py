@@ -113,3 +113,10 @@ class Engine(Protocol):
     async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]: ...
 
     async def aclose(self) -> None: ...
+
+
+def engine_config_hash(engine: object) -> str | None:
+    """The hash of an engine's own configuration (its ``config_hash``: the hf engine's
+    ``HFConfig.hash``), written beside engine, model and revision; None for engines without one."""
+    v = getattr(engine, "config_hash", None)
+    return v if isinstance(v, str) else None

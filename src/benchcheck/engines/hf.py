@@ -13,11 +13,14 @@ requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
+import dataclasses
 import gc
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,10 @@ import torch
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf_batch import collate
 from benchcheck.engines.hf_checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
-from benchcheck.engines.hf_decode import BadInput
+from benchcheck.engines.hf_config import ConfigInForce, HFConfig
+from benchcheck.engines.hf_decode import BadInput, FrameDecoder
 from benchcheck.engines.hf_forward import PendingTop, score_batch, score_packed
+from benchcheck.engines.hf_frame_memo import FrameMemo
 from benchcheck.engines.hf_fused import (
     compile_enabled,
     use_fused_text_attention,
@@ -53,10 +58,9 @@ from benchcheck.engines.models.marker import marker_revision, read_marker
 from benchcheck.engines.options import EngineOptionError, EngineOptions
 from benchcheck.errors import first_line
 
-# Longest prompt of a batch that shares nothing and is still scored unpadded in one row (see
-# ``HFEngine.unpadded_scoring``): up to here the attention is ~1 % of an 8B layer's work, so the
-# slower variable-length kernel costs less than the padding it saves.
-UNPADDED_MAX_TOKENS = 512
+# Ops chosen when an engine is set up on a model (they install the model's forwards): an engine
+# with another config on the same model (``HFEngine.with_config``) keeps them.
+SETUP_OPS = ("rms_norm", "fused_mlp", "text_attention", "vision_rotary")
 
 
 def decode_processes(device: torch.device) -> int:
@@ -92,10 +96,13 @@ class HFEngine:
         revision: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
-        max_batch_size: int = 256,
-        max_batch_tokens: int = 65536,
+        max_batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
         served_name: str | None = None,
+        config: HFConfig | None = None,
     ) -> None:
+        """``config``: every knob (``HFConfig``; default: its defaults); ``max_batch_size`` and
+        ``max_batch_tokens``, where given, replace the config's."""
         tf = transformers_module()
         folder, resolved = resolve_checkpoint(model, revision)
         marker = read_marker(folder)
@@ -111,13 +118,19 @@ class HFEngine:
         except Exception as e:  # a damaged or foreign checkpoint: transformers, safetensors, tokenizers, JSON
             why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first_line(e, 200)})"
             raise NotACheckpoint(folder, why) from e
-        self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
+        self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved,
+                    _sized(config, max_batch_size, max_batch_tokens))
 
     @classmethod
     def from_options(cls, o: EngineOptions) -> HFEngine:
         if not o.model:
             raise EngineOptionError("--engine hf needs --model (a checkpoint folder or hub name)")
-        return cls(o.model, o.revision, o.device, max_batch_size=o.max_batch_size or 256, served_name=o.served_name)
+        try:
+            config = HFConfig.parse(o.hf_config)
+        except ValueError as e:
+            raise EngineOptionError(str(e)) from None
+        return cls(o.model, o.revision, o.device, max_batch_size=o.max_batch_size, served_name=o.served_name,
+                   config=config)
 
     def count_tokens(self, req: GenerateRequest) -> int:
         """The prompt's tokens as this engine counts them against its context."""
@@ -132,48 +145,52 @@ class HFEngine:
         *,
         name: str,
         revision: str | None = None,
-        max_batch_size: int = 256,
-        max_batch_tokens: int = 65536,
+        max_batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
+        config: HFConfig | None = None,
     ) -> HFEngine:
         """Wrap a model already built in memory (the random-weight true shapes)."""
         engine = cls.__new__(cls)
         encoder = PromptEncoder(tokenizer, preprocessor_config, model.config.image_token_id)
-        engine._setup(model.eval(), encoder, name, revision, max_batch_size, max_batch_tokens)
+        engine._setup(model.eval(), encoder, name, revision, _sized(config, max_batch_size, max_batch_tokens))
         return engine
 
-    def _setup(
-        self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, max_bs: int, max_tokens: int
-    ) -> None:
+    def _setup(self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, config: HFConfig) -> None:
         if model.config.model_type != "qwen3_vl":
             raise ValueError(f"the hf engine runs Qwen3-VL checkpoints; got model_type {model.config.model_type!r}")
-        if max_bs < 1 or max_tokens < 1:
-            raise ValueError("max_batch_size and max_batch_tokens must be positive")
         merge = int(model.config.vision_config.spatial_merge_size)
         if encoder.merge != merge:  # positions and image tokens are counted with the processor's
             raise ValueError(f"preprocessor_config.json merges {encoder.merge}x{encoder.merge} patches, "
                              f"the model's vision config {merge}x{merge}")
         self.model = model
+        self._config = config
+        # The config in force on the model, read by its installed forwards at each call; shared
+        # with every engine made from this one (``with_config``), as the model and its lock are.
+        self._in_force = ConfigInForce(config)
         fuse = compile_enabled(next(model.parameters()).device)
-        use_grouped_vision_attention(model, qkv_rotary=qkv_rotary if fuse else None)  # the CPU: transformers' own
+        rotary = fuse and config.op("vision_rotary")
+        use_grouped_vision_attention(model, qkv_rotary=qkv_rotary if rotary else None)  # the CPU: transformers' own
         use_linear_patch_embed(model)
         use_indexed_deepstack(model)
         fused_attention = False
         if fuse:
-            use_fused_text_norms(model)
-            use_fused_text_mlp(model)
-            use_fused_text_layers(model)  # the MLP's residual in the down projection's product
-            fused_attention = use_fused_text_attention(model) > 0
-        # Scoring forwards run the last decoder layer at the scored positions only (hf_scored);
-        # False: the whole layer (benchmarks compare the two).
-        self.scored_last_layer = use_scored_last_layer(model)
-        # The launching thread waits for the device without holding Python's lock (hf_pacing).
-        self.pacer = use_paced_launches(model)
+            if config.op("rms_norm"):
+                use_fused_text_norms(model)
+            if config.op("fused_mlp"):
+                use_fused_text_mlp(model, in_force=self._in_force)
+                use_fused_text_layers(model)  # the MLP's residual in the down projection's product
+            if config.op("text_attention"):
+                fused_attention = use_fused_text_attention(model) > 0
+        self._fused_attention = fused_attention
+        # Scoring forwards can run the last decoder layer at the scored positions only (hf_scored).
+        self._scored_installed = use_scored_last_layer(model)
+        # The launching thread waits for the device without holding Python's lock (hf_pacing);
+        # its depth and whether it paces come from the config in force (``active``).
+        self.pacer = use_paced_launches(model, config.pacing_depth)
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         self.model_name = name
         self.revision = revision
-        self.max_batch_size = max_bs
-        self.max_batch_tokens = _tokens_that_fit(model, max_tokens)
         self.max_model_len = int(model.config.text_config.max_position_embeddings)
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
@@ -185,61 +202,109 @@ class HFEngine:
         self._token_text: dict[int, str] = {}
         # Exact letter scores: every letter variant's log-prob is gathered from the full softmax.
         self.letters = letter_variants(self.tokenizer, min(len(self.tokenizer), model.config.text_config.vocab_size))
-        self._lock = threading.Lock()  # one forward at a time on the device
-        # Tuning knobs (attributes, not constructor arguments): requests sorted together by
-        # length (None: 8 batches' worth of text-only requests, 2 of requests with images, whose
-        # encoding takes longer), and threads that encode requests. Two threads measured faster
-        # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
-        # the device work for Python's lock, and two already encode faster than the GPU consumes.
-        self.sort_window: int | None = None
-        self.chunk_growth = 2  # each chunk this many times the one before (``hf_pipeline``)
-        self.first_chunk: int | None = None  # requests in the first chunk; None: by what they carry
-        # Scoring requests that start with the same tokens (step 1's permutations) share them:
-        # one packed forward per family (hf_prefix). False: every request runs in full.
-        self.share_prefixes = True
-        # Generation's decode steps replayed as a CUDA graph on CUDA (``hf_generate``; the record
-        # also counts captures and failures). H200, the sweep's 54,000-token 8B requests: 5.3 s
-        # an item against 10.5 s with eager steps, the same texts as those steps run eagerly
-        # (``gpu_screen --only sweep``, docs/PERFORMANCE.md round 7). Only with the fused
-        # attention forward, the way to ``decode_attention``: without it a fixed-shape step is
-        # transformers' SDPA with a mask, which copies the cache per query head and runs the
-        # masked kernel that measured slower than eager steps.
-        self.decode_graphs = DecodeGraphs(enabled=fused_attention)
-        # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
-        # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
-        # left-padded row per family with a dense tree mask: everywhere else). Picked here from
-        # the device; set it only to compare the two (benchmarks) or to test the one-row
-        # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
-        varlen_ok = use_tree_attention(model)
-        self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
-        # Batches that share nothing and whose prompts are short (at most UNPADDED_MAX_TOKENS)
-        # scored in one row without padding (with "varlen" only) instead of right-padded rows.
-        # H200, 1,536 one-frame requests (8B, ~254 tokens, rows padded to 16-token widths: ~6 %
-        # of the tokens padding): 137.1 / 136.9 items/s against 133.8 / 130.3 padded, rows
-        # alternating (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 9), once a
-        # request alone was one attention sequence with its keys in place (``hf_varlen.build_plan``).
-        # Long prompts stay padded: the variable-length kernel (FlashAttention-2) measured 2.6x
-        # slower than cuDNN's causal one on the same tokens, and attention grows with the length
-        # while padding does not (a 32-frame batch pads ~1 %).
-        self.unpadded_scoring = True
-        self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
-        # On CUDA images decode in worker processes (hf_decode): the thread launching the device
-        # work then has Python's lock to itself. Elsewhere the encoding threads decode them.
-        self.encoder.decoder.processes = decode_processes(self.device)
-        # After its first call (the compiles, autotuning and first batch shapes done) the engine
-        # freezes what is alive (``gc.freeze()``, as vLLM does after start-up): the libraries',
-        # the model's and the compilers' millions of objects then leave the collector's full
-        # scans. A full scan holds Python's lock, so the thread launching the device work waited
-        # it out: 405 ms in one H200 one-frame row of 10 s (docs/PERFORMANCE.md, round 13).
-        # Once per engine only: cyclic garbage frozen with it is never collected. On CUDA only,
-        # where the launching thread is what keeps the device busy; False: the collector as is.
-        self.freeze_collector = self.device.type == "cuda"
+        self._lock = threading.Lock()  # one forward at a time on the device (shared by ``with_config``)
+        # Variable-length tree attention: FlashAttention's kernel on CUDA in bf16/fp16, where op
+        # ``varlen`` is on by default; elsewhere a per-sequence reference kernel, only when named
+        # (``+varlen``: tests of the one-row plumbing on the CPU), else the dense tree mask (decision 007).
+        self._varlen_installed = use_tree_attention(model)
+        self._varlen_fast = flash_available(self.device, self.dtype)
         self._collector_frozen = False
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-encode")  # replaced below
+        self._configure(config, None)
 
-    def set_encode_threads(self, n: int) -> None:
-        """Use ``n`` threads to render, tokenize and decode images (default: 2)."""
-        self._pool.shutdown(wait=True)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="hf-encode")
+    def _configure(self, config: HFConfig, before: HFEngine | None) -> None:
+        """What follows from ``config`` for this engine object (at setup, or for ``with_config``'s
+        copy of ``before``): the token budget, the decode graphs, the encoding threads, the image
+        decoders and the frame memo (new ones only where the config changes them)."""
+        self._config = config
+        self.max_batch_tokens = _tokens_that_fit(self.model, config.max_batch_tokens)
+        # Generation's decode steps replayed as CUDA graphs (op ``decode_graphs``, decision 015):
+        # only with the fused attention forward, the way to ``decode_attention``; the record also
+        # counts captures and failures (per engine object).
+        self.decode_graphs = DecodeGraphs(enabled=self._fused_attention and config.op("decode_graphs"))
+        old = before._config if before is not None else None
+        if old is None or old.encode_threads != config.encode_threads:
+            self._pool = ThreadPoolExecutor(max_workers=config.encode_threads, thread_name_prefix="hf-encode")
+        processes = config.decode_processes if config.decode_processes is not None else decode_processes(self.device)
+        decoding = (processes, config.op("decode_shm"), config.frame_memo_bytes)
+        if old is None or decoding != (old.decode_processes if old.decode_processes is not None
+                                       else decode_processes(self.device), old.op("decode_shm"), old.frame_memo_bytes):
+            if old is not None:
+                self.encoder = copy.copy(self.encoder)
+            self.encoder.decoder = FrameDecoder(self.encoder.decoder.rule, processes, shared=config.op("decode_shm"))
+            self.encoder.memo = FrameMemo(config.frame_memo_bytes)
+
+    # -- the configuration -----------------------------------------------------------------
+
+    @property
+    def config(self) -> HFConfig:
+        """Every knob of this engine (frozen; another config: ``with_config``)."""
+        return self._config
+
+    @property
+    def config_hash(self) -> str:
+        """``config.hash``: written beside engine, model and revision in rows and the run log."""
+        return self._config.hash
+
+    def with_config(self, config: HFConfig) -> HFEngine:
+        """An engine on the same model, tokenizer and lock with another config (benchmarks compare
+        fast paths so, in one process). The ops that install the model's forwards (``SETUP_OPS``)
+        must stay as they are: the model is set up once."""
+        if config == self._config:
+            return self
+        moved = [op for op in SETUP_OPS if config.op(op) != self._config.op(op)]
+        if moved:
+            raise ValueError(f"hf config: op {moved[0]!r} is chosen when the model is set up; "
+                             "build another engine (HFEngine(..., config=...)) to change it")
+        other = copy.copy(self)
+        other._token_text = self._token_text  # shared cache: the same tokenizer
+        other._collector_frozen = self._collector_frozen
+        other._configure(config, self)
+        return other
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """The device to this engine for a block: the model's lock held, this engine's config in
+        force on the model (read by its installed forwards) and its pacing set."""
+        with self._lock:
+            self._in_force.config = self._config
+            if self.pacer is not None:
+                self.pacer.enabled = self._config.op("pacing")
+                self.pacer.depth = self._config.pacing_depth
+            yield
+
+    @property
+    def share_prefixes(self) -> bool:
+        """Scoring requests that start with the same tokens share them (op ``share_prefixes``)."""
+        return self._config.op("share_prefixes")
+
+    @property
+    def tree_attention(self) -> str:
+        """How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
+        variable-length attention: CUDA in bf16/fp16, op ``varlen``) or "mask" (a left-padded row
+        per family with a dense tree mask: everywhere else)."""
+        return "varlen" if self._varlen_installed and self._config.op("varlen", self._varlen_fast) else "mask"
+
+    @property
+    def unpadded_scoring(self) -> bool:
+        """Short batches that share nothing scored in one unpadded row (op ``unpadded``; with "varlen")."""
+        return self._config.op("unpadded")
+
+    @property
+    def scored_last_layer(self) -> bool:
+        """The last decoder layer at the scored positions only (op ``scored_last_layer``, where installed)."""
+        return self._scored_installed and self._config.op("scored_last_layer")
+
+    @property
+    def freeze_collector(self) -> bool:
+        """``gc.freeze()`` after the first call (op ``freeze_gc``; by default on CUDA only, where the
+        launching thread is what keeps the device busy; decision 027)."""
+        return self._config.op("freeze_gc", self.device.type == "cuda")
+
+    def plan_options(self) -> dict[str, Any]:
+        """The config's say in how a packed row is built (``hf_prefix.pack``)."""
+        cfg = self._config
+        return {"triton_max_keys": cfg.varlen_triton_max_keys if cfg.op("varlen_triton") else 0}
 
     # -- the Engine protocol -------------------------------------------------------------
 
@@ -277,9 +342,10 @@ class HFEngine:
             packed_row = shared or one_row(prompts, self.one_row_limit())
             if packed_row and not shared:
                 families = lone_families(prompts)
-            with self._lock:
+            with self.active():
                 if packed_row:
-                    packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=varlen)
+                    packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=varlen,
+                                  **self.plan_options())
                     pending = score_packed(self.model, packed, k, gather_t, self.scored_last_layer)
                 else:
                     batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
@@ -323,7 +389,7 @@ class HFEngine:
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
             idx = planned.idx
-            with self._lock:
+            with self.active():
                 batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
                 new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
                                    graphs=self.decode_graphs, pacer=self.pacer)
@@ -348,7 +414,8 @@ class HFEngine:
     # -- helpers -------------------------------------------------------------------------
 
     def _freeze_once(self) -> None:
-        """``gc.freeze()`` after the engine's first call, if ``freeze_collector`` (see __init__)."""
+        """``gc.freeze()`` after the engine's first call, if ``freeze_collector``: the libraries', the
+        model's and the compilers' objects then leave the collector's full scans (decision 027)."""
         if self.freeze_collector and not self._collector_frozen:
             self._collector_frozen = True
             gc.freeze()
@@ -374,12 +441,13 @@ class HFEngine:
         return Encoded(enc, job.new_tokens, encode_s)
 
     def _plan(self) -> Plan:
-        return Plan(self.max_batch_size, self.max_batch_tokens, self.sort_window, self.chunk_growth, self.first_chunk,
-                    self.one_row_limit())
+        cfg = self._config
+        return Plan(cfg.max_batch_size, self.max_batch_tokens, cfg.sort_window, cfg.chunk_growth, cfg.first_chunk,
+                    self.one_row_limit(), cfg.op("share_frames"))
 
     def one_row_limit(self) -> int:
         """The longest prompt of a batch sharing nothing that still runs unpadded in one row (0: none)."""
-        return UNPADDED_MAX_TOKENS if self.unpadded_scoring and self.tree_attention == "varlen" else 0
+        return self._config.unpadded_max_tokens if self.unpadded_scoring and self.tree_attention == "varlen" else 0
 
     def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
         """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or
@@ -405,3 +473,13 @@ class HFEngine:
         if s is None:
             s = self._token_text[token_id] = self.tokenizer.decode([token_id])
         return s
+
+
+def _sized(config: HFConfig | None, max_batch_size: int | None, max_batch_tokens: int | None) -> HFConfig:
+    """``config`` (default: the defaults) with the batch limits given as arguments."""
+    cfg = config or HFConfig()
+    if max_batch_size is not None:
+        cfg = dataclasses.replace(cfg, max_batch_size=max_batch_size)
+    if max_batch_tokens is not None:
+        cfg = dataclasses.replace(cfg, max_batch_tokens=max_batch_tokens)
+    return cfg

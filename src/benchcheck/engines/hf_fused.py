@@ -8,20 +8,20 @@ of a text-only scoring forward. ``torch.compile`` fuses each norm into one kerne
 same operations in the same order (only the reduction order inside the mean can differ): the
 8B blind workload went from 177 to 198 items/s through the engine, 196 to 227 forward-only
 (docs/PERFORMANCE.md). Only CUDA uses it: on the CPU the compile costs more than it saves.
-Set ``BENCHCHECK_HF_COMPILE=0`` to turn it off. The other fusions below follow the same rule:
+``HFConfig`` op ``rms_norm`` off turns it off. The other fusions below follow the same rule:
 the same function as transformers' modules, fewer passes over the activations.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import types
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from benchcheck.engines.hf_config import ConfigInForce, HFConfig
 from benchcheck.engines.hf_generate import ReservedCache, decode_attention
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def compile_enabled(device: torch.device) -> bool:
-    """CUDA with Triton available (torch.compile's GPU backend), unless turned off."""
-    if device.type != "cuda" or os.environ.get("BENCHCHECK_HF_COMPILE", "1") == "0":
+    """CUDA with Triton available (torch.compile's GPU backend; the ops that need it: ``HFConfig``)."""
+    if device.type != "cuda":
         return False
     from benchcheck.engines.hf_varlen_triton import triton_available
 
@@ -86,21 +86,8 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.silu(gate) * up
 
 
-# SiLU-times-up as ``hf_silu``'s one-pass Triton kernel where the compiled function would run
-# (CUDA with Triton). H200, 65,536 x 12,288: 1.20 ms (4.0 TB/s) against the compiled kernel's
-# 1.69-1.76 (2.75-2.85 TB/s), the same bits; one frame, alternating rows: 146.9 against 144.7
-# items/s on average (docs/PERFORMANCE.md, round 11). False: the compiled function
-# (``gpu_screen.py --variants silu``).
-SILU_KERNEL = True
 
 
-# The gate and up products with SiLU-times-up in their epilogue, as ``hf_swiglu``'s Triton kernel
-# over the two weights packed into one, where it runs (CUDA from Hopper on, plain bias-free
-# projections): one kernel and one output instead of two products, two outputs and a pass over
-# them. H200, sustained rounds: 19.12 against 19.96 ms at the one-frame batch (8B), 2.59 against
-# 2.81 at the 2B width (docs/PERFORMANCE.md, round 14). False: cuBLAS's products, then
-# SiLU-times-up as above (``gpu_screen.py --variants swiglu``).
-SWIGLU_KERNEL = True
 # Devices where the kernel could not launch (TMA but less shared memory than its tiles need:
 # the consumer Blackwell boards have 99 KB a block against the H200's 227 KB): cuBLAS from then on.
 _NO_SWIGLU: set[torch.device] = set()
@@ -142,17 +129,22 @@ def _swiglu_refused(err: Exception, device: torch.device) -> None:
     _NO_SWIGLU.add(device)
 
 
-def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
-    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
-    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
-    activation is SiLU change. Each changed MLP also takes its residual into the down
-    projection's product (``mlp_residual``)."""
-    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+class FusedActivation:
+    """A fused text MLP's activation, ``silu(gate(x)) * up(x)`` as (rows, intermediate), bound to
+    its module; its ops (``swiglu``, ``silu_kernel``, ``residual_epilogue``) are read at each call
+    from the config in force on the model (``HFConfig``, decisions 024, 028, 020)."""
 
-    def activation(self: Any, x: torch.Tensor) -> torch.Tensor:
-        """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
-        if SWIGLU_KERNEL and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
-            packed = packed_gate_up(self)
+    def __init__(self, mlp: Any, in_force: ConfigInForce, compiled: Callable[..., Any]) -> None:
+        self.mlp, self.in_force, self.compiled = mlp, in_force, compiled
+
+    @property
+    def residual_epilogue(self) -> bool:
+        return self.in_force.config.op("residual_epilogue")
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        cfg, mlp = self.in_force.config, self.mlp
+        if cfg.op("swiglu") and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
+            packed = packed_gate_up(mlp)
             rows = x.reshape(-1, x.shape[-1])
             if packed is not None:
                 from triton.runtime.errors import OutOfResources
@@ -164,16 +156,27 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
                         return swiglu_packed(rows, packed)
                     except OutOfResources as err:  # Triton refuses before anything runs
                         _swiglu_refused(err, rows.device)
-        gate, up = self.gate_proj(x), self.up_proj(x)
+        gate, up = mlp.gate_proj(x), mlp.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
         if gate.shape[0] < EAGER_ROWS:
             return silu_mul(gate, up)
-        if SILU_KERNEL and gate.is_cuda:
+        if cfg.op("silu_kernel") and gate.is_cuda:
             from benchcheck.engines.hf_silu import DTYPES, silu_mul_kernel
 
             if gate.dtype in DTYPES:
                 return silu_mul_kernel(gate, up)
-        return fn(gate, up)  # type: ignore[no-any-return]
+        return self.compiled(gate, up)  # type: ignore[no-any-return]
+
+
+def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None,
+                       in_force: ConfigInForce | None = None) -> int:
+    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
+    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
+    activation is SiLU change. Each changed MLP also takes its residual into the down
+    projection's product (``mlp_residual``). ``in_force``: the model's config in force (None:
+    the defaults, for a model no engine runs)."""
+    in_force = in_force or ConfigInForce(HFConfig())
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self._bc_activation(x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
@@ -183,28 +186,19 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
 
     for module in model.modules():
         if wanted(module):
-            module._bc_activation = types.MethodType(activation, module)
+            module._bc_activation = FusedActivation(module, in_force, fn)
     return _install(model, forward, wanted)
-
-
-# The down projection adds the residual in its product's epilogue (``torch.addmm``, beta 1) where
-# transformers runs the product and then the addition: one kernel and one pass over the hidden
-# states fewer, and one rounding fewer (the sum is rounded once, from float32). H200, one-frame
-# batch shape (65,536 token rows): 9.75-10.0 ms against 9.85-10.07 for the product and the
-# addition (``benchmarks/lm_kernels.py``); in the engine +1.3 % on the mean of alternating rows,
-# inside their spread (docs/PERFORMANCE.md, round 10). False: the product, then the addition
-# (``gpu_screen.py --variants residual-apart``).
-RESIDUAL_EPILOGUE = True
 
 
 def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
     """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``) with a plain
-    bias-free down projection, the residual is added in the down projection's product."""
+    bias-free down projection and op ``residual_epilogue``, the residual is added in the down
+    projection's product."""
     # The fused MLP's activation, only while its forward is installed (a restore that removes
     # the instance forward, as gpu_screen's plain rows do, gets transformers' sum back).
     act = getattr(mlp, "_bc_activation", None) if "forward" in vars(mlp) else None
     down = mlp.down_proj
-    if act is None or not RESIDUAL_EPILOGUE or type(down) is not torch.nn.Linear or down.bias is not None:
+    if act is None or not act.residual_epilogue or type(down) is not torch.nn.Linear or down.bias is not None:
         return residual + mlp(x)  # type: ignore[no-any-return]
     out = torch.addmm(residual.reshape(-1, residual.shape[-1]), act(x), down.weight.t())
     return out.view(residual.shape)

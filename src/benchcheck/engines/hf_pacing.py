@@ -24,10 +24,11 @@ from typing import Any, Protocol
 
 import torch
 
-# Blocks of work the host may queue ahead of the device. A text decoder layer is about 20
-# kernels, a vision block about 15: 8 blocks are ~160 launches (the queue holds ~1,000), and at
-# least a few milliseconds of device time even for the smallest scoring batch.
-DEPTH = 8
+from benchcheck.engines.hf_config import DEFAULTS
+
+# Blocks of work the host may queue ahead of the device: ``HFConfig.pacing_depth`` (a text decoder
+# layer is about 20 kernels, a vision block about 15; decision 011). The engine sets ``depth`` and
+# ``enabled`` from its config before each forward (one pacer per model, shared by its engines).
 
 
 class Marker(Protocol):
@@ -45,7 +46,7 @@ class LaunchPacer:
     """A forward pre-hook that waits, without Python's lock, while ``depth`` blocks are queued.
     ``mark`` records a point in the device's queue (default: a CUDA event on the current stream)."""
 
-    def __init__(self, depth: int = DEPTH, mark: Callable[[], Marker] = _cuda_marker) -> None:
+    def __init__(self, depth: int = DEFAULTS.pacing_depth, mark: Callable[[], Marker] = _cuda_marker) -> None:
         if depth < 1:
             raise ValueError("depth must be at least 1")
         self.depth = depth
@@ -68,7 +69,7 @@ class LaunchPacer:
             e.synchronize()  # releases the GIL while the device catches up
 
 
-def use_paced_launches(model: Any, depth: int = DEPTH) -> LaunchPacer | None:
+def use_paced_launches(model: Any, depth: int = DEFAULTS.pacing_depth) -> LaunchPacer | None:
     """Pace the launches of ``model``'s text decoder layers and vision blocks (a Qwen3-VL model on
     CUDA); returns the pacer (``enabled = False`` turns it off), or None on other devices, where
     launches do not queue."""

@@ -51,7 +51,7 @@ class Encoded:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The engine's batching knobs for one call (``HFEngine`` attributes of the same names)."""
+    """The engine's batching knobs for one call (its ``HFConfig``'s of the same names)."""
 
     max_batch_size: int
     max_batch_tokens: int
@@ -61,6 +61,7 @@ class Plan:
     # Requests that share nothing run in the same unpadded row as families when every prompt of
     # their chunk is at most this long (0: never; ``HFEngine.unpadded_scoring``); else apart.
     one_row_tokens: int = 0
+    share_frames: bool = True  # one video's questions planned together (``hf_prefix.plan_families``)
 
 
 def one_row(prompts: Sequence[EncodedPrompt], limit: int) -> bool:
@@ -195,7 +196,7 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
                 ready[i] = r
         todo = sorted(ready)
         prompts = [ready[i].prompt for i in todo]
-        families = plan_families(prompts) if share else []
+        families = plan_families(prompts, share_frames=plan.share_frames) if share else []
         # Requests that share nothing run in batches of their own (the engine right-pads them, or
         # puts short ones in one unpadded row), never inside a packed family batch, unless the
         # whole chunk would run unpadded in one row anyway: with long prompts each would cost the

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchcheck.engines.hf_config import DEFAULTS
 from benchcheck.engines.hf_inputs import EncodedPrompt
 from benchcheck.engines.hf_pixels import PixelSpec, patchify
 from benchcheck.engines.hf_scored import Scored, installed
@@ -34,10 +35,6 @@ from benchcheck.engines.hf_vision import vision_inputs
 
 MIN_SHARED = 8  # tokens; a shorter common prefix saves less than the mask and bookkeeping cost
 MAX_FAMILY = 16  # members per packed row
-# Questions about the same frames (a real pool asks several per video) are brought together to
-# share the template, the frames and the intro; False: only as token ids happen to sort them
-# (``gpu_screen.py --variants frames-apart``).
-SHARE_FRAMES = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +53,7 @@ def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED,
-                  max_family: int = MAX_FAMILY) -> list[Family]:
+                  max_family: int = MAX_FAMILY, share_frames: bool = True) -> list[Family]:
     """Group ``prompts`` into families (every prompt in exactly one; ordered by first member).
 
     Prompts are sorted by the images they name (``EncodedPrompt.frames_key``), then by their
@@ -70,7 +67,7 @@ def plan_families(prompts: Sequence[EncodedPrompt], min_shared: int = MIN_SHARED
     keeps its scored last position (identical prompts share all but their last token). A lone
     prompt is a family of one.
     """
-    order = sorted(range(len(prompts)), key=lambda i: (prompts[i].frames_key if SHARE_FRAMES else b"",
+    order = sorted(range(len(prompts)), key=lambda i: (prompts[i].frames_key if share_frames else b"",
                                                        prompts[i].input_ids.tolist()))
     ps = [prompts[i] for i in order]
     # lcp[j]: common prefix of sorted neighbours j-1 and j (0 when their images differ).
@@ -200,9 +197,11 @@ def _family_tokens(prompts: Sequence[EncodedPrompt], fam: Family) -> _FamilyToke
 
 
 def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: int,
-         pixels: PixelSpec, dtype: torch.dtype, one_row: bool = False) -> PackedBatch:
+         pixels: PixelSpec, dtype: torch.dtype, one_row: bool = False,
+         triton_max_keys: int = DEFAULTS.varlen_triton_max_keys) -> PackedBatch:
     """The families packed on the device of ``pixels``: one left-padded row each with the tree
-    mask, or with ``one_row`` all in one row for ``hf_varlen``'s tree attention."""
+    mask, or with ``one_row`` all in one row for ``hf_varlen``'s tree attention (its Triton kernel
+    for rows of keys up to ``triton_max_keys``, ``VarlenPlan``)."""
     device = pixels.table.device
     toks = [_family_tokens(prompts, f) for f in families]
     frames: list[np.ndarray] = []
@@ -228,7 +227,7 @@ def pack(prompts: Sequence[EncodedPrompt], families: Sequence[Family], pad_id: i
             for m, end, s in zip(fam.members, ends.tolist(), t.suffixes, strict=True):
                 keys[m] = [(int(starts[r]), int(starts[r]) + fam.prefix), (end - s, end)]
         spans = [(int(starts[r]), f.prefix, t.suffixes) for r, (f, t) in enumerate(zip(families, toks, strict=True))]
-        plan = build_plan(spans, device)
+        plan = build_plan(spans, device, triton_max_keys)
         return PackedBatch(
             to_device(np.concatenate([t.ids for t in toks])[None], device),
             to_device(np.concatenate([t.types for t in toks])[None], device),

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from benchcheck.engines.hf_config import DEFAULTS
 from benchcheck.engines.hf_transfer import to_device
 
 NAME = "benchcheck_tree_sdpa"  # the text attention implementation of an engine's model
@@ -54,9 +55,14 @@ class VarlenPlan:
     max_k: int
     host_cu_q: np.ndarray  # the same on the host: the reference kernel loops without device reads
     host_cu_k: np.ndarray
+    # Rows whose key sequences are all at most this long take the Triton kernel, the others
+    # FlashAttention-2's (where both run: CUDA, 16-bit floats); 0: FlashAttention-2 always
+    # (``HFConfig``: op ``varlen_triton``, ``varlen_triton_max_keys``; decision 025).
+    triton_max_keys: int = DEFAULTS.varlen_triton_max_keys
 
 
-def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch.device) -> VarlenPlan:
+def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch.device,
+               triton_max_keys: int = DEFAULTS.varlen_triton_max_keys) -> VarlenPlan:
     """The plan of a row holding, for each ``(start, prefix, suffixes)``, a family's prefix of
     ``prefix`` tokens at ``start`` followed by its suffixes of the given lengths. A family of one
     member (one suffix) is one causal sequence of its own tokens: a request that shares nothing
@@ -94,7 +100,7 @@ def build_plan(families: Sequence[tuple[int, int, Sequence[int]]], device: torch
     in_place = not shared and np.array_equal(index, np.arange(len(index)))
     return VarlenPlan(to_device(cu_q, device), to_device(cu_k, device),
                       None if in_place else to_device(index, device),
-                      int(ql.max(initial=0)), int(kl.max(initial=0)), cu_q, cu_k)
+                      int(ql.max(initial=0)), int(kl.max(initial=0)), cu_q, cu_k, triton_max_keys)
 
 
 @functools.cache
@@ -107,12 +113,6 @@ def flash_available(device: torch.device, dtype: torch.dtype) -> bool:
         return False
     return torch.cuda.get_device_capability(device)[0] >= 8
 
-
-# Rows whose key sequences are all short take ``hf_varlen_triton``'s kernel, the others
-# FlashAttention-2's (where both run: CUDA, 16-bit floats). False: FlashAttention-2 always
-# (``gpu_screen.py --variants flash-varlen``). The limit and the gain: docs/PERFORMANCE.md, round 12.
-TRITON_KERNEL = True
-TRITON_MAX_KEYS = 4096
 
 
 def flash_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: VarlenPlan, scale: float) -> torch.Tensor:
@@ -160,7 +160,7 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
         k, v = k.index_select(0, varlen_plan.kv_index), v.index_select(0, varlen_plan.kv_index)
     if not flash_available(q.device, q.dtype):
         return reference_varlen(q, k, v, varlen_plan, scale)[None], None
-    if TRITON_KERNEL and varlen_plan.max_k <= TRITON_MAX_KEYS:
+    if varlen_plan.max_k <= varlen_plan.triton_max_keys:
         from benchcheck.engines.hf_varlen_triton import supported, triton_available, varlen_attention
 
         if triton_available() and supported(q, k):

@@ -10,7 +10,7 @@ shared by ``GROUPS`` consecutive query heads, read in place (no expansion).
 
 ``varlen_attention_tuned`` is the same kernel with its block sizes, warps and stages chosen by
 timing each of ``hf_varlen_triton.CONFIGS`` on the first call for each head layout and dtype
-(one choice serves a run: the engine sends it only rows of short keys, ``hf_varlen.TRITON_MAX_KEYS``).
+(one choice serves a run: the engine sends it only rows of short keys, ``HFConfig.varlen_triton_max_keys``).
 """
 
 import triton

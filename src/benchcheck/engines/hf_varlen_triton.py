@@ -9,7 +9,7 @@ is not written for Hopper, and ~4 % of a one-frame batch's device time was that 
 semantics as ``hf_varlen.reference_varlen``: each sequence causal, aligned at the bottom right,
 K/V heads read in place by their groups of query heads), softmax in float32;
 ``benchmarks/lm_kernels.py`` times it against FlashAttention-2 at the workloads' shapes, and the
-engine uses it for rows whose longest key sequence is short (``hf_varlen.TRITON_MAX_KEYS``).
+engine uses it for rows whose longest key sequence is short (``HFConfig.varlen_triton_max_keys``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ class EngineOptions:
     served_name: str | None = None  # the model name rows and servers report
     max_model_len: int | None = None  # scripted: context length for the context-too-long check
     letter_tokenizer: str | None = None  # openai: a tokenizer folder, to ask for exact letter scores
+    hf_config: tuple[str, ...] = ()  # hf: --hf-config KEY=VALUE pairs or a JSON file (HFConfig.parse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class EngineFlags:
     api_key_env: str | None = None
     device: str = "auto"
     rules: str | None = None
+    hf_config: tuple[str, ...] = ()  # hf: --hf-config values (HFConfig.parse)
 
     def api_key(self) -> str | None:
         import os
@@ -50,4 +52,4 @@ class EngineFlags:
         where the key must not travel: a Ray engine actor reads it from its own node's environment."""
         return EngineOptions(model=model or self.model, revision=revision or self.revision, endpoints=self.endpoints,
                              api_key=self.api_key() if with_key else None, device=self.device, rules=self.rules,
-                             workers=workers, letter_tokenizer=letter_tokenizer)
+                             workers=workers, letter_tokenizer=letter_tokenizer, hf_config=self.hf_config)

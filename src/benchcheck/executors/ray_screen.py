@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from benchcheck.engines.base import Engine, Failure, LetterScores
+from benchcheck.engines.base import Engine, Failure, LetterScores, engine_config_hash
 from benchcheck.engines.options import EngineOptions
 from benchcheck.executors.ray_cluster import Placement, connect_announced, on_engine_resource
 from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, group_by_unit, run_pipeline
@@ -108,7 +108,7 @@ class _Answerer(EngineHolder):
         self.spec = spec
         e = self.engine
         self.ctx = RowContext(recipe.step, spec.name, e.model_name, e.revision, e.name, spec.config_hash,
-                              spec.prompt.intro_name, socket.gethostname())
+                              spec.prompt.intro_name, socket.gethostname(), engine_config_hash(e))
 
     def __call__(self, payloads: Sequence[bytes]) -> list[bytes]:
         built: list[tuple[Item, ItemRequests | str]] = [pickle.loads(p) for p in payloads]

@@ -74,7 +74,8 @@ class ShardJob(EngineFlags):
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"job file: unknown fields {', '.join(unknown)}")
-        d = {**d, "items": tuple(d.get("items", ())), "endpoints": tuple(d.get("endpoints", ()))}
+        d = {**d, "items": tuple(d.get("items", ())), "endpoints": tuple(d.get("endpoints", ())),
+             "hf_config": tuple(d.get("hf_config", ()))}
         return ShardJob(**d)
 
     def write(self, path: Path) -> Path:

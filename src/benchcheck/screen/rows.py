@@ -28,6 +28,7 @@ class RowContext:
     config_hash: str
     intro: str
     host: str
+    engine_config_hash: str | None = None  # the engine's own configuration (hf: HFConfig.hash)
 
 
 def _base(item: Item, ctx: RowContext) -> dict[str, Any]:
@@ -44,6 +45,7 @@ def _base(item: Item, ctx: RowContext) -> dict[str, Any]:
         "intro": ctx.intro,
         "host": ctx.host,
         "ts": round(time.time(), 3),
+        **({"engine_config_hash": ctx.engine_config_hash} if ctx.engine_config_hash is not None else {}),
     }
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchcheck.engines.base import Engine
+from benchcheck.engines.base import Engine, engine_config_hash
 from benchcheck.items import Item
 from benchcheck.screen.context import ScreenContext, step_store
 from benchcheck.screen.extra_perms import ExtraPerms
@@ -162,6 +162,7 @@ def append_run_log(results: Path, summary: RunSummary, cfg: RunConfig, engine: E
         "items_attempted": summary.attempted, "rows_added": summary.ok + summary.error_rows, "ok": summary.ok,
         "removed": summary.removed, "errors": summary.error_rows, "failed": summary.failed, "gpus": gpus,
         "engine": engine.name, "model": engine.model_name, "endpoints": endpoints,
+        "engine_config_hash": engine_config_hash(engine),
         "held_units": len(summary.held_units),
     }])
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
-from benchcheck.engines.base import Engine, Failure, LetterScores
+from benchcheck.engines.base import Engine, Failure, LetterScores, engine_config_hash
 from benchcheck.items import Item
 from benchcheck.lease import holder
 from benchcheck.records import ErrorRow, ScoreRow
@@ -178,7 +178,7 @@ async def run_task_async(spec: RunSpec, unit: WorkUnit, engine: Engine, store: S
         summary = TaskSummary(unit.name, attempted=len(todo), stale=sum(v.stale for _, v in todo))
         jobs = [_Job(it, v.counted_errors) for it, v in todo]
         row_ctx = RowContext(unit.step, spec.name, engine.model_name, engine.revision, engine.name,
-                             spec.config_hash, spec.prompt.intro_name, opts.host)
+                             spec.config_hash, spec.prompt.intro_name, opts.host, engine_config_hash(engine))
         await _work(spec, jobs, engine, store, path, opts, row_ctx, summary, echo, progress)
     summary.wall_s = round(time.time() - t0, 3)
     return summary

@@ -1,0 +1,246 @@
+"""``HFConfig``: every knob of the ``hf`` engine in one frozen, hashed record (decision 070).
+
+Each field holds its default and, beside it, why (the numbers are in the decision records under
+docs/decisions/ and in docs/PERFORMANCE.md, never here). Fast paths are *ops*, switched on and
+off by name as vLLM's ``custom_ops`` strings are: ``ops=("-swiglu", "+varlen_triton")``. An op
+that is on is used where the device, dtype and model support it (a CUDA kernel never runs on the
+CPU); an op that is off is never used. Unknown names and bad values are one-line errors.
+
+The engine reads its knobs from its config only: no module globals, no attributes set after
+construction, no environment variables. ``HFConfig.hash`` (16 hex digits of the knobs' canonical
+JSON, the ops resolved to on/off) is written in ``run_log`` and in every row an ``hf`` engine makes
+(``engine_config_hash``), so two runs that differ only in a fast path are told apart; two configs
+that behave alike (``ops=("+swiglu",)`` and the default) hash alike.
+
+From the CLI: ``--hf-config KEY=VALUE`` (repeatable; ``ops=-swiglu,+pacing``) or
+``--hf-config FILE.json`` (an object of the same keys). Importable without torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Every op: its default and why (the decision record, docs/decisions, holds the measurement).
+# Default "on": used where it can run (each measured faster or no slower, with the same scores
+# within the checks' tolerance: gpu_screen's correctness rows); "cuda": on CUDA only by default,
+# ``+name`` also elsewhere where it can run (the CPU runs "varlen" by a reference kernel, for tests).
+OPS: dict[str, tuple[str, str]] = {
+    "rms_norm": ("on", "each text RMSNorm compiled into one kernel, CUDA with Triton (decision 001)"),
+    "fused_mlp": ("on", "the text MLP's SiLU-times-up fused and its residual in the down projection (decision 024)"),
+    "silu_kernel": ("on", "SiLU-times-up as a one-pass Triton kernel, not the compiled function (decision 024)"),
+    "swiglu": ("on", "gate/up products with SiLU-times-up in their epilogue, one Triton kernel (decision 028)"),
+    "residual_epilogue": ("on", "the MLP's residual added in the down projection's product (decision 020)"),
+    "text_attention": ("on", "the fused text attention forward: decoding without K/V heads repeated (decision 015)"),
+    "decode_graphs": ("on", "each batch's decode step captured once as a CUDA graph and replayed (decision 015)"),
+    "varlen": ("cuda", "packed families in one unpadded row, variable-length attention (decision 007)"),
+    "varlen_triton": ("on", "short packed sequences through the Triton kernel, not FlashAttention-2 (decision 025)"),
+    "unpadded": ("on", "short batches that share nothing scored unpadded in the one row (decision 016)"),
+    "share_prefixes": ("on", "requests with a common prefix computed once per family (decision 003)"),
+    "share_frames": ("on", "one video's questions planned together so they share frames and prefix (decision 022)"),
+    "scored_last_layer": ("on", "the last decoder layer at the scored positions only (decision 019)"),
+    "vision_rotary": ("on", "the vision tower's q/k rotary as one Triton pass over the fused qkv (decision 010)"),
+    "pacing": ("on", "launches paced blocks ahead: the launching thread waits without the GIL (decision 011)"),
+    "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
+    "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HFConfig:
+    """The ``hf`` engine's knobs (docs/models_hf.md, "Configuration"). Frozen: a variant is a new
+    config (``dataclasses.replace`` or ``with_ops``)."""
+
+    # Most requests in one forward: large enough that a packed blind batch feeds the whole GPU (decision 030).
+    max_batch_size: int = 256
+    # Most padded tokens in one forward (capped at what fits in half the free device memory) (decision 030).
+    max_batch_tokens: int = 65536
+    # Requests sorted together by length; None: 8 batches of text, 2 of requests with images (decision 002).
+    sort_window: int | None = None
+    # Each chunk of a call this many times the one before: the device starts early (decision 012).
+    chunk_growth: int = 2
+    # Requests in the first chunk; None: chosen by what they carry (decision 013).
+    first_chunk: int | None = None
+    # Threads that render, tokenize and decode: 2 measured faster than 8 (GIL contention) (decision 002).
+    encode_threads: int = 2
+    # Image-decoding worker processes; None: half the cores (at most 8) on CUDA, none elsewhere (decision 014).
+    decode_processes: int | None = None
+    # Bytes of decoded frames kept for the next request that names them (one video's questions) (decision 023).
+    frame_memo_bytes: int = 64 << 20
+    # Longest prompt of a batch sharing nothing still scored unpadded in one row (op ``unpadded``) (decision 016).
+    unpadded_max_tokens: int = 512
+    # Blocks the launching thread runs ahead of the device (op ``pacing``) (decision 011).
+    pacing_depth: int = 8
+    # Longest key sequence the Triton varlen kernel takes (op ``varlen_triton``) (decision 025).
+    varlen_triton_max_keys: int = 4096
+    # Fast paths switched by name: "+name" on, "-name" off (``OPS``); later entries win.
+    ops: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch_size", "max_batch_tokens", "chunk_growth", "encode_threads", "pacing_depth",
+                     "varlen_triton_max_keys"):
+            _positive(name, getattr(self, name))
+        for name in ("sort_window", "first_chunk"):
+            if getattr(self, name) is not None:
+                _positive(name, getattr(self, name))
+        for name in ("frame_memo_bytes", "unpadded_max_tokens"):
+            if _int(name, getattr(self, name)) < 0:
+                raise ValueError(f"hf config: {name} must be 0 or more, got {getattr(self, name)}")
+        if self.decode_processes is not None and _int("decode_processes", self.decode_processes) < 0:
+            raise ValueError(f"hf config: decode_processes must be 0 or more, got {self.decode_processes}")
+        if isinstance(self.ops, str) or not isinstance(self.ops, tuple):
+            raise ValueError(f"hf config: ops must be a tuple of '+name'/'-name' strings, got {self.ops!r}")
+        for op in self.ops:
+            _op_name(op)
+
+    # -- ops -----------------------------------------------------------------------------------
+
+    def chosen(self, name: str) -> bool | None:
+        """The op ``name`` as the config names it: the last ``+name`` (True) or ``-name`` (False)
+        entry, None where no entry names it (its default: ``OPS``)."""
+        if name not in OPS:
+            raise KeyError(f"hf config: no op named {name!r}")
+        on: bool | None = None
+        for entry in self.ops:
+            if entry[1:] == name:
+                on = entry[0] == "+"
+        return on
+
+    def op(self, name: str, cuda: bool = True) -> bool:
+        """Whether the op ``name`` is on, on CUDA (``cuda``) or elsewhere: as named, else its default."""
+        on = self.chosen(name)
+        if on is not None:
+            return on
+        return OPS[name][0] == "on" or cuda
+
+    def resolved_ops(self) -> dict[str, bool | None]:
+        """Every op: on, off, or None for a device-dependent default not overridden."""
+        out: dict[str, bool | None] = {}
+        for name, (default, _) in OPS.items():
+            on = self.chosen(name)
+            out[name] = on if on is not None else (True if default == "on" else None)
+        return out
+
+    def with_ops(self, *ops: str) -> HFConfig:
+        """This config with ``ops`` appended (they win over earlier entries)."""
+        return dataclasses.replace(self, ops=(*self.ops, *ops))
+
+    # -- identity ------------------------------------------------------------------------------
+
+    def canonical(self) -> dict[str, Any]:
+        """The knobs as the hash sees them: every field, the ops resolved to {name: on}."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "ops"}
+        d["ops"] = self.resolved_ops()
+        return d
+
+    @property
+    def hash(self) -> str:
+        """16 hex digits of the canonical JSON: equal for configs that behave alike, in any process."""
+        text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def changed(self) -> dict[str, Any]:
+        """The knobs that differ from the defaults (what a log line or a variant row names)."""
+        base, mine = HFConfig().canonical(), self.canonical()
+        out = {k: v for k, v in mine.items() if k != "ops" and v != base[k]}
+        ops = [("+" if on else "-") + n for n, on in mine["ops"].items() if on != base["ops"][n] and on is not None]
+        if ops:
+            out["ops"] = ops
+        return out
+
+    # -- parsing -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "hf config") -> HFConfig:
+        """A config from a mapping of knob names (a JSON object); unknown keys are an error."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"{where}: no knob named {unknown[0]!r} (knobs: {', '.join(sorted(known))})")
+        kw = dict(d)
+        if "ops" in kw:
+            ops = kw["ops"]
+            kw["ops"] = tuple(_split_ops(ops) if isinstance(ops, str) else ops) if ops is not None else ()
+        try:
+            return cls(**kw)
+        except TypeError as e:
+            raise ValueError(f"{where}: {e}") from None
+
+    @classmethod
+    def parse(cls, args: Sequence[str]) -> HFConfig:
+        """The CLI's ``--hf-config`` values: ``KEY=VALUE`` pairs, or one JSON file of them; the
+        pairs apply over the file's values in order (``ops`` pairs add to the ops)."""
+        d: dict[str, Any] = {}
+        ops: list[str] = []
+        for arg in args:
+            if "=" not in arg:
+                path = Path(arg)
+                if not path.is_file():
+                    raise ValueError(f"--hf-config {arg}: neither KEY=VALUE nor a JSON file")
+                try:
+                    data = json.loads(path.read_text())
+                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                    raise ValueError(f"--hf-config {arg}: not a JSON object ({e})") from None
+                if not isinstance(data, dict):
+                    raise ValueError(f"--hf-config {arg}: not a JSON object of knobs")
+                file_ops = data.pop("ops", None)
+                if file_ops is not None:
+                    ops += _split_ops(file_ops) if isinstance(file_ops, str) else [str(o) for o in file_ops]
+                d.update(data)
+                continue
+            key, value = (s.strip() for s in arg.split("=", 1))
+            if key == "ops":
+                ops += _split_ops(value)
+            else:
+                d[key] = _value(value)
+        return cls.from_dict({**d, "ops": tuple(ops)}, "--hf-config")
+
+
+def _split_ops(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def _value(text: str) -> Any:
+    """A KEY=VALUE value: JSON where it parses (numbers, null, true), else the text."""
+    if text.lower() in ("none", "null"):
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _int(name: str, v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ValueError(f"hf config: {name} must be an integer, got {v!r}")
+    return v
+
+
+def _positive(name: str, v: Any) -> None:
+    if _int(name, v) < 1:
+        raise ValueError(f"hf config: {name} must be at least 1, got {v}")
+
+
+def _op_name(entry: Any) -> str:
+    if not isinstance(entry, str) or len(entry) < 2 or entry[0] not in "+-":
+        raise ValueError(f"hf config: op {entry!r} is not '+name' or '-name' (ops: {', '.join(OPS)})")
+    if entry[1:] not in OPS:
+        raise ValueError(f"hf config: no op named {entry[1:]!r} (ops: {', '.join(OPS)})")
+    return entry[1:]
+
+
+class ConfigInForce:
+    """The config of the engine whose forward runs on a model now: one per model, shared by the
+    engines on that model (``HFEngine.with_config``); the engine sets it under the model's lock
+    before each forward, and the model's installed forwards read their per-call ops from it."""
+
+    def __init__(self, config: HFConfig) -> None:
+        self.config = config
+
+
+DEFAULTS = HFConfig()  # where a lower layer needs a default of the config (one rule, one place)
