@@ -18,11 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchcheck.engines.hf_batch import chunk_spans, plan_batches
-from benchcheck.engines.hf_inputs import PromptEncoder
-from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
-from benchcheck.engines.models.config import PREPROCESSOR_CONFIG, transformers_module
-from benchcheck.engines.models.tokenizer import QWEN_FIRST_SPECIAL_ID, write_tokenizer
+from benchcheck.engines.hf.inputs.encoder import PromptEncoder
+from benchcheck.engines.hf.schedule.batches import chunk_spans, plan_batches
+from benchcheck.engines.hf.schedule.pipeline import Job, Plan, first_chunk
+from benchcheck.engines.transformers_lib import transformers_module
+from benchcheck.testing.config import PREPROCESSOR_CONFIG
+from benchcheck.testing.tokenizer import QWEN_FIRST_SPECIAL_ID, write_tokenizer
 from benchmarks.shared.workloads import jpeg, synthetic_items, visual
 
 

@@ -4,15 +4,15 @@ gpu_screen's visual requests (step 2: one 448x256 frame; steps 3 and 6: 32 frame
 with the random models' tokenizer and image processor (the true Qwen3-VL token counts), N
 questions to a video, listed video by video as ``benchcheck screen`` sends them
 (``screen.task.call_order``), and planned as the engine plans one call: chunk by chunk in
-arrival order (``hf_batch.chunk_spans`` with an ``HFEngine``'s first chunk and growth), the
-families of each chunk by ``hf_prefix.plan_families``, with the frames' key (``SHARE_FRAMES``,
-the engine's choice) and without it (families only where token ids happen to sort them). For
+arrival order (``schedule.batches.chunk_spans`` with an ``HFEngine``'s first chunk and growth), the
+families of each chunk by ``schedule.families.plan_families``, with the frames' key (op
+``share_frames``, the engine's choice) and without it (families only where token ids happen to sort them). For
 each: the language model's tokens, the images through the vision tower, and the useful FLOPs of
 the true 8B / 2B shapes (gpu_screen's ``flops_shared``: linear layers per packed token, the tree
 attention's pairs, the vision tower once per family) over those of every request run alone. At
 the device efficiency of unshared rows, items/s scales by the FLOPs column's inverse. The host's
 side: milliseconds of one core to encode a request (tokenize, decode and resize its frames,
-positions), with the engine's frame memo (``hf_frame_memo``: one video's frames decoded once) and
+positions), with the engine's frame memo (``inputs.frame_memo``: one video's frames decoded once) and
 without it.
 
 Run:  PYTHONPATH=src python -m benchmarks.frame_sharing [--per-video 1,2,3,4,9]
@@ -26,14 +26,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from benchcheck.engines.hf_batch import chunk_spans
-from benchcheck.engines.hf_config import HFConfig
-from benchcheck.engines.hf_frame_memo import CAPACITY, FrameMemo
-from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
-from benchcheck.engines.hf_prefix import Family, packed_length, plan_families
-from benchcheck.engines.models.config import SHAPES, config_dict, transformers_module
-from benchcheck.engines.models.tiny import special_ids
+from benchcheck.engines.hf.config import HFConfig
+from benchcheck.engines.hf.forward.packed import Family
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.inputs.frame_memo import CAPACITY, FrameMemo
+from benchcheck.engines.hf.schedule.batches import chunk_spans
+from benchcheck.engines.hf.schedule.families import packed_length, plan_families
+from benchcheck.engines.hf.schedule.pipeline import Job, Plan, first_chunk
+from benchcheck.engines.transformers_lib import transformers_module
+from benchcheck.testing.config import SHAPES, config_dict
+from benchcheck.testing.tiny import special_ids
 from benchmarks.batch_padding import true_encoder
 from benchmarks.shared.flops import flops_shared, flops_unshared
 from benchmarks.shared.workloads import jpeg, synthetic_items, visual
@@ -53,7 +55,7 @@ def config(shape: str, first_special: int) -> Any:
 
 
 def engine_families(prompts: Sequence[EncodedPrompt], plan: Plan) -> list[Family]:
-    """The families the engine plans for one call of these prompts (``hf_pipeline``'s chunks)."""
+    """The families the engine plans for one call of these prompts (``schedule.pipeline``'s chunks)."""
     jobs = [Job(str(i), "", (b"",), None, None, 1) for i in range(len(prompts))]
     window = plan.sort_window or 2 * plan.max_batch_size
     out: list[Family] = []

@@ -45,12 +45,13 @@ import numpy as np
 import torch
 
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_batch import collate, position_ids
-from benchcheck.engines.hf_forward import score_batch
-from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_pipeline import one_row
-from benchcheck.engines.hf_prefix import pack, packed_length, packed_logprobs, plan_families, worth_sharing
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.packed import pack, packed_logprobs
+from benchcheck.engines.hf.forward.score import score_batch
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.schedule.families import packed_length, plan_families, worth_sharing
+from benchcheck.engines.hf.schedule.pipeline import one_row
 from benchcheck.items import load_items
 from benchmarks.gemm_clock import sustained_peak
 from benchmarks.shared.device import matmul_peak, sync
@@ -722,7 +723,7 @@ def naive_generate(engine: HFEngine, prompt: EncodedPrompt, n: int) -> list[int]
 def build(shape: str, tiny_dir: Path | None, device: torch.device) -> HFEngine:
     if tiny_dir is not None:
         return HFEngine(tiny_dir, device=str(device), served_name=f"tiny({shape})")
-    from benchcheck.engines.models.random import build_random_model
+    from benchcheck.testing.random_weights import build_random_model
 
     t0 = time.perf_counter()
     built = build_random_model(shape, device=str(device))
@@ -775,7 +776,7 @@ def main() -> None:
     tiny_dir = None
     scale = args.scale * (0.1 if args.tiny else 1.0)
     if args.tiny:
-        from benchcheck.engines.models import build_tiny_model
+        from benchcheck.testing import build_tiny_model
 
         tiny_dir = build_tiny_model(Path(tempfile.mkdtemp()) / "tiny")
 

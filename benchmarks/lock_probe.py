@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_pipeline import Job
-from benchcheck.engines.models import build_tiny_model
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.schedule.pipeline import Job
+from benchcheck.testing import build_tiny_model
 from benchmarks.shared.workloads import jpeg, step1, synthetic_items, visual
 
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import torch
 
-from benchcheck.engines import hf as hf_module
-from benchcheck.engines import hf_forward
 from benchcheck.engines.base import ScoreRequest
-from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf import engine as hf_module
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward import score as hf_forward
 from benchmarks.gpu_screen import build, engine_variant, free
 from benchmarks.shared.workloads import jpeg, step1, synthetic_items, visual
 
@@ -200,7 +200,7 @@ def main() -> None:
     tiny_dir = None
     scale = args.scale * (0.1 if args.tiny else 1.0)
     if args.tiny:
-        from benchcheck.engines.models import build_tiny_model
+        from benchcheck.testing import build_tiny_model
 
         tiny_dir = build_tiny_model(Path(tempfile.mkdtemp()) / "tiny")
     only = set(args.only.split(","))

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_prefix import Family, packed_length
+from benchcheck.engines.hf.forward.packed import Family
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.schedule.families import packed_length
 
 Grid = tuple[int, int, int]
 

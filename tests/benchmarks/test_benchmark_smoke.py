@@ -2,7 +2,7 @@
 at its smallest size on the CPU, and says why where it needs a GPU. In process (``runpy``): the
 suite pays no interpreter or torch start per script. The cheap ones run in the normal suite; the
 ones that build a model, start servers or decode videos are slow (BENCHCHECK_SLOW=1). CPU seconds
-of each, measured on the 2-core dev VM: docs/PERFORMANCE.md ("The benchmarks' smoke runs")."""
+of each, measured on the 2-core dev VM: decision 070."""
 
 from __future__ import annotations
 

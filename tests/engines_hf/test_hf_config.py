@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcheck.engines.hf_config import OPS, HFConfig
+from benchcheck.engines.hf.config import OPS, HFConfig
 
 # The defaults' hash, pinned: a change to any default (or to what the hash covers) must be
 # deliberate, since rows written before and after would then carry different hashes.
@@ -20,7 +20,7 @@ DEFAULT_HASH = "5c5ced8406f463ba"
 
 def test_defaults_hash_as_pinned_in_this_and_another_process() -> None:
     assert HFConfig().hash == DEFAULT_HASH
-    code = "from benchcheck.engines.hf_config import HFConfig; print(HFConfig().hash)"
+    code = "from benchcheck.engines.hf.config import HFConfig; print(HFConfig().hash)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PYTHONHASHSEED": "7"})
     assert out.stdout.strip() == DEFAULT_HASH
@@ -44,7 +44,7 @@ def test_a_fast_path_off_changes_the_hash_and_alike_configs_hash_alike() -> None
 
 def test_every_op_and_knob_has_a_reason_citing_a_decision() -> None:
     assert all(default in ("on", "cuda") and re.search(r"\(decision \d{3}\)$", why) for default, why in OPS.values())
-    src = Path(__file__).resolve().parents[2] / "src" / "benchcheck" / "engines" / "hf_config.py"
+    src = Path(__file__).resolve().parents[2] / "src" / "benchcheck" / "engines" / "hf" / "config.py"
     text = src.read_text()
     for f in dataclasses.fields(HFConfig):
         if f.name != "ops":  # each knob's line is preceded by its one-line reason

@@ -2,7 +2,7 @@
 
 ``EVAL_LLM_JUDGE_BASE_URL`` (a URL not ending in ``/v1``, e.g. ``http://127.0.0.1:8000``, gets it),
 ``EVAL_LLM_JUDGE_NAME`` and, optionally, ``EVAL_LLM_JUDGE_API_KEY``. Only that key is sent,
-and only to that host: requests go through :class:`benchcheck.engines.openai.OpenAIEngine`
+and only to that host: requests go through :class:`benchcheck.engines.openai.client.OpenAIEngine`
 built with the key explicitly (no other variable is read), which follows no redirect.
 Verdicts are cached by judge model, prompt version and item.
 
@@ -131,7 +131,7 @@ class Judge:
     """Scores answers against references through the judge engine, with the cache in front."""
 
     def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Masker) -> None:
-        from benchcheck.engines.openai import OpenAIEngine
+        from benchcheck.engines.openai.client import OpenAIEngine
 
         self.config = config
         self.cache = cache

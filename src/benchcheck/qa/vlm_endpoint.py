@@ -3,13 +3,13 @@
 Three ways to show the clip:
 
 - ``frames`` (default): ``num_frames`` time-uniform JPEG frames as image parts, sent through
-  :class:`benchcheck.engines.openai.OpenAIEngine` with no retries;
+  :class:`benchcheck.engines.openai.client.OpenAIEngine` with no retries;
 - ``url`` (``--video-url-base``): one ``video_url`` part pointing at ``<base>/<video path>``,
   so the server fetches the clip itself (the base must be routable from the server);
 - ``inline`` (``--inline-media``): the clip inline as a base64 ``data:`` URL; warns above
   about 10 MB, which servers commonly reject (HTTP 413/422).
 
-Every mode goes through :class:`benchcheck.engines.openai.OpenAIEngine` (frames as image parts,
+Every mode goes through :class:`benchcheck.engines.openai.client.OpenAIEngine` (frames as image parts,
 a clip as the request's ``video_url`` part), so QA has the engine's failure kinds:
 ``context_too_long`` (a 400 naming the context limit), ``timeout``, ``connection``, ``http``,
 and ``bad_output`` for a 200 that is not a chat completion. There are no retries (SPEC section 6:
@@ -59,7 +59,7 @@ class EndpointVLM:
                  media: MediaMode = "frames", video_url_base: str | None = None, max_side: int = 768,
                  max_tokens: int = 512, concurrency: int = 1,
                  warn: Callable[[str], None] = lambda _msg: None) -> None:
-        from benchcheck.engines.openai import OpenAIEngine
+        from benchcheck.engines.openai.client import OpenAIEngine
 
         if media == "url" and not video_url_base:
             raise ValueError("media mode 'url' needs a video URL base")

@@ -1,0 +1,485 @@
+"""The ``hf`` engine: Qwen3-VL in process with transformers, answering as a vLLM server would.
+
+Each request is rendered with the model's chat template exactly as vLLM renders the protocol's
+messages (``inputs.encoder``), requests are batched by length with explicit positions (``forward.batch``;
+right padding and no mask for scoring, left padding for generation), and scoring is one prefill
+forward per request: log-softmax at its last position, top-20 tokens decoded one by one as vLLM
+decodes its logprobs (``forward.score``).
+
+The blocking torch work runs in a worker thread, so an event loop (a server) keeps accepting
+requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import dataclasses
+import gc
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.hf.attention.varlen import flash_available, use_tree_attention
+from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
+from benchcheck.engines.hf.config import ConfigInForce, HFConfig
+from benchcheck.engines.hf.forward.batch import collate
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
+from benchcheck.engines.hf.forward.packed import pack
+from benchcheck.engines.hf.forward.pixels import PixelSpec
+from benchcheck.engines.hf.forward.score import PendingTop, score_batch, score_packed
+from benchcheck.engines.hf.inputs.decode import BadInput, FrameDecoder
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt, PromptEncoder, PromptParts
+from benchcheck.engines.hf.inputs.frame_memo import FrameMemo
+from benchcheck.engines.hf.model.fused import (
+    compile_enabled,
+    use_fused_text_attention,
+    use_fused_text_layers,
+    use_fused_text_mlp,
+    use_fused_text_norms,
+)
+from benchcheck.engines.hf.model.scored import use_scored_last_layer
+from benchcheck.engines.hf.model.vision import use_grouped_vision_attention, use_linear_patch_embed
+from benchcheck.engines.hf.runtime.pacing import use_paced_launches
+from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
+from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
+from benchcheck.engines.letters_exact import exact_entries, letter_variants
+from benchcheck.engines.marker import marker_revision, read_marker
+from benchcheck.engines.options import EngineOptionError, EngineOptions
+from benchcheck.engines.transformers_lib import transformers_module
+from benchcheck.errors import first_line
+
+# Ops chosen when an engine is set up on a model (they install the model's forwards): an engine
+# with another config on the same model (``HFEngine.with_config``) keeps them.
+SETUP_OPS = ("rms_norm", "fused_mlp", "text_attention", "vision_rotary")
+
+
+def decode_processes(device: torch.device) -> int:
+    """Worker processes decoding images: on CUDA half the cores this process may use, at most 8 (a 32-frame request
+    is split into 4 pieces of 8 frames, and two encoding threads submit at once); none elsewhere."""
+    if device.type != "cuda":
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    return min(8, max(1, cores // 2))
+
+
+def _tokens_that_fit(model: Any, max_tokens: int) -> int:
+    """``max_tokens``, or fewer when a batch of that many tokens would not fit in half of the
+    device's free memory (the live activations of one token: about 8 hidden-size and 3
+    MLP-size vectors in the model's dtype; the vision tower's are smaller per token)."""
+    param = next(model.parameters())
+    if param.device.type != "cuda":
+        return max_tokens
+    free, _ = torch.cuda.mem_get_info(param.device)
+    t = model.config.text_config
+    per_token = param.element_size() * (8 * t.hidden_size + 3 * t.intermediate_size)
+    return max(1024, min(max_tokens, int(free // 2 // per_token)))
+
+
+class HFEngine:
+    """In-process Qwen3-VL scoring and greedy generation (the ``Engine`` protocol)."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str | Path,
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
+        served_name: str | None = None,
+        config: HFConfig | None = None,
+    ) -> None:
+        """``config``: every knob (``HFConfig``; default: its defaults); ``max_batch_size`` and
+        ``max_batch_tokens``, where given, replace the config's."""
+        tf = transformers_module()
+        folder, resolved = resolve_checkpoint(model, revision)
+        marker = read_marker(folder)
+        if marker is not None and resolved is None:  # rows say what the checkpoint says: random weights
+            resolved = marker_revision(marker)
+        dev = pick_device(device)
+        try:
+            net = tf.Qwen3VLForConditionalGeneration.from_pretrained(
+                folder, dtype=pick_dtype(dtype, dev), attn_implementation="sdpa"
+            )
+            tokenizer = tf.AutoTokenizer.from_pretrained(folder)
+            encoder = PromptEncoder.from_folder(folder, tokenizer, net.config.image_token_id)
+        except Exception as e:  # a damaged or foreign checkpoint: transformers, safetensors, tokenizers, JSON
+            why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first_line(e, 200)})"
+            raise NotACheckpoint(folder, why) from e
+        self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved,
+                    _sized(config, max_batch_size, max_batch_tokens))
+
+    @classmethod
+    def from_options(cls, o: EngineOptions) -> HFEngine:
+        if not o.model:
+            raise EngineOptionError("--engine hf needs --model (a checkpoint folder or hub name)")
+        try:
+            config = HFConfig.parse(o.hf_config)
+        except ValueError as e:
+            raise EngineOptionError(str(e)) from None
+        return cls(o.model, o.revision, o.device, max_batch_size=o.max_batch_size, served_name=o.served_name,
+                   config=config)
+
+    def count_tokens(self, req: GenerateRequest) -> int:
+        """The prompt's tokens as this engine counts them against its context."""
+        return int(self.encoder.encode(req.prompt, req.images, req.assistant_prefix, req.system).n_tokens)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        preprocessor_config: dict[str, Any],
+        *,
+        name: str,
+        revision: str | None = None,
+        max_batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
+        config: HFConfig | None = None,
+    ) -> HFEngine:
+        """Wrap a model already built in memory (the random-weight true shapes)."""
+        engine = cls.__new__(cls)
+        encoder = PromptEncoder(tokenizer, preprocessor_config, model.config.image_token_id)
+        engine._setup(model.eval(), encoder, name, revision, _sized(config, max_batch_size, max_batch_tokens))
+        return engine
+
+    def _setup(self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, config: HFConfig) -> None:
+        if model.config.model_type != "qwen3_vl":
+            raise ValueError(f"the hf engine runs Qwen3-VL checkpoints; got model_type {model.config.model_type!r}")
+        merge = int(model.config.vision_config.spatial_merge_size)
+        if encoder.merge != merge:  # positions and image tokens are counted with the processor's
+            raise ValueError(f"preprocessor_config.json merges {encoder.merge}x{encoder.merge} patches, "
+                             f"the model's vision config {merge}x{merge}")
+        self.model = model
+        self._config = config
+        # The config in force on the model, read by its installed forwards at each call; shared
+        # with every engine made from this one (``with_config``), as the model and its lock are.
+        self._in_force = ConfigInForce(config)
+        fuse = compile_enabled(next(model.parameters()).device)
+        qkv_rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+        if fuse and config.op("vision_rotary"):  # compile_enabled: CUDA with Triton
+            from benchcheck.engines.hf.kernels.vision_rotary_triton import qkv_rotary
+        use_grouped_vision_attention(model, qkv_rotary=qkv_rotary)  # the CPU: transformers' own
+        use_linear_patch_embed(model)
+        fused_attention = False
+        if fuse:
+            if config.op("rms_norm"):
+                use_fused_text_norms(model)
+            if config.op("fused_mlp"):
+                use_fused_text_mlp(model, in_force=self._in_force)
+                use_fused_text_layers(model)  # the MLP's residual in the down projection's product
+            if config.op("text_attention"):
+                fused_attention = use_fused_text_attention(model) > 0
+        self._fused_attention = fused_attention
+        # Scoring forwards can run the last decoder layer at the scored positions only (model.scored).
+        self._scored_installed = use_scored_last_layer(model)
+        # The launching thread waits for the device without holding Python's lock (runtime.pacing);
+        # its depth and whether it paces come from the config in force (``active``).
+        self.pacer = use_paced_launches(model, config.pacing_depth)
+        self.encoder = encoder
+        self.tokenizer = encoder.tokenizer
+        self.model_name = name
+        self.revision = revision
+        self.max_model_len = int(model.config.text_config.max_position_embeddings)
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.pixels = PixelSpec.build(encoder.pixel_table, encoder.patch_layout, self.device)
+        self.pad_id = int(self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0)
+        eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+        eos_list = eos if isinstance(eos, list) else [eos]
+        self.stop_ids = {int(t) for t in [*eos_list, self.tokenizer.eos_token_id] if t is not None}
+        self._token_text: dict[int, str] = {}
+        # Exact letter scores: every letter variant's log-prob is gathered from the full softmax.
+        self.letters = letter_variants(self.tokenizer, min(len(self.tokenizer), model.config.text_config.vocab_size))
+        self._lock = threading.Lock()  # one forward at a time on the device (shared by ``with_config``)
+        # Variable-length tree attention: FlashAttention's kernel on CUDA in bf16/fp16, where op
+        # ``varlen`` is on by default; elsewhere a per-sequence reference kernel, only when named
+        # (``+varlen``: tests of the one-row plumbing on the CPU), else the dense tree mask (decision 007).
+        self._varlen_installed = use_tree_attention(model)
+        self._varlen_fast = flash_available(self.device, self.dtype)
+        self._collector_frozen = False
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-encode")  # replaced below
+        self._configure(config, None)
+
+    def _configure(self, config: HFConfig, before: HFEngine | None) -> None:
+        """What follows from ``config`` for this engine object (at setup, or for ``with_config``'s
+        copy of ``before``): the token budget, the decode graphs, the encoding threads, the image
+        decoders and the frame memo (new ones only where the config changes them)."""
+        self._config = config
+        self.max_batch_tokens = _tokens_that_fit(self.model, config.max_batch_tokens)
+        # Generation's decode steps replayed as CUDA graphs (op ``decode_graphs``, decision 015):
+        # only with the fused attention forward, the way to ``decode_attention``; the record also
+        # counts captures and failures (per engine object).
+        self.decode_graphs = DecodeGraphs(enabled=self._fused_attention and config.op("decode_graphs"))
+        old = before._config if before is not None else None
+        if old is None or old.encode_threads != config.encode_threads:
+            self._pool = ThreadPoolExecutor(max_workers=config.encode_threads, thread_name_prefix="hf-encode")
+        processes = config.decode_processes if config.decode_processes is not None else decode_processes(self.device)
+        decoding = (processes, config.op("decode_shm"), config.frame_memo_bytes)
+        if old is None or decoding != (old.decode_processes if old.decode_processes is not None
+                                       else decode_processes(self.device), old.op("decode_shm"), old.frame_memo_bytes):
+            if old is not None:
+                self.encoder = copy.copy(self.encoder)
+            self.encoder.decoder = FrameDecoder(self.encoder.decoder.rule, processes, shared=config.op("decode_shm"))
+            self.encoder.memo = FrameMemo(config.frame_memo_bytes)
+
+    # -- the configuration -----------------------------------------------------------------
+
+    @property
+    def config(self) -> HFConfig:
+        """Every knob of this engine (frozen; another config: ``with_config``)."""
+        return self._config
+
+    @property
+    def config_hash(self) -> str:
+        """``config.hash``: written beside engine, model and revision in rows and the run log."""
+        return self._config.hash
+
+    def with_config(self, config: HFConfig) -> HFEngine:
+        """An engine on the same model, tokenizer and lock with another config (benchmarks compare
+        fast paths so, in one process). The ops that install the model's forwards (``SETUP_OPS``)
+        must stay as they are: the model is set up once."""
+        if config == self._config:
+            return self
+        moved = [op for op in SETUP_OPS if config.op(op) != self._config.op(op)]
+        if moved:
+            raise ValueError(f"hf config: op {moved[0]!r} is chosen when the model is set up; "
+                             "build another engine (HFEngine(..., config=...)) to change it")
+        other = copy.copy(self)
+        other._token_text = self._token_text  # shared cache: the same tokenizer
+        other._collector_frozen = self._collector_frozen
+        other._configure(config, self)
+        return other
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """The device to this engine for a block: the model's lock held, this engine's config in
+        force on the model (read by its installed forwards) and its pacing set."""
+        with self._lock:
+            self._in_force.config = self._config
+            if self.pacer is not None:
+                self.pacer.enabled = self._config.op("pacing")
+                self.pacer.depth = self._config.pacing_depth
+            yield
+
+    @property
+    def share_prefixes(self) -> bool:
+        """Scoring requests that start with the same tokens share them (op ``share_prefixes``)."""
+        return self._config.op("share_prefixes")
+
+    @property
+    def tree_attention(self) -> str:
+        """How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
+        variable-length attention: CUDA in bf16/fp16, op ``varlen``) or "mask" (a left-padded row
+        per family with a dense tree mask: everywhere else)."""
+        return "varlen" if self._varlen_installed and self._config.op("varlen", self._varlen_fast) else "mask"
+
+    @property
+    def unpadded_scoring(self) -> bool:
+        """Short batches that share nothing scored in one unpadded row (op ``unpadded``; with "varlen")."""
+        return self._config.op("unpadded")
+
+    @property
+    def scored_last_layer(self) -> bool:
+        """The last decoder layer at the scored positions only (op ``scored_last_layer``, where installed)."""
+        return self._scored_installed and self._config.op("scored_last_layer")
+
+    @property
+    def freeze_collector(self) -> bool:
+        """``gc.freeze()`` after the first call (op ``freeze_gc``; by default on CUDA only, where the
+        launching thread is what keeps the device busy; decision 027)."""
+        return self._config.op("freeze_gc", self.device.type == "cuda")
+
+    def plan_options(self) -> dict[str, Any]:
+        """The config's say in how a packed row is built (``forward.packed.pack``)."""
+        cfg = self._config
+        return {"triton_max_keys": cfg.varlen_triton_max_keys if cfg.op("varlen_triton") else 0}
+
+    # -- the Engine protocol -------------------------------------------------------------
+
+    async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
+        """Top log-probs of the first answer token of each request (one forward each)."""
+        return await asyncio.to_thread(self.score_sync, reqs)
+
+    async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
+        """Greedy text of each request, up to its ``max_tokens``."""
+        return await asyncio.to_thread(self.generate_sync, reqs)
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.encoder.decoder.close()
+        self.encoder.memo.clear()
+
+    # -- blocking implementations --------------------------------------------------------
+
+    def score_sync(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
+        """``score`` without the event loop (benchmarks, scripts)."""
+        jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
+
+        def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
+            t0 = time.perf_counter()
+            idx = planned.idx
+            k = min(max(reqs[i].top_logprobs for i in idx), self.model.config.text_config.vocab_size)
+            prompts = [e.prompt for e in enc]
+            gather = self._gather_ids([reqs[i] for i in idx])
+            gather_t = torch.tensor(gather, dtype=torch.long)
+            varlen = self.tree_attention == "varlen"
+            # The families the pipeline planned this batch with (none unless share_prefixes), or
+            # each request alone in the one unpadded row.
+            families = list(planned.families)
+            shared = worth_sharing(families)
+            packed_row = shared or one_row(prompts, self.one_row_limit())
+            if packed_row and not shared:
+                families = lone_families(prompts)
+            with self.active():
+                if packed_row:
+                    packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=varlen,
+                                  **self.plan_options())
+                    pending = score_packed(self.model, packed, k, gather_t, self.scored_last_layer)
+                else:
+                    batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
+                    pending = score_batch(self.model, batch, k, gather_t, self.scored_last_layer)
+            return lambda: finish(idx, enc, pending, t0, gather)
+
+        def finish(idx: list[int], enc: list[Encoded], pending: PendingTop, t0: float,
+                   gather: list[int]) -> list[LetterScores | Failure]:
+            values, ids = pending.wait()
+            dt = time.perf_counter() - t0
+            res: list[LetterScores | Failure] = []
+            for row, (i, e) in enumerate(zip(idx, enc, strict=True)):
+                n = reqs[i].top_logprobs
+                top: list[dict[str, float | str]] = [
+                    {"token": self._text_of(t), "logprob": v}
+                    for t, v in zip(ids[row, :n].tolist(), values[row, :n].tolist(), strict=True)
+                ]
+                res.append(
+                    LetterScores(
+                        request_id=reqs[i].request_id,
+                        top=top,
+                        top1_token=str(top[0]["token"]) if top else "",
+                        prompt_tokens=e.prompt.n_tokens,
+                        latency_s=dt + e.encode_s,
+                        model=self.model_name,
+                        exact=self._exact(reqs[i], gather, pending.gathered, row),
+                        exact_source="full_softmax",
+                    )
+                )
+            return res
+
+        try:
+            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run, share=self.share_prefixes)
+        finally:
+            self._freeze_once()
+
+    def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
+        """``generate`` without the event loop."""
+        jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
+
+        def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
+            t0 = time.perf_counter()
+            idx = planned.idx
+            with self.active():
+                batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
+                new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
+                                   graphs=self.decode_graphs, pacer=self.pacer)
+            dt = time.perf_counter() - t0
+            return lambda: [
+                Generation(
+                    request_id=reqs[i].request_id,
+                    text=self.tokenizer.decode(toks, skip_special_tokens=True),
+                    prompt_tokens=e.prompt.n_tokens,
+                    completion_tokens=len(toks),
+                    latency_s=dt + e.encode_s,
+                    model=self.model_name,
+                )
+                for i, e, toks in zip(idx, enc, new, strict=True)
+            ]
+
+        try:
+            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
+        finally:
+            self._freeze_once()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _freeze_once(self) -> None:
+        """``gc.freeze()`` after the engine's first call, if ``freeze_collector``: the libraries', the
+        model's and the compilers' objects then leave the collector's full scans (decision 027)."""
+        if self.freeze_collector and not self._collector_frozen:
+            self._collector_frozen = True
+            gc.freeze()
+
+    def _encode(self, jobs: Sequence[Job]) -> list[Encoded | Failure]:
+        """A block of requests encoded together (``encode_many``); each fails on its own."""
+        t0 = time.perf_counter()
+        encoded = self.encoder.encode_many([PromptParts(j.prompt, j.images, j.prefix, j.system) for j in jobs])
+        dt = (time.perf_counter() - t0) / max(1, len(jobs))
+        return [self._checked(j, e, dt) for j, e in zip(jobs, encoded, strict=True)]
+
+    def _checked(self, job: Job, enc: EncodedPrompt | BadInput, encode_s: float) -> Encoded | Failure:
+        if isinstance(enc, BadInput):
+            return Failure(job.request_id, "bad_request", str(enc), status=400)
+        if enc.n_tokens + job.new_tokens > self.max_model_len:
+            # vLLM's wording; clients detect a context-too-long failure by "maximum context length".
+            msg = (
+                f"This model's maximum context length is {self.max_model_len} tokens. However, you requested "
+                f"{enc.n_tokens + job.new_tokens} tokens ({enc.n_tokens} in the messages, {job.new_tokens} in "
+                "the completion). Please reduce the length of the messages or completion."
+            )
+            return Failure(job.request_id, "context_too_long", msg, status=400)
+        return Encoded(enc, job.new_tokens, encode_s)
+
+    def _plan(self) -> Plan:
+        cfg = self._config
+        return Plan(cfg.max_batch_size, self.max_batch_tokens, cfg.sort_window, cfg.chunk_growth, cfg.first_chunk,
+                    self.one_row_limit(), cfg.op("share_frames"))
+
+    def one_row_limit(self) -> int:
+        """The longest prompt of a batch sharing nothing that still runs unpadded in one row (0: none)."""
+        return self._config.unpadded_max_tokens if self.unpadded_scoring and self.tree_attention == "varlen" else 0
+
+    def _gather_ids(self, reqs: Sequence[ScoreRequest]) -> list[int]:
+        """The ids whose exact log-probs a batch needs: each request's ``logprob_token_ids``, or
+        the letter variants for a request that names none."""
+        ids: set[int] = set()
+        for r in reqs:
+            ids.update(r.logprob_token_ids or self.letters.ids)
+        vocab = int(self.model.config.text_config.vocab_size)
+        return sorted(i for i in ids if 0 <= i < vocab)
+
+    def _exact(self, req: ScoreRequest, gather: list[int], gathered: torch.Tensor | None,
+               row: int) -> list[dict[str, float | str | int]]:
+        if gathered is None:
+            return []
+        col = {t: j for j, t in enumerate(gather)}
+        wanted = [i for i in (req.logprob_token_ids or self.letters.ids) if i in col]
+        values = gathered[row, [col[i] for i in wanted]].tolist()
+        return exact_entries(wanted, [self._text_of(i) for i in wanted], values)
+
+    def _text_of(self, token_id: int) -> str:
+        """A token's text as vLLM reports it in logprobs: that one id decoded on its own."""
+        s = self._token_text.get(token_id)
+        if s is None:
+            s = self._token_text[token_id] = self.tokenizer.decode([token_id])
+        return s
+
+
+def _sized(config: HFConfig | None, max_batch_size: int | None, max_batch_tokens: int | None) -> HFConfig:
+    """``config`` (default: the defaults) with the batch limits given as arguments."""
+    cfg = config or HFConfig()
+    if max_batch_size is not None:
+        cfg = dataclasses.replace(cfg, max_batch_size=max_batch_size)
+    if max_batch_tokens is not None:
+        cfg = dataclasses.replace(cfg, max_batch_tokens=max_batch_tokens)
+    return cfg

@@ -1,0 +1,273 @@
+"""Fused operations of the Qwen3-VL language model on CUDA: norms, SiLU-times-up, q/k norm with
+rotary, and the MLP's residual in the down projection's product.
+
+transformers runs each text RMSNorm as about seven separate element-wise kernels in float32
+(cast, square, mean, rsqrt, two multiplies, cast back), and the 8B model has 145 of them per
+forward (two per layer plus the per-head q/k norms). On an H200 that unfused work was about 30 %
+of a text-only scoring forward. ``torch.compile`` fuses each norm into one kernel computing the
+same operations in the same order (only the reduction order inside the mean can differ): the
+8B blind workload went from 177 to 198 items/s through the engine, 196 to 227 forward-only
+(docs/PERFORMANCE.md). Only CUDA uses it: on the CPU the compile costs more than it saves.
+``HFConfig`` op ``rms_norm`` off turns it off. The other fusions below follow the same rule:
+the same function as transformers' modules, fewer passes over the activations.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from benchcheck.engines.hf.attention.cache import ReservedCache
+from benchcheck.engines.hf.attention.decode import decode_attention
+from benchcheck.engines.hf.config import ConfigInForce, HFConfig
+from benchcheck.engines.hf.kernels import silu as silu_contract
+from benchcheck.engines.hf.kernels import swiglu as swiglu_contract
+from benchcheck.engines.hf.kernels import triton_available
+from benchcheck.engines.hf.kernels.silu import silu_mul
+
+log = logging.getLogger(__name__)
+
+NORM_CLASS = "Qwen3VLTextRMSNorm"
+MLP_CLASS = "Qwen3VLTextMLP"
+LAYER_CLASS = "Qwen3VLTextDecoderLayer"
+# Below this many rows (generation's decode steps: one token per sequence) the fused functions
+# run eagerly: there the cost is the host's, and a compiled call (guards, cache lookup) costs the
+# host more than the few small kernels it saves (H200 profile of 582-frame generation).
+EAGER_ROWS = 256
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' Qwen3-VL text RMSNorm, operation for operation."""
+    dtype = x.dtype
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(dtype)
+
+
+def compile_enabled(device: torch.device) -> bool:
+    """CUDA with Triton available (torch.compile's GPU backend; the ops that need it: ``HFConfig``)."""
+    if device.type != "cuda":
+        return False
+    return triton_available()
+
+
+def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Replace the ``forward`` of every text RMSNorm of this model instance by one fused kernel;
+    returns how many were replaced. ``compiler`` defaults to ``torch.compile(dynamic=True)``
+    (batch and length vary from call to call)."""
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(rms_norm)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        # Always one 2-D shape (rows, width): the layer norms see (batch, length, hidden) and the
+        # q/k norms (batch, length, heads, head_dim); each new rank or a dimension of 1 would
+        # cost a recompile (seconds) in the middle of a run, and after 8 a silent fall-back.
+        rows = x.reshape(-1, x.shape[-1])
+        if rows.shape[0] < EAGER_ROWS:  # a decode step: the compiled call's overhead would dominate
+            return rms_norm(x, self.weight, self.variance_epsilon)
+        return fn(rows, self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
+
+    return _install(model, forward, lambda m: type(m).__name__ == NORM_CLASS)
+
+
+# Devices where the kernel could not launch (TMA but less shared memory than its tiles need:
+# the consumer Blackwell boards have 99 KB a block against the H200's 227 KB): cuBLAS from then on.
+_NO_SWIGLU: set[torch.device] = set()
+
+
+def packed_gate_up(mlp: Any) -> torch.Tensor | None:
+    """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept on
+    the module while the weights stay the same tensors); None where the kernel does not take
+    them: projections other than plain bias-free nn.Linear, no Triton, shapes or a device the
+    kernel cannot read."""
+    gate, up = mlp.gate_proj, mlp.up_proj
+    if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
+        return None
+    if gate.weight.device in _NO_SWIGLU:
+        mlp._bc_gate_up = None  # the packed copy's memory back
+        return None
+    source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
+    cached = getattr(mlp, "_bc_gate_up", None)
+    if cached is not None and cached[0] == source:
+        return cached[1]  # type: ignore[no-any-return]
+
+    packed = None
+    if gate.weight.shape == up.weight.shape and gate.weight.shape[0] % swiglu_contract.HALF == 0 and triton_available():
+        with torch.no_grad():
+            packed = swiglu_contract.pack_gate_up(gate.weight, up.weight)
+        if not swiglu_contract.supported(packed[:1], packed):
+            packed = None
+    mlp._bc_gate_up = (source, packed)
+    return packed
+
+
+def _swiglu_refused(err: Exception, device: torch.device) -> None:
+    """The packed kernel's launch refused on ``device`` for lack of resources (``err``): the
+    products go through cuBLAS there from now on, with one warning."""
+    if device not in _NO_SWIGLU:
+        log.warning("the MLP's gate/up kernel cannot run on %s (%s); its products go through cuBLAS", device, err)
+    _NO_SWIGLU.add(device)
+
+
+class FusedActivation:
+    """A fused text MLP's activation, ``silu(gate(x)) * up(x)`` as (rows, intermediate), bound to
+    its module; its ops (``swiglu``, ``silu_kernel``, ``residual_epilogue``) are read at each call
+    from the config in force on the model (``HFConfig``, decisions 024, 028, 020)."""
+
+    def __init__(self, mlp: Any, in_force: ConfigInForce, compiled: Callable[..., Any]) -> None:
+        self.mlp, self.in_force, self.compiled = mlp, in_force, compiled
+
+    @property
+    def residual_epilogue(self) -> bool:
+        return self.in_force.config.op("residual_epilogue")
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        cfg, mlp = self.in_force.config, self.mlp
+        if cfg.op("swiglu") and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
+            packed = packed_gate_up(mlp)
+            rows = x.reshape(-1, x.shape[-1])
+            if packed is not None:
+                from triton.runtime.errors import OutOfResources
+
+                from benchcheck.engines.hf.kernels.swiglu_triton import swiglu_packed
+
+                if swiglu_contract.supported(rows, packed):
+                    try:
+                        return swiglu_packed(rows, packed)
+                    except OutOfResources as err:  # Triton refuses before anything runs
+                        _swiglu_refused(err, rows.device)
+        gate, up = mlp.gate_proj(x), mlp.up_proj(x)
+        gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
+        if gate.shape[0] < EAGER_ROWS:
+            return silu_mul(gate, up)
+        if cfg.op("silu_kernel") and gate.is_cuda and silu_contract.supported(gate, up):
+            from benchcheck.engines.hf.kernels.silu_triton import silu_mul_kernel
+
+            return silu_mul_kernel(gate, up)
+        return self.compiled(gate, up)  # type: ignore[no-any-return]
+
+
+def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None,
+                       in_force: ConfigInForce | None = None) -> int:
+    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
+    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
+    activation is SiLU change. Each changed MLP also takes its residual into the down
+    projection's product (``mlp_residual``). ``in_force``: the model's config in force (None:
+    the defaults, for a model no engine runs)."""
+    in_force = in_force or ConfigInForce(HFConfig())
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self._bc_activation(x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
+
+    def wanted(m: Any) -> bool:
+        return type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu"
+
+    for module in model.modules():
+        if wanted(module):
+            module._bc_activation = FusedActivation(module, in_force, fn)
+    return _install(model, forward, wanted)
+
+
+def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``) with a plain
+    bias-free down projection and op ``residual_epilogue``, the residual is added in the down
+    projection's product."""
+    # The fused MLP's activation, only while its forward is installed (a restore that removes
+    # the instance forward, as gpu_screen's plain rows do, gets transformers' sum back).
+    act = getattr(mlp, "_bc_activation", None) if "forward" in vars(mlp) else None
+    down = mlp.down_proj
+    if act is None or not act.residual_epilogue or type(down) is not torch.nn.Linear or down.bias is not None:
+        return residual + mlp(x)  # type: ignore[no-any-return]
+    out = torch.addmm(residual.reshape(-1, residual.shape[-1]), act(x), down.weight.t())
+    return out.view(residual.shape)
+
+
+def use_fused_text_layers(model: Any) -> int:
+    """Run each text decoder layer as transformers does, but its MLP and second residual through
+    ``mlp_residual``; returns how many layers changed. (Install after ``use_fused_text_mlp``:
+    until then ``mlp_residual`` is transformers' own sum. A scored last layer, ``model.scored``,
+    keeps its forward and takes this one for its unscored calls.)"""
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                past_key_values: Any = None, use_cache: bool | None = False, **kwargs: Any) -> torch.Tensor:
+        attended, _ = self.self_attn(hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
+                                     position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
+                                     position_embeddings=position_embeddings, **kwargs)
+        h = hidden_states + attended
+        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
+
+    n = 0
+    for module in model.modules():
+        if type(module).__name__ != LAYER_CLASS:
+            continue
+        if "_bc_full_forward" in vars(module):  # the scored last layer (model.scored): its unscored calls
+            module._bc_full_forward = types.MethodType(forward, module)
+        else:
+            module.forward = types.MethodType(forward, module)
+        n += 1
+    return n
+
+
+ATTENTION_CLASS = "Qwen3VLTextAttention"
+
+
+def norm_rope(x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """A q or k projection (batch, length, heads, head_dim) through its per-head RMSNorm and
+    the rotary embedding (cos, sin: (batch, length, head_dim)): transformers' ``q_norm`` then
+    ``apply_rotary_pos_emb`` (rotate_half, two products and a sum), in one expression."""
+    h = rms_norm(x, weight, eps)
+    half = h.shape[-1] // 2
+    rotated = torch.cat((-h[..., half:], h[..., :half]), dim=-1)
+    return h * cos.unsqueeze(2) + rotated * sin.unsqueeze(2)
+
+
+def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Run each text attention's q/k norms and rotary embedding as one kernel per tensor
+    (eagerly about ten kernels and twenty passes over q and k per layer); the projections, the
+    cache update and the attention kernel are transformers' own. Returns how many changed."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import eager_attention_forward
+
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(norm_rope)
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None, past_key_values: Any = None,
+                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        cos, sin = position_embeddings
+        q, k = self.q_proj(hidden_states).view(hidden_shape), self.k_proj(hidden_states).view(hidden_shape)
+        step = fn if input_shape.numel() >= EAGER_ROWS else norm_rope  # decode steps: eager
+        q = step(q, self.q_norm.weight, self.q_norm.variance_epsilon, cos, sin).transpose(1, 2)
+        k = step(k, self.k_norm.weight, self.k_norm.variance_epsilon, cos, sin).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        if past_key_values is not None:
+            k, v = past_key_values.update(k, v, self.layer_idx)
+            if isinstance(past_key_values, ReservedCache) and past_key_values.decoding:
+                assert attention_mask is not None  # a decode step's mask of the written slots
+                out = decode_attention(q, k, v, attention_mask, self.scaling)
+                return self.o_proj(out.reshape(*input_shape, -1).contiguous()), None
+        attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
+        return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
+
+    n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
+    for module in model.modules():  # the scored last layer's keys take the same kernel (model.scored)
+        if type(module).__name__ == ATTENTION_CLASS:
+            module._bc_norm_rope = fn
+    return n
+
+
+def _install(model: Any, forward: Callable[..., Any], wanted: Callable[[Any], bool]) -> int:
+    """Bind ``forward`` as the forward of every module ``wanted`` accepts; returns how many."""
+    n = 0
+    for module in model.modules():
+        if wanted(module):
+            module.forward = types.MethodType(forward, module)
+            n += 1
+    return n
