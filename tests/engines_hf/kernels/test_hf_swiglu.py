@@ -16,6 +16,7 @@ from benchcheck.engines.hf.kernels.silu import silu_mul
 from benchcheck.engines.hf.kernels.swiglu import HALF, pack_gate_up, supported
 from benchcheck.engines.hf.model import fused as hf_fused
 from benchcheck.engines.hf.model.fused import packed_gate_up
+from benchcheck.engines.hf.model.state import state_of
 
 
 def _kernel() -> Any:
@@ -183,7 +184,7 @@ def test_fused_mlp_takes_the_kernel_and_equals_transformers_mlp() -> None:
     with torch.no_grad():
         want = type(mlp).forward(mlp, x).float()
         got = mlp(x).float()
-        assert getattr(mlp, "_bc_gate_up", None) is not None  # the kernel ran
+        assert state_of(model).gate_up.get(mlp) is not None  # the kernel ran
         chosen = hf_fused.SWIGLU_KERNEL
         hf_fused.SWIGLU_KERNEL = False
         try:
@@ -240,4 +241,4 @@ def test_a_device_that_refuses_the_kernel_falls_back_to_cublas(monkeypatch: pyte
             hf_fused.SWIGLU_KERNEL = chosen
     assert torch.equal(got, want) and torch.equal(again, want)
     assert sum("through cuBLAS" in r.getMessage() for r in caplog.records) == 1  # one warning
-    assert getattr(mlp, "_bc_gate_up", "kept") is None  # the packed copy dropped
+    assert state_of(model).gate_up.get(mlp, "kept") is None  # the packed copy dropped

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.hf.attention.varlen import flash_available, use_tree_attention
+from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.forward.batch import collate
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
@@ -36,13 +36,8 @@ from benchcheck.engines.hf.inputs.decode import BadInput
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf.model.fused import (
     compile_enabled,
-    use_fused_text_attention,
-    use_fused_text_layers,
-    use_fused_text_mlp,
-    use_fused_text_norms,
 )
-from benchcheck.engines.hf.model.scored import use_scored_last_layer
-from benchcheck.engines.hf.model.vision import use_grouped_vision_attention, use_linear_patch_embed
+from benchcheck.engines.hf.model.install import install_fast_paths
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
 from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
@@ -94,6 +89,7 @@ class HFEngine:
         max_batch_size: int = 256,
         max_batch_tokens: int = 65536,
         served_name: str | None = None,
+        strict: bool = False,
     ) -> None:
         tf = transformers_module()
         folder, resolved = resolve_checkpoint(model, revision)
@@ -110,7 +106,8 @@ class HFEngine:
         except Exception as e:  # a damaged or foreign checkpoint: transformers, safetensors, tokenizers, JSON
             why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first_line(e, 200)})"
             raise NotACheckpoint(folder, why) from e
-        self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens)
+        self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved, max_batch_size, max_batch_tokens,
+                    strict)
 
     @classmethod
     def from_options(cls, o: EngineOptions) -> HFEngine:
@@ -133,15 +130,17 @@ class HFEngine:
         revision: str | None = None,
         max_batch_size: int = 256,
         max_batch_tokens: int = 65536,
+        strict: bool = False,
     ) -> HFEngine:
         """Wrap a model already built in memory (the random-weight true shapes)."""
         engine = cls.__new__(cls)
         encoder = PromptEncoder(tokenizer, preprocessor_config, model.config.image_token_id)
-        engine._setup(model.eval(), encoder, name, revision, max_batch_size, max_batch_tokens)
+        engine._setup(model.eval(), encoder, name, revision, max_batch_size, max_batch_tokens, strict)
         return engine
 
     def _setup(
-        self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, max_bs: int, max_tokens: int
+        self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, max_bs: int, max_tokens: int,
+        strict: bool = False,
     ) -> None:
         if model.config.model_type != "qwen3_vl":
             raise ValueError(f"the hf engine runs Qwen3-VL checkpoints; got model_type {model.config.model_type!r}")
@@ -156,17 +155,14 @@ class HFEngine:
         qkv_rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
         if fuse:  # compile_enabled: CUDA with Triton
             from benchcheck.engines.hf.kernels.vision_rotary_triton import qkv_rotary
-        use_grouped_vision_attention(model, qkv_rotary=qkv_rotary)  # the CPU: transformers' own
-        use_linear_patch_embed(model)
-        fused_attention = False
-        if fuse:
-            use_fused_text_norms(model)
-            use_fused_text_mlp(model)
-            use_fused_text_layers(model)  # the MLP's residual in the down projection's product
-            fused_attention = use_fused_text_attention(model) > 0
+        # Every fast path checked against this transformers before it is installed; what fell
+        # back is one warning (or FastPathMismatch with ``strict``), and stays in the report.
+        self.fast_paths = install_fast_paths(model, fuse=fuse, strict=strict, qkv_rotary=qkv_rotary)
+        installed = self.fast_paths.installed
+        fused_attention = installed.get("fused_attention", 0) > 0
         # Scoring forwards run the last decoder layer at the scored positions only (model.scored);
         # False: the whole layer (benchmarks compare the two).
-        self.scored_last_layer = use_scored_last_layer(model)
+        self.scored_last_layer = installed.get("scored_last_layer", 0) > 0
         # The launching thread waits for the device without holding Python's lock (runtime.pacing).
         self.pacer = use_paced_launches(model)
         self.encoder = encoder
@@ -189,9 +185,8 @@ class HFEngine:
         self._lock = threading.Lock()  # one forward at a time on the device
         # Tuning knobs (attributes, not constructor arguments): requests sorted together by
         # length (None: 8 batches' worth of text-only requests, 2 of requests with images, whose
-        # encoding takes longer), and threads that encode requests. Two threads measured faster
-        # than eight on an H200 (docs/PERFORMANCE.md): more contend with the thread that launches
-        # the device work for Python's lock, and two already encode faster than the GPU consumes.
+        # encoding takes longer), and threads that encode requests: two, as more contend with the
+        # thread that launches the device work for Python's lock (decision 054).
         self.sort_window: int | None = None
         self.chunk_growth = 2  # each chunk this many times the one before (``schedule.pipeline``)
         self.first_chunk: int | None = None  # requests in the first chunk; None: by what they carry
@@ -199,29 +194,22 @@ class HFEngine:
         # one packed forward per family (schedule.families). False: every request runs in full.
         self.share_prefixes = True
         # Generation's decode steps replayed as a CUDA graph on CUDA (``forward.generate``; the record
-        # also counts captures and failures). H200, the sweep's 54,000-token 8B requests: 5.3 s
-        # an item against 10.5 s with eager steps, the same texts as those steps run eagerly
-        # (``gpu_screen --only sweep``, docs/PERFORMANCE.md round 7). Only with the fused
+        # also counts captures and failures), the same texts as eager steps. Only with the fused
         # attention forward, the way to ``decode_attention``: without it a fixed-shape step is
-        # transformers' SDPA with a mask, which copies the cache per query head and runs the
-        # masked kernel that measured slower than eager steps.
+        # transformers' masked SDPA, slower than eager steps (decision 055).
         self.decode_graphs = DecodeGraphs(enabled=fused_attention)
         # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
         # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
         # left-padded row per family with a dense tree mask: everywhere else). Picked here from
         # the device; set it only to compare the two (benchmarks) or to test the one-row
         # plumbing on the CPU, where "varlen" runs a per-sequence reference kernel.
-        varlen_ok = use_tree_attention(model)
+        varlen_ok = installed.get("tree_attention", 0) > 0
         self.tree_attention = "varlen" if varlen_ok and flash_available(self.device, self.dtype) else "mask"
         # Batches that share nothing and whose prompts are short (at most UNPADDED_MAX_TOKENS)
-        # scored in one row without padding (with "varlen" only) instead of right-padded rows.
-        # H200, 1,536 one-frame requests (8B, ~254 tokens, rows padded to 16-token widths: ~6 %
-        # of the tokens padding): 137.1 / 136.9 items/s against 133.8 / 130.3 padded, rows
-        # alternating (``gpu_screen --variants unpadded``, docs/PERFORMANCE.md round 9), once a
-        # request alone was one attention sequence with its keys in place (``attention.varlen.build_plan``).
-        # Long prompts stay padded: the variable-length kernel (FlashAttention-2) measured 2.6x
-        # slower than cuDNN's causal one on the same tokens, and attention grows with the length
-        # while padding does not (a 32-frame batch pads ~1 %).
+        # scored in one row without padding (with "varlen" only) instead of right-padded rows,
+        # a request alone one attention sequence with its keys in place. Long prompts stay
+        # padded: the variable-length kernels are slower than cuDNN's causal one on long
+        # sequences, and attention grows with the length while padding does not (decision 056).
         self.unpadded_scoring = True
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
         # On CUDA images decode in worker processes (inputs.decode): the thread launching the device
@@ -230,8 +218,7 @@ class HFEngine:
         # After its first call (the compiles, autotuning and first batch shapes done) the engine
         # freezes what is alive (``gc.freeze()``, as vLLM does after start-up): the libraries',
         # the model's and the compilers' millions of objects then leave the collector's full
-        # scans. A full scan holds Python's lock, so the thread launching the device work waited
-        # it out: 405 ms in one H200 one-frame row of 10 s (docs/PERFORMANCE.md, round 13).
+        # scans, which hold Python's lock while the launching thread waits (decision 057).
         # Once per engine only: cyclic garbage frozen with it is never collected. On CUDA only,
         # where the launching thread is what keeps the device busy; False: the collector as is.
         self.freeze_collector = self.device.type == "cuda"

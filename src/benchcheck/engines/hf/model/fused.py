@@ -28,6 +28,7 @@ from benchcheck.engines.hf.kernels import silu as silu_contract
 from benchcheck.engines.hf.kernels import swiglu as swiglu_contract
 from benchcheck.engines.hf.kernels import triton_available
 from benchcheck.engines.hf.kernels.silu import silu_mul
+from benchcheck.engines.hf.model.state import ModelState, state_of
 
 log = logging.getLogger(__name__)
 
@@ -93,19 +94,20 @@ SWIGLU_KERNEL = True
 _NO_SWIGLU: set[torch.device] = set()
 
 
-def packed_gate_up(mlp: Any) -> torch.Tensor | None:
-    """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept on
-    the module while the weights stay the same tensors); None where the kernel does not take
-    them: projections other than plain bias-free nn.Linear, no Triton, shapes or a device the
-    kernel cannot read."""
+def packed_gate_up(mlp: Any, cache: dict[Any, Any] | None = None) -> torch.Tensor | None:
+    """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept
+    in ``cache``, the model's ``ModelState.gate_up``, while the weights stay the same tensors);
+    None where the kernel does not take them: projections other than plain bias-free nn.Linear,
+    no Triton, shapes or a device the kernel cannot read."""
+    cache = {} if cache is None else cache
     gate, up = mlp.gate_proj, mlp.up_proj
     if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
         return None
     if gate.weight.device in _NO_SWIGLU:
-        mlp._bc_gate_up = None  # the packed copy's memory back
+        cache[mlp] = None  # the packed copy's memory back
         return None
     source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
-    cached = getattr(mlp, "_bc_gate_up", None)
+    cached = cache.get(mlp)
     if cached is not None and cached[0] == source:
         return cached[1]  # type: ignore[no-any-return]
 
@@ -115,7 +117,7 @@ def packed_gate_up(mlp: Any) -> torch.Tensor | None:
             packed = swiglu_contract.pack_gate_up(gate.weight, up.weight)
         if not swiglu_contract.supported(packed[:1], packed):
             packed = None
-    mlp._bc_gate_up = (source, packed)
+    cache[mlp] = (source, packed)
     return packed
 
 
@@ -133,11 +135,12 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
     activation is SiLU change. Each changed MLP also takes its residual into the down
     projection's product (``mlp_residual``)."""
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+    state = state_of(model)
 
     def activation(self: Any, x: torch.Tensor) -> torch.Tensor:
         """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
         if SWIGLU_KERNEL and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
-            packed = packed_gate_up(self)
+            packed = packed_gate_up(self, state.gate_up)
             rows = x.reshape(-1, x.shape[-1])
             if packed is not None:
                 from triton.runtime.errors import OutOfResources
@@ -160,14 +163,14 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
         return fn(gate, up)  # type: ignore[no-any-return]
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(self._bc_activation(x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
+        return self.down_proj(state.activation[self](x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
 
     def wanted(m: Any) -> bool:
         return type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu"
 
     for module in model.modules():
         if wanted(module):
-            module._bc_activation = types.MethodType(activation, module)
+            state.activation[module] = types.MethodType(activation, module)
     return _install(model, forward, wanted)
 
 
@@ -181,12 +184,13 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
 RESIDUAL_EPILOGUE = True
 
 
-def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``) with a plain
-    bias-free down projection, the residual is added in the down projection's product."""
+def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor, state: ModelState | None = None) -> torch.Tensor:
+    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``, its activation in
+    ``state``) with a plain bias-free down projection, the residual is added in the down
+    projection's product."""
     # The fused MLP's activation, only while its forward is installed (a restore that removes
     # the instance forward, as gpu_screen's plain rows do, gets transformers' sum back).
-    act = getattr(mlp, "_bc_activation", None) if "forward" in vars(mlp) else None
+    act = state.activation.get(mlp) if state is not None and "forward" in vars(mlp) else None
     down = mlp.down_proj
     if act is None or not RESIDUAL_EPILOGUE or type(down) is not torch.nn.Linear or down.bias is not None:
         return residual + mlp(x)  # type: ignore[no-any-return]
@@ -199,6 +203,7 @@ def use_fused_text_layers(model: Any) -> int:
     ``mlp_residual``; returns how many layers changed. (Install after ``use_fused_text_mlp``:
     until then ``mlp_residual`` is transformers' own sum. A scored last layer, ``model.scored``,
     keeps its forward and takes this one for its unscored calls.)"""
+    state = state_of(model)
 
     def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
@@ -207,14 +212,14 @@ def use_fused_text_layers(model: Any) -> int:
                                      position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
                                      position_embeddings=position_embeddings, **kwargs)
         h = hidden_states + attended
-        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
+        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h, state)
 
     n = 0
     for module in model.modules():
         if type(module).__name__ != LAYER_CLASS:
             continue
-        if "_bc_full_forward" in vars(module):  # the scored last layer (model.scored): its unscored calls
-            module._bc_full_forward = types.MethodType(forward, module)
+        if module in state.full_forward:  # the scored last layer (model.scored): its unscored calls
+            state.full_forward[module] = types.MethodType(forward, module)
         else:
             module.forward = types.MethodType(forward, module)
         n += 1
@@ -265,9 +270,8 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
-    for module in model.modules():  # the scored last layer's keys take the same kernel (model.scored)
-        if type(module).__name__ == ATTENTION_CLASS:
-            module._bc_norm_rope = fn
+    if n:  # the scored last layer's keys take the same kernel (model.scored)
+        state_of(model).norm_rope = fn
     return n
 
 
