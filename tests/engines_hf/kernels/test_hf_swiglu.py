@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import torch
 
-from benchcheck.engines.hf.config import ConfigInForce, HFConfig
+from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.kernels.silu import silu_mul
 from benchcheck.engines.hf.kernels.swiglu import HALF, pack_gate_up, supported
 from benchcheck.engines.hf.model import fused as hf_fused
 from benchcheck.engines.hf.model.fused import packed_gate_up
+from benchcheck.engines.hf.model.state import state_of
 
 
 def _kernel() -> Any:
@@ -179,14 +180,13 @@ def test_fused_mlp_takes_the_kernel_and_equals_transformers_mlp() -> None:
     (which rounds the products before SiLU), as it does with the kernel switched off."""
     mlp = _mlp().to(torch.bfloat16)
     model = torch.nn.Sequential(mlp)
-    in_force = ConfigInForce(HFConfig())
-    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f, in_force=in_force) == 1
+    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f) == 1
     x = torch.randn(1, hf_fused.EAGER_ROWS + 37, 256, device=DEVICE).to(torch.bfloat16)
     with torch.no_grad():
         want = type(mlp).forward(mlp, x).float()
         got = mlp(x).float()
-        assert getattr(mlp, "_bc_gate_up", None) is not None  # the kernel ran
-        in_force.config = HFConfig(ops=("-swiglu",))
+        assert state_of(model).gate_up.get(mlp) is not None  # the kernel ran
+        state_of(model).config = HFConfig(ops=("-swiglu",))  # the config in force on the model
         other = mlp(x).float()
     scale = want.abs().max().item()
     assert (got - want).abs().max().item() <= 2e-2 * scale
@@ -224,16 +224,15 @@ def test_a_device_that_refuses_the_kernel_falls_back_to_cublas(monkeypatch: pyte
 
     mlp = _mlp().to(torch.bfloat16)
     model = torch.nn.Sequential(mlp)
-    in_force = ConfigInForce(HFConfig())
-    hf_fused.use_fused_text_mlp(model, compiler=lambda f: f, in_force=in_force)
+    hf_fused.use_fused_text_mlp(model, compiler=lambda f: f)
     x = torch.randn(1, hf_fused.EAGER_ROWS + 37, 256, device=DEVICE).to(torch.bfloat16)
     monkeypatch.setattr(swiglu_triton, "swiglu_packed", refuse)
     monkeypatch.setattr(hf_fused, "_NO_SWIGLU", set())
     with torch.no_grad():
         got = mlp(x)
         again = mlp(x)
-        in_force.config = HFConfig(ops=("-swiglu",))
+        state_of(model).config = HFConfig(ops=("-swiglu",))
         want = mlp(x)
     assert torch.equal(got, want) and torch.equal(again, want)
     assert sum("through cuBLAS" in r.getMessage() for r in caplog.records) == 1  # one warning
-    assert getattr(mlp, "_bc_gate_up", "kept") is None  # the packed copy dropped
+    assert state_of(model).gate_up.get(mlp, "kept") is None  # the packed copy dropped

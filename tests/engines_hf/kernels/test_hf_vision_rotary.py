@@ -15,6 +15,7 @@ from hf_helpers import make_jpeg
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.pixels import patchify
 from benchcheck.engines.hf.kernels.vision_rotary import qkv_rotary_eager
+from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.model.vision import use_grouped_vision_attention
 
 
@@ -47,7 +48,7 @@ def test_tower_through_the_one_pass_rotary_equals_transformers(hf_engine: HFEngi
     frames, grid = enc.frames([make_jpeg(11), make_jpeg(12, w=256, h=448), make_jpeg(13)])
     pixels, g = patchify(frames, hf_engine.pixels), torch.from_numpy(grid)
     visual = hf_engine.model.model.visual
-    assert all(b.attn._bc_qkv_rotary is None for b in visual.blocks)  # the CPU keeps transformers' rotary
+    assert state_of(hf_engine.model).vision_qkv_rotary is None  # the CPU keeps transformers' rotary
 
     def tower() -> torch.Tensor:
         with torch.inference_mode():

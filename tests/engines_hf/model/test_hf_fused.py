@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from benchcheck.engines.hf.config import ConfigInForce, HFConfig
+from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.model.fused import (
     compile_enabled,
     rms_norm,
@@ -16,6 +16,7 @@ from benchcheck.engines.hf.model.fused import (
     use_fused_text_mlp,
     use_fused_text_norms,
 )
+from benchcheck.engines.hf.model.state import state_of
 
 
 def test_rms_norm_equals_transformers() -> None:
@@ -101,24 +102,24 @@ def test_mlp_residual_adds_in_the_product_and_equals_the_sum(monkeypatch: pytest
     cfg = Qwen3VLTextConfig(hidden_size=32, intermediate_size=96, hidden_act="silu")
     model = torch.nn.Sequential(Qwen3VLTextMLP(cfg)).double()
     mlp = model[0]
+    state = state_of(model)  # the fused MLP's activation is kept there
     x, residual = torch.randn(2, 7, 32, dtype=torch.float64), torch.randn(2, 7, 32, dtype=torch.float64)
     expected = residual + mlp(x)
-    assert torch.equal(hf_fused.mlp_residual(mlp, x, residual), expected)  # not fused: transformers' sum
-    in_force = ConfigInForce(HFConfig())
-    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f, in_force=in_force) == 1
+    assert torch.equal(hf_fused.mlp_residual(mlp, x, residual, state), expected)  # not fused: transformers' sum
+    assert hf_fused.use_fused_text_mlp(model, compiler=lambda f: f) == 1
     seen: list[int] = []
     monkeypatch.setattr(torch, "addmm", _counting(torch.addmm, seen))
-    fused = hf_fused.mlp_residual(mlp, x, residual)
+    fused = hf_fused.mlp_residual(mlp, x, residual, state)
     assert seen == [1]  # the residual went into the down projection's product
     assert fused.shape == residual.shape
     assert torch.allclose(fused, expected, rtol=0, atol=1e-12)
     assert torch.allclose(mlp(x), expected - residual, rtol=0, atol=1e-12)  # the fused MLP alone: the same
-    in_force.config = HFConfig(ops=("-residual_epilogue",))  # gpu_screen's residual-apart rows
-    assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual), expected, rtol=0, atol=1e-12)
+    state.config = HFConfig(ops=("-residual_epilogue",))  # gpu_screen's residual-apart rows
+    assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual, state), expected, rtol=0, atol=1e-12)
     assert seen == [1]
-    in_force.config = HFConfig()
+    state.config = HFConfig()
     mlp.down_proj = torch.nn.Linear(96, 32, bias=True).double()  # a bias: the plain sum, still the same function
-    assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual), residual + mlp(x), rtol=0, atol=1e-12)
+    assert torch.allclose(hf_fused.mlp_residual(mlp, x, residual, state), residual + mlp(x), rtol=0, atol=1e-12)
     assert seen == [1]
 
 
@@ -146,8 +147,8 @@ def test_fused_layers_score_and_generate_the_same(tiny_model: Path, eager_rows: 
     assert use_fused_text_mlp(engine.model, compiler=lambda f: _counting(f, compiled)) == layers
     assert hf_fused.use_fused_text_layers(engine.model) == layers  # after hf_scored, as on CUDA: it stays
     last = engine.model.model.language_model.layers[-1]
-    assert last.forward.__func__ is hf_scored._forward
-    assert last._bc_full_forward.__func__.__qualname__.startswith("use_fused_text_layers")
+    assert last.forward.__func__.__qualname__.startswith("_scored_forward")
+    assert state_of(engine.model).full_forward[last].__func__.__qualname__.startswith("use_fused_text_layers")
     assert hf_scored.use_scored_last_layer(engine.model)  # again: the layer must not come to call itself
     seen: list[int] = []
     monkeypatch.setattr(hf_fused, "mlp_residual", _counting(hf_fused.mlp_residual, seen))

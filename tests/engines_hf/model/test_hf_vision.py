@@ -8,6 +8,7 @@ from hf_helpers import make_jpeg
 
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.pixels import patchify
+from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.model.vision import use_grouped_vision_attention, use_linear_patch_embed
 
 
@@ -54,7 +55,7 @@ def test_precomputed_grid_inputs_give_the_towers_own_result(hf_engine: HFEngine)
     kw = vision_inputs(hf_engine.model, g)
     assert kw["image_grid_thw"] is g
     assert vision_inputs(hf_engine.model, g)["image_position_ids"] is kw["image_position_ids"]  # cached
-    memo = hf_engine.model.model.visual.blocks[0].attn._bc_lengths
+    memo = state_of(hf_engine.model).vision_lengths
     assert memo[1] == [int(np.prod(r[1:])) for r in grid for _ in range(int(r[0]))]
     with torch.inference_mode():
         out = hf_engine.model.model.get_image_features(pixels, **kw)
@@ -62,4 +63,4 @@ def test_precomputed_grid_inputs_give_the_towers_own_result(hf_engine: HFEngine)
     assert torch.equal(ours, ref)
     for i in range(INPUT_CACHE + 2):  # bounded cache
         vision_inputs(hf_engine.model, torch.tensor([[1, 2 * (i + 1), 2]]))
-    assert len(hf_engine.model.model.visual._bc_inputs) == INPUT_CACHE
+    assert len(state_of(hf_engine.model).vision_inputs) == INPUT_CACHE

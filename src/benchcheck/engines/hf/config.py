@@ -234,13 +234,4 @@ def _op_name(entry: Any) -> str:
     return entry[1:]
 
 
-class ConfigInForce:
-    """The config of the engine whose forward runs on a model now: one per model, shared by the
-    engines on that model (``HFEngine.with_config``); the engine sets it under the model's lock
-    before each forward, and the model's installed forwards read their per-call ops from it."""
-
-    def __init__(self, config: HFConfig) -> None:
-        self.config = config
-
-
 DEFAULTS = HFConfig()  # where a lower layer needs a default of the config (one rule, one place)

@@ -28,9 +28,9 @@ from typing import Any
 import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.hf.attention.varlen import flash_available, use_tree_attention
+from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
-from benchcheck.engines.hf.config import ConfigInForce, HFConfig
+from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.forward.batch import collate
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
 from benchcheck.engines.hf.forward.packed import pack
@@ -39,15 +39,9 @@ from benchcheck.engines.hf.forward.score import PendingTop, score_batch, score_p
 from benchcheck.engines.hf.inputs.decode import BadInput, FrameDecoder
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt, PromptEncoder, PromptParts
 from benchcheck.engines.hf.inputs.frame_memo import FrameMemo
-from benchcheck.engines.hf.model.fused import (
-    compile_enabled,
-    use_fused_text_attention,
-    use_fused_text_layers,
-    use_fused_text_mlp,
-    use_fused_text_norms,
-)
-from benchcheck.engines.hf.model.scored import use_scored_last_layer
-from benchcheck.engines.hf.model.vision import use_grouped_vision_attention, use_linear_patch_embed
+from benchcheck.engines.hf.model.fused import compile_enabled
+from benchcheck.engines.hf.model.install import fast_paths, install_fast_paths
+from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
 from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
@@ -60,6 +54,9 @@ from benchcheck.errors import first_line
 # Ops chosen when an engine is set up on a model (they install the model's forwards): an engine
 # with another config on the same model (``HFEngine.with_config``) keeps them.
 SETUP_OPS = ("rms_norm", "fused_mlp", "text_attention", "vision_rotary")
+# The fast paths (``model.install``) each set-up op installs; off, they are not installed.
+SETUP_PATHS = {"rms_norm": ("fused_norms",), "fused_mlp": ("fused_mlp", "fused_layers"),
+               "text_attention": ("fused_attention",), "vision_rotary": ()}
 
 
 def decode_processes(device: torch.device) -> int:
@@ -99,6 +96,7 @@ class HFEngine:
         max_batch_tokens: int | None = None,
         served_name: str | None = None,
         config: HFConfig | None = None,
+        strict: bool = False,
     ) -> None:
         """``config``: every knob (``HFConfig``; default: its defaults); ``max_batch_size`` and
         ``max_batch_tokens``, where given, replace the config's."""
@@ -118,7 +116,7 @@ class HFEngine:
             why = f"cannot load a Qwen3-VL checkpoint from it ({type(e).__name__}: {first_line(e, 200)})"
             raise NotACheckpoint(folder, why) from e
         self._setup(net.to(dev).eval(), encoder, served_name or str(model), resolved,
-                    _sized(config, max_batch_size, max_batch_tokens))
+                    _sized(config, max_batch_size, max_batch_tokens), strict)
 
     @classmethod
     def from_options(cls, o: EngineOptions) -> HFEngine:
@@ -147,14 +145,16 @@ class HFEngine:
         max_batch_size: int | None = None,
         max_batch_tokens: int | None = None,
         config: HFConfig | None = None,
+        strict: bool = False,
     ) -> HFEngine:
         """Wrap a model already built in memory (the random-weight true shapes)."""
         engine = cls.__new__(cls)
         encoder = PromptEncoder(tokenizer, preprocessor_config, model.config.image_token_id)
-        engine._setup(model.eval(), encoder, name, revision, _sized(config, max_batch_size, max_batch_tokens))
+        engine._setup(model.eval(), encoder, name, revision, _sized(config, max_batch_size, max_batch_tokens), strict)
         return engine
 
-    def _setup(self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, config: HFConfig) -> None:
+    def _setup(self, model: Any, encoder: PromptEncoder, name: str, revision: str | None, config: HFConfig,
+               strict: bool = False) -> None:
         if model.config.model_type != "qwen3_vl":
             raise ValueError(f"the hf engine runs Qwen3-VL checkpoints; got model_type {model.config.model_type!r}")
         merge = int(model.config.vision_config.spatial_merge_size)
@@ -163,27 +163,25 @@ class HFEngine:
                              f"the model's vision config {merge}x{merge}")
         self.model = model
         self._config = config
-        # The config in force on the model, read by its installed forwards at each call; shared
-        # with every engine made from this one (``with_config``), as the model and its lock are.
-        self._in_force = ConfigInForce(config)
+        # The model's state: its ``config`` is the config in force, read by the installed forwards
+        # at each call; shared with every engine made from this one (``with_config``), as the
+        # model and its lock are.
+        self._state = state_of(model)
+        self._state.config = config
         fuse = compile_enabled(next(model.parameters()).device)
         qkv_rotary: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
         if fuse and config.op("vision_rotary"):  # compile_enabled: CUDA with Triton
             from benchcheck.engines.hf.kernels.vision_rotary_triton import qkv_rotary
-        use_grouped_vision_attention(model, qkv_rotary=qkv_rotary)  # the CPU: transformers' own
-        use_linear_patch_embed(model)
-        fused_attention = False
-        if fuse:
-            if config.op("rms_norm"):
-                use_fused_text_norms(model)
-            if config.op("fused_mlp"):
-                use_fused_text_mlp(model, in_force=self._in_force)
-                use_fused_text_layers(model)  # the MLP's residual in the down projection's product
-            if config.op("text_attention"):
-                fused_attention = use_fused_text_attention(model) > 0
-        self._fused_attention = fused_attention
+        # Every fast path checked against this transformers before it is installed; what fell
+        # back is one warning (or FastPathMismatch with ``strict``), and stays in the report. The
+        # config's set-up ops leave theirs out (``SETUP_OPS``).
+        off = {path for op, paths in SETUP_PATHS.items() if not config.op(op) for path in paths}
+        self.fast_paths = install_fast_paths(model, fuse=fuse, strict=strict,
+                                             paths=[p for p in fast_paths(qkv_rotary) if p.name not in off])
+        installed = self.fast_paths.installed
+        self._fused_attention = installed.get("fused_attention", 0) > 0
         # Scoring forwards can run the last decoder layer at the scored positions only (model.scored).
-        self._scored_installed = use_scored_last_layer(model)
+        self._scored_installed = installed.get("scored_last_layer", 0) > 0
         # The launching thread waits for the device without holding Python's lock (runtime.pacing);
         # its depth and whether it paces come from the config in force (``active``).
         self.pacer = use_paced_launches(model, config.pacing_depth)
@@ -206,7 +204,7 @@ class HFEngine:
         # Variable-length tree attention: FlashAttention's kernel on CUDA in bf16/fp16, where op
         # ``varlen`` is on by default; elsewhere a per-sequence reference kernel, only when named
         # (``+varlen``: tests of the one-row plumbing on the CPU), else the dense tree mask (decision 007).
-        self._varlen_installed = use_tree_attention(model)
+        self._varlen_installed = installed.get("tree_attention", 0) > 0
         self._varlen_fast = flash_available(self.device, self.dtype)
         self._collector_frozen = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-encode")  # replaced below
@@ -267,7 +265,7 @@ class HFEngine:
         """The device to this engine for a block: the model's lock held, this engine's config in
         force on the model (read by its installed forwards) and its pacing set."""
         with self._lock:
-            self._in_force.config = self._config
+            self._state.config = self._config
             if self.pacer is not None:
                 self.pacer.enabled = self._config.op("pacing")
                 self.pacer.depth = self._config.pacing_depth

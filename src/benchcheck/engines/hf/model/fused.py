@@ -23,11 +23,11 @@ import torch
 
 from benchcheck.engines.hf.attention.cache import ReservedCache
 from benchcheck.engines.hf.attention.decode import decode_attention
-from benchcheck.engines.hf.config import ConfigInForce, HFConfig
 from benchcheck.engines.hf.kernels import silu as silu_contract
 from benchcheck.engines.hf.kernels import swiglu as swiglu_contract
 from benchcheck.engines.hf.kernels import triton_available
 from benchcheck.engines.hf.kernels.silu import silu_mul
+from benchcheck.engines.hf.model.state import ModelState, state_of
 
 log = logging.getLogger(__name__)
 
@@ -78,19 +78,20 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
 _NO_SWIGLU: set[torch.device] = set()
 
 
-def packed_gate_up(mlp: Any) -> torch.Tensor | None:
-    """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept on
-    the module while the weights stay the same tensors); None where the kernel does not take
-    them: projections other than plain bias-free nn.Linear, no Triton, shapes or a device the
-    kernel cannot read."""
+def packed_gate_up(mlp: Any, cache: dict[Any, Any] | None = None) -> torch.Tensor | None:
+    """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept
+    in ``cache``, the model's ``ModelState.gate_up``, while the weights stay the same tensors);
+    None where the kernel does not take them: projections other than plain bias-free nn.Linear,
+    no Triton, shapes or a device the kernel cannot read."""
+    cache = {} if cache is None else cache
     gate, up = mlp.gate_proj, mlp.up_proj
     if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
         return None
     if gate.weight.device in _NO_SWIGLU:
-        mlp._bc_gate_up = None  # the packed copy's memory back
+        cache[mlp] = None  # the packed copy's memory back
         return None
     source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
-    cached = getattr(mlp, "_bc_gate_up", None)
+    cached = cache.get(mlp)
     if cached is not None and cached[0] == source:
         return cached[1]  # type: ignore[no-any-return]
 
@@ -100,7 +101,7 @@ def packed_gate_up(mlp: Any) -> torch.Tensor | None:
             packed = swiglu_contract.pack_gate_up(gate.weight, up.weight)
         if not swiglu_contract.supported(packed[:1], packed):
             packed = None
-    mlp._bc_gate_up = (source, packed)
+    cache[mlp] = (source, packed)
     return packed
 
 
@@ -112,22 +113,19 @@ def _swiglu_refused(err: Exception, device: torch.device) -> None:
     _NO_SWIGLU.add(device)
 
 
-class FusedActivation:
-    """A fused text MLP's activation, ``silu(gate(x)) * up(x)`` as (rows, intermediate), bound to
-    its module; its ops (``swiglu``, ``silu_kernel``, ``residual_epilogue``) are read at each call
-    from the config in force on the model (``HFConfig``, decisions 024, 028, 020)."""
+def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
+    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
+    activation is SiLU change. Each changed MLP also takes its residual into the down
+    projection's product (``mlp_residual``). Ops ``swiglu`` and ``silu_kernel`` are read at each
+    call from the config in force on the model (``ModelState.config``; decisions 028, 024)."""
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+    state = state_of(model)
 
-    def __init__(self, mlp: Any, in_force: ConfigInForce, compiled: Callable[..., Any]) -> None:
-        self.mlp, self.in_force, self.compiled = mlp, in_force, compiled
-
-    @property
-    def residual_epilogue(self) -> bool:
-        return self.in_force.config.op("residual_epilogue")
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        cfg, mlp = self.in_force.config, self.mlp
-        if cfg.op("swiglu") and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
-            packed = packed_gate_up(mlp)
+    def activation(self: Any, x: torch.Tensor) -> torch.Tensor:
+        """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
+        if state.config.op("swiglu") and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
+            packed = packed_gate_up(self, state.gate_up)
             rows = x.reshape(-1, x.shape[-1])
             if packed is not None:
                 from triton.runtime.errors import OutOfResources
@@ -139,48 +137,39 @@ class FusedActivation:
                         return swiglu_packed(rows, packed)
                     except OutOfResources as err:  # Triton refuses before anything runs
                         _swiglu_refused(err, rows.device)
-        gate, up = mlp.gate_proj(x), mlp.up_proj(x)
+        gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
         if gate.shape[0] < EAGER_ROWS:
             return silu_mul(gate, up)
-        if cfg.op("silu_kernel") and gate.is_cuda and silu_contract.supported(gate, up):
+        if state.config.op("silu_kernel") and gate.is_cuda and silu_contract.supported(gate, up):
             from benchcheck.engines.hf.kernels.silu_triton import silu_mul_kernel
 
             return silu_mul_kernel(gate, up)
-        return self.compiled(gate, up)  # type: ignore[no-any-return]
-
-
-def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None,
-                       in_force: ConfigInForce | None = None) -> int:
-    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
-    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
-    activation is SiLU change. Each changed MLP also takes its residual into the down
-    projection's product (``mlp_residual``). ``in_force``: the model's config in force (None:
-    the defaults, for a model no engine runs)."""
-    in_force = in_force or ConfigInForce(HFConfig())
-    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+        return fn(gate, up)  # type: ignore[no-any-return]
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(self._bc_activation(x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
+        return self.down_proj(state.activation[self](x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
 
     def wanted(m: Any) -> bool:
         return type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu"
 
     for module in model.modules():
         if wanted(module):
-            module._bc_activation = FusedActivation(module, in_force, fn)
+            state.activation[module] = types.MethodType(activation, module)
     return _install(model, forward, wanted)
 
 
-def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``) with a plain
-    bias-free down projection and op ``residual_epilogue``, the residual is added in the down
-    projection's product."""
+def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor, state: ModelState | None = None) -> torch.Tensor:
+    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``, its activation in
+    ``state``) with a plain bias-free down projection and op ``residual_epilogue`` in force
+    (decision 020), the residual is added in the down projection's product."""
     # The fused MLP's activation, only while its forward is installed (a restore that removes
     # the instance forward, as gpu_screen's plain rows do, gets transformers' sum back).
-    act = getattr(mlp, "_bc_activation", None) if "forward" in vars(mlp) else None
+    act = state.activation.get(mlp) if state is not None and "forward" in vars(mlp) else None
     down = mlp.down_proj
-    if act is None or not act.residual_epilogue or type(down) is not torch.nn.Linear or down.bias is not None:
+    if act is None or state is None or not state.config.op("residual_epilogue"):
+        return residual + mlp(x)  # type: ignore[no-any-return]
+    if type(down) is not torch.nn.Linear or down.bias is not None:
         return residual + mlp(x)  # type: ignore[no-any-return]
     out = torch.addmm(residual.reshape(-1, residual.shape[-1]), act(x), down.weight.t())
     return out.view(residual.shape)
@@ -191,6 +180,7 @@ def use_fused_text_layers(model: Any) -> int:
     ``mlp_residual``; returns how many layers changed. (Install after ``use_fused_text_mlp``:
     until then ``mlp_residual`` is transformers' own sum. A scored last layer, ``model.scored``,
     keeps its forward and takes this one for its unscored calls.)"""
+    state = state_of(model)
 
     def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
@@ -199,14 +189,14 @@ def use_fused_text_layers(model: Any) -> int:
                                      position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
                                      position_embeddings=position_embeddings, **kwargs)
         h = hidden_states + attended
-        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
+        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h, state)
 
     n = 0
     for module in model.modules():
         if type(module).__name__ != LAYER_CLASS:
             continue
-        if "_bc_full_forward" in vars(module):  # the scored last layer (model.scored): its unscored calls
-            module._bc_full_forward = types.MethodType(forward, module)
+        if module in state.full_forward:  # the scored last layer (model.scored): its unscored calls
+            state.full_forward[module] = types.MethodType(forward, module)
         else:
             module.forward = types.MethodType(forward, module)
         n += 1
@@ -257,9 +247,8 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
-    for module in model.modules():  # the scored last layer's keys take the same kernel (model.scored)
-        if type(module).__name__ == ATTENTION_CLASS:
-            module._bc_norm_rope = fn
+    if n:  # the scored last layer's keys take the same kernel (model.scored)
+        state_of(model).norm_rope = fn
     return n
 
 

@@ -23,7 +23,7 @@ instance (``use_scored_last_layer``); a forward without ``scored=`` runs the lay
 from __future__ import annotations
 
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from benchcheck.engines.hf.model.fused import EAGER_ROWS, mlp_residual, norm_rope
+from benchcheck.engines.hf.model.state import ModelState, state_of
 from benchcheck.engines.hf.runtime.transfer import to_device
 
 LAYER_CLASS = "Qwen3VLTextDecoderLayer"
@@ -86,32 +87,42 @@ def use_scored_last_layer(model: Any) -> bool:
     if len(deepstack) >= len(layers):
         return False
     layer = layers[-1]
-    if getattr(layer.forward, "__func__", None) is not _forward:  # installed once: unscored calls take
-        layer._bc_full_forward = layer.forward  # the forward it had (transformers' or model.fused's layer)
-    layer.forward = types.MethodType(_forward, layer)
-    model.__dict__["_bc_scored_last_layer"] = True
+    state = state_of(model)
+    if layer not in state.full_forward:  # installed once: unscored calls take
+        state.full_forward[layer] = layer.forward  # the forward it had (transformers' or model.fused's layer)
+    layer.forward = types.MethodType(_scored_forward(state), layer)
     return True
 
 
 def installed(model: Any) -> bool:
     """``use_scored_last_layer`` took on ``model``."""
-    return bool(model.__dict__.get("_bc_scored_last_layer", False))
+    return bool(state_of(model).full_forward)
 
 
-def _forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
-             attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-             past_key_values: Any = None, use_cache: bool | None = False, scored: Scored | None = None,
-             **kwargs: Any) -> torch.Tensor:
-    if scored is None or past_key_values is not None:
-        return self._bc_full_forward(hidden_states, position_embeddings, attention_mask=attention_mask,  # type: ignore[no-any-return]
-                                     position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
-                                     **kwargs)
+def _scored_forward(state: ModelState) -> Callable[..., torch.Tensor]:
+    """The last layer's forward over ``state`` (see the module's docstring)."""
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                past_key_values: Any = None, use_cache: bool | None = False, scored: Scored | None = None,
+                **kwargs: Any) -> torch.Tensor:
+        if scored is None or past_key_values is not None:
+            return state.full_forward[self](hidden_states, position_embeddings, attention_mask=attention_mask,  # type: ignore[no-any-return]
+                                            position_ids=position_ids, past_key_values=past_key_values,
+                                            use_cache=use_cache, **kwargs)
+        return _at_scored(self, state, hidden_states, position_embeddings, scored)
+
+    return forward
+
+
+def _at_scored(self: Any, state: ModelState, hidden_states: torch.Tensor,
+               position_embeddings: tuple[torch.Tensor, torch.Tensor], scored: Scored) -> torch.Tensor:
     attn = self.self_attn
     d, hd = hidden_states.shape[-1], attn.head_dim
     flat = hidden_states.reshape(-1, d)
     x = self.input_layernorm(hidden_states).reshape(1, -1, d)  # every position: the keys need it
     cos, sin = (t.reshape(1, -1, hd) for t in position_embeddings)
-    rope = getattr(attn, "_bc_norm_rope", None) if x.shape[1] >= EAGER_ROWS else None
+    rope = state.norm_rope if x.shape[1] >= EAGER_ROWS else None
     k = (rope or norm_rope)(attn.k_proj(x).view(1, x.shape[1], -1, hd), attn.k_norm.weight,
                             attn.k_norm.variance_epsilon, cos, sin)[0]  # (T, Hk, D)
     v = attn.v_proj(x).view(x.shape[1], -1, hd)
@@ -126,6 +137,6 @@ def _forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[
     vv = v[scored.keys].transpose(1, 2)
     out = F.scaled_dot_product_attention(qg, kk, vv, attn_mask=scored.valid[:, None, None, :], scale=attn.scaling)
     h = flat[at] + attn.o_proj(out.reshape(n, heads * hd))
-    h = mlp_residual(self.mlp, self.post_attention_layernorm(h), h)
+    h = mlp_residual(self.mlp, self.post_attention_layernorm(h), h, state)
     out_rows: torch.Tensor = h[None]
     return out_rows

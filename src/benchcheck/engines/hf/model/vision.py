@@ -26,26 +26,35 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from benchcheck.engines.hf.model.state import ModelState, state_of
 
-def _grouped_forward(
-    self: Any,
-    hidden_states: torch.Tensor,
-    cu_seqlens: torch.Tensor,
-    position_embeddings: tuple[torch.Tensor, torch.Tensor],
-    max_seqlen: int | None = None,
-    **kwargs: Any,
-) -> torch.Tensor:
+
+def _grouped_forward(state: ModelState) -> Callable[..., torch.Tensor]:
+    """The grouped vision attention forward over ``state`` (its rotary functions and the
+    per-forward image lengths, shared by the blocks of one tower)."""
+
+    def forward(self: Any, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor,
+                position_embeddings: tuple[torch.Tensor, torch.Tensor], max_seqlen: int | None = None,
+                **kwargs: Any) -> torch.Tensor:
+        return _grouped(self, state, hidden_states, cu_seqlens, position_embeddings)
+
+    return forward
+
+
+def _grouped(self: Any, state: ModelState, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor,
+             position_embeddings: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     seq = hidden_states.shape[0]
     heads = self.num_heads
     qkv = self.qkv(hidden_states)
     cos, sin = position_embeddings
-    if self._bc_qkv_rotary is not None:  # one pass from the projection to contiguous q and k
-        q, k = self._bc_qkv_rotary(qkv, cos, sin, heads)
+    if state.vision_qkv_rotary is not None:  # one pass from the projection to contiguous q and k
+        q, k = state.vision_qkv_rotary(qkv, cos, sin, heads)
         v = qkv.view(seq, 3, heads, -1)[:, 2]  # SDPA reads v in place
     else:
         q, k, v = qkv.reshape(seq, 3, heads, -1).permute(1, 0, 2, 3).unbind(0)
-        q, k = self._bc_rotary(q, k, cos, sin)
-    memo = self._bc_lengths  # shared by the blocks of one tower: one device read per forward
+        assert state.vision_rotary is not None
+        q, k = state.vision_rotary(q, k, cos, sin)
+    memo = state.vision_lengths  # shared by the blocks of one tower: one device read per forward
     if memo[0] is not cu_seqlens:
         memo[:] = [cu_seqlens, (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()]
     lengths = memo[1]
@@ -84,16 +93,16 @@ def use_grouped_vision_attention(
     if getattr(visual.config, "_attn_implementation", None) != "sdpa":
         return 0
     changed = 0
-    memo: list[Any] = [None, []]
+    state = state_of(model)
+    if enabled:
+        state.vision_rotary = rotary or apply_rotary_pos_emb_vision
+        state.vision_qkv_rotary = qkv_rotary
     for block in visual.blocks:
         attn = block.attn
         if type(attn).__name__ != "Qwen3VLVisionAttention":
             continue
         if enabled:
-            attn._bc_rotary = rotary or apply_rotary_pos_emb_vision
-            attn._bc_qkv_rotary = qkv_rotary
-            attn._bc_lengths = memo
-            attn.forward = types.MethodType(_grouped_forward, attn)
+            attn.forward = types.MethodType(_grouped_forward(state), attn)
         elif "forward" in vars(attn):
             del attn.forward  # the class's own forward again
         changed += 1

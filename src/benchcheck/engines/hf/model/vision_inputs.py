@@ -11,11 +11,11 @@ usually has the same), and kept on the device.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import torch
 
+from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.runtime.transfer import to_device
 
 INPUT_CACHE = 16  # distinct grid lists kept on the device
@@ -24,7 +24,11 @@ INPUT_CACHE = 16  # distinct grid lists kept on the device
 def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
     """Keyword arguments for ``model`` (a Qwen3-VL model) that carry the vision tower's
     grid-derived inputs for ``grid`` (``image_grid_thw``, on the CPU), precomputed, and the grid
-    itself on the CPU (transformers then reads image sizes without waiting for the device)."""
+    itself on the CPU (transformers then reads image sizes without waiting for the device);
+    nothing where the install step found transformers' functions for them missing."""
+    state = state_of(model)
+    if not state.vision_inputs_ok:
+        return {}
     from transformers.vision_utils import (
         get_vision_cu_seqlens,
         get_vision_interpolation_indices_and_weights,
@@ -33,7 +37,7 @@ def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
 
     visual = model.model.visual
     device = next(visual.parameters()).device
-    cache: OrderedDict[tuple[int, ...], dict[str, Any]] = visual.__dict__.setdefault("_bc_inputs", OrderedDict())
+    cache = state.vision_inputs
     key = tuple(int(x) for x in grid.reshape(-1).tolist())
     hit = cache.get(key)
     if hit is None:
@@ -53,11 +57,7 @@ def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
         while len(cache) > INPUT_CACHE:
             cache.popitem(last=False)
     cache.move_to_end(key)
-    for block in visual.blocks:  # the grouped attention's per-forward lengths, known already
-        memo = getattr(block.attn, "_bc_lengths", None)
-        if memo is not None:
-            memo[:] = [hit["image_cu_seqlens"], hit["lengths"]]
-            break  # one list shared by all blocks
+    state.vision_lengths[:] = [hit["image_cu_seqlens"], hit["lengths"]]  # the grouped attention's, known already
     out = {k: v for k, v in hit.items() if k != "lengths"}
     out["image_grid_thw"] = grid
     return out
