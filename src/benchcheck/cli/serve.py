@@ -22,6 +22,9 @@ from benchcheck.engines.registry import SERVABLE
 @click.option("--max-model-len", default=65536, show_default=True, type=click.IntRange(min=1),
               help="scripted: context length for the context-too-long check (hf reads its config).")
 @click.option("--device", default="auto", show_default=True, help="hf: cpu, cuda or auto.")
+@click.option("--hf-config", "hf_config", multiple=True, metavar="KEY=VALUE|FILE.json",
+              help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
+                   "(docs/models_hf.md, Configuration).")
 @click.option("--header-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds a connection may take to send a request's headers (an idle keep-alive one too).")
 @click.option("--body-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -43,6 +46,7 @@ def serve(
     max_batch_size: int,
     max_model_len: int,
     device: str,
+    hf_config: tuple[str, ...],
     header_timeout: float,
     body_timeout: float,
     max_connections: int | None,
@@ -69,7 +73,7 @@ def serve(
 
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,
-                         max_model_len=max_model_len)
+                         max_model_len=max_model_len, hf_config=hf_config)
     try:
         engine = from_options(engine_name, opts)
     except EngineOptionError as e:

@@ -93,6 +93,9 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable; round-robin).")
 @click.option("--api-key-env", default=None, help="Environment variable holding the endpoints' API key.")
 @click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
+@click.option("--hf-config", "hf_config", multiple=True, metavar="KEY=VALUE|FILE.json",
+              help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
+                   "(docs/models_hf.md, Configuration).")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
 @click.option("--workers", type=int, default=None, help="Units in flight (default: 6 per endpoint, 1 for hf).")
 @click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
@@ -104,7 +107,8 @@ def dry_run_cmd(**kw: Any) -> None:
                    "choice, recorded in logs/runner.log; the budget's own need is never lowered.")
 @click.option("--no-progress", is_flag=True)
 @executor_options
-def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str, rules: str | None,
+def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
+            hf_config: tuple[str, ...], rules: str | None,
             workers: int | None, decode_workers: int | None, chunk: int, max_model_len: int | None,
             min_context: int, no_progress: bool, executor: str, ray_address: str | None, **kw: Any) -> None:
     """Run the missing (bench, item, condition) rows; existing CSV rows are skipped (resumable).
@@ -120,8 +124,8 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 
     check_executor(executor, ray_address)
     eps = endpoints_list(endpoints)
-    opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules,
-                         concurrency=workers or 6 * max(1, len(eps)))
+    opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules, hf_config=hf_config,
+                       concurrency=workers or 6 * max(1, len(eps)))
     try:
         summary = run(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
                             max_model_len=max_model_len, min_context=min_context, progress=not no_progress,
