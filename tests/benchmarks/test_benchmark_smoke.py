@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import pkgutil
 import runpy
 import sys
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 import benchmarks
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # script -> (arguments of its smallest run; "{tmp}" is the test's folder, what its output must
 # hold, slow?). A script whose run needs CUDA is listed with what it says without one.
@@ -90,6 +93,10 @@ def test_smoke(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         pytest.importorskip(NEEDS[name])
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    # Children (data_io's, Ray's workers) import this tree's benchcheck and benchmarks, whatever
+    # the working folder: absolute paths first.
+    here = [str(ROOT / "src"), str(ROOT)]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*here, os.environ.get("PYTHONPATH", "")]))
     code, text = run_module(name, [a.replace("{tmp}", str(tmp_path)) for a in args])
     if says.startswith("needs a CUDA"):
         pytest.importorskip("torch")
