@@ -12,8 +12,8 @@ from benchcheck.screen.steps import MODELS, StepSpec
 # steps 1 / 2 / 3 in the original runs: the visual steps send larger requests).
 DEFAULT_WORKERS = {1: 32, 2: 16, 3: 8, 4: 32, 5: 8, 6: 8}
 # Items per call for an in-process engine when --batch-items is not given. Every call ends with a
-# partial batch and a drained device pipeline, so fewer, larger calls keep the device busier (16
-# items a call held `screen --step 3` at 88-89 % of the engine alone); 32-frame items hold their
+# partial batch and a drained device pipeline, so fewer, larger calls keep the device busier
+# (see decision 029); 32-frame items hold their
 # decoded frames in memory until the call ends (about 11 MB each), so those steps take fewer.
 DEFAULT_CALL_ITEMS = {1: 64, 2: 64, 3: 48, 4: 64, 5: 48, 6: 48}
 
