@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
-HELP_WIDTH = 100
+HELP_WIDTH = 88  # the text column of the site's theme, in monospace characters
 
 # The modules of the Python API page, in page order: (module, one line on what it is for).
 API_MODULES: tuple[tuple[str, str], ...] = (
@@ -95,11 +95,28 @@ def _doc(obj: Any) -> str:
     return "\n".join(line.strip() for line in doc.splitlines())
 
 
+class _Written:
+    """An annotation as the source wrote it (``from __future__ import annotations`` keeps them as
+    strings, which a signature would otherwise print quoted)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _unquoted(annotation: Any) -> Any:
+    return _Written(annotation) if isinstance(annotation, str) else annotation
+
+
 def _signature(obj: Any) -> str:
     try:
-        return str(inspect.signature(obj))
+        sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return "(...)"
+    params = [p.replace(annotation=_unquoted(p.annotation)) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=_unquoted(sig.return_annotation)))
 
 
 def _public_names(mod: Any) -> list[str]:
@@ -130,10 +147,11 @@ def _class_section(name: str, cls: type) -> list[str]:
                                                                                           property))):
             continue
         if isinstance(member, property):
-            out += [f"- `{mname}` (property): {_first_paragraph(_doc(member))}"]
-            continue
-        fn = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
-        out += [f"- `{mname}{_signature(fn)}`: {_first_paragraph(_doc(fn))}"]
+            line, doc = f"- `{mname}` (property)", _first_paragraph(_doc(member))
+        else:
+            fn = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+            line, doc = f"- `{mname}{_signature(fn)}`", _first_paragraph(_doc(fn))
+        out.append(f"{line}: {doc}" if doc else line)
     out.append("")
     return out
 
