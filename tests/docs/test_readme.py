@@ -61,3 +61,13 @@ def test_the_shared_sentence_check_catches_a_copied_sentence() -> None:
     long_one = next(s for s in sorted(sentences(page)) if not s.startswith(("|", "`", "benchcheck")))
     readme_with_copy = README.read_text() + "\n\n" + long_one + "\n"
     assert long_one in sentences(readme_with_copy) & sentences(page)
+
+
+def test_no_long_sentence_is_on_two_docs_pages() -> None:
+    """Each topic lives on one page. The performance page and the decision records are left out:
+    a record quotes the numbers it chose from."""
+    found = {p.relative_to(DOCS).as_posix(): sentences(p.read_text()) for p in pages()
+             if p.name != "PERFORMANCE.md" and "decisions" not in p.relative_to(DOCS).parts}
+    names = sorted(found)
+    shared = {(a, b): sorted(found[a] & found[b]) for i, a in enumerate(names) for b in names[i + 1:]}
+    assert {k: v for k, v in shared.items() if v} == {}
