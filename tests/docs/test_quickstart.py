@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 import pytest
-from docs_text import DOCS, README, ROOT, code_blocks, section
+from docs_text import DOCS, README, ROOT, code_blocks, pages, section
 
 
 def _bash(script: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -33,9 +33,12 @@ def _command_lines(script: str) -> list[list[str]]:
     joined = script.replace("\\\n", " ")
     out = []
     for line in joined.splitlines():
-        line = line.split("#", 1)[0]
+        line = line.split(" #", 1)[0]  # a comment (a `#` inside a word stays)
         for part in line.replace(";", "\n").replace(" do ", "\n").splitlines():
-            words = shlex.split(part)
+            try:
+                words = shlex.split(part)
+            except ValueError:  # a quote opened on another line: not a command line of ours
+                continue
             if "benchcheck" in words:
                 out.append(words[words.index("benchcheck") + 1:])
     return out
@@ -61,6 +64,31 @@ def test_readme_commands_name_existing_commands_and_options() -> None:
         assert unknown == [], (cmd.name, unknown)
         required = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and p.required]
         assert [o for o in required if o not in words] == [], (cmd.name, words)
+
+
+def test_every_docs_page_names_existing_commands_and_options() -> None:
+    """The commands in the pages' code blocks (usage lines with [--optional] parts included) name
+    commands and options that exist; what follows a bare `--` goes to another program."""
+    from benchcheck.cli import main
+
+    checked, unknown = 0, []
+    for page in pages():
+        if page.name == "PERFORMANCE.md":  # the history of benchmark scripts' flags
+            continue
+        for block in code_blocks(page.read_text()):
+            for words in _command_lines(block.replace("[", " ").replace("]", " ").replace("|", " ")):
+                cmd: click.Command = main
+                while isinstance(cmd, click.Group) and words and words[0] in cmd.commands:
+                    cmd = cmd.commands[words.pop(0)]
+                if isinstance(cmd, click.Group):
+                    continue  # `benchcheck ...` or a group's usage line
+                words = words[: words.index("--")] if "--" in words else words
+                known = {o for p in cmd.params for o in p.opts + p.secondary_opts}
+                checked += 1
+                unknown += [(page.name, cmd.name, w) for w in words
+                            if w.startswith("--") and w.split("=", 1)[0].rstrip(",.;:)") not in known]
+    assert checked >= 50, checked
+    assert unknown == []
 
 
 def test_readme_install_block_names_what_the_package_declares() -> None:
