@@ -8,12 +8,13 @@ from typing import Any, TypeVar
 import click
 
 from benchcheck.cli.common import die
+from benchcheck.defaults import GPU_UTIL, INTRO_NAME, STEP_MAX_SEQS, STEP_PORT0
 
 _common = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True)),
     click.option("--results", type=click.Path(), required=True),
     click.option("--chain", default="1,2,3,4,5,6", show_default=True),
-    click.option("--intro", default="lmms-v1", show_default=True),
+    click.option("--intro", default=INTRO_NAME, show_default=True),
     click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
     click.option("--store", type=click.Path(), default=None, help="Normalized store (frames on the fly)."),
     click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
@@ -116,8 +117,9 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     job = ShardJob(items=item_paths, results=results, step=step, chain=chain, intro=intro, frames_root=frames_root,
                    store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
     try:
-        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or 8001, max_num_seqs or 64,
-                                     0.85 if gpu_util is None else gpu_util, max_model_len, workers, logs, shard,
+        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or STEP_PORT0,
+                                     max_num_seqs or STEP_MAX_SEQS, GPU_UTIL if gpu_util is None else gpu_util,
+                                     max_model_len, workers, logs, shard,
                                      server, server_timeout, plan_only, job, python, vllm_cmd, sources),
                           load_items_reporting, click.echo)
     except (ValueError, RuntimeError) as e:
