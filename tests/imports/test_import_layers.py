@@ -83,3 +83,11 @@ def test_a_task_importing_an_executor_breaks_the_layers(copy: Path) -> None:
     r = lint(copy)
     assert r.returncode != 0
     assert "benchcheck.sweep.analysis -> benchcheck.executors.ray_cluster" in r.stdout
+
+
+def test_two_tasks_of_one_layer_may_not_import_each_other(copy: Path) -> None:
+    plant(copy, "benchcheck.sweep.analysis", "from benchcheck.screen.steps import STEPS")
+    r = lint(copy)
+    assert r.returncode != 0
+    assert "benchcheck.sweep is not allowed to import benchcheck.screen" in r.stdout
+    assert "benchcheck.sweep.analysis -> benchcheck.screen.steps" in r.stdout
