@@ -22,8 +22,11 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/benchcheck demo run --out $(OUT)
 
+# lint-imports: the package layers and no import cycles ([tool.importlinter] in pyproject.toml;
+# docs/ARCHITECTURE.md, "Layers"); src first on the path so it reads this tree, whatever is installed.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache --no-logo
 	$(VENV)/bin/mypy
 
 test: $(STAMP) lint

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from benchcheck import protocol
+from benchcheck.defaults import INTRO_BLIND, INTRO_FRAMES, INTRO_NAME, INTRO_OPTIONS_ONLY, QWEN3_VL_2B, QWEN3_VL_8B
 from benchcheck.spec import FrameSpec, GenSettings, InputKind, ModelRef, PromptSpec, RunSpec
 from benchcheck.video import plans
 
@@ -20,8 +21,8 @@ FramesPlan = Literal["none", "mid", "v32", "v32_shuffle"]
 
 
 MODELS: dict[str, ModelRef] = {
-    "8b": ModelRef("Qwen/Qwen3-VL-8B-Instruct", "0c351dd01ed87e9c1b53cbc748cba10e6187ff3b"),
-    "2b": ModelRef("Qwen/Qwen3-VL-2B-Instruct", "89644892e4d85e24eaac8bacfd4f463576704203"),
+    "8b": QWEN3_VL_8B,
+    "2b": QWEN3_VL_2B,
 }
 
 
@@ -94,14 +95,9 @@ class IntroSet:
 
 
 INTROS: dict[str, IntroSet] = {
-    "lmms-v1": IntroSet(
-        name="lmms-v1",
-        blind="Select the best answer to the following multiple-choice question.",
-        options_only="Select the option that is most likely to be the correct answer.",
-        frames="Select the best answer to the following multiple-choice question based on the video.",
-    ),
+    INTRO_NAME: IntroSet(name=INTRO_NAME, blind=INTRO_BLIND, options_only=INTRO_OPTIONS_ONLY, frames=INTRO_FRAMES),
 }
-DEFAULT_INTRO = "lmms-v1"
+DEFAULT_INTRO = INTRO_NAME
 
 
 def parse_chain(text: str | Sequence[int]) -> tuple[int, ...]:
