@@ -46,6 +46,17 @@ def test_every_docs_page_the_help_cites_is_a_page_of_the_site() -> None:
     assert bad == []
 
 
+def test_every_site_page_the_help_cites_by_name_is_in_the_nav() -> None:
+    """An installed user has no docs/ folder: help cites a guide as `site page "TITLE"`, TITLE being
+    its title in mkdocs.yml's nav (the name the site shows)."""
+    nav = (ROOT / "mkdocs.yml").read_text()
+    titles = set(re.findall(r"^\s*- (.+?): [\w./-]+\.md\s*$", nav, re.M))
+    cited = {(path, " ".join(m.group(1).split())) for path, text in _helps()
+             for m in re.finditer(r'site\s+page\s+"([^"]+)"', text)}
+    assert len({title for _, title in cited}) >= 4, cited  # Ray, The demo, Items, QA benchmark
+    assert [(path, title) for path, title in sorted(cited) if title not in titles] == []
+
+
 def test_a_built_wheel_ships_the_protocol_and_prints_it(tmp_path: Path) -> None:
     """Build the wheel from a copy of the tree (no network, no build isolation), then run
     `benchcheck protocol` from the wheel alone: the page it prints is docs/PROTOCOL.md."""

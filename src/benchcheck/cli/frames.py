@@ -22,7 +22,7 @@ def frames() -> None:
               help="The normalized store (made by 'benchcheck videos normalize').")
 @click.option("--items", "items", multiple=True, type=click.Path(exists=True),
               help="Item files or folders (repeatable); their videos are extracted (named by video_id, "
-                   "store key or path: docs/items.md). Without --items: every video in the store.")
+                   'store key or path: site page "Items"). Without --items: every video in the store.')
 @videos_option
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items, e.g. 'video_id=vid'.")
 @click.option("--plan", default="v32", show_default=True,

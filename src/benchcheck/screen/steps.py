@@ -48,7 +48,7 @@ class StepSpec:
         mid = self.frames == "mid"
         return FrameSpec(plan="mid" if mid else "v32", n_frames=1 if mid else plans.GRID32, size_mode="long",
                          size_px=plans.FRAME_LONG_SIDE, order="shuffled" if self.frames == "v32_shuffle" else "time",
-                         jpeg_quality=plans.JPEG_QUALITY)
+                         jpeg_quality=protocol.JPEG_QUALITY)
 
     def run_spec(self, intro: IntroSet, model: ModelRef) -> RunSpec:
         """Everything that shapes this step's answers for ``model``; its hash goes into every row."""

@@ -11,10 +11,10 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcheck.audit.cells import cell
-from benchcheck.audit.cluster import rate_interval
-from benchcheck.audit.confidence import confidences
-from benchcheck.audit.source import read_forwards
+from benchcheck.stats.cells import cell
+from benchcheck.stats.cluster import rate_interval
+from benchcheck.stats.confidence import confidences
+from benchcheck.stats.source import read_forwards
 
 
 def add_confidence(records: Sequence[MutableMapping[str, Any]], results: str | Path) -> None:
@@ -40,6 +40,6 @@ def fate_confidence(by_step: Mapping[int, float | None], removed_at: int | None)
 
 def removal_interval(removed: Sequence[bool], videos: Sequence[str]) -> dict[str, float | None]:
     """``removal_lo`` / ``removal_hi``: the removal rate's 95 % interval clustered by video
-    (``audit.cluster.rate_interval``), for ``pool_summary``; None where nothing was decided."""
+    (``stats.cluster.rate_interval``), for ``pool_summary``; None where nothing was decided."""
     lo, hi = rate_interval(removed, videos) if removed else (None, None)
     return {"removal_lo": cell(lo), "removal_hi": cell(hi)}
