@@ -101,6 +101,9 @@ def test_rows_made_under_another_token_budget_are_stale_and_redone(tmp_path: Pat
                                                             specs["v_1"].config_hash: 4})
     again = _total(_dry(default))
     assert again["todo"] == again["NA"] == again["stale"] == 0
+    # pack's report counts each key once (its last row), not the stale row beside the redone one.
+    stages = {s.name: s for s in build_report(default.paths.results, [], "h", "d", "t").stages}
+    assert stages["v_fps0.25_s224"].na_rows == 1 and stages["v_1"].items_done + stages["v_1"].error_rows == 7
 
 
 def test_rows_made_under_another_model_revision_are_stale_and_redone(tmp_path: Path, store: Path) -> None:
@@ -115,9 +118,16 @@ def test_rows_made_under_another_model_revision_are_stale_and_redone(tmp_path: P
     assert summary.written["ok"] + summary.written["unparsed"] == 16
     _no_row_twice(other.paths.csv)
     assert _total(_dry(other))["todo"] == 0
-    # Back to the pinned revision: the CSV's last row of each key is the other revision's, but the
-    # reducer reads every typed row, and the pinned revision's rows are there: nothing to redo.
+    # Back to the pinned revision: its rows are there, so nothing is redone and no row is added
+    # again; the CSV's readers take the rows of the spec the last run used.
     assert _total(_dry(default))["todo"] == 0
+    before = default.paths.csv.read_bytes()
+    assert {r["config_hash"] for r in read_csv(default.paths.csv) if r["condition"] == "v_1"} == {
+        plan(other)[1]["v_1"].config_hash}
+    run(default, _quiet)
+    assert default.paths.csv.read_bytes() == before
+    assert {r["config_hash"] for r in read_csv(default.paths.csv) if r["condition"] == "v_1"} == {
+        plan(default)[1]["v_1"].config_hash}
 
 
 def test_a_results_folder_made_by_main_31dab8a_is_read(tmp_path: Path, store: Path) -> None:

@@ -25,7 +25,7 @@ from benchcheck.sweep.frames import FramePool
 from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
 from benchcheck.sweep.results import SweepPaths, log_line
-from benchcheck.sweep.runner import RunnerConfig, SweepSummary, run_sweep, sync_csv
+from benchcheck.sweep.runner import RunnerConfig, SweepSummary, record_run_specs, run_sweep, sync_csv
 from benchcheck.sweep.state import load_state
 from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET
 
@@ -102,6 +102,7 @@ def run(a: SweepArgs, echo: Echo) -> SweepSummary:
     """Plan, build the engine, check the context precondition, run (``PreconditionError`` first)."""
     cells, specs, benches = plan(a)
     if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
+        record_run_specs(specs, a.paths)  # the spec this run asked for is the one the CSV's readers pick
         caught_up = sync_csv(cells, a.paths)  # a run killed between its last row and that row's CSV row
         echo("nothing to do: every row is already written under the current spec"
              + (f" ({caught_up} rows caught up into {a.paths.csv.name})" if caught_up else ""))
