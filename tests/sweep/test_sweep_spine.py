@@ -144,11 +144,23 @@ def test_a_results_folder_made_by_main_31dab8a_is_read(tmp_path: Path, store: Pa
     cells, _, _ = plan(small)
     visual = [c for c in cells if c.condition != "v_blind" and c.kind != "failure"]
     assert visual and all(c.stale and c.kind != "done" for c in visual)
+    # What changed is told from the spec main's run left in p1_raw/<condition>/run_spec.json.
+    assert all("frames.token_budget 58000 -> 30000" in c.stale for c in visual)
     assert all(c.kind == "done" for c in cells if c.condition == "v_blind")
     summary = run(small, _quiet)
     assert sum(summary.written.values()) == len(visual)
     assert a.paths.csv.read_bytes().startswith(csv_before)
     _no_row_twice(a.paths.csv)
+    # Back to the default: main's rows (read from the CSV) count again; nothing is redone or added.
+    cells, specs, _ = plan(a)
+    assert all(c.kind in ("done", "failure") for c in cells)
+    assert {r["config_hash"] for r in read_csv(a.paths.csv) if r["condition"] == "v_32"} != {
+        specs["v_32"].config_hash}  # the CSV's readers follow the last run's spec: 30000 so far
+    after_small = a.paths.csv.read_bytes()
+    run(a, _quiet)
+    assert a.paths.csv.read_bytes() == after_small
+    assert {r["config_hash"] for r in read_csv(a.paths.csv) if r["condition"] == "v_32"} == {
+        specs["v_32"].config_hash}
 
 
 def test_origin_rows_of_a_foreign_csv_count_as_done_whatever_the_spec(tmp_path: Path, store: Path) -> None:

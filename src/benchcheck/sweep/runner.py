@@ -367,10 +367,10 @@ def sync_csv(cells: Sequence[Cell], paths: SweepPaths) -> int:
 def record_run_specs(specs: Mapping[str, RunSpec], paths: SweepPaths) -> None:
     """Each condition's ``run_spec.json`` (beside the raw lines and the typed rows) and its spec kept
     by hash (``run_specs.jsonl``), so a later run can say what changed."""
+    record_specs(paths, specs.values())
     for name, spec in specs.items():
         write_run_spec(spec, paths.results / "p1_raw" / name)
         write_run_spec(spec, paths.rows_dir(name))
-    record_specs(paths, specs.values())
 
 
 def begin_sweep(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepPaths) -> SweepSummary:
