@@ -44,7 +44,8 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """``frames.token_budget 30000 -> 58000; model.revision a -> b`` (what shapes the answer and changed)."""
-    a, b = _flat(old), _flat(new)
+    # Compared as JSON holds them: a stored spec's tuples read back as lists.
+    a, b = (_flat(json.loads(json.dumps(d, default=str))) for d in (old, new))
     keys = [k for k in dict.fromkeys([*a, *b]) if k != "config_hash" and a.get(k) != b.get(k)]
     return "; ".join(f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in keys)
 
