@@ -116,7 +116,8 @@ def _sweep_analysis(results: Path) -> list[Path]:
 def result_members(results: Path) -> list[Path]:
     """The files and folders of a results folder that go back (not the copied item inputs)."""
     if results_kind(results) == "sweep":
-        names = [SWEEP_CSV, "p1_raw", RUN_LOG]
+        # sweep_rows/: the typed rows the CSV is written from (their hashes judge staleness)
+        names = [SWEEP_CSV, "sweep_rows", "p1_raw", RUN_LOG]
         return [results / n for n in names if (results / n).exists()] + _sweep_analysis(results)
     steps = sorted(p for p in results.iterdir() if p.is_dir() and re.fullmatch(r"step\d+", p.name))
     files = [results / n for n in (RUN_LOG, *POOL_ASSEMBLED) if (results / n).is_file()]
