@@ -122,22 +122,6 @@ def config_hash(spec: RunSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _frames_from_dict(d: dict[str, Any]) -> FrameSpec:
-    return FrameSpec(**d)
-
-
-def spec_from_dict(d: dict[str, Any]) -> RunSpec:
-    """Inverse of ``RunSpec.to_dict``; ``ValueError`` for an unknown ``spec_version``."""
-    version = d.get("spec_version")
-    if version != SPEC_VERSION:
-        raise ValueError(f"run spec version {version!r} is not {SPEC_VERSION} (written by another benchcheck?)")
-    return RunSpec(
-        name=d["name"], kind=d["kind"], model=ModelRef(**d["model"]), prompt=PromptSpec(**d["prompt"]),
-        frames=_frames_from_dict(d["frames"]), gen=GenSettings(**d["gen"]), n_perm=d["n_perm"], seed=d["seed"],
-        extra=tuple((k, v) for k, v in d.get("extra", ())),
-    )
-
-
 def write_run_spec(spec: RunSpec, folder: Path) -> Path:
     """``run_spec.json`` beside a step's or condition's rows (atomic; rewritten when it changes)."""
     from benchcheck.atomic import write_json_atomic

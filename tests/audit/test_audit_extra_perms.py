@@ -11,7 +11,7 @@ from typing import Any
 from audit_synth import make_items
 
 from benchcheck.audit import read_forwards
-from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.items import Item
 from benchcheck.protocol import permutations_for
 from benchcheck.screen.context import make_context

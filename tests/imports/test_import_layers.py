@@ -71,11 +71,11 @@ def test_a_cycle_inside_one_task_package_is_caught(copy: Path) -> None:
 
 
 def test_an_engine_importing_qa_breaks_its_contract(copy: Path) -> None:
-    plant(copy, "benchcheck.engines.scripted", "from benchcheck.qa.records import VLMAnswer")
+    plant(copy, "benchcheck.engines.rules.scripted", "from benchcheck.qa.records import VLMAnswer")
     r = lint(copy)
     assert r.returncode != 0
     assert "nothing under benchcheck.engines imports benchcheck.qa BROKEN" in r.stdout
-    assert "benchcheck.engines.scripted -> benchcheck.qa.records" in r.stdout
+    assert "benchcheck.engines.rules.scripted -> benchcheck.qa.records" in r.stdout
 
 
 def test_a_task_importing_an_executor_breaks_the_layers(copy: Path) -> None:

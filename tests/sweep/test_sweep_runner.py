@@ -153,8 +153,8 @@ def test_two_processes_on_the_same_work_write_each_row_once(tmp_path: Path, stor
 @pytest.mark.parametrize("max_len", [32768])
 def test_a_context_too_small_for_the_budget_stops_before_any_request(tmp_path: Path, store: Path,
                                                                       max_len: int) -> None:
-    from benchcheck.engines.scripted import ScriptedEngine
-    from benchcheck.engines.serve import build_app
+    from benchcheck.engines.rules.scripted import ScriptedEngine
+    from benchcheck.serve.app import build_app
     from loopback import thread_server
 
     engine = ScriptedEngine(RULES, name="small", max_model_len=max_len)

@@ -65,8 +65,8 @@ def serve(
     from benchcheck.engines.capabilities import concurrent_calls
     from benchcheck.engines.options import EngineOptionError, EngineOptions
     from benchcheck.engines.registry import from_options
-    from benchcheck.engines.serve import run_server
-    from benchcheck.engines.serve_guard import Guard, default_max_connections
+    from benchcheck.serve.app import run_server
+    from benchcheck.serve.guard import Guard, default_max_connections
 
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,

@@ -3,7 +3,7 @@
 ``EVAL_LLM_JUDGE_BASE_URL`` (a URL not ending in ``/v1``, e.g. ``http://127.0.0.1:8000``, gets it),
 ``EVAL_LLM_JUDGE_NAME`` and, optionally, ``EVAL_LLM_JUDGE_API_KEY``. Only that key is sent,
 and only to that host: requests go through the registry's ``openai`` engine
-(:class:`benchcheck.engines.openai.OpenAIEngine`), given the key in its options (no other
+(:class:`benchcheck.engines.openai.client.OpenAIEngine`), given the key in its options (no other
 variable is read), which follows no redirect.
 Verdicts are cached by judge model, prompt version and item.
 

@@ -39,9 +39,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# child_environment lives with the secret rules; re-exported while engines.hf_decode imports it from here.
-from benchcheck.masking import child_environment as child_environment
-
 ITEM_TOKEN_VAR = "BENCHCHECK_QA_ITEM"
 SCAN_S = 0.25
 # After the main process exits and its processes are killed, how long the pipes may take to close.
