@@ -172,14 +172,3 @@ class Masker:
         if isinstance(obj, list | tuple):
             return [self.value(v) for v in obj]
         return obj
-
-
-# The QA judge's own variables: a child a run starts never sees them.
-JUDGE_PREFIX = "EVAL_LLM_JUDGE_"
-
-
-def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
-    """``env`` without the judge's variables and the secret-named ones, except those in ``keep``."""
-    wanted = set(keep)
-    return {k: v for k, v in env.items()
-            if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
