@@ -186,7 +186,7 @@ class HFEngine:
         # Tuning knobs (attributes, not constructor arguments): requests sorted together by
         # length (None: 8 batches' worth of text-only requests, 2 of requests with images, whose
         # encoding takes longer), and threads that encode requests: two, as more contend with the
-        # thread that launches the device work for Python's lock (decision 054).
+        # thread that launches the device work for Python's lock (decision 002).
         self.sort_window: int | None = None
         self.chunk_growth = 2  # each chunk this many times the one before (``schedule.pipeline``)
         self.first_chunk: int | None = None  # requests in the first chunk; None: by what they carry
@@ -196,7 +196,7 @@ class HFEngine:
         # Generation's decode steps replayed as a CUDA graph on CUDA (``forward.generate``; the record
         # also counts captures and failures), the same texts as eager steps. Only with the fused
         # attention forward, the way to ``decode_attention``: without it a fixed-shape step is
-        # transformers' masked SDPA, slower than eager steps (decision 055).
+        # transformers' masked SDPA, slower than eager steps (decision 015).
         self.decode_graphs = DecodeGraphs(enabled=fused_attention)
         # How a packed batch's tree attention runs: "varlen" (all families in one unpadded row,
         # FlashAttention's variable-length kernel, no mask: CUDA in bf16/fp16) or "mask" (a
@@ -209,7 +209,7 @@ class HFEngine:
         # scored in one row without padding (with "varlen" only) instead of right-padded rows,
         # a request alone one attention sequence with its keys in place. Long prompts stay
         # padded: the variable-length kernels are slower than cuDNN's causal one on long
-        # sequences, and attention grows with the length while padding does not (decision 056).
+        # sequences, and attention grows with the length while padding does not (decision 016).
         self.unpadded_scoring = True
         self._pool = ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1), thread_name_prefix="hf-encode")
         # On CUDA images decode in worker processes (inputs.decode): the thread launching the device
@@ -218,7 +218,7 @@ class HFEngine:
         # After its first call (the compiles, autotuning and first batch shapes done) the engine
         # freezes what is alive (``gc.freeze()``, as vLLM does after start-up): the libraries',
         # the model's and the compilers' millions of objects then leave the collector's full
-        # scans, which hold Python's lock while the launching thread waits (decision 057).
+        # scans, which hold Python's lock while the launching thread waits (decision 027).
         # Once per engine only: cyclic garbage frozen with it is never collected. On CUDA only,
         # where the launching thread is what keeps the device busy; False: the collector as is.
         self.freeze_collector = self.device.type == "cuda"
