@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.items import Item
 
 
 @click.command("probe")
 @click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
               help="Item files or folders (repeatable).")
-@click.option("--out", type=click.Path(file_okay=False), required=True,
+@click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder: probe_items.parquet, probe_benchmarks.csv, probe_ibp.csv, label_flags.csv, "
-                   "probe.md.")
+                   "probe.md [default: RESULTS/probe, where assemble, audit and report read them].")
 @click.option("--results", type=click.Path(file_okay=False), default=None,
               help="Screening results folder: step 1 gives the blind gain, steps 3, 5, 6 the label flags.")
 @click.option("--model", default="minilm", show_default=True,
@@ -40,7 +43,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds, the projection and the nulls.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
-def probe(item_paths: tuple[str, ...], out: str, results: str | None, model: str, revision: str | None,
+def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, model: str, revision: str | None,
           cache_dir: str | None, device: str, batch_size: int, folds: int, permutations: int,
           no_positions_null: bool, min_items: int, no_ibp: bool, flag_margin: float | None, flag_agree: int,
           seed: int, columns: str | None, quiet: bool) -> None:
@@ -55,7 +58,7 @@ def probe(item_paths: tuple[str, ...], out: str, results: str | None, model: str
 
     \b
     Example:
-      benchcheck probe --items out/items --results out/results --out out/probe
+      benchcheck probe --items out/items --results out/results
     """
     from pathlib import Path
 
@@ -67,6 +70,9 @@ def probe(item_paths: tuple[str, ...], out: str, results: str | None, model: str
 
     if results is not None and not steps_in(results):
         die(f"{results}: no step<k> folders with results (--results)")
+    if out is None and results is None:
+        die("give --out, or --results (the probe then writes RESULTS/probe)")
+    out = out if out is not None else str(Path(str(results)) / "probe")
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
     mc = [it for it in loaded.items if it.format == "mc" and len(it.options) >= 2]
     if not mc:
@@ -95,6 +101,28 @@ def probe(item_paths: tuple[str, ...], out: str, results: str | None, model: str
         click.echo("label flags: need two sources (pass --results with steps 3, 5 or 6)")
     for p in run.paths:
         click.echo(str(p))
+
+
+def run_default_probe(items: Sequence[Item], results: str, seed: int = 0) -> None:
+    """``benchcheck audit --probe``: the probe with its defaults into RESULTS/probe; a one-line
+    note (not an error) when no benchmark is large enough or the model cannot load."""
+    from pathlib import Path
+
+    from benchcheck.dedup import DedupError
+    from benchcheck.probe import ProbeConfig, probe_pool
+    from benchcheck.probe.embedder import text_embedder
+
+    cfg = ProbeConfig(seed=seed)
+    out = Path(results) / "probe"
+    try:
+        emb = text_embedder("minilm", out / "probe_embeddings")
+        run = probe_pool(items, out, cfg, emb, results)
+    except (DedupError, OSError, ImportError) as e:
+        click.echo(f"probe skipped: {e}", err=True)
+        return
+    click.echo(f"probe: {len(run.result.probed)} benchmarks probed, "
+               f"{sum(b.learnable for b in run.result.probed)} learnable from text, "
+               f"{'no' if run.flags is None else len(run.flags)} label flags ({out})")
 
 
 COMMANDS = [probe]
