@@ -48,7 +48,8 @@ def main() -> None:
         b = run_probe(pattern_items("none", a.items, seed=1000 + s), cfg).benches[0]
         called += b.learnable
         kept_called += b.shuffle is not None and b.shuffle.p_value <= 0.05
-    print(f"1. nothing to learn: called learnable {_ci(called, a.seeds)}; positions-kept null {_ci(kept_called, a.seeds)}")
+    print(f"1. nothing to learn: called learnable {_ci(called, a.seeds)}; "
+          f"positions-kept null {_ci(kept_called, a.seeds)}")
     fast = ProbeConfig(permutations=a.permutations, shuffle_null=False, ibp=False)
     for pattern in ("longest", "shared_word", "position"):
         for strength in (1.0, 0.5):
