@@ -25,6 +25,7 @@ import numpy as np
 from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, check_flags, label_flags
 from benchcheck.probe.run import ProbeConfig, run_probe
 from benchcheck.probe.synth import flag_sources, pattern_items
+from benchcheck.protocol import LOG2
 
 
 def _ci(k: int, n: int) -> str:
@@ -56,7 +57,7 @@ def main() -> None:
             hits = sum(run_probe(pattern_items(pattern, a.items, seed=2000 + s, strength=strength),
                                  fast).benches[0].learnable for s in range(max(a.seeds // 4, 5)))
             print(f"2. {pattern:<12} strength {strength:.1f}: called learnable {_ci(hits, max(a.seeds // 4, 5))}")
-    for margin in (0.3, FLAG_MARGIN, 1.0, 1.5):
+    for margin in (0.5, LOG2, FLAG_MARGIN, 1.5):
         for agree in (FLAG_AGREE, 3):
             tp = fl = pl = 0
             for s in range(a.seeds):

@@ -16,13 +16,22 @@ from benchcheck.probe.run import ProbeConfig
 from benchcheck.probe.synth import flag_sources
 
 
-def test_flags_need_agreement_and_no_confident_gold() -> None:
-    golds = {"a": ("B", 0), "b": ("B", 0), "c": ("B", 0)}
-    s1 = {"a": Pick("s1", 2, 2.0), "b": Pick("s1", 2, 2.0), "c": Pick("s1", 2, 2.0)}
-    s2 = {"a": Pick("s2", 2, 1.0), "b": Pick("s2", 3, 3.0), "c": Pick("s2", 0, 1.5)}
-    flags = label_flags(golds, [s1, s2])
-    assert [f.item_id for f in flags] == ["a"]  # b: no agreement; c: a source sure of the gold
-    assert flags[0].option == 2 and flags[0].agree == 2 and "s1: C 2.00" in flags[0].evidence_text()
+def test_flags_need_net_agreement_against_the_gold() -> None:
+    golds = {"a": ("B", 0), "b": ("B", 0), "c": ("B", 0), "d": ("B", 0), "e": ("B", 0)}
+    s1 = {k: Pick("s1", 2, 2.0) for k in golds}
+    s2 = {"a": Pick("s2", 2, 1.0), "b": Pick("s2", 3, 3.0), "c": Pick("s2", 2, 1.5), "d": Pick("s2", 2, 0.5),
+          "e": Pick("s2", 2, 1.2)}
+    s3 = {"c": Pick("s3", 0, 2.5), "d": Pick("s3", 0, 2.5), "e": Pick("s3", 0, 0.2)}
+    s4 = {"c": Pick("s4", 0, 2.5), "e": Pick("s4", 2, 3.0)}
+    flags = label_flags(golds, [s1, s2, s3, s4], margin=0.7)
+    # a: two agree; b: no agreement; c: two for C, two sure of the gold; d: s2 below the margin and s3
+    # sure of the gold; e: three for C, the gold's pick below the margin
+    assert [f.item_id for f in flags] == ["e", "a"]
+    assert flags[0].agree == 3 and flags[0].against == 0 and flags[1].option == 2
+    assert "s1: C 2.00" in flags[1].evidence_text()
+    one_against = label_flags({"x": ("B", 1)}, [{"x": Pick(s, 3, 2.0)} for s in ("s1", "s2", "s3")]
+                              + [{"x": Pick("probe", 1, 1.5)}])
+    assert len(one_against) == 1 and one_against[0].against == 1
 
 
 def test_flags_precision_and_recall_on_a_planted_world() -> None:

@@ -37,7 +37,7 @@ from benchcheck.items import Item
               help="A benchmark with fewer items is skipped (and said so).")
 @click.option("--no-ibp", is_flag=True, help="Skip Iterative Bias Pruning.")
 @click.option("--flag-margin", type=click.FloatRange(min=0.0), default=None,
-              help="Margin (nats) a source's pick needs to count for a label flag [default: log 2].")
+              help="Margin (nats) a source's pick needs to count for a label flag [default: 1.0].")
 @click.option("--flag-agree", type=click.IntRange(min=1), default=2, show_default=True,
               help="Sources that must agree on one non-gold option to flag an item.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds, the projection and the nulls.")

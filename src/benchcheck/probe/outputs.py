@@ -82,11 +82,11 @@ def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: 
         if not flags:
             lines.append("No item is flagged.")
         else:
-            lines += ["| rank | item | bench | gold | sources agree on | agree | evidence (pick, margin in nats) |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += ["| rank | item | bench | gold | sources agree on | agree | for the gold | evidence (pick, margin "
+                      "in nats) |", "|---|---|---|---|---|---|---|---|"]
             for n, fl in enumerate(flags, 1):
                 lines.append(f"| {n} | {fl.item_id} | {fl.bench} | {LETTERS[fl.gold]} | {LETTERS[fl.option]} | "
-                             f"{fl.agree}/{fl.sources} | {fl.evidence_text()} |")
+                             f"{fl.agree}/{fl.sources} | {fl.against} | {fl.evidence_text()} |")
     return "\n".join(lines) + "\n"
 
 
@@ -109,7 +109,7 @@ def write_probe(res: ProbeResult, out: str | Path, flags: Sequence[LabelFlag] | 
         paths.append(d / name)
     if flags is not None:
         write_text_atomic(d / FLAGS_FILE, csv_text([f.record(n) for n, f in enumerate(flags, 1)]) or
-                          "rank,item_id,bench,gold,flagged_option,agree,sources,min_margin,evidence\n")
+                          "rank,item_id,bench,gold,flagged_option,agree,sources,for_gold,min_margin,evidence\n")
         paths.append(d / FLAGS_FILE)
     write_text_atomic(d / MD_FILE, markdown(res, flags, flag_sources))
     paths.append(d / MD_FILE)
