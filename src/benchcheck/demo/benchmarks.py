@@ -3,11 +3,11 @@ ground truth (``ground_truth.jsonl``) for the audit and the tests.
 
 Each (scene, kind) pair is used once, so no two items share a video and a question except the
 planted duplicates; every item records its kind in ``task`` and ``meta.kind``. Gold positions
-cycle through A-D within each kind, so a flat (undecided) answer is right one time in four,
-except in the benchmark of :data:`PLANTED_POSITION`: there every gold sits at one position, a
-pattern the text-only probe learns and no single blind forward of the reference engine finds.
-The ``mislabelled`` items carry a wrong gold (never at A, so a flat answer is never right): the
-label flags should name them (``truth/probe_truth.json``).
+cycle through A-D within each kind, so a flat (undecided) answer is right one time in four.
+The ``longest`` items (benchmark DemoShortcut) plant a text pattern: no view answers them, and
+their gold is always the longest option, which the text-only probe learns and no single blind
+forward of the reference engine finds. The ``mislabelled`` items carry a wrong gold (never at A,
+so a flat answer is never right): the label flags should name them (``truth/probe_truth.json``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ NONSENSE = ("glorp", "vexil", "quibbit", "snarfle", "plimbo", "draxon", "wumble"
 DIRECTIONS = ("left", "right", "up", "down")
 GROUND_TRUTH = "ground_truth.jsonl"
 PROBE_TRUTH = "probe_truth.json"
-PLANTED_POSITION = {"DemoFrames": 2}  # benchmark -> the position of every gold (C): the probe's planted pattern
+# The ``longest`` kind's options: sounds for a clip of coloured shapes (no view answers the question;
+# every phrase has a word the reference engine does not know, so no option is "plausible" alone).
+SOUNDS = ("hum", "a gong", "soft rain", "bells ringing", "a distant train whistle", "waves on pebbles",
+          "birdsong at dawn", "a ticking clock", "crowd cheering in a stadium", "wind", "thunder rolling over hills",
+          "a cat purring", "footsteps", "typing", "a kettle boiling on the stove", "violin")
 MISLABELLED_FIRST_SCENE = 12  # scenes without a text_leak item (its question names the ball too)
 
 
@@ -86,6 +90,12 @@ def question_for(kind: str, scene: Scene, pos: int, rng: random.Random) -> tuple
         others = [c for c in CORNERS if c != scene.dot_corner]
     elif kind == "mislabelled":
         q, gold, others = "What colour is the ball at the bottom?", scene.ball, absent[:3]
+    elif kind == "longest":
+        q = "Which sound would suit this clip best?"
+        four = sorted(rng.sample(SOUNDS, 4), key=len)
+        while len(four[-1]) == len(four[-2]):
+            four = sorted(rng.sample(SOUNDS, 4), key=len)
+        gold, others = four[-1], four[:3]
     else:
         raise ValueError(f"no question template for kind {kind!r}")
     options, answer = _place(gold, others, pos, rng)
@@ -123,7 +133,7 @@ def build_items(scenes: Sequence[Scene], mixes: Mapping[str, Mapping[str, int]] 
                 next_scene[kind] += 1
                 if s >= len(scenes):
                     raise ValueError(f"{bench}: {kind} needs more than {len(scenes)} scenes")
-                q, opts, ans = question_for(kind, scenes[s], PLANTED_POSITION.get(bench, s), rng)
+                q, opts, ans = question_for(kind, scenes[s], s, rng)
                 true = None
                 if kind == "mislabelled":
                     true, ans = ans, wrong_gold(ans, len(opts), s)
@@ -156,9 +166,9 @@ def ground_truth_row(item: DemoItem, chain: Sequence[int], video_id: str | None)
 
 def probe_truth(items: Sequence[DemoItem]) -> dict[str, Any]:
     """What the probe and the label flags should find: the planted pattern and the wrong golds."""
-    return {"planted_pattern": [{"bench": b, "pattern": f"every gold at position {chr(65 + p)}", "position": p,
-                                 "items": sum(1 for it in items if it.bench == b)}
-                                for b, p in PLANTED_POSITION.items()],
+    benches = sorted({it.bench for it in items if it.kind == "longest"})
+    return {"planted_pattern": [{"bench": b, "pattern": "the gold is always the longest option",
+                                 "items": sum(1 for it in items if it.bench == b)} for b in benches],
             "wrong_golds": [{"item_id": it.item_id, "bench": it.bench, "gold": chr(65 + it.answer),
                              "true_answer": chr(65 + it.true_answer)}
                             for it in items if it.true_answer is not None]}

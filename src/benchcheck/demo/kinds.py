@@ -19,6 +19,8 @@ Kinds (docs/demo.md has an example of each):
 ``duplicate``      an exact copy of an item of an earlier benchmark: step 0 removes it
 ``mislabelled``    the ball's colour, with a wrong gold: every view that shows the ball shows another
                    option, so no step removes it and the label flags should name it
+``longest``        a sound for the clip: no view answers it; the gold is always the longest option,
+                   a pattern the text-only probe learns (and no single blind forward finds)
 =================  =============================================================================
 """
 
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 
 from benchcheck.screen.steps import DEFAULT_CHAIN
 
-KINDS = ("text_leak", "options_only", "static", "ordered", "brief", "high_res", "duplicate", "mislabelled")
+KINDS = ("text_leak", "options_only", "static", "ordered", "brief", "high_res", "duplicate", "mislabelled",
+         "longest")
 # What a kind needs: the rows' and ground truth's plain-words label.
 NEEDS = {
     "text_leak": "the question text",
@@ -40,6 +43,7 @@ NEEDS = {
     "high_res": "high resolution (short side >= 336)",
     "duplicate": "nothing new (a copy of another item)",
     "mislabelled": "nothing: its gold is wrong (the clip shows another option)",
+    "longest": "nothing a model sees (its gold is always the longest option: a text pattern)",
 }
 HIGH_RES_MIN_SHORT = 336  # the dot keeps full contrast from here up (scenes module doc)
 BRIEF_MIN_FRAMES = 32  # grids of 32 frames or more (or all 40 stored frames) hold the flash
@@ -82,6 +86,8 @@ def answerable(kind: str, view: View) -> bool:
     """Whether a request showing ``view`` holds what an item of ``kind`` needs (the construction)."""
     if kind == "mislabelled":
         return False  # a view that shows the ball shows the true answer, which is not the gold
+    if kind == "longest":
+        return False  # nothing in any view says which sound; only the option lengths do
     if kind == "options_only":
         return True
     if kind == "text_leak":
@@ -132,6 +138,7 @@ MIXES: dict[str, dict[str, int]] = {
     "DemoFrames": {"brief": 12, "static": 6, "ordered": 6},
     "DemoBoth": {"high_res": 8, "brief": 8, "text_leak": 4, "ordered": 4},
     "DemoNeither": {"static": 8, "ordered": 8, "text_leak": 4, "options_only": 4, "mislabelled": 3, "duplicate": 4},
+    "DemoShortcut": {"longest": 20},
 }
 VERDICT_MIN_SHARE = 0.2  # a benchmark "prefers" pixels (frames) when this share of it needs them
 
