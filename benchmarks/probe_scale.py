@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -34,7 +35,22 @@ DIM = 384
 
 
 def _rss() -> float:
+    """This phase's peak RSS in MiB: VmHWM, reset at the phase's start (Linux), else the process's."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 class Phase:
@@ -42,6 +58,7 @@ class Phase:
         self.name = name
 
     def __enter__(self) -> Phase:
+        _reset_peak()
         self.w, self.c = time.time(), time.process_time()
         return self
 
@@ -79,24 +96,27 @@ def main() -> None:
     ap.add_argument("--permutations", type=int, default=19)
     ap.add_argument("--sample", type=int, default=2000)
     ap.add_argument("--no-minilm", action="store_true")
+    ap.add_argument("--no-ibp", action="store_true")
     a = ap.parse_args()
     print(f"# probe_scale {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
-          f"{a.items} items in {a.benches} benchmarks, {a.permutations} permutations (uniform null), IBP on")
+          f"{a.items} items in {a.benches} benchmarks, {a.permutations} permutations (uniform null), "
+          f"IBP {'off' if a.no_ibp else 'on'}")
     with Phase("build the synthetic pool"):
         items = pool(a.items, a.benches)
     with tempfile.TemporaryDirectory() as tmp:
         fp = "synthetic-unit-vectors"
         with Phase("fill the cache (1 pass, all texts)"):
             cache = EmbeddingCache(tmp, "synthetic", fp, DIM)
-            for start in range(0, len(items), 50_000):
-                texts = [t for it in items[start:start + 50_000] for t in (it.question, *it.options)]
+            for start in range(0, len(items), 10_000):
+                texts = [t for it in items[start:start + 10_000] for t in (it.question, *it.options)]
                 keys = np.unique(np.array([text_key(fp, t) for t in texts], dtype=np.uint64))
                 cache.add(keys, _vectors(keys))
         emb = TextEmbedder("synthetic", EmbeddingCache(tmp, "synthetic", fp, DIM), refuse)
-        cfg = ProbeConfig(permutations=a.permutations, shuffle_null=False)
+        cfg = ProbeConfig(permutations=a.permutations, shuffle_null=False, ibp=not a.no_ibp)
         with Phase("probe (cached embeddings)"):
             res = run_probe(items, cfg, emb, echo=lambda line: print("  " + line, flush=True))
-        print(f"  reused {res.embed.reused} rows, encoded {res.embed.encoded}")
+        print(f"  reused {res.embed.reused} rows, encoded {res.embed.encoded}; cache on disk "
+              f"{sum(p.stat().st_size for p in Path(tmp).rglob('*.npy')) / 2**20:.0f} MiB")
     if not a.no_minilm:
         from benchcheck.probe.embedder import text_embedder
 

@@ -17,7 +17,7 @@ from benchcheck.engines.reference import ReferenceEngine
 from benchcheck.protocol import build_prompt
 
 CHAIN = (1, 2, 3, 4, 5, 6)
-BENCHES = ["DemoBoth", "DemoNeither"]  # every kind is in one of them
+BENCHES = ["DemoBoth", "DemoNeither"]  # every kind but `longest` (DemoShortcut: always flat) is in one of them
 
 
 def test_served_reference_engine_decides_as_in_process(known: Benchmarks, tmp_path: Path) -> None:
