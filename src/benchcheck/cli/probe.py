@@ -79,10 +79,10 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
         die("no valid multiple-choice items to probe")
     cfg = ProbeConfig(folds=folds, permutations=permutations, shuffle_null=not no_positions_null, seed=seed,
                       min_items=min_items, ibp=not no_ibp)
-    by_bench: dict[str, list[object]] = {}
+    by_bench: dict[str, list[Item]] = {}
     for it in mc:
         by_bench.setdefault(it.bench, []).append(it)
-    reasons = {b: skip_reason(its, cfg) for b, its in by_bench.items()}  # type: ignore[arg-type]
+    reasons = {b: skip_reason(its, cfg) for b, its in by_bench.items()}
     if all(r is not None for r in reasons.values()):
         die(f"no benchmark has at least {min_items} items on {MIN_GROUPS}+ videos: "
             + "; ".join(f"{b}: {r}" for b, r in reasons.items()))
