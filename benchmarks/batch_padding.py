@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchcheck.engines.hf_batch import chunk_spans, plan_batches
-from benchcheck.engines.hf_inputs import PromptEncoder
-from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
-from benchcheck.engines.models.config import transformers_module
-from benchcheck.engines.models.random import PREPROCESSOR_CONFIG
-from benchcheck.engines.models.tokenizer import QWEN_FIRST_SPECIAL_ID, write_tokenizer
+from benchcheck.engines.hf.inputs.encoder import PromptEncoder
+from benchcheck.engines.hf.schedule.batches import chunk_spans, plan_batches
+from benchcheck.engines.hf.schedule.pipeline import Job, Plan, first_chunk
+from benchcheck.engines.transformers_lib import transformers_module
+from benchcheck.testing.random_weights import PREPROCESSOR_CONFIG
+from benchcheck.testing.tokenizer import QWEN_FIRST_SPECIAL_ID, write_tokenizer
 from engine_throughput import jpeg
 from gpu_screen import synthetic_items, visual
 

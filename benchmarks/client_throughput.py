@@ -49,8 +49,8 @@ from typing import Any
 from PIL import Image
 
 from benchcheck.engines.base import Failure, ScoreRequest
-from benchcheck.engines.openai import OpenAIEngine
-from benchcheck.engines.wire import score_payload
+from benchcheck.engines.openai.client import OpenAIEngine
+from benchcheck.engines.openai.wire import score_payload
 from benchcheck.protocol import ASSISTANT_PREFIX, TOP_LOGPROBS
 
 RULES = [{"match": "", "letters": {"A": -0.3, "B": -1.8, "C": -2.9, "D": -4.0}}]

@@ -40,9 +40,9 @@ import torch
 from PIL import Image
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_pixels import patchify
-from benchcheck.engines.hf_vision import use_grouped_vision_attention
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward.pixels import patchify
+from benchcheck.engines.hf.model.vision import use_grouped_vision_attention
 
 _TEXT = (
     "what does the person in the video do first after the door opens and before the red car "
@@ -148,8 +148,9 @@ def naive(engine: HFEngine, reqs: list[ScoreRequest]) -> None:
 def split_costs(engine: HFEngine, reqs: list[ScoreRequest]) -> tuple[Callable[[], object], Callable[[], object]]:
     """The engine's two halves on their own: encoding in its thread pool, and device forwards
     of already encoded, length-sorted batches."""
-    from benchcheck.engines.hf_batch import collate, plan_batches
-    from benchcheck.engines.hf_forward import score_batch
+    from benchcheck.engines.hf.forward.batch import collate
+    from benchcheck.engines.hf.forward.score import score_batch
+    from benchcheck.engines.hf.schedule.batches import plan_batches
 
     def encode() -> list[Any]:
         return list(engine._pool.map(lambda r: engine.encoder.encode(r.prompt, r.images, r.assistant_prefix), reqs))
@@ -246,7 +247,7 @@ def measure(
 def build(shape: str, tiny_dir: Path | None, device: torch.device) -> HFEngine:
     if tiny_dir is not None:
         return HFEngine(tiny_dir, device=str(device), served_name=f"tiny({shape})")
-    from benchcheck.engines.models.random import build_random_model
+    from benchcheck.testing.random_weights import build_random_model
 
     t0 = time.perf_counter()
     built = build_random_model(shape, device=str(device))
@@ -269,7 +270,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     tiny_dir = None
     if args.tiny:
-        from benchcheck.engines.models import build_tiny_model
+        from benchcheck.testing import build_tiny_model
 
         tiny_dir = build_tiny_model(Path(tempfile.mkdtemp()) / "tiny")
     scale = 0.25 if args.quick or args.tiny else 1.0

@@ -29,14 +29,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from batch_padding import true_encoder
-from benchcheck.engines import hf_prefix
-from benchcheck.engines.hf_batch import chunk_spans
-from benchcheck.engines.hf_frame_memo import CAPACITY, FrameMemo
-from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_pipeline import Job, Plan, first_chunk
-from benchcheck.engines.hf_prefix import Family, packed_length, plan_families
-from benchcheck.engines.models.config import SHAPES, config_dict, transformers_module
-from benchcheck.engines.models.tiny import special_ids
+from benchcheck.engines.hf.forward.packed import Family
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.inputs.frame_memo import CAPACITY, FrameMemo
+from benchcheck.engines.hf.schedule import families as hf_prefix
+from benchcheck.engines.hf.schedule.batches import chunk_spans
+from benchcheck.engines.hf.schedule.families import packed_length, plan_families
+from benchcheck.engines.hf.schedule.pipeline import Job, Plan, first_chunk
+from benchcheck.engines.transformers_lib import transformers_module
+from benchcheck.testing.config import SHAPES, config_dict
+from benchcheck.testing.tiny import special_ids
 from engine_throughput import jpeg
 from gpu_screen import flops_shared, flops_unshared, synthetic_items, visual
 

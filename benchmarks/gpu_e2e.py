@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from benchcheck.engines.base import LetterScores
-from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.items import load_items
 from benchcheck.screen.requests import build_item_requests
 from benchcheck.screen.steps import default_run_spec
@@ -33,7 +33,7 @@ N_GRID = 32
 def write_model(root: Path, device: torch.device, tiny_dir: Path | None) -> Path:
     if tiny_dir is not None:
         return tiny_dir
-    from benchcheck.engines.models.random import build_random_model
+    from benchcheck.testing.random_weights import build_random_model
 
     built = build_random_model("qwen3-vl-2b", device=str(device))
     folder = root / "model"

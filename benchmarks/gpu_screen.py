@@ -47,12 +47,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_batch import collate, position_ids
-from benchcheck.engines.hf_forward import score_batch
-from benchcheck.engines.hf_inputs import EncodedPrompt
-from benchcheck.engines.hf_pipeline import one_row
-from benchcheck.engines.hf_prefix import Family, pack, packed_length, packed_logprobs, plan_families, worth_sharing
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.packed import Family, pack, packed_logprobs
+from benchcheck.engines.hf.forward.score import score_batch
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.schedule.families import packed_length, plan_families, worth_sharing
+from benchcheck.engines.hf.schedule.pipeline import one_row
 from benchcheck.items import Item, load_items
 from benchcheck.screen.requests import build_item_requests
 from benchcheck.screen.steps import default_run_spec
@@ -538,7 +539,7 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
     if unshared and engine.device.type == "cuda" and engine.tree_attention == "mask":
         # Variant (what the engine chose before): the packed rows' masked attention on cuDNN's
         # kernel, which builds a graph per new shape, instead of the memory-efficient one.
-        from benchcheck.engines import hf_sdpa
+        from benchcheck.engines.hf.attention import sdpa as hf_sdpa
 
         chosen = hf_sdpa.MASKED_KERNELS
         hf_sdpa.MASKED_KERNELS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
@@ -643,7 +644,7 @@ def gc_variant(w: Workload, _: str) -> None:
 def nosync_variant(w: Workload, _: str) -> None:
     """The mask-free forward with no device reads inside it (hf_nosync) instead of transformers'
     own multimodal forward (placeholder check, masked scatter, DeepStack), or back."""
-    from benchcheck.engines import hf_forward
+    from benchcheck.engines.hf.forward import score as hf_forward
 
     chosen_sync = hf_forward.NO_SYNC
     with knob_set(hf_forward, "NO_SYNC", not chosen_sync):
@@ -656,9 +657,9 @@ def rotary_variant(w: Workload, _: str) -> None:
     """The vision rotary as before (transformers' function compiled, dynamic=True, on q/k views of
     the projection) instead of the engine's one-pass kernel (hf_vision_rotary), in alternating rows,
     then the engine as chosen once more."""
-    from benchcheck.engines.hf_fused import compiled_vision_rotary
-    from benchcheck.engines.hf_vision import use_grouped_vision_attention
-    from benchcheck.engines.hf_vision_rotary import qkv_rotary
+    from benchcheck.engines.hf.kernels.vision_rotary_triton import qkv_rotary
+    from benchcheck.engines.hf.model.fused import compiled_vision_rotary
+    from benchcheck.engines.hf.model.vision import use_grouped_vision_attention
 
     rows, name, engine, reqs, tokens, limit = w.rows, w.name, w.engine, w.reqs, w.tokens, w.lim_full
     old = compiled_vision_rotary()
@@ -744,7 +745,7 @@ def full_layer_variant(w: Workload, _: str) -> None:
 def residual_variant(w: Workload, _: str) -> None:
     """The MLP's residual added after the down projection's product instead of in its epilogue
     (``hf_fused.RESIDUAL_EPILOGUE``), and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_fused
+    from benchcheck.engines.hf.model import fused as hf_fused
 
     flag_rows(w, hf_fused, "RESIDUAL_EPILOGUE", ("ours-res-epilogue", "ours-res-apart"),
               ("variant: the MLP's residual in the down projection's product",
@@ -768,7 +769,7 @@ def silu_variant(w: Workload, _: str) -> None:
     """SiLU-times-up the other way than the engine's choice (``hf_fused.SILU_KERNEL``): compiled
     (torch.compile) or ``hf_silu``'s one-pass Triton kernel, and the two paths' letters' log-probs
     compared directly."""
-    from benchcheck.engines import hf_fused
+    from benchcheck.engines.hf.model import fused as hf_fused
 
     flag_rows(w, hf_fused, "SILU_KERNEL", ("ours-silu-kernel", "ours-silu-compiled"),
               ("variant: SiLU-times-up as the one-pass Triton kernel",
@@ -779,7 +780,7 @@ def swiglu_variant(w: Workload, _: str) -> None:
     """The gate/up products the other way than the engine's choice (``hf_fused.SWIGLU_KERNEL``):
     cuBLAS and then SiLU-times-up, or ``hf_swiglu``'s one kernel with it in the products'
     epilogue, and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_fused
+    from benchcheck.engines.hf.model import fused as hf_fused
 
     flag_rows(w, hf_fused, "SWIGLU_KERNEL", ("ours-swiglu-fused", "ours-swiglu-cublas"),
               ("variant: gate/up products with SiLU-times-up in their epilogue (one Triton kernel)",
@@ -790,7 +791,7 @@ def flash_varlen_variant(w: Workload, _: str) -> None:
     """Packed rows' attention the other way than the engine's choice (``hf_varlen.TRITON_KERNEL``):
     FlashAttention-2's variable-length kernel, or ``hf_varlen_triton``'s where the keys are short,
     and the two paths' letters' log-probs compared directly."""
-    from benchcheck.engines import hf_varlen
+    from benchcheck.engines.hf.attention import varlen as hf_varlen
 
     flag_rows(w, hf_varlen, "TRITON_KERNEL", ("ours-triton-varlen", "ours-flash-varlen"),
               ("variant: short packed sequences through the Triton kernel",
@@ -803,7 +804,7 @@ def frames_apart_variant(w: Workload, _: str) -> None:
     ``--per-video`` above 1. Checked first: the check prompts' letters' log-probs as the engine
     shares them against each prompt scored alone (``SHARE_FRAMES`` off can still share among
     the few check prompts, so it is no reference)."""
-    from benchcheck.engines import hf_prefix
+    from benchcheck.engines.hf.schedule import families as hf_prefix
 
     frames_check(w)
     flag_rows(w, hf_prefix, "SHARE_FRAMES", ("ours-frames-shared", "ours-frames-apart"),
@@ -987,7 +988,7 @@ def naive_generate(engine: HFEngine, prompt: EncodedPrompt, n: int) -> list[int]
 def build(shape: str, tiny_dir: Path | None, device: torch.device) -> HFEngine:
     if tiny_dir is not None:
         return HFEngine(tiny_dir, device=str(device), served_name=f"tiny({shape})")
-    from benchcheck.engines.models.random import build_random_model
+    from benchcheck.testing.random_weights import build_random_model
 
     t0 = time.perf_counter()
     built = build_random_model(shape, device=str(device))
@@ -1040,7 +1041,7 @@ def main() -> None:
     tiny_dir = None
     scale = args.scale * (0.1 if args.tiny else 1.0)
     if args.tiny:
-        from benchcheck.engines.models import build_tiny_model
+        from benchcheck.testing import build_tiny_model
 
         tiny_dir = build_tiny_model(Path(tempfile.mkdtemp()) / "tiny")
 

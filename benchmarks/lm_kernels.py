@@ -176,7 +176,7 @@ def silu_rows(row: Row, g: torch.Tensor, u: torch.Tensor, compiled: Callable[...
         row(name, ms)
         print(f"    {gb / ms:.2f} TB/s", flush=True)
     try:
-        from benchcheck.engines.hf_silu import silu_mul_kernel
+        from benchcheck.engines.hf.kernels.silu_triton import silu_mul_kernel
     except ImportError as e:
         print(f"  silu*up triton: {e}")
         return
@@ -204,9 +204,10 @@ def swiglu_shape(row: Row, label: str, rows: int, hidden: int, inter: int, iters
     kernel (the median of their medians is the row: the board's clock falls under its power cap
     as a run goes on); the largest difference of each way from the float32 products' SiLU-times-up
     on 1,024 rows."""
-    from benchcheck.engines import hf_swiglu_kernel
-    from benchcheck.engines.hf_silu import silu_mul_kernel
-    from benchcheck.engines.hf_swiglu import CONFIGS, pack_gate_up, swiglu_packed
+    from benchcheck.engines.hf.kernels import swiglu_triton as hf_swiglu_kernel
+    from benchcheck.engines.hf.kernels.silu_triton import silu_mul_kernel
+    from benchcheck.engines.hf.kernels.swiglu import pack_gate_up
+    from benchcheck.engines.hf.kernels.swiglu_triton import CONFIGS, swiglu_packed
 
     x = torch.randn(rows, hidden, device=DEV, dtype=DT)
     wg, wu = w(inter, hidden), w(inter, hidden)
@@ -269,8 +270,8 @@ def triton_rows(row: Row, args: argparse.Namespace) -> None:
 
 def varlen_rows(row: Row, label: str, fams: list[tuple[int, int, list[int]]], iters: int) -> None:
     """One packed row's plan: FlashAttention-2, then each Triton configuration."""
-    from benchcheck.engines.hf_varlen import build_plan, flash_varlen
-    from benchcheck.engines.hf_varlen_triton import CONFIGS, varlen_attention
+    from benchcheck.engines.hf.attention.varlen import build_plan, flash_varlen
+    from benchcheck.engines.hf.kernels.varlen_triton import CONFIGS, varlen_attention
 
     plan = build_plan(fams, DEV)
     t = max(start + prefix + sum(s) for start, prefix, s in fams)

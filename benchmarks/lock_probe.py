@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_pipeline import Job
-from benchcheck.engines.models import build_tiny_model
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.schedule.pipeline import Job
+from benchcheck.testing import build_tiny_model
 from engine_throughput import jpeg
 from gpu_screen import step1, synthetic_items, visual
 

@@ -27,10 +27,10 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchcheck.engines import hf as hf_module
-from benchcheck.engines import hf_forward
 from benchcheck.engines.base import ScoreRequest
-from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf import engine as hf_module
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward import score as hf_forward
 from engine_throughput import jpeg
 from gpu_screen import build, engine_variant, free, step1, synthetic_items, visual
 
@@ -199,7 +199,7 @@ def main() -> None:
     tiny_dir = None
     scale = args.scale * (0.1 if args.tiny else 1.0)
     if args.tiny:
-        from benchcheck.engines.models import build_tiny_model
+        from benchcheck.testing import build_tiny_model
 
         tiny_dir = build_tiny_model(Path(tempfile.mkdtemp()) / "tiny")
     only = set(args.only.split(","))

@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--only", choices=("screen", "sweep", "all"), default="all")
     a = ap.parse_args()
     import ray
-    from benchcheck.engines.models import build_tiny_model
+    from benchcheck.testing import build_tiny_model
 
     root = Path(tempfile.mkdtemp(prefix="bench_ray_"))
     items, frames = make_pool(root)

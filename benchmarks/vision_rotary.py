@@ -32,7 +32,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from benchcheck.engines.hf_vision_rotary import qkv_rotary, qkv_rotary_eager
+from benchcheck.engines.hf.kernels.vision_rotary import qkv_rotary_eager
+from benchcheck.engines.hf.kernels.vision_rotary_triton import qkv_rotary
 
 SHAPES = {"2B": (16, 64), "8B": (16, 72)}
 CONFIGS = [(2, 4), (4, 4), (8, 4), (8, 8), (16, 8)]

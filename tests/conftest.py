@@ -25,6 +25,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> object:
     """A tiny random-weight Qwen3-VL checkpoint folder, built once per test session (seed 0)."""
-    from benchcheck.engines.models import build_tiny_model
+    from benchcheck.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen3-vl", seed=0)

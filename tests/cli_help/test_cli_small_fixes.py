@@ -118,7 +118,7 @@ def test_validate_prints_the_summary_warning_once(tmp_path: Path) -> None:
 def test_model_path_under_a_local_folder_is_no_such_folder_without_the_hub(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`--model models/nosuch` beside a `models/` folder asked the hub (22 s offline before failing)."""
-    from benchcheck.engines.hf_checkpoint import NotACheckpoint, not_a_hub_id, resolve_checkpoint
+    from benchcheck.engines.hf.checkpoint import NotACheckpoint, not_a_hub_id, resolve_checkpoint
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()

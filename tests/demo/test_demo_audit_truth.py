@@ -21,9 +21,9 @@ from benchcheck.audit.write import headline, write_audit
 from benchcheck.demo.audit_truth import check_truth, load_truth, write_truth_check, zero_prior
 from benchcheck.demo.run import TINY_CHAIN, TINY_LABEL, Benchmarks, _screen
 from benchcheck.engines.options import EngineOptions
-from benchcheck.engines.reference import ReferenceEngine
-from benchcheck.engines.reference_prior import PriorReferenceEngine, planted_prior
 from benchcheck.engines.registry import from_options
+from benchcheck.engines.rules.reference import ReferenceEngine
+from benchcheck.engines.rules.reference_prior import PriorReferenceEngine, planted_prior
 from benchcheck.screen.context import make_context
 from benchcheck.screen.steps import DEFAULT_CHAIN
 

@@ -10,7 +10,7 @@ from demo_helpers import screen_chain
 
 from benchcheck.demo.kinds import predicted_step
 from benchcheck.demo.run import Benchmarks
-from benchcheck.engines.reference import ReferenceEngine
+from benchcheck.engines.rules.reference import ReferenceEngine
 
 
 @pytest.mark.parametrize("chain", [(1, 2, 3, 4, 5, 6), (5,), (4,), (2, 6, 5)], ids=lambda c: "-".join(map(str, c)))

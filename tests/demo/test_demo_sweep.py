@@ -13,7 +13,7 @@ from collections import defaultdict
 from benchcheck.demo.kinds import SWEEP_VIEWS, answerable, expected_verdicts
 from benchcheck.demo.run import Benchmarks
 from benchcheck.engines.base import GenerateRequest, Generation
-from benchcheck.engines.reference import ReferenceEngine
+from benchcheck.engines.rules.reference import ReferenceEngine
 from benchcheck.protocol import LETTERS, build_prompt
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS
 from benchcheck.video.extract import extract_jpegs

@@ -11,8 +11,8 @@ from PIL import Image
 
 from benchcheck.demo.scenes import make_scenes, paint
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.reference import ReferenceEngine, decide
 from benchcheck.engines.registry import create_engine
+from benchcheck.engines.rules.reference import ReferenceEngine, decide
 from benchcheck.protocol import build_prompt, build_prompt_options_only, decide_single, letter_logprobs
 
 INTRO = "Select the best answer."

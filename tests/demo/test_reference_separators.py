@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchcheck.engines.reference import decide
+from benchcheck.engines.rules.reference import decide
 from benchcheck.protocol import build_prompt
 
 
@@ -22,7 +22,7 @@ def test_an_unreadable_image_fails_its_own_request_naming_it() -> None:
     import asyncio
 
     from benchcheck.engines.base import Failure, GenerateRequest, Generation
-    from benchcheck.engines.reference import ReferenceEngine
+    from benchcheck.engines.rules.reference import ReferenceEngine
 
     prompt = build_prompt("Select the best answer.", "What colour is the block?", ["red", "blue"])
     reqs = [GenerateRequest("bad", prompt, (b"GIF89a\x01\x00",), 8), GenerateRequest("ok", prompt, (), 8)]

@@ -12,8 +12,8 @@ from demo_helpers import decisions, reference_server, screen_chain
 
 from benchcheck.demo.run import Benchmarks
 from benchcheck.engines.base import GenerateRequest
-from benchcheck.engines.openai import OpenAIEngine
-from benchcheck.engines.reference import ReferenceEngine
+from benchcheck.engines.openai.client import OpenAIEngine
+from benchcheck.engines.rules.reference import ReferenceEngine
 from benchcheck.protocol import build_prompt
 
 CHAIN = (1, 2, 3, 4, 5, 6)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf.engine import HFEngine
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,10 @@ from pathlib import Path
 import torch
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.models import build_tiny_model
-from benchcheck.engines.models.tokenizer import SPECIAL_TOKENS
+from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.protocol import LETTERS, letter_logprobs
+from benchcheck.testing import build_tiny_model
+from benchcheck.testing.tokenizer import SPECIAL_TOKENS
 
 QUESTION = (
     "Question: what happens first?\nOptions:\nA. red\nB. blue\nC. green\nD. black\nAnswer with the option letter only."

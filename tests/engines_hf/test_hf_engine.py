@@ -11,7 +11,7 @@ import torch
 from hf_helpers import make_jpeg
 
 from benchcheck.engines import Engine, Failure, GenerateRequest, Generation, LetterScores, ScoreRequest, create_engine
-from benchcheck.engines.hf import HFEngine
+from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.protocol import LP_FLOOR, letter_logprobs
 
 OPTIONS = "Options:\nA. red\nB. blue\nC. green\nD. black\nAnswer with the option letter only."

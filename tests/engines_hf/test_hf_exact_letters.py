@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.hf_batch import collate
-from benchcheck.engines.hf_batch import position_ids as _position_ids
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward.batch import collate
+from benchcheck.engines.hf.forward.batch import position_ids as _position_ids
 from benchcheck.protocol import LETTERS, LP_FLOOR, build_prompt, letter_logprobs, token_letter
 
 

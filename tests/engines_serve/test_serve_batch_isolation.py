@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 from PIL import Image
 
-from benchcheck.engines.scripted import ScriptedEngine
-from benchcheck.engines.serve import STATE, build_app
+from benchcheck.engines.rules.scripted import ScriptedEngine
+from benchcheck.serve.app import STATE, build_app
 from loopback import thread_server
 
 

@@ -17,7 +17,7 @@ from PIL import Image
 from serve_fixtures import cli_server
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.openai import OpenAIEngine
+from benchcheck.engines.openai.client import OpenAIEngine
 from benchcheck.protocol import letter_logprobs
 from loopback import free_port, thread_server
 
@@ -256,7 +256,7 @@ def test_non_finite_usage_is_a_failure_not_an_exception() -> None:
 
 def test_unexpected_parser_exception_fails_one_request(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever a parser raises, score() returns a Failure for that request, never raises."""
-    import benchcheck.engines.openai as oa
+    import benchcheck.engines.openai.client as oa
 
     def broken(d: dict[str, Any], rid: str, latency: float) -> LetterScores:
         if rid == "r1":

@@ -14,8 +14,8 @@ import pytest
 from serve_fixtures import cli_server
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.openai import OpenAIEngine
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.openai.client import OpenAIEngine
 from benchcheck.protocol import build_prompt, letter_logprobs
 
 

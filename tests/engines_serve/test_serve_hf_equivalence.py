@@ -15,10 +15,10 @@ from PIL import Image
 from serve_fixtures import cli_server
 
 from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
-from benchcheck.engines.hf import HFEngine
-from benchcheck.engines.models import build_tiny_model
-from benchcheck.engines.openai import OpenAIEngine
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.openai.client import OpenAIEngine
 from benchcheck.protocol import LETTERS, LP_FLOOR, build_prompt, letter_logprobs
+from benchcheck.testing import build_tiny_model
 
 INTRO = "Look at the frames and answer."
 
@@ -114,7 +114,7 @@ def test_server_counts_prompts_as_the_hf_engine_does(tiny: Path) -> None:
     """The rest of the context a request without max_tokens may use is computed from the engine's
     own prompt length (text, system message and images)."""
     from benchcheck.engines.base import GenerateRequest, Generation
-    from benchcheck.engines.serve import count_prompt_tokens, fill_default_max_tokens
+    from benchcheck.serve.app import count_prompt_tokens, fill_default_max_tokens
 
     engine = HFEngine(tiny, device="cpu")
     reqs = [GenerateRequest("t", "Hello there", max_tokens=1, system="Be brief."),

@@ -16,8 +16,8 @@ import openai
 import pytest
 from serve_fixtures import cli_server
 
-from benchcheck.engines.scripted import ScriptedEngine
-from benchcheck.engines.serve import STATE, build_app
+from benchcheck.engines.rules.scripted import ScriptedEngine
+from benchcheck.serve.app import STATE, build_app
 from loopback import thread_server
 
 SCORE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}

@@ -14,7 +14,7 @@ from PIL import Image
 
 from benchcheck.engines.base import Engine, Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.registry import create_engine
-from benchcheck.engines.scripted import RulesError, ScriptedEngine, estimate_tokens, jpeg_size, top_list
+from benchcheck.engines.rules.scripted import RulesError, ScriptedEngine, estimate_tokens, jpeg_size, top_list
 from benchcheck.protocol import letter_logprobs
 
 

@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
-from benchcheck.engines.openai import normalize_endpoint
-from benchcheck.engines.serve_chat import (
-    RequestError,
-    generate_completion,
-    parse_chat,
-    score_completion,
-)
-from benchcheck.engines.wire import (
+from benchcheck.engines.openai.client import normalize_endpoint
+from benchcheck.engines.openai.wire import (
     WireError,
     error_body,
     error_message,
@@ -29,6 +23,7 @@ from benchcheck.engines.wire import (
     score_payload,
 )
 from benchcheck.protocol import letter_logprobs
+from benchcheck.serve.chat import RequestError, generate_completion, parse_chat, score_completion
 
 
 def test_score_body_is_spec_section_3(tmp_path: Path) -> None:

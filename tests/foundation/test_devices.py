@@ -32,7 +32,7 @@ def test_cuda_that_this_machine_lacks_is_a_one_line_error() -> None:
 
 def test_the_hf_engine_and_step_0_take_the_same_rule() -> None:
     from benchcheck.dedup.model import DedupError, SentenceEmbedder, resolve_model
-    from benchcheck.engines.hf_checkpoint import pick_device
+    from benchcheck.engines.hf.checkpoint import pick_device
 
     with pytest.raises(ValueError, match="choose auto, cpu, cuda or cuda:N"):
         pick_device("bogus")

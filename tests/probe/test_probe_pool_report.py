@@ -9,7 +9,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from probe_rows import run_step
 
-from benchcheck.audit.pool import PROBE_COLUMNS, add_probe
 from benchcheck.audit.write import probe_section
 from benchcheck.items import Item
 from benchcheck.probe.pipeline import probe_pool
@@ -18,6 +17,7 @@ from benchcheck.report.options import ReportOptions
 from benchcheck.report.site import build_report
 from benchcheck.screen.assemble import assemble
 from benchcheck.screen.context import make_context
+from benchcheck.stats.pool import PROBE_COLUMNS, add_probe
 
 EVIL = "<script>alert(1)</script>"
 

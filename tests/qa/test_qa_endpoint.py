@@ -21,7 +21,7 @@ from qa_servers import (
     serve_cli,
 )
 
-from benchcheck.engines.models.tiny import build_tiny_model
+from benchcheck.testing.tiny import build_tiny_model
 from benchcheck.video.plans import uniform_grid
 from benchcheck.video.synth import read_frame_index
 from loopback import thread_server

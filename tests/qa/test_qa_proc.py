@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from qa_servers import alive, qa_entry, read_json, run_cli
 
-from benchcheck.qa.proc import child_environment, run_with_watchdog
+from benchcheck.masking import child_environment
+from benchcheck.qa.proc import run_with_watchdog
 
 
 def _leaver(tmp: Path) -> str:

@@ -43,7 +43,7 @@ def test_two_node_cluster_equals_local(two_nodes: str, pool: tuple[Path, Path], 
 
 
 def test_two_node_cluster_sweep_equals_local(two_nodes: str, demo: tuple[list[Path], Path], tmp_path: Path) -> None:
-    from benchcheck.engines.reference import DEFAULT_NAME
+    from benchcheck.engines.rules.reference import DEFAULT_NAME
     from benchcheck.sweep.demo import DEMO_CONDS
 
     items, store = demo

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ray_helpers import engine_actor_pids, kill, raw_keys, run_sweep, sweep_rows, write_sweep_rules
 
-from benchcheck.engines.reference import DEFAULT_NAME
+from benchcheck.engines.rules.reference import DEFAULT_NAME
 from benchcheck.executors.ray_cluster import check_reachable
 from benchcheck.sweep.demo import DEMO_CONDS
 from benchcheck.sweep.results import CSV_NAME, read_csv

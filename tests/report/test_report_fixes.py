@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchcheck.engines.models.marker import MARKER, is_random_revision, read_marker
+from benchcheck.engines.marker import MARKER, is_random_revision, read_marker
 from benchcheck.report import plots
 from benchcheck.report.audit import TOP_ROWS, link_tables, read_audit
 from benchcheck.report.options import ReportOptions
@@ -25,7 +25,7 @@ def test_tiny_builder_marks_its_folder_and_the_hf_engine_records_it(tiny_model: 
     rec = read_marker(tiny_model)
     assert rec is not None and rec["builder"] == "tiny" and rec["seed"] == 0
     assert json.loads((tiny_model / "config.json").read_text())["benchcheck_random_weights"]["random_weights"]
-    from benchcheck.engines.hf import HFEngine
+    from benchcheck.engines.hf.engine import HFEngine
 
     engine = HFEngine(tiny_model, device="cpu", served_name="any-label")  # the label says nothing
     assert engine.revision == "random-weights:tiny-seed0" and is_random_revision(engine.revision)

@@ -80,8 +80,8 @@ def test_three_connection_errors_do_not_fail_an_item_in_any_reader(pool: Path, t
 
 def _counting_server(delay_s: float) -> tuple[web.Application, dict[str, int]]:
     """Our serve app (scripted answers after a delay) with a count of requests in flight."""
-    from benchcheck.engines.scripted import ScriptedEngine
-    from benchcheck.engines.serve import build_app
+    from benchcheck.engines.rules.scripted import ScriptedEngine
+    from benchcheck.serve.app import build_app
 
     engine = ScriptedEngine([{"match": "", "delay_s": delay_s},
                              {"match": "", "letters": {"A": -0.5, "B": -1.0, "C": -2.0, "D": -3.0, "E": -4.0}}],
@@ -118,9 +118,10 @@ def test_workers_set_requests_in_flight_per_endpoint(pool: Path, tmp_path: Path,
 
 def test_a_changed_frame_constant_changes_the_hash_and_old_rows_are_stale(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchcheck import protocol
     from benchcheck.demo.items import write_demo_items
     from benchcheck.demo.videos import make_demo_videos
-    from benchcheck.engines.scripted import ScriptedEngine
+    from benchcheck.engines.rules.scripted import ScriptedEngine
     from benchcheck.screen.context import make_context, step_store
     from benchcheck.screen.frames import CacheFrames
     from benchcheck.screen.runner import RunConfig, run_step, step_run_spec
@@ -132,9 +133,9 @@ def test_a_changed_frame_constant_changes_the_hash_and_old_rows_are_stale(tmp_pa
 
     intro, model = INTROS["lmms-v1"], ModelRef("m", "r")
     before = {s: STEPS[s].run_spec(intro, model).config_hash for s in (2, 3, 5)}
-    for name, value in (("FRAME_LONG_SIDE", 336), ("JPEG_QUALITY", 90), ("GRID32", 16)):
+    for module, name, value in ((plans, "FRAME_LONG_SIDE", 336), (protocol, "JPEG_QUALITY", 90), (plans, "GRID32", 16)):
         with monkeypatch.context() as m:
-            m.setattr(plans, name, value)
+            m.setattr(module, name, value)
             assert all(STEPS[s].run_spec(intro, model).config_hash != before[s] for s in (3, 5)), name
 
     report = normalize_videos(make_demo_videos(tmp_path / "v", n=1), tmp_path / "store")

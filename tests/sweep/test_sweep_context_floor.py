@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sweep_helpers import item, write_items, write_rules
 
-from benchcheck.engines.scripted import ScriptedEngine
-from benchcheck.engines.serve import build_app
+from benchcheck.engines.rules.scripted import ScriptedEngine
+from benchcheck.serve.app import build_app
 from benchcheck.sweep.engine import MIN_CONTEXT, check_context
 from loopback import thread_server
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sweep_helpers import item, write_items
 
-from benchcheck.engines.scripted import ScriptedEngine
+from benchcheck.engines.rules.scripted import ScriptedEngine
 from benchcheck.sweep.demo import DEMO_CONDS, run_demo_sweep
 from benchcheck.sweep.engine import SweepEngine
 from benchcheck.sweep.results import read_csv

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchcheck.atomic import write_text_atomic
-from benchcheck.audit.confidence import Confidence
 from benchcheck.audit.fdr import ALL
 from benchcheck.audit.null import chance_removals, verdict
 from benchcheck.audit.rule import rule_text
 from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
 from benchcheck.screen.steps import STEPS
+from benchcheck.stats.confidence import Confidence
 
 
 def csv_text(rows: Sequence[dict[str, object]]) -> str:

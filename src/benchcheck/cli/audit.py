@@ -54,9 +54,9 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
 
     from benchcheck.audit import run_audit
     from benchcheck.audit.null import verdict
-    from benchcheck.audit.source import steps_in
     from benchcheck.audit.write import headline, write_audit
     from benchcheck.screen.steps import parse_chain
+    from benchcheck.stats.source import steps_in
 
     try:
         steps = parse_chain(chain)

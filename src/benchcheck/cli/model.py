@@ -24,7 +24,7 @@ def tiny(out: str, seed: int) -> None:
     """
     from pathlib import Path
 
-    from benchcheck.engines.models import build_tiny_model
+    from benchcheck.testing import build_tiny_model
 
     path = build_tiny_model(Path(out), seed=seed)
     size = sum(f.stat().st_size for f in path.iterdir())
@@ -49,8 +49,8 @@ def random(shape: str, device: str) -> None:
     import time
 
     from benchcheck.engines.base import LetterScores, ScoreRequest
-    from benchcheck.engines.hf import HFEngine
-    from benchcheck.engines.models.random import build_random_model
+    from benchcheck.engines.hf.engine import HFEngine
+    from benchcheck.testing.random_weights import build_random_model
 
     t0 = time.perf_counter()
     built = build_random_model(shape, device=device)

@@ -62,11 +62,11 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     """
     from pathlib import Path
 
-    from benchcheck.audit.source import steps_in
     from benchcheck.dedup import DedupError
     from benchcheck.probe import FLAG_MARGIN, ProbeConfig, probe_pool
     from benchcheck.probe.embedder import text_embedder
     from benchcheck.probe.run import MIN_GROUPS, skip_reason
+    from benchcheck.stats.source import steps_in
 
     if results is not None and not steps_in(results):
         die(f"{results}: no step<k> folders with results (--results)")

@@ -6,6 +6,7 @@ import click
 
 from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import videos_option
+from benchcheck.defaults import INTRO_NAME
 from benchcheck.engines.registry import engine_names
 
 # Which engines decide anything: the rest exist for tests and the demo.
@@ -29,7 +30,7 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="Order of the steps.")
-@click.option("--intro", default="lmms-v1", show_default=True, help="Named set of prompt intros.")
+@click.option("--intro", default=INTRO_NAME, show_default=True, help="Named set of prompt intros.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None,
               help="Frame cache (pool_frames, from 'benchcheck frames extract --plan v32').")
 @click.option("--store", type=click.Path(), default=None,

@@ -53,7 +53,8 @@ def serve(
     Accepts the vLLM fields the protocol uses (continue_final_message, add_generation_prompt,
     logprobs, top_logprobs up to 20) and batches concurrent requests. The scripted engine answers
     from a rules file and is labelled "scripted" in the served model id; the reference engine is a
-    deterministic rule-based program (docs/demo.md), labelled "reference:" in the served model id.
+    deterministic rule-based program (site page "The demo"), labelled "reference:" in the served
+    model id.
 
     \b
     Example:
@@ -64,8 +65,8 @@ def serve(
     from benchcheck.engines.capabilities import concurrent_calls
     from benchcheck.engines.options import EngineOptionError, EngineOptions
     from benchcheck.engines.registry import from_options
-    from benchcheck.engines.serve import run_server
-    from benchcheck.engines.serve_guard import Guard, default_max_connections
+    from benchcheck.serve.app import run_server
+    from benchcheck.serve.guard import Guard, default_max_connections
 
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,

@@ -30,9 +30,9 @@ from benchcheck.demo.kinds import STORAGE_SHORT, View, answerable, expected_verd
 from benchcheck.demo.scenes import make_scenes
 from benchcheck.engines.base import Engine
 from benchcheck.engines.options import EngineOptions
-from benchcheck.engines.reference import DEFAULT_NAME as REFERENCE_NAME
-from benchcheck.engines.reference_prior import planted_prior
 from benchcheck.engines.registry import from_options
+from benchcheck.engines.rules.reference import DEFAULT_NAME as REFERENCE_NAME
+from benchcheck.engines.rules.reference_prior import planted_prior
 from benchcheck.items import Item, load_items
 from benchcheck.report.site import demo_report
 from benchcheck.screen.assemble import assemble
@@ -64,7 +64,7 @@ class DemoResult:
 
 
 def build_tiny(root: Path) -> Path:
-    from benchcheck.engines.models import build_tiny_model
+    from benchcheck.testing import build_tiny_model
 
     d = root / "tiny-qwen3-vl-8b"
     if not (d / "config.json").is_file():

@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from benchcheck.engines.reference_vision import COLOUR_RGB
+from benchcheck.engines.rules.reference_vision import COLOUR_RGB
 from benchcheck.video.plans import GRID32, MID_POSITION, uniform_grid
 
 # The colours the reference engine knows by name are the colours the scenes are painted with.

@@ -15,11 +15,11 @@ from benchcheck.engines.options import EngineOptions
 
 # name -> "module:Class"; the module is imported on first use.
 ENGINES: dict[str, str] = {
-    "hf": "benchcheck.engines.hf:HFEngine",
-    "openai": "benchcheck.engines.openai:OpenAIEngine",
-    "scripted": "benchcheck.engines.scripted:ScriptedEngine",
-    "reference": "benchcheck.engines.reference:ReferenceEngine",
-    "reference-prior": "benchcheck.engines.reference_prior:PriorReferenceEngine",
+    "hf": "benchcheck.engines.hf.engine:HFEngine",
+    "openai": "benchcheck.engines.openai.client:OpenAIEngine",
+    "scripted": "benchcheck.engines.rules.scripted:ScriptedEngine",
+    "reference": "benchcheck.engines.rules.reference:ReferenceEngine",
+    "reference-prior": "benchcheck.engines.rules.reference_prior:PriorReferenceEngine",
 }
 # Engines that answer without a server of their own (``serve`` can put them behind one).
 SERVABLE = ("hf", "scripted", "reference", "reference-prior")

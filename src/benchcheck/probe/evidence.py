@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchcheck.audit.source import Forwards, read_forwards
+from benchcheck.stats.source import Forwards, read_forwards
 
 FLAG_STEPS = (3, 5, 6)  # the steps that see the most: 32 frames with the question (in order or shuffled)
 

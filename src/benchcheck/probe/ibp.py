@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from benchcheck.audit.normal import norm_sf
 from benchcheck.audit.poisson_binomial import EXACT_MAX, p_value
 from benchcheck.probe.folds import group_folds
 from benchcheck.probe.model import Design, accuracy, oof_probs
+from benchcheck.stats.normal import norm_sf
 
 IBP_STEP = 0.05
 IBP_ALPHA = 0.05

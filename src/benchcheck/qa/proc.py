@@ -35,26 +35,16 @@ import secrets
 import signal
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchcheck.masking import is_secret_name
-
 ITEM_TOKEN_VAR = "BENCHCHECK_QA_ITEM"
-JUDGE_PREFIX = "EVAL_LLM_JUDGE_"
 SCAN_S = 0.25
 # After the main process exits and its processes are killed, how long the pipes may take to close.
 _DRAIN_S = 2.0
 _PR_SET_CHILD_SUBREAPER = 36
 _subreaper: bool | None = None
-
-
-def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
-    """``env`` without the judge's variables and the secret-named ones, except those in ``keep``."""
-    wanted = set(keep)
-    return {k: v for k, v in env.items()
-            if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
 
 
 def enable_subreaper() -> bool:

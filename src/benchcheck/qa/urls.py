@@ -17,7 +17,7 @@ def _check(url: str, what: str) -> str:
 
 def service_base_url(url: str, what: str = "endpoint") -> str:
     """The engine's form of an OpenAI-compatible base URL (``.../v1``, no trailing slash)."""
-    from benchcheck.engines.openai import normalize_endpoint
+    from benchcheck.engines.openai.client import normalize_endpoint
 
     return normalize_endpoint(_check(url, what))
 

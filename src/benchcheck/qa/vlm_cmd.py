@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from benchcheck.masking import Masker
+from benchcheck.masking import Masker, child_environment
 from benchcheck.qa.dataset import QAItem
-from benchcheck.qa.proc import child_environment, run_with_watchdog
+from benchcheck.qa.proc import run_with_watchdog
 from benchcheck.qa.records import VLMAnswer
 
 PLACEHOLDERS = ("video", "question", "num_frames", "timeout", "inline_media")

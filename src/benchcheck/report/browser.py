@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from benchcheck.audit.pool import fate_confidence
 from benchcheck.report.source import ItemEvidence
 from benchcheck.report.sweep import SweepAnswer
+from benchcheck.stats.pool import fate_confidence
 
 LIST_CHUNK = 500  # items per list chunk: about 50-70 KB, so the first page stays small
 DETAIL_CHUNK = 100  # items per detail chunk
@@ -124,7 +124,7 @@ def decisive_margin(ev: ItemEvidence, chain: Sequence[int]) -> float | None:
 
 
 def item_confidence(ev: ItemEvidence, conf: Mapping[int, float]) -> float | None:
-    """The confidence of the item's fate (the pool's rule, ``audit.pool.fate_confidence``) over the
+    """The confidence of the item's fate (the pool's rule, ``stats.pool.fate_confidence``) over the
     steps that decided it."""
     decided = {s: v for s, v in conf.items() if ev.fates.get(s) in ("kept", "removed")}
     return fate_confidence(decided, ev.removed_at)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.engines.models.marker import is_random_revision, read_marker
+from benchcheck.engines.marker import is_random_revision, read_marker
 from benchcheck.report.source import StepProvenance
 from benchcheck.screen.steps import MODELS, STEPS
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic
-from benchcheck.audit.pool import add_confidence, add_probe, removal_interval
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
+from benchcheck.stats.pool import add_confidence, add_probe, removal_interval
 from benchcheck.store import read_rows
 from benchcheck.verdicts import StepState
 

@@ -1,0 +1,1 @@
+"""One forward each: padded or packed batches scored, greedy generation; their device tensors."""

@@ -1,0 +1,264 @@
+"""Greedy generation of the ``hf`` engine: one prefill, then one token a step, the device never waited on.
+
+The sweep's requests are long (582 frames: ~54,000 prompt tokens) and generate 128 tokens, so
+the decode steps are most of their time. transformers' loop made each step slow three ways, all
+on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful device work):
+
+- ``DynamicCache`` concatenates each step's keys and values onto the cache, copying all of it
+  (at 54,000 tokens 8 GB for one 8B row, read and written again per step). ``ReservedCache``
+  reserves the prompt's and every new token's slots once and writes each step into its slot.
+- The loop read the new tokens back every step (``.tolist()``), so the host queued step s+1 only
+  after the device had finished step s. Here tokens and stop flags stay on the device; whether
+  every row has finished is copied back without waiting and read ``LOOKBACK`` steps later
+  (``FinishWatch``): the host waits only for the step that far back, with Python's lock released,
+  which also bounds how far it runs ahead.
+- A step can have the same shapes every time: it attends over the whole reservation with a mask
+  of the slots written so far and writes its keys at a slot held in a device tensor (left-padded
+  batches and replayed steps decode so; a batch without padding run eagerly appends and needs no
+  mask). On CUDA such a step can
+  be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels' worth of
+  Python; a capture that fails runs the step eagerly and turns graphs off for the engine (one
+  warning). On by default (``HFEngine.decode_graphs``): on the H200 the sweep's 8B requests
+  (54,000 prompt tokens, 128 new) took 5.3 s an item replayed against 10.5 s eagerly.
+
+The tokens and every step's logits are those of each request decoded alone by recomputing its
+whole sequence each step (tests/engines_hf/forward/test_hf_generate.py, float32).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
+from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
+from benchcheck.engines.hf.forward.batch import Batch, position_ids
+from benchcheck.engines.hf.runtime.pacing import LaunchPacer
+from benchcheck.errors import first_line
+
+log = logging.getLogger(__name__)
+
+# Steps between queuing a step's "all rows finished" flag and reading it: the loop ends at most
+# this many steps after the last row stops, and the host never queues more than this many steps
+# ahead of the device (a step is a graph launch and ~10 small kernels; CUDA's queue holds ~1,000).
+LOOKBACK = 4
+# Decode steps a batch must have for them to be captured as a CUDA graph (``greedy_batch``).
+MIN_REPLAYED_STEPS = 4
+
+
+@dataclass(slots=True)
+class _StepInputs:
+    """A decode step's inputs, in tensors that keep their storage (a CUDA graph reads them there)."""
+
+    ids: torch.Tensor  # (B, 1) long
+    positions: torch.Tensor  # (4, B, 1) long: text, then M-RoPE (t, h, w)
+    slot: torch.Tensor  # (1,) long: the cache slot this step writes
+    mask: torch.Tensor  # (B, 1, 1, capacity) bool
+
+
+@dataclass(slots=True)
+class DecodeGraphs:
+    """Whether an engine's decode steps are replayed as CUDA graphs (``enabled``), and how often a
+    step was captured or failed to be. The first failure turns graphs off for the engine's life,
+    with one warning: every later batch would fail the same way, paying a warm-up each time."""
+
+    enabled: bool = False
+    captured: int = 0
+    failed: int = 0
+    # For checks: fixed-shape steps (the graphs' kernels) even where no graph is captured, so a
+    # graph's tokens can be compared with the same kernels run eagerly.
+    fixed_steps: bool = False
+
+    def replays_on(self, device: torch.device) -> bool:
+        """Whether steps on ``device`` are captured and replayed (CUDA graphs: CUDA only)."""
+        return self.enabled and device.type == "cuda"
+
+    def failure(self, reason: str) -> None:
+        self.failed += 1
+        if self.enabled:
+            log.warning("decode steps run eagerly from now on: capturing one as a CUDA graph failed (%s)", reason)
+        self.enabled = False
+
+
+class DecodeStep:
+    """One decode step of ``model`` over a ``ReservedCache``: eager, or, given ``graphs`` (where the
+    caller replays: CUDA, ``greedy_batch``), captured once as a CUDA graph and replayed, the capture
+    counted there. Either way the same kernels read the same inputs."""
+
+    def __init__(self, model: Any, cache: ReservedCache, inputs: _StepInputs, graphs: DecodeGraphs | None,
+                 pacer: LaunchPacer | None = None) -> None:
+        self.model, self.cache, self.inputs, self.graphs, self.pacer = model, cache, inputs, graphs, pacer
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None
+        self.try_graph = graphs is not None
+
+    def _forward(self) -> torch.Tensor:
+        # Fixed shapes (the cache decoding at its slot): the mask of the written slots. Otherwise
+        # the cache appends and returns what is written, all of which a step may see: no mask.
+        mask = self.inputs.mask if self.cache.decoding else None
+        out = self.model(input_ids=self.inputs.ids, attention_mask=mask,
+                         position_ids=self.inputs.positions, past_key_values=self.cache, use_cache=True)
+        logits: torch.Tensor = out.logits[:, -1, :]
+        return logits
+
+    def __call__(self) -> torch.Tensor:
+        """The step's last-position logits (B, vocab); with a graph, a tensor the next call overwrites."""
+        if self.graph is not None:
+            self.graph.replay()
+            assert self.logits is not None
+            return self.logits
+        if self.try_graph:
+            self.try_graph = False
+            captured = self._capture()
+            if captured is not None:
+                return captured
+        return self._forward()
+
+    def _capture(self) -> torch.Tensor | None:
+        """Capture the step (its first call runs it); None when capture failed (run it eagerly)."""
+        assert self.graphs is not None
+        paced = self.pacer is not None and self.pacer.enabled
+        if self.pacer is not None:
+            self.pacer.enabled = False  # its event waits may not run inside a capture
+        try:
+            # The warm-up runs on a side stream, as torch.cuda.graphs asks: it computes this very
+            # step (same inputs, same slot), so its writes to the cache are the step's own.
+            side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._forward()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            # Only this thread's calls are checked: another engine call's thread may wait on its
+            # own events meanwhile, which the default (global) mode would turn into an error there.
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                logits = self._forward()
+        except torch.cuda.OutOfMemoryError:
+            raise  # the batch is too large: the pipeline splits it, as for any forward
+        except RuntimeError as e:
+            torch.cuda.synchronize()
+            self.graphs.failure(first_line(e) or type(e).__name__)
+            return None
+        finally:
+            if self.pacer is not None:
+                self.pacer.enabled = paced
+        self.graphs.captured += 1
+        self.graph, self.logits = graph, logits
+        graph.replay()
+        return logits
+
+
+class FinishWatch:
+    """Whether every row had finished ``lookback`` steps ago, read without waiting for the device
+    meanwhile: each step's "all finished" flag is copied back (on CUDA to page-locked memory,
+    without waiting) and read ``lookback`` steps later, when the host waits, with Python's lock
+    released, for that old step alone. With ``lookback`` 0 the flag is read at once."""
+
+    def __init__(self, device: torch.device, lookback: int) -> None:
+        self.cuda = device.type == "cuda"
+        self.lookback = lookback
+        # A ring of flags: the one written at step s is read at step s + lookback, then reused.
+        self.flags = [torch.zeros((), dtype=torch.bool, pin_memory=self.cuda) for _ in range(lookback + 1)]
+        self.events: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()
+        self.step = 0
+
+    def finished(self, done: torch.Tensor) -> bool:
+        if self.lookback == 0:
+            return bool(done.all())
+        flag = self.flags[self.step % len(self.flags)]
+        self.step += 1
+        flag.copy_(done.all(), non_blocking=self.cuda)
+        self.events.append((flag, torch.cuda.current_stream().record_event() if self.cuda else None))
+        if len(self.events) <= self.lookback:
+            return False
+        old, event = self.events.popleft()
+        if event is not None:
+            event.synchronize()
+        return bool(old)
+
+
+def check_attention(model: Any) -> None:
+    """Decode steps pass a (B, 1, 1, S) bool mask, which only SDPA-style attention reads as such
+    (transformers' eager attention would add it; FlashAttention takes no 4-D mask)."""
+    impl = model.config.text_config._attn_implementation
+    if impl not in ("sdpa", VARLEN_NAME):
+        raise ValueError(f"generation needs the model's text attention to be SDPA, not {impl!r}")
+
+
+@torch.inference_mode()
+def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
+                 graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
+                 lookback: int | None = None) -> list[list[int]]:
+    """Greedy decoding of a left-padded batch; row r stops at a stop token or after ``max_new[r]``
+    tokens. Returns each row's new tokens, stop token excluded. ``graphs``: replay decode steps as
+    a CUDA graph where enabled; ``lookback``: steps between a finished flag and its reading
+    (default ``LOOKBACK`` on CUDA, 0 elsewhere). See the module's docstring."""
+    check_attention(model)
+    steps = max(max_new, default=0)
+    if steps <= 0:
+        return [[] for _ in max_new]
+    pos = position_ids(batch)
+    rows, length = batch.attention_mask.shape
+    dev = batch.input_ids.device
+    # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
+    # reservation attended with the mask of the written slots. A batch without padding, run
+    # eagerly, instead appends and attends over what is written with no mask, on SDPA's fastest
+    # kernels (split over the keys).
+    # A capture costs about two eager steps of host time (its warm-up, then the capture), so
+    # only batches with a few steps to replay are captured (``steps - 1`` step calls follow the
+    # prefill).
+    replay = graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
+    fixed = min(batch.lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
+    # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
+    # (Every row reserves the batch's longest prompt plus its largest max_new: the planner counts
+    # each request's own prompt + max_new, a little less when the two maxima are different rows.)
+    capacity = length + steps - 1
+    if fixed:
+        capacity = reserved_slots(capacity)  # decode_attention's value blocks
+    cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
+    out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True, past_key_values=cache)
+    nxt = out.logits[:, -1, :].argmax(-1)
+    tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
+    limit = torch.tensor(max_new, device=dev)
+    stop = torch.tensor(sorted(stop_ids), dtype=torch.long, device=dev)
+    done = limit <= 0
+    inputs = _StepInputs(
+        ids=torch.empty((rows, 1), dtype=torch.long, device=dev),
+        # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.
+        positions=torch.stack([batch.attention_mask.sum(-1), *[pos[1:].amax(dim=(0, 2)) + 1] * 3])[:, :, None].clone(),
+        slot=torch.full((1,), length, dtype=torch.long, device=dev),
+        mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
+    )
+    inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
+    step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer)
+    if fixed:
+        cache.start_decoding(inputs.slot)
+    watch = FinishWatch(dev, (LOOKBACK if dev.type == "cuda" else 0) if lookback is None else lookback)
+    for s in range(steps):
+        tokens[:, s] = nxt
+        # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
+        # for many ids).
+        done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
+        if s + 1 == steps or watch.finished(done):
+            break
+        # Finished rows keep stepping with a pad token; their output is already final.
+        inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
+        inputs.mask[:, 0, 0, length + s] = True
+        nxt = step().argmax(-1)
+        inputs.positions.add_(1)
+        inputs.slot.add_(1)
+    return _cut(tokens.tolist(), max_new, stop_ids)
+
+
+def _cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:
+    """Each row's tokens up to its first stop token (excluded) and at most its ``max_new``."""
+    out = []
+    for row, n in zip(tokens, max_new, strict=True):
+        row = row[: max(0, n)]
+        end = next((i for i, t in enumerate(row) if t in stop_ids), len(row))
+        out.append(row[:end])
+    return out

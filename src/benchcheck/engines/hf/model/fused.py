@@ -1,0 +1,285 @@
+"""Fused operations of the Qwen3-VL language model on CUDA: norms, SiLU-times-up, q/k norm with
+rotary, and the MLP's residual in the down projection's product.
+
+transformers runs each text RMSNorm as about seven separate element-wise kernels in float32
+(cast, square, mean, rsqrt, two multiplies, cast back), and the 8B model has 145 of them per
+forward (two per layer plus the per-head q/k norms). On an H200 that unfused work was about 30 %
+of a text-only scoring forward. ``torch.compile`` fuses each norm into one kernel computing the
+same operations in the same order (only the reduction order inside the mean can differ): the
+8B blind workload went from 177 to 198 items/s through the engine, 196 to 227 forward-only
+(docs/PERFORMANCE.md). Only CUDA uses it: on the CPU the compile costs more than it saves.
+Set ``BENCHCHECK_HF_COMPILE=0`` to turn it off. The other fusions below follow the same rule:
+the same function as transformers' modules, fewer passes over the activations.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from benchcheck.engines.hf.attention.cache import ReservedCache
+from benchcheck.engines.hf.attention.decode import decode_attention
+from benchcheck.engines.hf.kernels import silu as silu_contract
+from benchcheck.engines.hf.kernels import swiglu as swiglu_contract
+from benchcheck.engines.hf.kernels import triton_available
+from benchcheck.engines.hf.kernels.silu import silu_mul
+from benchcheck.engines.hf.model.state import ModelState, state_of
+
+log = logging.getLogger(__name__)
+
+NORM_CLASS = "Qwen3VLTextRMSNorm"
+MLP_CLASS = "Qwen3VLTextMLP"
+LAYER_CLASS = "Qwen3VLTextDecoderLayer"
+# Below this many rows (generation's decode steps: one token per sequence) the fused functions
+# run eagerly: there the cost is the host's, and a compiled call (guards, cache lookup) costs the
+# host more than the few small kernels it saves (H200 profile of 582-frame generation).
+EAGER_ROWS = 256
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' Qwen3-VL text RMSNorm, operation for operation."""
+    dtype = x.dtype
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(dtype)
+
+
+def compile_enabled(device: torch.device) -> bool:
+    """CUDA with Triton available (torch.compile's GPU backend), unless turned off."""
+    if device.type != "cuda" or os.environ.get("BENCHCHECK_HF_COMPILE", "1") == "0":
+        return False
+    return triton_available()
+
+
+def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Replace the ``forward`` of every text RMSNorm of this model instance by one fused kernel;
+    returns how many were replaced. ``compiler`` defaults to ``torch.compile(dynamic=True)``
+    (batch and length vary from call to call)."""
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(rms_norm)
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        # Always one 2-D shape (rows, width): the layer norms see (batch, length, hidden) and the
+        # q/k norms (batch, length, heads, head_dim); each new rank or a dimension of 1 would
+        # cost a recompile (seconds) in the middle of a run, and after 8 a silent fall-back.
+        rows = x.reshape(-1, x.shape[-1])
+        if rows.shape[0] < EAGER_ROWS:  # a decode step: the compiled call's overhead would dominate
+            return rms_norm(x, self.weight, self.variance_epsilon)
+        return fn(rows, self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
+
+    return _install(model, forward, lambda m: type(m).__name__ == NORM_CLASS)
+
+
+# SiLU-times-up as ``kernels.silu_triton``'s one-pass Triton kernel where the compiled function would run
+# (CUDA with Triton). H200, 65,536 x 12,288: 1.20 ms (4.0 TB/s) against the compiled kernel's
+# 1.69-1.76 (2.75-2.85 TB/s), the same bits; one frame, alternating rows: 146.9 against 144.7
+# items/s on average (docs/PERFORMANCE.md, round 11). False: the compiled function
+# (``gpu_screen.py --variants silu``).
+SILU_KERNEL = True
+
+
+# The gate and up products with SiLU-times-up in their epilogue, as ``kernels.swiglu``'s Triton kernel
+# over the two weights packed into one, where it runs (CUDA from Hopper on, plain bias-free
+# projections): one kernel and one output instead of two products, two outputs and a pass over
+# them. H200, sustained rounds: 19.12 against 19.96 ms at the one-frame batch (8B), 2.59 against
+# 2.81 at the 2B width (docs/PERFORMANCE.md, round 14). False: cuBLAS's products, then
+# SiLU-times-up as above (``gpu_screen.py --variants swiglu``).
+SWIGLU_KERNEL = True
+# Devices where the kernel could not launch (TMA but less shared memory than its tiles need:
+# the consumer Blackwell boards have 99 KB a block against the H200's 227 KB): cuBLAS from then on.
+_NO_SWIGLU: set[torch.device] = set()
+
+
+def packed_gate_up(mlp: Any, cache: dict[Any, Any] | None = None) -> torch.Tensor | None:
+    """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept
+    in ``cache``, the model's ``ModelState.gate_up``, while the weights stay the same tensors);
+    None where the kernel does not take them: projections other than plain bias-free nn.Linear,
+    no Triton, shapes or a device the kernel cannot read."""
+    cache = {} if cache is None else cache
+    gate, up = mlp.gate_proj, mlp.up_proj
+    if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
+        return None
+    if gate.weight.device in _NO_SWIGLU:
+        cache[mlp] = None  # the packed copy's memory back
+        return None
+    source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
+    cached = cache.get(mlp)
+    if cached is not None and cached[0] == source:
+        return cached[1]  # type: ignore[no-any-return]
+
+    packed = None
+    if gate.weight.shape == up.weight.shape and gate.weight.shape[0] % swiglu_contract.HALF == 0 and triton_available():
+        with torch.no_grad():
+            packed = swiglu_contract.pack_gate_up(gate.weight, up.weight)
+        if not swiglu_contract.supported(packed[:1], packed):
+            packed = None
+    cache[mlp] = (source, packed)
+    return packed
+
+
+def _swiglu_refused(err: Exception, device: torch.device) -> None:
+    """The packed kernel's launch refused on ``device`` for lack of resources (``err``): the
+    products go through cuBLAS there from now on, with one warning."""
+    if device not in _NO_SWIGLU:
+        log.warning("the MLP's gate/up kernel cannot run on %s (%s); its products go through cuBLAS", device, err)
+    _NO_SWIGLU.add(device)
+
+
+def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Run each text MLP's SiLU and product as one kernel (two passes over the largest
+    activations, gate and up, instead of three); returns how many MLPs changed. Only MLPs whose
+    activation is SiLU change. Each changed MLP also takes its residual into the down
+    projection's product (``mlp_residual``)."""
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(silu_mul)
+    state = state_of(model)
+
+    def activation(self: Any, x: torch.Tensor) -> torch.Tensor:
+        """``silu(gate(x)) * up(x)`` as (rows, intermediate)."""
+        if SWIGLU_KERNEL and x.is_cuda and x.numel() >= EAGER_ROWS * x.shape[-1]:
+            packed = packed_gate_up(self, state.gate_up)
+            rows = x.reshape(-1, x.shape[-1])
+            if packed is not None:
+                from triton.runtime.errors import OutOfResources
+
+                from benchcheck.engines.hf.kernels.swiglu_triton import swiglu_packed
+
+                if swiglu_contract.supported(rows, packed):
+                    try:
+                        return swiglu_packed(rows, packed)
+                    except OutOfResources as err:  # Triton refuses before anything runs
+                        _swiglu_refused(err, rows.device)
+        gate, up = self.gate_proj(x), self.up_proj(x)
+        gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
+        if gate.shape[0] < EAGER_ROWS:
+            return silu_mul(gate, up)
+        if SILU_KERNEL and gate.is_cuda and silu_contract.supported(gate, up):
+            from benchcheck.engines.hf.kernels.silu_triton import silu_mul_kernel
+
+            return silu_mul_kernel(gate, up)
+        return fn(gate, up)  # type: ignore[no-any-return]
+
+    def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(state.activation[self](x)).view(*x.shape[:-1], -1)  # type: ignore[no-any-return]
+
+    def wanted(m: Any) -> bool:
+        return type(m).__name__ == MLP_CLASS and getattr(m.config, "hidden_act", None) == "silu"
+
+    for module in model.modules():
+        if wanted(module):
+            state.activation[module] = types.MethodType(activation, module)
+    return _install(model, forward, wanted)
+
+
+# The down projection adds the residual in its product's epilogue (``torch.addmm``, beta 1) where
+# transformers runs the product and then the addition: one kernel and one pass over the hidden
+# states fewer, and one rounding fewer (the sum is rounded once, from float32). H200, one-frame
+# batch shape (65,536 token rows): 9.75-10.0 ms against 9.85-10.07 for the product and the
+# addition (``benchmarks/lm_kernels.py``); in the engine +1.3 % on the mean of alternating rows,
+# inside their spread (docs/PERFORMANCE.md, round 10). False: the product, then the addition
+# (``gpu_screen.py --variants residual-apart``).
+RESIDUAL_EPILOGUE = True
+
+
+def mlp_residual(mlp: Any, x: torch.Tensor, residual: torch.Tensor, state: ModelState | None = None) -> torch.Tensor:
+    """``residual + mlp(x)``; through the fused MLP (``use_fused_text_mlp``, its activation in
+    ``state``) with a plain bias-free down projection, the residual is added in the down
+    projection's product."""
+    # The fused MLP's activation, only while its forward is installed (a restore that removes
+    # the instance forward, as gpu_screen's plain rows do, gets transformers' sum back).
+    act = state.activation.get(mlp) if state is not None and "forward" in vars(mlp) else None
+    down = mlp.down_proj
+    if act is None or not RESIDUAL_EPILOGUE or type(down) is not torch.nn.Linear or down.bias is not None:
+        return residual + mlp(x)  # type: ignore[no-any-return]
+    out = torch.addmm(residual.reshape(-1, residual.shape[-1]), act(x), down.weight.t())
+    return out.view(residual.shape)
+
+
+def use_fused_text_layers(model: Any) -> int:
+    """Run each text decoder layer as transformers does, but its MLP and second residual through
+    ``mlp_residual``; returns how many layers changed. (Install after ``use_fused_text_mlp``:
+    until then ``mlp_residual`` is transformers' own sum. A scored last layer, ``model.scored``,
+    keeps its forward and takes this one for its unscored calls.)"""
+    state = state_of(model)
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                past_key_values: Any = None, use_cache: bool | None = False, **kwargs: Any) -> torch.Tensor:
+        attended, _ = self.self_attn(hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
+                                     position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
+                                     position_embeddings=position_embeddings, **kwargs)
+        h = hidden_states + attended
+        return mlp_residual(self.mlp, self.post_attention_layernorm(h), h, state)
+
+    n = 0
+    for module in model.modules():
+        if type(module).__name__ != LAYER_CLASS:
+            continue
+        if module in state.full_forward:  # the scored last layer (model.scored): its unscored calls
+            state.full_forward[module] = types.MethodType(forward, module)
+        else:
+            module.forward = types.MethodType(forward, module)
+        n += 1
+    return n
+
+
+ATTENTION_CLASS = "Qwen3VLTextAttention"
+
+
+def norm_rope(x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """A q or k projection (batch, length, heads, head_dim) through its per-head RMSNorm and
+    the rotary embedding (cos, sin: (batch, length, head_dim)): transformers' ``q_norm`` then
+    ``apply_rotary_pos_emb`` (rotate_half, two products and a sum), in one expression."""
+    h = rms_norm(x, weight, eps)
+    half = h.shape[-1] // 2
+    rotated = torch.cat((-h[..., half:], h[..., :half]), dim=-1)
+    return h * cos.unsqueeze(2) + rotated * sin.unsqueeze(2)
+
+
+def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
+    """Run each text attention's q/k norms and rotary embedding as one kernel per tensor
+    (eagerly about ten kernels and twenty passes over q and k per layer); the projections, the
+    cache update and the attention kernel are transformers' own. Returns how many changed."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import eager_attention_forward
+
+    fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(norm_rope)
+
+    def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None, past_key_values: Any = None,
+                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        cos, sin = position_embeddings
+        q, k = self.q_proj(hidden_states).view(hidden_shape), self.k_proj(hidden_states).view(hidden_shape)
+        step = fn if input_shape.numel() >= EAGER_ROWS else norm_rope  # decode steps: eager
+        q = step(q, self.q_norm.weight, self.q_norm.variance_epsilon, cos, sin).transpose(1, 2)
+        k = step(k, self.k_norm.weight, self.k_norm.variance_epsilon, cos, sin).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        if past_key_values is not None:
+            k, v = past_key_values.update(k, v, self.layer_idx)
+            if isinstance(past_key_values, ReservedCache) and past_key_values.decoding:
+                assert attention_mask is not None  # a decode step's mask of the written slots
+                out = decode_attention(q, k, v, attention_mask, self.scaling)
+                return self.o_proj(out.reshape(*input_shape, -1).contiguous()), None
+        attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
+        return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
+
+    n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
+    if n:  # the scored last layer's keys take the same kernel (model.scored)
+        state_of(model).norm_rope = fn
+    return n
+
+
+def _install(model: Any, forward: Callable[..., Any], wanted: Callable[[Any], bool]) -> int:
+    """Bind ``forward`` as the forward of every module ``wanted`` accepts; returns how many."""
+    n = 0
+    for module in model.modules():
+        if wanted(module):
+            module.forward = types.MethodType(forward, module)
+            n += 1
+    return n

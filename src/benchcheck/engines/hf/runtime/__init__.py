@@ -1,0 +1,1 @@
+"""Device plumbing: host-to-device copies that never wait, launch pacing."""

@@ -1,0 +1,267 @@
+"""How the ``hf`` engine feeds its device: encode, plan batches, queue, collect, overlapped.
+
+Requests are encoded in worker threads, in blocks (``schedule.batches.encoding_blocks``), while the
+device works; they are planned into length-sorted batches chunk by chunk in arrival order
+(``schedule.batches.chunk_spans``), a chunk's largest batch queued last (``largest_last``); each batch
+is queued on the device before the previous one's results are read and built. A request that
+cannot be encoded, a batch that fails, or a batch too large for the device's memory (split in
+halves, down to one request) fails only its own requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+import torch
+
+from benchcheck.engines.base import Failure, ImageRef
+from benchcheck.engines.hf.attention.cache import reserved_slots
+from benchcheck.engines.hf.forward.packed import Family
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.schedule.batches import balanced, chunk_spans, encoding_blocks, plan_batches
+from benchcheck.engines.hf.schedule.families import packed_length, plan_families, plan_family_batches, worth_sharing
+
+R = TypeVar("R")
+
+# Text-only requests are encoded this many at a time (one tokenizer call, outside Python's lock).
+TEXT_BLOCK = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What encoding needs of a score or generate request."""
+
+    request_id: str
+    prompt: str
+    images: Sequence[ImageRef]
+    prefix: str | None
+    system: str | None
+    new_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    prompt: EncodedPrompt
+    new_tokens: int
+    encode_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The engine's batching knobs for one call (``HFEngine`` attributes of the same names)."""
+
+    max_batch_size: int
+    max_batch_tokens: int
+    sort_window: int | None = None  # requests sorted together; None: 8 batches of text, 2 with images
+    chunk_growth: int = 2
+    first_chunk: int | None = None  # None: by what the requests carry (``first_chunk``)
+    # Requests that share nothing run in the same unpadded row as families when every prompt of
+    # their chunk is at most this long (0: never; ``HFEngine.unpadded_scoring``); else apart.
+    one_row_tokens: int = 0
+
+
+def one_row(prompts: Sequence[EncodedPrompt], limit: int) -> bool:
+    """Prompts that share nothing run unpadded in one row: every one at most ``limit`` tokens
+    (``Plan.one_row_tokens``; 0: never)."""
+    return limit > 0 and all(p.n_tokens <= limit for p in prompts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One request's place in a block of requests encoded together."""
+
+    block: Future[list[Encoded | Failure]]
+    at: int
+
+    def result(self) -> Encoded | Failure:
+        return self.block.result()[self.at]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedBatch:
+    """One planned batch: its requests (indices into the call's jobs, in the order they run) and
+    the prefix families it was planned with (``schedule.families.Family``, members indexing ``idx``).
+    No families: it was planned without sharing, and every request runs in full."""
+
+    idx: list[int]
+    families: tuple[Family, ...] = ()
+
+    def halves(self) -> tuple[PlannedBatch, PlannedBatch]:
+        """The batch cut at its middle request (when it is too large for the device's memory).
+        Each family keeps its members on either side, with its prefix: they still share it."""
+        mid = len(self.idx) // 2
+        return self._part(0, mid), self._part(mid, len(self.idx))
+
+    def _part(self, lo: int, hi: int) -> PlannedBatch:
+        families = []
+        for f in self.families:
+            members = tuple(m - lo for m in f.members if lo <= m < hi)
+            if members:
+                families.append(Family(members, f.prefix))
+        return PlannedBatch(self.idx[lo:hi], tuple(families))
+
+
+Encode = Callable[[Sequence[Job]], list[Encoded | Failure]]
+# Queues one batch (its planned families included) on the device, given its requests' encodings
+# in batch order; returns the function that waits for and builds their results.
+Run = Callable[[PlannedBatch, list[Encoded]], Callable[[], list[R]]]
+
+
+def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan, run: Run[R],
+                 share: bool = False) -> list[R | Failure]:
+    """Every job's result in order: encoded by ``encode`` on ``threads``, batched by ``plan``,
+    and run by ``run``, which queues one batch and returns the function that waits for and
+    builds its results. With ``share``, requests sharing a prefix stay in one batch, and ``run``
+    receives the families each batch was planned with (planned once, per chunk)."""
+    slots: list[_Slot] = []
+    for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
+        fut = threads.submit(encode, [jobs[i] for i in block])
+        slots.extend(_Slot(fut, k) for k in range(len(block)))
+    out: list[R | Failure | None] = [None] * len(jobs)
+    in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
+
+    def fail(idx: list[int], message: str) -> None:
+        for i in idx:  # only this batch's requests fail, never the others
+            out[i] = Failure(jobs[i].request_id, "internal", message)
+
+    def land() -> None:
+        nonlocal in_flight
+        if in_flight is None:
+            return
+        idx, finish = in_flight
+        in_flight = None
+        try:
+            for i, res in zip(idx, finish(), strict=True):
+                out[i] = res
+        except (RuntimeError, ValueError) as e:
+            fail(idx, f"{type(e).__name__}: {e}")
+
+    for pending, ready in _batches(jobs, slots, out, plan, share):
+        while pending:
+            batch = pending.pop(0)
+            try:
+                finish = run(batch, [ready[i] for i in batch.idx])
+            except torch.cuda.OutOfMemoryError as e:
+                # A batch too large for the device's memory is split, down to one request.
+                land()
+                torch.cuda.empty_cache()
+                if len(batch.idx) > 1:
+                    pending[:0] = list(batch.halves())
+                else:
+                    fail(batch.idx, f"out of device memory: {e}")
+                continue
+            except (RuntimeError, ValueError) as e:
+                fail(batch.idx, f"{type(e).__name__}: {e}")
+                continue
+            land()
+            in_flight = (batch.idx, finish)
+    land()
+    return [o for o in out if o is not None]
+
+
+def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
+             share: bool) -> Iterator[tuple[list[PlannedBatch], dict[int, Encoded]]]:
+    """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
+
+    Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts soon,
+    and each chunk is encoded while the device runs the one before. That needs encoding to
+    outpace the device by the growth factor, else the device runs dry at each early chunk
+    boundary: on the H200, growing 4x left it idle a third of the time on one-frame requests
+    (8B: 100.7 against 125.8 items/s at 2x, same run). A remainder under half a chunk joins the
+    chunk before it rather than running as a small batch of its own at the end. With ``share``,
+    requests sharing a prefix stay in one batch and batches are planned by the packed length of
+    their families (``schedule.families``); each batch carries its families, so that it runs as planned.
+    A chunk's largest batch, by the tokens it was planned with, comes last (``largest_last``).
+    """
+    def window(lo: int) -> int:
+        with_images = lo < len(jobs) and bool(jobs[lo].images)
+        return plan.sort_window or (2 if with_images else 8) * plan.max_batch_size
+
+    for lo, hi in chunk_spans(len(slots), first_chunk(jobs, plan), plan.chunk_growth, window):
+        ready: dict[int, Encoded] = {}
+        for i in range(lo, hi):
+            try:
+                r = slots[i].result()
+            except Exception as e:
+                # Bad requests come back as failures; an exception is a fault of encoding itself,
+                # and fails the requests of its block only, never the call (nor the whole run).
+                r = Failure(jobs[i].request_id, "internal", f"encoding failed: {type(e).__name__}: {e}")
+            if isinstance(r, Failure):
+                out[i] = r
+            else:
+                ready[i] = r
+        todo = sorted(ready)
+        prompts = [ready[i].prompt for i in todo]
+        families = plan_families(prompts) if share else []
+        # Requests that share nothing run in batches of their own (the engine right-pads them, or
+        # puts short ones in one unpadded row), never inside a packed family batch, unless the
+        # whole chunk would run unpadded in one row anyway: with long prompts each would cost the
+        # tree attention's slower kernel (H200: FlashAttention-2's variable-length kernel took
+        # 1.6-1.8 ms a layer where cuDNN's causal one takes 0.5 for as many tokens), for a chunk
+        # that had only a few families (the one-frame workload: 4 in 384).
+        in_one_row = one_row(prompts, plan.one_row_tokens)
+        grouped = [f for f in families if in_one_row or len(f.members) > 1]
+        planned, tokens = [], []
+        if worth_sharing(grouped):
+            fb = balanced(partial(plan_family_batches, prompts, grouped, max_tokens=plan.max_batch_tokens),
+                          plan.max_batch_size)
+            planned = [_family_batch(todo, b) for b in fb]
+            tokens = [sum(packed_length(prompts, f) for f in b) for b in fb]
+            alone = [] if in_one_row else [j for f in families if len(f.members) == 1 for j in f.members]
+        else:
+            alone = list(range(len(todo)))
+        if alone:
+            # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
+            sizes = [reserved_slots(ready[todo[j]].prompt.n_tokens + ready[todo[j]].new_tokens - 1)
+                     if ready[todo[j]].new_tokens > 1 else ready[todo[j]].prompt.n_tokens for j in alone]
+            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=plan.max_batch_tokens),
+                               plan.max_batch_size)
+            planned += [PlannedBatch([todo[alone[j]] for j in b]) for b in batches]
+            tokens += [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned
+        yield largest_last(planned, tokens), ready
+
+
+def largest_last(batches: list[PlannedBatch], tokens: Sequence[int]) -> list[PlannedBatch]:
+    """A chunk's batches with its largest (by ``tokens``) moved to the end, the rest in order.
+
+    While the device runs a chunk's last batch, the host lands the batch before it and plans
+    and builds the next chunk's first batch. Length-sorted planning left the remainder last,
+    often a few requests: the device then ran dry at every chunk boundary (H200, 8B one-frame
+    requests: 120-300 ms idle at each of 3 boundaries, after batches of 11-27 requests).
+
+    >>> [b.idx for b in largest_last([PlannedBatch([0, 1]), PlannedBatch([2])], [500, 20])]
+    [[2], [0, 1]]
+    """
+    if len(batches) < 2:
+        return batches
+    big = max(range(len(batches)), key=lambda k: (tokens[k], -k))
+    return batches[:big] + batches[big + 1 :] + [batches[big]]
+
+
+def _family_batch(todo: list[int], families: Sequence[Family]) -> PlannedBatch:
+    """A batch of families planned over a chunk (members: positions in ``todo``): its requests
+    family after family, each family's members renumbered to their places in the batch."""
+    idx: list[int] = []
+    local: list[Family] = []
+    for f in families:
+        local.append(Family(tuple(range(len(idx), len(idx) + len(f.members))), f.prefix))
+        idx.extend(todo[j] for j in f.members)
+    return PlannedBatch(idx, tuple(local))
+
+
+def first_chunk(jobs: Sequence[Job], plan: Plan) -> int:
+    """Requests in the first chunk: a quarter batch of text-only ones (they encode in
+    milliseconds); of requests with images, 64 images' worth (two 32-frame requests: 16 of them
+    took 0.35 s to decode on an H200 host while the device waited), 16 requests at most. (256
+    images' worth, 8 of 32-frame requests, measured 18.6 against 19.4 items/s for 2 on the 2B
+    model in the same H200 run, with worker processes decoding: docs/PERFORMANCE.md.)"""
+    if plan.first_chunk is not None:
+        return max(1, plan.first_chunk)
+    quarter = max(1, plan.max_batch_size // 4)
+    if not jobs or not jobs[0].images:
+        return min(quarter, 64)
+    return max(1, min(quarter, 16, 64 // len(jobs[0].images)))

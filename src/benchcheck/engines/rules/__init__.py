@@ -1,0 +1,1 @@
+"""Engines that answer by rules, without a model: scripted answers and the reference engines."""

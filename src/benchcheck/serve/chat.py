@@ -1,0 +1,253 @@
+"""Chat-completion requests in, engine requests out, and the vLLM 0.11-shaped answers back.
+
+Pure functions (no I/O): ``parse_chat`` validates a ``/v1/chat/completions`` body the way vLLM
+does and turns it into the engine's ``ScoreRequest`` (first-token log-probs) or
+``GenerateRequest`` (greedy text); ``score_completion`` / ``generate_completion`` build the
+response bodies. Shapes the engine interface cannot represent are refused with a 400 naming what
+is wrong, never silently rendered differently.
+"""
+
+from __future__ import annotations
+
+import binascii
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pybase64
+
+from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.openai.wire import JSONDict
+
+MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs, which the launcher sets (PROTOCOL.md, "Launcher")
+# When a generation request gives no max_tokens, vLLM allows the rest of the context
+# (max_model_len - prompt tokens): the server does the same (``serve.fill_default_max_tokens``).
+# This is only the fallback for an engine whose prompt length the server cannot count.
+DEFAULT_MAX_TOKENS = 512
+_LOGPROB_FLOOR = -9999.0  # vLLM writes -inf log-probs as this (JSON has no infinities)
+MAX_LOGPROB_TOKEN_IDS = 4096  # a bound on one request's explicit ids (every letter variant is ~100)
+
+
+class RequestError(ValueError):
+    """A request the server refuses; ``status`` and ``type_`` go into the vLLM-shaped error body."""
+
+    def __init__(self, message: str, status: int = 400, type_: str = "BadRequestError") -> None:
+        super().__init__(message)
+        self.status = status
+        self.type_ = type_
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCall:
+    """A parsed request: exactly one of ``score`` / ``generate`` is set."""
+
+    score: ScoreRequest | None
+    generate: GenerateRequest | None
+    top_logprobs: int  # what the caller asked for (0 = the chosen token only)
+    # No max_tokens was given: ``generate.max_tokens`` is a placeholder for the rest of the context.
+    default_max_tokens: bool = False
+
+
+def _text_of(content: object, where: str) -> str:
+    """A system or assistant message's text (a string or text parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    raise RequestError(f"{where}: content must be a string or text parts")
+
+
+def _decode_image(part: Mapping[str, Any], i: int) -> bytes:
+    spec = part.get("image_url")
+    url = spec.get("url") if isinstance(spec, Mapping) else spec
+    if not isinstance(url, str) or not url.startswith("data:image/"):
+        raise RequestError(f"image part {i}: only data:image/...;base64 URLs are accepted (no fetching)")
+    head, _, data = url.partition(",")
+    if not head.endswith(";base64"):
+        raise RequestError(f"image part {i}: the data URL must be base64-encoded")
+    try:
+        # pybase64: the same strict decoding as the standard library's, ~100x faster (32 frames
+        # a request made it the server's largest cost).
+        return pybase64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise RequestError(f"image part {i}: invalid base64 data") from None
+
+
+def _user_turn(content: object) -> tuple[str, tuple[bytes, ...]]:
+    """The user turn as the engines take it: images first, then one text."""
+    if isinstance(content, str):
+        return content, ()
+    if not isinstance(content, list) or not content:
+        raise RequestError("user message: content must be a string or a non-empty list of parts")
+    images: list[bytes] = []
+    text: str | None = None
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "image_url" and isinstance(part, Mapping):
+            if text is not None:
+                raise RequestError("user message: image parts must come before the text part")
+            images.append(_decode_image(part, i))
+        elif kind == "text" and isinstance(part, Mapping):
+            if text is not None:
+                raise RequestError("user message: one text part is supported")
+            text = str(part.get("text", ""))
+        else:
+            raise RequestError(f"user message: part {i} has unsupported type {kind!r}")
+    if text is None:
+        raise RequestError("user message: a text part is required")
+    return text, tuple(images)
+
+
+def _int_field(body: Mapping[str, Any], key: str, lo: int, default: int | None) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+        raise RequestError(f"'{key}' must be an integer >= {lo}")
+    return value
+
+
+def _bool_field(body: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise RequestError(f"'{key}' must be a boolean")
+    return value
+
+
+def parse_chat(body: object, request_id: str) -> ChatCall:
+    """Validate a chat-completions body and map it to one engine request."""
+    if not isinstance(body, Mapping):
+        raise RequestError("the request body must be a JSON object")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise RequestError(f"'model': Input should be a valid string (got {type(model).__name__})")
+    if body.get("stream"):
+        raise RequestError("'stream' is not supported by benchcheck serve")
+    if _int_field(body, "n", 1, 1) != 1:
+        raise RequestError("'n' must be 1")
+    temperature = body.get("temperature")
+    if temperature is not None and (not isinstance(temperature, int | float) or temperature != 0):
+        raise RequestError("benchcheck serve decodes greedily: 'temperature' must be 0 or absent")
+    logprobs = _bool_field(body, "logprobs", False)
+    top = _int_field(body, "top_logprobs", 0, 0) or 0
+    if top > MAX_TOP_LOGPROBS:
+        raise RequestError(f"Requested top_logprobs of {top}, which is greater than max allowed: {MAX_TOP_LOGPROBS}")
+    if top and not logprobs:
+        raise RequestError("when using `top_logprobs`, `logprobs` must be set to true.")
+    token_ids = _token_ids(body)
+    if token_ids and not logprobs:
+        raise RequestError("when using `logprob_token_ids`, `logprobs` must be set to true.")
+    max_tokens = _int_field(body, "max_completion_tokens", 1, None) or _int_field(body, "max_tokens", 1, None)
+    cont = _bool_field(body, "continue_final_message", False)
+    add_prompt = _bool_field(body, "add_generation_prompt", True)
+    if cont and add_prompt:
+        raise RequestError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, Mapping) for m in messages):
+        raise RequestError("'messages' must be a non-empty list of message objects")
+    roles = [m.get("role") for m in messages]
+    system = _text_of(messages[0].get("content"), "system message") if roles[0] == "system" else None
+    rest = messages[1:] if system is not None else messages
+    prefix: str | None = None
+    if cont:
+        if len(rest) != 2 or rest[-1].get("role") != "assistant":
+            raise RequestError("continue_final_message needs messages [system?, user, assistant]")
+        prefix = _text_of(rest[-1].get("content"), "assistant message")
+        rest = rest[:1]
+    elif not add_prompt:
+        raise RequestError("add_generation_prompt=false is supported only with continue_final_message=true")
+    if len(rest) != 1 or rest[0].get("role") != "user":
+        raise RequestError(f"benchcheck serve takes one user turn (got roles {roles})")
+    text, images = _user_turn(rest[0].get("content"))
+
+    if logprobs:
+        if max_tokens != 1:
+            # Without max_tokens vLLM would generate up to the context with per-token log-probs;
+            # answering a 1-token completion instead would be a silent divergence.
+            raise RequestError("benchcheck serve returns logprobs only for max_tokens=1 (first-token scoring): "
+                               f"give max_tokens=1 explicitly (got {max_tokens})")
+        if system is not None or prefix is None:
+            raise RequestError(
+                "benchcheck serve returns logprobs only for first-token scoring: messages [user, assistant] "
+                "with continue_final_message=true and no system message"
+            )
+        score = ScoreRequest(request_id, text, images, prefix, max(top, 1), token_ids)
+        return ChatCall(score=score, generate=None, top_logprobs=top)
+    gen = GenerateRequest(request_id, text, images, max_tokens or DEFAULT_MAX_TOKENS, prefix, system)
+    return ChatCall(score=None, generate=gen, top_logprobs=0, default_max_tokens=max_tokens is None)
+
+
+def _token_ids(body: Mapping[str, Any]) -> tuple[int, ...]:
+    """vLLM's ``logprob_token_ids``: explicit vocabulary ids whose log-probs replace the top-k."""
+    value = body.get("logprob_token_ids")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                              for v in value):
+        raise RequestError("'logprob_token_ids' must be a list of non-negative integers")
+    if len(value) > MAX_LOGPROB_TOKEN_IDS:
+        raise RequestError(f"'logprob_token_ids' holds {len(value)} ids; at most {MAX_LOGPROB_TOKEN_IDS}")
+    return tuple(dict.fromkeys(value))
+
+
+def _lp(value: float | str) -> float:
+    v = float(value)
+    return v if v > _LOGPROB_FLOOR else _LOGPROB_FLOOR
+
+
+def _entry(token: str, logprob: float) -> JSONDict:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+
+def _envelope(model: str, fingerprint: str, message: str, finish: str, logprobs: JSONDict | None,
+              prompt_tokens: int, completion_tokens: int) -> JSONDict:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": message, "reasoning_content": None, "tool_calls": []},
+            "logprobs": logprobs,
+            "finish_reason": finish,
+            "stop_reason": None,
+        }],
+        "system_fingerprint": fingerprint,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": None,
+        },
+        "prompt_logprobs": None,
+    }
+
+
+def score_completion(res: LetterScores, top_logprobs: int, model: str, fingerprint: str,
+                     token_ids: tuple[int, ...] = ()) -> JSONDict:
+    """A ``max_tokens=1`` completion whose only token is the greedy one, with its top log-probs.
+
+    With ``token_ids`` (vLLM's ``logprob_token_ids``) the list holds, as vLLM's does, the sampled
+    token and then every requested id's exact log-prob, in the order asked, instead of the top-k.
+    """
+    top = [_entry(str(e["token"]), _lp(e["logprob"])) for e in res.top]
+    chosen = next((e["logprob"] for e in top if e["token"] == res.top1_token), top[0]["logprob"] if top else 0.0)
+    shown = top[:top_logprobs]
+    if token_ids:
+        asked = [_entry(str(e["token"]), _lp(e["logprob"])) for e in res.exact]
+        sampled = [] if any(e["token"] == res.top1_token for e in asked) else [_entry(res.top1_token, chosen)]
+        shown = sampled + asked
+    content = [{**_entry(res.top1_token, chosen), "top_logprobs": shown}]
+    return _envelope(model, fingerprint, res.top1_token, "length", {"content": content}, res.prompt_tokens, 1)
+
+
+def generate_completion(res: Generation, max_tokens: int, model: str, fingerprint: str) -> JSONDict:
+    """A greedy completion; ``finish_reason`` is "length" when it used all of ``max_tokens``."""
+    finish = "length" if res.completion_tokens >= max_tokens else "stop"
+    return _envelope(model, fingerprint, res.text, finish, None, res.prompt_tokens, res.completion_tokens)

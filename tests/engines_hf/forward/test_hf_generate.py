@@ -1,0 +1,304 @@
+"""Greedy generation (``hf_generate``): the reserved KV cache, the decode attention, the loop."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hf_helpers import make_jpeg
+
+from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.engines.hf.attention.cache import KEY_BLOCK, ReservedCache, ReservedLayer
+from benchcheck.engines.hf.attention.decode import decode_attention
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
+from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.inputs.rope import mrope_positions
+
+PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
+
+
+def encoded(engine: HFEngine) -> list[EncodedPrompt]:
+    return [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
+
+
+def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) -> tuple[list[int], list[torch.Tensor]]:
+    """Greedy tokens of one request alone, the whole sequence recomputed each step (no cache),
+    and the last position's logits of each step."""
+    new: list[int] = []
+    logits: list[torch.Tensor] = []
+    with torch.inference_mode():
+        for _ in range(n):
+            types = np.concatenate([prompt.mm_token_type_ids, np.zeros(len(new), np.int64)])
+            p = dataclasses.replace(
+                prompt,
+                input_ids=np.concatenate([prompt.input_ids, np.asarray(new, np.int64)]),
+                mm_token_type_ids=types,
+                mrope=None if prompt.mrope is None else mrope_positions(types, prompt.image_grid_thw,
+                                                                        engine.encoder.merge),
+            )
+            batch = collate([p], engine.pad_id, engine.pixels, engine.dtype)
+            out = engine.model(**batch.model_kwargs(engine.model), position_ids=position_ids(batch))
+            logits.append(out.logits[0, -1])
+            tok = int(out.logits[0, -1].argmax())
+            if tok in stop:
+                break
+            new.append(tok)
+    return new, logits
+
+
+def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int],
+             lookback: int | None = None) -> list[list[int]]:
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback)
+
+
+@pytest.mark.parametrize("which,max_new,fixed_shapes", [
+    ([0, 1, 2], [7, 3, 5], True),  # rows of different lengths: left padding, steps over the reservation with a mask
+    ([2], [6], False),  # no padding: the cache appends, no mask
+])
+def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[int], max_new: list[int],
+                                               fixed_shapes: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts = [encoded(hf_engine)[i] for i in which]
+    assert (len({p.n_tokens for p in prompts}) > 1) == fixed_shapes
+    steps: list[torch.Tensor] = []  # the logits of the prefill and of every decode step
+    starts: list[int] = []
+    real = ReservedCache.start_decoding
+    monkeypatch.setattr(ReservedCache, "start_decoding", lambda c, slot: (starts.append(1), real(c, slot))[1])
+    hook = hf_engine.model.lm_head.register_forward_hook(lambda m, a, out: steps.append(out[:, -1].clone()))
+    try:
+        out = generate(hf_engine, prompts, max_new, set())
+    finally:
+        hook.remove()
+    assert bool(starts) == fixed_shapes
+    assert [len(t) for t in out] == max_new and len(steps) == max(max_new)
+    for r, (p, n) in enumerate(zip(prompts, max_new, strict=True)):
+        tokens, logits = recomputed(hf_engine, p, n, set())
+        assert out[r] == tokens
+        # The logits too (the tiny model's tokens repeat, so they alone would miss a wrong mask or position).
+        for s, want in enumerate(logits):
+            assert torch.allclose(steps[s][r], want, atol=1e-4), (r, s, (steps[s][r] - want).abs().max())
+
+
+def test_a_stop_token_ends_its_row_and_the_others_go_on(hf_engine: HFEngine) -> None:
+    prompts = encoded(hf_engine)
+    free = generate(hf_engine, prompts, [6, 6, 6], set())
+    stop = {free[0][2]}  # row 0's third token
+    out = generate(hf_engine, prompts, [6, 6, 6], stop)
+    assert out[0] == free[0][:2]
+    for row, full in zip(out[1:], free[1:], strict=True):
+        end = next((i for i, t in enumerate(full) if t in stop), len(full))
+        assert row == full[:end]
+    assert out == [recomputed(hf_engine, p, 6, stop)[0] for p in prompts]
+
+
+def test_the_loop_ends_once_every_row_has_stopped(hf_engine: HFEngine) -> None:
+    prompts = encoded(hf_engine)[:2]
+    calls: list[int] = []
+    hook = hf_engine.model.model.language_model.register_forward_pre_hook(lambda m, a: calls.append(1))
+    try:
+        everything = set(range(int(hf_engine.model.config.text_config.vocab_size)))
+        assert generate(hf_engine, prompts, [50, 50], everything) == [[], []]
+        assert len(calls) == 1  # the prefill only: both rows stopped at their first token
+        calls.clear()
+        assert [len(t) for t in generate(hf_engine, prompts, [0, 4], set())] == [0, 4]
+        assert len(calls) == 4  # the prefill and 3 steps: the 4th token is never fed back
+    finally:
+        hook.remove()
+
+
+def test_finished_flags_read_late_end_the_loop_late_and_change_no_token(hf_engine: HFEngine) -> None:
+    """The flags of "every row finished" read ``lookback`` steps late (as on CUDA): the loop runs
+    at most that many steps more, and every row's tokens are the same."""
+    prompts = encoded(hf_engine)
+    free = generate(hf_engine, prompts, [9, 9, 9], set())
+    stop = {free[0][1], free[2][3]}  # rows end at different steps
+    calls: list[int] = []
+    hook = hf_engine.model.model.language_model.register_forward_pre_hook(lambda m, a: calls.append(1))
+    try:
+        at_once = generate(hf_engine, prompts, [9, 9, 9], stop, lookback=0)
+        n_at_once = len(calls)
+        calls.clear()
+        late = generate(hf_engine, prompts, [9, 9, 9], stop, lookback=3)
+        assert late == at_once
+        assert n_at_once < 9 and len(calls) == min(9, n_at_once + 3)
+        calls.clear()
+        everything = set(range(int(hf_engine.model.config.text_config.vocab_size)))
+        assert generate(hf_engine, prompts, [50, 50, 50], everything, lookback=4) == [[], [], []]
+        assert len(calls) == 1 + 4  # the prefill, then 4 steps until the first flag is read
+    finally:
+        hook.remove()
+
+
+def test_generation_needs_sdpa_attention(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cpu")
+    engine.model.config.text_config._attn_implementation = "eager"  # would add the bool mask, not apply it
+    [g] = engine.generate_sync([GenerateRequest("g", "Describe.", max_tokens=3)])
+    assert isinstance(g, Failure) and g.request_id == "g"
+    assert "generation needs the model's text attention to be SDPA, not 'eager'" in g.message
+
+
+def test_the_reserved_layer_appends_in_place_and_writes_decode_steps_at_their_slot() -> None:
+    layer = ReservedLayer(capacity=6)
+    k1, v1 = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 4, 8)
+    keys, values = layer.update(k1[:, :, :3], v1[:, :, :3])
+    assert keys is not None and torch.equal(keys, k1[:, :, :3]) and torch.equal(values, v1[:, :, :3])
+    keys, values = layer.update(k1[:, :, 3:], v1[:, :, 3:])  # appended in place: a view of the reservation
+    assert keys.shape == (2, 3, 4, 8) and torch.equal(keys, k1) and torch.equal(values, v1)
+    assert layer.keys is not None and keys.data_ptr() == layer.keys.data_ptr()
+    assert layer.get_seq_length() == 4 and layer.get_mask_sizes(1) == (5, 0)
+    layer.slot = torch.tensor([4])
+    k2, v2 = torch.randn(2, 3, 1, 8), torch.randn(2, 3, 1, 8)
+    keys, values = layer.update(k2, v2)
+    assert keys.shape == (2, 3, 6, 8)  # the whole reservation
+    assert torch.equal(keys[:, :, :4], k1) and torch.equal(keys[:, :, 4:5], k2) and not keys[:, :, 5].any()
+    layer.slot = None
+    with pytest.raises(ValueError, match="6 tokens cannot take 7"):
+        layer.update(torch.randn(2, 3, 3, 8), torch.randn(2, 3, 3, 8))
+
+
+def test_the_reserved_cache_serves_the_model_like_a_dynamic_cache(hf_engine: HFEngine) -> None:
+    from transformers.cache_utils import DynamicCache
+
+    prompts = encoded(hf_engine)
+    batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
+    pos = position_ids(batch)
+    layers = hf_engine.model.config.text_config.num_hidden_layers
+    outs = []
+    with torch.inference_mode():
+        for cache in (DynamicCache(config=hf_engine.model.config), ReservedCache(layers, batch.input_ids.shape[1] + 3)):
+            outs.append(hf_engine.model(**batch.model_kwargs(hf_engine.model), position_ids=pos, use_cache=True,
+                                        past_key_values=cache).logits)
+    assert torch.allclose(outs[0], outs[1], atol=1e-5)
+
+
+def repeated_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                          scale: float) -> torch.Tensor:
+    """Attention as transformers' SDPA path computes it with a mask: keys repeated per query head."""
+    from transformers.integrations.sdpa_attention import repeat_kv
+
+    g = q.shape[1] // k.shape[1]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    out = sdpa(q, repeat_kv(k, g), repeat_kv(v, g), attn_mask=mask, scale=scale)
+    return out.transpose(1, 2)
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(8, 2), (4, 4)])
+def test_decode_attention_equals_attention_with_repeated_keys(heads: int, kv_heads: int) -> None:
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, heads, 1, 16), torch.randn(3, kv_heads, 11, 16), torch.randn(3, kv_heads, 11, 16)
+    mask = torch.rand(3, 1, 1, 11) > 0.3
+    mask[:, :, :, 0] = True
+    ours = decode_attention(q, k, v, mask, 0.25)
+    assert ours.shape == (3, 1, heads, 16)
+    assert torch.allclose(ours, repeated_kv_attention(q, k, v, mask, 0.25), atol=1e-6)
+    # A masked slot's contents do not matter.
+    k2 = k.clone()
+    k2[~mask[:, 0, 0, :][:, None, :].expand(-1, kv_heads, -1)] = 1e4
+    assert torch.allclose(decode_attention(q, k2, v, mask, 0.25), ours, atol=1e-6)
+
+
+def test_decode_attention_over_many_key_blocks_equals_attention_with_repeated_keys() -> None:
+    # A reservation of whole key blocks, as fixed-shape steps have: the values are reduced in
+    # KEY_BLOCK pieces whose partial sums are added.
+    torch.manual_seed(1)
+    s = 3 * KEY_BLOCK
+    q, k, v = torch.randn(2, 8, 1, 16), torch.randn(2, 2, s, 16), torch.randn(2, 2, s, 16)
+    mask = torch.zeros(2, 1, 1, s, dtype=torch.bool)
+    mask[0, :, :, : s - 5] = True
+    mask[1, :, :, 40:200] = True  # left padding, and slots not yet written
+    ours = decode_attention(q, k, v, mask, 0.25)
+    assert torch.allclose(ours, repeated_kv_attention(q, k, v, mask, 0.25), atol=1e-5)
+    # 16-bit caches: probabilities rounded to the cache's dtype, scores and sums in float32.
+    half = decode_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask, 0.25)
+    assert half.dtype == torch.bfloat16
+    assert (half.float() - ours).abs().max() < 0.03
+
+
+def test_fixed_shape_steps_decode_as_appending_ones(tiny_model: Path) -> None:
+    # One request (no padding) longer than a key block: eagerly it appends and attends with no
+    # mask; with fixed steps (what a graph replays), through the fused attention forward, it
+    # attends over a reservation of whole key blocks with decode_attention, masked.
+    from benchcheck.engines.hf.model import fused as hf_fused
+
+    engine = HFEngine(tiny_model, device="cpu")
+    prompt = engine.encoder.encode("Say something" + " longer" * (KEY_BLOCK + 20), (), None)
+    assert prompt.n_tokens > KEY_BLOCK
+    batch = collate([prompt], engine.pad_id, engine.pixels, engine.dtype)
+    logits: list[torch.Tensor] = []
+    hook = engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone()))
+    try:
+        appended = greedy_batch(engine.model, batch, [7], set(), engine.pad_id)
+        hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+        fixed = greedy_batch(engine.model, batch, [7], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
+    finally:
+        hook.remove()
+    assert fixed == appended == generate(engine, [prompt], [7], set())
+    assert len(logits) == 14
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:7], logits[7:], strict=True))
+
+
+def test_fused_attention_generates_through_decode_attention(tiny_model: Path) -> None:
+    from benchcheck.engines.hf.model import fused as hf_fused
+
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = encoded(engine)
+    logits: list[torch.Tensor] = []
+    hook = engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone()))
+    seen: list[int] = []
+    real = hf_fused.decode_attention
+
+    def counting(*args: Any, **kwargs: Any) -> torch.Tensor:
+        seen.append(1)
+        return real(*args, **kwargs)
+
+    try:
+        before = generate(engine, prompts, [5, 5, 5], set())
+        hf_fused.decode_attention = counting  # type: ignore[assignment]
+        hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+        assert generate(engine, prompts, [5, 5, 5], set()) == before
+    finally:
+        hf_fused.decode_attention = real  # type: ignore[assignment]
+        hook.remove()
+    assert len(seen) == 4 * engine.model.config.text_config.num_hidden_layers  # 4 steps, every layer
+    assert len(logits) == 10
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:5], logits[5:], strict=True))
+
+
+def test_decode_graphs_stay_off_the_cpu(hf_engine: HFEngine) -> None:
+    graphs = DecodeGraphs(enabled=True)
+    prompts = encoded(hf_engine)
+    batch = collate(prompts, hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
+    assert greedy_batch(hf_engine.model, batch, [4, 4, 4], set(), hf_engine.pad_id, graphs=graphs) == \
+        generate(hf_engine, prompts, [4, 4, 4], set())
+    assert (graphs.enabled, graphs.captured, graphs.failed) == (True, 0, 0)  # nothing tried off CUDA
+
+
+def test_a_failed_capture_turns_graphs_off_once(caplog: pytest.LogCaptureFixture) -> None:
+    graphs = DecodeGraphs(enabled=True)
+    graphs.failure("")
+    graphs.failure("again")
+    assert (graphs.enabled, graphs.failed) == (False, 2)
+    assert [r.getMessage() for r in caplog.records if "eagerly" in r.getMessage()] == [
+        "decode steps run eagerly from now on: capturing one as a CUDA graph failed ()"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
+    prompts = encoded(engine)
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    graphs = DecodeGraphs(enabled=True)
+    graphed = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    assert (graphs.captured, graphs.failed) == (1, 0)  # really replayed, not eager again
+    assert graphed == eager
+    # Too few steps to be worth a capture: eager steps, the same tokens.
+    short = greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    assert graphs.captured == 1
+    assert short == greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, pacer=engine.pacer)
