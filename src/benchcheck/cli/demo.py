@@ -67,7 +67,8 @@ def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
         return die(str(e))
     result = run_demo(out, echo=click.echo, chain=steps, qa=qa, sweep_on=sweep)
     failed = [what for what, ok in (("funnel", result.funnel_match), ("sweep verdicts", result.sweep_match),
-                                     ("audit ground-truth checks", result.audit_match), ("QA run", result.qa_ok))
+                                     ("audit ground-truth checks", result.audit_match), ("QA run", result.qa_ok),
+                                     ("probe and label flags", result.probe_match))
               if ok is False]
     if failed:
         click.echo(f"demo: {', '.join(failed)} did not come out as constructed (see above)", err=True)

@@ -91,7 +91,7 @@ def step_evidence(step: int, fate: str, row: Mapping[str, Any] | None) -> dict[s
 
 
 def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepAnswer],
-                  conf: Mapping[int, float] | None = None) -> dict[str, Any]:
+                  conf: Mapping[int, float] | None = None, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:
     it = ev.item
     rec: dict[str, Any] = {"id": it.item_id, "q": it.question, "o": list(it.options), "a": it.answer,
                            "task": it.task, "vid": safe_video_id(it.video_id), "raw_vid": it.video_id,
@@ -110,6 +110,8 @@ def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepA
         rec["no_text"] = True
     if sweep:
         rec["sweep"] = [[a.condition, a.pred, a.correct, a.status] for a in sweep]
+    if probe:
+        rec["probe"] = dict(probe)  # the text-only probe's probabilities and its label flag (docs/probe.md)
     return rec
 
 
@@ -155,10 +157,12 @@ def write_file(path: Path, data: bytes) -> None:
 
 def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Sequence[int],
                 sweep: Mapping[str, Sequence[SweepAnswer]],
-                conf: Mapping[str, Mapping[int, float]] | None = None) -> BenchChunks:
+                conf: Mapping[str, Mapping[int, float]] | None = None,
+                probe: Mapping[str, Mapping[str, Any]] | None = None) -> BenchChunks:
     """Write one benchmark's list and detail chunks under ``out/data/<slug>/``; ``conf`` is the
     audit's confidence per item and step (``report.audit.read_confidences``), when there is one."""
     conf = conf or {}
+    probe = probe or {}
     bc = BenchChunks(bench, slug(bench), len(items))
     folder = out / "data" / bc.slug
     tasks: dict[str, int] = {}
@@ -167,8 +171,8 @@ def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Seq
         part = items[j: j + DETAIL_CHUNK]
         d = j // DETAIL_CHUNK
         key = f"{bc.slug}/d{d}"
-        text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ()), conf.get(ev.item.item_id))
-                              for ev in part])
+        text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ()), conf.get(ev.item.item_id),
+                                            probe.get(ev.item.item_id)) for ev in part])
         write_file(folder / f"d{d}.js", text)
         bc.bytes_written += len(text)
         bc.detail_files += 1
