@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.benchcheck-installed
 OUT ?= demo_out
 
-.PHONY: demo test lint setup
+.PHONY: demo test lint setup docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,9 +22,17 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/benchcheck demo run --out $(OUT)
 
+# lint-imports: the package layers and no import cycles ([tool.importlinter] in pyproject.toml;
+# docs/ARCHITECTURE.md, "Layers"); src first on the path so it reads this tree, whatever is installed.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache --no-logo
 	$(VENV)/bin/mypy
 
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
+
+# The documentation site, from docs/ into site/ (offline: no CDN, no web fonts). --strict fails on
+# any warning: a broken link or anchor, a page left out of the nav. tests/docs builds it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

@@ -30,11 +30,11 @@ from collections.abc import Callable
 import numpy as np
 
 from benchcheck.audit.agreement import bootstrap, posterior_interval
-from benchcheck.audit.cluster import mean_interval, rate_interval, wilson
-from benchcheck.audit.confidence import auc, confidences
 from benchcheck.audit.prior import EXPLAINED_CUT, estimate_priors, prior_probability
 from benchcheck.audit.profile import accuracy, profile
 from benchcheck.audit.worlds import WorldSpec, build_world, log_prior
+from benchcheck.stats.cluster import mean_interval, rate_interval, wilson
+from benchcheck.stats.confidence import auc, confidences
 
 BINS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0001)
 A4 = log_prior([0.55, 0.15, 0.15, 0.15])

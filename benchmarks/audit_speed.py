@@ -10,8 +10,8 @@ import random
 import time
 
 from benchcheck.audit.run import audit_forwards
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import permutations_for
+from benchcheck.stats.source import Forwards
 
 
 def rows(n: int, seed: int = 0) -> dict[int, list[Forwards]]:

@@ -43,8 +43,8 @@ import numpy as np
 from benchcheck.audit.fdr import FDR_THRESHOLDS, CurveItem, point
 from benchcheck.audit.null import nulls
 from benchcheck.audit.rule import removes
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import permutations_for
+from benchcheck.stats.source import Forwards
 
 GOLDS = {"uniform": (0.25, 0.25, 0.25, 0.25), "skewed": (0.55, 0.25, 0.12, 0.08), "degenerate": (1.0, 0.0, 0.0, 0.0)}
 PRIOR = (0.8, 0.0, 0.0, 0.0)  # nats per position

@@ -2,7 +2,7 @@
 
 Used by everything that writes text a person or another host may read: the QA harness's
 result files and terminal lines, ``pack``'s logs and report, the launch lines in the returns
-report, and the environment given to a ``--vlm-cmd`` child (:func:`is_secret_name`).
+report, and the environment given to a child process (:func:`child_environment`).
 
 Two kinds of masking, both applied by :meth:`Masker.text`:
 
@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "***"
+JUDGE_PREFIX = "EVAL_LLM_JUDGE_"  # the LLM judge's variables (qa/judge.py): never a child's
 # Which values of secret-named variables are masked in free text (docs/qa.md, "Secrets"): a value
 # too short or too common to be a secret ("1", "true", "answer", "status", "password") would
 # blank out ordinary words without protecting anything, and a run's outputs would change with
@@ -48,7 +49,8 @@ _SECRET_NAME = re.compile(
 _TOKEN = r"[A-Za-z0-9._~+/=\-]+"
 _VALUE = r"[^\s\"'`,;)\]}\\]+"
 # Each pattern with the literals (in the lower-cased text, or as is) one of which must be present
-# for it to match: most log lines hold none, and a substring test is ~100x cheaper than a regex.
+# for it to match: most log lines hold none, and a substring test is far cheaper than a regex scan
+# (see decision 038).
 _PATTERNS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
     (("--api-key", "--api_key"), True, re.compile(rf"(--api[-_]key(?:=|[ \t]+)[\"']?)({_VALUE})", re.I)),
     (("API_KEY=", "TOKEN=", "SECRET=", "PASSWORD="), False,
@@ -75,6 +77,14 @@ def could_be_secret(value: str) -> bool:
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name marks its value as a secret."""
     return _SECRET_NAME.search(name.upper()) is not None
+
+
+def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` without the judge's variables and the secret-named ones, except those in ``keep``: the
+    environment of a child process (a ``--vlm-cmd`` child, an engine's decoding workers)."""
+    wanted = set(keep)
+    return {k: v for k, v in env.items()
+            if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
 
 
 def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
@@ -162,14 +172,3 @@ class Masker:
         if isinstance(obj, list | tuple):
             return [self.value(v) for v in obj]
         return obj
-
-
-# The QA judge's own variables: a child a run starts never sees them.
-JUDGE_PREFIX = "EVAL_LLM_JUDGE_"
-
-
-def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
-    """``env`` without the judge's variables and the secret-named ones, except those in ``keep``."""
-    wanted = set(keep)
-    return {k: v for k, v in env.items()
-            if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}

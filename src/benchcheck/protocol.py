@@ -22,6 +22,9 @@ MAX_OPTIONS = 26
 LETTERS = tuple(chr(65 + i) for i in range(MAX_OPTIONS))
 MIN_PERM_HITS = 3  # step 1: at least 3 of the 4 permutations must pick the gold letter
 ASSISTANT_PREFIX = "Answer:"
+# The JPEG quality of every frame shown to a model (steps and sweep conditions): a protocol number,
+# here so the run spec (``spec.FrameSpec``) and the frame extractors (``video``) read one value.
+JPEG_QUALITY = 85
 
 PROMPT = "{intro}\n\nQuestion: {q}\nOptions:\n{opts}\nAnswer with the option letter only."
 PROMPT_OPT_ONLY = "{intro}\n\nOptions:\n{opts}\nAnswer with the option letter only."

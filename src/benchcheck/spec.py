@@ -6,9 +6,9 @@ quality, the prompt template, the assistant prefix, the generation settings, the
 revision) changes the hash, and rows written under the old one are stale, never done.
 
 The fields hold values, not names of values: a spec is built from the single definitions of
-the constants (``protocol``, ``video.plans``), and nothing else is hashed. Ladders of specs are
-made by expanders (HELM's ``RunExpander`` shape): a function from one spec to several, so a
-new ladder is data (a tuple of values), not a new runner.
+the constants (``protocol``, and the frame plans' numbers of ``video.plans``), and nothing else
+is hashed. Ladders of specs are made by expanders (HELM's ``RunExpander`` shape): a function
+from one spec to several, so a new ladder is data (a tuple of values), not a new runner.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from benchcheck.protocol import ASSISTANT_PREFIX, PROMPT, PROMPT_OPT_ONLY, SEED, TOP_LOGPROBS
-from benchcheck.video.plans import JPEG_QUALITY
+from benchcheck.protocol import ASSISTANT_PREFIX, JPEG_QUALITY, PROMPT, PROMPT_OPT_ONLY, SEED, TOP_LOGPROBS
 
 SPEC_VERSION = 1
 RequestKind = Literal["score", "generate"]

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from benchcheck.audit.confidence import auc, confidences, lower_orthant
-from benchcheck.audit.source import Forwards
 from benchcheck.audit.worlds import World, WorldSpec, build_world, log_prior
 from benchcheck.protocol import LOG2
+from benchcheck.stats.confidence import auc, confidences, lower_orthant
+from benchcheck.stats.source import Forwards
 
 BINS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0001)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from audit_synth import SimModel, make_items, mixed_bench, run_step
 
 from benchcheck.audit import read_forwards
-from benchcheck.audit.confidence import auc, confidences, distance_to_flip, flip_probability
 from benchcheck.audit.rule import removes
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2
+from benchcheck.stats.confidence import auc, confidences, distance_to_flip, flip_probability
+from benchcheck.stats.source import Forwards
 
 
 def test_confidence_ranks_true_removals_above_chance_ones(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 from audit_synth import make_items
 
 from benchcheck.audit import read_forwards
-from benchcheck.audit.confidence import confidences
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.items import Item
 from benchcheck.protocol import permutations_for
@@ -19,6 +18,7 @@ from benchcheck.screen.context import make_context
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.runner import RunConfig, run_step
 from benchcheck.screen.steps import INTROS
+from benchcheck.stats.confidence import confidences
 from benchcheck.store import read_rows
 
 

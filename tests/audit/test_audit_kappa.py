@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchcheck.audit.agreement import agreement, posterior_interval
-from benchcheck.audit.source import Forwards
+from benchcheck.stats.source import Forwards
 
 
 def _rows(removed: list[bool], model: str, videos: list[str] | None = None) -> list[Forwards]:

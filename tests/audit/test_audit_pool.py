@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 from audit_synth import SimModel, make_items, run_step
 
 from benchcheck.audit import read_forwards
-from benchcheck.audit.confidence import confidences
 from benchcheck.screen.assemble import assemble
 from benchcheck.screen.context import make_context
+from benchcheck.stats.confidence import confidences
 
 
 def test_pool_confidence_column(tmp_path: Path) -> None:

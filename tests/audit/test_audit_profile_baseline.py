@@ -9,12 +9,12 @@ from pathlib import Path
 
 from audit_synth import SimModel, make_items, run_step
 
-from benchcheck.audit.cluster import mean_interval, rate_interval, t975
 from benchcheck.audit.profile import accuracy, profile
 from benchcheck.audit.sensitivity import threshold_curves
 from benchcheck.audit.worlds import WorldSpec, build_world, log_prior
 from benchcheck.screen.assemble import assemble
 from benchcheck.screen.context import make_context
+from benchcheck.stats.cluster import mean_interval, rate_interval, t975
 
 NOISE = WorldSpec(n=300, k=4, multi=False, shortcut_share=0.0, gold_dist=[0.7, 0.1, 0.1, 0.1],
                   prior=log_prior([0.5, 0.5 / 3, 0.5 / 3, 0.5 / 3]), videos=100, video_sd=0.3, video_gold_share=0.3)

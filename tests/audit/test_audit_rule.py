@@ -12,8 +12,8 @@ from benchcheck.audit.agreement import agreements
 from benchcheck.audit.profile import profile
 from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
-from benchcheck.audit.source import forwards_of
 from benchcheck.protocol import LOG2, LP_FLOOR, decide_permutations, decide_single, gold_position, permutations_for
+from benchcheck.stats.source import forwards_of
 
 
 def test_rule_equals_protocol() -> None:
@@ -91,7 +91,7 @@ def test_shortcut_profile(tmp_path: Path) -> None:
 
 def test_floor_dependence_counts_decisions_the_floor_makes() -> None:
     from benchcheck.audit.floor import floor_dependence
-    from benchcheck.audit.source import Forwards
+    from benchcheck.stats.source import Forwards
 
     ident = (0, 1, 2, 3)
     floored = (-1.0, LP_FLOOR, LP_FLOOR, -2.0)  # B and C outside the top 20: margin 8.9, removed

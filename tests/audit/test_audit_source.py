@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchcheck.audit.source import forwards_of, read_forwards
+from benchcheck.stats.source import forwards_of, read_forwards
 from benchcheck.store import append_rows
 
 GOOD = {"item_id": "a", "bench": "B", "step": 4, "model": "m", "answer": 1, "perm": [0, 1, 2],

@@ -109,6 +109,8 @@ def test_sweep_pack_is_named_fp_and_reports_conditions(tmp_path: Path, monkeypat
     res_dir = tmp_path / "results"
     (res_dir / "p1_raw" / "v_8_s224").mkdir(parents=True)
     (res_dir / "p1_raw" / "v_8_s224" / "MVBench__DIAG_V.jsonl").write_text('{"item_id": "MVBench_0"}\n')
+    (res_dir / "sweep_rows" / "v_8_s224").mkdir(parents=True)
+    (res_dir / "sweep_rows" / "v_8_s224" / "MVBench.jsonl").write_text('{"item_id": "MVBench_0"}\n')
     with (res_dir / "conditions_results.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["condition", "bench", "item_id", "status", "pred"])
@@ -132,6 +134,7 @@ def test_sweep_pack_is_named_fp_and_reports_conditions(tmp_path: Path, monkeypat
     with tarfile.open(res.tarball) as tf:
         names = set(tf.getnames())
     assert {"results/conditions_results.csv", "results/p1_raw/v_8_s224/MVBench__DIAG_V.jsonl",
+            "results/sweep_rows/v_8_s224/MVBench.jsonl",
             "logs/launch_params.txt", "data/logs/p1_timing.jsonl"} <= names
     rep = res.report
     st = {s.name: s for s in rep.stages}

@@ -75,9 +75,11 @@ def test_reference_engine_has_no_false_removal(known: Benchmarks, tmp_path: Path
     audit = run_audit(res, ids, chain=CHAIN)
     tc = check_truth(read_forwards(res, ids), audit, load_truth(known.truth / "ground_truth.jsonl"), zero_prior)
     overall = next(c for c in tc.null if c.step is None)
-    # Estimate 0; the exact interval still allows the 2 or so removals that a non-shortcut item with
-    # p_i = 1/4 could owe to chance (docs/audit.md, "The null of the rule").
-    assert overall.removed > 50 and overall.false_removals == 0 and overall.est == 0.0 and overall.hi <= 3.0
+    # Estimate about 1, from the three mislabelled items alone: each is kept with a confident pick of
+    # a non-gold option at steps 2, 3, 5 and 6, so the conditioned null counts it a possible chance
+    # removal there (p_i about 1/4 per step); the exact interval allows the few more that such items
+    # could owe to chance (docs/audit.md, "The null of the rule"; docs/probe.md, the demo).
+    assert overall.removed > 50 and overall.false_removals == 0 and overall.est <= 1.5 and overall.hi <= 7.0
     assert tc.flagged == set() and tc.ok
     # a deterministic engine: re-asking never flips a decision, and the confidence says so
     assert {t.confidence for t in tc.items if t.removed} == {1.0}

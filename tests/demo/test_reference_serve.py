@@ -17,7 +17,7 @@ from benchcheck.engines.rules.reference import ReferenceEngine
 from benchcheck.protocol import build_prompt
 
 CHAIN = (1, 2, 3, 4, 5, 6)
-BENCHES = ["DemoBoth", "DemoNeither"]  # every kind is in one of them
+BENCHES = ["DemoBoth", "DemoNeither"]  # every kind but `longest` (DemoShortcut: always flat) is in one of them
 
 
 def test_served_reference_engine_decides_as_in_process(known: Benchmarks, tmp_path: Path) -> None:
@@ -31,7 +31,8 @@ def test_served_reference_engine_decides_as_in_process(known: Benchmarks, tmp_pa
         gen = asyncio.run(OpenAIEngine([url], served_id).generate(
             [GenerateRequest("g", build_prompt("x", "The ball is red. What colour is the ball?", ["blue", "red"]))]))
     assert served == local == predicted
-    assert set(local) == {"high_res", "brief", "text_leak", "ordered", "static", "options_only", "duplicate"}
+    assert set(local) == {"high_res", "brief", "text_leak", "ordered", "static", "options_only", "duplicate",
+                          "mislabelled"}
     for step in CHAIN:
         a, b = decisions(tmp_path / "local", step), decisions(tmp_path / "served", step)
         assert a == b, f"step {step} differs"

@@ -118,6 +118,7 @@ def test_workers_set_requests_in_flight_per_endpoint(pool: Path, tmp_path: Path,
 
 def test_a_changed_frame_constant_changes_the_hash_and_old_rows_are_stale(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchcheck import protocol
     from benchcheck.demo.items import write_demo_items
     from benchcheck.demo.videos import make_demo_videos
     from benchcheck.engines.rules.scripted import ScriptedEngine
@@ -132,9 +133,9 @@ def test_a_changed_frame_constant_changes_the_hash_and_old_rows_are_stale(tmp_pa
 
     intro, model = INTROS["lmms-v1"], ModelRef("m", "r")
     before = {s: STEPS[s].run_spec(intro, model).config_hash for s in (2, 3, 5)}
-    for name, value in (("FRAME_LONG_SIDE", 336), ("JPEG_QUALITY", 90), ("GRID32", 16)):
+    for module, name, value in ((plans, "FRAME_LONG_SIDE", 336), (protocol, "JPEG_QUALITY", 90), (plans, "GRID32", 16)):
         with monkeypatch.context() as m:
-            m.setattr(plans, name, value)
+            m.setattr(module, name, value)
             assert all(STEPS[s].run_spec(intro, model).config_hash != before[s] for s in (3, 5)), name
 
     report = normalize_videos(make_demo_videos(tmp_path / "v", n=1), tmp_path / "store")

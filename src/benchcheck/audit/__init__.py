@@ -2,10 +2,11 @@
 
 Pure functions over recorded rows (no new forwards): the letter prior and what it explains, a
 permutation null of the removal rule, per-item confidence, threshold sensitivity, cross-model
-agreement and a shortcut profile per benchmark. Rows are read in one place (``source``).
+agreement and a shortcut profile per benchmark. Rows are read in one place
+(``benchcheck.stats.source``), with the estimators the pool shares (``benchcheck.stats``).
 """
 
 from benchcheck.audit.run import AuditResult, audit_forwards, run_audit
-from benchcheck.audit.source import Forwards, read_forwards
+from benchcheck.stats.source import Forwards, read_forwards
 
 __all__ = ["AuditResult", "Forwards", "audit_forwards", "read_forwards", "run_audit"]

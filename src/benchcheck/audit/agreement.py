@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.cells import cell
-from benchcheck.audit.cluster import design_effect
-from benchcheck.audit.source import Forwards
+from benchcheck.stats.cells import cell
+from benchcheck.stats.cluster import design_effect
+from benchcheck.stats.source import Forwards
 
 POSTERIOR_DRAWS = 4000
 

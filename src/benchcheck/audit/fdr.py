@@ -23,8 +23,8 @@ import numpy as np
 from benchcheck.audit.chance import BLEND_FROM
 from benchcheck.audit.poisson_binomial import CERTAIN, count_bounds
 from benchcheck.audit.rule import group_decisions
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2
+from benchcheck.stats.source import Forwards
 
 FDR_THRESHOLDS = (LOG2, *(round(0.1 * i, 1) for i in range(7, 41)))  # log 2 .. 4 nats
 ALL = "*"

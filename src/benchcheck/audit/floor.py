@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from benchcheck.audit.rule import decision_stats, removes
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LP_FLOOR
+from benchcheck.stats.source import Forwards
 
 
 def floor_dependence(by_step: dict[int, list[Forwards]]) -> list[dict[str, object]]:

@@ -37,8 +37,8 @@ from benchcheck.audit.fdr import bh_adjust
 from benchcheck.audit.golds import leave_one_out, prior_centre, truncated_q
 from benchcheck.audit.poisson_binomial import p_value, quantiles
 from benchcheck.audit.rule import group_tables, item_tables, rule_text
-from benchcheck.audit.source import Forwards
 from benchcheck.screen.steps import DEFAULT_CHAIN
+from benchcheck.stats.source import Forwards
 
 DEFAULT_FDR = 0.05
 __all__ = ["NullResult", "chance_estimate", "chance_removals", "null_for", "nulls", "verdict"]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchcheck.audit.normal import norm_sf
+from benchcheck.stats.normal import norm_sf
 
 CERTAIN = 1.0 - 1e-12  # a probability this close to 1 is a certain removal
 EXACT_MAX = 3000  # Bernoullis up to which the bounds convolve exactly; beyond, a normal approximation

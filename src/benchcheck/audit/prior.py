@@ -37,10 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.normal import mills_lower
 from benchcheck.audit.rule import removal_tables, removes
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LETTERS, LP_FLOOR, argmax_pos, gold_position
+from benchcheck.stats.normal import mills_lower
+from benchcheck.stats.source import Forwards
 
 PriorKey = tuple[str, int, int]  # (model, step, number of options)
 

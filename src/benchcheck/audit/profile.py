@@ -21,7 +21,7 @@ normal (seeded Monte Carlo). An item's baseline is the mean over its forwards. W
 prior it is 1/k.
 
 **Intervals**: mean +- t(videos - 1) x the CR1 standard error clustered by video
-(``audit.cluster.mean_interval``), floored at the binomial standard error of the forwards' hits,
+(``stats.cluster.mean_interval``), floored at the binomial standard error of the forwards' hits,
 with the baseline's own variance added (the mean baseline over draws of the prior from its
 uncertainty, ``LetterPrior.draws``); none with fewer than two videos.
 """
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.cells import cell
-from benchcheck.audit.cluster import mean_interval
 from benchcheck.audit.prior import LetterPrior, PriorKey, estimate_priors
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import argmax_pos, gold_position
+from benchcheck.stats.cells import cell
+from benchcheck.stats.cluster import mean_interval
+from benchcheck.stats.source import Forwards
 
 CHANCE_DRAWS = 20000
 BASELINE_DRAWS = 40  # the fitted prior and draws of it, for the baseline's own variance

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, argmax_pos, gold_position, margin_of
+from benchcheck.stats.source import Forwards
 
 RULE_TEXT = ("single forward: removed when argmax == gold and margin > {t}; "
              "permutations: removed when >= 3 of 4 pick the gold letter and mean margin > {t}; "

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from benchcheck.audit.agreement import Agreement, agreements
-from benchcheck.audit.confidence import Confidence, confidences
 from benchcheck.audit.fdr import CurveItem, CurvePoint, Target, curves, target
 from benchcheck.audit.floor import floor_dependence
 from benchcheck.audit.null import DEFAULT_FDR, NullResult, nulls
@@ -25,8 +24,9 @@ from benchcheck.audit.prior import (
 from benchcheck.audit.profile import Figure, profile
 from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
-from benchcheck.audit.source import Forwards, read_forwards
 from benchcheck.screen.steps import DEFAULT_CHAIN
+from benchcheck.stats.confidence import Confidence, confidences
+from benchcheck.stats.source import Forwards, read_forwards
 
 Table = list[dict[str, object]]
 

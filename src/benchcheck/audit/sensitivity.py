@@ -1,15 +1,15 @@
 """Removal rate against the threshold (0 to 3 nats), per benchmark x step, with a 95 % interval
-clustered by video (``audit.cluster.rate_interval``)."""
+clustered by video (``stats.cluster.rate_interval``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 
-from benchcheck.audit.cluster import rate_interval
 from benchcheck.audit.rule import decision_stats
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS
+from benchcheck.stats.cluster import rate_interval
+from benchcheck.stats.source import Forwards
 
 THRESHOLDS = tuple(sorted({round(0.1 * i, 1) for i in range(31)} | {LOG2}))  # the protocol's own included
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from benchcheck.audit.rule import removal_tables
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LP_FLOOR, N_PERM
+from benchcheck.stats.source import Forwards
 
 
 @dataclass(frozen=True, slots=True)

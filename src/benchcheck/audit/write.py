@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchcheck.atomic import write_text_atomic
-from benchcheck.audit.confidence import Confidence
 from benchcheck.audit.fdr import ALL
 from benchcheck.audit.null import chance_removals, verdict
 from benchcheck.audit.rule import rule_text
 from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
 from benchcheck.screen.steps import STEPS
+from benchcheck.stats.confidence import Confidence
 
 
 def csv_text(rows: Sequence[dict[str, object]]) -> str:
@@ -178,8 +178,23 @@ def fdr_lines(res: AuditResult) -> list[str]:
     return lines
 
 
-def write_audit(res: AuditResult, out: str | Path) -> list[Path]:
-    """Write every table as CSV plus ``audit.md`` under ``out``; returns the paths written."""
+def probe_section(probe_dir: str | Path | None) -> str:
+    """``benchcheck probe``'s reading (its ``probe.md``, headings one level down) as a section of
+    ``audit.md``; empty when the probe has not run."""
+    if probe_dir is None:
+        return ""
+    try:
+        text = (Path(probe_dir) / "probe.md").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    body = [("#" + line if line.startswith("#") else line) for line in text.splitlines()[1:]]
+    return "\n".join(["", "## Text-only probe and label-error flags", f"From `{probe_dir}` (docs/probe.md).",
+                      *body]) + "\n"
+
+
+def write_audit(res: AuditResult, out: str | Path, probe_dir: str | Path | None = None) -> list[Path]:
+    """Write every table as CSV plus ``audit.md`` under ``out``; returns the paths written. With
+    ``probe_dir`` (a ``benchcheck probe`` folder), ``audit.md`` ends with the probe's section."""
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     tables = {
@@ -202,6 +217,6 @@ def write_audit(res: AuditResult, out: str | Path) -> list[Path]:
     for name, rows in tables.items():
         write_text_atomic(d / name, csv_text(rows))
         paths.append(d / name)
-    write_text_atomic(d / "audit.md", markdown(res))
+    write_text_atomic(d / "audit.md", markdown(res) + probe_section(probe_dir))
     paths.append(d / "audit.md")
     return paths

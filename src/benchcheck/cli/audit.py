@@ -27,10 +27,13 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--target-fdr", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=None,
               help="Name the smallest margin threshold whose false-discovery upper bound is at most this, and what "
                    "it keeps (audit_fdr_target.csv).")
+@click.option("--probe", "with_probe", is_flag=True,
+              help="Also run the text-only probe and the label flags (benchcheck probe's defaults) into RESULTS/probe.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
 def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | None, rounds: int, seed: int,
-          chain: str, fdr_level: float, target_fdr: float | None, columns: str | None, quiet: bool) -> None:
+          chain: str, fdr_level: float, target_fdr: float | None, with_probe: bool, columns: str | None,
+          quiet: bool) -> None:
     """Audit the removals of a screening run from its recorded rows (no new forwards).
 
     Per benchmark x step: the removal rule's permutation null (gold answers permuted within the
@@ -51,9 +54,9 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
 
     from benchcheck.audit import run_audit
     from benchcheck.audit.null import verdict
-    from benchcheck.audit.source import steps_in
     from benchcheck.audit.write import headline, write_audit
     from benchcheck.screen.steps import parse_chain
+    from benchcheck.stats.source import steps_in
 
     try:
         steps = parse_chain(chain)
@@ -71,7 +74,11 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
                     target_fdr=target_fdr)
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
-    paths = write_audit(res, Path(out))
+    if with_probe:
+        from benchcheck.cli.probe import run_default_probe
+
+        run_default_probe(loaded.items, results, seed)
+    paths = write_audit(res, Path(out), Path(results) / "probe")
     for r in res.nulls:
         click.echo(f"{r.bench} step {r.step}: removed {r.observed}/{r.n} ({r.observed_rate:.1%}), permutation null "
                    f"{r.null_mean:.1%} [{r.null_lo:.1%}, {r.null_hi:.1%}]: {verdict(r)}")

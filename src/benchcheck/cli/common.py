@@ -47,11 +47,11 @@ def columns_option() -> click.Option:
 
 
 def executor_options(f: F) -> F:
-    """``--executor local|ray`` and ``--ray-address`` (screen and sweep run: docs/ray.md)."""
+    """``--executor local|ray`` and ``--ray-address`` (screen and sweep run: site page "Ray")."""
     f = click.option("--ray-address", default=None,
                      help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")(f)
     return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                        help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")(f)
+                        help='Who works the units: this process, or a Ray Data pipeline (site page "Ray").')(f)
 
 
 def check_executor(executor: str, ray_address: str | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.defaults import DEDUP_MODEL, DEDUP_REVISION
 
 
 @click.command("dedup")
@@ -14,10 +15,10 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--out", type=click.Path(file_okay=False), required=True,
               help="Output folder (step0_kept.parquet, step0_removed.jsonl, screen_counts_full.csv, "
                    "step0_summary.md).")
-@click.option("--model", default="BAAI/bge-large-en-v1.5", show_default=True,
+@click.option("--model", default=DEDUP_MODEL, show_default=True,
               help="Sentence-transformers model: a hub id, a local folder, or 'minilm' (packaged, offline).")
 @click.option("--revision", default=None,
-              help="Hub revision; the default model is pinned to d4aa6901d3a41ba39fb536a557fa166f842b0e09.")
+              help=f"Hub revision; the default model is pinned to {DEDUP_REVISION}.")
 @click.option("--threshold", type=click.FloatRange(-1.0, 1.0), default=None,
               help="Cosine similarity at or above which two texts are near duplicates "
                    "[default: 0.96 for bge-large-en-v1.5, 0.95 for minilm and other models].")

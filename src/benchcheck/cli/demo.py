@@ -17,7 +17,7 @@ def demo() -> None:
               help="Instead: the known-kind video benchmarks (clips, store, frame cache, items, ground truth).")
 def items(out: str, seed: int, videos: bool) -> None:
     """Write three small synthetic benchmarks (JSONL, CSV, Parquet) with planted bad items, or with
-    --videos the demo's video benchmarks whose item kinds are known (docs/demo.md).
+    --videos the demo's video benchmarks whose item kinds are known (site page "The demo").
 
     \b
     Example:
@@ -43,7 +43,7 @@ def items(out: str, seed: int, videos: bool) -> None:
 @demo.command("run")
 @click.option("--out", type=click.Path(), default="demo_out", show_default=True)
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True,
-              help="Screening chain; the predicted funnel follows it (docs/demo.md).")
+              help='Screening chain; the predicted funnel follows it (site page "The demo").')
 @click.option("--qa/--no-qa", default=True, show_default=True, help="Run the QA benchmark part (two local servers).")
 @click.option("--sweep/--no-sweep", "sweep", default=True, show_default=True,
               help="Run the frames x pixels sweep on the benchmarks (reference engine) and its verdicts.")
@@ -67,7 +67,8 @@ def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
         return die(str(e))
     result = run_demo(out, echo=click.echo, chain=steps, qa=qa, sweep_on=sweep)
     failed = [what for what, ok in (("funnel", result.funnel_match), ("sweep verdicts", result.sweep_match),
-                                     ("audit ground-truth checks", result.audit_match), ("QA run", result.qa_ok))
+                                     ("audit ground-truth checks", result.audit_match), ("QA run", result.qa_ok),
+                                     ("probe and label flags", result.probe_match))
               if ok is False]
     if failed:
         click.echo(f"demo: {', '.join(failed)} did not come out as constructed (see above)", err=True)

@@ -9,6 +9,7 @@ import click
 
 from benchcheck.cli.common import die, load_items_reporting
 from benchcheck.cli.videos import videos_option
+from benchcheck.video.plans import TOKEN_BUDGET
 
 
 @click.group("frames")
@@ -21,7 +22,7 @@ def frames() -> None:
               help="The normalized store (made by 'benchcheck videos normalize').")
 @click.option("--items", "items", multiple=True, type=click.Path(exists=True),
               help="Item files or folders (repeatable); their videos are extracted (named by video_id, "
-                   "store key or path: docs/items.md). Without --items: every video in the store.")
+                   'store key or path: site page "Items"). Without --items: every video in the store.')
 @videos_option
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items, e.g. 'video_id=vid'.")
 @click.option("--plan", default="v32", show_default=True,
@@ -30,7 +31,7 @@ def frames() -> None:
               help="Frame cache root: <out>/<video_id>/frame_<k>.jpg + frames.json.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--jpeg-quality", default=85, show_default=True, type=click.IntRange(1, 100))
-@click.option("--token-budget", default=58000, show_default=True, type=int, help="fps plans: context budget.")
+@click.option("--token-budget", default=TOKEN_BUDGET, show_default=True, type=int, help="fps plans: context budget.")
 @click.option("--max-images", default=1024, show_default=True, type=int, help="fps plans: most frames sent.")
 @click.option("--force", is_flag=True, help="Replace cache folders that hold another plan.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")

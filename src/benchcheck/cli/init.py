@@ -27,7 +27,7 @@ scripted, reference, reference-prior and tiny random models are for tests and th
 @click.option("--videos", "videos_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of your videos; the items' 'video' paths are relative to it.")
 @click.option("--items", "item_paths", multiple=True, type=click.Path(exists=True),
-              help="Your item files or folders (repeatable): JSONL, JSON, CSV, Parquet (docs/items.md).")
+              help='Your item files or folders (repeatable): JSONL, JSON, CSV, Parquet (site page "Items").')
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Project folder: store/, items/ (video_ids filled in), frames/.")

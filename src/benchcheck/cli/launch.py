@@ -8,12 +8,23 @@ from typing import Any, TypeVar
 import click
 
 from benchcheck.cli.common import die
+from benchcheck.defaults import (
+    GPU_UTIL,
+    INTRO_NAME,
+    SMALL_GPU_MAX_SEQS,
+    STEP_MAX_SEQS,
+    STEP_PORT0,
+    STEP_WORKERS,
+    SWEEP_MAX_SEQS,
+    SWEEP_PORT0,
+    SWEEP_WORKERS_PER_ENDPOINT,
+)
 
 _common = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True)),
     click.option("--results", type=click.Path(), required=True),
     click.option("--chain", default="1,2,3,4,5,6", show_default=True),
-    click.option("--intro", default="lmms-v1", show_default=True),
+    click.option("--intro", default=INTRO_NAME, show_default=True),
     click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
     click.option("--store", type=click.Path(), default=None, help="Normalized store (frames on the fly)."),
     click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
@@ -47,14 +58,15 @@ def common(f: F) -> F:
 @click.option("--revision", default=None)
 @click.option("--served-model-name", default=None, help="Default: the hub name, or the folder's name.")
 @click.option("--port0", type=int, default=None, envvar="PORT0", show_envvar=True,
-              help="First server port (default 8001; --sweep: 8011).")
+              help=f"First server port (default {STEP_PORT0}; --sweep: {SWEEP_PORT0}).")
 @click.option("--max-num-seqs", type=int, default=None, envvar="MAX_SEQS", show_envvar=True,
-              help="Default 64 (steps); --sweep: 32, 8 on 32 GB GPUs.")
+              help=f"Default {STEP_MAX_SEQS} (steps); --sweep: {SWEEP_MAX_SEQS}, {SMALL_GPU_MAX_SEQS} on 32 GB GPUs.")
 @click.option("--gpu-util", type=float, default=None, envvar="GPU_UTIL", show_envvar=True,
-              help="vLLM --gpu-memory-utilization (default 0.85).")
+              help=f"vLLM --gpu-memory-utilization (default {GPU_UTIL}).")
 @click.option("--max-model-len", type=int, default=None)
 @click.option("--workers", type=click.IntRange(min=1), default=None, envvar="WORKERS", show_envvar=True,
-              help="Requests in flight per server (default 32/16/8 by step; --sweep: 6 per GPU).")
+              help=f"Requests in flight per server (default {STEP_WORKERS[1]}/{STEP_WORKERS[2]}/{STEP_WORKERS[3]} by "
+                   f"step; --sweep: {SWEEP_WORKERS_PER_ENDPOINT} per GPU).")
 @click.option("--python", "python_exe", default=None, envvar="PY", show_envvar=True,
               help="Python interpreter of the `benchcheck serve` servers and of the clients (default: this one).")
 @click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, envvar="VLLM", show_envvar=True,
@@ -116,8 +128,9 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     job = ShardJob(items=item_paths, results=results, step=step, chain=chain, intro=intro, frames_root=frames_root,
                    store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
     try:
-        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or 8001, max_num_seqs or 64,
-                                     0.85 if gpu_util is None else gpu_util, max_model_len, workers, logs, shard,
+        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or STEP_PORT0,
+                                     max_num_seqs or STEP_MAX_SEQS, GPU_UTIL if gpu_util is None else gpu_util,
+                                     max_model_len, workers, logs, shard,
                                      server, server_timeout, plan_only, job, python, vllm_cmd, sources),
                           load_items_reporting, click.echo)
     except (ValueError, RuntimeError) as e:

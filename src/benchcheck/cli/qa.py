@@ -84,7 +84,7 @@ def qa() -> None:
 @click.option("--download-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               help="Seconds the nvdataset download may take (then it is killed).")
 @click.option("--nvdataset", "nvdataset_bin", default="nvdataset", show_default=True,
-              help="The nvdataset CLI (not on PyPI: see docs/qa.md).")
+              help='The nvdataset CLI (not on PyPI: see site page "QA benchmark").')
 @click.option("--output-dir", type=click.Path(file_okay=False), default=None,
               help="Where answers, verdicts and the output files go (a rerun resumes here); default for a named "
                    "dataset: <dataset>/../../results/vlm_qa.")

@@ -6,6 +6,7 @@ import click
 
 from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import videos_option
+from benchcheck.defaults import INTRO_NAME
 from benchcheck.engines.registry import engine_names
 
 # Which engines decide anything: the rest exist for tests and the demo.
@@ -32,7 +33,7 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
               help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
                    "(docs/models_hf.md, Configuration). Its hash goes into every row and the run log.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="Order of the steps.")
-@click.option("--intro", default="lmms-v1", show_default=True, help="Named set of prompt intros.")
+@click.option("--intro", default=INTRO_NAME, show_default=True, help="Named set of prompt intros.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None,
               help="Frame cache (pool_frames, from 'benchcheck frames extract --plan v32').")
 @click.option("--store", type=click.Path(), default=None,

@@ -57,7 +57,8 @@ def serve(
     Accepts the vLLM fields the protocol uses (continue_final_message, add_generation_prompt,
     logprobs, top_logprobs up to 20) and batches concurrent requests. The scripted engine answers
     from a rules file and is labelled "scripted" in the served model id; the reference engine is a
-    deterministic rule-based program (docs/demo.md), labelled "reference:" in the served model id.
+    deterministic rule-based program (site page "The demo"), labelled "reference:" in the served
+    model id.
 
     \b
     Example:

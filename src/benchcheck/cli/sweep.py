@@ -10,7 +10,9 @@ import click
 
 from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting
+from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
+from benchcheck.video.plans import TOKEN_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,7 +33,7 @@ _plan_opts = [
     click.option("--columns", default=None, help="Column map for CSV/Parquet items."),
     click.option("--model", default=None, help="Hub name or checkpoint folder (default: Qwen3-VL-8B, pinned)."),
     click.option("--revision", default=None),
-    click.option("--token-budget", type=int, default=58000, show_default=True,
+    click.option("--token-budget", type=int, default=TOKEN_BUDGET, show_default=True,
                  help="Prompt tokens the fps ladders may fill (SPEC: do not change)."),
     click.option("--max-images", type=int, default=1024, show_default=True, help="Images per request (SPEC)."),
 ]
@@ -97,7 +99,8 @@ def dry_run_cmd(**kw: Any) -> None:
               help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
                    "(docs/models_hf.md, Configuration).")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
-@click.option("--workers", type=int, default=None, help="Units in flight (default: 6 per endpoint, 1 for hf).")
+@click.option("--workers", type=int, default=None,
+              help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint, 1 for hf).")
 @click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
 @click.option("--chunk", type=int, default=1, show_default=True, help="Items per engine call.")
 @click.option("--max-model-len", type=int, default=None,

@@ -12,17 +12,19 @@ import re
 import shlex
 from pathlib import Path
 
+from benchcheck.defaults import GPU_UTIL, STEP_MAX_SEQS, SWEEP_LIMIT_MM, SWEEP_MAX_MODEL_LEN, SWEEP_MAX_SEQS
 from benchcheck.masking import redact
+from benchcheck.protocol import TOP_LOGPROBS
 
 _VLLM = re.compile(r"\bvllm\b")
 _STEP = re.compile(r"\bstep\s*(\d+)\b")
 
 # The vLLM flags docs/PROTOCOL.md fixes per kind of run (only these may differ, and each difference is reported).
 EXPECTED: dict[str, dict[str, str]] = {
-    "pool": {"--gpu-memory-utilization": "0.85", "--max-logprobs": "20"},
-    "pool:step1": {"--max-num-seqs": "64"},
-    "sweep": {"--gpu-memory-utilization": "0.85", "--max-model-len": "65536",
-              "--limit-mm-per-prompt": '{"image": 1024}', "--max-num-seqs": "32"},
+    "pool": {"--gpu-memory-utilization": str(GPU_UTIL), "--max-logprobs": str(TOP_LOGPROBS)},
+    "pool:step1": {"--max-num-seqs": str(STEP_MAX_SEQS)},
+    "sweep": {"--gpu-memory-utilization": str(GPU_UTIL), "--max-model-len": str(SWEEP_MAX_MODEL_LEN),
+              "--limit-mm-per-prompt": SWEEP_LIMIT_MM, "--max-num-seqs": str(SWEEP_MAX_SEQS)},
 }
 
 

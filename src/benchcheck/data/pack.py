@@ -116,7 +116,8 @@ def _sweep_analysis(results: Path) -> list[Path]:
 def result_members(results: Path) -> list[Path]:
     """The files and folders of a results folder that go back (not the copied item inputs)."""
     if results_kind(results) == "sweep":
-        names = [SWEEP_CSV, "p1_raw", RUN_LOG]
+        # sweep_rows/: the typed rows the CSV is written from (their hashes judge staleness)
+        names = [SWEEP_CSV, "sweep_rows", "p1_raw", RUN_LOG]
         return [results / n for n in names if (results / n).exists()] + _sweep_analysis(results)
     steps = sorted(p for p in results.iterdir() if p.is_dir() and re.fullmatch(r"step\d+", p.name))
     files = [results / n for n in (RUN_LOG, *POOL_ASSEMBLED) if (results / n).is_file()]
@@ -275,7 +276,8 @@ def pack(opts: PackOptions) -> PackResult:
         pending = ex.submit(build_report, results, list(opts.logs), host, date, out.name, opts.launcher_note)
         with tmp.open("wb") as raw:
             hf = _HashingFile(raw)
-            # gzip level 6, as `tar -czf`: level 9 (tarfile's default) costs ~2x the time for ~1% less size.
+            # gzip level 6, as `tar -czf`: level 9 (tarfile's default) costs far more time for little
+            # less size (see decision 035).
             with tarfile.open(fileobj=hf, mode="w:gz", compresslevel=6) as tf:  # type: ignore[call-overload]
                 for m in members:
                     _add_member(tf, m)

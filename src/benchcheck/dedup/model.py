@@ -18,11 +18,12 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from benchcheck.defaults import DEDUP_MODEL, DEDUP_REVISION
 from benchcheck.devices import resolve_device
 from benchcheck.errors import first_line
 
-DEFAULT_MODEL = "BAAI/bge-large-en-v1.5"
-DEFAULT_REVISION = "d4aa6901d3a41ba39fb536a557fa166f842b0e09"
+DEFAULT_MODEL = DEDUP_MODEL
+DEFAULT_REVISION = DEDUP_REVISION
 MINILM_ALIAS = "minilm"
 
 # Cosine thresholds per model family (docs/dedup.md, "Thresholds", says how they were chosen).

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_text_atomic
-from benchcheck.audit.confidence import auc
 from benchcheck.audit.null import chance_removals
 from benchcheck.audit.rule import removes
 from benchcheck.audit.run import AuditResult
-from benchcheck.audit.source import Forwards
 from benchcheck.audit.write import csv_text
+from benchcheck.stats.confidence import auc
+from benchcheck.stats.source import Forwards
 
 Planted = Callable[[int], Sequence[float]]  # k -> the prior's addition per position
 

@@ -4,6 +4,10 @@ ground truth (``ground_truth.jsonl``) for the audit and the tests.
 Each (scene, kind) pair is used once, so no two items share a video and a question except the
 planted duplicates; every item records its kind in ``task`` and ``meta.kind``. Gold positions
 cycle through A-D within each kind, so a flat (undecided) answer is right one time in four.
+The ``longest`` items (benchmark DemoShortcut) plant a text pattern: no view answers them, and
+their gold is always the longest option, which the text-only probe learns and no single blind
+forward of the reference engine finds. The ``mislabelled`` items carry a wrong gold (never at A,
+so a flat answer is never right): the label flags should name them (``truth/probe_truth.json``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ from benchcheck.demo.scenes import CORNERS, Scene
 NONSENSE = ("glorp", "vexil", "quibbit", "snarfle", "plimbo", "draxon", "wumble", "frindle", "zeptar", "morkel")
 DIRECTIONS = ("left", "right", "up", "down")
 GROUND_TRUTH = "ground_truth.jsonl"
+PROBE_TRUTH = "probe_truth.json"
+# The ``longest`` kind's options: sounds for a clip of coloured shapes (no view answers the question;
+# every phrase has a word the reference engine does not know, so no option is "plausible" alone).
+SOUNDS = ("hum", "a gong", "soft rain", "bells ringing", "a distant train whistle", "waves on pebbles",
+          "birdsong at dawn", "a ticking clock", "crowd cheering in a stadium", "wind", "thunder rolling over hills",
+          "a cat purring", "footsteps", "typing", "a kettle boiling on the stove", "violin")
+MISLABELLED_FIRST_SCENE = 12  # scenes without a text_leak item (its question names the ball too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,7 @@ class DemoItem:
     options: tuple[str, ...]
     answer: int
     copy_of: str | None = None
+    true_answer: int | None = None  # a mislabelled item's right option (its ``answer`` is wrong)
 
     def record(self, video_id: str | None) -> dict[str, Any]:
         meta: dict[str, Any] = {"kind": self.kind, "scene": self.scene}
@@ -76,10 +88,25 @@ def question_for(kind: str, scene: Scene, pos: int, rng: random.Random) -> tuple
     elif kind == "high_res":
         q, gold = "Where is the tiny white dot?", scene.dot_corner
         others = [c for c in CORNERS if c != scene.dot_corner]
+    elif kind == "mislabelled":
+        q, gold, others = "What colour is the ball at the bottom?", scene.ball, absent[:3]
+    elif kind == "longest":
+        q = "Which sound would suit this clip best?"
+        four = sorted(rng.sample(SOUNDS, 4), key=len)
+        while len(four[-1]) == len(four[-2]):
+            four = sorted(rng.sample(SOUNDS, 4), key=len)
+        gold, others = four[-1], four[:3]
     else:
         raise ValueError(f"no question template for kind {kind!r}")
     options, answer = _place(gold, others, pos, rng)
     return q, options, answer
+
+
+def wrong_gold(true: int, k: int, pos: int) -> int:
+    """A mislabelled item's gold: another option than ``true``, never A (so a flat answer, which
+    says A, is never right and the sweep's expectations need no exception)."""
+    choices = [j for j in range(1, k) if j != true]
+    return choices[pos % len(choices)]
 
 
 def build_items(scenes: Sequence[Scene], mixes: Mapping[str, Mapping[str, int]] = MIXES,
@@ -102,19 +129,23 @@ def build_items(scenes: Sequence[Scene], mixes: Mapping[str, Mapping[str, int]] 
                     items.append(DemoItem(item_id, bench, kind, src.scene, src.question, src.options, src.answer,
                                           copy_of=src.item_id))
                     continue
-                s = next_scene[kind]
+                s = next_scene[kind] + (MISLABELLED_FIRST_SCENE if kind == "mislabelled" else 0)
                 next_scene[kind] += 1
                 if s >= len(scenes):
                     raise ValueError(f"{bench}: {kind} needs more than {len(scenes)} scenes")
                 q, opts, ans = question_for(kind, scenes[s], s, rng)
-                item = DemoItem(item_id, bench, kind, s, q, opts, ans)
+                true = None
+                if kind == "mislabelled":
+                    true, ans = ans, wrong_gold(ans, len(opts), s)
+                item = DemoItem(item_id, bench, kind, s, q, opts, ans, true_answer=true)
                 made.setdefault(kind, []).append(item)
                 items.append(item)
     return items
 
 
 def scenes_needed(mixes: Mapping[str, Mapping[str, int]] = MIXES) -> int:
-    return max(sum(m.get(k, 0) for m in mixes.values()) for k in KINDS if k != "duplicate")
+    return max(sum(m.get(k, 0) for m in mixes.values()) + (MISLABELLED_FIRST_SCENE if k == "mislabelled" else 0)
+               for k in KINDS if k != "duplicate")
 
 
 def ground_truth_row(item: DemoItem, chain: Sequence[int], video_id: str | None) -> dict[str, Any]:
@@ -129,7 +160,18 @@ def ground_truth_row(item: DemoItem, chain: Sequence[int], video_id: str | None)
             "scene": item.scene, "video_id": video_id, "answer": item.answer, "copy_of": item.copy_of,
             "answerable_without_video": item.kind in ("text_leak", "options_only"),
             "answerable_at_steps": steps, "predicted_step": predicted,
-            "justified_removal_steps": [0] if item.kind == "duplicate" else steps}
+            "justified_removal_steps": [0] if item.kind == "duplicate" else steps,
+            "wrong_gold": item.true_answer is not None, "true_answer": item.true_answer}
+
+
+def probe_truth(items: Sequence[DemoItem]) -> dict[str, Any]:
+    """What the probe and the label flags should find: the planted pattern and the wrong golds."""
+    benches = sorted({it.bench for it in items if it.kind == "longest"})
+    return {"planted_pattern": [{"bench": b, "pattern": "the gold is always the longest option",
+                                 "items": sum(1 for it in items if it.bench == b)} for b in benches],
+            "wrong_golds": [{"item_id": it.item_id, "bench": it.bench, "gold": chr(65 + it.answer),
+                             "true_answer": chr(65 + it.true_answer)}
+                            for it in items if it.true_answer is not None]}
 
 
 def write_benchmarks(out: str | Path, items: Sequence[DemoItem], video_ids: Sequence[str | None],
@@ -154,4 +196,5 @@ def write_benchmarks(out: str | Path, items: Sequence[DemoItem], video_ids: Sequ
         paths.append(p)
     write_text_atomic(truth / GROUND_TRUTH, "\n".join(rows) + "\n")
     write_text_atomic(truth / "expected_verdicts.json", json.dumps(expected_verdicts(), indent=1) + "\n")
+    write_text_atomic(truth / PROBE_TRUTH, json.dumps(probe_truth(items), indent=1) + "\n")
     return paths

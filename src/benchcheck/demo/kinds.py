@@ -17,6 +17,10 @@ Kinds (docs/demo.md has an example of each):
 ``brief``          the colour of a one-frame flash: the 32-frame grid holds it, 1 and 8 frames miss it
 ``high_res``       the corner of a 2x2-px dot: seen at short side 336 and 448, lost at 224 and 168
 ``duplicate``      an exact copy of an item of an earlier benchmark: step 0 removes it
+``mislabelled``    the ball's colour, with a wrong gold: every view that shows the ball shows another
+                   option, so no step removes it and the label flags should name it
+``longest``        a sound for the clip: no view answers it; the gold is always the longest option,
+                   a pattern the text-only probe learns (and no single blind forward finds)
 =================  =============================================================================
 """
 
@@ -27,7 +31,8 @@ from dataclasses import dataclass
 
 from benchcheck.screen.steps import DEFAULT_CHAIN
 
-KINDS = ("text_leak", "options_only", "static", "ordered", "brief", "high_res", "duplicate")
+KINDS = ("text_leak", "options_only", "static", "ordered", "brief", "high_res", "duplicate", "mislabelled",
+         "longest")
 # What a kind needs: the rows' and ground truth's plain-words label.
 NEEDS = {
     "text_leak": "the question text",
@@ -37,6 +42,8 @@ NEEDS = {
     "brief": "enough frames (a one-frame event)",
     "high_res": "high resolution (short side >= 336)",
     "duplicate": "nothing new (a copy of another item)",
+    "mislabelled": "nothing: its gold is wrong (the clip shows another option)",
+    "longest": "nothing a model sees (its gold is always the longest option: a text pattern)",
 }
 HIGH_RES_MIN_SHORT = 336  # the dot keeps full contrast from here up (scenes module doc)
 BRIEF_MIN_FRAMES = 32  # grids of 32 frames or more (or all 40 stored frames) hold the flash
@@ -77,6 +84,10 @@ SWEEP_VIEWS: dict[str, View] = {
 
 def answerable(kind: str, view: View) -> bool:
     """Whether a request showing ``view`` holds what an item of ``kind`` needs (the construction)."""
+    if kind == "mislabelled":
+        return False  # a view that shows the ball shows the true answer, which is not the gold
+    if kind == "longest":
+        return False  # nothing in any view says which sound; only the option lengths do
     if kind == "options_only":
         return True
     if kind == "text_leak":
@@ -126,7 +137,8 @@ MIXES: dict[str, dict[str, int]] = {
     "DemoPixels": {"high_res": 12, "static": 6, "text_leak": 3, "options_only": 3},
     "DemoFrames": {"brief": 12, "static": 6, "ordered": 6},
     "DemoBoth": {"high_res": 8, "brief": 8, "text_leak": 4, "ordered": 4},
-    "DemoNeither": {"static": 8, "ordered": 8, "text_leak": 4, "options_only": 4, "duplicate": 4},
+    "DemoNeither": {"static": 8, "ordered": 8, "text_leak": 4, "options_only": 4, "mislabelled": 3, "duplicate": 4},
+    "DemoShortcut": {"longest": 20},
 }
 VERDICT_MIN_SHARE = 0.2  # a benchmark "prefers" pixels (frames) when this share of it needs them
 

@@ -40,7 +40,7 @@ def qa_dataset(items: Sequence[DemoItem], per_kind: int = QA_PER_KIND) -> list[d
     out = []
     intro = INTROS[DEFAULT_INTRO].frames
     for it in items:
-        if it.kind == "duplicate" or taken.get(it.kind, 0) >= per_kind:
+        if it.kind in ("duplicate", "mislabelled", "longest") or taken.get(it.kind, 0) >= per_kind:
             continue
         taken[it.kind] = taken.get(it.kind, 0) + 1
         out.append({"id": it.item_id, "query": build_prompt(intro, it.question, it.options),

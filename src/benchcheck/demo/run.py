@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchcheck.atomic import write_json_atomic, write_text_atomic
 from benchcheck.demo import funnel as fn
@@ -58,6 +59,7 @@ class DemoResult:
     wall_s: float
     sweep_match: bool | None = None  # every benchmark's sweep verdict is the expected one (None: not run)
     audit_match: bool | None = None  # every ground-truth check of the audit holds (None: not run)
+    probe_match: bool | None = None  # the probe finds the planted pattern and the flags the wrong golds
     qa_ok: bool | None = None  # the QA run scored every item with no item error (None: not run)
 
 
@@ -70,14 +72,28 @@ def build_tiny(root: Path) -> Path:
     return d
 
 
-def _step0(items: Sequence[Item], out: Path, echo: Echo, progress: bool) -> Path | None:
-    """Step-0 dedup with the packaged MiniLM; None (and a note) where it is not installed."""
-    from benchcheck.dedup import DedupError, SentenceEmbedder, dedup_items, default_threshold, resolve_model
-    from benchcheck.dedup.outputs import write_outputs
+def _minilm(echo: Echo) -> Any:
+    """The packaged MiniLM, loaded once for step 0 and the probe; None (and a note) where
+    sentence-transformers is not installed."""
+    from benchcheck.dedup import DedupError, SentenceEmbedder, resolve_model
 
     try:
-        ref = resolve_model("minilm")
-        result = dedup_items(items, SentenceEmbedder(ref, device="cpu"), default_threshold(ref),
+        return SentenceEmbedder(resolve_model("minilm"), device="cpu")
+    except (DedupError, ImportError, OSError) as e:
+        echo(f"  MiniLM not available: {e}")
+        return None
+
+
+def _step0(items: Sequence[Item], out: Path, echo: Echo, progress: bool, embedder: Any = None) -> Path | None:
+    """Step-0 dedup with the packaged MiniLM; None (and a note) where it is not installed."""
+    from benchcheck.dedup import DedupError, dedup_items, default_threshold
+    from benchcheck.dedup.outputs import write_outputs
+
+    if embedder is None:
+        echo("  step 0 skipped: sentence-transformers is not installed")
+        return None
+    try:
+        result = dedup_items(items, embedder, default_threshold(embedder.ref),
                              out / "pool_embeddings", progress=progress)
         write_outputs(result, out)
     except (DedupError, ImportError, OSError) as e:
@@ -143,7 +159,8 @@ def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
 
 
 def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: Sequence[int],
-           truth: Path | None = None, planted: Planted | None = None, title: str = "") -> TruthCheck | None:
+           truth: Path | None = None, planted: Planted | None = None, title: str = "",
+           probe_dir: Path | None = None) -> TruthCheck | None:
     """``benchcheck audit`` on a run's rows (no new forwards) into ``out``; with ``truth``, the
     audit checked against the ground truth (``audit_truth.csv``/``.md`` beside it)."""
     from benchcheck.audit import read_forwards, run_audit
@@ -155,7 +172,7 @@ def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: S
     if not res.steps:
         echo(f"  audit of {results.name} skipped: no ok rows with letter log-probs")
         return None
-    write_audit(res, out)
+    write_audit(res, out, probe_dir)
     echo(f"  {results.name}: {headline(res)}  ({out / 'audit.md'})")
     if truth is None:
         return None
@@ -172,6 +189,30 @@ def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: S
          f"confidence AUC true vs false removals {'n/a' if auc.auc is None else f'{auc.auc:.3f}'}; "
          f"{'ok' if tc.ok else 'CHECK FAILS'}  ({out / 'audit_truth.md'})")
     return tc
+
+
+DEMO_PERMUTATIONS = 39  # rounds of the probe's null in the demo (p >= 1/40): enough to call p <= 0.05, fast
+
+
+def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: Echo, chain: Sequence[int]) -> bool:
+    """The text-only probe and the label flags on the reference run (``results/probe``), checked
+    against ``truth/probe_truth.json``: the planted pattern and the wrong golds."""
+    from benchcheck.demo.benchmarks import PROBE_TRUTH
+    from benchcheck.demo.probe_check import check_probe
+    from benchcheck.probe import ProbeConfig, probe_pool
+    from benchcheck.probe.embedder import text_embedder
+
+    t0 = time.time()
+    emb = text_embedder("minilm", out / "probe_embeddings", loaded=minilm) if minilm is not None else None
+    echo(f"  + text-only probe ({'MiniLM + ' if emb else ''}text features, 5 folds by video, {DEMO_PERMUTATIONS} "
+         "permutations) and label flags (steps 3, 5, 6 + the probe) -> results/probe/")
+    run = probe_pool(items, results / "probe", ProbeConfig(permutations=DEMO_PERMUTATIONS, shuffle_null=False),
+                     emb, results, echo=lambda line: echo(f"    {line}"))
+    check = check_probe(run, out / "truth" / PROBE_TRUTH, chain)
+    for line in check.lines:
+        echo(line)
+    echo(f"  probe and flags {'match' if check.ok else 'DIFFER FROM'} the construction ({time.time() - t0:.1f} s)")
+    return check.ok
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +256,8 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     echo(f"  {bundle.n_scenes} clips of 40 frames at 896x448; {len(loaded.items)} items in {len(bundle.paths)} "
          f"benchmarks; ground truth: {bundle.truth}")
     echo("2/9 step 0: duplicates (sentence embeddings)")
-    keep = _step0(loaded.items, out / "step0", echo, progress)
+    minilm = _minilm(echo)
+    keep = _step0(loaded.items, out / "step0", echo, progress, minilm)
     results = out / "results"
     frames = CacheFrames(frames_root)
     ctx = make_context(loaded.items, results, chain, frames, keep)
@@ -231,6 +273,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
         echo(f"  + steps {','.join(map(str, TINY_CHAIN))} with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, "
              "real hf engine path; its decisions are noise) -> results_tiny_random/")
         asyncio.run(_tiny_run(loaded.items, out, out / "results_tiny_random", keep, echo, progress))
+    probe_ok = _probe(loaded.items, results, out, minilm, echo, chain)
     echo("4/9 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
@@ -272,7 +315,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
          "truth, then the HTML report (funnel, benchmarks, sweep, QA, audit, provenance with the engines' labels)")
     truth = out / "truth" / "ground_truth.jsonl"
     checks = [_audit(results, loaded.items, out / "audit", echo, chain, truth, zero_prior,
-                     "The reference engine's audit against the ground truth"),
+                     "The reference engine's audit against the ground truth", results / "probe"),
               _audit(prior_ctx.results, loaded.items, out / "audit_prior", echo, chain, truth, planted_prior,
                      f"The audit of {PRIOR_ENGINE} (planted letter prior) against the ground truth")]
     side_audits = [out / "audit_prior"]
@@ -298,4 +341,4 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     sweep_match = None if sweep is None else all(
         (v := sweep.verdicts.get(b)) is not None and v.verdict == want for b, want in expected_verdicts().items())
     return DemoResult(results, match, out / "funnel.json", out / "truth" / "ground_truth.jsonl", wall, sweep_match,
-                      audit_match, qa_ok)
+                      audit_match, qa_ok, probe_ok)

@@ -38,6 +38,18 @@ class HasCallConcurrency(Protocol):
     concurrent_calls: int
 
 
+@runtime_checkable
+class ListsServedModels(Protocol):
+    """Lists the model ids each endpoint serves (``GET /v1/models``), by endpoint URL."""
+
+    async def served_models(self) -> dict[str, list[str]]: ...
+
+
+async def served_models(engine: Engine) -> dict[str, list[str]]:
+    """The ids each endpoint lists; empty for an engine without endpoints."""
+    return await engine.served_models() if isinstance(engine, ListsServedModels) else {}
+
+
 def count_tokens(engine: Engine, req: GenerateRequest) -> int | None:
     return int(engine.count_tokens(req)) if isinstance(engine, CountsTokens) else None
 

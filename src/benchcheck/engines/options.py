@@ -24,6 +24,8 @@ class EngineOptions:
     max_model_len: int | None = None  # scripted: context length for the context-too-long check
     letter_tokenizer: str | None = None  # openai: a tokenizer folder, to ask for exact letter scores
     hf_config: tuple[str, ...] = ()  # hf: --hf-config KEY=VALUE pairs or a JSON file (HFConfig.parse)
+    timeout_s: float | None = None  # openai: seconds one request may take; None: the engine's default
+    max_retries: int | None = None  # openai: retries of a 429, 5xx or lost connection; None: the default
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,14 +5,29 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Literal, Protocol
 
 from benchcheck.items.load import LoadResult
 from benchcheck.items.record import Item
 from benchcheck.protocol import LETTERS
 
-if TYPE_CHECKING:
-    from benchcheck.video.resolve import Resolution
+# The columns of ``items stats`` an item's video falls in: a video found, one not normalized yet
+# (the file or key is there, the store does not hold it), one named and not found, no video named.
+VideoCount = Literal["found", "not_normalized", "not_found", "none"]
+
+
+class VideoOutcome(Protocol):
+    """What ``stats_table`` reads of one item's video resolution (``video.resolve.Resolution``,
+    which says which column its status counts in, so the rule stays with the resolver)."""
+
+    @property
+    def item(self) -> Item: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def counted_as(self) -> VideoCount: ...
 
 
 def _bench_of_problem_path(path: str) -> str:
@@ -90,12 +105,12 @@ def validation_table(result: LoadResult) -> str:
     return "\n".join(lines)
 
 
-def stats_table(items: Sequence[Item], resolutions: Sequence[Resolution] | None = None, shown: int = 5) -> str:
+def stats_table(items: Sequence[Item], resolutions: Sequence[VideoOutcome] | None = None, shown: int = 5) -> str:
     """Per benchmark: items with a video found, not normalized yet, not found (the first ``shown``
     named), without a video; options per item; gold positions. ``resolutions``: one per item
     (``video.resolve``); without them, an item's ``video_id`` alone decides."""
     by: dict[str, list[Item]] = defaultdict(list)
-    res: dict[str, list[Resolution]] = defaultdict(list)
+    res: dict[str, list[VideoOutcome]] = defaultdict(list)
     for n, it in enumerate(items):
         by[it.bench].append(it)
         if resolutions is not None:
@@ -108,11 +123,11 @@ def stats_table(items: Sequence[Item], resolutions: Sequence[Resolution] | None 
         if resolutions is None:
             found = sum(1 for i in its if i.has_frames_source)
             pending = sum(1 for i in its if i.video_id and not i.has_frames_source)
-            missing: list[Resolution] = []
+            missing: list[VideoOutcome] = []
         else:
-            found = sum(1 for r in res[b] if r.status in ("stored", "unchecked"))
-            pending = sum(1 for r in res[b] if r.status == "not_normalized")
-            missing = [r for r in res[b] if r.status in ("not_found", "refused")]
+            found = sum(1 for r in res[b] if r.counted_as == "found")
+            pending = sum(1 for r in res[b] if r.counted_as == "not_normalized")
+            missing = [r for r in res[b] if r.counted_as == "not_found"]
         # Not normalized yet: the file or key is there, the store does not hold it (steps 2-6 say NO_VIDEO).
         lines.append(f"{b}: {len(its)} items, {found} with a video found, {pending} not normalized yet, "
                      f"{len(missing)} not found, {len(its) - found - pending - len(missing)} without a video")

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcheck.defaults import GPU_UTIL, STEP_MAX_SEQS, STEP_PORT0
+
 
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
@@ -47,9 +49,9 @@ class ServerOptions:
     model: str
     served_name: str
     revision: str | None
-    port0: int = 8001
-    gpu_util: float = 0.85
-    max_num_seqs: int = 64
+    port0: int = STEP_PORT0
+    gpu_util: float = GPU_UTIL
+    max_num_seqs: int = STEP_MAX_SEQS
     max_model_len: int | None = None
     use_vllm: bool = False
     device: str = "auto"

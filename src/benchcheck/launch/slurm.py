@@ -6,6 +6,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from benchcheck.defaults import STEP_PORT0
+
 
 @dataclass(frozen=True, slots=True)
 class SlurmJob:
@@ -46,6 +48,6 @@ def render_sbatch(job: SlurmJob) -> str:
         cmd = f"{job.python} -m benchcheck screen --step {job.step} --shard auto --no-progress {args}"
     else:
         cmd = (f"{job.python} -m benchcheck launch --step {job.step} --gpus {job.gpus_per_task} --shard auto "
-               f'--logs "$TASK_LOGS" --port0 $((8001 + 16 * (${{SLURM_ARRAY_TASK_ID:-0}} % 256))) {args}')
+               f'--logs "$TASK_LOGS" --port0 $(({STEP_PORT0} + 16 * (${{SLURM_ARRAY_TASK_ID:-0}} % 256))) {args}')
     lines += [cmd, ""]
     return "\n".join(lines)

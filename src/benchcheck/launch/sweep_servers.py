@@ -16,18 +16,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from benchcheck.defaults import (
+    GPU_UTIL,
+    SMALL_GPU_MAX_SEQS,
+    SWEEP_LIMIT_MM,
+    SWEEP_MAX_MODEL_LEN,
+    SWEEP_MAX_SEQS,
+    SWEEP_PORT0,
+)
+from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT as SWEEP_WORKERS_PER_GPU
 from benchcheck.launch import knobs
 from benchcheck.launch.lifecycle import with_servers
 from benchcheck.launch.servers import ServerSpec, visible_gpus, vllm_available
 
-SWEEP_PORT0 = 8011
-SWEEP_MAX_MODEL_LEN = 65536
-SWEEP_LIMIT_MM = '{"image": 1024}'
-SWEEP_MAX_SEQS = 32
-SMALL_GPU_MAX_SEQS = 8
 SMALL_GPU_GIB = 40  # a 32 GB card (RTX 5090) reports a little under 32 GiB
-SWEEP_WORKERS_PER_GPU = 6
-SWEEP_GPU_UTIL = 0.85
+SWEEP_GPU_UTIL = GPU_UTIL
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,9 @@
 
 ``EVAL_LLM_JUDGE_BASE_URL`` (a URL not ending in ``/v1``, e.g. ``http://127.0.0.1:8000``, gets it),
 ``EVAL_LLM_JUDGE_NAME`` and, optionally, ``EVAL_LLM_JUDGE_API_KEY``. Only that key is sent,
-and only to that host: requests go through :class:`benchcheck.engines.openai.client.OpenAIEngine`
-built with the key explicitly (no other variable is read), which follows no redirect.
+and only to that host: requests go through the registry's ``openai`` engine
+(:class:`benchcheck.engines.openai.client.OpenAIEngine`), given the key in its options (no other
+variable is read), which follows no redirect.
 Verdicts are cached by judge model, prompt version and item.
 
 The judge is asked for a structured verdict (:mod:`benchcheck.qa.judge_prompt`): a JSON object,
@@ -21,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.engines.capabilities import served_models
+from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.registry import from_options
 from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.errors import PreconditionError
@@ -131,17 +135,16 @@ class Judge:
     """Scores answers against references through the judge engine, with the cache in front."""
 
     def __init__(self, config: JudgeConfig, cache: JudgeCache, redactor: Masker) -> None:
-        from benchcheck.engines.openai.client import OpenAIEngine
-
         self.config = config
         self.cache = cache
         self.redactor = redactor
         self._hits = cache.load()
         self.cache_hits = 0
         self.format: VerdictFormat = "line" if config.verdict_format == "line" else "json"
-        self.engine = OpenAIEngine([config.base_url], config.model, api_key=config.api_key,
-                                   concurrency=config.concurrency, timeout_s=config.timeout_s,
-                                   max_retries=config.max_retries)
+        # Through the registry like every engine; the key rides in the options (repr-hidden), never in a log.
+        self.engine = from_options("openai", EngineOptions(
+            model=config.model, endpoints=(config.base_url,), api_key=config.api_key, workers=config.concurrency,
+            timeout_s=config.timeout_s, max_retries=config.max_retries))
 
     def key(self, item: QAItem, answer: str) -> str:
         return judge_key(self.config.model, JUDGE_PROMPT_VERSION, item, answer)
@@ -195,7 +198,7 @@ class Judge:
 
     async def model_ids(self) -> list[str]:
         """The judge's ``GET <base-url>/models`` ids (empty when the listing fails)."""
-        listed = await self.engine.served_models()
+        listed = await served_models(self.engine)
         return listed.get(self.config.base_url, [])
 
     async def aclose(self) -> None:

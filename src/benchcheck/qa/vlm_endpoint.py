@@ -3,13 +3,13 @@
 Three ways to show the clip:
 
 - ``frames`` (default): ``num_frames`` time-uniform JPEG frames as image parts, sent through
-  :class:`benchcheck.engines.openai.client.OpenAIEngine` with no retries;
+  the registry's ``openai`` engine with no retries;
 - ``url`` (``--video-url-base``): one ``video_url`` part pointing at ``<base>/<video path>``,
   so the server fetches the clip itself (the base must be routable from the server);
 - ``inline`` (``--inline-media``): the clip inline as a base64 ``data:`` URL; warns above
   about 10 MB, which servers commonly reject (HTTP 413/422).
 
-Every mode goes through :class:`benchcheck.engines.openai.client.OpenAIEngine` (frames as image parts,
+Every mode goes through the ``openai`` engine, built by the registry (frames as image parts,
 a clip as the request's ``video_url`` part), so QA has the engine's failure kinds:
 ``context_too_long`` (a 400 naming the context limit), ``timeout``, ``connection``, ``http``,
 and ``bad_output`` for a 200 that is not a chat completion. There are no retries (SPEC section 6:
@@ -31,6 +31,8 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.registry import from_options
 from benchcheck.masking import Masker
 from benchcheck.qa.dataset import QAItem
 from benchcheck.qa.frames import sample_jpegs
@@ -59,8 +61,6 @@ class EndpointVLM:
                  media: MediaMode = "frames", video_url_base: str | None = None, max_side: int = 768,
                  max_tokens: int = 512, concurrency: int = 1,
                  warn: Callable[[str], None] = lambda _msg: None) -> None:
-        from benchcheck.engines.openai.client import OpenAIEngine
-
         if media == "url" and not video_url_base:
             raise ValueError("media mode 'url' needs a video URL base")
         self.endpoint = endpoint.rstrip("/")
@@ -75,8 +75,10 @@ class EndpointVLM:
         self.max_side = max_side
         self.max_tokens = max_tokens
         self.warn = warn
-        self.engine = OpenAIEngine([self.endpoint], model, api_key=api_key, concurrency=concurrency,
-                                   timeout_s=timeout_s, max_retries=0)
+        # No retries around the VLM call (SPEC section 6); the key rides in the options, never in a log.
+        self.engine = from_options("openai", EngineOptions(
+            model=model, endpoints=(self.endpoint,), api_key=api_key, workers=concurrency, timeout_s=timeout_s,
+            max_retries=0))
 
     def settings(self) -> dict[str, Any]:
         """What identifies this VLM in the run configuration (no secrets)."""

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from benchcheck.audit.pool import fate_confidence
 from benchcheck.report.source import ItemEvidence
 from benchcheck.report.sweep import SweepAnswer
+from benchcheck.stats.pool import fate_confidence
 
 LIST_CHUNK = 500  # items per list chunk: about 50-70 KB, so the first page stays small
 DETAIL_CHUNK = 100  # items per detail chunk
@@ -91,7 +91,7 @@ def step_evidence(step: int, fate: str, row: Mapping[str, Any] | None) -> dict[s
 
 
 def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepAnswer],
-                  conf: Mapping[int, float] | None = None) -> dict[str, Any]:
+                  conf: Mapping[int, float] | None = None, probe: Mapping[str, Any] | None = None) -> dict[str, Any]:
     it = ev.item
     rec: dict[str, Any] = {"id": it.item_id, "q": it.question, "o": list(it.options), "a": it.answer,
                            "task": it.task, "vid": safe_video_id(it.video_id), "raw_vid": it.video_id,
@@ -110,6 +110,8 @@ def detail_record(ev: ItemEvidence, chain: Sequence[int], sweep: Sequence[SweepA
         rec["no_text"] = True
     if sweep:
         rec["sweep"] = [[a.condition, a.pred, a.correct, a.status] for a in sweep]
+    if probe:
+        rec["probe"] = dict(probe)  # the text-only probe's probabilities and its label flag (docs/probe.md)
     return rec
 
 
@@ -122,7 +124,7 @@ def decisive_margin(ev: ItemEvidence, chain: Sequence[int]) -> float | None:
 
 
 def item_confidence(ev: ItemEvidence, conf: Mapping[int, float]) -> float | None:
-    """The confidence of the item's fate (the pool's rule, ``audit.pool.fate_confidence``) over the
+    """The confidence of the item's fate (the pool's rule, ``stats.pool.fate_confidence``) over the
     steps that decided it."""
     decided = {s: v for s, v in conf.items() if ev.fates.get(s) in ("kept", "removed")}
     return fate_confidence(decided, ev.removed_at)
@@ -155,10 +157,12 @@ def write_file(path: Path, data: bytes) -> None:
 
 def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Sequence[int],
                 sweep: Mapping[str, Sequence[SweepAnswer]],
-                conf: Mapping[str, Mapping[int, float]] | None = None) -> BenchChunks:
+                conf: Mapping[str, Mapping[int, float]] | None = None,
+                probe: Mapping[str, Mapping[str, Any]] | None = None) -> BenchChunks:
     """Write one benchmark's list and detail chunks under ``out/data/<slug>/``; ``conf`` is the
     audit's confidence per item and step (``report.audit.read_confidences``), when there is one."""
     conf = conf or {}
+    probe = probe or {}
     bc = BenchChunks(bench, slug(bench), len(items))
     folder = out / "data" / bc.slug
     tasks: dict[str, int] = {}
@@ -167,8 +171,8 @@ def write_bench(out: Path, bench: str, items: Sequence[ItemEvidence], chain: Seq
         part = items[j: j + DETAIL_CHUNK]
         d = j // DETAIL_CHUNK
         key = f"{bc.slug}/d{d}"
-        text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ()), conf.get(ev.item.item_id))
-                              for ev in part])
+        text = _payload(key, [detail_record(ev, chain, sweep.get(ev.item.item_id, ()), conf.get(ev.item.item_id),
+                                            probe.get(ev.item.item_id)) for ev in part])
         write_file(folder / f"d{d}.js", text)
         bc.bytes_written += len(text)
         bc.detail_files += 1

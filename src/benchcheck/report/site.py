@@ -27,6 +27,7 @@ from benchcheck.report.audit import Confidences, link_tables, read_audit, read_a
 from benchcheck.report.bench_page import BenchPage, bench_page, copy_thumbs
 from benchcheck.report.browser import FATE_CODE, FATE_MEANING, BenchChunks, write_bench, write_file, write_index
 from benchcheck.report.options import ReportOptions
+from benchcheck.report.probe import ProbeItems, read_probe, read_probe_items
 from benchcheck.report.provenance import step_lines, warnings
 from benchcheck.report.qa import QAData, read_qa
 from benchcheck.report.source import (
@@ -162,11 +163,12 @@ BenchResult = tuple[BenchPage, BenchChunks, list[dict[str, Any]], dict[int, Step
 
 
 def _bench_task(opts: ReportOptions, staging: Path, bench: str, items: list[Item] | None,
-                answers: dict[str, list[SweepAnswer]], conf: Confidences, step0: Step0 | None = None) -> BenchResult:
+                answers: dict[str, list[SweepAnswer]], conf: Confidences, step0: Step0 | None = None,
+                probe: ProbeItems | None = None) -> BenchResult:
     """One benchmark end to end: rows read, chunks and thumbnails written, page data built."""
     prov: dict[int, StepProvenance] = {}
     ev = read_group(opts.results, bench, items, opts.chain, frame_check(opts.frames), prov, step0)
-    bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers, conf)
+    bc = write_bench(staging, ev.bench, ev.items, opts.chain, answers, conf, probe)
     if opts.copy_frames and opts.frames is not None:
         copy_thumbs(staging, opts.frames, ev)
     return bench_page(opts, staging, ev, bc), bc, [dict(r) for r in ev.summary], prov
@@ -177,6 +179,7 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     holds one benchmark at a time), and come back in benchmark order."""
     groups = bench_groups(opts.results, opts.items, opts.chain)
     conf = read_confidences(opts.audit)
+    probed = read_probe_items(opts.results / "probe")
     step0 = None
     if opts.step0 is not None:
         try:
@@ -197,6 +200,11 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
         if its is None:
             return conf
         return {it.item_id: conf[it.item_id] for it in its if it.item_id in conf}
+
+    def probe_of(its: list[Item] | None) -> ProbeItems:
+        if its is None:
+            return probed
+        return {it.item_id: probed[it.item_id] for it in its if it.item_id in probed}
     light = dataclasses.replace(opts, items=None)  # never pickle the whole pool per task
     bar = _bar(len(groups), opts.progress)
     out: dict[str, BenchResult] = {}
@@ -204,13 +212,13 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
         if opts.workers <= 1 or len(groups) <= 1:
             for bench, its in groups:
                 out[bench] = _bench_task(light, staging, bench, its, sweep.answers.get(bench, {}), mine(its),
-                                         dups(its))
+                                         dups(its), probe_of(its))
                 bar.update(1)
         else:
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx) as pool:
                 futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {}),
-                                       mine(its), dups(its)): bench for bench, its in groups}
+                                       mine(its), dups(its), probe_of(its)): bench for bench, its in groups}
                 for fut in as_completed(futures):
                     out[futures[fut]] = fut.result()
                     bar.update(1)
@@ -282,7 +290,9 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
     link_tables(audit, out, "audit/main")
     for i, a in enumerate(side):
         link_tables(a, out, f"audit/side{i + 1}")
-    page("audit.html", "audit.html", audit=audit, side=side)
+    probe = read_probe(opts.results / "probe")
+    link_tables(probe, out, "audit/probe")
+    page("audit.html", "audit.html", audit=audit, side=side, probe=probe)
     page("items.html", "items.html", fates=[(FATE_CODE[k], k, FATE_MEANING[k]) for k in FATE_CODE])
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
          results=str(opts.results))

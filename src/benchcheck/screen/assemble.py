@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic
-from benchcheck.audit.pool import add_confidence, removal_interval
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
+from benchcheck.stats.pool import add_confidence, add_probe, removal_interval
 from benchcheck.store import read_rows
 from benchcheck.verdicts import StepState
 
@@ -144,6 +144,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
     out = Assembled()
     records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
     add_confidence(records, res)  # how firmly each fate stands (docs/audit.md); never changes it
+    add_probe(records, res / "probe")  # the text-only probe and label flags, when run (docs/probe.md)
     out.paths["pool_items"] = res / "pool_items.parquet"
     write_atomic(out.paths["pool_items"], lambda f: pq.write_table(pa.Table.from_pylist(records), f))
     out.summary = summary_rows(fates, ctx.chain, states)

@@ -183,7 +183,7 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
     # Served: each endpoint gets ``workers`` requests in flight, so the runner keeps that many
     # single-item calls going per endpoint. In-process: engine calls in flight as the engine
     # says it can take them, and at least two, so the next call's frames are decoded while the
-    # device runs this one (the hf engine runs one forward at a time; docs/PERFORMANCE.md, end to end).
+    # device runs this one (the hf engine runs one forward at a time; see decision 029).
     parallel = bool(job.endpoints) or concurrent_calls(engine) > 1
     workers = job.workers or (DEFAULT_WORKERS[job.step] if parallel else 2)
     cfg = RunConfig(step=job.step, intro=INTROS[job.intro], workers=workers * max(1, len(job.endpoints)),

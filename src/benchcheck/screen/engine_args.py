@@ -3,17 +3,17 @@ registry (``from_options``); no engine is named here."""
 
 from __future__ import annotations
 
+from benchcheck.defaults import STEP_WORKERS
 from benchcheck.engines import Engine
 from benchcheck.engines.options import EngineOptions
 from benchcheck.engines.registry import from_options
 from benchcheck.screen.steps import MODELS, StepSpec
 
-# Requests in flight per endpoint for a served engine when --workers is not given (32 / 16 / 8 for
-# steps 1 / 2 / 3 in the original runs: the visual steps send larger requests).
-DEFAULT_WORKERS = {1: 32, 2: 16, 3: 8, 4: 32, 5: 8, 6: 8}
+# Requests in flight per endpoint for a served engine when --workers is not given.
+DEFAULT_WORKERS = STEP_WORKERS
 # Items per call for an in-process engine when --batch-items is not given. Every call ends with a
-# partial batch and a drained device pipeline, so fewer, larger calls keep the device busier (16
-# items a call held `screen --step 3` at 88-89 % of the engine alone); 32-frame items hold their
+# partial batch and a drained device pipeline, so fewer, larger calls keep the device busier
+# (see decision 029); 32-frame items hold their
 # decoded frames in memory until the call ends (about 11 MB each), so those steps take fewer.
 DEFAULT_CALL_ITEMS = {1: 64, 2: 64, 3: 48, 4: 64, 5: 48, 6: 48}
 

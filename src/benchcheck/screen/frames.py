@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from benchcheck import protocol
 from benchcheck.video import plans
 from benchcheck.video.cache import cached_files, frames_present, read_frames_json
 
@@ -22,7 +23,7 @@ class CacheFrames:
     frame cache of the original runs).
 
     A folder counts only when it holds the whole grid (``plans.GRID32`` frames at
-    ``plans.FRAME_LONG_SIDE`` px, JPEG ``plans.JPEG_QUALITY``; fields that an older ``frames.json``
+    ``plans.FRAME_LONG_SIDE`` px, JPEG ``protocol.JPEG_QUALITY``; fields that an older ``frames.json``
     lacks are not held against it): a ``mid``-only or sweep-sized cache is
     reported as missing frames, never sent as if it were the grid.
     """
@@ -45,7 +46,7 @@ class CacheFrames:
         except (OSError, ValueError, TypeError):
             return False
         return (meta.get("long_side", plans.FRAME_LONG_SIDE) == plans.FRAME_LONG_SIDE
-                and meta.get("jpeg_quality", plans.JPEG_QUALITY) == plans.JPEG_QUALITY
+                and meta.get("jpeg_quality", protocol.JPEG_QUALITY) == protocol.JPEG_QUALITY
                 and set(range(plans.GRID32)) <= positions)
 
     def grid(self, video_id: str) -> list[bytes]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from benchcheck import protocol
+from benchcheck.defaults import INTRO_BLIND, INTRO_FRAMES, INTRO_NAME, INTRO_OPTIONS_ONLY, QWEN3_VL_2B, QWEN3_VL_8B
 from benchcheck.spec import FrameSpec, GenSettings, InputKind, ModelRef, PromptSpec, RunSpec
 from benchcheck.video import plans
 
@@ -20,8 +21,8 @@ FramesPlan = Literal["none", "mid", "v32", "v32_shuffle"]
 
 
 MODELS: dict[str, ModelRef] = {
-    "8b": ModelRef("Qwen/Qwen3-VL-8B-Instruct", "0c351dd01ed87e9c1b53cbc748cba10e6187ff3b"),
-    "2b": ModelRef("Qwen/Qwen3-VL-2B-Instruct", "89644892e4d85e24eaac8bacfd4f463576704203"),
+    "8b": QWEN3_VL_8B,
+    "2b": QWEN3_VL_2B,
 }
 
 
@@ -47,7 +48,7 @@ class StepSpec:
         mid = self.frames == "mid"
         return FrameSpec(plan="mid" if mid else "v32", n_frames=1 if mid else plans.GRID32, size_mode="long",
                          size_px=plans.FRAME_LONG_SIDE, order="shuffled" if self.frames == "v32_shuffle" else "time",
-                         jpeg_quality=plans.JPEG_QUALITY)
+                         jpeg_quality=protocol.JPEG_QUALITY)
 
     def run_spec(self, intro: IntroSet, model: ModelRef) -> RunSpec:
         """Everything that shapes this step's answers for ``model``; its hash goes into every row."""
@@ -94,14 +95,9 @@ class IntroSet:
 
 
 INTROS: dict[str, IntroSet] = {
-    "lmms-v1": IntroSet(
-        name="lmms-v1",
-        blind="Select the best answer to the following multiple-choice question.",
-        options_only="Select the option that is most likely to be the correct answer.",
-        frames="Select the best answer to the following multiple-choice question based on the video.",
-    ),
+    INTRO_NAME: IntroSet(name=INTRO_NAME, blind=INTRO_BLIND, options_only=INTRO_OPTIONS_ONLY, frames=INTRO_FRAMES),
 }
-DEFAULT_INTRO = "lmms-v1"
+DEFAULT_INTRO = INTRO_NAME
 
 
 def parse_chain(text: str | Sequence[int]) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from benchcheck.defaults import INTRO_BLIND, INTRO_FRAMES, INTRO_NAME, QWEN3_VL_8B
 from benchcheck.protocol import ASSISTANT_PREFIX
 from benchcheck.spec import Expander, FrameSpec, GenSettings, ModelRef, PromptSpec, RunSpec, expand
 from benchcheck.video.plans import MAX_IMAGES, PROMPT_RESERVE, TOKEN_BUDGET, PlanSpec, parse_plan
@@ -29,10 +30,7 @@ from benchcheck.video.plans import MAX_IMAGES, PROMPT_RESERVE, TOKEN_BUDGET, Pla
 BLIND = "v_blind"
 MAX_TOKENS = 128
 PARSER = "mc-text-v1"
-SWEEP_MODEL = ModelRef("Qwen/Qwen3-VL-8B-Instruct", "0c351dd01ed87e9c1b53cbc748cba10e6187ff3b")
-INTRO_NAME = "lmms-v1"
-INTRO_FRAMES = "Select the best answer to the following multiple-choice question based on the video."
-INTRO_BLIND = "Select the best answer to the following multiple-choice question."
+SWEEP_MODEL = QWEN3_VL_8B
 REUSE: dict[str, str] = {"v_32_s448": "v_32"}  # condition -> the condition whose answer it reuses
 REUSE_MAX_SHORT_SIDE = 480
 assert ASSISTANT_PREFIX  # the sweep never prefills it (GenSettings.assistant_prefix=None)
@@ -140,3 +138,10 @@ def condition_specs(names: Iterable[str] | None = None, model: ModelRef = SWEEP_
         raise ValueError(f"--token-budget must exceed the {PROMPT_RESERVE}-token reserve and --max-images be >= 1")
     conds = list(names) if names is not None else list(CONDITIONS)
     return {s.name: s for s in expand([base_spec(model)], [ladder(conds, token_budget, max_images)])}
+
+
+def source_spec(spec: RunSpec, source: str) -> RunSpec:
+    """The spec of the condition whose answer ``spec``'s condition reuses, under the same model and
+    budget (the reused answer must be one made under it, not under another spec)."""
+    fs = spec.frames
+    return condition_specs([source], spec.model, fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)[source]

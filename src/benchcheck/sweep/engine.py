@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from benchcheck.defaults import SWEEP_MAX_MODEL_LEN, SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines import Engine
 from benchcheck.engines.capabilities import max_model_len
 from benchcheck.engines.options import EngineFlags, EngineOptions
@@ -17,9 +18,9 @@ from benchcheck.spec import ModelRef
 from benchcheck.sweep.conditions import MAX_TOKENS, SWEEP_MODEL
 from benchcheck.video.plans import TOKEN_BUDGET
 
-MIN_CONTEXT = 65536  # seed 001: stop and report when a server cannot serve this many tokens
+MIN_CONTEXT = SWEEP_MAX_MODEL_LEN  # seed 001: stop and report when a server cannot serve this many tokens
 
-DEFAULT_WORKERS_PER_ENDPOINT = 6  # seed 001: 6 client workers per GPU
+DEFAULT_WORKERS_PER_ENDPOINT = SWEEP_WORKERS_PER_ENDPOINT
 
 
 @dataclass(frozen=True, slots=True)

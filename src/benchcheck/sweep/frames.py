@@ -16,7 +16,8 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from benchcheck.video.plans import JPEG_QUALITY, FramePlan
+from benchcheck.protocol import JPEG_QUALITY
+from benchcheck.video.plans import FramePlan
 
 
 def decode_job(store: str, video_id: str, plan: FramePlan, quality: int = JPEG_QUALITY) -> tuple[list[bytes], float]:

@@ -16,11 +16,12 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcheck.protocol import JPEG_QUALITY
 from benchcheck.store import append_rows
 from benchcheck.video.cache import clear_stale, frames_present, read_frames_json
 from benchcheck.video.extract import CacheOutcome, extract_to_cache
 from benchcheck.video.meta import META_FILE, video_dir
-from benchcheck.video.plans import JPEG_QUALITY, MAX_IMAGES, TOKEN_BUDGET, parse_plan
+from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET, parse_plan
 
 FAILURES_FILE = "failures.jsonl"
 # A ``v32`` cache serves ``mid`` (its frame_16.jpg), and extracting v32 over a mid cache loses nothing.

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 T = TypeVar("T")
 
 # A jump to a keyframe costs a decoder reset on top of the packets it decodes: far less than one
-# packet (benchmarks/frames.py, docs/PERFORMANCE.md). Half a packet makes the decoder continue
+# packet (benchmarks/frames.py; see decision 032). Half a packet makes the decoder continue
 # when the next keyframe is the very next packet (same work, no reset).
 SEEK_COST = 0.5
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.protocol import JPEG_QUALITY
 from benchcheck.video.cache import cache_satisfies, write_frames
 from benchcheck.video.decode import DecodeStats, Strategy, decode_frames
 from benchcheck.video.meta import read_meta, video_path
 from benchcheck.video.plans import (
-    JPEG_QUALITY,
     MAX_IMAGES,
     TOKEN_BUDGET,
     FramePlan,

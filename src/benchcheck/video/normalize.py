@@ -31,10 +31,10 @@ SHORT_SIDE = 720
 LONG_VIDEO_S = 30 * 60
 LONG_SHORT_SIDE = 480
 # Keyframe interval of the store, chosen from its size / extraction-speed trade-off
-# (docs/PERFORMANCE.md): 32 frames = 16 s at 2 fps.
+# (see decision 033): 32 frames = 16 s at 2 fps.
 STORE_GOP = 32
-# CAVLC instead of CABAC: the store decodes about twice as fast for about 14 % more bytes
-# (docs/PERFORMANCE.md); frames are decoded many times (every plan, every sweep condition).
+# CAVLC instead of CABAC: the store spends bytes for decoding speed (see decision 033), since
+# frames are decoded many times (every plan, every sweep condition).
 STORE_X264_PARAMS = "cabac=0"
 STORE_CRF = 23
 STORE_PRESET = "fast"

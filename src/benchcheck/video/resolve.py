@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from benchcheck.items.record import Item
+from benchcheck.items.report import VideoCount
 from benchcheck.video.index import StoreIndex
 from benchcheck.video.meta import META_FILE, NORMALIZED
 from benchcheck.video.normalize import content_hash_of, file_sha256
@@ -67,6 +68,16 @@ class Resolution:
     @property
     def found(self) -> bool:
         return self.status in FOUND and self.video_id is not None
+
+    @property
+    def counted_as(self) -> VideoCount:
+        """The ``items stats`` column of this status (``items.report.VideoOutcome``): a refused path
+        counts as not found; ``unchecked`` (no store to check against) as found."""
+        if self.status in FOUND:
+            return "found"
+        if self.status == "not_normalized":
+            return "not_normalized"
+        return "none" if self.status == "none" else "not_found"
 
     def line(self) -> str:
         where = f"{self.item.source_file}:{self.item.source_line}: " if self.item.source_file else ""

@@ -93,6 +93,8 @@ class _Attempt:
     wait_s: float = 0.0
 
 DEFAULT_CONCURRENCY = 32  # requests in flight per endpoint when the caller does not say
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MAX_RETRIES = 3
 
 
 class OpenAIEngine:
@@ -106,8 +108,8 @@ class OpenAIEngine:
         model: str,
         api_key: str | None = None,
         concurrency: int = 32,  # DEFAULT_CONCURRENCY
-        timeout_s: float = 600,
-        max_retries: int = 3,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         revision: str | None = None,
         letter_token_ids: Sequence[int] | None = None,
         letter_tokenizer: str | None = None,
@@ -151,7 +153,9 @@ class OpenAIEngine:
         if not o.model:
             raise EngineOptionError("--engine openai needs --model (the name the server answers to)")
         return cls(list(o.endpoints), o.model, api_key=o.api_key, concurrency=o.workers or DEFAULT_CONCURRENCY,
-                   revision=o.revision, letter_tokenizer=o.letter_tokenizer)
+                   revision=o.revision, letter_tokenizer=o.letter_tokenizer,
+                   timeout_s=DEFAULT_TIMEOUT_S if o.timeout_s is None else o.timeout_s,
+                   max_retries=DEFAULT_MAX_RETRIES if o.max_retries is None else o.max_retries)
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(endpoints={self.endpoint_urls!r}, model={self.model_name!r})"

@@ -263,6 +263,23 @@
     rec.o.forEach(function (o, i) { ol.appendChild(el("li", { "class": i === rec.a ? "gold" : "" }, o + (i === rec.a ? "  ← gold" : ""))); });
     d.appendChild(ol);
     rec.steps.forEach(function (s) { d.appendChild(stepTable(rec, s)); });
+    if (rec.probe) {  // the text-only probe beside the pyramid's evidence (docs/probe.md)
+      var pr = rec.probe, pw = el("div", { id: "d-probe", "class": "step step-probe" });
+      pw.appendChild(el("h3", {}, "text-only probe (out of fold, no video)"));
+      var pt = el("table", { "class": "num" }), ph = el("tr"), pv = el("tr");
+      (pr.p || []).forEach(function (v, j) {
+        ph.appendChild(el("th", {}, "P(" + LETTERS[j] + ")"));
+        pv.appendChild(el("td", { "class": j === rec.a ? "hit" : "" }, fmt(v)));
+      });
+      pt.appendChild(ph); pt.appendChild(pv); pw.appendChild(pt);
+      pw.appendChild(el("p", {}, "probe picks " + pr.pick + " · P(gold) " + fmt(pr.pg)));
+      if (pr.flag) {
+        pw.appendChild(el("p", { id: "d-flag", "class": "fate-removed" }, "possible label error: " + pr.flag.agree +
+          " of " + pr.flag.sources + " sources agree on " + pr.flag.option + " (gold " + LETTERS[rec.a] + "); " +
+          pr.flag.evidence + " — a question for a person, not a removal"));
+      }
+      d.appendChild(pw);
+    }
     if (rec.sweep) {
       d.appendChild(el("h3", {}, "sweep answers"));
       var t = el("table", { id: "d-sweep" }), h = el("tr");

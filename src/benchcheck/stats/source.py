@@ -1,6 +1,7 @@
-"""The one place the audit reads result rows (swap this module when typed records land).
+"""The one place the audit and the pool confidence read result rows (swap this module when typed
+records land).
 
-Everything else in the package takes :class:`Forwards` records and never sees a JSON row, so
+Everything else (the audit, the pool confidence) takes :class:`Forwards` records and never sees a JSON row, so
 moving to the typed ``ScoreRow`` / ``ItemVerdict`` reader changes this file only.
 """
 

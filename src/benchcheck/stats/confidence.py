@@ -44,10 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchcheck.audit.cells import cell
-from benchcheck.audit.normal import norm_cdf, norm_pdf, norm_sf
-from benchcheck.audit.source import Forwards
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, N_PERM, argmax_pos, gold_position, margin_of
+from benchcheck.stats.cells import cell
+from benchcheck.stats.normal import norm_cdf, norm_pdf, norm_sf
+from benchcheck.stats.source import Forwards
 
 MC_DRAWS = 2000
 MC_TAIL = 0.01  # below this, a step-1 probability is taken from the independent product (docstring)
@@ -89,7 +89,7 @@ def _mean(xs: Sequence[float]) -> float:
 
 
 def _var(xs: Sequence[float], ddof: int = 0) -> float:
-    """Plain float variance (the statistics module's exact fractions cost 10x the whole audit)."""
+    """Plain float variance (the statistics module's exact fractions made the audit many times slower; decision 040)."""
     m = _mean(xs)
     return sum((x - m) ** 2 for x in xs) / (len(xs) - ddof)
 

@@ -1,0 +1,128 @@
+"""``benchcheck probe``: a k-fold text-only probe per benchmark and label-error flags."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.items import Item
+
+
+@click.command("probe")
+@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+              help="Item files or folders (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output folder: probe_items.parquet, probe_benchmarks.csv, probe_ibp.csv, label_flags.csv, "
+                   "probe.md [default: RESULTS/probe, where assemble, audit and report read them].")
+@click.option("--results", type=click.Path(file_okay=False), default=None,
+              help="Screening results folder: step 1 gives the blind gain, steps 3, 5, 6 the label flags.")
+@click.option("--model", default="minilm", show_default=True,
+              help="Sentence embeddings: 'minilm' (packaged, offline), a local sentence-transformers folder, a hub id, "
+                   "or 'none' (hand-built text features only).")
+@click.option("--revision", default=None, help="Hub revision of --model.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
+              help="Content-addressed embedding cache [default: OUT/probe_embeddings].")
+@click.option("--device", default="cpu", show_default=True, help="Encoder device: cpu, auto, cuda, cuda:1, ...")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Texts per encoder batch.")
+@click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Folds (grouped by video: one video's items are always in one fold).")
+@click.option("--permutations", type=click.IntRange(min=0), default=99, show_default=True,
+              help="Rounds of each permutation null (the whole k-fold probe refitted per round); 0: none.")
+@click.option("--no-positions-null", is_flag=True,
+              help="Skip the second null (golds permuted among items, positions kept): halves the time.")
+@click.option("--min-items", type=click.IntRange(min=4), default=20, show_default=True,
+              help="A benchmark with fewer items is skipped (and said so).")
+@click.option("--no-ibp", is_flag=True, help="Skip Iterative Bias Pruning.")
+@click.option("--flag-margin", type=click.FloatRange(min=0.0), default=None,
+              help="Margin (nats) a source's pick needs to count for a label flag [default: 1.0].")
+@click.option("--flag-agree", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Sources that must agree on one non-gold option to flag an item.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds, the projection and the nulls.")
+@click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
+@click.option("--quiet", is_flag=True, help="No per-item problem lines.")
+def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, model: str, revision: str | None,
+          cache_dir: str | None, device: str, batch_size: int, folds: int, permutations: int,
+          no_positions_null: bool, min_items: int, no_ibp: bool, flag_margin: float | None, flag_agree: int,
+          seed: int, columns: str | None, quiet: bool) -> None:
+    """Learn each benchmark's gold from its text alone (k folds by video) and flag likely label errors.
+
+    Per benchmark: out-of-fold accuracy of a logistic regression on option features (sentence
+    embeddings, length, word overlap with the question, position) against chance, with permutation
+    p-values; the blind gain over the zero-shot step-1 model (--results); Iterative Bias Pruning
+    (how many items remain when the most predictable are removed until the probe is at chance).
+    Label flags: items where steps 3, 5, 6 and the probe agree on one non-gold option. A learnable
+    pattern is evidence of a shortcut, not proof; a flag is a question for a person, never a removal.
+
+    \b
+    Example:
+      benchcheck probe --items out/items --results out/results
+    """
+    from pathlib import Path
+
+    from benchcheck.dedup import DedupError
+    from benchcheck.probe import FLAG_MARGIN, ProbeConfig, probe_pool
+    from benchcheck.probe.embedder import text_embedder
+    from benchcheck.probe.run import MIN_GROUPS, skip_reason
+    from benchcheck.stats.source import steps_in
+
+    if results is not None and not steps_in(results):
+        die(f"{results}: no step<k> folders with results (--results)")
+    if out is None and results is None:
+        die("give --out, or --results (the probe then writes RESULTS/probe)")
+    out = out if out is not None else str(Path(str(results)) / "probe")
+    loaded = load_items_reporting(item_paths, columns, quiet=quiet)
+    mc = [it for it in loaded.items if it.format == "mc" and len(it.options) >= 2]
+    if not mc:
+        die("no valid multiple-choice items to probe")
+    cfg = ProbeConfig(folds=folds, permutations=permutations, shuffle_null=not no_positions_null, seed=seed,
+                      min_items=min_items, ibp=not no_ibp)
+    by_bench: dict[str, list[Item]] = {}
+    for it in mc:
+        by_bench.setdefault(it.bench, []).append(it)
+    reasons = {b: skip_reason(its, cfg) for b, its in by_bench.items()}
+    if all(r is not None for r in reasons.values()):
+        die(f"no benchmark has at least {min_items} items on {MIN_GROUPS}+ videos: "
+            + "; ".join(f"{b}: {r}" for b, r in reasons.items()))
+    try:
+        emb = text_embedder(model, cache_dir or Path(out) / "probe_embeddings", revision, device, batch_size)
+        run = probe_pool(mc, out, cfg, emb, results, FLAG_MARGIN if flag_margin is None else flag_margin, flag_agree,
+                         echo=click.echo)
+    except (DedupError, OSError) as e:
+        die(str(e))
+    res = run.result
+    learn = sum(b.learnable for b in res.probed)
+    click.echo(f"BENCHMARKS={len(res.probed)} LEARNABLE={learn} SKIPPED={len(res.benches) - len(res.probed)} "
+               f"ITEMS={len(res.items)} FLAGGED={'n/a' if run.flags is None else len(run.flags)} "
+               f"ENCODED={res.embed.encoded} REUSED={res.embed.reused}")
+    if run.flags is None:
+        click.echo("label flags: need two sources (pass --results with steps 3, 5 or 6)")
+    for p in run.paths:
+        click.echo(str(p))
+
+
+def run_default_probe(items: Sequence[Item], results: str, seed: int = 0) -> None:
+    """``benchcheck audit --probe``: the probe with its defaults into RESULTS/probe; a one-line
+    note (not an error) when no benchmark is large enough or the model cannot load."""
+    from pathlib import Path
+
+    from benchcheck.dedup import DedupError
+    from benchcheck.probe import ProbeConfig, probe_pool
+    from benchcheck.probe.embedder import text_embedder
+
+    cfg = ProbeConfig(seed=seed)
+    out = Path(results) / "probe"
+    try:
+        emb = text_embedder("minilm", out / "probe_embeddings")
+        run = probe_pool(items, out, cfg, emb, results)
+    except (DedupError, OSError, ImportError) as e:
+        click.echo(f"probe skipped: {e}", err=True)
+        return
+    click.echo(f"probe: {len(run.result.probed)} benchmarks probed, "
+               f"{sum(b.learnable for b in run.result.probed)} learnable from text, "
+               f"{'no' if run.flags is None else len(run.flags)} label flags ({out})")
+
+
+COMMANDS = [probe]

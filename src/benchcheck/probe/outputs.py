@@ -1,0 +1,116 @@
+"""The probe's files: per item (Parquet), per benchmark, the IBP curve, the label flags, and
+``probe.md`` that reads them out. Each is rewritten whole through a temporary file and a rename."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchcheck.atomic import write_atomic, write_text_atomic
+from benchcheck.audit.write import csv_text
+from benchcheck.probe.flags import LabelFlag
+from benchcheck.probe.run import SIGNIFICANCE, BenchProbe, ProbeResult
+from benchcheck.protocol import LETTERS
+
+ITEMS_FILE = "probe_items.parquet"
+BENCH_FILE = "probe_benchmarks.csv"
+IBP_FILE = "probe_ibp.csv"
+FLAGS_FILE = "label_flags.csv"
+MD_FILE = "probe.md"
+
+
+def _r(v: float | None, nd: int = 4) -> float | None:
+    return None if v is None else round(v, nd)
+
+
+def bench_record(b: BenchProbe) -> dict[str, object]:
+    return {"bench": b.bench, "items": b.items, "videos": b.videos, "folds": b.folds,
+            "accuracy": _r(b.accuracy), "chance": _r(b.chance),
+            "p_value": _r(b.uniform.p_value) if b.uniform else None,
+            "null_mean": _r(b.uniform.null_mean) if b.uniform else None,
+            "p_positions_kept": _r(b.shuffle.p_value) if b.shuffle else None,
+            "permutations": b.uniform.rounds if b.uniform else 0,
+            "learnable": b.learnable if b.skipped is None else None,
+            "blind_items": b.blind_items, "blind_accuracy": _r(b.blind_accuracy),
+            "probe_on_blind_items": _r(b.probe_on_blind), "blind_gain": _r(b.blind_gain),
+            "ibp_remaining": b.ibp.remaining if b.ibp else None,
+            "ibp_at_chance": b.ibp.at_chance if b.ibp else None, "skipped": b.skipped}
+
+
+def ibp_records(res: ProbeResult) -> list[dict[str, object]]:
+    return [{"bench": b.bench, "round": r.round, "items": r.items, "accuracy": round(r.accuracy, 4),
+             "chance": round(r.chance, 4), "p_above_chance": round(r.p_above_chance, 6), "pruned_next": r.removed}
+            for b in res.probed if b.ibp for r in b.ibp.rounds]
+
+
+def item_records(res: ProbeResult) -> list[dict[str, object]]:
+    return [{"item_id": i.item_id, "bench": i.bench, "video": i.video, "gold": LETTERS[i.gold], "fold": i.fold,
+             "probe_pick": LETTERS[i.pick], "probe_p_gold": i.p_gold, "probe_margin": round(i.as_pick.margin, 4),
+             "probe_probs": list(i.probs), "ibp_pruned_round": i.ibp_round} for i in res.items]
+
+
+def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: Sequence[str]) -> str:
+    lines = ["# Text-only probe", "",
+             "A k-fold model that learns to pick the gold from the text alone (question and options, no video), "
+             "scored out of fold, folds grouped by video. Accuracy above chance is evidence of a learnable shortcut, "
+             "not proof (docs/probe.md).", "",
+             f"Embedding model: {res.model}; embeddings encoded {res.embed.encoded}, reused {res.embed.reused}.",
+             "",
+             "| bench | items | videos | folds | probe accuracy | chance | p (uniform gold) | p (positions kept) | "
+             "step-1 accuracy | blind gain | IBP keeps | reading |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for b in res.benches:
+        if b.skipped:
+            lines.append(f"| {b.bench} | {b.items} | {b.videos} | | | | | | | | | skipped: {b.skipped} |")
+            continue
+        r = bench_record(b)
+
+        def f(v: object, fmt: str = ".3f") -> str:
+            return format(v, fmt) if isinstance(v, float | int) and not isinstance(v, bool) else ""
+
+        reading = "learnable from text" if b.learnable else "at chance for the probe"
+        ibp = "" if b.ibp is None else f"{b.ibp.remaining}/{b.items}" + ("" if b.ibp.at_chance else " (not at chance)")
+        lines.append(f"| {b.bench} | {b.items} | {b.videos} | {b.folds} | {f(b.accuracy)} | {f(b.chance)} | "
+                     f"{f(r['p_value'], '.3g')} | {f(r['p_positions_kept'], '.3g')} | {f(b.blind_accuracy)} | "
+                     f"{f(b.blind_gain, '+.3f')} | {ibp} | {reading} |")
+    lines += ["", f"Learnable: p (uniform gold) <= {SIGNIFICANCE} (each item's gold redrawn uniformly among its "
+              "options and the whole k-fold probe refitted). p (positions kept): golds permuted among the "
+              "benchmark's items, so a position bias alone is not counted."]
+    if flags is not None:
+        lines += ["", "## Label-error flags", "",
+                  f"Sources: {', '.join(flag_sources) or 'none'}. A list for a person to check, never a removal.", ""]
+        if not flags:
+            lines.append("No item is flagged.")
+        else:
+            lines += ["| rank | item | bench | gold | sources agree on | agree | for the gold | evidence (pick, margin "
+                      "in nats) |", "|---|---|---|---|---|---|---|---|"]
+            for n, fl in enumerate(flags, 1):
+                lines.append(f"| {n} | {fl.item_id} | {fl.bench} | {LETTERS[fl.gold]} | {LETTERS[fl.option]} | "
+                             f"{fl.agree}/{fl.sources} | {fl.against} | {fl.evidence_text()} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_probe(res: ProbeResult, out: str | Path, flags: Sequence[LabelFlag] | None = None,
+                flag_sources: Sequence[str] = ()) -> list[Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([("item_id", pa.string()), ("bench", pa.string()), ("video", pa.string()),
+                        ("gold", pa.string()), ("fold", pa.int64()), ("probe_pick", pa.string()),
+                        ("probe_p_gold", pa.float64()), ("probe_margin", pa.float64()),
+                        ("probe_probs", pa.list_(pa.float64())), ("ibp_pruned_round", pa.int64())])
+    table = pa.Table.from_pylist(item_records(res), schema=schema)
+    write_atomic(d / ITEMS_FILE, lambda f: pq.write_table(table, f))
+    paths = [d / ITEMS_FILE]
+    for name, rows in ((BENCH_FILE, [bench_record(b) for b in res.benches]), (IBP_FILE, ibp_records(res))):
+        write_text_atomic(d / name, csv_text(rows))
+        paths.append(d / name)
+    if flags is not None:
+        write_text_atomic(d / FLAGS_FILE, csv_text([f.record(n) for n, f in enumerate(flags, 1)]) or
+                          "rank,item_id,bench,gold,flagged_option,agree,sources,for_gold,min_margin,evidence\n")
+        paths.append(d / FLAGS_FILE)
+    write_text_atomic(d / MD_FILE, markdown(res, flags, flag_sources))
+    paths.append(d / MD_FILE)
+    return paths
