@@ -21,7 +21,7 @@ as their own kernels, and the attention as SDPA's causal kernel over the padded 
              blind families (4 permutations after a shared prefix), 32-frame families (3
              questions after a video's frames); each checked against FlashAttention's output
              (``--triton-only``: the peak and these rows alone)
-  swiglu     gate and up through cuBLAS then the one-pass SiLU kernel (the engine before round 14)
+  swiglu     gate and up through cuBLAS then the one-pass SiLU kernel (the engine before decision 028)
              vs ``hf_swiglu``'s one Triton kernel over the packed weights with SiLU-times-up in
              the products' epilogue, at each of its tile configurations and then tuned, timed in
              alternating sustained rounds (the board's clock falls under its power cap as a run
@@ -190,7 +190,7 @@ def silu_rows(row: Row, g: torch.Tensor, u: torch.Tensor, compiled: Callable[...
 
 
 def swiglu_rows(row: Row, t: int, iters: int) -> None:
-    """The gate/up products and SiLU-times-up the engine's way before round 14 (cuBLAS, then
+    """The gate/up products and SiLU-times-up the engine's way before decision 028 (cuBLAS, then
     ``hf_silu``'s one pass) against ``hf_swiglu``'s packed kernel at the one-frame batch (``t``
     token rows), the start-up ramp's and the 2B model's width."""
     for label, rows, hidden, inter in (("8B one-frame batch", t, HIDDEN, INTER), ("8B ramp batch", 4096, HIDDEN, INTER),

@@ -82,7 +82,8 @@ def pool(n: int, benches: int) -> list[Item]:
 def _vectors(keys: np.ndarray) -> np.ndarray:
     rng = np.random.default_rng(int(keys[0] % 2**32) if len(keys) else 0)
     v = rng.standard_normal((len(keys), DIM)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def refuse(texts: Sequence[str]) -> np.ndarray:

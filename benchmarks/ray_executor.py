@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchcheck.testing.runs import make_pool, ok_rows, run_step, run_sweep, sweep_rows, write_rules, write_sweep_rules
+from benchmarks.shared.runs import make_pool, ok_rows, run_step, run_sweep, sweep_rows, write_rules, write_sweep_rules
 
 
 def timed(items: Path, results: Path, step: int, executor: str, **kw: object) -> tuple[float, int]:

@@ -1,7 +1,7 @@
 """The scripted sweep on the local executor alone (the ``scripted sweep | local`` row of
-``benchmarks/ray_executor.py`` without starting Ray): inferences/s and CPU seconds per run.
+``benchmarks.ray_executor`` without starting Ray): inferences/s and CPU seconds per run.
 
-    PYTHONPATH=src python benchmarks/sweep_local.py --rounds 3 --sweep-items 5
+    PYTHONPATH=src python -m benchmarks.sweep_local --rounds 3 --sweep-items 5
 
 CPU seconds count this process and its finished children (the decoding pool), so a run on a
 machine shared with other jobs can still be compared with another.
@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ray"))
-
-from ray_helpers import run_sweep, sweep_rows, write_sweep_rules
+from benchmarks.shared.runs import run_sweep, sweep_rows, write_sweep_rules
 
 
 def _cpu() -> float:

@@ -1,4 +1,4 @@
-"""Probe torch's variable-length flash attention on this GPU (issue 15, round 4): does it run with
+"""Probe torch's variable-length flash attention on this GPU (issue 15, decision 007): does it run with
 grouped K/V heads and bottom-right causal alignment, does it match a dense masked SDPA, and how
 fast is it against the memory-efficient kernel with a tree mask on a blind-sized batch?
 

@@ -17,10 +17,9 @@ PERFORMANCE = ROOT / "docs" / "PERFORMANCE.md"
 DECISIONS = ROOT / "docs" / "decisions"
 MAX_BYTES = 20 * 1024
 
-# Code whose comments are rewritten after the hf engine package lands (issue 42); the check below
-# runs on the rest of src/ now and on these once they are listed in SCANNED instead.
-PENDING = ("src/benchcheck/engines", "benchmarks")
-SCANNED = ("src",)
+# Code whose comments may cite decisions, never rounds of the old performance notebook.
+PENDING: tuple[str, ...] = ()
+SCANNED = ("src", "benchmarks")
 
 RECORD_NAME = re.compile(r"^(\d{3})-[a-z0-9][a-z0-9-]*\.md$")
 # A section heading of a record, by what it must say (words, so "What was tried" and "Tried" both do).
@@ -171,11 +170,10 @@ def test_no_code_comment_names_a_performance_round() -> None:
     assert not found, "cite a decision id (docs/decisions) instead:\n" + "\n".join(found)
 
 
-@pytest.mark.skip(reason="pending the hf engine package move (issue 42): enable by moving PENDING into SCANNED")
-def test_no_round_in_the_pending_trees() -> None:
+def test_no_round_in_the_code() -> None:
     found = [
         f"{p.relative_to(ROOT)}:{line}: {ref!r}"
-        for p in python_files(PENDING, ())
+        for p in python_files(SCANNED, ())
         for line, ref in round_refs(p.read_text(encoding="utf-8"))
     ]
     assert not found, "cite a decision id (docs/decisions) instead:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""Helpers for the Ray executor tests: the runs themselves are ``benchcheck.testing.runs`` (the
+"""Helpers for the Ray executor tests: the runs themselves are ``benchmarks.shared.runs`` (the
 benchmarks use them too); here what only the tests look at."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchcheck.store import read_rows
-from benchcheck.testing.runs import (
+from benchmarks.shared.runs import (
     RULES,
     SWEEP_RULES,
     TIMING,
@@ -23,6 +22,8 @@ from benchcheck.testing.runs import (
     write_rules,
     write_sweep_rules,
 )
+
+from benchcheck.store import read_rows
 
 __all__ = ["RULES", "SWEEP_RULES", "TIMING", "make_pool", "ok_rows", "run_step", "run_sweep", "sweep_rows",
            "write_rules", "write_sweep_rules"]

@@ -8,13 +8,13 @@ Why worker processes: decoding leaves Python's lock, but the rest of each image'
 (PIL's Python-level file parsing, ``tobytes`` in 64 KiB pieces, the array copy) holds it, and
 the thread that launches the device work needs that lock for every operation it queues. On an
 H200 host two decoding threads made the 2B 32-frame batches that ran while they decoded take
-1.5-2x their device time (docs/PERFORMANCE.md). Workers hold their own locks (R17: the 2B
+1.5-2x their device time (decision 014). Workers hold their own locks (the 2B
 32-frame workload 18.3 against 16.9 items/s decoded in threads). A worker leaves its frames in
 a shared-memory block and sends back only the block's name (``SharedFrames``): through the
 pool's pipe, 11 MB of pickled frames a 32-frame request were read in 64 KiB pieces and
 unpickled by the pool's result thread with the lock held, most of the lock time the engine's
-process spent outside the launching thread (``py-spy --gil``, docs/PERFORMANCE.md round 7;
-H200, 2B 32 frames: 18.6 / 18.0 items/s against 15.8 / 17.8 through the pipe, round 8).
+process spent outside the launching thread (``py-spy --gil``, decision 014;
+H200, 2B 32 frames: 18.6 / 18.0 items/s against 15.8 / 17.8 through the pipe).
 Workers are spawned, not forked (a forked child would inherit the engine's threads and CUDA
 state) and start on the first request with images. What they run needs PIL and NumPy only, but
 Python's spawn also imports the main script in each worker: keep it behind

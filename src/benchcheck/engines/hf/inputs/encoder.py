@@ -107,7 +107,7 @@ class PromptEncoder:
         the single-text one made every Python-to-C step of the thread launching the device work
         wait for the lock (up to 5 ms each, the interpreter's switch interval): the first forward
         of a 4,096-request 8B blind call, 16 requests, took 1.56 s of device time, and the call
-        400 forwards/s instead of 500 (docs/PERFORMANCE.md).
+        400 forwards/s instead of 500 (decision 013).
         """
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is None:

@@ -5,8 +5,8 @@ token-type runs with several small torch operations per image. Called on the lau
 before every forward, that cost 68 / 42 ms per batch of 245 one-frame / 17 32-frame requests
 on the dev VM, and each of those thousands of operations let go of Python's lock, which a busy
 encoding thread could then hold for up to the interpreter's switch interval while the device
-waited (H200, 2B 32 frames: 18.0-19.8 items/s before, 21.6-21.7 after; docs/PERFORMANCE.md
-round 8). A prompt's positions depend on that prompt alone, so
+waited (H200, 2B 32 frames: 18.0-19.8 items/s before, 21.6-21.7 after; decision
+017). A prompt's positions depend on that prompt alone, so
 the encoding threads compute them once, here, and batching only lays them into rows.
 
 The numbering (transformers 5.x, ``Qwen3VLModel.get_rope_index`` for images): text tokens

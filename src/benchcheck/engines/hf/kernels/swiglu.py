@@ -3,12 +3,12 @@ kernel over the two weights packed into one (CUDA, Hopper and later).
 
 The engine's fused MLP ran the gate and the up products through cuBLAS and then ``kernels.silu_triton``'s
 one-pass kernel over their outputs: ~3.9 % of a one-frame batch's device time was that pass
-(docs/PERFORMANCE.md, round 10), and the products wrote twice the bytes the MLP goes on to
+(decision 024), and the products wrote twice the bytes the MLP goes on to
 read. Here the two weights are packed so that one product tile holds the gate and the up
 columns of the same outputs (``pack_gate_up``); the kernel (``kernels.swiglu_triton``) applies
 ``silu(gate) * up`` to the float32 accumulator and writes the activation once: one kernel, no
 gate or up tensor in memory, and one rounding instead of three. On the H200 in sustained
-alternating rounds (``benchmarks/lm_kernels.py --swiglu-only``, round 14): 19.12 ms against
+alternating rounds (``benchmarks/lm_kernels.py --swiglu-only``, decision 028): 19.12 ms against
 19.96 for cuBLAS and the pass at the one-frame batch (63,488 rows, 8B), 2.59 against 2.81 at
 the 2B model's width; the engine's one-frame rows 153.5 / 153.6 against 151.5 / 150.3 items/s
 alternating with cuBLAS and the pass. Two weights as nn.Linear keeps them, each tile of the

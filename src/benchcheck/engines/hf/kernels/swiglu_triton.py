@@ -28,7 +28,7 @@ from benchcheck.engines.hf.kernels.swiglu import BIG_ROWS, HALF, supported
 
 # (block_m, block_k, warps, stages, group_m): the tiles the kernel is timed in on its first call
 # for a weight shape and a size class of the rows (``swiglu_tuned``); every one
-# is 2 * HALF packed rows wide. H200 (round 14): 128/64/8/3 in groups of 16 was the fastest at
+# is 2 * HALF packed rows wide. H200 (decision 028): 128/64/8/3 in groups of 16 was the fastest at
 # the one-frame batch, the ramp's 4,096 rows and the 2B width in every timing; groups of 8 came
 # within 1-9 % of it, close enough that the tuner took them twice in one run (the ramp's rows
 # then 5 % slower than cuBLAS), so they are not offered. The 64-row tile is for other widths.

@@ -5,7 +5,7 @@ The engine's packed rows (``attention.varlen``) ran FlashAttention-2's variable-
 H200, over 256 one-frame prompts of 240-256 tokens (8B heads), it took 1.35-1.38 ms a layer,
 97 TFLOP/s, where cuDNN's causal kernel over the same prompts padded took 0.55: FlashAttention-2
 is not written for Hopper, and ~4 % of a one-frame batch's device time was that kernel
-(docs/PERFORMANCE.md, rounds 9-11). This kernel computes the same attention (the same
+(decisions 021 and 025). This kernel computes the same attention (the same
 semantics as ``attention.varlen.reference_varlen``: each sequence causal, aligned at the bottom right,
 K/V heads read in place by their groups of query heads), softmax in float32;
 ``benchmarks/lm_kernels.py`` times it against FlashAttention-2 at the workloads' shapes, and the

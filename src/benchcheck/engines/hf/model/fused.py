@@ -7,7 +7,7 @@ forward (two per layer plus the per-head q/k norms). On an H200 that unfused wor
 of a text-only scoring forward. ``torch.compile`` fuses each norm into one kernel computing the
 same operations in the same order (only the reduction order inside the mean can differ): the
 8B blind workload went from 177 to 198 items/s through the engine, 196 to 227 forward-only
-(docs/PERFORMANCE.md). Only CUDA uses it: on the CPU the compile costs more than it saves.
+(decision 001). Only CUDA uses it: on the CPU the compile costs more than it saves.
 ``HFConfig`` op ``rms_norm`` off turns it off. The other fusions below follow the same rule:
 the same function as transformers' modules, fewer passes over the activations.
 """

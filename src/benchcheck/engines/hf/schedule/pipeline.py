@@ -259,7 +259,7 @@ def first_chunk(jobs: Sequence[Job], plan: Plan) -> int:
     milliseconds); of requests with images, 64 images' worth (two 32-frame requests: 16 of them
     took 0.35 s to decode on an H200 host while the device waited), 16 requests at most. (256
     images' worth, 8 of 32-frame requests, measured 18.6 against 19.4 items/s for 2 on the 2B
-    model in the same H200 run, with worker processes decoding: docs/PERFORMANCE.md.)"""
+    model in the same H200 run, with worker processes decoding: decision 014.)"""
     if plan.first_chunk is not None:
         return max(1, plan.first_chunk)
     quarter = max(1, plan.max_batch_size // 4)
