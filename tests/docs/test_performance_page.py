@@ -10,8 +10,6 @@ import re
 import tokenize
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PERFORMANCE = ROOT / "docs" / "PERFORMANCE.md"
 DECISIONS = ROOT / "docs" / "decisions"
