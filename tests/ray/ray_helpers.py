@@ -12,7 +12,8 @@ from typing import Any
 from benchcheck.cli.common import load_items_reporting
 from benchcheck.demo.items import write_demo_items
 from benchcheck.demo.videos import make_demo_videos, store_and_cache
-from benchcheck.screen.cli_run import ShardJob, run_job
+from benchcheck.executors.registry import run_screen_job as run_job
+from benchcheck.screen.job import ShardJob
 from benchcheck.store import read_rows
 
 RULES = [
@@ -39,15 +40,17 @@ def write_rules(path: Path, delay_s: float = 0.0, base: list[dict[str, Any]] = R
 
 def run_step(items: Path, results: Path, step: int, executor: str, frames: Path | None = None,
              engine: str = "scripted", rules: Path | None = None, model: Path | None = None, limit: int | None = None,
-             address: str | None = None, batch_items: int | None = None) -> list[str]:
+             address: str | None = None, batch_items: int | None = None, workers: int | None = None,
+             extra_perms: int = 0, endpoints: tuple[str, ...] = (), expect: int = 0) -> list[str]:
     """One step through ``run_job`` (the screen CLI's body) in this process; returns its lines."""
     lines: list[str] = []
     job = ShardJob(items=(str(items),), results=str(results), step=step, engine=engine,
                    model=str(model) if model else None, rules=str(rules) if rules else None, device="cpu",
                    frames_root=str(frames) if frames else None, limit=limit, progress=False, executor=executor,
-                   ray_address=address, batch_items=batch_items)
+                   ray_address=address, batch_items=batch_items, workers=workers, extra_perms=extra_perms,
+                   endpoints=endpoints)
     code = run_job(job, lambda *a: load_items_reporting(*a[:2], True), lines.append)
-    assert code == 0, lines
+    assert code == expect, lines
     return lines
 
 

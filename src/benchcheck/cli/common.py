@@ -47,10 +47,12 @@ def columns_option() -> click.Option:
 
 
 def executor_options(f: F) -> F:
-    """``--executor local|ray`` and ``--ray-address`` (screen and sweep run: docs/ray.md)."""
+    """``--executor NAME`` (from ``executors.registry``) and ``--ray-address`` (screen and sweep run: docs/ray.md)."""
+    from benchcheck.executors.registry import choices
+
     f = click.option("--ray-address", default=None,
                      help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")(f)
-    return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+    return click.option("--executor", type=click.Choice(choices()), default="local", show_default=True,
                         help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")(f)
 
 

@@ -95,7 +95,7 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     from benchcheck.cli.common import load_items_reporting
     from benchcheck.launch.cli_run import LaunchArgs, run_launch
     from benchcheck.launch.knobs import DEFAULT, ENV, ENV_OF, FLAG
-    from benchcheck.screen.cli_run import ShardJob
+    from benchcheck.screen.job import ShardJob
 
     ctx = click.get_current_context()
     label = {click.core.ParameterSource.COMMANDLINE: FLAG, click.core.ParameterSource.ENVIRONMENT: ENV}

@@ -76,7 +76,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
       benchcheck screen --items items/ --step 3 --results results --frames pool_frames --executor ray
     """
-    from benchcheck.screen.cli_run import ShardJob, run_job
+    from benchcheck.executors.registry import run_screen_job
+    from benchcheck.screen.job import ShardJob
 
     check_executor(executor, ray_address)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
@@ -87,7 +88,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
                    max_unit=max_unit, gpus=run_gpus, extra_perms=extra_perms, extra_band=extra_band,
                    letter_tokenizer=letter_tokenizer, executor=executor, ray_address=ray_address)
     try:
-        code = run_job(job, load_items_reporting, click.echo, plan_only=plan_only)
+        code = run_screen_job(job, load_items_reporting, click.echo, plan_only=plan_only)
     except ValueError as e:
         die(str(e))
     raise SystemExit(code)
