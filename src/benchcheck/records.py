@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SCHEMA_VERSION = 1
+NA = "NA"  # a generation row's ``parse_status`` when its condition does not apply to the item
 
 
 class RowSchemaError(ValueError):
@@ -83,7 +84,11 @@ class ScoreRow(_RowView):
 
 @dataclass(frozen=True, slots=True)
 class GenRow(_RowView):
-    """An ok row of generation: the text, the parsed answer and how parsing went (the sweep)."""
+    """An ok row of generation: the text, the parsed answer and how parsing went (the sweep).
+
+    ``step`` is the condition's name; ``parse_status`` is ``ok``, ``unparsed`` or ``NA`` (the
+    condition does not apply: no text, no answer). Every one of them is an answer that settles
+    the item under its ``config_hash``; engine failures are ``ErrorRow``s."""
 
     item_id: str
     bench: str | None
@@ -111,6 +116,18 @@ class GenRow(_RowView):
     @property
     def forwards(self) -> int:
         return 1
+
+    @property
+    def na(self) -> bool:
+        """The condition does not apply to the item (the sweep's ``NA``: a final answer, not an error)."""
+        return self.parse_status == NA
+
+    @property
+    def reused_from(self) -> str | None:
+        """The condition whose answer this row repeats (the sweep's reuse rule), or None."""
+        meta = self.fields.get("meta")
+        src = meta.get("reused_from") if isinstance(meta, Mapping) else None
+        return None if src is None else str(src)
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,7 @@ class StepState:
     errors: dict[str, int] = field(default_factory=dict)  # every current error row
     counted: dict[str, int] = field(default_factory=dict)  # current error rows that count toward the limit
     stale: dict[str, int] = field(default_factory=dict)  # rows under another config_hash
+    stale_hash: dict[str, str] = field(default_factory=dict)  # the last of them: what changed is told from it
     max_errors: int = MAX_ERRORS_PER_ITEM
     expect_hash: str | None = None
     compact: bool = False
@@ -93,6 +94,7 @@ class StepState:
         iid = rec.item_id
         if self.expect_hash is not None and rec.config_hash is not None and rec.config_hash != self.expect_hash:
             self.stale[iid] = self.stale.get(iid, 0) + 1
+            self.stale_hash[iid] = rec.config_hash
             return
         if isinstance(rec, ErrorRow):
             self.errors[iid] = self.errors.get(iid, 0) + 1

@@ -59,7 +59,7 @@ def test_long_video_is_capped_at_fps2_but_not_at_fps025(store: Path) -> None:
 def test_too_short_video_is_na_for_fps_and_128(store: Path) -> None:
     metas = MetaCache(store)
     specs = condition_specs()
-    kinds = {c: decide(_item("short20"), s, metas, set()).kind for c, s in specs.items()}
+    kinds = {c: decide(_item("short20"), s, metas).kind for c, s in specs.items()}
     na = {c for c, k in kinds.items() if k == "na"}
     assert na == {"v_128_s224", "v_fps0.25_s224", "v_fps0.5_s224", "v_fps1_s224", "v_fps2_s224"}
     assert kinds["v_32_s448"] == "reuse"  # stored at 180 px: the 448-px copy is the stored one
@@ -67,7 +67,7 @@ def test_too_short_video_is_na_for_fps_and_128(store: Path) -> None:
 
 
 def test_fewer_than_128_frames_sends_all_with_capped(store: Path) -> None:
-    cell = decide(_item("mid100"), condition_specs(["v_128_s224"])["v_128_s224"], MetaCache(store), set())
+    cell = decide(_item("mid100"), condition_specs(["v_128_s224"])["v_128_s224"], MetaCache(store))
     assert cell.kind == "todo" and cell.plan is not None
     assert cell.plan.indices == tuple(range(100)) and cell.plan.extra["capped"] is True
 
@@ -75,28 +75,28 @@ def test_fewer_than_128_frames_sends_all_with_capped(store: Path) -> None:
 def test_stored_at_480_reuses_v32_for_s448_only(store: Path) -> None:
     metas = MetaCache(store)
     specs = condition_specs()
-    cell = decide(_item("s480"), specs["v_32_s448"], metas, set())
+    cell = decide(_item("s480"), specs["v_32_s448"], metas)
     assert cell.kind == "reuse" and cell.reuse_from == "v_32"
-    assert decide(_item("s480"), specs["v_32_s336"], metas, set()).kind == "todo"
-    assert decide(_item("long16x9"), specs["v_32_s448"], metas, set()).kind == "reuse"  # 224 stored: s448 == v_32
-    assert decide(_item("s720"), specs["v_32_s448"], metas, set()).kind == "todo"
+    assert decide(_item("s480"), specs["v_32_s336"], metas).kind == "todo"
+    assert decide(_item("long16x9"), specs["v_32_s448"], metas).kind == "reuse"  # 224 stored: s448 == v_32
+    assert decide(_item("s720"), specs["v_32_s448"], metas).kind == "todo"
 
 
 def test_items_without_a_normalized_video_are_failures_except_blind(store: Path) -> None:
     metas = MetaCache(store)
     specs = condition_specs(["v_blind", "v_1"])
     for vid in (None, "k:0123456789abcdef", "missing"):
-        assert decide(_item(vid), specs["v_1"], metas, set()).kind == "failure"
-        assert decide(_item(vid), specs["v_blind"], metas, set()).kind == "todo"
+        assert decide(_item(vid), specs["v_1"], metas).kind == "failure"
+        assert decide(_item(vid), specs["v_blind"], metas).kind == "todo"
 
 
 def test_token_budget_and_max_images_are_hashed_and_cap_the_plan(store: Path) -> None:
     default = condition_specs(["v_fps2_s224"])["v_fps2_s224"]
     small = condition_specs(["v_fps2_s224"], token_budget=30000)["v_fps2_s224"]
     assert small.config_hash != default.config_hash
-    cell = decide(_item("long16x9"), small, MetaCache(store), set())
+    cell = decide(_item("long16x9"), small, MetaCache(store))
     assert cell.plan is not None and cell.plan.extra["n_max"] == (30000 - 1500) // 97 == len(cell.plan.indices)
     few = condition_specs(["v_fps2_s224"], max_images=100)["v_fps2_s224"]
-    assert len(decide(_item("long16x9"), few, MetaCache(store), set()).plan.indices) == 100  # type: ignore[union-attr]
+    assert len(decide(_item("long16x9"), few, MetaCache(store)).plan.indices) == 100  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="--token-budget"):
         condition_specs(token_budget=1000)

@@ -18,7 +18,7 @@ from benchcheck.items import load_items
 from benchcheck.sweep.cli_run import SweepArgs, dry_run, run
 from benchcheck.sweep.engine import SweepEngine
 from benchcheck.sweep.plan import count_cells
-from benchcheck.sweep.results import KEY, SweepPaths, read_csv
+from benchcheck.sweep.results import KEY, SweepPaths, read_csv, read_csv_all
 
 CONDS = "v_blind,v_1,v_32,v_32_s448,v_128_s224,v_fps0.25_s224"
 
@@ -106,7 +106,7 @@ def _cli(tmp: Path, store: Path, rules: Path, *extra: str) -> list[str]:
 
 
 def _keys(path: Path) -> list[tuple[str, ...]]:
-    return [tuple(r[k] for k in KEY) for r in read_csv(path)]
+    return [tuple(r[k] for k in KEY) for r in read_csv_all(path)]
 
 
 def test_killed_sweep_reruns_to_completion_without_duplicates_or_edits(tmp_path: Path, store: Path) -> None:

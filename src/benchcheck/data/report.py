@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
-from benchcheck.data.runlog import StageTiming, read_run_log
+from benchcheck.data.runlog import ALL_CONDITIONS, StageTiming, read_run_log
 from benchcheck.store import StepStore, read_rows
 from benchcheck.verdicts import ItemVerdict, StepState
 
@@ -157,7 +157,7 @@ def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: 
     detected = changes(lines, EXPECTED["sweep"])
     cmds = list(dict.fromkeys(commands(lines)))
     stages = []
-    for cond in sorted(set(done) | set(na) | set(errors) | set(timings or {})):
+    for cond in sorted((set(done) | set(na) | set(errors) | set(timings or {})) - {ALL_CONDITIONS}):
         t = (timings or {}).get(cond)
         errs = errors.get(cond, [])
         added = t.rows_added if t and t.rows_added is not None else infer.get(cond)
@@ -167,6 +167,14 @@ def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: 
             wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
             rows_added=added, runs=t.runs if t else None, gpus_assumed=bool(t and t.gpus_assumed),
             launch_lines=cmds, launcher_changes=_changes(note, detected), cpu=bool(t and t.cpu)))
+    t = (timings or {}).get(ALL_CONDITIONS)
+    if stages and t is not None:  # the sweep's runs as a whole: their wall time and items/s per GPU
+        stages.append(StageReport(
+            name="all conditions", items_done=sum(s.items_done for s in stages), removed=None,
+            error_rows=sum(s.error_rows for s in stages), error_examples=[], failed_items=None,
+            na_rows=sum(s.na_rows or 0 for s in stages), wall_s=t.wall_s, items_per_s_per_gpu=t.items_per_s_per_gpu,
+            rows_added=t.rows_added, runs=t.runs, gpus_assumed=t.gpus_assumed, launch_lines=cmds,
+            launcher_changes=[], cpu=t.cpu))
     return stages
 
 

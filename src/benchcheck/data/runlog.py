@@ -7,7 +7,11 @@ Items are the runs' ``ok`` counts (``items_attempted`` when no run has ``ok``), 
 ``screen.assemble`` counts them. A run that does not record its GPUs (``gpus`` missing) is
 counted as one GPU, because the launcher runs one client shard per GPU; ``gpus_assumed`` says so.
 A run that records ``"gpus": 0`` ran on CPUs: a stage whose runs all did is ``cpu`` and has no
-items/s per GPU.
+items/s per GPU. A run that records no GPUs but its ``endpoints`` (a sweep on served engines) is
+counted as one GPU per endpoint (one server per GPU, as ``launch`` lays them out), also assumed.
+
+A sweep run writes one row per condition (the interval that condition's units ran in) and one row
+for the whole run under the stage :data:`ALL_CONDITIONS`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.store import read_rows
+
+# The stage of a sweep run's whole-run row: ``sweep.results.ALL_CONDITIONS`` (data reads tasks' files
+# without importing tasks; tests/sweep/test_sweep_spine.py checks the two agree).
+ALL_CONDITIONS = "all"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +126,8 @@ def summarize(rows: list[Mapping[str, Any]]) -> StageTiming:
         walls.append(w)
         g = _n_gpus(r.get("gpus"))
         if g is None:
-            g, assumed = 1, True
+            eps = r.get("endpoints")
+            g, assumed = (len(eps) if isinstance(eps, list) and eps else 1), True
         else:
             recorded.append(g)
         gpu_s.append(w * g if w is not None else None)

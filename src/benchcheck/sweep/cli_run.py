@@ -24,8 +24,9 @@ from benchcheck.sweep.engine import (
 from benchcheck.sweep.frames import FramePool
 from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
-from benchcheck.sweep.results import SweepPaths, done_keys, log_line, read_csv
-from benchcheck.sweep.runner import RunnerConfig, SweepSummary, run_sweep
+from benchcheck.sweep.results import SweepPaths, log_line
+from benchcheck.sweep.runner import RunnerConfig, SweepSummary, run_sweep, sync_csv
+from benchcheck.sweep.state import load_state
 from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET
 
 Echo = Callable[[str], None]
@@ -84,12 +85,13 @@ def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
 def plan(a: SweepArgs) -> tuple[list[Cell], dict[str, RunSpec], list[str]]:
     specs = condition_specs(parse_conditions(a.conds), model_ref(a.engine), a.token_budget, a.max_images)
     items, benches = select_items(a)
-    done = done_keys(read_csv(a.paths.csv))
-    return plan_sweep(items, specs, Path(a.store) if a.store else None, done), specs, benches
+    state = load_state(a.paths, specs, {i.bench for i in items})
+    return plan_sweep(items, specs, Path(a.store) if a.store else None, state), specs, benches
 
 
 def dry_run(a: SweepArgs, echo: Echo) -> list[Cell]:
-    """Print per bench x condition todo / NA / reuse / failures and projected prompt tokens."""
+    """Print per bench x condition todo / NA / reuse / failures / gave up / stale / done and projected
+    prompt tokens; a stale row (made under another spec) is to redo, with what changed."""
     cells, _, _ = plan(a)
     for line in dry_run_lines(cells):
         echo(line)
@@ -100,7 +102,9 @@ def run(a: SweepArgs, echo: Echo) -> SweepSummary:
     """Plan, build the engine, check the context precondition, run (``PreconditionError`` first)."""
     cells, specs, benches = plan(a)
     if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
-        echo("nothing to do: every row is already in the CSV")
+        caught_up = sync_csv(cells, a.paths)  # a run killed between its last row and that row's CSV row
+        echo("nothing to do: every row is already written under the current spec"
+             + (f" ({caught_up} rows caught up into {a.paths.csv.name})" if caught_up else ""))
         return SweepSummary()
     if a.executor == "ray":
         from benchcheck.executors.ray_sweep import run_sweep_ray
@@ -135,6 +139,14 @@ def unit_workers(a: SweepArgs, engine_calls: int) -> int:
     return a.workers or (DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints if n_endpoints else engine_calls)
 
 
+def run_gpus(a: SweepArgs) -> int | None:
+    """GPUs behind the run, for the run log: none for the scripted engine or ``hf`` on the CPU, one
+    for ``hf`` on ``cuda``; otherwise unknown (one per endpoint is assumed, as launch lays them out)."""
+    if a.engine.engine == "scripted" or (a.engine.engine == "hf" and a.engine.device == "cpu"):
+        return 0
+    return 1 if a.engine.engine == "hf" and a.engine.device.startswith("cuda") else None
+
+
 def after_run(a: SweepArgs, benches: Sequence[str], echo: Echo) -> None:
     if a.pilot:
         echo(f"pilot timing ({a.paths.timing}):")
@@ -151,7 +163,8 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
     cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}")
     try:
-        summary = await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo)
+        summary = await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo, gpus=run_gpus(a),
+                                  endpoints=a.engine.endpoints)
     finally:
         pool.close()
     after_run(a, benches, echo)

@@ -140,3 +140,10 @@ def condition_specs(names: Iterable[str] | None = None, model: ModelRef = SWEEP_
         raise ValueError(f"--token-budget must exceed the {PROMPT_RESERVE}-token reserve and --max-images be >= 1")
     conds = list(names) if names is not None else list(CONDITIONS)
     return {s.name: s for s in expand([base_spec(model)], [ladder(conds, token_budget, max_images)])}
+
+
+def source_spec(spec: RunSpec, source: str) -> RunSpec:
+    """The spec of the condition whose answer ``spec``'s condition reuses, under the same model and
+    budget (the reused answer must be one made under it, not under another spec)."""
+    fs = spec.frames
+    return condition_specs([source], spec.model, fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)[source]

@@ -3,7 +3,11 @@
 The dry-run prints these decisions counted, and the runner executes the very same list, so the
 counts of a dry-run equal what the full run then writes (``todo`` -> an ``ok``/``unparsed`` row,
 ``na`` -> an ``NA`` row, ``reuse`` -> a row with ``meta.reused_from``, ``failure`` -> a line in
-``failures.jsonl``; ``done`` rows are already in the CSV and are skipped).
+``failures.jsonl``). Whether a cell is already settled is the reducer's word
+(``verdicts.StepState`` over the group's rows, ``sweep.state``): ``done`` (an answer under the
+condition's current ``config_hash``, or one of the origin's rows), ``failed`` (given up after
+``MAX_ERRORS_PER_ITEM`` engine errors). A cell whose only rows were made under another hash is
+*stale*: it is decided afresh like a new cell and ``stale`` says what changed, never ``done``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from benchcheck.items import Item
 from benchcheck.items.record import video_has_frames
@@ -21,11 +25,12 @@ from benchcheck.protocol import build_prompt
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.conditions import BLIND, na_if_too_short, plan_of, reuses
 from benchcheck.sweep.results import Key
+from benchcheck.verdicts import StepState
 from benchcheck.video.meta import VideoMeta, read_meta
 from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET, FramePlan, plan_frames, tokens_per_frame
 
-Kind = Literal["done", "todo", "na", "reuse", "failure"]
-KINDS: tuple[Kind, ...] = ("done", "todo", "na", "reuse", "failure")
+Kind = Literal["done", "todo", "na", "reuse", "failure", "failed"]
+KINDS: tuple[Kind, ...] = ("done", "todo", "na", "reuse", "failure", "failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +45,8 @@ class Cell:
     reason: str = ""
     reuse_from: str | None = None
     projected_tokens: int = 0
+    config_hash: str = ""  # the condition's current spec hash: the rows written for this cell carry it
+    stale: str = ""  # the cell's rows were made under another spec: what changed (it is redone)
 
     @property
     def key(self) -> Key:
@@ -71,23 +78,50 @@ def text_tokens(prompt: str) -> int:
     return math.ceil(len(prompt) / 4) + 20
 
 
-def decide(item: Item, spec: RunSpec, metas: MetaCache, done: set[Key]) -> Cell:
-    """The decision for one cell (see the module doc); pure apart from reading ``meta.json``."""
+class Reduced(Protocol):
+    """What the planner asks of the rows already written (``sweep.state.SweepState``)."""
+
+    def group(self, bench: str, condition: str) -> StepState | None: ...
+
+    def why_stale(self, condition: str, old_hash: str) -> str: ...
+
+
+def settled(item: Item, cond: str, prompt: str, state: StepState | None, why: Reduced | None) -> Cell | str:
+    """The cell when its rows settle it (``done``/``failed``); otherwise why it is stale ("" if not)."""
+    if state is None:
+        return ""
+    v = state.verdict(item.item_id)
+    if v.done:
+        return Cell(item, cond, "done", prompt, config_hash=state.expect_hash or "")
+    if v.failed:
+        return Cell(item, cond, "failed", prompt, reason=f"gave up after {v.counted_errors} engine errors",
+                    config_hash=state.expect_hash or "")
+    if v.stale and why is not None:
+        return why.why_stale(cond, state.stale_hash.get(item.item_id, ""))
+    return ""
+
+
+def decide(item: Item, spec: RunSpec, metas: MetaCache, state: StepState | None = None,
+           why: Reduced | None = None, chash: str | None = None) -> Cell:
+    """The decision for one cell (see the module doc); pure apart from reading ``meta.json``.
+    ``state``: the reducer over the cell's (bench, condition) rows, judged by ``chash``."""
     cond = spec.name
+    chash = chash if chash is not None else spec.config_hash
     prompt = build_prompt(spec.prompt.intro, item.question, item.options)
-    key = (item.bench, item.item_id, cond)
-    if key in done:
-        return Cell(item, cond, "done", prompt)
+    known = settled(item, cond, prompt, state, why)
+    if isinstance(known, Cell):
+        return known
+    stale = known
     if cond == BLIND:  # needs no video: every item is answered
-        return Cell(item, cond, "todo", prompt, projected_tokens=text_tokens(prompt))
+        return Cell(item, cond, "todo", prompt, projected_tokens=text_tokens(prompt), config_hash=chash, stale=stale)
     meta = metas.get(item.video_id)
     if isinstance(meta, str):
-        return Cell(item, cond, "failure", prompt, reason=meta)
+        return Cell(item, cond, "failure", prompt, reason=meta, config_hash=chash, stale=stale)
     if meta.too_short and na_if_too_short(cond):
-        return Cell(item, cond, "na", prompt, reason="too_short")
+        return Cell(item, cond, "na", prompt, reason="too_short", config_hash=chash, stale=stale)
     source = reuses(cond, meta.width, meta.height)
     if source is not None:
-        return Cell(item, cond, "reuse", prompt, reuse_from=source)
+        return Cell(item, cond, "reuse", prompt, reuse_from=source, config_hash=chash, stale=stale)
     plan_spec = plan_of(cond)
     assert plan_spec is not None
     fs = spec.frames
@@ -95,22 +129,25 @@ def decide(item: Item, spec: RunSpec, metas: MetaCache, done: set[Key]) -> Cell:
         plan = plan_frames(plan_spec, meta.timestamps, meta.width, meta.height,
                            fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)
     except ValueError as e:
-        return Cell(item, cond, "failure", prompt, reason=f"frame plan: {e}")
+        return Cell(item, cond, "failure", prompt, reason=f"frame plan: {e}", config_hash=chash, stale=stale)
     tokens = text_tokens(prompt) + len(plan.indices) * tokens_per_frame(plan.width, plan.height)
-    return Cell(item, cond, "todo", prompt, plan=plan, projected_tokens=tokens)
+    return Cell(item, cond, "todo", prompt, plan=plan, projected_tokens=tokens, config_hash=chash, stale=stale)
 
 
-def plan_sweep(items: Iterable[Item], specs: Mapping[str, RunSpec], store: Path | None, done: set[Key]) -> list[Cell]:
+def plan_sweep(items: Iterable[Item], specs: Mapping[str, RunSpec], store: Path | None,
+               reduced: Reduced | None = None) -> list[Cell]:
     """Every cell, bench-major, conditions in run order, items in id order."""
     metas = MetaCache(store)
     by_bench: dict[str, list[Item]] = defaultdict(list)
     for it in items:
         by_bench[it.bench].append(it)
+    hashes = {name: spec.config_hash for name, spec in specs.items()}  # once per spec, not per cell
     cells: list[Cell] = []
     for bench in sorted(by_bench):
         its = sorted(by_bench[bench], key=lambda i: i.item_id)
-        for spec in specs.values():
-            cells.extend(decide(it, spec, metas, done) for it in its)
+        for name, spec in specs.items():
+            state = reduced.group(bench, name) if reduced is not None else None
+            cells.extend(decide(it, spec, metas, state, reduced, hashes[name]) for it in its)
     return cells
 
 
@@ -137,15 +174,26 @@ def count_cells(cells: Sequence[Cell]) -> dict[tuple[str, str], Counts]:
 
 
 def dry_run_lines(cells: Sequence[Cell]) -> list[str]:
-    """The dry-run table: per bench x condition, todo / NA / reuse / failures (and done)."""
-    lines = [f"{'bench':20s} {'condition':16s} {'todo':>6s} {'NA':>5s} {'reuse':>6s} {'fail':>5s} {'done':>6s} "
-             f"{'prompt_tok/item':>15s}"]
+    """The dry-run table: per bench x condition, todo / NA / reuse / failures / gave up / done, and
+    ``stale``: how many of the todo, NA and reuse cells redo rows made under another spec (one line
+    per group below the table says what changed)."""
+    lines = [f"{'bench':20s} {'condition':16s} {'todo':>6s} {'NA':>5s} {'reuse':>6s} {'fail':>5s} {'gaveup':>6s} "
+             f"{'stale':>6s} {'done':>6s} {'prompt_tok/item':>15s}"]
     total: Counter[Kind] = Counter()
+    stale: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for c in cells:
+        if c.stale:
+            stale[(c.item.bench, c.condition)][c.stale] += 1
     for (bench, cond), n in count_cells(cells).items():
         k = n.kinds
         total.update(k)
+        n_stale = sum(stale[(bench, cond)].values()) if (bench, cond) in stale else 0
         lines.append(f"{bench:20s} {cond:16s} {k['todo']:6d} {k['na']:5d} {k['reuse']:6d} {k['failure']:5d} "
-                     f"{k['done']:6d} {n.tokens_per_item:15.0f}")
+                     f"{k['failed']:6d} {n_stale:6d} {k['done']:6d} {n.tokens_per_item:15.0f}")
+    for (bench, cond), whys in stale.items():
+        for why, count in sorted(whys.items()):
+            lines.append(f"stale {bench} {cond}: {count} to redo ({why})")
+    n_stale = sum(sum(w.values()) for w in stale.values())
     lines.append(f"TOTAL todo={total['todo']} NA={total['na']} reuse={total['reuse']} failures={total['failure']} "
-                 f"done={total['done']}")
+                 f"done={total['done']} stale={n_stale} gave_up={total['failed']}")
     return lines

@@ -1,7 +1,15 @@
 """The sweep's files (SPEC section 5, seed 001 layout) and the append-only CSV.
 
-``<results>/conditions_results.csv`` holds one row per (bench, item_id, condition). It is
-append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
+The rows themselves are typed ``records.GenRow``/``ErrorRow`` records in
+``<results>/sweep_rows/<condition>/<bench>.jsonl``, written and read only through
+``benchcheck.store`` (the spine every screening step uses); ``run_spec.json`` and every spec the
+rows were made under (``run_specs.jsonl``) sit beside them.
+
+``<results>/conditions_results.csv`` is seed 001's exchange file, written from those rows
+(``sweep.rows.csv_row``) and read as input (the origin's rows, folders made before the rows
+existed). It holds one row per (bench, item_id, condition) and config hash: a row redone under a
+new hash is appended after the stale one, and readers take the last complete row of a key
+(:func:`read_csv`). It is append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
 the lock* (so two processes on the same work add each key once), ends a torn last line with a
 newline, and appends whole rows in one write. Existing rows, whoever wrote them, are never
 rewritten: the file before a run is a byte-equal prefix of the file after it. A file made by
@@ -31,6 +39,8 @@ from typing import Any
 from benchcheck.store import append_rows
 
 CSV_NAME = "conditions_results.csv"
+ROWS_DIR = "sweep_rows"
+ALL_CONDITIONS = "all"  # run_log.jsonl: the stage of a sweep run's whole-run row (no condition is named so)
 COLUMNS: tuple[str, ...] = (
     "bench", "item_id", "condition", "status", "pred", "gold", "correct", "parse", "video_id", "n_frames",
     "width", "height", "prompt_tokens", "infer_s", "decode_s", "model", "config_hash", "meta", "written_at",
@@ -73,6 +83,17 @@ class SweepPaths:
     def runner_log(self) -> Path:
         return self.logs / "runner.log"
 
+    @property
+    def run_log(self) -> Path:
+        return self.results / "run_log.jsonl"
+
+    def rows_dir(self, condition: str) -> Path:
+        return self.results / ROWS_DIR / condition
+
+    def rows(self, condition: str, bench: str) -> Path:
+        """A (bench, condition) group's typed rows (a ``store`` unit file)."""
+        return self.rows_dir(condition) / f"{bench}.jsonl"
+
 
 def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -91,15 +112,43 @@ def _parse(text: str) -> tuple[list[str], Iterator[dict[str, str]]]:
     return header, (r for r in reader if _complete(r, ours))
 
 
-def read_csv(path: str | Path) -> list[dict[str, str]]:
-    """Every complete row of a conditions CSV (none when the file is absent)."""
+@dataclass(frozen=True, slots=True)
+class CsvTable:
+    """Every complete row of a conditions CSV in file order; ``ours``: written by benchcheck (its
+    header ends with ``written_at``), so its ``config_hash`` column is one of our spec hashes."""
+
+    rows: list[dict[str, str]]
+    ours: bool
+
+
+def read_csv_table(path: str | Path) -> CsvTable:
     p = Path(path)
     if not p.is_file():
-        return []
+        return CsvTable([], True)
     header, rows = _parse(p.read_text(encoding="utf-8", errors="replace"))
     if header and not set(KEY) <= set(header):
         raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in header)}")
-    return list(rows)
+    return CsvTable(list(rows), header[-1:] == ["written_at"])
+
+
+def read_csv_all(path: str | Path) -> list[dict[str, str]]:
+    """Every complete row of a conditions CSV, a key redone under a new hash included."""
+    return read_csv_table(path).rows
+
+
+def latest(rows: Iterable[dict[str, str]]) -> list[dict[str, str]]:
+    """The last row of each key (the one that counts), in the order of those last rows."""
+    last: dict[Key, dict[str, str]] = {}
+    for r in rows:
+        k = (str(r["bench"]), str(r["item_id"]), str(r["condition"]))
+        last.pop(k, None)
+        last[k] = r
+    return list(last.values())
+
+
+def read_csv(path: str | Path) -> list[dict[str, str]]:
+    """The row that counts of each key of a conditions CSV (none when the file is absent)."""
+    return latest(read_csv_all(path))
 
 
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
@@ -116,12 +165,24 @@ def _encode(rows: Iterable[Mapping[str, Any]], header: list[str]) -> str:
 
 @dataclass(slots=True)
 class _Seen:
-    """What one process has read of a CSV so far: keys up to ``offset`` (a line boundary)."""
+    """What one process has read of a CSV so far: each key's last ``config_hash`` ("" when the
+    file has no such column) up to ``offset`` (a line boundary)."""
 
     offset: int
     header: list[str]
-    keys: set[Key]
+    keys: dict[Key, str]
     inode: int = 0
+
+    def fresh(self, row: Mapping[str, Any]) -> bool:
+        """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash."""
+        k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
+        if k not in self.keys:
+            return True
+        return "config_hash" in self.header and self.keys[k] != str(row.get("config_hash") or "")
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
+        self.keys[k] = str(row.get("config_hash") or "") if "config_hash" in self.header else ""
 
 
 _SEEN: dict[Path, _Seen] = {}
@@ -132,7 +193,7 @@ def _catch_up(fd: int, p: Path, size: int) -> _Seen:
     seen = _SEEN.get(p)
     inode = os.fstat(fd).st_ino
     if seen is None or seen.offset > size or seen.inode != inode:  # a new or replaced file: read it all
-        seen = _Seen(0, [], set(), inode)
+        seen = _Seen(0, [], {}, inode)
     chunk = os.pread(fd, size - seen.offset, seen.offset) if size > seen.offset else b""
     end = chunk.rfind(b"\n") + 1
     if end:
@@ -143,14 +204,16 @@ def _catch_up(fd: int, p: Path, size: int) -> _Seen:
             if not set(KEY) <= set(seen.header):
                 raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in seen.header)}")
         _, rows = _parse(",".join(seen.header) + "\n" + text) if text else ([], iter(()))
-        seen.keys |= done_keys(rows)
+        for r in rows:
+            seen.add(r)
         seen.offset += end
     _SEEN[p] = seen
     return seen
 
 
 def append_csv(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
-    """Append rows whose key is not in the file yet (checked under the lock); returns rows added."""
+    """Append rows not in the file yet (a new key, or a key under a new ``config_hash``; checked
+    under the lock, so no row is ever there twice); returns rows added."""
     return len(append_csv_fresh(path, rows))
 
 
@@ -168,18 +231,20 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
         seen = _catch_up(fd, p, size)
         if size and not seen.header:
             raise ValueError(f"{p}: no complete header line; move the file away and rerun")
+        if size == 0:
+            seen.header = list(COLUMNS)
         fresh: list[Mapping[str, Any]] = []
         for r in rows:
-            k = (str(r["bench"]), str(r["item_id"]), str(r["condition"]))
-            if k not in seen.keys:
-                seen.keys.add(k)
+            if seen.fresh(r):
+                seen.add(r)
                 fresh.append(r)
         if not fresh:
+            if size == 0:
+                seen.header = []  # nothing written: the file's header is still to be read or written
             return []
         out = ""
         if size == 0:
             out = ",".join(COLUMNS) + "\n"
-            seen.header = list(COLUMNS)
         elif size > seen.offset:
             # A line torn by a killed writer: close an open quote and end it, so it parses as one
             # short (skipped) row; the bytes before it stay byte-equal.

@@ -1,4 +1,15 @@
-"""The records a sweep writes: CSV rows (ok / unparsed / NA / reused), raw lines, failures (pure)."""
+"""The records a sweep writes (pure): typed rows, their CSV rows, raw lines and failure lines.
+
+An answer of a cell is a ``records.GenRow`` (``step`` = the condition, ``parse_status`` =
+``ok``/``unparsed``/``NA``, ``meta.reused_from`` for a reused answer) made under the condition's
+``config_hash``; an engine failure is a ``records.ErrorRow``. The exchange file's row is a pure
+function of the record (:func:`csv_row`), and :func:`record_of_csv` reads a CSV row back as a
+record (the origin's rows and folders made before the typed rows existed).
+
+These are the per-unit pieces a generate task calls: :func:`answer_record` (records from an
+answer), :func:`na_record`, :func:`reuse_record`, :func:`engine_error`; the requests of a cell
+are built by ``sweep.runner.prepare_unit``.
+"""
 
 from __future__ import annotations
 
@@ -8,62 +19,117 @@ from typing import Any
 
 from benchcheck.engines.base import Failure, Generation
 from benchcheck.protocol import LETTERS
+from benchcheck.records import NA, ErrorRow, GenRow, error_record, gen_row
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.parse import RULESET, parse_answer
 from benchcheck.sweep.plan import Cell
-from benchcheck.sweep.results import now_stamp
+from benchcheck.sweep.results import COLUMNS, now_stamp
+
+REFUSED_STATUSES = (401, 403, 404)  # the server refused the run's key or model, not the item
 
 
 def _base(cell: Cell, spec: RunSpec) -> dict[str, Any]:
     it = cell.item
-    return {"bench": it.bench, "item_id": it.item_id, "condition": cell.condition, "video_id": it.video_id or "",
-            "gold": LETTERS[it.answer], "config_hash": spec.config_hash}
+    return {"item_id": it.item_id, "bench": it.bench, "step": cell.condition, "condition": cell.condition,
+            "video_id": it.video_id or "", "gold": LETTERS[it.answer],
+            "config_hash": cell.config_hash or spec.config_hash}
 
 
-def answer_rows(cell: Cell, spec: RunSpec, gen: Generation, decode_s: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The CSV row and the raw line of one generated answer."""
+def _meta(v: Any) -> dict[str, Any]:
+    if isinstance(v, dict):
+        return v
+    try:
+        d = json.loads(v or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def answer_record(cell: Cell, spec: RunSpec, gen: Generation, decode_s: float) -> tuple[GenRow, dict[str, Any]]:
+    """The typed row and the raw line of one generated answer."""
     parsed = parse_answer(gen.text, cell.item.options)
     plan = cell.plan
     meta: dict[str, Any] = dict(plan.extra) if plan is not None else {}
     meta["parser"] = RULESET
-    row = {**_base(cell, spec), "status": parsed.status, "pred": parsed.letter,
-           "correct": int(parsed.index == cell.item.answer), "parse": parsed.rule,
-           "n_frames": len(plan.indices) if plan else 0, "width": plan.width if plan else "",
-           "height": plan.height if plan else "", "prompt_tokens": gen.prompt_tokens,
-           "infer_s": round(gen.latency_s, 4), "decode_s": round(decode_s, 4), "model": gen.model or spec.model.name,
-           "meta": json.dumps(meta, sort_keys=True), "written_at": now_stamp()}
+    model = gen.model or spec.model.name
+    stamp = now_stamp()
+    row = gen_row({**_base(cell, spec), "status": "ok", "text": gen.text, "parsed": parsed.letter,
+                   "parse_status": parsed.status, "parse": parsed.rule, "correct": parsed.index == cell.item.answer,
+                   "n_frames": len(plan.indices) if plan else 0, "width": plan.width if plan else "",
+                   "height": plan.height if plan else "", "prompt_tokens": gen.prompt_tokens,
+                   "infer_s": round(gen.latency_s, 4), "decode_s": round(decode_s, 4), "model": model,
+                   "meta": meta, "written_at": stamp})
     raw = {**_base(cell, spec), "text": gen.text, "status": parsed.status, "pred": parsed.letter,
            "parse": parsed.rule, "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-           "latency_s": gen.latency_s, "decode_s": decode_s, "model": gen.model or spec.model.name,
-           "frames": plan.record() if plan else None, "meta": meta, "written_at": row["written_at"]}
+           "latency_s": gen.latency_s, "decode_s": decode_s, "model": model,
+           "frames": plan.record() if plan else None, "meta": meta, "written_at": stamp}
+    del raw["step"]
     return row, raw
 
 
-def na_row(cell: Cell, spec: RunSpec) -> dict[str, Any]:
-    return {**_base(cell, spec), "status": "NA", "pred": "", "correct": "", "parse": "",
-            "meta": json.dumps({"reason": cell.reason}, sort_keys=True), "written_at": now_stamp()}
+def na_record(cell: Cell, spec: RunSpec) -> GenRow:
+    """The condition does not apply to the item (a final answer, no text)."""
+    return gen_row({**_base(cell, spec), "status": "ok", "text": "", "parsed": None, "parse_status": NA, "parse": "",
+                    "correct": None, "meta": {"reason": cell.reason}, "written_at": now_stamp()})
 
 
-def reuse_row(cell: Cell, spec: RunSpec, source: Mapping[str, Any]) -> dict[str, Any]:
-    """The reused answer as its own row of this condition, marked ``meta.reused_from``."""
-    try:
-        meta = json.loads(source.get("meta") or "{}")
-    except ValueError:
-        meta = {}
-    meta = {**(meta if isinstance(meta, dict) else {}), "reused_from": cell.reuse_from}
-    keep = ("status", "pred", "correct", "parse", "n_frames", "width", "height", "prompt_tokens", "model")
-    return {**_base(cell, spec), **{k: source.get(k, "") for k in keep}, "infer_s": 0, "decode_s": 0,
-            "meta": json.dumps(meta, sort_keys=True), "written_at": now_stamp()}
+def reuse_record(cell: Cell, spec: RunSpec, source: GenRow) -> GenRow:
+    """The reused answer as its own row of this condition (its hash), marked ``meta.reused_from``."""
+    keep = ("text", "parsed", "parse_status", "parse", "correct", "n_frames", "width", "height", "prompt_tokens",
+            "model")
+    meta = {**_meta(source.get("meta")), "reused_from": cell.reuse_from}
+    return gen_row({**_base(cell, spec), "status": "ok", **{k: source.get(k, "") for k in keep}, "infer_s": 0,
+                    "decode_s": 0, "meta": meta, "written_at": now_stamp()})
 
 
-def raw_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The raw line of an NA or reused row: the row with its ``meta`` as an object. A CSV made by
-    another tool may have no ``meta`` column; the reason and ``reused_from`` then live here only."""
-    try:
-        meta = json.loads(row.get("meta") or "{}")
-    except ValueError:
-        meta = {}
-    return {**row, "meta": meta}
+def engine_error(cell: Cell, spec: RunSpec, f: Failure) -> ErrorRow:
+    """An engine failure as an error row: never done; three counted ones give the item up. A
+    failure that says nothing about the item (unreachable server, refused key or model) is
+    ``retry_free``."""
+    row = {**_base(cell, spec), "status": "error", "error_kind": f.kind, "error_status": f.status,
+           "error": str(f)[:500], "written_at": now_stamp()}
+    if f.kind == "connection" or f.status in REFUSED_STATUSES:
+        row["retry_free"] = True
+    return error_record(row)
+
+
+def csv_row(rec: GenRow) -> dict[str, Any]:
+    """The exchange file's row of a record (seed 001's columns, ``results.COLUMNS``): pure, so the
+    same rows always give the same CSV."""
+    f = rec.fields
+    correct = "" if rec.na or rec.correct is None else int(rec.correct)
+    return {"bench": rec.bench, "item_id": rec.item_id, "condition": rec.step, "status": rec.parse_status,
+            "pred": rec.parsed or "", "gold": f.get("gold", ""), "correct": correct, "parse": f.get("parse", ""),
+            "video_id": f.get("video_id", ""), "n_frames": f.get("n_frames", ""), "width": f.get("width", ""),
+            "height": f.get("height", ""), "prompt_tokens": f.get("prompt_tokens", ""),
+            "infer_s": f.get("infer_s", ""), "decode_s": f.get("decode_s", ""), "model": rec.model or "",
+            "config_hash": rec.config_hash or "", "meta": json.dumps(_meta(f.get("meta")), sort_keys=True),
+            "written_at": f.get("written_at", "")}
+
+
+assert tuple(csv_row(gen_row({"item_id": "i", "text": ""}))) == COLUMNS
+
+
+def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow:
+    """A CSV row as a record. ``judged``: the file is ours, so its ``config_hash`` is one of our
+    spec hashes and a row under another one is stale; a foreign file's rows (the origin's) are
+    not judged: they count as done, as seed 001 asks. Any status of the file is an answer."""
+    chash = (row.get("config_hash") or "").strip() if judged else ""
+    correct = (row.get("correct") or "").strip()
+    return gen_row({"item_id": row["item_id"], "bench": row["bench"], "step": row["condition"],
+                    "condition": row["condition"], "config_hash": chash or None, "status": "ok", "text": "",
+                    "parsed": (row.get("pred") or "").strip() or None,
+                    "parse_status": (row.get("status") or "ok").strip() or "ok",
+                    "correct": {"1": True, "0": False}.get(correct), "source": "csv",
+                    **{k: row.get(k, "") for k in COLUMNS if k not in ("bench", "item_id", "condition", "status",
+                                                                        "pred", "correct", "config_hash", "meta")},
+                    "meta": _meta(row.get("meta"))})
+
+
+def raw_of(rec: GenRow) -> dict[str, Any]:
+    """The raw line of an NA or reused row: its CSV row with ``meta`` as an object. A CSV made by
+    another tool may have no ``meta`` column; the reason and ``reused_from`` are also kept here."""
+    return {**csv_row(rec), "meta": _meta(rec.get("meta"))}
 
 
 def failure_line(cell: Cell, kind: str, message: str, spec: RunSpec | None = None) -> dict[str, Any]:

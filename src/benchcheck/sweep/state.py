@@ -1,0 +1,111 @@
+"""The sweep's reducer: what the rows already written say about each (bench, item, condition).
+
+Per (bench, condition) group, one ``verdicts.StepState`` judged by the condition's current
+``config_hash`` (the same rules as every screening step: the last answer decides, a row under
+another hash is stale and redone, ``MAX_ERRORS_PER_ITEM`` counted engine errors give the item up).
+It is fed the group's typed rows (``sweep_rows/<condition>/<bench>.jsonl``, through ``store``)
+and, for the items those rows do not mention, the rows of ``conditions_results.csv`` read as
+records (``sweep.rows.record_of_csv``): the origin's rows (a file not written by benchcheck: not
+judged, done as seed 001 asks) and rows of folders made before the typed rows existed (ours:
+judged by their ``config_hash``). That reading is the migration: nothing is rewritten.
+
+Why a row is stale is told from the specs the rows were made under (``run_specs.jsonl`` beside
+them): the fields that differ, e.g. ``frames.token_budget 30000 -> 58000``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchcheck.records import GenRow
+from benchcheck.spec import RunSpec
+from benchcheck.store import append_rows, read_records, read_rows
+from benchcheck.sweep.results import SweepPaths, read_csv_table
+from benchcheck.sweep.rows import record_of_csv
+from benchcheck.verdicts import StepState
+
+SPECS_FILE = "run_specs.jsonl"
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """``frames.token_budget 30000 -> 58000; model.revision a -> b`` (what shapes the answer and changed)."""
+    a, b = _flat(old), _flat(new)
+    keys = [k for k in dict.fromkeys([*a, *b]) if k != "config_hash" and a.get(k) != b.get(k)]
+    return "; ".join(f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in keys)
+
+
+def record_specs(paths: SweepPaths, specs: Iterable[RunSpec]) -> None:
+    """Every spec a condition's rows are made under, once per hash (so a later run can say what changed)."""
+    for spec in specs:
+        row = {**spec.to_dict(), "config_hash": spec.config_hash}
+        append_rows(paths.rows_dir(spec.name) / SPECS_FILE, [row], unique_by=lambda r: r.get("config_hash"))
+
+
+@dataclass(slots=True)
+class SweepState:
+    """The reducer of every group of a planned sweep (see the module doc)."""
+
+    paths: SweepPaths
+    specs: Mapping[str, RunSpec]
+    groups: dict[tuple[str, str], StepState] = field(default_factory=dict)
+    _history: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def group(self, bench: str, condition: str) -> StepState | None:
+        return self.groups.get((bench, condition))
+
+    def why_stale(self, condition: str, old_hash: str) -> str:
+        if condition not in self._history:
+            self._history[condition] = {str(r.get("config_hash")): r for r in
+                                        read_rows(self.paths.rows_dir(condition) / SPECS_FILE)}
+        new = self.specs[condition]
+        old = self._history[condition].get(old_hash)
+        if old is None:
+            return f"made under config_hash {old_hash or '?'}, now {new.config_hash}"
+        changed = spec_diff(old, new.to_dict())
+        return f"made under config_hash {old_hash}, now {new.config_hash}: {changed or 'spec changed'}"
+
+
+def group_state(paths: SweepPaths, bench: str, condition: str, expect_hash: str) -> StepState:
+    """A group's typed rows alone, through the reducer (read again under the group's lease)."""
+    return StepState(expect_hash=expect_hash).add_all(read_records(paths.rows(condition, bench)))
+
+
+def load_state(paths: SweepPaths, specs: Mapping[str, RunSpec], benches: Iterable[str]) -> SweepState:
+    """The reducer over the typed rows and the CSV of a results folder, for these groups."""
+    out = SweepState(paths, specs)
+    benches = set(benches)
+    csv_rows: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    table = read_csv_table(paths.csv)
+    for r in table.rows:
+        if r["bench"] in benches and r["condition"] in specs:
+            csv_rows[(r["bench"], r["condition"])].append(r)
+    for name, spec in specs.items():
+        chash = spec.config_hash
+        for bench in sorted(benches):
+            state = group_state(paths, bench, name, chash)
+            typed = state.item_ids()
+            for r in csv_rows.get((bench, name), ()):
+                if r["item_id"] not in typed:
+                    state.add(record_of_csv(r, table.ours))
+            out.groups[(bench, name)] = state
+    return out
+
+
+def answer_of(state: SweepState, bench: str, condition: str, item_id: str) -> GenRow | None:
+    """The answer that settles an item under its condition's current spec (``NA`` is no answer)."""
+    g = state.group(bench, condition)
+    row = g.verdict(item_id).row if g is not None else None
+    return row if isinstance(row, GenRow) and not row.na else None

@@ -1,0 +1,222 @@
+"""The sweep on the spine: typed rows under the condition's config hash, the reducer's done/stale/
+failed, the CSV written from the rows, folders of the layout before the rows, the run log."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from sweep_helpers import item, write_items, write_rules
+
+from benchcheck.data import runlog
+from benchcheck.data.report import build_report, to_markdown
+from benchcheck.items import load_items
+from benchcheck.records import ErrorRow, GenRow
+from benchcheck.store import read_records
+from benchcheck.sweep.cli_run import SweepArgs, dry_run, plan, run
+from benchcheck.sweep.conditions import SWEEP_MODEL
+from benchcheck.sweep.engine import SweepEngine
+from benchcheck.sweep.results import ALL_CONDITIONS, COLUMNS, SweepPaths, read_csv, read_csv_all
+from benchcheck.sweep.rows import csv_row
+
+FIXTURE = Path(__file__).parent / "data" / "main_31dab8a"  # made by make_main_31dab8a.py on main 31dab8a
+FIXTURE_CONDS = "v_blind,v_1,v_32,v_32_s448,v_fps0.25_s224"
+RULES = [{"match": "unsure", "reply": "I cannot tell from these frames."},
+         {"match": "", "reply": "The answer is A."}]
+OTHER_REVISION = "1" * 40
+
+
+def _items(tmp: Path) -> list[Path]:
+    rows = [item("Alpha", 0, "long16x9"), item("Alpha", 1, "short20"), item("Alpha", 2, "s480"),
+            item("Alpha", 3, "mid100", question="unsure about this one"), item("Alpha", 4, None),
+            item("Alpha", 5, "k:0123456789abcdef"), item("Beta", 0, "mid100", answer=1), item("Beta", 1, "s720"),
+            item("Beta", 2, "mid100", answer=2)]
+    return write_items(tmp / "items", rows)
+
+
+def _args(tmp: Path, store: Path, conds: str, rules: list[dict[str, object]] | None = None,
+          revision: str | None = None, **kw: object) -> SweepArgs:
+    r = write_rules(tmp / "rules.json", rules or RULES)
+    return SweepArgs(load_items(_items(tmp)).items, str(store), SweepPaths.under(tmp / "fp" / "results"), conds,
+                     engine=SweepEngine("scripted", rules=str(r), revision=revision), progress=False,
+                     decode_workers=0, **kw)  # type: ignore[arg-type]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _dry(a: SweepArgs) -> list[str]:
+    lines: list[str] = []
+    dry_run(a, lines.append)
+    return lines
+
+
+def _total(lines: list[str]) -> dict[str, int]:
+    return {k: int(v) for k, v in (p.split("=") for p in lines[-1].removeprefix("TOTAL ").split())}
+
+
+def _no_row_twice(path: Path) -> None:
+    keys = Counter((r["bench"], r["item_id"], r["condition"], r.get("config_hash", "")) for r in read_csv_all(path))
+    assert max(keys.values()) == 1, [k for k, n in keys.items() if n > 1]
+
+
+def test_rows_made_under_another_token_budget_are_stale_and_redone(tmp_path: Path, store: Path) -> None:
+    conds = "v_blind,v_1,v_fps0.25_s224"
+    small = _args(tmp_path, store, conds, token_budget=30000)
+    run(small, _quiet)
+    before = small.paths.csv.read_bytes()
+    old = {(r["bench"], r["item_id"], r["condition"]): r["config_hash"] for r in read_csv(small.paths.csv)}
+
+    default = _args(tmp_path, store, conds)
+    cells, specs, _ = plan(default)
+    kinds = Counter((c.condition, c.kind) for c in cells)
+    # v_blind has no frames: the budget is not in its spec, so its rows stay done.
+    assert kinds[("v_blind", "done")] == 9 and not any(c.kind == "done" for c in cells if c.condition != "v_blind")
+    redo = [c for c in cells if c.stale]
+    assert {c.condition for c in redo} == {"v_1", "v_fps0.25_s224"}
+    assert all("frames.token_budget 30000 -> 58000" in c.stale for c in redo)
+    lines = _dry(default)
+    assert any(x.startswith("stale Alpha v_1: 4 to redo (") and "token_budget 30000 -> 58000" in x for x in lines)
+    assert _total(lines)["stale"] == len(redo) and _total(lines)["done"] == 9
+
+    summary = run(default, _quiet)
+    assert summary.written["ok"] + summary.written["unparsed"] + summary.written["NA"] == len(redo)
+    after = default.paths.csv.read_bytes()
+    assert after.startswith(before)  # append-only: the stale rows stay, the new ones follow
+    _no_row_twice(default.paths.csv)
+    now = {(r["bench"], r["item_id"], r["condition"]): r["config_hash"] for r in read_csv(default.paths.csv)}
+    assert set(now) == set(old)
+    for (bench, iid, cond), h in now.items():
+        assert h == specs[cond].config_hash
+        assert (h == old[(bench, iid, cond)]) == (cond == "v_blind")
+    # The typed rows carry the hash and the schema version; the dry run has nothing stale left.
+    recs = list(read_records(default.paths.rows("v_1", "Alpha")))
+    assert all(isinstance(r, GenRow) and r.fields["schema_version"] == 1 for r in recs)
+    assert Counter(r.config_hash for r in recs) == Counter({old[("Alpha", "Alpha_0", "v_1")]: 4,
+                                                            specs["v_1"].config_hash: 4})
+    again = _total(_dry(default))
+    assert again["todo"] == again["NA"] == again["stale"] == 0
+
+
+def test_rows_made_under_another_model_revision_are_stale_and_redone(tmp_path: Path, store: Path) -> None:
+    default = _args(tmp_path, store, "v_blind,v_1")
+    run(default, _quiet)
+    other = _args(tmp_path, store, "v_blind,v_1", revision=OTHER_REVISION)
+    lines = _dry(other)
+    total = _total(lines)
+    assert total["done"] == 0 and total["stale"] == total["todo"] == 9 + 7
+    assert any(f"model.revision '{SWEEP_MODEL.revision}' -> '{OTHER_REVISION}'" in x for x in lines)
+    summary = run(other, _quiet)
+    assert summary.written["ok"] + summary.written["unparsed"] == 16
+    _no_row_twice(other.paths.csv)
+    assert _total(_dry(other))["todo"] == 0
+    # Back to the pinned revision: the CSV's last row of each key is the other revision's, but the
+    # reducer reads every typed row, and the pinned revision's rows are there: nothing to redo.
+    assert _total(_dry(default))["todo"] == 0
+
+
+def test_a_results_folder_made_by_main_31dab8a_is_read(tmp_path: Path, store: Path) -> None:
+    fp = tmp_path / "fp"
+    shutil.copytree(FIXTURE, fp)
+    a = _args(tmp_path, store, FIXTURE_CONDS)
+    csv_before = a.paths.csv.read_bytes()
+    total = _total(_dry(a))
+    assert total["todo"] == total["NA"] == total["reuse"] == total["stale"] == 0 and total["done"] == 37
+    run(a, _quiet)
+    assert a.paths.csv.read_bytes() == csv_before  # nothing redone, nothing rewritten
+
+    small = _args(tmp_path, store, FIXTURE_CONDS, token_budget=30000)
+    cells, _, _ = plan(small)
+    visual = [c for c in cells if c.condition != "v_blind" and c.kind != "failure"]
+    assert visual and all(c.stale and c.kind != "done" for c in visual)
+    assert all(c.kind == "done" for c in cells if c.condition == "v_blind")
+    summary = run(small, _quiet)
+    assert sum(summary.written.values()) == len(visual)
+    assert a.paths.csv.read_bytes().startswith(csv_before)
+    _no_row_twice(a.paths.csv)
+
+
+def test_origin_rows_of_a_foreign_csv_count_as_done_whatever_the_spec(tmp_path: Path, store: Path) -> None:
+    a = _args(tmp_path, store, "v_blind,v_1", token_budget=30000)
+    a.paths.results.mkdir(parents=True)
+    origin = "bench,item_id,condition,status,pred,gold,correct,config_hash\n" + "".join(
+        f"Alpha,Alpha_{i},{c},ok,B,A,0,0123456789abcdef\n" for i in range(4) for c in ("v_blind", "v_1"))
+    a.paths.csv.write_text(origin)
+    kinds = Counter((c.condition, c.kind) for c in plan(a)[0])
+    assert kinds[("v_blind", "done")] == kinds[("v_1", "done")] == 4
+    run(a, _quiet)
+    rows = read_csv_all(a.paths.csv)
+    assert a.paths.csv.read_text().startswith(origin) and len(rows) == 8 + (9 - 4) + (7 - 4)
+    assert list(rows[-1]) == ["bench", "item_id", "condition", "status", "pred", "gold", "correct", "config_hash"]
+
+
+def test_the_csv_is_written_from_the_rows_deterministically(tmp_path: Path, store: Path) -> None:
+    conds = ["v_blind", "v_1", "v_32", "v_32_s448", "v_128_s224"]
+    a = _args(tmp_path, store, ",".join(conds))
+    run(a, _quiet)
+    first = read_csv_all(a.paths.csv)
+    assert next(csv.reader(io.StringIO(a.paths.csv.read_text()))) == list(COLUMNS)
+    # Every CSV row is csv_row of a typed row (the current one of its key), and nothing else.
+    typed = {}
+    for p in sorted((a.paths.results / "sweep_rows").glob("*/*.jsonl")):
+        if p.name == "run_specs.jsonl":
+            continue
+        for rec in read_records(p):
+            assert isinstance(rec, GenRow | ErrorRow)
+            if isinstance(rec, GenRow):
+                typed[(rec.bench, rec.item_id, rec.step)] = {k: str(v) for k, v in csv_row(rec).items()}
+    assert {(r["bench"], r["item_id"], r["condition"]): r for r in first} == typed
+    # Rebuilt from the rows alone (the CSV lost): the same rows, in plan order, byte-identical twice.
+    rebuilt = []
+    for _ in range(2):
+        a.paths.csv.unlink()
+        run(a, _quiet)
+        rebuilt.append(a.paths.csv.read_bytes())
+    assert rebuilt[0] == rebuilt[1]
+    assert sorted(map(json.dumps, read_csv_all(a.paths.csv))) == sorted(map(json.dumps, first))
+    order = [(r["bench"], r["condition"]) for r in read_csv_all(a.paths.csv)]
+    assert order == sorted(order, key=lambda k: (k[0], conds.index(k[1])))
+    # A run with nothing to do still catches the CSV up with the rows (a kill between the two).
+    blind = _args(tmp_path, store, "v_blind")
+    blind.paths.csv.unlink()
+    lines: list[str] = []
+    run(blind, lines.append)
+    assert lines[-1].startswith("nothing to do") and "9 rows caught up" in lines[-1]
+
+
+def test_engine_errors_are_error_rows_and_the_item_is_given_up_after_three(tmp_path: Path, store: Path) -> None:
+    rules = [{"match": "unsure", "error": {"status": 500, "message": "broken"}}, *RULES]
+    a = _args(tmp_path, store, "v_blind", rules=rules)
+    for n in range(3):
+        summary = run(a, _quiet)
+        assert summary.failures == 1 and summary.written["ok"] == (8 if n == 0 else 0)
+    errors = [r for r in read_records(a.paths.rows("v_blind", "Alpha")) if isinstance(r, ErrorRow)]
+    assert len(errors) == 3 and errors[0].error_status == 500 and not errors[0].retry_free
+    total = _total(_dry(a))
+    assert total["gave_up"] == 1 and total["todo"] == 0
+    assert "Alpha_3" not in {r["item_id"] for r in read_csv(a.paths.csv)}
+
+
+def test_sweep_run_writes_the_run_log_and_pack_reports_wall_time(tmp_path: Path, store: Path) -> None:
+    assert runlog.ALL_CONDITIONS == ALL_CONDITIONS
+    a = _args(tmp_path, store, "v_blind,v_1,v_fps0.25_s224")
+    run(a, _quiet)
+    log = [json.loads(x) for x in a.paths.run_log.read_text().splitlines()]
+    whole = [r for r in log if r["condition"] == ALL_CONDITIONS]
+    assert len(whole) == 1 and whole[0]["ok"] == 9 + 7 + 6 and whole[0]["gpus"] == 0
+    assert {r["condition"] for r in log} == {"v_blind", "v_1", "v_fps0.25_s224", ALL_CONDITIONS}
+    rep = build_report(a.paths.results, [a.paths.logs, a.paths.data_logs.parent], "h", "d", "t.tar.gz")
+    stages = {s.name: s for s in rep.stages}
+    total = stages["all conditions"]
+    assert total.wall_s is not None and total.wall_s > 0 and total.cpu and total.rows_added == 9 + 7 + 7
+    assert stages["v_1"].wall_s is not None and stages["v_1"].items_done + stages["v_1"].error_rows == 7
+    row = next(x for x in to_markdown(rep).splitlines() if x.startswith("| all conditions |"))
+    assert "unknown" not in row and "| CPU |" in row
+    # Served engines: no GPU count recorded, one GPU per endpoint assumed (launch's layout).
+    t = runlog.summarize([{"started": 0, "ended": 10, "ok": 80, "endpoints": ["http://a/v1", "http://b/v1"]}])
+    assert t.gpus_assumed and t.items_per_s_per_gpu == 4.0
