@@ -142,16 +142,25 @@ class TaskSummary:
         return self.counts["removed"]
 
 
+@dataclass(slots=True)
+class StopState:
+    """Whether a run goes on: shared by the units an executor works at once (one dead server
+    stops them all, said once)."""
+
+    unreachable_streak: int = 0
+    refused: str | None = None
+    stopped: bool = False
+
+
 class Settler(Generic[W, R]):
     """The one rule for fresh records: count them, say which items to ask again, and when to stop.
     The local loop settles each engine call's chunk; the Ray executor each batch its sink gets."""
 
     def __init__(self, adapter: TaskAdapter[W, Any, R, Any], summary: TaskSummary, policy: Policy = POLICY,
-                 echo: Echo = print, what: str = "") -> None:
+                 echo: Echo = print, what: str = "", state: StopState | None = None) -> None:
         self.adapter, self.summary, self.policy, self.echo = adapter, summary, policy, echo
         self.what = what or summary.unit
-        self.unreachable_streak = 0
-        self.refused: str | None = None
+        self.state = state if state is not None else StopState()
 
     def outcome(self, p: Pending[W], record: R) -> Outcome:
         """Count one record of ``p`` into the summary and say what follows for the item."""
@@ -171,8 +180,8 @@ class Settler(Generic[W, R]):
             s.left += 1
             return "left"
         if verdict == "refused":
-            if self.refused is None:
-                self.refused = error
+            if self.state.refused is None:
+                self.state.refused = error
             return "refused"
         p.errors += 1
         if p.errors < self.policy.max_errors:
@@ -188,8 +197,8 @@ class Settler(Generic[W, R]):
         left for the next run, and a streak of such chunks stops the run (:meth:`stop`)."""
         retry: list[Pending[W]] = []
         judged = [self.adapter.judge(r)[0] for r in records]
-        self.unreachable_streak = self.unreachable_streak + 1 if judged and all(
-            j == "left" for j in judged) else 0
+        st = self.state
+        st.unreachable_streak = st.unreachable_streak + 1 if judged and all(j == "left" for j in judged) else 0
         for p, r in zip(chunk, records, strict=True):
             if self.outcome(p, r) == "retry":
                 retry.append(p)
@@ -203,17 +212,17 @@ class Settler(Generic[W, R]):
     def stop(self) -> bool:
         """Whether to stop the run now (said once, on ``echo``): the server refused the run, or the
         engine was unreachable for ``abort_after_unreachable`` calls in a row."""
-        s = self.summary
-        if s.aborted:
-            return True
-        if self.refused is not None:
-            s.aborted = True
-            self.echo(f"{self.what}: the server refused the run ({self.refused}); check --model and the API key, "
-                      "then run the same command again. Stopping.")
-        elif self.unreachable_streak >= self.policy.abort_after_unreachable:
-            s.aborted = True
-            self.echo(f"{self.what}: the engine is unreachable ({self.unreachable_streak} calls in a row); "
-                      "stopping. Run the same command again to retry.")
+        s, st = self.summary, self.state
+        if not st.stopped:
+            if st.refused is not None:
+                st.stopped = True
+                self.echo(f"{self.what}: the server refused the run ({st.refused}); check --model and the API "
+                          "key, then run the same command again. Stopping.")
+            elif st.unreachable_streak >= self.policy.abort_after_unreachable:
+                st.stopped = True
+                self.echo(f"{self.what}: the engine is unreachable ({st.unreachable_streak} calls in a row); "
+                          "stopping. Run the same command again to retry.")
+        s.aborted = s.aborted or st.stopped
         return s.aborted
 
 
@@ -226,6 +235,7 @@ class LoopOptions:
     policy: Policy = POLICY
     # Engine calls in flight shared with the other units of the same executor (None: ``workers`` per unit).
     calls: asyncio.Semaphore | None = None
+    stop: StopState | None = None  # shared with the other units of the same run (None: this unit's own)
 
 
 def _no_progress(n: int) -> None:
@@ -246,7 +256,10 @@ async def run_task_async(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R
     with lease:
         todo = list(book.todo())
         summary = TaskSummary(book.name, attempted=len(todo), stale=sum(p.stale for p in todo))
-        settler: Settler[W, R] = Settler(adapter, summary, opts.policy, echo, what)
+        settler: Settler[W, R] = Settler(adapter, summary, opts.policy, echo, what, opts.stop)
+        if settler.stop():  # another unit of the run stopped it: leave this one for the next run
+            summary.attempted = summary.stale = 0
+            todo = []
         await _work(adapter, book, engine, todo, opts, settler, progress)
     summary.wall_s = round(time.time() - t0, 3)
     return summary
@@ -265,11 +278,10 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
     for k in range(0, len(todo), n):
         queue.put_nowait(todo[k:k + n])
     pending = len(todo)
-    summary = settler.summary
 
     async def worker() -> None:
         nonlocal pending
-        while pending > 0 and not summary.aborted:
+        while pending > 0 and not settler.stop():
             try:
                 chunk = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -281,7 +293,7 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
             await asyncio.to_thread(book.append, records)
             retry = settler.settle(chunk, records, progress)
             pending -= len(chunk) - len(retry)
-            if retry and not summary.aborted:
+            if retry and not settler.stop():
                 await asyncio.sleep(opts.policy.backoff_s(max(p.errors for p in retry)))
                 queue.put_nowait(retry)
 

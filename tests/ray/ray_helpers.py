@@ -111,19 +111,22 @@ def write_sweep_rules(path: Path, delay_s: float = 0.0) -> Path:
 def run_sweep(items: list[Path], store: Path, results: Path, executor: str, conds: str, limit: int | None = None,
               engine: str = "scripted", rules: Path | None = None, model: str | None = None,
               workers: int | None = None, address: str | None = None, decode_workers: int | None = 0) -> list[str]:
-    """``sweep run`` through its CLI body (``sweep.cli_run.run``) in this process; returns its lines.
-    ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default pool."""
+    """``sweep run`` through its CLI body (``executors.registry.run_sweep_job``) in this process; returns
+    its lines. ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default
+    pool (Ray refuses the flag: its CPU actors decode)."""
+    from benchcheck.executors.registry import run_sweep_job
     from benchcheck.items import load_items
-    from benchcheck.sweep.cli_run import SweepArgs, run
     from benchcheck.sweep.engine import SweepEngine
+    from benchcheck.sweep.job import SweepArgs
     from benchcheck.sweep.results import SweepPaths
 
     lines: list[str] = []
     args = SweepArgs(load_items(items).items, str(store), SweepPaths.under(results), conds, limit=limit,
                      engine=SweepEngine(engine, model=model, rules=str(rules) if rules else None, device="cpu"),
-                     workers=workers, decode_workers=decode_workers, progress=False, executor=executor,
+                     workers=workers, decode_workers=decode_workers if executor == "local" else None,
+                     progress=False, executor=executor,
                      ray_address=address)
-    summary = run(args, lines.append)
+    summary = run_sweep_job(args, lines.append)
     assert not summary.aborted, lines
     return lines
 

@@ -56,11 +56,6 @@ def executor_options(f: F) -> F:
                         help="Who works the units: this process, or a Ray Data pipeline (docs/ray.md).")(f)
 
 
-def check_executor(executor: str, ray_address: str | None) -> None:
-    if ray_address and executor != "ray":
-        die("--ray-address needs --executor ray")
-
-
 def die(msg: str, code: int = 2) -> None:
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)

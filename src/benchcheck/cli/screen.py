@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
+from benchcheck.cli.common import die, executor_options, load_items_reporting
 from benchcheck.cli.videos import videos_option
 from benchcheck.engines.registry import engine_names
 
@@ -79,7 +79,6 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     from benchcheck.executors.registry import run_screen_job
     from benchcheck.screen.job import ShardJob
 
-    check_executor(executor, ray_address)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, chain=chain,
                    intro=intro, frames_root=frames_root, store=store, videos=videos_dir, keep_file=keep_file,

@@ -1,5 +1,5 @@
-"""The local executor: a screening job's units worked in this process (``screen``, ``launch``'s
-client shards through ``task run``, Slurm array tasks), each through ``run_task``."""
+"""The local executor: a task's units worked in this process, each through ``run_task`` (screening:
+``screen``, ``launch``'s client shards through ``task run``, Slurm array tasks; the sweep: ``sweep run``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.job import ReadyJob, ShardJob, engine_options
 from benchcheck.screen.runner import RunConfig, RunSummary, append_run_log, echo_summary, run_step
 from benchcheck.screen.steps import INTROS, STEPS
+from benchcheck.spec import RunSpec
+from benchcheck.sweep.cli_run import run_local
+from benchcheck.sweep.job import SweepArgs
+from benchcheck.sweep.plan import Cell
+from benchcheck.sweep.runner import SweepSummary
 
 Echo = Callable[[str], None]
 
@@ -56,3 +61,15 @@ def run_screen(r: ReadyJob, echo: Echo) -> int:
     if r.first.todo and not summary.attempted and not summary.held_units and not summary.aborted:
         echo(f"step {job.step}: nothing left to run: the {len(r.first.todo)} eligible items are done or failed here")
     return 3 if summary.aborted else 0
+
+
+def refuse_sweep(a: SweepArgs) -> str | None:
+    if a.ray_address:
+        return "--ray-address needs --executor ray"
+    return None
+
+
+def run_sweep(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
+              echo: Echo) -> SweepSummary:
+    """Planned cells worked in this process (``sweep.task.run_groups`` through ``run_task``)."""
+    return run_local(a, cells, specs, benches, echo)

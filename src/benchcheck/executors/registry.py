@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from benchcheck.screen.job import ShardJob
+    from benchcheck.sweep.job import SweepArgs
+    from benchcheck.sweep.runner import SweepSummary
 
 Echo = Callable[[str], None]
 
@@ -90,3 +92,20 @@ def run_screen_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_onl
         return ready
     code: int = ex.function(ex.run, "screen")(ready, echo)
     return code
+
+
+def run_sweep_job(a: SweepArgs, echo: Echo) -> SweepSummary:
+    """A sweep on its executor: refused options first (``ValueError``, exit 2), the plan (nothing
+    left: said, an empty summary), else the executor's run (``PreconditionError`` before any row)."""
+    from benchcheck.sweep.cli_run import planned
+    from benchcheck.sweep.runner import SweepSummary
+
+    ex = executor(a.executor)
+    why = ex.refusal("sweep", a)
+    if why:
+        raise ValueError(why)
+    p = planned(a, echo)
+    if p is None:
+        return SweepSummary()
+    summary: SweepSummary = ex.function(ex.run, "sweep")(a, *p, echo)
+    return summary

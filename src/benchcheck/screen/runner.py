@@ -27,7 +27,7 @@ from benchcheck.screen.task import ScoreTask, StepUnitBook, WorkUnit
 from benchcheck.shard import assign_units, plan_units
 from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.store import append_rows
-from benchcheck.unit_loop import POLICY, LoopOptions, Policy, TaskSummary, run_task_async
+from benchcheck.unit_loop import POLICY, LoopOptions, Policy, StopState, TaskSummary, run_task_async
 
 Echo = Callable[[str], None]
 UNITS_AT_ONCE = 4
@@ -136,14 +136,16 @@ async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Ech
     # A few units at once, their engine calls sharing one limit: a unit's tail overlaps the next
     # unit's start, so the engine is never left idle between units.
     task = ScoreTask(spec, cfg.step, ctx.frames, cfg.extra)
+    stop = StopState()  # one dead server stops every unit of the run
     opts = LoopOptions(workers=cfg.workers, items_per_call=cfg.batch_items, policy=cfg.policy,
-                       calls=asyncio.Semaphore(max(1, cfg.workers)))
+                       calls=asyncio.Semaphore(max(1, cfg.workers)), stop=stop)
     slots = asyncio.Semaphore(UNITS_AT_ONCE)
     bar = _progress(sum(len(u.items) for u in units), f"step {cfg.step}", cfg.progress)
 
     async def one(u: WorkUnit) -> None:
         async with slots:
-            if summary.aborted:
+            if stop.stopped:
+                summary.aborted = True
                 return  # the engine is gone: leave the other units for the next run
             t = await run_task_async(task, StepUnitBook(spec, u, store, cfg.policy.max_errors), engine, opts, echo,
                                      bar, what=f"step {cfg.step}")
