@@ -120,6 +120,18 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.job import PreconditionError
 
     eps = endpoints_list(endpoints)
+    from benchcheck.executors.registry import executor as lookup
+    from benchcheck.sweep.job import SweepArgs
+    from benchcheck.sweep.results import SweepPaths
+
+    try:  # a refused option before the items are read (one line, exit 2)
+        why = lookup(executor).refusal("sweep", SweepArgs((), kw["store"], SweepPaths.under(kw["results"]),
+                                                          decode_workers=decode_workers, executor=executor,
+                                                          ray_address=ray_address))
+    except ValueError as e:
+        why = str(e)
+    if why:
+        die(why)
     opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules,
                          concurrency=workers or 6 * max(1, len(eps)))
     try:
