@@ -41,14 +41,15 @@ def write_rules(path: Path, delay_s: float = 0.0, base: list[dict[str, Any]] = R
 def run_step(items: Path, results: Path, step: int, executor: str, frames: Path | None = None,
              engine: str = "scripted", rules: Path | None = None, model: Path | None = None, limit: int | None = None,
              address: str | None = None, batch_items: int | None = None, workers: int | None = None,
-             extra_perms: int = 0, endpoints: tuple[str, ...] = (), expect: int = 0) -> list[str]:
+             extra_perms: int = 0, endpoints: tuple[str, ...] = (), expect: int = 0,
+             revision: str | None = None) -> list[str]:
     """One step through ``run_job`` (the screen CLI's body) in this process; returns its lines."""
     lines: list[str] = []
     job = ShardJob(items=(str(items),), results=str(results), step=step, engine=engine,
                    model=str(model) if model else None, rules=str(rules) if rules else None, device="cpu",
                    frames_root=str(frames) if frames else None, limit=limit, progress=False, executor=executor,
                    ray_address=address, batch_items=batch_items, workers=workers, extra_perms=extra_perms,
-                   endpoints=endpoints)
+                   endpoints=endpoints, revision=revision)
     code = run_job(job, lambda *a: load_items_reporting(*a[:2], True), lines.append)
     assert code == expect, lines
     return lines
@@ -110,7 +111,9 @@ def write_sweep_rules(path: Path, delay_s: float = 0.0) -> Path:
 
 def run_sweep(items: list[Path], store: Path, results: Path, executor: str, conds: str, limit: int | None = None,
               engine: str = "scripted", rules: Path | None = None, model: str | None = None,
-              workers: int | None = None, address: str | None = None, decode_workers: int | None = 0) -> list[str]:
+              workers: int | None = None, address: str | None = None, decode_workers: int | None = 0,
+              token_budget: int | None = None, revision: str | None = None, endpoints: tuple[str, ...] = (),
+              expect_aborted: bool = False) -> list[str]:
     """``sweep run`` through its CLI body (``executors.registry.run_sweep_job``) in this process; returns
     its lines. ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default
     pool (Ray refuses the flag: its CPU actors decode)."""
@@ -122,12 +125,13 @@ def run_sweep(items: list[Path], store: Path, results: Path, executor: str, cond
 
     lines: list[str] = []
     args = SweepArgs(load_items(items).items, str(store), SweepPaths.under(results), conds, limit=limit,
-                     engine=SweepEngine(engine, model=model, rules=str(rules) if rules else None, device="cpu"),
+                     engine=SweepEngine(engine, model=model, revision=revision, endpoints=endpoints,
+                                        rules=str(rules) if rules else None, device="cpu"),
                      workers=workers, decode_workers=decode_workers if executor == "local" else None,
-                     progress=False, executor=executor,
-                     ray_address=address)
+                     progress=False, executor=executor, ray_address=address,
+                     **({"token_budget": token_budget} if token_budget else {}))
     summary = run_sweep_job(args, lines.append)
-    assert not summary.aborted, lines
+    assert summary.aborted == expect_aborted, lines
     return lines
 
 
