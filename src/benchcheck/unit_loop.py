@@ -278,6 +278,9 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
     for k in range(0, len(todo), n):
         queue.put_nowait(todo[k:k + n])
     pending = len(todo)
+    # Woken when a chunk settles (a retry queued, or the last item done, or the run stopped), so
+    # a worker with nothing to take waits instead of polling.
+    settled = asyncio.Event()
 
     async def worker() -> None:
         nonlocal pending
@@ -285,7 +288,8 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
             try:
                 chunk = queue.get_nowait()
             except asyncio.QueueEmpty:
-                await asyncio.sleep(0.01)
+                settled.clear()
+                await settled.wait()
                 continue
             async with opts.calls or contextlib.nullcontext():
                 built = await adapter.build([p.work for p in chunk])
@@ -296,5 +300,6 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
             if retry and not settler.stop():
                 await asyncio.sleep(opts.policy.backoff_s(max(p.errors for p in retry)))
                 queue.put_nowait(retry)
+            settled.set()
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(opts.workers, max(1, len(todo)))))))

@@ -8,10 +8,11 @@ import json
 import socket
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from ray_helpers import decisions, ok_rows, run_step, run_sweep, sweep_rows, write_rules, write_sweep_rules
+from ray_helpers import RULES, decisions, ok_rows, run_step, run_sweep, sweep_rows, write_rules, write_sweep_rules
 
 from benchcheck.store import read_rows
 from loopback import wait_health
@@ -117,3 +118,19 @@ def test_workers_of_a_serial_engine_are_refused_on_ray(ray_local: str, pool: tup
     with pytest.raises(ValueError, match=r"^--workers: engine hf runs one call at a time"):
         run_step(items, tmp_path / "ray", 1, "ray", engine="hf", model=tiny_model, workers=2)
     assert not ok_rows(tmp_path / "ray" / "step1")
+
+
+def test_ray_asks_errors_again_and_gives_up_as_the_local_runner(ray_local: str, pool: tuple[Path, Path],
+                                                                 tmp_path: Path) -> None:
+    items, _ = pool
+    broken = [{"match": "Question: What color", "error": {"status": 500, "message": "broken"}}, *RULES]
+    rules = write_rules(tmp_path / "r.json", base=broken)
+    errors = {}
+    for ex in ("local", "ray"):
+        lines = run_step(items, tmp_path / ex, 1, ex, rules=rules, limit=8)
+        rows = [r for f in (tmp_path / ex / "step1").glob("*.jsonl") for r in read_rows(f)]
+        errors[ex] = Counter(r["item_id"] for r in rows if r.get("status") == "error")
+        assert errors[ex] and set(errors[ex].values()) == {3}  # asked again in the run, given up after three
+        assert sorted(x.split()[1] for x in lines if x.startswith("failed: ")) == sorted(errors[ex])
+    assert errors["local"] == errors["ray"]
+    assert decisions(tmp_path / "local" / "step1") == decisions(tmp_path / "ray" / "step1")

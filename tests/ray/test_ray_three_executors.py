@@ -35,8 +35,8 @@ def _launched(items: list[Path], frames: Path, results: Path, logs: Path) -> Non
 
     def clients(started: list[subprocess.Popen[bytes]]) -> int:
         for step in STEPS:
-            plan = LaunchPlan(step=step, n_servers=2, gpus=(), options=ServerOptions(model="rules", served_name=SERVED),
-                              job=base, workers=4, logs=logs)
+            opts = ServerOptions(model="rules", served_name=SERVED, revision=None)
+            plan = LaunchPlan(step=step, n_servers=2, gpus=(), options=opts, job=base, workers=4, logs=logs)
             procs = []
             for s in specs:
                 job = client_job(plan, s).write(logs / f"client_s{step}_{s.index}.job.json")
