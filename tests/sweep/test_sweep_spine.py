@@ -101,6 +101,9 @@ def test_rows_made_under_another_token_budget_are_stale_and_redone(tmp_path: Pat
                                                             specs["v_1"].config_hash: 4})
     again = _total(_dry(default))
     assert again["todo"] == again["NA"] == again["stale"] == 0
+    # pack's report counts each key once (its last row), not the stale row beside the redone one.
+    stages = {s.name: s for s in build_report(default.paths.results, [], "h", "d", "t").stages}
+    assert stages["v_fps0.25_s224"].na_rows == 1 and stages["v_1"].items_done + stages["v_1"].error_rows == 7
 
 
 def test_rows_made_under_another_model_revision_are_stale_and_redone(tmp_path: Path, store: Path) -> None:
@@ -115,9 +118,16 @@ def test_rows_made_under_another_model_revision_are_stale_and_redone(tmp_path: P
     assert summary.written["ok"] + summary.written["unparsed"] == 16
     _no_row_twice(other.paths.csv)
     assert _total(_dry(other))["todo"] == 0
-    # Back to the pinned revision: the CSV's last row of each key is the other revision's, but the
-    # reducer reads every typed row, and the pinned revision's rows are there: nothing to redo.
+    # Back to the pinned revision: its rows are there, so nothing is redone and no row is added
+    # again; the CSV's readers take the rows of the spec the last run used.
     assert _total(_dry(default))["todo"] == 0
+    before = default.paths.csv.read_bytes()
+    assert {r["config_hash"] for r in read_csv(default.paths.csv) if r["condition"] == "v_1"} == {
+        plan(other)[1]["v_1"].config_hash}
+    run(default, _quiet)
+    assert default.paths.csv.read_bytes() == before
+    assert {r["config_hash"] for r in read_csv(default.paths.csv) if r["condition"] == "v_1"} == {
+        plan(default)[1]["v_1"].config_hash}
 
 
 def test_a_results_folder_made_by_main_31dab8a_is_read(tmp_path: Path, store: Path) -> None:
@@ -134,11 +144,23 @@ def test_a_results_folder_made_by_main_31dab8a_is_read(tmp_path: Path, store: Pa
     cells, _, _ = plan(small)
     visual = [c for c in cells if c.condition != "v_blind" and c.kind != "failure"]
     assert visual and all(c.stale and c.kind != "done" for c in visual)
+    # What changed is told from the spec main's run left in p1_raw/<condition>/run_spec.json.
+    assert all("frames.token_budget 58000 -> 30000" in c.stale for c in visual)
     assert all(c.kind == "done" for c in cells if c.condition == "v_blind")
     summary = run(small, _quiet)
     assert sum(summary.written.values()) == len(visual)
     assert a.paths.csv.read_bytes().startswith(csv_before)
     _no_row_twice(a.paths.csv)
+    # Back to the default: main's rows (read from the CSV) count again; nothing is redone or added.
+    cells, specs, _ = plan(a)
+    assert all(c.kind in ("done", "failure") for c in cells)
+    assert {r["config_hash"] for r in read_csv(a.paths.csv) if r["condition"] == "v_32"} != {
+        specs["v_32"].config_hash}  # the CSV's readers follow the last run's spec: 30000 so far
+    after_small = a.paths.csv.read_bytes()
+    run(a, _quiet)
+    assert a.paths.csv.read_bytes() == after_small
+    assert {r["config_hash"] for r in read_csv(a.paths.csv) if r["condition"] == "v_32"} == {
+        specs["v_32"].config_hash}
 
 
 def test_origin_rows_of_a_foreign_csv_count_as_done_whatever_the_spec(tmp_path: Path, store: Path) -> None:

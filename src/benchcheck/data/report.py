@@ -142,18 +142,20 @@ def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: 
     done: dict[str, set[str]] = {}
     na: Counter[str] = Counter()
     errors: dict[str, list[str]] = {}
+    last: dict[tuple[str, str, str], dict[str, str]] = {}  # a key redone under a new spec: its last row counts
     with (results / SWEEP_CSV).open(newline="", encoding="utf-8", errors="replace") as f:
         for row in csv.DictReader(f):
             cond, iid = (row.get("condition") or "").strip(), (row.get("item_id") or "").strip()
-            if not cond or not iid:
-                continue
-            status = (row.get("status") or "ok").strip() or "ok"
-            if status == "ok":
-                done.setdefault(cond, set()).add(iid)
-            elif status == _NA:
-                na[cond] += 1
-            else:
-                errors.setdefault(cond, []).append(iid)
+            if cond and iid:
+                last[((row.get("bench") or "").strip(), iid, cond)] = row
+    for (_, iid, cond), row in last.items():
+        status = (row.get("status") or "ok").strip() or "ok"
+        if status == "ok":
+            done.setdefault(cond, set()).add(iid)
+        elif status == _NA:
+            na[cond] += 1
+        else:
+            errors.setdefault(cond, []).append(iid)
     detected = changes(lines, EXPECTED["sweep"])
     cmds = list(dict.fromkeys(commands(lines)))
     stages = []

@@ -24,7 +24,7 @@ from benchcheck.sweep.job import PreconditionError, SweepArgs
 from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
 from benchcheck.sweep.results import log_line
-from benchcheck.sweep.runner import RunnerConfig, SweepSummary, sync_csv
+from benchcheck.sweep.runner import RunnerConfig, SweepSummary, record_run_specs, sync_csv
 from benchcheck.sweep.state import load_state
 from benchcheck.sweep.task import run_groups
 
@@ -75,6 +75,7 @@ def planned(a: SweepArgs, echo: Echo) -> tuple[list[Cell], dict[str, RunSpec], l
     """What every executor runs: the plan, or None (said on ``echo``) when nothing is left."""
     cells, specs, benches = plan(a)
     if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
+        record_run_specs(specs, a.paths)  # the spec this run asked for is the one the CSV's readers pick
         caught_up = sync_csv(cells, a.paths)  # a run killed between its last row and that row's CSV row
         echo("nothing to do: every row is already written under the current spec"
              + (f" ({caught_up} rows caught up into {a.paths.csv.name})" if caught_up else ""))

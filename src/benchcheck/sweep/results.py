@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import io
+import json
 import os
 import re
 import time
@@ -136,19 +137,43 @@ def read_csv_all(path: str | Path) -> list[dict[str, str]]:
     return read_csv_table(path).rows
 
 
-def latest(rows: Iterable[dict[str, str]]) -> list[dict[str, str]]:
-    """The last row of each key (the one that counts), in the order of those last rows."""
+def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The row that counts of each key, in the order of those rows: the last one made under its
+    condition's ``current`` hash when there is one, else the last one."""
+    current = current or {}
     last: dict[Key, dict[str, str]] = {}
     for r in rows:
         k = (str(r["bench"]), str(r["item_id"]), str(r["condition"]))
+        now = current.get(k[2])
+        held = last.get(k)
+        if now and held is not None and held.get("config_hash") == now and r.get("config_hash") != now:
+            continue  # a row of another spec does not displace one of the current spec
         last.pop(k, None)
         last[k] = r
     return list(last.values())
 
 
+def current_hashes(results: Path) -> dict[str, str]:
+    """Each condition's hash of the last run (``sweep_rows/<condition>/run_spec.json``)."""
+    out: dict[str, str] = {}
+    root = results / ROWS_DIR
+    if root.is_dir():
+        for spec in root.glob("*/run_spec.json"):
+            try:
+                h = json.loads(spec.read_text(encoding="utf-8")).get("config_hash")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(h, str):
+                out[spec.parent.name] = h
+    return out
+
+
 def read_csv(path: str | Path) -> list[dict[str, str]]:
-    """The row that counts of each key of a conditions CSV (none when the file is absent)."""
-    return latest(read_csv_all(path))
+    """The row that counts of each key of a conditions CSV (none when the file is absent): the last
+    one under the spec its condition last ran with (``run_spec.json`` beside the typed rows), else
+    the last one. A run that goes back to an earlier spec adds no row (its rows are there)."""
+    p = Path(path)
+    return latest(read_csv_all(p), current_hashes(p.parent))
 
 
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
@@ -165,24 +190,24 @@ def _encode(rows: Iterable[Mapping[str, Any]], header: list[str]) -> str:
 
 @dataclass(slots=True)
 class _Seen:
-    """What one process has read of a CSV so far: each key's last ``config_hash`` ("" when the
-    file has no such column) up to ``offset`` (a line boundary)."""
+    """What one process has read of a CSV so far: each (key, ``config_hash``) up to ``offset`` (a
+    line boundary); the hash is "" when the file has no such column (then a key is there once)."""
 
     offset: int
     header: list[str]
-    keys: dict[Key, str]
+    keys: set[tuple[Key, str]]
     inode: int = 0
+
+    def _id(self, row: Mapping[str, Any]) -> tuple[Key, str]:
+        k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
+        return k, str(row.get("config_hash") or "") if "config_hash" in self.header else ""
 
     def fresh(self, row: Mapping[str, Any]) -> bool:
         """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash."""
-        k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
-        if k not in self.keys:
-            return True
-        return "config_hash" in self.header and self.keys[k] != str(row.get("config_hash") or "")
+        return self._id(row) not in self.keys
 
     def add(self, row: Mapping[str, Any]) -> None:
-        k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
-        self.keys[k] = str(row.get("config_hash") or "") if "config_hash" in self.header else ""
+        self.keys.add(self._id(row))
 
 
 _SEEN: dict[Path, _Seen] = {}
@@ -193,7 +218,7 @@ def _catch_up(fd: int, p: Path, size: int) -> _Seen:
     seen = _SEEN.get(p)
     inode = os.fstat(fd).st_ino
     if seen is None or seen.offset > size or seen.inode != inode:  # a new or replaced file: read it all
-        seen = _Seen(0, [], {}, inode)
+        seen = _Seen(0, [], set(), inode)
     chunk = os.pread(fd, size - seen.offset, seen.offset) if size > seen.offset else b""
     end = chunk.rfind(b"\n") + 1
     if end:

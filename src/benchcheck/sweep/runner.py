@@ -364,14 +364,20 @@ def sync_csv(cells: Sequence[Cell], paths: SweepPaths) -> int:
     return added
 
 
+def record_run_specs(specs: Mapping[str, RunSpec], paths: SweepPaths) -> None:
+    """Each condition's ``run_spec.json`` (beside the raw lines and the typed rows) and its spec kept
+    by hash (``run_specs.jsonl``), so a later run can say what changed."""
+    record_specs(paths, specs.values())
+    for name, spec in specs.items():
+        write_run_spec(spec, paths.results / "p1_raw" / name)
+        write_run_spec(spec, paths.rows_dir(name))
+
+
 def begin_sweep(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepPaths) -> SweepSummary:
     """Before any unit: each condition's run spec (and its hash's spec kept for later runs to say
     what changed), the CSV caught up with the typed rows, the NA rows and the no-video failures."""
     summary = SweepSummary()
-    for name, spec in specs.items():
-        write_run_spec(spec, paths.results / "p1_raw" / name)
-        write_run_spec(spec, paths.rows_dir(name))
-    record_specs(paths, specs.values())
+    record_run_specs(specs, paths)
     n = sync_csv(cells, paths)
     if n:
         log_line(paths, f"csv: {n} rows caught up from {paths.results / 'sweep_rows'}")

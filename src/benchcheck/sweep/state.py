@@ -4,10 +4,11 @@ Per (bench, condition) group, one ``verdicts.StepState`` judged by the condition
 ``config_hash`` (the same rules as every screening step: the last answer decides, a row under
 another hash is stale and redone, ``MAX_ERRORS_PER_ITEM`` counted engine errors give the item up).
 It is fed the group's typed rows (``sweep_rows/<condition>/<bench>.jsonl``, through ``store``)
-and, for the items those rows do not mention, the rows of ``conditions_results.csv`` read as
-records (``sweep.rows.record_of_csv``): the origin's rows (a file not written by benchcheck: not
-judged, done as seed 001 asks) and rows of folders made before the typed rows existed (ours:
-judged by their ``config_hash``). That reading is the migration: nothing is rewritten.
+and the rows of ``conditions_results.csv`` read as records (``sweep.rows.record_of_csv``): rows
+of folders made before the typed rows existed (ours: judged by their ``config_hash``, like any
+row) and the origin's rows (a file not written by benchcheck: not judged, done as seed 001 asks;
+read only for items the typed rows do not mention, so our rows copied into such a file never
+stand for themselves). That reading is the migration: nothing is rewritten.
 
 Why a row is stale is told from the specs the rows were made under (``run_specs.jsonl`` beside
 them): the fields that differ, e.g. ``frames.token_budget 30000 -> 58000``.
@@ -15,6 +16,7 @@ them): the fields that differ, e.g. ``frames.token_budget 30000 -> 58000``.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,16 +44,29 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """``frames.token_budget 30000 -> 58000; model.revision a -> b`` (what shapes the answer and changed)."""
-    a, b = _flat(old), _flat(new)
+    # Compared as JSON holds them: a stored spec's tuples read back as lists.
+    a, b = (_flat(json.loads(json.dumps(d, default=str))) for d in (old, new))
     keys = [k for k in dict.fromkeys([*a, *b]) if k != "config_hash" and a.get(k) != b.get(k)]
     return "; ".join(f"{k} {a.get(k)!r} -> {b.get(k)!r}" for k in keys)
 
 
+def _last_spec(paths: SweepPaths, condition: str) -> dict[str, Any] | None:
+    """The spec of the condition's last run as ``p1_raw/<condition>/run_spec.json`` keeps it (folders
+    made before ``run_specs.jsonl`` existed have only this one)."""
+    try:
+        d = json.loads((paths.results / "p1_raw" / condition / "run_spec.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) and isinstance(d.get("config_hash"), str) else None
+
+
 def record_specs(paths: SweepPaths, specs: Iterable[RunSpec]) -> None:
-    """Every spec a condition's rows are made under, once per hash (so a later run can say what changed)."""
+    """Every spec a condition's rows are made under, once per hash (so a later run can say what
+    changed), the one of the last run first (before this run's replaces its ``run_spec.json``)."""
     for spec in specs:
-        row = {**spec.to_dict(), "config_hash": spec.config_hash}
-        append_rows(paths.rows_dir(spec.name) / SPECS_FILE, [row], unique_by=lambda r: r.get("config_hash"))
+        rows = [r for r in (_last_spec(paths, spec.name),) if r is not None]
+        rows.append({**spec.to_dict(), "config_hash": spec.config_hash})
+        append_rows(paths.rows_dir(spec.name) / SPECS_FILE, rows, unique_by=lambda r: r.get("config_hash"))
 
 
 @dataclass(slots=True)
@@ -68,8 +83,10 @@ class SweepState:
 
     def why_stale(self, condition: str, old_hash: str) -> str:
         if condition not in self._history:
+            last = _last_spec(self.paths, condition)
             self._history[condition] = {str(r.get("config_hash")): r for r in
-                                        read_rows(self.paths.rows_dir(condition) / SPECS_FILE)}
+                                        [*read_rows(self.paths.rows_dir(condition) / SPECS_FILE),
+                                         *([last] if last else [])]}
         new = self.specs[condition]
         old = self._history[condition].get(old_hash)
         if old is None:
@@ -98,8 +115,9 @@ def load_state(paths: SweepPaths, specs: Mapping[str, RunSpec], benches: Iterabl
             state = group_state(paths, bench, name, chash)
             typed = state.item_ids()
             for r in csv_rows.get((bench, name), ()):
-                if r["item_id"] not in typed:
-                    state.add(record_of_csv(r, table.ours))
+                rec = record_of_csv(r, table.ours)
+                if rec.config_hash is not None or rec.item_id not in typed:
+                    state.add(rec)
             out.groups[(bench, name)] = state
     return out
 
