@@ -1,7 +1,7 @@
 """Small screening and sweep runs in this process, for tests and benchmarks: a demo pool with real
-frames, a scripted engine's rules, one step through the screen CLI's body (``run_job``), one
-``sweep run`` through its body, and their rows read back with the checks every caller wants (one
-ok row per item, one CSV row per cell, no torn line)."""
+frames, a scripted engine's rules, one step through the screen CLI's body (``run_screen_job``), one
+``sweep run`` through its body (``run_sweep_job``), and their rows read back with the checks every
+caller wants (one ok row per item, one CSV row per cell, no torn line)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from typing import Any
 from benchcheck.cli.common import load_items_reporting
 from benchcheck.demo.items import write_demo_items
 from benchcheck.demo.videos import make_demo_videos, store_and_cache
-from benchcheck.screen.cli_run import ShardJob, run_job
+from benchcheck.executors.registry import run_screen_job as run_job
+from benchcheck.screen.job import ShardJob
 from benchcheck.store import read_rows
+from benchcheck.video.plans import TOKEN_BUDGET
 
 RULES: list[dict[str, Any]] = [
     {"match": "Question: What color.*\nOptions:\nA\\. red", "letters": {"A": -0.05, "B": -4, "C": -4.5, "D": -5}},
@@ -40,15 +42,18 @@ def write_rules(path: Path, delay_s: float = 0.0, base: list[dict[str, Any]] = R
 
 def run_step(items: Path, results: Path, step: int, executor: str, frames: Path | None = None,
              engine: str = "scripted", rules: Path | None = None, model: Path | None = None, limit: int | None = None,
-             address: str | None = None, batch_items: int | None = None) -> list[str]:
+             address: str | None = None, batch_items: int | None = None, workers: int | None = None,
+             extra_perms: int = 0, endpoints: tuple[str, ...] = (), expect: int = 0,
+             revision: str | None = None) -> list[str]:
     """One step through ``run_job`` (the screen CLI's body) in this process; returns its lines."""
     lines: list[str] = []
     job = ShardJob(items=(str(items),), results=str(results), step=step, engine=engine,
                    model=str(model) if model else None, rules=str(rules) if rules else None, device="cpu",
                    frames_root=str(frames) if frames else None, limit=limit, progress=False, executor=executor,
-                   ray_address=address, batch_items=batch_items)
+                   ray_address=address, batch_items=batch_items, workers=workers, extra_perms=extra_perms,
+                   endpoints=endpoints, revision=revision)
     code = run_job(job, lambda *a: load_items_reporting(a[0], a[1], True), lines.append)
-    assert code == 0, lines
+    assert code == expect, lines
     return lines
 
 
@@ -71,8 +76,6 @@ SWEEP_RULES: list[dict[str, Any]] = [
     {"match": "", "images": {"count_min": 1}, "reply": "(C)"},
     {"match": "", "reply": "B"},
 ]
-
-
 TIMING = ("infer_s", "decode_s", "written_at")  # what may differ between two runs of the same cell
 
 
@@ -82,21 +85,27 @@ def write_sweep_rules(path: Path, delay_s: float = 0.0) -> Path:
 
 def run_sweep(items: list[Path], store: Path, results: Path, executor: str, conds: str, limit: int | None = None,
               engine: str = "scripted", rules: Path | None = None, model: str | None = None,
-              workers: int | None = None, address: str | None = None, decode_workers: int | None = 0) -> list[str]:
-    """``sweep run`` through its CLI body (``sweep.cli_run.run``) in this process; returns its lines.
-    ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default pool."""
+              workers: int | None = None, address: str | None = None, decode_workers: int | None = 0,
+              token_budget: int | None = None, revision: str | None = None, endpoints: tuple[str, ...] = (),
+              expect_aborted: bool = False) -> list[str]:
+    """``sweep run`` through its CLI body (``executors.registry.run_sweep_job``) in this process; returns
+    its lines. ``decode_workers`` 0: the local runner decodes in a thread (tests); None: its default
+    pool (Ray refuses the flag: its CPU actors decode)."""
+    from benchcheck.executors.registry import run_sweep_job
     from benchcheck.items import load_items
-    from benchcheck.sweep.cli_run import SweepArgs, run
     from benchcheck.sweep.engine import SweepEngine
+    from benchcheck.sweep.job import SweepArgs
     from benchcheck.sweep.results import SweepPaths
 
     lines: list[str] = []
     args = SweepArgs(load_items(items).items, str(store), SweepPaths.under(results), conds, limit=limit,
-                     engine=SweepEngine(engine, model=model, rules=str(rules) if rules else None, device="cpu"),
-                     workers=workers, decode_workers=decode_workers, progress=False, executor=executor,
-                     ray_address=address)
-    summary = run(args, lines.append)
-    assert not summary.aborted, lines
+                     engine=SweepEngine(engine, model=model, revision=revision, endpoints=endpoints,
+                                        rules=str(rules) if rules else None, device="cpu"),
+                     workers=workers, decode_workers=decode_workers if executor == "local" else None,
+                     progress=False, executor=executor, ray_address=address,
+                     token_budget=token_budget or TOKEN_BUDGET)
+    summary = run_sweep_job(args, lines.append)
+    assert summary.aborted == expect_aborted, lines
     return lines
 
 

@@ -13,7 +13,8 @@ from ray_helpers import decisions, n_rows, run_step, write_rules
 
 from benchcheck.cli.common import load_items_reporting
 from benchcheck.executors.ray_cluster import ENGINE_SLOT
-from benchcheck.screen.cli_run import ShardJob, run_job
+from benchcheck.executors.registry import run_screen_job as run_job
+from benchcheck.screen.job import ShardJob
 
 
 @pytest.mark.slow

@@ -67,7 +67,7 @@ def test_killed_engine_actor_changes_nothing(ray_local: str, pool: tuple[Path, P
 
     t = threading.Thread(target=killer)
     t.start()
-    run_step(items, tmp_path / "ray", 1, "ray", rules=slow, batch_items=4)
+    run_step(items, tmp_path / "ray", 1, "ray", rules=slow, batch_items=4, workers=1)
     t.join()
     assert killed, "the engine actor was never seen mid-run"
     assert decisions(tmp_path / "ray" / "step1") == decisions(tmp_path / "clean" / "step1")
@@ -82,7 +82,7 @@ def test_killed_driver_then_rerun_completes(ray_local: str, pool: tuple[Path, Pa
     # A second driver on the same cluster, killed with SIGKILL once it has written some rows.
     p = subprocess.Popen([sys.executable, "-m", "benchcheck", "screen", "--items", str(items), "--step", "1",
                           "--results", str(res), "--engine", "scripted", "--rules", str(slow), "--no-progress",
-                          "--batch-items", "4", "--executor", "ray", "--ray-address", ray_local],
+                          "--batch-items", "4", "--workers", "1", "--executor", "ray", "--ray-address", ray_local],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 180
     while time.time() < deadline and p.poll() is None and n_rows(res / "step1") < 30:

@@ -11,7 +11,8 @@ import pytest
 from screen_helpers import cli, decisions, write_rules
 
 from benchcheck.cli.common import load_items_reporting
-from benchcheck.screen.cli_run import ShardJob, run_job
+from benchcheck.executors.registry import run_screen_job as run_job
+from benchcheck.screen.job import ShardJob
 
 
 @pytest.fixture()

@@ -27,8 +27,8 @@ def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root:
       benchcheck assemble --items items/ --results results --frames frames/pool_frames
     """
     from benchcheck.screen.assemble import assemble as run
-    from benchcheck.screen.cli_run import frame_source
     from benchcheck.screen.context import make_context
+    from benchcheck.screen.job import frame_source
     from benchcheck.screen.steps import parse_chain
 
     try:

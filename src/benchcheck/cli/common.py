@@ -47,16 +47,14 @@ def columns_option() -> click.Option:
 
 
 def executor_options(f: F) -> F:
-    """``--executor local|ray`` and ``--ray-address`` (screen and sweep run: site page "Ray")."""
+    """``--executor NAME`` (from ``executors.registry``) and ``--ray-address`` (screen and sweep run:
+    site page "Ray")."""
+    from benchcheck.executors.registry import choices
+
     f = click.option("--ray-address", default=None,
                      help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")(f)
-    return click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                        help='Who works the units: this process, or a Ray Data pipeline (site page "Ray").')(f)
-
-
-def check_executor(executor: str, ray_address: str | None) -> None:
-    if ray_address and executor != "ray":
-        die("--ray-address needs --executor ray")
+    return click.option("--executor", type=click.Choice(choices()), default="local", show_default=True,
+                        help="Who works the units: this process, or a Ray Data pipeline (site page 'Ray').")(f)
 
 
 def die(msg: str, code: int = 2) -> None:

@@ -35,6 +35,9 @@ _common = [
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+# launch's options that only screening steps read (--sweep refuses them).
+_SCREENING_ONLY = {"step": "--step", "chain": "--chain", "intro": "--intro", "frames_root": "--frames",
+                   "keep_file": "--keep", "shard": "--shard"}
 
 
 def common(f: F) -> F:
@@ -107,20 +110,28 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     from benchcheck.cli.common import load_items_reporting
     from benchcheck.launch.cli_run import LaunchArgs, run_launch
     from benchcheck.launch.knobs import DEFAULT, ENV, ENV_OF, FLAG
-    from benchcheck.screen.cli_run import ShardJob
+    from benchcheck.screen.job import ShardJob
 
     ctx = click.get_current_context()
     label = {click.core.ParameterSource.COMMANDLINE: FLAG, click.core.ParameterSource.ENVIRONMENT: ENV}
     sources = {name: label.get(ctx.get_parameter_source(name) or click.core.ParameterSource.DEFAULT, DEFAULT)
                for name in ENV_OF}
     python = python_exe or sys.executable
+    given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
+    # A flag that cannot apply is refused (one line, exit 2), never dropped.
+    screening_only = [flag for name, flag in _SCREENING_ONLY.items() if name in given]
     if sweep:
         from benchcheck.launch.sweep_servers import SweepKnobs, launch_sweep
 
+        if screening_only:
+            die(f"launch --sweep: {', '.join(screening_only)} apply to screening steps only")
         settings = SweepKnobs(workers, gpu_util, python, vllm_cmd, sources)
         raise SystemExit(launch_sweep(gpus, model, revision, served_model_name, server, max_num_seqs, port0, logs,
                                       item_paths, results, store, bench, limit, columns, conds, pilot, click.echo,
-                                      settings))
+                                      settings, max_model_len, plan_only, server_timeout))
+    sweep_only = [flag for name, flag in (("conds", "--conds"), ("pilot", "--pilot")) if name in given]
+    if sweep_only:
+        die(f"launch: {', '.join(sweep_only)} apply with --sweep only")
     if step is None:
         die("give --step N (screening) or --sweep")
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
+from benchcheck.cli.common import die, executor_options, load_items_reporting
 from benchcheck.cli.videos import videos_option
 from benchcheck.defaults import INTRO_NAME
 from benchcheck.engines.registry import engine_names
@@ -81,9 +81,9 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
       benchcheck screen --items items/ --step 3 --results results --frames pool_frames --executor ray
     """
-    from benchcheck.screen.cli_run import ShardJob, run_job
+    from benchcheck.executors.registry import run_screen_job
+    from benchcheck.screen.job import ShardJob
 
-    check_executor(executor, ray_address)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, hf_config=hf_config,
                    chain=chain,
@@ -93,7 +93,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
                    max_unit=max_unit, gpus=run_gpus, extra_perms=extra_perms, extra_band=extra_band,
                    letter_tokenizer=letter_tokenizer, executor=executor, ray_address=ray_address)
     try:
-        code = run_job(job, load_items_reporting, click.echo, plan_only=plan_only)
+        code = run_screen_job(job, load_items_reporting, click.echo, plan_only=plan_only)
     except ValueError as e:
         die(str(e))
     raise SystemExit(code)

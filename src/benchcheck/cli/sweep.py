@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import check_executor, die, executor_options, load_items_reporting
+from benchcheck.cli.common import die, executor_options, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
@@ -55,8 +55,8 @@ def log_dirs(results: str, logs: str | None, data_logs: str | None) -> tuple[Pat
 
 
 def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
-    from benchcheck.sweep.cli_run import SweepArgs
     from benchcheck.sweep.engine import SweepEngine
+    from benchcheck.sweep.job import SweepArgs
     from benchcheck.sweep.results import SweepPaths
 
     loaded = load_items_reporting(kw["item_paths"], kw["columns"])
@@ -122,15 +122,27 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
         --engine openai --endpoint http://127.0.0.1:8011/v1 --endpoint http://127.0.0.1:8012/v1 --pilot
       benchcheck sweep run --items items/samples --store data/store --results results --executor ray
     """
-    from benchcheck.sweep.cli_run import PreconditionError, run
+    from benchcheck.executors.registry import run_sweep_job
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
+    from benchcheck.sweep.job import PreconditionError
 
-    check_executor(executor, ray_address)
     eps = endpoints_list(endpoints)
+    from benchcheck.executors.registry import executor as lookup
+    from benchcheck.sweep.job import SweepArgs
+    from benchcheck.sweep.results import SweepPaths
+
+    try:  # a refused option before the items are read (one line, exit 2)
+        why = lookup(executor).refusal("sweep", SweepArgs((), kw["store"], SweepPaths.under(kw["results"]),
+                                                          decode_workers=decode_workers, executor=executor,
+                                                          ray_address=ray_address))
+    except ValueError as e:
+        why = str(e)
+    if why:
+        die(why)
     opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules, hf_config=hf_config,
                        concurrency=workers or 6 * max(1, len(eps)))
     try:
-        summary = run(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
+        summary = run_sweep_job(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
                             max_model_len=max_model_len, min_context=min_context, progress=not no_progress,
                             executor=executor, ray_address=ray_address), click.echo)
     except PreconditionError as e:

@@ -22,10 +22,11 @@ def run(job_file: str, plan_only: bool) -> None:
     Example:
       benchcheck task run logs/client_s1_gpu0.job.json
     """
-    from benchcheck.screen.cli_run import ShardJob, run_job
+    from benchcheck.executors.registry import run_screen_job
+    from benchcheck.screen.job import ShardJob
 
     try:
-        code = run_job(ShardJob.read(job_file), load_items_reporting, click.echo, plan_only=plan_only)
+        code = run_screen_job(ShardJob.read(job_file), load_items_reporting, click.echo, plan_only=plan_only)
     except ValueError as e:
         die(str(e))
     raise SystemExit(code)

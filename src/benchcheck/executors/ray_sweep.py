@@ -1,49 +1,36 @@
-"""The sweep on Ray (``sweep run --executor ray``): the driver plans and leases the units, CPU
-actors decode their frames from the video store and build the requests, engine actors generate
-and parse, and the driver appends through the sweep's own files (docs/ray.md, "The sweep").
+"""The sweep on Ray (``sweep run --executor ray``): the driver plans and leases the (bench,
+condition) groups, CPU actors decode their frames from the video store and build the requests,
+engine actors generate and parse, and the driver appends through the groups' books (docs/ray.md,
+"The sweep").
 
-Same rows, files and layout as the local runner (``sweep/runner.py``): the planning
-(``plan_sweep``), the (bench, condition) leases (``lease_units``), the request building
-(``prepare_unit``), the rows (``unit_result``), the sink (``UnitSink``: raw lines, the CSV under its
-lock with keys re-checked, failures, timing) and the reused rows (``end_sweep``) are the ones it
-uses; only where each piece runs differs. A work row is one unit (``--chunk`` items of one
-bench x condition), keyed by its first item within its group.
+Same rows, files and layout as the local executor: the stages are the sweep adapter's own pieces
+(``sweep.task.GenerateTask``: ``build`` in the CPU actors, ``answer`` in the engine actors), the
+units its ``GroupBook``s, run by ``ray_units`` under the one policy (``unit_loop``): errors asked
+again with backoff, three counted ones give a cell up, an unreachable or refusing server stops
+the run. The planning, NA rows and reused rows are the runner's (``begin_sweep``, ``end_sweep``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchcheck.engines.base import Failure, Generation
+from tqdm import tqdm
+
+from benchcheck.engines.base import Engine
 from benchcheck.engines.capabilities import concurrent_calls
 from benchcheck.executors.ray_cluster import cluster_failed, connect_announced, import_ray, on_engine_resource
-from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, run_pipeline
+from benchcheck.executors.ray_units import run_units
 from benchcheck.spec import RunSpec
-from benchcheck.sweep.cli_run import SweepArgs, after_run, check_engine_context, unit_workers
+from benchcheck.sweep.cli_run import after_run, check_engine_context, run_gpus, unit_workers
 from benchcheck.sweep.engine import SweepEngine, build_sweep_engine, engine_max_model_len
-from benchcheck.sweep.frames import decode_job
+from benchcheck.sweep.job import SweepArgs
 from benchcheck.sweep.plan import Cell
 from benchcheck.sweep.results import log_line
-from benchcheck.sweep.runner import (
-    Prepared,
-    RunnerConfig,
-    SweepSummary,
-    Unit,
-    UnitSink,
-    begin_sweep,
-    end_sweep,
-    lease_units,
-    make_units,
-    prepare_unit,
-    start_line,
-    unit_result,
-)
-from benchcheck.video.plans import FramePlan
+from benchcheck.sweep.runner import RunIdentity, SweepSummary, begin_sweep, end_sweep
+from benchcheck.sweep.task import GenerateTask, StoreFrames, group_books, start_line_of
 
 Echo = Callable[[str], None]
 
@@ -67,69 +54,24 @@ def _engine_facts(o: SweepEngine) -> EngineFacts:
 
 
 @dataclass(frozen=True, slots=True)
-class PrepareUnits:
-    """CPU stage: a unit -> its decoded requests (frames decoded from the store on the actor's node)."""
+class SweepRecipe:
+    """How an engine actor builds the sweep's engine (the key stays in its named variable)."""
 
-    specs: Mapping[str, RunSpec]
-    store: str | None
-
-    def __call__(self) -> Callable[[bytes], bytes]:
-        return self.one
-
-    def one(self, payload: bytes) -> bytes:
-        unit: Unit = pickle.loads(payload)
-        prepared = asyncio.run(prepare_unit(unit, self.specs[unit.condition], self._frames))
-        return pickle.dumps((unit, prepared))
-
-    async def _frames(self, video_id: str, plan: FramePlan) -> tuple[list[bytes], float]:
-        if self.store is None:
-            raise ValueError("no --store given")
-        return decode_job(self.store, video_id, plan)
-
-
-class _UnitAnswerer(EngineHolder):
-    """Engine stage: prepared units -> their results (rows, raw lines, failures)."""
-
-    def __init__(self, specs: Mapping[str, RunSpec], engine: SweepEngine) -> None:
-        super().__init__(build_sweep_engine(engine))
-        self.specs = specs
-
-    def __call__(self, payloads: Sequence[bytes]) -> list[bytes]:
-        prepared: list[tuple[Unit, Prepared]] = [pickle.loads(p) for p in payloads]
-        reqs = [r for _, p in prepared for r in p.requests]
-        answers: list[Generation | Failure] = []
-        try:
-            if reqs:
-                answers = self.loop.run_until_complete(self.engine.generate(reqs))
-        except Exception as e:  # an engine bug must not lose the batch: failure lines, redone next run
-            answers = [Failure(r.request_id, "internal", f"{type(e).__name__}: {e}") for r in reqs]
-        out, pos = [], 0
-        for unit, p in prepared:
-            n = len(p.requests)
-            out.append(pickle.dumps((unit, unit_result(p, self.specs[unit.condition], answers[pos:pos + n]))))
-            pos += n
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerUnits:
-    specs: Mapping[str, RunSpec]
     engine: SweepEngine
 
-    def __call__(self) -> _UnitAnswerer:
-        return _UnitAnswerer(self.specs, self.engine)
+    def build(self) -> Engine:
+        return build_sweep_engine(self.engine)
 
 
-class _Stopped(Exception):
-    """The sink saw the engine unreachable too often: stop reading the pipeline."""
+def refuse_sweep(a: SweepArgs) -> str | None:
+    if a.decode_workers is not None:
+        return ("--decode-workers has no meaning on --executor ray (its CPU actors decode, one per CPU of the "
+                "cluster); leave it out")
+    return None
 
 
-def work_row(u: Unit) -> WorkRow:
-    return WorkRow(f"{u.bench}|{u.condition}", u.cells[0].item.item_id, pickle.dumps(u))
-
-
-def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSpec], benches: Sequence[str],
-                  echo: Echo) -> SweepSummary:
+def run_sweep(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSpec], benches: Sequence[str],
+              echo: Echo) -> SweepSummary:
     """Run planned cells on a Ray cluster (``PreconditionError`` before any row, as the local run)."""
     t0 = time.perf_counter()
     placement = connect_announced(a.ray_address, echo)
@@ -144,32 +86,28 @@ def run_sweep_ray(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSp
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; "
                       f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors")
     summary = begin_sweep(cells, specs, a.paths)
-    stats = PipelineStats()
-    with contextlib.ExitStack() as leases:
-        units = lease_units(make_units(cells, a.chunk), a.paths, leases, summary)
-        log_line(a.paths, start_line(units, facts.name, facts.model_name, workers))
-        sink = UnitSink(a.paths, units, summary, RunnerConfig(workers, a.chunk, a.progress), desc="sweep (ray)")
-
-        def write(answered: list[tuple[str, str, bytes]]) -> None:
-            for _, _, payload in answered:
-                sink(*pickle.loads(payload))
-            if summary.aborted:
-                raise _Stopped
-
-        # A batch of the engine stage is as many units as the local runner has in flight, so an
-        # engine gets the same concurrency (served: 6 per endpoint; in-process: its own calls).
-        stages = Stages(PrepareUnits(dict(specs), a.store), AnswerUnits(dict(specs), a.engine),
-                        prepare_batch=1, answer_batch=workers)
-        try:
-            stats = run_pipeline([work_row(u) for u in units], stages, placement, write)
-        except _Stopped:
-            pass
-        except (ray.exceptions.RayError, ConnectionError) as e:
-            echo(cluster_failed("sweep", e))
-            summary.aborted = True
-        finally:
-            sink.close()
-    echo(stats.line(placement))
-    out = end_sweep(cells, specs, a.paths, summary, t0, echo)
+    books = group_books(cells, a.paths, summary)
+    log_line(a.paths, start_line_of(books, facts.name, facts.model_name, workers))
+    bar = tqdm(total=sum(b.size for b in books), desc="sweep (ray)", unit="item", disable=not a.progress)
+    # An engine actor's call is as many cells as the local executor has in flight (served: 6 per
+    # endpoint; in-process: the engine's own calls), so an engine gets the same concurrency.
+    try:
+        run = run_units(GenerateTask(dict(specs), StoreFrames(a.store)), books, SweepRecipe(a.engine), placement,
+                        workers * max(1, a.chunk), echo, "sweep", bar.update)
+    except (ray.exceptions.RayError, ConnectionError) as e:
+        echo(cluster_failed("sweep", e))
+        summary.aborted = True
+    else:
+        summary.aborted = run.summary.aborted
+        held = {name for name, _, _ in run.held}
+        if not summary.aborted:
+            for b in books:
+                if b.name not in held:
+                    b.close()
+        echo(run.stats.line(placement))
+    finally:
+        bar.close()
+    ident = RunIdentity(facts.name, facts.model_name, tuple(a.engine.endpoints), run_gpus(a))
+    out = end_sweep(cells, specs, a.paths, summary, t0, echo, ident)
     after_run(a, benches, echo)
     return out

@@ -11,8 +11,8 @@ from typing import Any
 from benchcheck.launch import knobs
 from benchcheck.launch.host import LaunchPlan, run_host
 from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_available
-from benchcheck.screen.cli_run import ShardJob, plan_lines
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
+from benchcheck.screen.job import ShardJob, plan_lines
 from benchcheck.screen.steps import STEPS
 from benchcheck.shard import parse_shard
 

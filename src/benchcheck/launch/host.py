@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchcheck.launch.lifecycle import with_servers
 from benchcheck.launch.servers import ServerOptions, ServerSpec, server_specs
-from benchcheck.screen.cli_run import ShardJob
+from benchcheck.screen.job import ShardJob
 
 
 @dataclass(frozen=True, slots=True)

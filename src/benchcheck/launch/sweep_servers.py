@@ -51,6 +51,7 @@ class SweepLaunch:
     python: str = sys.executable  # PY
     vllm: str = "vllm"  # VLLM
     knobs: str = ""  # the settings and their sources, for launch_params.txt
+    max_model_len: int = SWEEP_MAX_MODEL_LEN  # --max-model-len: the servers' context (the client checks it)
 
 
 def gpu_memory_gib() -> list[float]:
@@ -82,12 +83,12 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
         if p.use_vllm:
             argv = [p.vllm, "serve", p.model, "--served-model-name", p.served_name, "--host", "127.0.0.1",
                     "--port", str(port), "--gpu-memory-utilization", str(p.gpu_util), "--max-num-seqs",
-                    str(p.max_num_seqs), "--max-model-len", str(SWEEP_MAX_MODEL_LEN), "--limit-mm-per-prompt",
+                    str(p.max_num_seqs), "--max-model-len", str(p.max_model_len), "--limit-mm-per-prompt",
                     SWEEP_LIMIT_MM]
         else:
             argv = [p.python, "-m", "benchcheck", "serve", "--model", p.model, "--served-model-name",
                     p.served_name, "--host", "127.0.0.1", "--port", str(port), "--max-batch-size",
-                    str(p.max_num_seqs), "--max-model-len", str(SWEEP_MAX_MODEL_LEN), "--device",
+                    str(p.max_num_seqs), "--max-model-len", str(p.max_model_len), "--device",
                     "cuda" if p.gpus else "cpu"]
         if p.revision:
             argv += ["--revision", p.revision]
@@ -98,7 +99,7 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
 def sweep_client_argv(p: SweepLaunch, specs: Sequence[ServerSpec]) -> list[str]:
     """The one client: every endpoint (round-robin), 6 workers per GPU. Pure."""
     argv = [p.python, "-m", "benchcheck", "sweep", "run", "--engine", "openai", "--model", p.served_name,
-            "--workers", str(p.workers_per_gpu * len(specs)), "--no-progress"]
+            "--workers", str(p.workers_per_gpu * len(specs)), "--no-progress", "--max-model-len", str(p.max_model_len)]
     for s in specs:
         argv += ["--endpoint", s.url]
     if p.revision:
@@ -121,7 +122,8 @@ class SweepKnobs:
 def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, revision: str | None, server: str,
                       max_num_seqs: int | None, sweep_args: Sequence[str], logs: Path,
                       port0: int = SWEEP_PORT0, settings: SweepKnobs | None = None,
-                      shown: Mapping[str, object] | None = None) -> SweepLaunch:
+                      shown: Mapping[str, object] | None = None, max_model_len: int | None = None,
+                      server_timeout_s: float = 900.0) -> SweepLaunch:
     """The sweep's launch; ``shown``: the client's knobs (PILOT, BENCH, CONDS) for launch_params.txt."""
     k = settings or SweepKnobs()
     shown = shown or {}
@@ -136,7 +138,8 @@ def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, rev
     plan = SweepLaunch(n, tuple(gpus[:n]), model, served_name, revision, use_vllm, seqs, tuple(sweep_args), logs,
                        port0, workers_per_gpu=k.workers_per_gpu or SWEEP_WORKERS_PER_GPU,
                        gpu_util=SWEEP_GPU_UTIL if k.gpu_util is None else k.gpu_util, python=k.python,
-                       vllm=k.vllm)
+                       vllm=k.vllm, server_timeout_s=server_timeout_s,
+                       max_model_len=max_model_len or SWEEP_MAX_MODEL_LEN)
     return replace(plan, knobs=knobs.note({"gpus": n, "workers": plan.workers_per_gpu, "port0": port0,
                                            "gpu_util": plan.gpu_util, "max_num_seqs": seqs, "python_exe": k.python,
                                            "vllm_cmd": k.vllm, **shown}, k.sources))
@@ -162,8 +165,10 @@ def launch_sweep(gpus: int | None, model: str | None, revision: str | None, serv
                  server: str, max_num_seqs: int | None, port0: int | None, logs: str, item_paths: Sequence[str],
                  results: str, store: str | None, bench: str | None, limit: int | None, columns: str | None,
                  conds: str | None, pilot: bool, echo: Callable[[str], None],
-                 settings: SweepKnobs | None = None) -> int:
-    """The body of ``benchcheck launch --sweep`` (exit 2 with a message on a precondition failure)."""
+                 settings: SweepKnobs | None = None, max_model_len: int | None = None, plan_only: bool = False,
+                 server_timeout_s: float = 900.0) -> int:
+    """The body of ``benchcheck launch --sweep`` (exit 2 with a message on a precondition failure).
+    ``plan_only``: the client's dry run (``sweep dry-run`` on the same arguments), no server started."""
     from benchcheck.launch.cli_run import served_name
     from benchcheck.sweep.conditions import SWEEP_MODEL
 
@@ -181,10 +186,15 @@ def launch_sweep(gpus: int | None, model: str | None, revision: str | None, serv
             args += [flag, str(value)]
     if pilot:
         args.append("--pilot")
+    if plan_only:  # the client's plan, under the spec it would run (its model and revision)
+        python = settings.python if settings else sys.executable
+        ident = ["--model", served_name(name, served_model_name), *(["--revision", rev] if rev else [])]
+        return subprocess.run([python, "-m", "benchcheck", "sweep", "dry-run", *ident, *args], check=False).returncode
     try:
         plan = plan_sweep_launch(gpus, name, served_name(name, served_model_name), rev, server, max_num_seqs, args,
                                  Path(logs), port0 or SWEEP_PORT0, settings,
-                                 {"pilot": int(pilot), "bench": bench, "conds": conds})
+                                 {"pilot": int(pilot), "bench": bench, "conds": conds}, max_model_len,
+                                 server_timeout_s)
         return run_sweep_launch(plan, echo)
     except (ValueError, RuntimeError) as e:
         echo(f"error: {e}")

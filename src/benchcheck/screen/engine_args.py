@@ -3,6 +3,9 @@ registry (``from_options``); no engine is named here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from benchcheck.defaults import STEP_WORKERS
 from benchcheck.engines import Engine
 from benchcheck.engines.options import EngineOptions
@@ -40,3 +43,39 @@ def build_engine(engine: str, spec: StepSpec, options: EngineOptions) -> Engine:
         if type(e).__name__ == "CheckpointUnavailable":  # hf's error; named, not imported (torch)
             raise ValueError(f"{e}; pass --model DIR (a local checkpoint folder) to run without the hub") from None
         raise
+
+
+# The one default table of items per engine call, by the kind of engine (never by executor):
+# ``served``: an OpenAI-compatible endpoint (one item per request, many requests in flight per
+# endpoint); ``parallel``: an in-process engine that takes many calls at once (scripted, reference);
+# ``serial``: an in-process engine that runs one forward at a time (hf), fed large calls.
+EngineKind = Literal["served", "parallel", "serial"]
+SERIAL_CALLS = 2  # in flight for a serial engine: the next call's frames decode while the device runs this one
+
+
+def engine_kind(served: bool, concurrent_calls: int) -> EngineKind:
+    return "served" if served else ("parallel" if concurrent_calls > 1 else "serial")
+
+
+@dataclass(frozen=True, slots=True)
+class CallShape:
+    """Items per engine call and engine calls in flight, for one step on one kind of engine."""
+
+    kind: EngineKind
+    items_per_call: int
+    calls: int  # in flight at once (all endpoints together)
+
+    @property
+    def at_once(self) -> int:
+        """Items one engine holds at once: what the Ray executor's engine actor answers per call
+        (its CPU actors prepare ahead, so a serial engine needs no second call in flight)."""
+        return self.items_per_call * (1 if self.kind == "serial" else self.calls)
+
+
+def call_shape(kind: EngineKind, step: int, workers: int | None = None, batch_items: int | None = None,
+               n_endpoints: int = 1) -> CallShape:
+    """The defaults of the table, or the given ``--workers`` (per endpoint when served) and ``--batch-items``."""
+    if kind == "serial":
+        return CallShape(kind, batch_items or DEFAULT_CALL_ITEMS[step], workers or SERIAL_CALLS)
+    per = workers or DEFAULT_WORKERS[step]
+    return CallShape(kind, batch_items or 1, per * (max(1, n_endpoints) if kind == "served" else 1))

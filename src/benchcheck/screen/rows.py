@@ -14,6 +14,7 @@ from benchcheck.protocol import decide_permutations, decide_single, gold_positio
 from benchcheck.records import SCHEMA_VERSION, ErrorRow, ScoreRow, error_record, score_row
 from benchcheck.screen.requests import ItemRequests
 from benchcheck.spec import RunSpec
+from benchcheck.unit_loop import REFUSED_STATUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,6 @@ def _base(item: Item, ctx: RowContext) -> dict[str, Any]:
     }
 
 
-REFUSED_STATUSES = (401, 403, 404)  # the server refused the run's key or model, not the item
 
 
 def error_row(item: Item, ctx: RowContext, failure: Failure | str) -> ErrorRow:

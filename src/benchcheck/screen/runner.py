@@ -1,4 +1,5 @@
-"""The local executor of a screening step: plan once, split into units, ``run_task`` each unit.
+"""A screening step on this process: plan once, split into units, ``run_task`` each unit with the
+screening adapter (the local executor's body; ``launch`` client shards and Slurm tasks run it too).
 
 Resumable by construction: what is done is read back from the rows, so the same command run
 again continues where a killed run stopped. Units held by another live process (their lease)
@@ -22,10 +23,11 @@ from benchcheck.screen.context import ScreenContext, step_store
 from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.plan import StepPlan
 from benchcheck.screen.steps import STEPS, IntroSet
-from benchcheck.screen.task import TaskOptions, TaskSummary, WorkUnit, run_task_async
+from benchcheck.screen.task import ScoreTask, StepUnitBook, WorkUnit
 from benchcheck.shard import assign_units, plan_units
 from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.store import append_rows
+from benchcheck.unit_loop import POLICY, LoopOptions, Policy, StopState, TaskSummary, run_task_async
 
 Echo = Callable[[str], None]
 UNITS_AT_ONCE = 4
@@ -40,7 +42,7 @@ class RunConfig:
     shard: tuple[int, int] = (0, 1)
     max_unit: int = 20000
     progress: bool = True
-    abort_after_unreachable: int = 8  # engine calls in a row that only met connection failures
+    policy: Policy = POLICY
     extra: ExtraPerms | None = None  # --extra-perms: evidence for the audit, never the decision
 
 
@@ -72,7 +74,7 @@ class RunSummary:
         self.failed += t.failed
         self.stale += t.stale
         self.aborted = self.aborted or t.aborted
-        for b, c in t.per_bench.items():
+        for b, c in t.per_group.items():
             self.per_bench.setdefault(b, Counter()).update(c)
 
     def bench_lines(self) -> list[str]:
@@ -133,17 +135,20 @@ async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Ech
     units = my_units(plan, cfg.shard, cfg.max_unit)
     # A few units at once, their engine calls sharing one limit: a unit's tail overlaps the next
     # unit's start, so the engine is never left idle between units.
-    opts = TaskOptions(frames=ctx.frames, workers=cfg.workers, batch_items=cfg.batch_items,
-                       abort_after_unreachable=cfg.abort_after_unreachable, host=socket.gethostname(),
-                       calls=asyncio.Semaphore(max(1, cfg.workers)), extra=cfg.extra)
+    task = ScoreTask(spec, cfg.step, ctx.frames, cfg.extra)
+    stop = StopState()  # one dead server stops every unit of the run
+    opts = LoopOptions(workers=cfg.workers, items_per_call=cfg.batch_items, policy=cfg.policy,
+                       calls=asyncio.Semaphore(max(1, cfg.workers)), stop=stop)
     slots = asyncio.Semaphore(UNITS_AT_ONCE)
     bar = _progress(sum(len(u.items) for u in units), f"step {cfg.step}", cfg.progress)
 
     async def one(u: WorkUnit) -> None:
         async with slots:
-            if summary.aborted:
+            if stop.stopped:
+                summary.aborted = True
                 return  # the engine is gone: leave the other units for the next run
-            t = await run_task_async(spec, u, engine, store, opts, echo, bar)
+            t = await run_task_async(task, StepUnitBook(spec, u, store, cfg.policy.max_errors), engine, opts, echo,
+                                     bar, what=f"step {cfg.step}")
             summary.add(t)
             bar(len(u.items) - t.attempted, count_only=True)
 
@@ -183,3 +188,13 @@ def _progress(total: int, desc: str, enabled: bool) -> Callable[..., None]:
             bar.close()
 
     return update
+
+
+def echo_summary(summary: RunSummary, shard: tuple[int, int], echo: Echo, via: str = "") -> None:
+    """Each benchmark's line, then the step's (``via``: which executor, when not this process)."""
+    for line in summary.bench_lines():
+        echo(line)
+    stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
+    echo(f"step {summary.step} shard {shard[0]}/{shard[1]}{via}: {summary.ok} ok, {summary.removed} removed, "
+         f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
+         f"failures{stale}, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchcheck.engines.base import Engine
@@ -15,47 +14,21 @@ from benchcheck.sweep.conditions import BLIND, condition_specs, parse_conditions
 from benchcheck.sweep.engine import (
     DEFAULT_WORKERS_PER_ENDPOINT,
     MIN_CONTEXT,
-    SweepEngine,
     build_sweep_engine,
     check_context,
     engine_max_model_len,
     model_ref,
 )
 from benchcheck.sweep.frames import FramePool
+from benchcheck.sweep.job import PreconditionError, SweepArgs
 from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
-from benchcheck.sweep.results import SweepPaths, log_line
-from benchcheck.sweep.runner import RunnerConfig, SweepSummary, record_run_specs, run_sweep, sync_csv
+from benchcheck.sweep.results import log_line
+from benchcheck.sweep.runner import RunnerConfig, SweepSummary, record_run_specs, sync_csv
 from benchcheck.sweep.state import load_state
-from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET
+from benchcheck.sweep.task import run_groups
 
 Echo = Callable[[str], None]
-
-
-class PreconditionError(ValueError):
-    """The run cannot start as asked (exit 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SweepArgs:
-    items: Sequence[Item]
-    store: str | None
-    paths: SweepPaths
-    conds: str | None = None
-    bench: str | None = None
-    pilot: bool = False
-    limit: int | None = None
-    engine: SweepEngine = field(default_factory=SweepEngine)
-    workers: int | None = None
-    decode_workers: int | None = None
-    chunk: int = 1
-    max_model_len: int | None = None
-    min_context: int = MIN_CONTEXT  # lowered only by an explicit --min-context
-    progress: bool = True
-    token_budget: int = TOKEN_BUDGET
-    max_images: int = MAX_IMAGES
-    executor: str = "local"  # local | ray (docs/ray.md)
-    ray_address: str | None = None  # ray: auto | HOST:PORT; None starts a local Ray
 
 
 def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
@@ -98,19 +71,28 @@ def dry_run(a: SweepArgs, echo: Echo) -> list[Cell]:
     return cells
 
 
-def run(a: SweepArgs, echo: Echo) -> SweepSummary:
-    """Plan, build the engine, check the context precondition, run (``PreconditionError`` first)."""
+def planned(a: SweepArgs, echo: Echo) -> tuple[list[Cell], dict[str, RunSpec], list[str]] | None:
+    """What every executor runs: the plan, or None (said on ``echo``) when nothing is left."""
     cells, specs, benches = plan(a)
     if not any(c.kind in ("todo", "na", "reuse", "failure") for c in cells):
         record_run_specs(specs, a.paths)  # the spec this run asked for is the one the CSV's readers pick
         caught_up = sync_csv(cells, a.paths)  # a run killed between its last row and that row's CSV row
         echo("nothing to do: every row is already written under the current spec"
              + (f" ({caught_up} rows caught up into {a.paths.csv.name})" if caught_up else ""))
-        return SweepSummary()
-    if a.executor == "ray":
-        from benchcheck.executors.ray_sweep import run_sweep_ray
+        return None
+    return cells, specs, benches
 
-        return run_sweep_ray(a, cells, specs, benches, echo)
+
+def run(a: SweepArgs, echo: Echo) -> SweepSummary:
+    """Plan and run in this process (the local executor; ``executors.registry.run_sweep_job`` picks
+    the executor ``a.executor`` names)."""
+    p = planned(a, echo)
+    return SweepSummary() if p is None else run_local(a, *p, echo)
+
+
+def run_local(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
+              echo: Echo) -> SweepSummary:
+    """Build the engine, check the context precondition, run (``PreconditionError`` first)."""
     engine = build_sweep_engine(a.engine)
 
     async def go() -> SweepSummary:
@@ -164,7 +146,7 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
     cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}")
     try:
-        summary = await run_sweep(cells, specs, engine, pool.frames, a.paths, cfg, echo, gpus=run_gpus(a),
+        summary = await run_groups(cells, specs, engine, pool.frames, a.paths, cfg, echo, gpus=run_gpus(a),
                                   endpoints=a.engine.endpoints)
     finally:
         pool.close()

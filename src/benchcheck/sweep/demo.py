@@ -10,8 +10,9 @@ from pathlib import Path
 from benchcheck.engines.base import Engine
 from benchcheck.items import load_items
 from benchcheck.sweep.analysis import BenchVerdict, Settings, analyze
-from benchcheck.sweep.cli_run import SweepArgs, plan, run_planned
+from benchcheck.sweep.cli_run import plan, run_planned
 from benchcheck.sweep.engine import SweepEngine, build_sweep_engine
+from benchcheck.sweep.job import SweepArgs
 from benchcheck.sweep.report import write_analysis
 from benchcheck.sweep.results import CSV_NAME, SweepPaths, read_csv
 

@@ -24,8 +24,7 @@ from benchcheck.spec import RunSpec
 from benchcheck.sweep.parse import RULESET, parse_answer
 from benchcheck.sweep.plan import Cell
 from benchcheck.sweep.results import COLUMNS, now_stamp
-
-REFUSED_STATUSES = (401, 403, 404)  # the server refused the run's key or model, not the item
+from benchcheck.unit_loop import REFUSED_STATUSES
 
 
 def _base(cell: Cell, spec: RunSpec) -> dict[str, Any]:

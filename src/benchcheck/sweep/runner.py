@@ -3,28 +3,23 @@ of the engine; each answer a typed row appended through ``store`` with its condi
 ``config_hash``, then its exchange row appended to the CSV. Resumable: what is done is the
 reducer's word over the rows (``sweep.state``); a row under another hash is redone.
 
-The pieces are shared by every executor (this local loop and the Ray executor,
-``executors/ray_sweep.py``), so the rule for each lives here once: :func:`begin_sweep` (run specs,
-NA rows, no-video failures), :func:`lease_units` (each (bench, condition) group's lease taken for
-the run, the cells still to do read under it), :func:`prepare_unit` (decode, build requests) and
-:func:`unit_result` (answers -> rows, raw lines, failures; pure), :class:`UnitSink` (append,
-count, time, the unreachable streak) and :func:`end_sweep` (reused rows, whose sources the units
-just wrote, and the summary line). :func:`run_sweep` is the local executor: ``workers`` units in
-flight in one event loop.
+The pieces are shared by every executor through the sweep's task adapter (``sweep/task.py``, on
+``unit_loop.run_task``), so the rule for each lives here once: :func:`begin_sweep` (run specs,
+NA rows, no-video failures), :func:`prepare_unit` (decode, build requests) and
+:func:`unit_result` (answers -> rows, raw lines, failures; pure), :func:`write_records` (the one
+writer) and :func:`end_sweep` (reused rows, whose sources the units just wrote, the run log and
+the summary line). The loop, leases, retries and stopping are ``unit_loop``'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchcheck.engines.base import Engine, Failure, GenerateRequest, Generation
-from benchcheck.lease import try_lease
+from benchcheck.engines.base import Failure, GenerateRequest, Generation
 from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.store import append_records, append_rows
@@ -36,7 +31,6 @@ from benchcheck.sweep.results import (
     append_csv_fresh,
     append_failures,
     append_raw,
-    append_timing,
     log_line,
 )
 from benchcheck.sweep.rows import (
@@ -136,23 +130,6 @@ def unit_result(p: Prepared, spec: RunSpec, answers: Sequence[Generation | Failu
     return out
 
 
-async def work_unit(unit: Unit, spec: RunSpec, engine: Engine, frames: FrameFn) -> UnitResult:
-    """Decode the unit's frames, generate, parse: rows for answers, failures for the rest."""
-    p = await prepare_unit(unit, spec, frames)
-    answers = await engine.generate(list(p.requests)) if p.requests else []
-    return unit_result(p, spec, answers)
-
-
-def make_units(cells: Sequence[Cell], chunk: int) -> list[Unit]:
-    """The todo cells in chunks of ``chunk`` items per (bench, condition), in plan order."""
-    groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
-    for c in cells:
-        if c.kind == "todo":
-            groups[(c.item.bench, c.condition)].append(c)
-    return [Unit(b, cond, tuple(cs[i:i + chunk])) for (b, cond), cs in groups.items()
-            for i in range(0, len(cs), max(1, chunk))]
-
-
 @dataclass(slots=True)
 class CondRun:
     """One condition within a run: when its first unit began (or the previous unit ended, where
@@ -191,28 +168,6 @@ class RunnerConfig:
     workers: int = 6
     chunk: int = 1
     progress: bool = True
-    abort_after_unreachable: int = 8
-
-
-class _Timing:
-    """Per (bench, condition) sums, written when the group's last unit is done."""
-
-    def __init__(self, units: Sequence[Unit]) -> None:
-        self.left = Counter((u.bench, u.condition) for u in units)
-        self.sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0])
-
-    def add(self, unit: Unit, r: UnitResult) -> dict[str, Any] | None:
-        k = (unit.bench, unit.condition)
-        s = self.sums[k]
-        s[0] += r.infer
-        s[1] += r.infer_s
-        s[2] += r.decode_s
-        s[3] += r.prompt_tokens
-        self.left[k] -= 1
-        if self.left[k]:
-            return None
-        return {"bench": k[0], "condition": k[1], "infer": int(s[0]), "infer_s": round(s[1], 3),
-                "decode_s": round(s[2], 3), "prompt_tokens": int(s[3])}
 
 
 def write_records(paths: SweepPaths, bench: str, condition: str, records: Sequence[GenRow | ErrorRow]) -> int:
@@ -222,20 +177,6 @@ def write_records(paths: SweepPaths, bench: str, condition: str, records: Sequen
         return 0
     append_records(paths.rows(condition, bench), records)
     return len(append_csv_fresh(paths.csv, [csv_row(r) for r in records if isinstance(r, GenRow)]))
-
-
-def _write_unit(paths: SweepPaths, unit: Unit, r: UnitResult, summary: SweepSummary) -> int:
-    # Raw first: a kill before the row leaves a raw line whose row the rerun writes again.
-    if r.raw:
-        append_raw(paths, unit.condition, unit.bench, r.raw)
-    added = write_records(paths, unit.bench, unit.condition, r.records)
-    for rec in r.records:
-        if isinstance(rec, GenRow):
-            summary.written[rec.parse_status] += 1
-    if r.failures:
-        append_failures(paths, r.failures)
-        summary.failures += len(r.failures)
-    return added
 
 
 def _write_settled(paths: SweepPaths, records: Sequence[GenRow], summary: SweepSummary, label: str) -> None:
@@ -286,70 +227,6 @@ def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swe
         summary.failures += len(waiting)
 
 
-def lease_units(units: Sequence[Unit], paths: SweepPaths, leases: contextlib.ExitStack,
-                summary: SweepSummary) -> list[Unit]:
-    """Take the lease of each (bench, condition) group for the run (``leases`` holds them) and keep
-    the cells still to do, read from the group's rows under them (the reducer, under the cells'
-    hash). A group another live process holds is left to it (``summary.held``), so two executors
-    on the same sweep split the work instead of doing it twice."""
-    held: set[tuple[str, str]] = set()
-    mine: set[tuple[str, str]] = set()
-    for u in units:
-        group = (u.bench, u.condition)
-        if group not in mine and group not in held:
-            lease = try_lease(paths.raw(u.condition, u.bench))
-            if lease is None:
-                held.add(group)
-            else:
-                leases.enter_context(lease)
-                mine.add(group)
-        if group in held:
-            summary.held += len(u.cells)
-            summary.held_groups.add(group)
-    states = {g: group_state(paths, g[0], g[1], next(u.cells[0].config_hash for u in units
-                                                         if (u.bench, u.condition) == g)) for g in mine}
-    out = []
-    for u in units:
-        if (u.bench, u.condition) in mine:
-            st = states[(u.bench, u.condition)]
-            cells = tuple(c for c in u.cells if not (v := st.verdict(c.item.item_id)).done and not v.failed)
-            if cells:
-                out.append(Unit(u.bench, u.condition, cells))
-    return out
-
-
-class UnitSink:
-    """What follows a worked unit in every executor: its files appended, its rows counted, its
-    group's timing line once the group is done, the unreachable streak, the progress bar."""
-
-    def __init__(self, paths: SweepPaths, units: Sequence[Unit], summary: SweepSummary, cfg: RunnerConfig,
-                 desc: str = "sweep") -> None:
-        from tqdm import tqdm
-
-        self.paths, self.summary, self.cfg = paths, summary, cfg
-        self.timing = _Timing(units)
-        self.streak = 0
-        self.last_end = time.time()
-        self.bar = tqdm(total=sum(len(u.cells) for u in units), desc=desc, unit="item", disable=not cfg.progress)
-
-    def __call__(self, unit: Unit, r: UnitResult, started: float | None = None) -> None:
-        added = _write_unit(self.paths, unit, r, self.summary)
-        self.summary.count(unit.condition, added, r.infer, started if started is not None else self.last_end)
-        self.last_end = time.time()
-        t = self.timing.add(unit, r)
-        if t is not None:
-            append_timing(self.paths, [t])
-            log_line(self.paths, f"done {t['bench']} {t['condition']}: infer={t['infer']} "
-                                 f"infer_s={t['infer_s']} decode_s={t['decode_s']}")
-        self.streak = self.streak + 1 if r.unreachable else 0
-        if self.streak >= self.cfg.abort_after_unreachable:
-            self.summary.aborted = True
-        self.bar.update(len(unit.cells))
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def sync_csv(cells: Sequence[Cell], paths: SweepPaths) -> int:
     """Append to the CSV the current answers of the typed rows it lacks (a run killed between a
     row and its CSV row), groups in plan order, items in id order; returns rows added."""
@@ -383,11 +260,6 @@ def begin_sweep(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swee
         log_line(paths, f"csv: {n} rows caught up from {paths.results / 'sweep_rows'}")
     write_static(cells, specs, paths, summary)
     return summary
-
-
-def start_line(units: Sequence[Unit], engine: str, model: str, workers: int) -> str:
-    return (f"start: {len(units)} units, {sum(len(u.cells) for u in units)} inferences, "
-            f"engine {engine} model {model}, workers {workers}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,34 +303,3 @@ def end_sweep(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepP
     log_line(paths, summary.line())
     echo(summary.line())
     return summary
-
-
-async def run_sweep(cells: Sequence[Cell], specs: Mapping[str, RunSpec], engine: Engine, frames: FrameFn,
-                    paths: SweepPaths, cfg: RunnerConfig, echo: Echo, gpus: int | None = None,
-                    endpoints: Sequence[str] = ()) -> SweepSummary:
-    """Execute a planned sweep (see the module doc)."""
-    t0 = time.perf_counter()
-    summary = begin_sweep(cells, specs, paths)
-    with contextlib.ExitStack() as leases:
-        units = lease_units(make_units(cells, cfg.chunk), paths, leases, summary)
-        log_line(paths, start_line(units, engine.name, engine.model_name, cfg.workers))
-        queue: asyncio.Queue[Unit] = asyncio.Queue()
-        for u in units:
-            queue.put_nowait(u)
-        sink = UnitSink(paths, units, summary, cfg)
-
-        async def worker() -> None:
-            while not summary.aborted:
-                try:
-                    unit = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                started = time.time()
-                sink(unit, await work_unit(unit, specs[unit.condition], engine, frames), started)
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(max(1, cfg.workers))))
-        finally:
-            sink.close()
-    ident = RunIdentity(engine.name, engine.model_name, tuple(endpoints), gpus)
-    return end_sweep(cells, specs, paths, summary, t0, echo, ident)

@@ -1,34 +1,26 @@
-"""A screening job for one shard (``ShardJob``) and its body: load, plan, run, report.
+"""A screening job for one shard (``ShardJob``): the step, items, results, engine and filters, and
+what every executor reads of it before it runs (the items and step states, the plan).
 
 ``screen`` builds a job from its flags; ``launch`` writes one job file per client shard and starts
-``benchcheck task run JOB`` (a process of its own, for isolation), and both end in ``run_job``,
-which calls ``run_task`` per unit. No part of the program builds ``screen`` argument strings.
+``benchcheck task run JOB``; an executor (``executors/``, picked by name) runs it. No part of the
+program builds ``screen`` argument strings, and nothing here knows which executor runs the job.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from benchcheck.engines.capabilities import concurrent_calls, local_gpus
 from benchcheck.engines.options import EngineFlags, EngineOptions
 from benchcheck.screen.context import ScreenContext, make_context
-from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, DEFAULT_WORKERS, build_engine
-from benchcheck.screen.extra_perms import ExtraPerms
+from benchcheck.screen.engine_args import DEFAULT_WORKERS
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
-from benchcheck.screen.plan import UNREACHED, WHY
-from benchcheck.screen.runner import (
-    RunConfig,
-    RunSummary,
-    append_run_log,
-    held_by_other,
-    run_step,
-)
+from benchcheck.screen.plan import UNREACHED, WHY, StepPlan
+from benchcheck.screen.runner import held_by_other
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import parse_shard
 
@@ -62,7 +54,7 @@ class ShardJob(EngineFlags):
     extra_perms: int = 0
     extra_band: float = 1.0
     letter_tokenizer: str | None = None
-    executor: str = "local"  # local | ray (docs/ray.md)
+    executor: str = "local"  # a name in executors.registry (docs/ray.md)
     ray_address: str | None = None  # ray: auto | HOST:PORT; None starts a local Ray
 
     def to_json(self) -> dict[str, Any]:
@@ -130,8 +122,6 @@ def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) ->
 
 
 def _stderr(line: str) -> None:
-    import sys
-
     print(line, file=sys.stderr)
 
 
@@ -154,13 +144,20 @@ def engine_options(job: ShardJob, with_key: bool = True) -> EngineOptions:
     return job.options(workers, letter_tokenizer=job.letter_tokenizer, with_key=with_key)
 
 
-def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool = False) -> int:
-    """Exit code 0 when the step ran (errors are rows, reported), 2 on a precondition failure, 3 when
-    the run stopped early because the engine was unreachable or refused the run (rerun to go on)."""
-    if plan_only:
-        for line in plan_lines(job, load, why=lambda line: _stderr(f"why: {line}")):
-            echo(line)
-        return 0
+@dataclass(frozen=True, slots=True)
+class ReadyJob:
+    """A job whose items, step states and plan are read, and that has work it can run."""
+
+    job: ShardJob
+    ctx: ScreenContext
+    shard: tuple[int, int]
+    first: StepPlan  # the earlier steps' plan (own rows are read per unit, under its lease)
+
+
+def ready_job(job: ShardJob, load: Callable[..., Any], echo: Echo) -> ReadyJob | int:
+    """What every executor does before it runs a job: read the items and the earlier steps, say
+    why items are left out; exit code 2 (nothing can run) instead of a ready job, or a
+    ``ValueError`` (a one-line usage error) when what was asked cannot happen."""
     shard = parse_shard(job.shard)
     ctx, _ = job_context(job, load)
     if STEPS[job.step].visual and ctx.frames is None and any(i.video_id for i in ctx.items):
@@ -175,47 +172,11 @@ def run_job(job: ShardJob, load: Callable[..., Any], echo: Echo, plan_only: bool
         return 2
     for line in first.why_lines(UNREACHED if first.todo else tuple(WHY)):
         echo(line if not first.todo else f"note: {line}")
-    if job.executor == "ray":
-        from benchcheck.executors.ray_job import run_job_ray
-
-        return run_job_ray(job, ctx, shard, echo)
-    engine = build_engine(job.engine, STEPS[job.step], engine_options(job))
-    # Served: each endpoint gets ``workers`` requests in flight, so the runner keeps that many
-    # single-item calls going per endpoint. In-process: engine calls in flight as the engine
-    # says it can take them, and at least two, so the next call's frames are decoded while the
-    # device runs this one (the hf engine runs one forward at a time; see decision 029).
-    parallel = bool(job.endpoints) or concurrent_calls(engine) > 1
-    workers = job.workers or (DEFAULT_WORKERS[job.step] if parallel else 2)
-    cfg = RunConfig(step=job.step, intro=INTROS[job.intro], workers=workers * max(1, len(job.endpoints)),
-                    batch_items=job.batch_items or (1 if parallel else DEFAULT_CALL_ITEMS[job.step]),
-                    shard=shard, progress=job.progress,
-                    max_unit=job.max_unit,
-                    extra=ExtraPerms(job.extra_perms, job.extra_band) if job.extra_perms > 0 else None)
-    started = time.time()
-
-    async def go() -> Any:
-        try:
-            return await run_step(ctx, engine, cfg, echo, plan=first)
-        finally:
-            await engine.aclose()
-
-    summary = asyncio.run(go())
-    # launch and Slurm say how many GPUs serve a shard; a plain `screen` on an in-process CUDA
-    # engine ran on its one device (recorded as 0, pack would call it a CPU run).
-    gpus = job.gpus or (0 if job.endpoints else local_gpus(engine))
-    append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, gpus)
-    echo_summary(summary, shard, echo)
-    if first.todo and not summary.attempted and not summary.held_units and not summary.aborted:
-        echo(f"step {job.step}: nothing left to run: the {len(first.todo)} eligible items are done or failed here")
-    return 3 if summary.aborted else 0
+    return ReadyJob(job, ctx, shard, first)
 
 
-def echo_summary(summary: RunSummary, shard: tuple[int, int], echo: Echo, via: str = "") -> None:
-    """Each benchmark's line, then the step's (``via``: which executor, when not this process)."""
-    for line in summary.bench_lines():
+def print_plan(job: ShardJob, load: Callable[..., Any], echo: Echo) -> int:
+    """``--plan-only`` on any executor: the counts on ``echo``, the causes on stderr."""
+    for line in plan_lines(job, load, why=lambda line: _stderr(f"why: {line}")):
         echo(line)
-    stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
-    echo(f"step {summary.step} shard {shard[0]}/{shard[1]}{via}: {summary.ok} ok, {summary.removed} removed, "
-         f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
-         f"failures{stale}, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
-
+    return 0
