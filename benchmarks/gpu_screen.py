@@ -197,8 +197,10 @@ def engine_variant(engine: HFEngine, variant: str) -> tuple[HFEngine, str] | Non
     cfg = engine.config
     if knob == "nopace":
         return engine.with_config(cfg.with_ops("-pacing")), "variant: launches not paced"
+    if knob == "pace":  # pacing is off by default (decision 011): the variant turns it on at depth N
+        return engine.with_config(replace(cfg.with_ops("+pacing"), pacing_depth=n)), \
+            f"variant: launches paced {n} blocks ahead"
     field_, note = {
-        "pace": ("pacing_depth", f"variant: launches paced {n} blocks ahead"),
         "grow": ("chunk_growth", f"variant: chunks growing {n}x"),
         "enc": ("encode_threads", f"variant: {n} encoding threads"),
         "first": ("first_chunk", f"variant: a first chunk of {n} requests"),

@@ -29,7 +29,8 @@ from typing import Any
 # Every op: its default and why (the decision record, docs/decisions, holds the measurement).
 # Default "on": used where it can run (each measured faster or no slower, with the same scores
 # within the checks' tolerance: gpu_screen's correctness rows); "cuda": on CUDA only by default,
-# ``+name`` also elsewhere where it can run (the CPU runs "varlen" by a reference kernel, for tests).
+# ``+name`` also elsewhere where it can run (the CPU runs "varlen" by a reference kernel, for tests);
+# "off": measured no faster, kept to be compared (``+name`` turns it on).
 OPS: dict[str, tuple[str, str]] = {
     "rms_norm": ("on", "each text RMSNorm compiled into one kernel, CUDA with Triton (decision 001)"),
     "fused_mlp": ("on", "the text MLP's SiLU-times-up fused and its residual in the down projection (decision 024)"),
@@ -45,7 +46,7 @@ OPS: dict[str, tuple[str, str]] = {
     "share_frames": ("on", "one video's questions planned together so they share frames and prefix (decision 022)"),
     "scored_last_layer": ("on", "the last decoder layer at the scored positions only (decision 019)"),
     "vision_rotary": ("on", "the vision tower's q/k rotary as one Triton pass over the fused qkv (decision 010)"),
-    "pacing": ("on", "launches paced blocks ahead: the launching thread waits without the GIL (decision 011)"),
+    "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
     "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
     "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),
 }
@@ -116,14 +117,15 @@ class HFConfig:
         on = self.chosen(name)
         if on is not None:
             return on
-        return OPS[name][0] == "on" or cuda
+        default = OPS[name][0]
+        return default == "on" or (default == "cuda" and cuda)
 
     def resolved_ops(self) -> dict[str, bool | None]:
         """Every op: on, off, or None for a device-dependent default not overridden."""
         out: dict[str, bool | None] = {}
         for name, (default, _) in OPS.items():
             on = self.chosen(name)
-            out[name] = on if on is not None else (True if default == "on" else None)
+            out[name] = on if on is not None else {"on": True, "off": False}.get(default)
         return out
 
     def with_ops(self, *ops: str) -> HFConfig:
