@@ -43,7 +43,8 @@ def test_a_fast_path_off_changes_the_hash_and_alike_configs_hash_alike() -> None
 
 
 def test_every_op_and_knob_has_a_reason_citing_a_decision() -> None:
-    assert all(default in ("on", "cuda") and re.search(r"\(decision \d{3}\)$", why) for default, why in OPS.values())
+    assert all(default in ("on", "cuda", "off") and re.search(r"\(decision \d{3}\)$", why)
+               for default, why in OPS.values())
     src = Path(__file__).resolve().parents[2] / "src" / "benchcheck" / "engines" / "hf" / "config.py"
     text = src.read_text()
     for f in dataclasses.fields(HFConfig):

@@ -40,7 +40,8 @@ def test_demo_sweep_reference_engine_equals_local(ray_local: str, demo: tuple[li
     run_sweep(items, store, tmp_path / "local", "local", DEMO_CONDS, 3, engine="reference", model=DEFAULT_NAME)
     lines = run_sweep(items, store, tmp_path / "ray", "ray", DEMO_CONDS, 3, engine="reference", model=DEFAULT_NAME)
     a, b = sweep_rows(tmp_path / "local"), sweep_rows(tmp_path / "ray")
-    assert len(a) == 4 * 3 * len(DEMO_CONDS.split(",")) and a == b
+    # every item the limit picks (each demo benchmark's first ones) has a row in every condition
+    assert a and len(a) == len({k[:2] for k in a}) * len(DEMO_CONDS.split(",")) and a == b
     assert any("engine actors" in x and "object store peak" in x for x in lines)
     assert any(r["meta"].find("reused_from") > 0 for r in b.values())  # reused rows written after the units
     assert raw_keys(tmp_path / "ray") == raw_keys(tmp_path / "local")
@@ -62,7 +63,7 @@ def test_tiny_model_sweep_equals_local(ray_local: str, demo: tuple[list[Path], P
     for ex in ("local", "ray"):
         run_sweep(items, store, tmp_path / ex, ex, "v_1", 1, engine="hf", model=str(tiny_model))
     a, b = sweep_rows(tmp_path / "local"), sweep_rows(tmp_path / "ray")
-    assert len(a) == 4 and a.keys() == b.keys()
+    assert a and len(a) == len({k[:2] for k in a}) and a.keys() == b.keys()
     for k in a:  # greedy text of the same requests, one unit per call on both: the same parse
         assert {f: a[k][f] for f in ("status", "pred", "parse", "n_frames", "prompt_tokens")} == (
             {f: b[k][f] for f in ("status", "pred", "parse", "n_frames", "prompt_tokens")}), k

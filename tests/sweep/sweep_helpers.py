@@ -45,3 +45,17 @@ def write_items(folder: Path, rows: list[dict[str, Any]]) -> list[Path]:
 def write_rules(path: Path, rules: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps(rules))
     return path
+
+
+# A mixed pool over the stored videos of the sweep tests: two benches, an item without a video, one
+# the scripted engine cannot answer ("unsure"), one named by a store key.
+RULES = [{"match": "unsure", "reply": "I cannot tell from these frames."},
+         {"match": "", "reply": "The answer is A."}]
+
+
+def mixed_items(tmp: Path) -> list[Path]:
+    rows = [item("Alpha", 0, "long16x9"), item("Alpha", 1, "short20"), item("Alpha", 2, "s480"),
+            item("Alpha", 3, "mid100", question="unsure about this one"), item("Alpha", 4, None),
+            item("Alpha", 5, "k:0123456789abcdef"), item("Beta", 0, "mid100", answer=1), item("Beta", 1, "s720"),
+            item("Beta", 2, "mid100", answer=2)]
+    return write_items(tmp / "items", rows)

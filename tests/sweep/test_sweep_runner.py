@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sweep_helpers import item, write_items, write_rules
+from sweep_helpers import RULES, mixed_items, write_rules
 
 from benchcheck.items import load_items
 from benchcheck.sweep.cli_run import SweepArgs, dry_run, run
@@ -23,20 +23,12 @@ from benchcheck.sweep.results import KEY, SweepPaths, read_csv, read_csv_all
 CONDS = "v_blind,v_1,v_32,v_32_s448,v_128_s224,v_fps0.25_s224"
 
 
-def _items(tmp: Path) -> list[Path]:
-    rows = [item("Alpha", 0, "long16x9"), item("Alpha", 1, "short20"), item("Alpha", 2, "s480"),
-            item("Alpha", 3, "mid100", question="unsure about this one"), item("Alpha", 4, None),
-            item("Alpha", 5, "k:0123456789abcdef"), item("Beta", 0, "mid100", answer=1), item("Beta", 1, "s720"),
-            item("Beta", 2, "mid100", answer=2)]
-    return write_items(tmp / "items", rows)
 
 
-RULES = [{"match": "unsure", "reply": "I cannot tell from these frames."},
-         {"match": "", "reply": "The answer is A."}]
 
 
 def _args(tmp: Path, store: Path, rules: Path, conds: str = CONDS, **kw: object) -> SweepArgs:
-    loaded = load_items(_items(tmp))
+    loaded = load_items(mixed_items(tmp))
     return SweepArgs(loaded.items, str(store), SweepPaths.under(tmp / "fp" / "results"), conds,
                      engine=SweepEngine("scripted", rules=str(rules)), progress=False, **kw)  # type: ignore[arg-type]
 
@@ -99,7 +91,7 @@ def test_dry_run_counts_equal_what_the_full_run_writes(tmp_path: Path, store: Pa
 
 def _cli(tmp: Path, store: Path, rules: Path, *extra: str) -> list[str]:
     argv = [sys.executable, "-m", "benchcheck", "sweep", "run"]
-    for p in _items(tmp):
+    for p in mixed_items(tmp):
         argv += ["--items", str(p)]
     return [*argv, "--store", str(store), "--results", str(tmp / "fp" / "results"), "--engine", "scripted",
             "--rules", str(rules), "--decode-workers", "0", "--no-progress", *extra]
@@ -132,7 +124,7 @@ def test_killed_sweep_reruns_to_completion_without_duplicates_or_edits(tmp_path:
     keys = _keys(csv_path)
     assert len(keys) == len(set(keys))
     dry_argv = [sys.executable, "-m", "benchcheck", "sweep", "dry-run"]
-    for p in _items(tmp_path):
+    for p in mixed_items(tmp_path):
         dry_argv += ["--items", str(p)]
     dry_argv += ["--store", str(store), "--results", str(tmp_path / "fp" / "results"), "--conds", CONDS]
     dry = subprocess.run(dry_argv, capture_output=True, text=True, timeout=120)

@@ -10,7 +10,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from sweep_helpers import item, write_items, write_rules
+from sweep_helpers import RULES, mixed_items, write_rules
 
 from benchcheck.data import runlog
 from benchcheck.data.report import build_report, to_markdown
@@ -25,23 +25,16 @@ from benchcheck.sweep.rows import csv_row
 
 FIXTURE = Path(__file__).parent / "data" / "main_31dab8a"  # made by make_main_31dab8a.py on main 31dab8a
 FIXTURE_CONDS = "v_blind,v_1,v_32,v_32_s448,v_fps0.25_s224"
-RULES = [{"match": "unsure", "reply": "I cannot tell from these frames."},
-         {"match": "", "reply": "The answer is A."}]
 OTHER_REVISION = "1" * 40
 
 
-def _items(tmp: Path) -> list[Path]:
-    rows = [item("Alpha", 0, "long16x9"), item("Alpha", 1, "short20"), item("Alpha", 2, "s480"),
-            item("Alpha", 3, "mid100", question="unsure about this one"), item("Alpha", 4, None),
-            item("Alpha", 5, "k:0123456789abcdef"), item("Beta", 0, "mid100", answer=1), item("Beta", 1, "s720"),
-            item("Beta", 2, "mid100", answer=2)]
-    return write_items(tmp / "items", rows)
 
 
 def _args(tmp: Path, store: Path, conds: str, rules: list[dict[str, object]] | None = None,
           revision: str | None = None, **kw: object) -> SweepArgs:
     r = write_rules(tmp / "rules.json", rules or RULES)
-    return SweepArgs(load_items(_items(tmp)).items, str(store), SweepPaths.under(tmp / "fp" / "results"), conds,
+    items = load_items(mixed_items(tmp)).items
+    return SweepArgs(items, str(store), SweepPaths.under(tmp / "fp" / "results"), conds,
                      engine=SweepEngine("scripted", rules=str(r), revision=revision), progress=False,
                      decode_workers=0, **kw)  # type: ignore[arg-type]
 

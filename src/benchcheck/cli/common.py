@@ -54,7 +54,7 @@ def executor_options(f: F) -> F:
     f = click.option("--ray-address", default=None,
                      help="ray: auto or HOST:PORT of a running cluster (default: start a local Ray).")(f)
     return click.option("--executor", type=click.Choice(choices()), default="local", show_default=True,
-                        help="Who works the units: this process, or a Ray Data pipeline (site page 'Ray').")(f)
+                        help='Who works the units: this process, or a Ray Data pipeline (site page "Ray").')(f)
 
 
 def die(msg: str, code: int = 2) -> None:
