@@ -28,8 +28,6 @@ FIXTURE_CONDS = "v_blind,v_1,v_32,v_32_s448,v_fps0.25_s224"
 OTHER_REVISION = "1" * 40
 
 
-
-
 def _args(tmp: Path, store: Path, conds: str, rules: list[dict[str, object]] | None = None,
           revision: str | None = None, **kw: object) -> SweepArgs:
     r = write_rules(tmp / "rules.json", rules or RULES)
@@ -235,3 +233,24 @@ def test_sweep_run_writes_the_run_log_and_pack_reports_wall_time(tmp_path: Path,
     # Served engines: no GPU count recorded, one GPU per endpoint assumed (launch's layout).
     t = runlog.summarize([{"started": 0, "ended": 10, "ok": 80, "endpoints": ["http://a/v1", "http://b/v1"]}])
     assert t.gpus_assumed and t.items_per_s_per_gpu == 4.0
+
+
+def test_rows_of_the_hf_engine_carry_its_config_hash(tmp_path: Path, store: Path, tiny_model: Path) -> None:
+    """Two runs that differ only in a fast path are told apart: an hf engine's rows keep the hash
+    of its HFConfig (the scripted engine has none, and its rows carry none)."""
+    from benchcheck.engines.hf.config import HFConfig
+
+    items = load_items(mixed_items(tmp_path)).items
+    res = tmp_path / "fp" / "results"
+    args = SweepArgs(items, str(store), SweepPaths.under(res), "v_blind", limit=1,
+                     engine=SweepEngine("hf", model=str(tiny_model), device="cpu"), progress=False, decode_workers=0)
+    run(args, _quiet)
+    rows = [r for p in sorted((res / "sweep_rows" / "v_blind").glob("*.jsonl")) for r in read_records(p)]
+    assert rows and all(isinstance(r, GenRow) for r in rows)
+    assert {r.engine_config_hash for r in rows} == {HFConfig().hash}
+    scripted = tmp_path / "scripted"
+    scripted.mkdir()
+    run(_args(scripted, store, "v_blind", limit=1), _quiet)
+    rows = [r for p in sorted((scripted / "fp" / "results" / "sweep_rows" / "v_blind").glob("*.jsonl"))
+            for r in read_records(p)]
+    assert rows and {r.engine_config_hash for r in rows} == {None}

@@ -44,8 +44,10 @@ def _meta(v: Any) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
-def answer_record(cell: Cell, spec: RunSpec, gen: Generation, decode_s: float) -> tuple[GenRow, dict[str, Any]]:
-    """The typed row and the raw line of one generated answer."""
+def answer_record(cell: Cell, spec: RunSpec, gen: Generation, decode_s: float,
+                  engine_config: str | None = None) -> tuple[GenRow, dict[str, Any]]:
+    """The typed row and the raw line of one generated answer; ``engine_config``: the hash of the
+    engine's own configuration where it has one (hf: ``HFConfig.hash``), kept in the typed row."""
     parsed = parse_answer(gen.text, cell.item.options)
     plan = cell.plan
     meta: dict[str, Any] = dict(plan.extra) if plan is not None else {}
@@ -57,7 +59,8 @@ def answer_record(cell: Cell, spec: RunSpec, gen: Generation, decode_s: float) -
                    "n_frames": len(plan.indices) if plan else 0, "width": plan.width if plan else "",
                    "height": plan.height if plan else "", "prompt_tokens": gen.prompt_tokens,
                    "infer_s": round(gen.latency_s, 4), "decode_s": round(decode_s, 4), "model": model,
-                   "meta": meta, "written_at": stamp})
+                   "meta": meta, "written_at": stamp,
+                   **({"engine_config_hash": engine_config} if engine_config is not None else {})})
     raw = {**_base(cell, spec), "text": gen.text, "status": parsed.status, "pred": parsed.letter,
            "parse": parsed.rule, "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
            "latency_s": gen.latency_s, "decode_s": decode_s, "model": model,

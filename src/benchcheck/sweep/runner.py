@@ -109,9 +109,10 @@ async def prepare_unit(unit: Unit, spec: RunSpec, frames: FrameFn) -> Prepared:
     return Prepared(tuple(asked), tuple(reqs), tuple(failures), total, tuple(errors))
 
 
-def unit_result(p: Prepared, spec: RunSpec, answers: Sequence[Generation | Failure]) -> UnitResult:
+def unit_result(p: Prepared, spec: RunSpec, answers: Sequence[Generation | Failure],
+                engine_config: str | None = None) -> UnitResult:
     """The records of a prepared unit once its requests are answered (pure): a row per answer, an
-    error row and a failure line per failure."""
+    error row and a failure line per failure; ``engine_config`` goes into each answer's row."""
     out = UnitResult(records=list(p.errors), failures=list(p.failures), decode_s=p.decode_s)
     if not p.requests:
         return out
@@ -121,7 +122,7 @@ def unit_result(p: Prepared, spec: RunSpec, answers: Sequence[Generation | Failu
             out.records.append(engine_error(cell, spec, ans))
             out.failures.append(engine_failure(cell, spec, ans))
             continue
-        row, raw = answer_record(cell, spec, ans, decode_s)
+        row, raw = answer_record(cell, spec, ans, decode_s, engine_config)
         out.records.append(row)
         out.raw.append(raw)
         out.infer += 1

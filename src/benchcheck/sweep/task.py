@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from benchcheck.engines.base import Engine, Failure, Generation
+from benchcheck.engines.base import Engine, Failure, Generation, engine_config_hash
 from benchcheck.lease import Lease, holder, try_lease
 from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec
@@ -94,9 +94,10 @@ class GenerateTask:
         except Exception as e:  # an engine bug must not lose the chunk: error rows, asked again
             answers = [Failure(r.request_id, "internal", f"{type(e).__name__}: {e}") for r in reqs]
         out, pos = [], 0
+        config = engine_config_hash(engine)
         for cell, p in built:
             n = len(p.requests)
-            out.append(unit_result(p, self.specs[cell.condition], answers[pos:pos + n]))
+            out.append(unit_result(p, self.specs[cell.condition], answers[pos:pos + n], config))
             pos += n
         return out
 
