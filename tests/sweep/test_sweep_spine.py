@@ -248,6 +248,8 @@ def test_rows_of_the_hf_engine_carry_its_config_hash(tmp_path: Path, store: Path
     rows = [r for p in sorted((res / "sweep_rows" / "v_blind").glob("*.jsonl")) for r in read_records(p)]
     assert rows and all(isinstance(r, GenRow) for r in rows)
     assert {r.engine_config_hash for r in rows} == {HFConfig().hash}
+    log = [json.loads(line) for line in (res / "run_log.jsonl").read_text().splitlines()]
+    assert log and {r.get("engine_config_hash") for r in log} == {HFConfig().hash}
     scripted = tmp_path / "scripted"
     scripted.mkdir()
     run(_args(scripted, store, "v_blind", limit=1), _quiet)

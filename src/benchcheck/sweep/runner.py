@@ -272,6 +272,7 @@ class RunIdentity:
     model: str
     endpoints: tuple[str, ...] = ()
     gpus: int | None = None
+    engine_config_hash: str | None = None  # the engine's own configuration (hf: HFConfig.hash)
 
 
 def run_log_rows(summary: SweepSummary, started: float, ident: RunIdentity | None) -> list[dict[str, Any]]:
@@ -284,6 +285,8 @@ def run_log_rows(summary: SweepSummary, started: float, ident: RunIdentity | Non
         base.update(engine=ident.engine, model=ident.model, endpoints=list(ident.endpoints))
         if ident.gpus is not None:
             base["gpus"] = ident.gpus
+        if ident.engine_config_hash is not None:
+            base["engine_config_hash"] = ident.engine_config_hash
     rows = [{**base, "condition": cond, "started": round(c.started, 3), "ended": round(c.ended, 3),
              "wall_s": round(c.ended - c.started, 3), "ok": c.infer, "rows_added": c.rows}
             for cond, c in summary.conditions.items()]

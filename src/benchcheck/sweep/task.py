@@ -231,7 +231,7 @@ async def run_groups(cells: Sequence[Cell], specs: Mapping[str, RunSpec], engine
     finally:
         bar.close()
     summary.aborted = stop.stopped
-    ident = RunIdentity(engine.name, engine.model_name, tuple(endpoints), gpus)
+    ident = RunIdentity(engine.name, engine.model_name, tuple(endpoints), gpus, engine_config_hash(engine))
     return end_sweep(cells, specs, paths, summary, t0, echo, ident)
 
 
