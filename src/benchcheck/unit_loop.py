@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from benchcheck.records import ErrorRow
 from benchcheck.verdicts import MAX_ERRORS_PER_ITEM
 
 W = TypeVar("W")  # one item of work
@@ -42,6 +43,20 @@ Outcome = Literal["ok", "retry", "failed", "left", "refused"]
 # An HTTP status that means the server refused the run's key or model, not the item: the run stops
 # and no item's retries are used up (screening and the sweep judge their rows by it).
 REFUSED_STATUSES = (401, 403, 404)
+
+
+def retry_free(kind: str, status: int | None) -> bool:
+    """Whether a failure says nothing about the item (an unreachable server, a refused key or
+    model): its error row never uses up the item's retries."""
+    return kind == "connection" or status in REFUSED_STATUSES
+
+
+def judge_error(row: ErrorRow) -> tuple[Judgement, str]:
+    """The judgement of a task's error row: ``refused`` stops the run, ``left`` waits for the next
+    run, ``error`` counts against the item."""
+    if row.retry_free:
+        return ("refused" if row.error_status in REFUSED_STATUSES else "left"), row.error
+    return "error", row.error
 
 
 @dataclass(frozen=True, slots=True)

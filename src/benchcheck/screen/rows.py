@@ -14,7 +14,7 @@ from benchcheck.protocol import decide_permutations, decide_single, gold_positio
 from benchcheck.records import SCHEMA_VERSION, ErrorRow, ScoreRow, error_record, score_row
 from benchcheck.screen.requests import ItemRequests
 from benchcheck.spec import RunSpec
-from benchcheck.unit_loop import REFUSED_STATUSES
+from benchcheck.unit_loop import retry_free
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def error_row(item: Item, ctx: RowContext, failure: Failure | str) -> ErrorRow:
     status = failure.status if isinstance(failure, Failure) else None
     row = {**_base(item, ctx), "status": "error", "error_kind": kind, "error_status": status,
            "error": str(failure)[:500]}
-    if kind == "connection" or status in REFUSED_STATUSES:
+    if retry_free(kind, status):
         row["retry_free"] = True
     return error_record(row)
 

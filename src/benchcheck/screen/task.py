@@ -28,7 +28,7 @@ from benchcheck.screen.requests import ItemRequests, build_item_requests
 from benchcheck.screen.rows import RowContext, error_row, result_row
 from benchcheck.spec import RunSpec
 from benchcheck.store import StepStore
-from benchcheck.unit_loop import POLICY, REFUSED_STATUSES, Judgement, Pending
+from benchcheck.unit_loop import POLICY, Judgement, Pending, judge_error
 
 Row = ScoreRow | ErrorRow
 Built = tuple[Item, ItemRequests | str]  # an item and its requests, or why they could not be built
@@ -116,9 +116,7 @@ class ScoreTask:
     def judge(self, row: Row) -> tuple[Judgement, str]:
         if isinstance(row, ScoreRow):
             return "ok", ""
-        if row.retry_free:  # the server was unreachable, or refused the key or model: not the item's fault
-            return ("refused" if row.error_status in REFUSED_STATUSES else "left"), row.error
-        return "error", row.error
+        return judge_error(row)
 
     def tally(self, row: Row) -> dict[str, int]:
         return {"removed": int(row.removed)} if isinstance(row, ScoreRow) else {}

@@ -24,7 +24,7 @@ from benchcheck.spec import RunSpec
 from benchcheck.sweep.parse import RULESET, parse_answer
 from benchcheck.sweep.plan import Cell
 from benchcheck.sweep.results import COLUMNS, now_stamp
-from benchcheck.unit_loop import REFUSED_STATUSES
+from benchcheck.unit_loop import retry_free
 
 
 def _base(cell: Cell, spec: RunSpec) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def engine_error(cell: Cell, spec: RunSpec, f: Failure) -> ErrorRow:
     ``retry_free``."""
     row = {**_base(cell, spec), "status": "error", "error_kind": f.kind, "error_status": f.status,
            "error": str(f)[:500], "written_at": now_stamp()}
-    if f.kind == "connection" or f.status in REFUSED_STATUSES:
+    if retry_free(f.kind, f.status):
         row["retry_free"] = True
     return error_record(row)
 

@@ -43,12 +43,12 @@ from benchcheck.sweep.runner import (
 from benchcheck.sweep.state import group_state
 from benchcheck.unit_loop import (
     POLICY,
-    REFUSED_STATUSES,
     Judgement,
     LoopOptions,
     Pending,
     Policy,
     StopState,
+    judge_error,
     run_task_async,
 )
 from benchcheck.video.plans import FramePlan
@@ -106,9 +106,7 @@ class GenerateTask:
         if isinstance(rec, GenRow):
             return "ok", ""
         if isinstance(rec, ErrorRow):
-            if rec.retry_free:  # the server was unreachable, or refused the key or model: not the cell's fault
-                return ("refused" if rec.error_status in REFUSED_STATUSES else "left"), rec.error
-            return "error", rec.error
+            return judge_error(rec)
         return "error", "no record"
 
     def tally(self, r: Any) -> dict[str, int]:
