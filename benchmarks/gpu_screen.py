@@ -47,6 +47,7 @@ import torch
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.generate import greedy_batch
 from benchcheck.engines.hf.forward.packed import pack, packed_logprobs
 from benchcheck.engines.hf.forward.score import score_batch
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
@@ -54,7 +55,7 @@ from benchcheck.engines.hf.schedule.families import packed_length, plan_families
 from benchcheck.engines.hf.schedule.pipeline import one_row
 from benchcheck.items import load_items
 from benchmarks.gemm_clock import sustained_peak
-from benchmarks.shared.device import matmul_peak, sync
+from benchmarks.shared.device import copy_bandwidth, matmul_peak, sync
 from benchmarks.shared.flops import flops_shared, flops_unshared, grids_of, item_flops
 from benchmarks.shared.nvml import Busy
 from benchmarks.shared.workloads import jpeg, nextqa_like_csv, step1, synthetic_items, visual
@@ -101,6 +102,7 @@ class Check:
 # The matmul rate a long run holds over the short peak's (one number a run, set in main; nan on
 # the CPU): under back-to-back products the H200 sits at its power cap, ~85 % of the peak's clock.
 SUSTAINED = [float("nan")]
+BANDWIDTH = [float("nan")]  # bytes/s of a large device copy (set in main; nan on the CPU)
 PROFILE: dict[str, Path] = {}  # workload -> folder for a torch profile of one call (--profile)
 VARIANTS: set[str] = set()  # variant rows of the visual workloads (--variants)
 
@@ -640,11 +642,15 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
                             tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=128)
             for i in range(n_items)]
     p = engine.encoder.encode(reqs[0].prompt, reqs[0].images, None)
-    # Limit: the prefill's useful FLOPs plus 128 decode steps of the whole model (2 FLOPs per
-    # weight and token) at the matmul rate; decode at batch 1 is bound by reading the weights.
-    n_params = sum(x.numel() for x in engine.model.model.language_model.parameters())
-    flops = item_flops(engine.model.config, p.n_tokens, grids_of(p)) + 128 * 2.0 * n_params
-    limit = peak * 1e12 / flops
+    # Limit: the prefill's useful FLOPs at the matmul rate, then each decode step at the rate the
+    # device copies memory: a step at batch 1 reads every weight of the language model and the
+    # whole K/V cache once, and does too little arithmetic per byte to be bound by anything else.
+    prefill_s = item_flops(engine.model.config, p.n_tokens, grids_of(p)) / (peak * 1e12)
+    step_s = decode_step_bytes(engine, p.n_tokens + 128) / BANDWIDTH[0]
+    limit = 1.0 / (prefill_s + 127 * step_s) if step_s == step_s else float("nan")
+    print(f"  {name}: limits: prefill {prefill_s:.3f} s at the matmul peak, decode step {step_s * 1e3:.2f} ms "
+          f"({decode_step_bytes(engine, p.n_tokens + 128) / 1e9:.1f} GB read at {BANDWIDTH[0] / 1e9:.0f} GB/s)",
+          flush=True)
     stop = engine.stop_ids
     engine.stop_ids = set()  # random weights: generate all 128 tokens, as a real answer might
     chosen = engine.config.op("decode_graphs")
@@ -683,6 +689,7 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         fixed = run_row(rows, name, "fixed-eager", fixed_engine, n_items, float(p.n_tokens), limit,
                         lambda: fixed_engine.generate_sync(reqs), note="check: the graphs' fixed-shape steps, eagerly")
         profile(name, lambda: engine.generate_sync(reqs[:1]))
+        answer_rows(rows, checks, name, engine, reqs, prefill_s, step_s)
     finally:
         engine.stop_ids = stop
     runs = {"ours": res, flipped_mode: flipped, "fixed-eager": fixed}
@@ -692,7 +699,8 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         if bad:
             raise SystemExit(f"{name} {mode}: {len(bad)} failed: {bad[0]}")
         texts[mode] = [g.text for g in out]  # type: ignore[attr-defined]
-    rows[-3].note += f"; {np.mean([g.completion_tokens for g in res]):.0f} tokens generated"  # type: ignore[attr-defined]
+    ours_row = next(r for r in rows if r.workload == name and r.mode == "ours")
+    ours_row.note += f"; {np.mean([g.completion_tokens for g in res]):.0f} tokens generated"  # type: ignore[attr-defined]
     graph_row = "ours" if chosen else "ours-graphs"
     graph_texts = texts[graph_row]
     differ = sum(a != b for a, b in zip(graph_texts, texts["fixed-eager"], strict=True))
@@ -711,6 +719,86 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     print(f"  check {name}: graphs ({graph_row}) vs the same steps eagerly, {differ} of {n_items} texts differ, "
           f"{caps} graphs captured in that row ({fails} failed); item 0's leading characters equal to transformers' "
           f"generate, of {len(naive_text)}: {lead} (naive suppresses end tokens, ours may emit them)", flush=True)
+
+
+ANSWER_TOKENS = (2, 3, 4)  # a real answer: a letter (and a word or two), then the end token
+
+
+def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
+                prefill_s: float, step_s: float) -> None:
+    """The sweep item answered as a real model answers: a few tokens, then a stop token. A
+    random-weight model never emits an end token, so the stop is forced: each request's greedy
+    tokens are computed first (128 of them, on the engine's own decode path, so the same kernels
+    pick the same tokens), and the token it emits at position k (k cycling over
+    ``ANSWER_TOKENS``) is made a stop token of the engine; the engine then stops on it through
+    its real stop path, the look-back included (a request whose k-th token appeared earlier is
+    instead capped at k tokens by ``max_tokens``). Rows: ``answer`` (the engine as chosen) and
+    ``answer-lookback4`` (the finished flag read 4 steps late, the previous default); the check:
+    both give the same texts."""
+    first: list[list[int]] = []
+    for r in reqs:
+        p = engine.encoder.encode(r.prompt, r.images, None)
+        with engine.active():
+            b = collate([p], engine.pad_id, engine.pixels, engine.dtype)
+            first.append(greedy_batch(engine.model, b, [r.max_tokens], set(), engine.pad_id,
+                                      graphs=engine.decode_graphs)[0])
+    stops: set[int] = set()
+    answer: list[GenerateRequest] = []
+    capped = 0
+    for i, (r, toks) in enumerate(zip(reqs, first, strict=True)):
+        k = ANSWER_TOKENS[i % len(ANSWER_TOKENS)]
+        if len(toks) >= k and toks[k - 1] not in toks[: k - 1]:
+            stops.add(toks[k - 1])
+            answer.append(replace(r, max_tokens=128))
+        else:
+            capped += 1
+            answer.append(replace(r, max_tokens=k))
+    old = engine.stop_ids
+    late = engine.with_config(replace(engine.config, decode_lookback=4))
+    try:
+        engine.stop_ids = late.stop_ids = stops
+        n = len(answer)
+        out: dict[str, list[Any]] = {}
+        for mode, eng in (("answer", engine), ("answer-lookback4", late)):
+            def go(e: HFEngine = eng) -> object:
+                return e.generate_sync(answer)
+
+            res = run_row(rows, name, mode, eng, n, rows[-1].prompt_tokens, 0.0, go)
+            out[mode] = list(res)  # type: ignore[call-overload]
+    finally:
+        engine.stop_ids = old
+    bad = [g for v in out.values() for g in v if not isinstance(g, Generation)]
+    if bad:
+        raise SystemExit(f"{name} answer rows: {len(bad)} failed: {bad[0]}")
+    made = [g.completion_tokens + (1 if g.completion_tokens < a.max_tokens else 0)
+            for g, a in zip(out["answer"], answer, strict=True)]
+    mean_new = float(np.mean(made))
+    limit = 1.0 / (prefill_s + (mean_new - 1) * step_s) if step_s == step_s else float("nan")
+    for row in rows[-2:]:
+        row.limit_per_s = limit
+        row.ratio = row.items_per_s / limit
+        row.ratio_sustained = row.ratio / SUSTAINED[0]
+        row.note = (f"a real answer: {mean_new:.1f} new tokens an item (the stop token included), the stop "
+                    f"forced by making each item's k-th greedy token a stop token ({capped} capped by max_tokens)")
+    differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
+    checks.append(Check(f"{name}_answer", n, float("nan"), 0.0, float(differ), differ == 0,
+                        str(engine.dtype).replace("torch.", ""),
+                        {"texts_differing_lookback1_vs_4": differ, "new_tokens_mean": mean_new, "capped": capped}))
+    print(f"  {name} answers: {mean_new:.1f} new tokens an item; look-back 1 vs 4: {differ} of {n} texts differ",
+          flush=True)
+
+
+def decode_step_bytes(engine: HFEngine, cached: int) -> float:
+    """Bytes one batch-1 decode step reads: the language model's weights, the output layer's, and
+    the K/V cache of ``cached`` tokens."""
+    t = engine.model.config.text_config
+    lm = engine.model.model.language_model
+    weights = sum(x.numel() * x.element_size() for x in lm.parameters())
+    head = engine.model.lm_head.weight
+    if head.data_ptr() != lm.embed_tokens.weight.data_ptr():
+        weights += head.numel() * head.element_size()
+    kv = 2 * t.num_hidden_layers * t.num_key_value_heads * t.head_dim * cached * head.element_size()
+    return float(weights + kv)
 
 
 def naive_generate(engine: HFEngine, prompt: EncodedPrompt, n: int) -> list[int]:
@@ -795,6 +883,8 @@ def main() -> None:
         SUSTAINED[0] = held["tflops"] / peak
         print(f"matmul sustained: {held['tflops']:.4g} TFLOP/s at {held['mhz']:.0f} MHz, {held['watts']:.0f} W "
               f"({', '.join(held['reasons']) or 'no clock limit reported'})", flush=True)
+    BANDWIDTH[0] = copy_bandwidth(device)
+    print(f"copy bandwidth: {BANDWIDTH[0] / 1e9:.0f} GB/s", flush=True)
     frames = [jpeg(s) for s in range(64)]
     only = set(args.only.split(","))
     rows: list[Row] = []

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from benchcheck.engines.base import GenerateRequest
 from benchcheck.engines.hf.engine import HFEngine
-from benchmarks.shared.device import matmul_peak, sync
+from benchmarks.shared.device import copy_bandwidth, matmul_peak, sync
 from benchmarks.shared.flops import grids_of, item_flops
 from benchmarks.shared.workloads import jpeg, synthetic_items, visual
 
@@ -80,7 +80,7 @@ def device_profile(fn: Callable[[], object]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     kernels: dict[str, list[float]] = {}
     for ev in prof.events():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
+        if ev.device_type.name == "CUDA":
             k = kernels.setdefault(ev.name, [0.0, 0])
             k[0] += ev.device_time_total / 1e3  # ms
             k[1] += 1
@@ -122,8 +122,8 @@ def attention_kernels(device: torch.device, length: int, rows: int, heads: int, 
         kt = k.transpose(1, 2).reshape(rows * length, kv_heads, dim)
         vt = v.transpose(1, 2).reshape(rows * length, kv_heads, dim)
         cu = torch.arange(0, rows * length + 1, length, device=device, dtype=torch.int32)
-        o = torch.ops.aten._flash_attention_forward(qt, kt, vt, cu, cu, length, length, 0.0, True, False,
-                                                    scale=dim**-0.5)[0]
+        o: torch.Tensor = torch.ops.aten._flash_attention_forward(qt, kt, vt, cu, cu, length, length, 0.0, True,
+                                                                  False, scale=dim**-0.5)[0]
         return o.view(rows, length, heads, dim).transpose(1, 2)
 
     flex_fn: list[Callable[..., torch.Tensor]] = []
@@ -223,17 +223,6 @@ def vision_attention(device: torch.device, images: int, length: int, heads: int,
     return out
 
 
-def copy_bandwidth(device: torch.device) -> float:
-    """Bytes per second a large device copy moves (read + write), the decode steps' memory limit."""
-    if device.type != "cuda":
-        return float("nan")
-    bufs = [torch.empty(4 << 30, dtype=torch.uint8, device=device) for _ in range(2)]
-    s = timed(lambda: bufs[1].copy_(bufs[0]), reps=5)
-    bufs.clear()
-    torch.cuda.empty_cache()
-    return 2 * (4 << 30) / s
-
-
 def module_split(engine: HFEngine, fn: Callable[[], object]) -> dict[str, float]:
     """Device time of the vision tower and of the language model within one call: CUDA events
     recorded (in stream order) when each module's forward starts and ends; ms, summed over calls."""
@@ -274,7 +263,8 @@ def sweep_part(engine: HFEngine, n_frames: int, bw: float, peak: float) -> dict[
     engine.stop_ids = set()
     try:
         for n in (1, 4, 128):
-            res[f"generate_{n}_s"] = timed(lambda n=n: engine.generate_sync([replace(req, max_tokens=n)]), reps=1)
+            one = replace(req, max_tokens=n)
+            res[f"generate_{n}_s"] = timed(lambda one=one: engine.generate_sync([one]), reps=1)  # type: ignore[misc]
             print(f"  sweep: {n} new tokens {res[f'generate_{n}_s']:.3f} s", flush=True)
         res["prefill_profile"] = device_profile(lambda: engine.generate_sync([replace(req, max_tokens=1)]))
         res["decode4_profile"] = device_profile(lambda: engine.generate_sync([replace(req, max_tokens=8)]))

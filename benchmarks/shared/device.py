@@ -27,3 +27,22 @@ def matmul_peak(device: torch.device) -> float:
         a @ b
     sync()
     return 2 * n**3 * reps / (time.perf_counter() - t0) / 1e12
+
+
+def copy_bandwidth(device: torch.device) -> float:
+    """Bytes per second a large device-to-device copy moves (read + write): the rate a
+    memory-bound step (a decode step reading the weights and the K/V cache) can reach; nan off CUDA."""
+    if device.type != "cuda":
+        return float("nan")
+    bufs = [torch.empty(4 << 30, dtype=torch.uint8, device=device) for _ in range(2)]
+    bufs[1].copy_(bufs[0])
+    sync()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        bufs[1].copy_(bufs[0])
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    bufs.clear()
+    torch.cuda.empty_cache()
+    return 2 * (4 << 30) / best

@@ -15,7 +15,7 @@ from benchcheck.engines.hf.config import OPS, HFConfig
 
 # The defaults' hash, pinned: a change to any default (or to what the hash covers) must be
 # deliberate, since rows written before and after would then carry different hashes.
-DEFAULT_HASH = "0706754041793e2a"
+DEFAULT_HASH = "0bda1cecee5e7492"
 
 
 def test_defaults_hash_as_pinned_in_this_and_another_process() -> None:
@@ -136,3 +136,11 @@ def test_unknown_op_on_the_command_line_is_one_line_exit_2(tiny_model: Path, tmp
     assert "Traceback" not in out
     [line] = [x for x in out.splitlines() if x.startswith("error:")]
     assert "no op named 'swigl'" in line, line
+
+
+def test_decode_lookback_is_a_checked_knob_in_the_hash() -> None:
+    assert HFConfig().decode_lookback == 1
+    assert HFConfig(decode_lookback=0).hash != HFConfig().hash
+    assert HFConfig.parse(["decode_lookback=4"]).decode_lookback == 4
+    with pytest.raises(ValueError, match="decode_lookback must be 0 or more"):
+        HFConfig(decode_lookback=-1)

@@ -79,6 +79,9 @@ class HFConfig:
     pacing_depth: int = 8
     # Longest key sequence the Triton varlen kernel takes (op ``varlen_triton``) (decision 025).
     varlen_triton_max_keys: int = 4096
+    # Decode steps between a step's "every row finished" flag and its reading on CUDA: one step
+    # queued keeps the device busy, and a stop costs at most this many wasted steps (decision 103).
+    decode_lookback: int = 1
     # Fast paths switched by name: "+name" on, "-name" off (``OPS``); later entries win.
     ops: tuple[str, ...] = field(default=())
 
@@ -89,7 +92,7 @@ class HFConfig:
         for name in ("sort_window", "first_chunk"):
             if getattr(self, name) is not None:
                 _positive(name, getattr(self, name))
-        for name in ("frame_memo_bytes", "unpadded_max_tokens"):
+        for name in ("frame_memo_bytes", "unpadded_max_tokens", "decode_lookback"):
             if _int(name, getattr(self, name)) < 0:
                 raise ValueError(f"hf config: {name} must be 0 or more, got {getattr(self, name)}")
         if self.decode_processes is not None and _int("decode_processes", self.decode_processes) < 0:

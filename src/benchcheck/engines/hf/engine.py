@@ -380,6 +380,11 @@ class HFEngine:
         finally:
             self._freeze_once()
 
+    def _lookback(self) -> int:
+        """Decode steps a finished flag is read late: the config's on CUDA, none elsewhere (a CPU
+        step runs when queued; reading at once wastes nothing)."""
+        return self._config.decode_lookback if self.device.type == "cuda" else 0
+
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
@@ -390,7 +395,7 @@ class HFEngine:
             with self.active():
                 batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
                 new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
-                                   graphs=self.decode_graphs, pacer=self.pacer)
+                                   graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback())
             dt = time.perf_counter() - t0
             return lambda: [
                 Generation(

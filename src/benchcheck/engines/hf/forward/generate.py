@@ -9,7 +9,7 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   reserves the prompt's and every new token's slots once and writes each step into its slot.
 - The loop read the new tokens back every step (``.tolist()``), so the host queued step s+1 only
   after the device had finished step s. Here tokens and stop flags stay on the device; whether
-  every row has finished is copied back without waiting and read ``LOOKBACK`` steps later
+  every row has finished is copied back without waiting and read ``lookback`` steps later
   (``FinishWatch``): the host waits only for the step that far back, with Python's lock released,
   which also bounds how far it runs ahead.
 - A step can have the same shapes every time: it attends over the whole reservation with a mask
@@ -36,16 +36,13 @@ import torch
 
 from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
+from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, position_ids
 from benchcheck.engines.hf.runtime.pacing import LaunchPacer
 from benchcheck.errors import first_line
 
 log = logging.getLogger(__name__)
 
-# Steps between queuing a step's "all rows finished" flag and reading it: the loop ends at most
-# this many steps after the last row stops, and the host never queues more than this many steps
-# ahead of the device (a step is a graph launch and ~10 small kernels; CUDA's queue holds ~1,000).
-LOOKBACK = 4
 # Decode steps a batch must have for them to be captured as a CUDA graph (``greedy_batch``).
 MIN_REPLAYED_STEPS = 4
 
@@ -196,7 +193,9 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     """Greedy decoding of a left-padded batch; row r stops at a stop token or after ``max_new[r]``
     tokens. Returns each row's new tokens, stop token excluded. ``graphs``: replay decode steps as
     a CUDA graph where enabled; ``lookback``: steps between a finished flag and its reading
-    (default ``LOOKBACK`` on CUDA, 0 elsewhere). See the module's docstring."""
+    (default ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host
+    waits keeps the device busy whenever queuing a step takes the host less time than the step
+    takes the device, and each further step of look-back is a step wasted after a stop). See the module's docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
@@ -237,7 +236,8 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer)
     if fixed:
         cache.start_decoding(inputs.slot)
-    watch = FinishWatch(dev, (LOOKBACK if dev.type == "cuda" else 0) if lookback is None else lookback)
+    default = DEFAULTS.decode_lookback if dev.type == "cuda" else 0
+    watch = FinishWatch(dev, default if lookback is None else lookback)
     for s in range(steps):
         tokens[:, s] = nxt
         # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
