@@ -176,3 +176,19 @@ def test_a_group_another_process_holds_is_left_to_it(tmp_path: Path, store: Path
     assert ("Alpha", "v_1") not in keys and {("Alpha", "v_blind"), ("Beta", "v_1")} <= keys
     again = run(a, lambda s: None)  # the lease is free now: the same command does the rest
     assert again.written["ok"] + again.written["unparsed"] == 4 and again.held == 0
+
+
+def test_units_in_flight_keep_a_one_call_engine_fed_while_frames_decode(tmp_path: Path) -> None:
+    from benchcheck.sweep.cli_run import unit_workers
+
+    a = SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind",
+                  engine=SweepEngine("hf", model=str(tmp_path)), progress=False)
+    assert unit_workers(a, 1, 8) == 9  # one unit on the device, one decoding per frame decoder
+    assert unit_workers(a, 1, 0) == 2  # decoding in the unit's own thread still overlaps
+    assert unit_workers(a, 64, 8) == 64  # an engine that runs many calls at once: that many
+    served = SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind",
+                       engine=SweepEngine("openai", endpoints=("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")),
+                       progress=False)
+    assert unit_workers(served, 1, 8) == 12  # seed 001: 6 per endpoint
+    assert unit_workers(SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind",
+                                  engine=SweepEngine("hf", model=str(tmp_path)), workers=3, progress=False), 1, 8) == 3

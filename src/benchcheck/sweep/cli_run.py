@@ -116,10 +116,17 @@ def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None)
         raise PreconditionError(problem)
 
 
-def unit_workers(a: SweepArgs, engine_calls: int) -> int:
-    """Units in flight: served engines 6 per endpoint (seed 001), else what the engine can run at once."""
+def unit_workers(a: SweepArgs, engine_calls: int, decoders: int = 0) -> int:
+    """Units in flight: served engines 6 per endpoint (seed 001); an engine that runs several calls
+    at once, that many; an in-process engine that runs one call at a time (``hf``), one unit on
+    the device and one more per frame decoder (at least one): a unit decodes its frames before
+    its call, and with one unit in flight the device would wait through every decode."""
     n_endpoints = len(a.engine.endpoints)
-    return a.workers or (DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints if n_endpoints else engine_calls)
+    if a.workers:
+        return a.workers
+    if n_endpoints:
+        return DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints
+    return engine_calls if engine_calls > 1 else 1 + max(1, decoders)
 
 
 def run_gpus(a: SweepArgs) -> int | None:
@@ -141,10 +148,11 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
                       engine: Engine, echo: Echo) -> SweepSummary:
     """Run planned cells on an engine the caller owns (and closes)."""
     check_engine_context(a, cells, engine_max_model_len(engine, a.engine))
-    workers = unit_workers(a, concurrent_calls(engine))
     pool = FramePool(Path(a.store) if a.store else None, a.decode_workers)
+    workers = unit_workers(a, concurrent_calls(engine), pool.workers)
     cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
-    log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}")
+    log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}; "
+                      f"units in flight {workers}")
     try:
         summary = await run_groups(cells, specs, engine, pool.frames, a.paths, cfg, echo, gpus=run_gpus(a),
                                   endpoints=a.engine.endpoints)
