@@ -1,30 +1,20 @@
-"""The sweep's real mix through ``benchcheck sweep run``: 13 conditions on videos of realistic
-lengths from a normalized store, answered by the ``hf`` engine, weighted as seed 001's workload.
+"""The sweep's mix through ``benchcheck sweep run`` (decision 101): the 13 conditions on videos of
+realistic lengths from a normalized store, answered by the ``hf`` engine, weighted as seed 001.
 
-Setup (timed): a synthetic source mp4 per video class (PyAV, ``video.synth``'s panning texture:
-a real bitrate and decode cost; at most 2 fps, the store keeps no more), normalized by
-``video.store.normalize_videos`` (what ``benchcheck videos normalize`` runs) into
-``store/normalized/<hash>/{video.mp4, meta.json}``; ``--rounds`` benches ``R00``..., each holding
-every class ``count`` times; the checkpoint (8B random weights; ``--tiny``: the tiny model, CPU).
-
-Run: ``python -m benchcheck sweep run --engine hf`` in a child process (the real CLI: plan, the
-decode pool of decision 043 on the machine's cores, the unit loop, rows, CSV), with two hooks
-installed by a bootstrap before the CLI starts (``child``): each request's ``max_tokens`` (128,
-as the sweep sends) is capped at ``--answer-tokens`` inside ``HFEngine.generate_sync`` (a real
-model answers a letter and its end token; a random-weight one never stops; 0: no cap), and the
-seconds each call holds the engine's device lock (``HFEngine.active``: launch to the host's sync,
-i.e. the GPU seconds of its requests) go to a JSONL log. The sweep runs bench-major with the
-conditions in run order, so every finished round is a whole mix; the run stops at the budget
-(the child's process group killed: crash-safe rows) and what is written is reported.
-
-Report: per condition (per condition x class in the JSON) frames, prompt tokens, GPU s/inference
-(lock held), decode s (a pool worker's wall, one core); over the window (first call's end to the
-last's; ``steady``: from round 1 on) inferences/s, NVML GPU busy and the engine-held fraction; the
-mix as seed 001 weights it (conditions by inference counts, classes by counts, reused/NA cells
-free); per 1,000 inferences 1,000 x weighted GPU s / held fraction; seed 001's GPU-hours.
+Setup (timed): a synthetic source per video class (``video.synth``'s panning texture), normalized
+by ``video.store.normalize_videos`` (``benchcheck videos normalize``) into the store; ``--rounds``
+benches, each every class ``COUNT`` times: the sweep plans bench-major, so each round is a whole
+mix; the checkpoint (8B random weights on the GPU; ``--tiny``: the tiny model on the CPU).
+Run: ``sweep run --engine hf`` in a child process whose bootstrap (``child``) caps each request's
+``max_tokens`` (128, as the sweep sends) at ``--answer-tokens`` in ``HFEngine.generate_sync`` (a
+random-weight model never stops) and logs each call's seconds holding the engine's device lock
+(``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
+are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
+inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
+inferences and seed 001's GPU-hours.
 
     PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.sweep_mix --out $OUT          # H200, 8B
-    PYTHONPATH=src python -m benchmarks.sweep_mix --tiny --rounds 1 --out out       # CPU, tiny
+    PYTHONPATH=src:. python -m benchmarks.sweep_mix --tiny --rounds 1 --out out    # CPU, tiny
 """
 
 from __future__ import annotations
@@ -83,12 +73,11 @@ class VideoClass:
 
 def parse_videos(text: str) -> list[VideoClass]:
     """``SECONDS:WxH:COUNT,...`` (COUNT items per round ask about that class's video)."""
-    out = []
-    for part in text.split(","):
-        s, a, c = part.split(":")
-        w, h = a.split("x")
-        out.append(VideoClass(float(s), (int(w), int(h)), int(c)))
-    return out
+    try:
+        parts = [(p.split(":")[0], p.split(":")[1].split("x"), p.split(":")[2]) for p in text.split(",")]
+        return [VideoClass(float(s), (int(w), int(h)), int(c)) for s, (w, h), c in parts]
+    except (ValueError, IndexError):
+        raise SystemExit(f"--videos: {text!r} is not SECONDS:WxH:COUNT,... (e.g. {VIDEOS})") from None
 
 
 def source_geometry(vc: VideoClass, short: int) -> tuple[int, int, float, int]:
@@ -176,6 +165,8 @@ def child() -> None:
     from benchcheck.cli import main
     from benchcheck.engines.hf.engine import HFEngine
 
+    if not all(hasattr(HFEngine, n) for n in ("generate_sync", "active")):
+        raise SystemExit("sweep_mix: HFEngine.generate_sync/active are gone; update the hooks in child()")
     cap = int(os.environ.get(ANSWER_ENV, "0"))
     log = open(os.environ[CALLS_ENV], "a")  # noqa: SIM115 (open for the child's life)
     local, guard = threading.local(), threading.Lock()
@@ -186,10 +177,10 @@ def child() -> None:
             reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
         local.held = 0.0
         out = generate(self, reqs)
-        toks = {g.request_id: getattr(g, "prompt_tokens", 0) for g in out}
-        line = {"ids": [r.request_id for r in reqs], "tokens": [toks.get(r.request_id, 0) for r in reqs],
-                "held_s": local.held, "end": time.time(),
-                "new_tokens": [getattr(g, "completion_tokens", 0) for g in out]}
+        got = {g.request_id: g for g in out}
+        line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "end": time.time(),
+                "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],
+                "new_tokens": [getattr(got.get(r.request_id), "completion_tokens", 0) for r in reqs]}
         with guard:
             log.write(json.dumps(line) + "\n")
             log.flush()
@@ -255,9 +246,12 @@ def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
     """request_id -> (GPU s: its call's held seconds by prompt-token share, its call's end, new tokens)."""
     out: dict[str, tuple[float, float, int]] = {}
     for line in path.read_text().splitlines() if path.is_file() else []:
-        c = json.loads(line)
+        try:
+            c = json.loads(line)
+        except ValueError:  # the last line of a child killed at the budget
+            continue
         total = sum(c["tokens"]) or len(c["ids"])
-        for rid, tok, new in zip(c["ids"], c["tokens"], c["new_tokens"], strict=True):
+        for rid, tok, new in zip(c["ids"], c["tokens"], c["new_tokens"], strict=False):
             out[rid] = (c["held_s"] * ((tok or 1) / total), c["end"], new)
     return out
 
@@ -374,7 +368,13 @@ def main() -> None:
     with contextlib.ExitStack() as st:
         work = a.workdir or Path(st.enter_context(tempfile.TemporaryDirectory(prefix="sweep_mix_")))
         work.mkdir(parents=True, exist_ok=True)
-        run(a, work, t_start)
+        try:
+            run(a, work, t_start)
+        except Exception as e:  # the results folder says what stopped the run
+            a.out.mkdir(parents=True, exist_ok=True)
+            (a.out / "sweep_mix.json").write_text(json.dumps({"error": f"{type(e).__name__}: {e}",
+                                                              "wall_s": round(time.time() - t_start, 1)}))
+            raise
 
 
 def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
@@ -435,8 +435,9 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
                "windows": win, "mix": mix, "cost": cost, "per_condition": per_cond, "cells": cells,
                "seed_counts": SEED_COUNTS, "classes": [dataclasses.asdict(c) for c in classes]}
     write(a.out, "sweep_mix.json", payload, "sweep_mix.md", lines(payload, a))
-    if not rows:
-        raise SystemExit(f"no rows written; child output:\n{child_res['tail']}")
+    if not rows or not by_id:
+        raise SystemExit(f"no {'rows written' if not rows else 'engine calls logged (hook?)'}; child output:\n"
+                         f"{child_res['tail']}")
 
 
 def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
