@@ -52,6 +52,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "report_scale": (["--items", "300", "--benches", "3", "--out", "{tmp}/r", "--workers", "1"], "", True),
     "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),
     "sweep_local": (["--rounds", "1", "--sweep-items", "1"], "", True),
+    "sweep_mix": (["--tiny", "--videos", "30:16x9:1", "--rounds", "1", "--conds", "v_blind,v_1,v_8_s224,v_fps0.5_s224",
+                   "--workdir", "{tmp}/w", "--out", "{tmp}"], "| v_fps0.5_s224 |", True),
     "sweep_validity": (["--runs", "1", "--power-runs", "1", "--n-perm", "50"], "", True),
     "varlen_probe": ([], "needs a CUDA device", False),
     "vision_rotary": (["--smoke", "--out", "{tmp}"], "", True),

@@ -1,0 +1,483 @@
+"""The sweep's mix through ``benchcheck sweep run`` (decision 101): the 13 conditions on videos of
+realistic lengths from a normalized store, answered by the ``hf`` engine, weighted as seed 001.
+
+Setup (timed): a synthetic source per video class (``video.synth``'s panning texture), normalized
+by ``video.store.normalize_videos`` (``benchcheck videos normalize``) into the store; ``--rounds``
+benches, each every class ``COUNT`` times: the sweep plans bench-major, so each round is a whole
+mix; the checkpoint (8B random weights on the GPU; ``--tiny``: the tiny model on the CPU).
+Run: ``sweep run --engine hf`` in a child process whose bootstrap (``child``) caps each request's
+``max_tokens`` (128, as the sweep sends) at ``--answer-tokens`` in ``HFEngine.generate_sync`` (a
+random-weight model never stops) and logs each call's seconds holding the engine's device lock
+(``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
+are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
+inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
+inferences and seed 001's GPU-hours.
+
+    PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.sweep_mix --out $OUT          # H200, 8B
+    PYTHONPATH=src:. python -m benchmarks.sweep_mix --tiny --rounds 1 --out out    # CPU, tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import gc
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchmarks.shared.results import default_out, environment, write
+
+# Seed 001: 84 benchmarks x 300 items x 8 new conditions (201,600) + about 30,000 base-condition
+# inferences for the 24 benchmarks lacking some (spread evenly here over the five base conditions).
+NEW = ("v_32_s168", "v_32_s336", "v_fps0.25_s224", "v_fps0.5_s224", "v_fps1_s224", "v_fps2_s224",
+       "v_8_s224", "v_128_s224")
+BASE = ("v_blind", "v_1", "v_32", "v_32_s224", "v_32_s448")
+SEED_COUNTS = {**dict.fromkeys(NEW, 84 * 300), **dict.fromkeys(BASE, 30_000 // len(BASE))}
+SEED_TOTAL = sum(SEED_COUNTS.values())
+VIDEOS = "30:16x9:2,30:4x3:1,180:16x9:2,180:4x3:1,900:16x9:1,900:4x3:1,2400:16x9:1,2400:4x3:1"
+SOURCE_FRAMES = 1200  # source frames at most: the store keeps 1,024 frames at most
+ANSWER_ENV, CALLS_ENV = "SWEEP_MIX_ANSWER_TOKENS", "SWEEP_MIX_CALLS"
+BOOT = "import benchmarks.sweep_mix as m; m.child()"
+QUESTIONS = ("what does the person in the video do right after the door opens?",
+             "why does the woman in the blue coat pick up the box on the table near the end?")
+OPTIONS = ("runs away", "sits down on the sofa", "waves at the camera", "reads a book", "opens a box")
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoClass:
+    seconds: float
+    aspect: tuple[int, int]
+    count: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.seconds:g}s_{self.aspect[0]}x{self.aspect[1]}"
+
+
+def parse_videos(text: str) -> list[VideoClass]:
+    """``SECONDS:WxH:COUNT,...`` (COUNT items per round ask about that class's video)."""
+    try:
+        parts = [(p.split(":")[0], p.split(":")[1].split("x"), p.split(":")[2]) for p in text.split(",")]
+        return [VideoClass(float(s), (int(w), int(h)), int(c)) for s, (w, h), c in parts]
+    except (ValueError, IndexError):
+        raise SystemExit(f"--videos: {text!r} is not SECONDS:WxH:COUNT,... (e.g. {VIDEOS})") from None
+
+
+def source_geometry(vc: VideoClass, short: int) -> tuple[int, int, float, int]:
+    """(width, height, fps, frames) of a class's source: the store's short side (480 beyond
+    30 min), at most 2 fps and ``SOURCE_FRAMES`` frames."""
+    from benchcheck.video.normalize import LONG_SHORT_SIDE, LONG_VIDEO_S
+
+    side = min(short, LONG_SHORT_SIDE) if vc.seconds > LONG_VIDEO_S else short
+    w = 2 * round(side * vc.aspect[0] / vc.aspect[1] / 2)
+    fps = min(2.0, SOURCE_FRAMES / vc.seconds)
+    return w, side, fps, max(1, round(vc.seconds * fps))
+
+
+def make_source(path: str, w: int, h: int, fps: float, n: int, seed: int) -> float:
+    from benchcheck.video.synth import make_test_video
+
+    c0 = time.process_time()
+    make_test_video(Path(path), n, fps=fps, width=w, height=h, textured=True, preset="ultrafast", seed=seed)
+    return time.process_time() - c0
+
+
+def build_store(root: Path, classes: list[VideoClass], short: int) -> tuple[dict[str, str], dict[str, Any]]:
+    """Class name -> video_id in ``root/store`` (sources made in parallel, then normalized)."""
+    from benchcheck.video.store import normalize_videos
+
+    t0 = time.perf_counter()
+    srcs = {vc.name: root / "sources" / f"{vc.name}.mp4" for vc in classes}
+    (root / "sources").mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(min(len(classes), cores())) as pool:
+        futs = [pool.submit(make_source, str(srcs[vc.name]), *source_geometry(vc, short), k)
+                for k, vc in enumerate(classes)]
+        src_cpu = sum(f.result() for f in futs)
+    t1 = time.perf_counter()
+    report = normalize_videos(list(srcs.values()), root / "store", workers=min(len(classes), cores()))
+    done = {Path(o.path).resolve(): o for o in report.outcomes}
+    ids = {}
+    for name, src in srcs.items():
+        o = done.get(src.resolve())
+        if o is None or not o.content_hash:
+            raise SystemExit(f"normalize failed for {name}: {o.reason if o else 'no outcome'}")
+        ids[name] = o.content_hash
+    return ids, {"sources_s": round(t1 - t0, 2), "sources_cpu_s": round(src_cpu, 2),
+                 "normalize_s": round(time.perf_counter() - t1, 2)}
+
+
+def write_items(root: Path, classes: list[VideoClass], ids: dict[str, str], rounds: int) -> tuple[Path, dict[str, str]]:
+    """``rounds`` bench files; returns the folder and item_id -> class name."""
+    folder = root / "items"
+    folder.mkdir(parents=True, exist_ok=True)
+    of: dict[str, str] = {}
+    for r in range(rounds):
+        rows = []
+        for vc in classes:
+            for k in range(vc.count):
+                iid = f"R{r:02d}_{vc.name}_{k}"
+                of[iid] = vc.name
+                rows.append({"item_id": iid, "question": QUESTIONS[(r + k) % len(QUESTIONS)], "options": list(OPTIONS),
+                             "answer": (r + k) % len(OPTIONS), "video_id": ids[vc.name]})
+        (folder / f"R{r:02d}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    return folder, of
+
+
+def write_model(root: Path, tiny: bool, shape: str) -> Path:
+    folder = root / "model"
+    if tiny:
+        from benchcheck.testing import build_tiny_model
+
+        return build_tiny_model(folder, seed=0)
+    from benchcheck.testing.random_weights import build_random_model
+
+    built = build_random_model(shape, device="cuda")
+    built.model.save_pretrained(folder)
+    built.tokenizer.save_pretrained(folder)
+    (folder / "preprocessor_config.json").write_text(json.dumps(built.preprocessor_config))
+    del built
+    gc.collect()
+    torch.cuda.empty_cache()  # the child loads its own copy
+    return folder
+
+
+# -- the child: the real CLI with the two hooks -------------------------------------------------
+
+def child() -> None:
+    """``python -c BOOT sweep run ...``: cap answers, log each call's lock-held seconds, run the CLI."""
+    from benchcheck.cli import main
+    from benchcheck.engines.hf.engine import HFEngine
+
+    if not all(hasattr(HFEngine, n) for n in ("generate_sync", "active")):
+        raise SystemExit("sweep_mix: HFEngine.generate_sync/active are gone; update the hooks in child()")
+    cap = int(os.environ.get(ANSWER_ENV, "0"))
+    log = open(os.environ[CALLS_ENV], "a")  # noqa: SIM115 (open for the child's life)
+    local, guard = threading.local(), threading.Lock()
+    generate, active = HFEngine.generate_sync, HFEngine.active
+
+    def generate_sync(self: HFEngine, reqs: Any) -> Any:
+        if cap > 0:
+            reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
+        local.held = 0.0
+        out = generate(self, reqs)
+        got = {g.request_id: g for g in out}
+        line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "end": time.time(),
+                "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],
+                "new_tokens": [getattr(got.get(r.request_id), "completion_tokens", 0) for r in reqs]}
+        with guard:
+            log.write(json.dumps(line) + "\n")
+            log.flush()
+        return out
+
+    @contextlib.contextmanager
+    def held(self: HFEngine) -> Iterator[None]:
+        with active(self):
+            t0 = time.perf_counter()
+            try:
+                yield
+            finally:
+                local.held = getattr(local, "held", 0.0) + time.perf_counter() - t0
+
+    HFEngine.generate_sync = generate_sync  # type: ignore[method-assign]
+    HFEngine.active = held  # type: ignore[method-assign]
+    main(args=sys.argv[1:], prog_name="benchcheck")
+
+
+def run_child(cmd: list[str], env: dict[str, str], calls: Path, logs: Path, timeout: float,
+              cuda: bool) -> dict[str, Any]:
+    """The child until it exits or ``timeout`` (its process group killed); NVML samples and the
+    call log's growth polled, so a window's samples can be picked by time."""
+    from benchmarks.shared.nvml import Nvml
+
+    nvml = Nvml() if cuda else None
+    polls: list[tuple[float, int]] = []
+    stop = threading.Event()
+    with contextlib.ExitStack() as st:
+        samples = st.enter_context(nvml.sampling(0.02)) if nvml is not None else []
+
+        def poll() -> None:
+            last = time.time()
+            while not stop.wait(0.1):
+                polls.append((time.time(), len(samples)))
+                if polls[-1][0] - last >= 30:
+                    last = polls[-1][0]
+                    n = sum(1 for _ in calls.open()) if calls.is_file() else 0
+                    print(f"  {last - t0:5.0f} s: {n} engine calls answered", flush=True)
+
+        t0 = time.time()
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        with (logs / "child.out").open("w") as out:
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            killed = False
+            try:
+                proc.wait(timeout=max(1.0, timeout))
+            except subprocess.TimeoutExpired:
+                killed = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        stop.set()
+        thread.join()
+    tail = (logs / "child.out").read_text(errors="replace")[-3000:]
+    return {"rc": proc.returncode, "killed_at_budget": killed, "child_s": round(time.time() - t0, 1),
+            "polls": polls, "samples": list(samples), "tail": tail}
+
+
+# -- aggregation -----------------------------------------------------------------------------------
+
+def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
+    """request_id -> (GPU s: its call's held seconds by prompt-token share, its call's end, new tokens)."""
+    out: dict[str, tuple[float, float, int]] = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            c = json.loads(line)
+        except ValueError:  # the last line of a child killed at the budget
+            continue
+        total = sum(c["tokens"]) or len(c["ids"])
+        for rid, tok, new in zip(c["ids"], c["tokens"], c["new_tokens"], strict=False):
+            out[rid] = (c["held_s"] * ((tok or 1) / total), c["end"], new)
+    return out
+
+
+def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]], samples: list[Any],
+           ) -> dict[str, float]:
+    """Over (call end, GPU s, in window?) sorted by end: inferences/s after the first, held and NVML busy."""
+    ends = [e for e in ends if e[2]]
+    if len(ends) < 2:
+        return {}
+    t0, t1 = ends[0][0], ends[-1][0]
+    wall = t1 - t0
+    held = sum(g for _, g, _ in ends[1:])
+
+    def at(t: float) -> int:
+        return max([n for tp, n in polls if tp <= t], default=0)
+
+    win = samples[at(t0):at(t1)]
+    out = {"wall_s": round(wall, 2), "inferences": len(ends) - 1,
+           "inferences_per_s": round((len(ends) - 1) / wall, 4) if wall > 0 else float("nan"),
+           "held_fraction": round(held / wall, 3) if wall > 0 else float("nan")}
+    if win:
+        out.update({k: round(float(np.mean([getattr(x, k) for x in win])), 1) for k in ("busy", "mhz", "watts")})
+    return out
+
+
+def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, int]], class_of: dict[str, str],
+              classes: list[VideoClass]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, Any]]:
+    """(cells, per condition, mix): cells by (condition, class); seed 001's weights applied."""
+    share = {vc.name: vc.count / sum(v.count for v in classes) for vc in classes}
+    cells: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        key = (r["condition"], class_of.get(r["item_id"], "?"))
+        meta = json.loads(r.get("meta") or "{}")
+        c = cells[key]
+        if r["status"] == "NA" or meta.get("reused_from"):
+            c["free"].append(1.0)
+            continue
+        rid = f"{r['condition']}|{r['item_id']}"
+        if rid not in calls:
+            continue
+        c["gpu_s"].append(calls[rid][0])
+        for k in ("n_frames", "prompt_tokens", "infer_s", "decode_s"):
+            c[k].append(float(r.get(k) or 0))
+    out = []
+    for (cond, cls), c in sorted(cells.items()):
+        n = len(c["gpu_s"])
+        is_free = not n and bool(c["free"])
+        rec: dict[str, Any] = {"condition": cond, "class": cls, "n": n, "free": is_free,
+                               "weight": 0.0 if is_free else SEED_COUNTS.get(cond, 0) * share.get(cls, 0.0)}
+        for k in ("n_frames", "prompt_tokens", "gpu_s", "infer_s", "decode_s"):
+            rec[k] = float(np.mean(c[k])) if n else float("nan")
+        out.append(rec)
+    measured = [c for c in out if c["n"] and c["weight"] > 0]
+    keys = ("n_frames", "prompt_tokens", "gpu_s", "infer_s", "decode_s")
+
+    def wmean(cs: list[dict[str, Any]]) -> dict[str, float]:
+        w = sum(c["weight"] for c in cs)
+        return {k: sum(c["weight"] * c[k] for c in cs) / w for k in keys} if w else {}
+
+    per_cond = {}
+    for cond in SEED_COUNTS:
+        cs = [c for c in measured if c["condition"] == cond]
+        if cs:
+            per_cond[cond] = {"n": sum(c["n"] for c in cs), **wmean(cs)}
+    missing = sorted({(c["condition"], c["class"]) for c in out if not c["n"] and not c["free"]}
+                     | {(k, v.name) for k in SEED_COUNTS for v in classes if (k, v.name) not in cells})
+    free = {(c["condition"], c["class"]) for c in out if c["free"]}
+    due = sum(SEED_COUNTS[k] * share[v.name] for k in SEED_COUNTS for v in classes if (k, v.name) not in free)
+    mix = {**wmean(measured), "weight_measured": round(sum(c["weight"] for c in measured) / due, 3),
+           "missing_cells": [f"{a}/{b}" for a, b in missing]}
+    return out, per_cond, mix
+
+
+def costs(mix: dict[str, Any], held: float, cores: int) -> dict[str, Any]:
+    g = mix.get("gpu_s", float("nan"))
+    frac = held if held == held and held > 0 else 1.0
+    per_1000 = 1000 * g / frac
+    hours = SEED_TOTAL * g / frac / 3600
+    return {"gpu_s_per_inference": round(g, 4), "inferences_per_s_at_full_gpu": round(1 / g, 3),
+            "inferences_per_s": round(frac / g, 3), "gpu_s_per_1000": round(per_1000, 1),
+            "gpu_s_per_1000_at_full_gpu": round(1000 * g, 1), "seed001_inferences": SEED_TOTAL,
+            "seed001_gpu_hours": round(hours, 1), "seed001_wall_h_1_4_8_gpus": [round(hours / k, 2) for k in (1, 4, 8)],
+            "decode_cores_per_gpu_needed": round(mix.get("decode_s", float("nan")) / g, 2), "decode_cores": cores}
+
+
+# -- main ---------------------------------------------------------------------------------------------
+
+def cores() -> int:
+    """Cores this process may run on (a lent machine's share, not the host's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tiny", action="store_true", help="the tiny model on the CPU (smaller sources)")
+    ap.add_argument("--shape", default="qwen3-vl-8b")
+    ap.add_argument("--videos", default=VIDEOS, help="video classes SECONDS:WxH:COUNT (COUNT items per round)")
+    ap.add_argument("--rounds", type=int, default=4, help="benches, each a whole mix (the budget may stop sooner)")
+    ap.add_argument("--conds", default=None, help="sweep conditions (default: all 13)")
+    ap.add_argument("--answer-tokens", type=int, default=4, help="new tokens per answer (0: the sweep's 128)")
+    ap.add_argument("--workers", type=int, default=max(2, min(32, cores())), help="sweep run --workers")
+    ap.add_argument("--decode-workers", type=int, default=max(1, cores() - 1), help="sweep run --decode-workers")
+    ap.add_argument("--chunk", type=int, default=1, help="sweep run --chunk")
+    ap.add_argument("--hf-config", action="append", default=[], help="passed on to sweep run --hf-config")
+    ap.add_argument("--source-short", type=int, default=None, help="sources' short side (default 720; --tiny 240)")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="the whole script, setup included")
+    ap.add_argument("--workdir", type=Path, default=None, help="videos, store, model, rows (default: a temp folder)")
+    ap.add_argument("--out", type=Path, default=Path(default_out()))
+    a = ap.parse_args()
+    t_start = time.time()
+    if not a.tiny and not torch.cuda.is_available():
+        raise SystemExit("sweep_mix needs a CUDA device (or --tiny for the CPU)")
+    with contextlib.ExitStack() as st:
+        work = a.workdir or Path(st.enter_context(tempfile.TemporaryDirectory(prefix="sweep_mix_")))
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            run(a, work, t_start)
+        except Exception as e:  # the results folder says what stopped the run
+            a.out.mkdir(parents=True, exist_ok=True)
+            (a.out / "sweep_mix.json").write_text(json.dumps({"error": f"{type(e).__name__}: {e}",
+                                                              "wall_s": round(time.time() - t_start, 1)}))
+            raise
+
+
+def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
+    from benchmarks import sweep_mix as me  # by its module name: the pool's workers import it
+
+    deadline = t_start + a.budget_s
+    cuda = not a.tiny
+    classes = parse_videos(a.videos)
+    short = a.source_short or (240 if a.tiny else 720)
+    cpu0 = _cpu()
+    print(f"setup: {len(classes)} videos ({a.videos}), short side {short}, {a.rounds} rounds, in {work}", flush=True)
+    setup: dict[str, Any] = {}
+    with ProcessPoolExecutor(1) as one:  # the store's sources and normalization beside the model's build
+        store_fut = one.submit(me.build_store, work, classes, short)
+        t0 = time.perf_counter()
+        model = me.write_model(work, a.tiny, a.shape)
+        setup["model_s"] = round(time.perf_counter() - t0, 1)
+        ids, timing = store_fut.result()
+    setup.update(timing, setup_s=round(time.time() - t_start, 1))
+    items, class_of = write_items(work, classes, ids, a.rounds)
+    print(f"setup done in {setup['setup_s']} s: {setup}", flush=True)
+    results, calls = work / "results", work / "calls.jsonl"
+    calls.unlink(missing_ok=True)
+    cmd = [sys.executable, "-c", BOOT, "sweep", "run", "--items", str(items), "--store", str(work / "store"),
+           "--results", str(results), "--engine", "hf", "--model", str(model), "--device", "cuda" if cuda else "cpu",
+           "--workers", str(a.workers), "--decode-workers", str(a.decode_workers), "--chunk", str(a.chunk),
+           "--no-progress"]
+    cmd += ["--conds", a.conds] if a.conds else []
+    for h in a.hf_config:
+        cmd += ["--hf-config", h]
+    env = {**os.environ, ANSWER_ENV: str(a.answer_tokens), CALLS_ENV: str(calls)}
+    forced = (f"answers forced to {a.answer_tokens} new tokens: each request's max_tokens (128, as the sweep sends) "
+              "capped in the child's HFEngine.generate_sync" if a.answer_tokens > 0 else "128 new tokens (no cap)")
+    print(f"sweep run ({forced}); child budget {deadline - time.time() - 15:.0f} s", flush=True)
+    child_res = run_child(cmd, env, calls, work, deadline - time.time() - 15, cuda)
+    print(f"child exit {child_res['rc']} after {child_res['child_s']} s"
+          f"{' (stopped at the budget)' if child_res['killed_at_budget'] else ''}", flush=True)
+    a.out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(work / "child.out", a.out / "sweep_mix_child.log")
+    from benchcheck.sweep.results import read_csv
+
+    rows = read_csv(results / "conditions_results.csv") if (results / "conditions_results.csv").is_file() else []
+    by_id = read_calls(calls)
+    cells, per_cond, mix = aggregate(rows, by_id, class_of, classes)
+    ends = sorted((end, g, True) for g, end, _ in by_id.values())
+    first_r1 = min((c[1] for rid, c in by_id.items() if not rid.split("|")[1].startswith("R00_")), default=None)
+    new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
+    steady = [(e, g, first_r1 is not None and e >= first_r1) for e, g, _ in ends]
+    win = {"all": window(ends, child_res["polls"], child_res["samples"]),
+           "steady": window(steady, child_res["polls"], child_res["samples"])}
+    held = (win["steady"] or win["all"]).get("held_fraction", float("nan"))
+    cost = costs(mix, held, a.decode_workers) if mix.get("gpu_s") else {}
+    where = environment(torch.device("cuda" if cuda else "cpu"), cpu_s=round(_cpu() - cpu0, 1), cores=cores(),
+                      wall_s=round(time.time() - t_start, 1), shape="tiny" if a.tiny else a.shape,
+                      forced=f"{forced} (mean new tokens {new_tokens:.1f})")
+    payload = {"env": where,
+               "setup": setup, "child": {k: v for k, v in child_res.items() if k not in ("polls", "samples")},
+               "windows": win, "mix": mix, "cost": cost, "per_condition": per_cond, "cells": cells,
+               "seed_counts": SEED_COUNTS, "classes": [dataclasses.asdict(c) for c in classes]}
+    write(a.out, "sweep_mix.json", payload, "sweep_mix.md", lines(payload, a))
+    if not rows or not by_id:
+        raise SystemExit(f"no {'rows written' if not rows else 'engine calls logged (hook?)'}; child output:\n"
+                         f"{child_res['tail']}")
+
+
+def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
+    env, win, cost, mix = p["env"], p["windows"], p["cost"], p["mix"]
+    out = [f"# sweep mix ({env['shape']}, {env['device']}, {env['date']})", "",
+           f"- {env['forced']}; workers {a.workers}, chunk {a.chunk}; videos {a.videos}; {a.rounds} rounds",
+           f"- setup {p['setup']}; child exit {p['child']['rc']} after {p['child']['child_s']} s"
+           f"{' (stopped at the budget)' if p['child']['killed_at_budget'] else ''}; script wall {env['wall_s']} s, "
+           f"CPU {env['cpu_s']} s (this process and its finished children)"]
+    for k in ("all", "steady"):
+        if win[k]:
+            out.append(f"- window {k}: {win[k]}")
+    if cost:
+        out += [f"- mix (seed 001 weights, {mix['weight_measured']:.0%} of the weight measured): "
+                f"{cost['gpu_s_per_inference']} GPU s/inference, {mix['n_frames']:.0f} frames, "
+                f"{mix['prompt_tokens']:.0f} prompt tokens, decode {mix['decode_s']:.3f} s",
+                f"- inferences/s {cost['inferences_per_s']} at the held fraction "
+                f"({cost['inferences_per_s_at_full_gpu']} at a full GPU); per 1,000 inferences "
+                f"{cost['gpu_s_per_1000']} GPU-s ({cost['gpu_s_per_1000_at_full_gpu']} at a full GPU)",
+                f"- seed 001 ({cost['seed001_inferences']:,} inferences): {cost['seed001_gpu_hours']} GPU-hours; "
+                f"wall h on 1/4/8 GPUs {cost['seed001_wall_h_1_4_8_gpus']}; decode cores per GPU needed "
+                f"{cost['decode_cores_per_gpu_needed']} (have {cost['decode_cores']})"]
+    free = sorted(f"{c['condition']}/{c['class']}" for c in p["cells"] if c["free"])
+    if free:
+        out.append(f"- cells at no cost (reused or NA rows): {', '.join(free)}")
+    if mix.get("missing_cells"):
+        out.append(f"- cells without a measured row (left out of the mix): {', '.join(mix['missing_cells'])}")
+    out += ["", "| condition | seed count | rows | frames | prompt tokens | GPU s/inf | latency s | decode s | "
+            "decode/GPU |", "|---|---|---|---|---|---|---|---|---|"]
+    for cond, c in p["per_condition"].items():
+        out.append(f"| {cond} | {SEED_COUNTS[cond]:,} | {c['n']} | {c['n_frames']:.0f} | {c['prompt_tokens']:.0f} | "
+                   f"{c['gpu_s']:.3f} | {c['infer_s']:.3f} | {c['decode_s']:.3f} | "
+                   f"{c['decode_s'] / c['gpu_s'] if c['gpu_s'] else float('nan'):.1f} |")
+    return out
+
+
+def _cpu() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+if __name__ == "__main__":
+    main()
