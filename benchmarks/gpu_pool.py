@@ -219,6 +219,12 @@ def main() -> None:
     else:
         n_items = args.items or default_items(rates, args.min_screen_s)
         limits = funnel(n_items, rates)
+    if before:  # a later call makes up what the earlier screened short of --min-screen-s on its last
+        # step, the slowest, which may read as far as the step before it read
+        short = args.min_screen_s - before["screen_steady_s"] - sum(limits[k] * BENCHES / rates[k] for k in run_steps)
+        last = run_steps[-1]
+        if short > 0 and last > 1:
+            limits[last] = min(limits[last - 1], limits[last] + math.ceil(short * rates[last] / BENCHES))
     print(f"pool: {n_items} items at step 1, per benchmark by step {limits}", flush=True)
 
     t = time.perf_counter()
@@ -232,7 +238,7 @@ def main() -> None:
     models_s = time.perf_counter() - t
     t = time.perf_counter()
     visual = [limits[k] for k in run_steps if STEPS[k].visual]
-    items_dir, cache = write_pool(work, limits[1], max(visual, default=0))
+    items_dir, cache = write_pool(work, math.ceil(n_items / BENCHES), max(visual, default=0))
     pool_s = time.perf_counter() - t
     print(f"models {models_s:.1f} s, pool {pool_s:.1f} s", flush=True)
 
@@ -255,6 +261,7 @@ def main() -> None:
         cmd = [sys.executable, "-m", "benchcheck", "screen", "--items", str(items_dir), "--step", str(k),
                "--results", str(results), "--engine", "hf", "--model", model, "--frames", str(cache),
                "--device", device.type, "--no-progress", "--limit", str(limits[k])]
+        print(f"step {k}: {limits[k]} items a benchmark at most, {remaining:.0f} s left", flush=True)
         got = watch_screen(cmd, results / f"step{k}", device, remaining)
         counts = verdicts(results, k)
         got.update(model=STEPS[k].model, limit=limits[k], items_in=sum(counts.values()), **counts)

@@ -7,44 +7,58 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-from benchmarks.gpu_pool import (
-    BENCHES,
-    H200_RATES,
-    ORIGIN_ITEMS,
-    default_items,
-    funnel,
-    project,
-)
 
 from benchcheck.screen.steps import STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
-RATES = dict(zip(STEPS, map(float, H200_RATES.split(",")), strict=True))
+
+
+@pytest.fixture(autouse=True)
+def _forget_module() -> Iterator[None]:
+    """The smoke test runs the script as ``__main__``; runpy warns when the module is already
+    imported, so each test here leaves it out of sys.modules."""
+    yield
+    sys.modules.pop("benchmarks.gpu_pool", None)
+
+
+def gpu_pool() -> ModuleType:
+    import benchmarks.gpu_pool
+
+    return benchmarks.gpu_pool
+
+
+def planned_rates() -> dict[int, float]:
+    return dict(zip(STEPS, map(float, gpu_pool().H200_RATES.split(",")), strict=True))
 
 
 @pytest.mark.parametrize("screen_s", [60.0, 600.0, 1800.0])
 def test_funnel_screens_the_time_asked_in_nested_prefixes(screen_s: float) -> None:
-    limits = funnel(default_items(RATES, screen_s), RATES)
+    gp, rates = gpu_pool(), planned_rates()
+    benches = gp.BENCHES
+    limits = gp.funnel(gp.default_items(rates, screen_s), rates)
     assert all(limits[k] <= limits[k - 1] for k in range(2, 7))
-    planned = sum(limits[k] * BENCHES / RATES[k] for k in STEPS)
-    assert screen_s <= planned <= screen_s * 1.02 + 6 * BENCHES / min(RATES.values())
+    planned = sum(limits[k] * benches / rates[k] for k in STEPS)
+    assert screen_s <= planned <= screen_s * 1.02 + 6 * benches / min(rates.values())
     # steps screen about equally long, but for step 4, fed by step 3's slower rate
-    times = [limits[k] * BENCHES / RATES[k] for k in (1, 3, 5, 6)]
-    assert max(times) < 1.1 * min(times) + BENCHES / RATES[6]
+    times = [limits[k] * benches / rates[k] for k in (1, 3, 5, 6)]
+    assert max(times) < 1.1 * min(times) + benches / rates[6]
 
 
 def test_projection_items_and_time() -> None:
     """mid: step 1 removes 40 %, each later step 10 %; half the items have frames."""
+    gp, rates = gpu_pool(), planned_rates()
     measured = {3: {"steady_items_per_s": 10.0, "first_row_s": 30.0}, 6: {"steady_items_per_s": float("nan")}}
-    p = project(measured, RATES, "mid", 0.5, 2)
-    a = ORIGIN_ITEMS * 0.5 * 0.6  # with frames, after step 1; the same number without frames
-    want = {1: ORIGIN_ITEMS, 2: a, 3: a * 0.9, 4: a * 0.81 + a, 5: a * 0.81 * 0.9, 6: a * 0.81 * 0.81}
+    p = gp.project(measured, rates, "mid", 0.5, 2)
+    a = gp.ORIGIN_ITEMS * 0.5 * 0.6  # with frames, after step 1; the same number without frames
+    want = {1: gp.ORIGIN_ITEMS, 2: a, 3: a * 0.9, 4: a * 0.81 + a, 5: a * 0.81 * 0.9, 6: a * 0.81 * 0.81}
     assert p["items"] == pytest.approx(want)
-    rates = {**RATES, 3: 10.0}  # a step's nan rate falls back to its planned one
-    secs = {k: want[k] / 2 / rates[k] + (30.0 if k == 3 else 0.0) for k in STEPS}
+    used = {**rates, 3: 10.0}  # a step's nan rate falls back to its planned one
+    secs = {k: want[k] / 2 / used[k] + (30.0 if k == 3 else 0.0) for k in STEPS}
     assert p["seconds"] == pytest.approx(secs)
     assert p["total_s"] == pytest.approx(sum(secs.values()))
 
