@@ -152,18 +152,19 @@ def pack(results: Path, items_dir: Path, upto: int, path: Path) -> int:
 
 def resume(source: str | None, results: Path) -> dict[str, Any]:
     """The earlier call's record, its rows unpacked into ``results`` (a fresh run: none, rows cleared)."""
+    src = Path(source) if source else None
+    rows_there = src is not None and ((src / RESULTS_TAR).is_file() or (src / "results").is_dir())
+    if src is not None and not (rows_there and (src / "gpu_pool.json").is_file()):
+        raise SystemExit(f"--resume-from {src}: needs gpu_pool.json and {RESULTS_TAR} (or results/) of an earlier call")
     shutil.rmtree(results, ignore_errors=True)
     results.mkdir(parents=True)
-    if source is None:
+    if src is None:
         return {}
-    src = Path(source)
     if (src / RESULTS_TAR).is_file():
         with tarfile.open(src / RESULTS_TAR) as tar:
             tar.extractall(results, filter="data")
-    elif (src / "results").is_dir():
-        shutil.copytree(src / "results", results, dirs_exist_ok=True)
     else:
-        raise SystemExit(f"--resume-from {src}: holds neither {RESULTS_TAR} nor results/")
+        shutil.copytree(src / "results", results, dirs_exist_ok=True)
     record: dict[str, Any] = json.loads((src / "gpu_pool.json").read_text())
     return record
 
@@ -245,9 +246,9 @@ def main() -> None:
     # Fit this call's steps into what is left of the budget: their prefixes shrink together.
     left = args.budget_s - (time.perf_counter() - t0) - MARGIN_S - args.load_s * len(run_steps)
     planned = sum(limits[k] * BENCHES / rates[k] for k in run_steps)
-    if planned > left > 0:
+    if planned > left:
         for k in run_steps:
-            limits[k] = max(1, int(limits[k] * left / planned))
+            limits[k] = max(1, int(limits[k] * max(left, 0) / planned))
         print(f"budget: {planned:.0f} s of screening planned, {left:.0f} s left: prefixes cut to {limits}", flush=True)
     for k in sorted(STEPS)[1:]:
         limits[k] = min(limits[k], limits[k - 1])
