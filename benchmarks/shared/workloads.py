@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -43,21 +44,39 @@ def synthetic_items(n: int, q_words: int, seed: int = 0) -> list[Item]:
             for i in range(n)]
 
 
-def nextqa_like_csv(path: Path, n: int, seed: int = 1) -> Path:
-    """A benchmark file in the NExT-QA CSV layout with questions and options of its usual length."""
+def write_grid(cache: Path, video_id: str, frames: Sequence[bytes]) -> None:
+    """One video's grid in the frame cache layout ``frames extract --plan v32`` writes:
+    ``<cache>/<video_id>/frame_<k>.jpg`` and ``frames.json`` (448 px long side, q85)."""
+    folder = cache / video_id
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [f"frame_{k}.jpg" for k in range(len(frames))]
+    for name, data in zip(files, frames, strict=True):
+        (folder / name).write_bytes(data)
+    n = len(frames)
+    meta = {"video_id": video_id, "plan": "v32", "long_side": 448, "short_side": None, "jpeg_quality": 85,
+            "n_stored": 2 * n, "positions": list(range(n)), "indices": [2 * k for k in range(n)],
+            "timestamps": [float(k) for k in range(n)], "sizes": [[448, 256]] * n, "files": files}
+    (folder / "frames.json").write_text(json.dumps(meta))
+
+
+def nextqa_like_csv(path: Path, n: int, seed: int = 1, video_ids: Sequence[str] = (), video0: int = 1000) -> Path:
+    """A benchmark file in the NExT-QA CSV layout with questions and options of its usual length
+    (rows name videos ``video0`` on: NExT-QA's ids are video + qid, so two files need apart ranges);
+    with ``video_ids`` (one per row) a ``video_id`` column names each row's normalized video."""
     rng = np.random.default_rng(seed)
     subj = ["the boy in blue", "the lady", "the man with the hat", "the baby", "the dog", "the girl in pink"]
     verbs = ["pick up the toy", "turn around", "walk to the sofa", "laugh", "look at the camera", "stand up"]
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["video", "frame_count", "width", "height", "question", "answer", "qid", "type",
-                    "a0", "a1", "a2", "a3", "a4"])
+                    "a0", "a1", "a2", "a3", "a4", *(["video_id"] if video_ids else [])])
         for i in range(n):
             s, v = subj[i % len(subj)], verbs[(i * 7) % len(verbs)]
             q = f"why did {s} {v} after {subj[(i + 2) % len(subj)]} {verbs[(i + 3) % len(verbs)]}"
             opts = [f"{rng.choice(['to', 'because', 'so that'])} {words(rng, int(rng.integers(3, 8)))}"
                     for _ in range(5)]
-            w.writerow([1000 + i, 900, 640, 360, q, int(rng.integers(0, 5)), i, "CW", *opts])
+            w.writerow([video0 + i, 900, 640, 360, q, int(rng.integers(0, 5)), i, "CW", *opts,
+                        *([video_ids[i]] if video_ids else [])])
     return path
 
 

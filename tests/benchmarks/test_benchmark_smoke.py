@@ -37,6 +37,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "frame_sharing": (["--per-video", "1,2"], "frames shared", True),
     "frames": (["--tiny", "--repeats", "1", "--workdir", "{tmp}"], "frames per second per core", True),
     "gemm_clock": ([], "needs a CUDA device", False),
+    "gpu_pool": (["--tiny", "--items", "24", "--work", "{tmp}/work", "--out", "{tmp}"], "| 6 v32_8b |", True),
     "gpu_screen": (["--tiny", "--only", "blind,video32,sweep,e2e", "--variants", "", "--out", "{tmp}"],
                    "| check |", True),
     "lm_kernels": ([], "needs a CUDA device", False),
