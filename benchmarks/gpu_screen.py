@@ -421,7 +421,7 @@ def op_rows(w: Workload, op: str, modes: tuple[str, str], notes: tuple[str, str]
     """Alternating rows with the engine as chosen and with the op ``op`` of its ``HFConfig`` the
     other way; ``modes``/``notes``: the variant row's name and note when the op is chosen off, on.
     With ``check``, the two ways' letters' log-probs are first compared (``direct_check``)."""
-    chosen = w.engine.config.op(op)
+    chosen = w.engine.config.op(op, w.engine.device.type == "cuda")  # a "cuda" default is off elsewhere
     other = w.engine.with_config(w.engine.config.with_ops(("-" if chosen else "+") + op))
     if check is not None:
         direct_check(w, check, other)
@@ -532,6 +532,15 @@ def swiglu_variant(w: Workload, _: str) -> None:
              "variant: gate/up products through cuBLAS, then SiLU-times-up"), check="swiglu_other_way")
 
 
+def vision_block_variant(w: Workload, _: str) -> None:
+    """The vision blocks the other way than the engine's choice (op ``vision_block``): transformers'
+    own block forward, or the fused one (norms compiled, fc1's bias and tanh GELU in its product's
+    epilogue), and the two paths' letters' log-probs compared directly."""
+    op_rows(w, "vision_block", ("ours-vision-block", "ours-vision-plain"),
+            ("variant: vision blocks fused (norms compiled, GELU in fc1's epilogue)",
+             "variant: transformers' own vision block forward"), check="vision_block_other_way")
+
+
 def flash_varlen_variant(w: Workload, _: str) -> None:
     """Packed rows' attention the other way than the engine's choice (op ``varlen_triton``):
     FlashAttention-2's variable-length kernel, or the Triton kernel where the keys are short, and
@@ -610,6 +619,7 @@ SPECIAL_VARIANTS = {
     "silu": Variant("both", True, silu_variant),
     "swiglu": Variant("both", True, swiglu_variant),
     "flash-varlen": Variant("both", True, flash_varlen_variant),
+    "vision-block": Variant("visual", False, vision_block_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
@@ -849,7 +859,8 @@ def main() -> None:
                          "Triton kernel or compiled), swiglu (the gate/up products the other way: one Triton kernel "
                          "with SiLU-times-up in their epilogue, or cuBLAS then SiLU-times-up), flash-varlen (packed "
                          "rows' attention the other way: "
-                         "FlashAttention-2 or the Triton kernel), memo-off (visual: every request decodes its own "
+                         "FlashAttention-2 or the Triton kernel), vision-block (visual: the vision blocks the other "
+                         "way: fused or transformers' own), memo-off (visual: every request decodes its own "
                          "frames), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchcheck.engines.hf.attention.varlen import use_tree_attention
-from benchcheck.engines.hf.model import fused, scored, vision
+from benchcheck.engines.hf.model import fused, scored, vision, vision_block
 from benchcheck.engines.hf.model.state import InstallReport, state_of
 
 log = logging.getLogger("benchcheck.engines.hf")
@@ -60,6 +60,10 @@ def fast_paths(qkv_rotary: Callable[..., Any] | None = None) -> list[FastPath]:
                  lambda m: vision.use_grouped_vision_attention(m, qkv_rotary=qkv_rotary)),
         FastPath("linear_patch_embed", {"Qwen3VLVisionPatchEmbed": ("proj",)}, (),
                  lambda m: int(vision.use_linear_patch_embed(m))),
+        # Installed everywhere: op ``vision_block`` is read at each call (off: the class's forward).
+        FastPath("fused_vision_blocks", {"Qwen3VLVisionBlock": ("norm1", "norm2", "attn", "mlp"),
+                                         "Qwen3VLVisionMLP": ("linear_fc1", "linear_fc2", "act_fn")},
+                 ("torch:_addmm_activation",), vision_block.use_fused_vision_blocks),
         FastPath("fused_norms", {"Qwen3VLTextRMSNorm": ("weight", "variance_epsilon")}, (),
                  fused.use_fused_text_norms, cuda_only=True),
         FastPath("fused_mlp", {"Qwen3VLTextMLP": ("gate_proj", "up_proj", "down_proj", "config")}, (),
