@@ -356,7 +356,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0,
                     help="sweep run --workers (0: the sweep's own default, one unit per frame decoder plus one)")
     ap.add_argument("--decode-workers", type=int, default=max(1, cores() - 1), help="sweep run --decode-workers")
-    ap.add_argument("--chunk", type=int, default=1, help="sweep run --chunk")
+    ap.add_argument("--chunk", type=int, default=0, help="sweep run --chunk (0: the sweep's own default)")
     ap.add_argument("--hf-config", action="append", default=[], help="passed on to sweep run --hf-config")
     ap.add_argument("--source-short", type=int, default=None, help="sources' short side (default 720; --tiny 240)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="the whole script, setup included")
@@ -401,7 +401,8 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     calls.unlink(missing_ok=True)
     cmd = [sys.executable, "-c", BOOT, "sweep", "run", "--items", str(items), "--store", str(work / "store"),
            "--results", str(results), "--engine", "hf", "--model", str(model), "--device", "cuda" if cuda else "cpu",
-           "--decode-workers", str(a.decode_workers), "--chunk", str(a.chunk), "--no-progress"]
+           "--decode-workers", str(a.decode_workers), "--no-progress"]
+    cmd += ["--chunk", str(a.chunk)] if a.chunk else []
     cmd += ["--workers", str(a.workers)] if a.workers else []
     cmd += ["--conds", a.conds] if a.conds else []
     for h in a.hf_config:
@@ -444,7 +445,8 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
 def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
     env, win, cost, mix = p["env"], p["windows"], p["cost"], p["mix"]
     out = [f"# sweep mix ({env['shape']}, {env['device']}, {env['date']})", "",
-           f"- {env['forced']}; workers {a.workers or 'the sweep default'}, chunk {a.chunk}; videos {a.videos}; "
+           f"- {env['forced']}; workers {a.workers or 'the sweep default'}, "
+           f"chunk {a.chunk or 'the sweep default'}; videos {a.videos}; "
            f"{a.rounds} rounds",
            f"- setup {p['setup']}; child exit {p['child']['rc']} after {p['child']['child_s']} s"
            f"{' (stopped at the budget)' if p['child']['killed_at_budget'] else ''}; script wall {env['wall_s']} s, "

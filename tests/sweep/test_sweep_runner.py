@@ -178,17 +178,21 @@ def test_a_group_another_process_holds_is_left_to_it(tmp_path: Path, store: Path
     assert again.written["ok"] + again.written["unparsed"] == 4 and again.held == 0
 
 
-def test_units_in_flight_keep_a_one_call_engine_fed_while_frames_decode(tmp_path: Path) -> None:
-    from benchcheck.sweep.cli_run import unit_workers
+def test_calls_keep_a_one_call_engine_fed_while_frames_decode(tmp_path: Path) -> None:
+    from benchcheck.sweep.cli_run import SERIAL_CHUNK, SweepCalls, sweep_calls
 
-    a = SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind",
-                  engine=SweepEngine("hf", model=str(tmp_path)), progress=False)
-    assert unit_workers(a, 1, 8) == 9  # one unit on the device, one decoding per frame decoder
-    assert unit_workers(a, 1, 0) == 2  # decoding in the unit's own thread still overlaps
-    assert unit_workers(a, 64, 8) == 64  # an engine that runs many calls at once: that many
-    served = SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind",
-                       engine=SweepEngine("openai", endpoints=("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")),
-                       progress=False)
-    assert unit_workers(served, 1, 8) == 12  # seed 001: 6 per endpoint
-    assert unit_workers(SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind",
-                                  engine=SweepEngine("hf", model=str(tmp_path)), workers=3, progress=False), 1, 8) == 3
+    def args(engine: SweepEngine, **kw: object) -> SweepArgs:
+        return SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind", engine=engine,
+                         progress=False, **kw)  # type: ignore[arg-type]
+
+    hf = SweepEngine("hf", model=str(tmp_path))
+    # hf: calls of several items (they share decode steps), and enough units that every decoder
+    # has an item while one unit is on the device
+    assert sweep_calls(args(hf), 1, 15) == SweepCalls(1 + -(-15 // SERIAL_CHUNK), SERIAL_CHUNK)
+    assert sweep_calls(args(hf), 1, 0) == SweepCalls(2, SERIAL_CHUNK)  # decoding in the unit's thread overlaps too
+    assert sweep_calls(args(hf, chunk=1), 1, 8) == SweepCalls(9, 1)
+    assert sweep_calls(args(hf, workers=3), 1, 8) == SweepCalls(3, SERIAL_CHUNK)
+    # an engine that runs many calls at once: that many units of one item
+    assert sweep_calls(args(SweepEngine("scripted")), 64, 8) == SweepCalls(64, 1)
+    served = SweepEngine("openai", endpoints=("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"))
+    assert sweep_calls(args(served), 1, 8) == SweepCalls(12, 1)  # seed 001: 6 per endpoint, one item each

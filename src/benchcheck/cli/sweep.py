@@ -102,7 +102,8 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--workers", type=int, default=None,
               help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint, 1 for hf).")
 @click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
-@click.option("--chunk", type=int, default=1, show_default=True, help="Items per engine call.")
+@click.option("--chunk", type=int, default=None,
+              help="Items per engine call (default 1; 8 for the in-process hf engine, whose calls share decode steps).")
 @click.option("--max-model-len", type=int, default=None,
               help="Declare the engine's context when it cannot report it (never lowers the budget).")
 @click.option("--min-context", type=click.IntRange(min=1), default=65536, show_default=True,
@@ -112,7 +113,7 @@ def dry_run_cmd(**kw: Any) -> None:
 @executor_options
 def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str,
             hf_config: tuple[str, ...], rules: str | None,
-            workers: int | None, decode_workers: int | None, chunk: int, max_model_len: int | None,
+            workers: int | None, decode_workers: int | None, chunk: int | None, max_model_len: int | None,
             min_context: int, no_progress: bool, executor: str, ray_address: str | None, **kw: Any) -> None:
     """Run the missing (bench, item, condition) rows; existing CSV rows are skipped (resumable).
 

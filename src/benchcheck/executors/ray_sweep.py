@@ -24,7 +24,7 @@ from benchcheck.engines.capabilities import concurrent_calls
 from benchcheck.executors.ray_cluster import cluster_failed, connect_announced, import_ray, on_engine_resource
 from benchcheck.executors.ray_units import run_units
 from benchcheck.spec import RunSpec
-from benchcheck.sweep.cli_run import after_run, check_engine_context, run_gpus, unit_workers
+from benchcheck.sweep.cli_run import after_run, check_engine_context, run_gpus, sweep_calls
 from benchcheck.sweep.engine import SweepEngine, build_sweep_engine, engine_max_model_len
 from benchcheck.sweep.job import SweepArgs
 from benchcheck.sweep.plan import Cell
@@ -82,18 +82,18 @@ def run_sweep(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSpec],
         echo(cluster_failed("sweep", e))
         return SweepSummary(aborted=True)
     check_engine_context(a, cells, facts.max_model_len)
-    workers = unit_workers(a, facts.concurrent_calls)
+    calls = sweep_calls(a, facts.concurrent_calls)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; "
                       f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors")
     summary = begin_sweep(cells, specs, a.paths)
     books = group_books(cells, a.paths, summary)
-    log_line(a.paths, start_line_of(books, facts.name, facts.model_name, workers))
+    log_line(a.paths, start_line_of(books, facts.name, facts.model_name, calls.workers))
     bar = tqdm(total=sum(b.size for b in books), desc="sweep (ray)", unit="item", disable=not a.progress)
     # An engine actor's call is as many cells as the local executor has in flight (served: 6 per
     # endpoint; in-process: the engine's own calls), so an engine gets the same concurrency.
     try:
         run = run_units(GenerateTask(dict(specs), StoreFrames(a.store)), books, SweepRecipe(a.engine), placement,
-                        workers * max(1, a.chunk), echo, "sweep", bar.update)
+                        calls.workers * calls.chunk, echo, "sweep", bar.update)
     except (ray.exceptions.RayError, ConnectionError) as e:
         echo(cluster_failed("sweep", e))
         summary.aborted = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchcheck.engines.base import Engine
@@ -116,17 +117,36 @@ def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None)
         raise PreconditionError(problem)
 
 
-def unit_workers(a: SweepArgs, engine_calls: int, decoders: int = 0) -> int:
-    """Units in flight: served engines 6 per endpoint (seed 001); an engine that runs several calls
-    at once, that many; an in-process engine that runs one call at a time (``hf``), one unit on
-    the device and one more per frame decoder (at least one): a unit decodes its frames before
-    its call, and with one unit in flight the device would wait through every decode."""
+# Items per engine call for an in-process engine that runs one call at a time (hf): a real answer
+# is a few tokens, and each decode step of a call costs the host as much for one row as for many,
+# so a call of several items shares its decode steps (the engine plans long prompts apart).
+SERIAL_CHUNK = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCalls:
+    """Units in flight and items per engine call (a unit is one call)."""
+
+    workers: int
+    chunk: int
+
+
+def sweep_calls(a: SweepArgs, engine_calls: int, decoders: int = 0) -> SweepCalls:
+    """Served engines: 6 units per endpoint (seed 001), one item each; an engine that runs several
+    calls at once: that many units of one item; an in-process engine that runs one call at a time
+    (``hf``): ``SERIAL_CHUNK`` items a call, and units enough that every frame decoder has an item
+    while one unit is on the device (a unit decodes its frames before its call: with one unit in
+    flight the device would wait through every decode). ``--workers`` / ``--chunk`` win."""
     n_endpoints = len(a.engine.endpoints)
+    serial = not n_endpoints and engine_calls <= 1
+    chunk = a.chunk or (SERIAL_CHUNK if serial else 1)
     if a.workers:
-        return a.workers
+        return SweepCalls(a.workers, chunk)
     if n_endpoints:
-        return DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints
-    return engine_calls if engine_calls > 1 else 1 + max(1, decoders)
+        return SweepCalls(DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints, chunk)
+    if not serial:
+        return SweepCalls(engine_calls, chunk)
+    return SweepCalls(1 + max(1, -(-decoders // chunk)), chunk)
 
 
 def run_gpus(a: SweepArgs) -> int | None:
@@ -149,10 +169,10 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
     """Run planned cells on an engine the caller owns (and closes)."""
     check_engine_context(a, cells, engine_max_model_len(engine, a.engine))
     pool = FramePool(Path(a.store) if a.store else None, a.decode_workers)
-    workers = unit_workers(a, concurrent_calls(engine), pool.workers)
-    cfg = RunnerConfig(workers=workers, chunk=a.chunk, progress=a.progress)
+    calls = sweep_calls(a, concurrent_calls(engine), pool.workers)
+    cfg = RunnerConfig(workers=calls.workers, chunk=calls.chunk, progress=a.progress)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}; "
-                      f"units in flight {workers}")
+                      f"units in flight {calls.workers}, {calls.chunk} items each")
     try:
         summary = await run_groups(cells, specs, engine, pool.frames, a.paths, cfg, echo, gpus=run_gpus(a),
                                   endpoints=a.engine.endpoints)

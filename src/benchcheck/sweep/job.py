@@ -29,7 +29,7 @@ class SweepArgs:
     engine: SweepEngine = field(default_factory=SweepEngine)
     workers: int | None = None
     decode_workers: int | None = None
-    chunk: int = 1
+    chunk: int | None = None  # items per engine call; None: by engine (cli_run.sweep_calls)
     max_model_len: int | None = None
     min_context: int = MIN_CONTEXT  # lowered only by an explicit --min-context
     progress: bool = True
