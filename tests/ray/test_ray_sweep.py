@@ -4,6 +4,7 @@ killed driver's run is completed by the same command run again: one row per (ite
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ from ray_helpers import engine_actor_pids, kill, raw_keys, run_sweep, sweep_rows
 from benchcheck.engines.rules.reference import DEFAULT_NAME
 from benchcheck.executors.ray_cluster import check_reachable
 from benchcheck.sweep.demo import DEMO_CONDS
-from benchcheck.sweep.results import CSV_NAME, read_csv
+from benchcheck.sweep.results import CSV_NAME, SweepPaths, read_csv
 
 FAULT_CONDS = "v_blind,v_1,v_8_s224"
 FAULT_LIMIT = 8  # items per benchmark: 4 x 8 x 3 = 96 cells, one unit each
@@ -67,6 +68,11 @@ def test_tiny_model_sweep_equals_local(ray_local: str, demo: tuple[list[Path], P
     for k in a:  # greedy text of the same requests, one unit per call on both: the same parse
         assert {f: a[k][f] for f in ("status", "pred", "parse", "n_frames", "prompt_tokens")} == (
             {f: b[k][f] for f in ("status", "pred", "parse", "n_frames", "prompt_tokens")}), k
+    # the engine's own configuration is in both run logs, alike (Ray: asked of the engine actor)
+    logs = [[json.loads(x) for x in SweepPaths.under(tmp_path / ex).run_log.read_text().splitlines()]
+            for ex in ("local", "ray")]
+    hashes = [{r.get("engine_config_hash") for r in rows} for rows in logs]
+    assert hashes[0] == hashes[1] and len(hashes[0]) == 1 and None not in hashes[0], hashes
 
 
 def test_killed_engine_actor_changes_nothing(ray_local: str, demo: tuple[list[Path], Path], tmp_path: Path,

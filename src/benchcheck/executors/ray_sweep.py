@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from benchcheck.engines.base import Engine
+from benchcheck.engines.base import Engine, engine_config_hash
 from benchcheck.engines.capabilities import concurrent_calls
 from benchcheck.executors.ray_cluster import cluster_failed, connect_announced, import_ray, on_engine_resource
 from benchcheck.executors.ray_units import run_units
@@ -43,12 +43,14 @@ class EngineFacts:
     model_name: str
     max_model_len: int | None
     concurrent_calls: int
+    config_hash: str | None = None  # the engine's own configuration (hf: HFConfig.hash), for run_log
 
 
 def _engine_facts(o: SweepEngine) -> EngineFacts:
     engine = build_sweep_engine(o)
     try:
-        return EngineFacts(engine.name, engine.model_name, engine_max_model_len(engine, o), concurrent_calls(engine))
+        return EngineFacts(engine.name, engine.model_name, engine_max_model_len(engine, o), concurrent_calls(engine),
+                           engine_config_hash(engine))
     finally:
         asyncio.run(engine.aclose())
 
@@ -107,7 +109,7 @@ def run_sweep(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSpec],
         echo(run.stats.line(placement))
     finally:
         bar.close()
-    ident = RunIdentity(facts.name, facts.model_name, tuple(a.engine.endpoints), run_gpus(a))
+    ident = RunIdentity(facts.name, facts.model_name, tuple(a.engine.endpoints), run_gpus(a), facts.config_hash)
     out = end_sweep(cells, specs, a.paths, summary, t0, echo, ident)
     after_run(a, benches, echo)
     return out
