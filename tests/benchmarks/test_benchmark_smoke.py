@@ -52,6 +52,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "qa_harness": (["--calls", "2", "--frames", "30", "--pick", "4", "--judge-items", "5"], "", True),
     "ray_executor": (["--rounds", "1", "--tiny-items", "2", "--sweep-items", "1"], "", True),
     "report_scale": (["--items", "300", "--benches", "3", "--out", "{tmp}/r", "--workers", "1"], "", True),
+    "screen_calls": (["--tiny", "--runs", "2:8:2,3:12:2", "--limit", "8", "--work", "{tmp}/work", "--out", "{tmp}"],
+                     "| 3 v32_2b | 12 | 2 |", True),
     "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),
     "sweep_local": (["--rounds", "1", "--sweep-items", "1"], "", True),
     "sweep_mix": (["--tiny", "--videos", "30:16x9:1", "--rounds", "1", "--conds", "v_blind,v_1,v_8_s224,v_fps0.5_s224",
