@@ -52,6 +52,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "qa_harness": (["--calls", "2", "--frames", "30", "--pick", "4", "--judge-items", "5"], "", True),
     "ray_executor": (["--rounds", "1", "--tiny-items", "2", "--sweep-items", "1"], "", True),
     "report_scale": (["--items", "300", "--benches", "3", "--out", "{tmp}/r", "--workers", "1"], "", True),
+    "screen_build": (["--videos", "4", "--repeats", "1", "--work", "{tmp}/work", "--out", "{tmp}"],
+                     "| 3 v32_2b |", False),
     "screen_calls": (["--tiny", "--runs", "2:8:2,3:12:2", "--limit", "8", "--work", "{tmp}/work", "--out", "{tmp}"],
                      "| 3 v32_2b | 12 | 2 |", True),
     "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),

@@ -12,6 +12,7 @@ from benchcheck.video.cache import (
     frames_present,
     load_cached_frame,
     load_cached_jpegs,
+    load_cached_positions,
     read_frames_json,
     write_frames,
 )
@@ -129,6 +130,16 @@ def test_origin_cache_without_files_list_reads_in_position_order(tmp_path: Path)
     assert load_cached_frame(tmp_path, "vid2", 3) == b"x"
     with pytest.raises(FileNotFoundError):
         load_cached_frame(tmp_path, "vid2", 16)
+
+
+def test_positions_read_in_the_order_asked(tmp_path: Path) -> None:
+    """Several positions at once (``frames.json`` read once) equal each read alone, in the order
+    asked; a missing one names the folder and the position."""
+    write_frames(tmp_path, "v", {"positions": [0, 1, 2], "files": ["a.jpg", "b.jpg", "c.jpg"]}, [b"0", b"1", b"2"])
+    assert load_cached_positions(tmp_path, "v", [2, 0, 2]) == [b"2", b"0", b"2"]
+    assert load_cached_positions(tmp_path, "v", range(3)) == [load_cached_frame(tmp_path, "v", k) for k in range(3)]
+    with pytest.raises(FileNotFoundError, match=r"v: no frame at position 7"):
+        load_cached_positions(tmp_path, "v", [0, 7])
 
 
 def test_damaged_store_video_is_a_failure_not_a_crash(store: Path, ids: dict[str, str], tmp_path: Path) -> None:

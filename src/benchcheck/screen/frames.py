@@ -50,9 +50,9 @@ class CacheFrames:
                 and set(range(plans.GRID32)) <= positions)
 
     def grid(self, video_id: str) -> list[bytes]:
-        from benchcheck.video.cache import load_cached_frame
+        from benchcheck.video.cache import load_cached_positions
 
-        return [load_cached_frame(self.root, video_id, k) for k in range(plans.GRID32)]
+        return load_cached_positions(self.root, video_id, range(plans.GRID32))
 
 
 class StoreFrames:

@@ -66,15 +66,20 @@ class ScoreTask:
         return f"{item.item_id} step {self.step}"
 
     def build_now(self, items: Sequence[Item]) -> list[Built]:
-        """Each item's requests, its frames read here (blocking)."""
+        """Each item's requests, its frames read here (blocking), once a video for the chunk: a
+        video's questions come together, and each would read (or, from the store, decode) the
+        same grid."""
         out: list[Built] = []
+        grids: dict[str, list[bytes]] = {}
         for item in items:
             try:
                 grid = None
                 if self.spec.frames.visual:
                     if self.frames is None or not item.video_id:
                         raise ValueError("no frame source")
-                    grid = self.frames.grid(item.video_id)
+                    grid = grids.get(item.video_id)
+                    if grid is None:
+                        grid = grids[item.video_id] = self.frames.grid(item.video_id)
                 out.append((item, build_item_requests(self.spec, item, grid)))
             except Exception as e:  # a broken frame folder is this item's error, never the run's
                 out.append((item, f"frames: {type(e).__name__}: {e}"))

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +99,18 @@ def load_cached_jpegs(root: Path, video_id: str) -> list[bytes]:
 
 def load_cached_frame(root: Path, video_id: str, position: int) -> bytes:
     """The JPEG bytes at one grid position (``16`` = the middle frame of the 32 grid)."""
-    for k, name in cached_files(root, video_id):
-        if k == position:
-            return _read(frame_dir(root, video_id), name)
-    raise FileNotFoundError(f"{frame_dir(root, video_id)}: no frame at position {position}")
+    return load_cached_positions(root, video_id, [position])[0]
+
+
+def load_cached_positions(root: Path, video_id: str, positions: Sequence[int]) -> list[bytes]:
+    """The JPEG bytes at ``positions``, in that order, ``frames.json`` read once (a grid's 32
+    frames each reading it cost a screening step's host more than the frames themselves)."""
+    folder = frame_dir(root, video_id)
+    names = dict(cached_files(root, video_id))
+    missing = [k for k in positions if k not in names]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no frame at position {missing[0]}")
+    return [_read(folder, names[k]) for k in positions]
 
 
 def cache_satisfies(root: str | Path, video_id: str, wanted: dict[str, Any]) -> bool:
