@@ -18,7 +18,9 @@ DEFAULT_WORKERS = STEP_WORKERS
 # partial batch and a drained device pipeline, so fewer, larger calls keep the device busier
 # (see decision 029); 32-frame items hold their
 # decoded frames in memory until the call ends (about 11 MB each), so those steps take fewer.
-DEFAULT_CALL_ITEMS = {1: 64, 2: 64, 3: 48, 4: 64, 5: 48, 6: 48}
+# Steps 2 and 3 take more: a video's questions share its frames there, so each item is little
+# device work and a small call leaves the device waiting on the host (decision 105).
+DEFAULT_CALL_ITEMS = {1: 64, 2: 256, 3: 144, 4: 64, 5: 48, 6: 48}
 
 
 def resolve_model(spec: StepSpec, model: str | None, revision: str | None) -> tuple[str, str | None]:
