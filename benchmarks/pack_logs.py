@@ -19,11 +19,11 @@ import io
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 from benchcheck.data.pack_logs import mask_stream
 from benchcheck.masking import Masker
+from benchmarks.shared.timing import best_of
 
 SECRET = "sk-" + "BenchSecretValue0123456789"
 
@@ -38,15 +38,6 @@ def make_log(mib: int) -> bytes:
             out.write(f'INFO launching: vllm serve m --api-key {SECRET} -H "Authorization: Bearer {SECRET}"\n')
         n += 1
     return out.getvalue().encode()
-
-
-def best_s(fn: object, rounds: int = 3) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn()  # type: ignore[operator]
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main() -> None:
@@ -73,7 +64,7 @@ def main() -> None:
                     shutil.copyfileobj(f, dst)
 
             mib = len(text) / 2**20
-            print(f"| {name} | {mib:.0f} | {mib / best_s(masked):.0f} | {len(data) / 2**20 / best_s(copied):.0f} |")
+            print(f"| {name} | {mib:.0f} | {mib / best_of(masked):.0f} | {len(data) / 2**20 / best_of(copied):.0f} |")
         if a.old:
             spec = importlib.util.spec_from_file_location("oldpack", a.old)
             assert spec is not None and spec.loader is not None, a.old
@@ -87,7 +78,7 @@ def main() -> None:
                     old._write_masked(log, dst, [SECRET])
 
             print(f"| utf-8 log, previous pack (line by line) | {len(text) / 2**20:.0f} | "
-                  f"{len(text) / 2**20 / best_s(old_masked):.1f} | |")
+                  f"{len(text) / 2**20 / best_of(old_masked):.1f} | |")
 
 
 if __name__ == "__main__":

@@ -33,22 +33,13 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from benchmarks.shared.timing import best_of
+
 CMD = 'printf \'{"answer": "yes", "model": "m"}\''
-
-
-def _best_of(fn: Callable[[], object], repeat: int) -> float:
-    """The fastest of ``repeat`` runs: the least disturbed by other work on the machine."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def bench_command(calls: int) -> list[dict[str, Any]]:
@@ -68,7 +59,7 @@ def bench_command(calls: int) -> list[dict[str, Any]]:
     rows = []
     for name, fn in (("run_with_watchdog (ours)", lambda: asyncio.run(ours_all())),
                      ("subprocess.run (floor)", bare_all)):
-        rows.append({"bench": "command call", "variant": name, "ms_per_item": 1000 * _best_of(fn, 3) / calls})
+        rows.append({"bench": "command call", "variant": name, "ms_per_item": 1000 * best_of(fn, 3) / calls})
     return rows
 
 
@@ -112,7 +103,7 @@ def bench_frames(n_frames: int, pick: int) -> list[dict[str, Any]]:
                     {
                         "bench": f"{pick} of {n_frames} frames, 640x360, GOP {gop}",
                         "variant": name,
-                        "ms_per_item": 1000 * _best_of(fn, 3),
+                        "ms_per_item": 1000 * best_of(fn, 3),
                     }
                 )
     return rows

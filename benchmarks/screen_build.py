@@ -35,6 +35,7 @@ from benchcheck.video import plans
 from benchcheck.video.cache import cached_files, frame_dir, load_cached_frame
 from benchmarks.gpu_pool import BENCHES, PER_VIDEO, write_pool
 from benchmarks.shared.results import default_out, environment, write
+from benchmarks.shared.timing import best_of
 
 
 def naive(task: ScoreTask, root: Path, items: Sequence[Item]) -> None:
@@ -54,12 +55,7 @@ def limit(root: Path, items: Sequence[Item]) -> None:
 
 def timed(fn: Callable[[], None], repeats: int) -> float:
     """The least CPU seconds of ``repeats`` runs (the page cache warm after the first)."""
-    best = float("inf")
-    for _ in range(repeats):
-        c0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - c0)
-    return best
+    return best_of(fn, repeats, time.process_time)
 
 
 def main() -> None:
