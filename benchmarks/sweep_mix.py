@@ -416,6 +416,8 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
           f"{' (stopped at the budget)' if child_res['killed_at_budget'] else ''}", flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
     shutil.copy(work / "child.out", a.out / "sweep_mix_child.log")
+    if calls.is_file():  # each engine call's rows, prompt tokens and held seconds, for a later look
+        shutil.copy(calls, a.out / "sweep_mix_calls.jsonl")
     from benchcheck.sweep.results import read_csv
 
     rows = read_csv(results / "conditions_results.csv") if (results / "conditions_results.csv").is_file() else []
