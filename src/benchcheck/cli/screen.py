@@ -46,7 +46,7 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Requests in flight per --endpoint (default 32/16/8 by step); in-process: engine calls (2).")
 @click.option("--batch-items", type=int, default=None,
-              help="Items per engine call (default: hf 64, 48 for 32-frame steps; served 1).")
+              help="Items per engine call (default: hf 64; step 2 256, step 3 144, steps 5-6 48; served 1).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
 @click.option("--max-unit", type=int, default=20000, show_default=True,
               help="Items per shard unit (benchcheck protocol sharding).")
