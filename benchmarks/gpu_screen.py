@@ -541,6 +541,15 @@ def vision_block_variant(w: Workload, _: str) -> None:
              "variant: transformers' own vision block forward"), check="vision_block_other_way")
 
 
+def no_reads_variant(w: Workload, _: str) -> None:
+    """The visual forward the other way than the engine's choice (op ``visual_no_reads``): without
+    its device reads (the placeholder check, DeepStack's boolean indexing) or with them, and the
+    two ways' letters' log-probs compared directly."""
+    op_rows(w, "visual_no_reads", ("ours-no-reads", "ours-with-reads"),
+            ("variant: the visual forward without device reads",
+             "variant: transformers' placeholder check and DeepStack indexing"), check="no_reads_other_way")
+
+
 def flash_varlen_variant(w: Workload, _: str) -> None:
     """Packed rows' attention the other way than the engine's choice (op ``varlen_triton``):
     FlashAttention-2's variable-length kernel, or the Triton kernel where the keys are short, and
@@ -620,6 +629,7 @@ SPECIAL_VARIANTS = {
     "swiglu": Variant("both", True, swiglu_variant),
     "flash-varlen": Variant("both", True, flash_varlen_variant),
     "vision-block": Variant("visual", False, vision_block_variant),
+    "no-reads": Variant("visual", False, no_reads_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
@@ -860,7 +870,8 @@ def main() -> None:
                          "with SiLU-times-up in their epilogue, or cuBLAS then SiLU-times-up), flash-varlen (packed "
                          "rows' attention the other way: "
                          "FlashAttention-2 or the Triton kernel), vision-block (visual: the vision blocks the other "
-                         "way: fused or transformers' own), memo-off (visual: every request decodes its own "
+                         "way: fused or transformers' own), no-reads (visual: the visual forward with or without its "
+                         "device reads), memo-off (visual: every request decodes its own "
                          "frames), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "

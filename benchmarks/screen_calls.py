@@ -9,7 +9,7 @@ the rows as they land (``gpu_e2e.watch_screen``). ``--py-spy PATH`` records the 
 step with py-spy (``--nonblocking``, 50 samples a second, per thread), so the table's first row
 of a step carries that small overhead.
 
-Run (CPU):  PYTHONPATH=src:. python -m benchmarks.screen_calls --tiny --runs 2:16:2,2:64:2 --limit 40
+Run (CPU):  PYTHONPATH=src:. python -m benchmarks.screen_calls --tiny --runs 2:16:2,2:16:2:+visual_no_reads --limit 40
 Run (H200): PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.screen_calls --out $OUT
 """
 
@@ -32,18 +32,25 @@ from benchmarks.gpu_e2e import watch_screen, write_model
 from benchmarks.gpu_pool import BENCHES, pct, write_pool
 from benchmarks.shared.results import default_out, environment, write
 
-RUNS = "2:64:2,2:256:2,2:64:4,3:48:2,3:144:2"
+# The defaults, then the same with the visual forward's device reads taken out (decision 105).
+RUNS = "2:256:2,2:256:2:+visual_no_reads,3:144:2,3:144:2:+visual_no_reads"
 LIMITS = "2:448,3:250"  # items a benchmark by step: ~20 s of step 2 and ~40 s of step 3 on the H200
 
 
-def parse_runs(text: str) -> list[tuple[int, int, int]]:
-    """``STEP:ITEMS:CALLS,...`` as (step, items per call, calls in flight)."""
+def parse_runs(text: str) -> list[tuple[int, int, int, str]]:
+    """``STEP:ITEMS:CALLS[:OPS],...`` as (step, items per call, calls in flight, ops): OPS the
+    ``hf`` engine's ops for that run, joined by ``/`` (``+visual_no_reads/-swiglu``; none: the defaults)."""
     runs = []
     for part in text.split(","):
-        step, items, calls = (int(x) for x in part.split(":"))
-        if step not in STEPS or items < 1 or calls < 1:
-            raise SystemExit(f"--runs: {part!r} is not STEP:ITEMS:CALLS with a step 1-6 and positive counts")
-        runs.append((step, items, calls))
+        fields = part.split(":")
+        try:
+            step, items, calls = (int(x) for x in fields[:3])
+        except ValueError:
+            step = items = calls = 0
+        ops = fields[3] if len(fields) == 4 else ""
+        if len(fields) not in (3, 4) or step not in STEPS or items < 1 or calls < 1:
+            raise SystemExit(f"--runs: {part!r} is not STEP:ITEMS:CALLS[:OPS] with a step 1-6 and positive counts")
+        runs.append((step, items, calls, ops))
     return runs
 
 
@@ -64,7 +71,7 @@ def main() -> None:
     runs = parse_runs(args.runs)
     limits = ({k: int(args.limit) for k in STEPS} if args.limit.isdigit()
               else {int(k): int(n) for k, n in (p.split(":") for p in args.limit.split(","))})
-    missing = sorted({k for k, _, _ in runs} - set(limits))
+    missing = sorted({k for k, _, _, _ in runs} - set(limits))
     if missing:
         raise SystemExit(f"--limit: no item count for step {missing[0]}")
     out, work = Path(args.out), Path(args.work or Path(tempfile.gettempdir()) / "benchcheck_screen_calls")
@@ -76,8 +83,8 @@ def main() -> None:
         tiny_dir = build_tiny_model(work / "tiny")
     t = time.perf_counter()
     models = {m: write_model(work, device, tiny_dir, f"qwen3-vl-{m}", f"model-{m}")
-              for m in sorted({STEPS[k].model for k, _, _ in runs})}
-    upto = max(limits[k] for k, _, _ in runs)
+              for m in sorted({STEPS[k].model for k, _, _, _ in runs})}
+    upto = max(limits[k] for k, _, _, _ in runs)
     items_dir, cache = write_pool(work, upto, upto)
     setup_s = time.perf_counter() - t
     print(f"setup {setup_s:.1f} s: pool of {BENCHES} x {upto} items", flush=True)
@@ -85,7 +92,7 @@ def main() -> None:
     results = work / "results"
     done: list[dict[str, Any]] = []
     spied: set[int] = set()
-    for k, n_items, calls in runs:
+    for k, n_items, calls, ops in runs:
         left = args.budget_s - (time.perf_counter() - t0) - 10
         if left < 30:
             print(f"step {k} {n_items}x{calls}: skipped, {left:.0f} s of budget left", flush=True)
@@ -95,16 +102,18 @@ def main() -> None:
                "--chain", str(k), "--results", str(results), "--engine", "hf", "--model", str(models[STEPS[k].model]),
                "--frames", str(cache), "--device", device.type, "--no-progress", "--limit", str(limits[k]),
                "--batch-items", str(n_items), "--workers", str(calls)]
+        cmd += ["--hf-config", "ops=" + ops.replace("/", ",")] if ops else []
         spy = args.py_spy is not None and k not in spied
         if spy:
             spied.add(k)
             cmd = [args.py_spy, "record", "--nonblocking", "--threads", "-r", "50", "-f", "raw",
                    "-o", str(out / f"py_spy_step{k}.txt"), "--", *cmd]
         got = watch_screen(cmd, results / f"step{k}", device, left)
-        got.update(step=k, items_per_call=n_items, calls=calls, py_spy=spy,
-                   default=(n_items, calls) == (DEFAULT_CALL_ITEMS[k], SERIAL_CALLS))
+        got.update(step=k, items_per_call=n_items, calls=calls, ops=ops, py_spy=spy,
+                   default=(n_items, calls, ops) == (DEFAULT_CALL_ITEMS[k], SERIAL_CALLS, ""))
         done.append(got)
-        print(f"step {k} ({STEPS[k].name}) {n_items} items x {calls} calls: {got['rows']} rows, steady "
+        print(f"step {k} ({STEPS[k].name}) {n_items} items x {calls} calls{' ' + ops if ops else ''}: "
+              f"{got['rows']} rows, steady "
               f"{got['steady_items_per_s']:.2f} items/s, busy {pct(got['busy_steady'])}, first row "
               f"{got['first_row_s']:.1f} s, wall {got['wall_s']:.1f} s, exit {got['rc']}", flush=True)
         if got["rc"] != 0:
@@ -113,9 +122,10 @@ def main() -> None:
     env = environment(device, wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - cpu0, setup_s=setup_s)
     lines = [f"device: {env['device']}; torch {env['torch']}; {env['date']}; setup {setup_s:.0f} s; "
              f"script wall {env['wall_s']:.0f} s", "",
-             "| step | items a call | calls in flight | rows | steady items/s | busy (steady) | busy (all) | "
-             "first row s | wall s | exit | note |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
-    lines += [f"| {g['step']} {STEPS[g['step']].name} | {g['items_per_call']} | {g['calls']} | {g['rows']} | "
+             "| step | items a call | calls in flight | ops | rows | steady items/s | busy (steady) | busy (all) | "
+             "first row s | wall s | exit | note |", "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines += [f"| {g['step']} {STEPS[g['step']].name} | {g['items_per_call']} | {g['calls']} | {g['ops']} | "
+              f"{g['rows']} | "
               f"{g['steady_items_per_s']:.2f} | {pct(g['busy_steady'])} | {pct(g['busy'])} | {g['first_row_s']:.1f} | "
               f"{g['wall_s']:.1f} | {g['rc']}{' budget' if g['timed_out'] else ''} | "
               f"{', '.join(n for n, on in (('default', g['default']), ('py-spy', g['py_spy'])) if on)} |"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchcheck.engines.hf.attention.varlen import use_tree_attention
-from benchcheck.engines.hf.model import fused, scored, vision, vision_block
+from benchcheck.engines.hf.model import fused, scored, vision, vision_block, visual_reads
 from benchcheck.engines.hf.model.state import InstallReport, state_of
 
 log = logging.getLogger("benchcheck.engines.hf")
@@ -79,6 +79,10 @@ def fast_paths(qkv_rotary: Callable[..., Any] | None = None) -> list[FastPath]:
                   "transformers.masking_utils:sdpa_mask",
                   "transformers.integrations.sdpa_attention:sdpa_attention_forward"),
                  lambda m: int(use_tree_attention(m))),
+        # Installed everywhere: op ``visual_no_reads`` is read at each call (off: transformers' methods).
+        FastPath("visual_no_reads", {"Qwen3VLModel": ("get_placeholder_mask", "config", "language_model"),
+                                     "Qwen3VLTextModel": ("_deepstack_process",)}, (),
+                 visual_reads.use_visual_without_reads),
         FastPath("precomputed_vision_inputs", {},
                  tuple(f"transformers.vision_utils:{f}" for f in (
                      "get_vision_cu_seqlens", "get_vision_interpolation_indices_and_weights",
