@@ -13,7 +13,10 @@ With the op on, the placeholder mask is built without the check (the engine's en
 placeholder per merged patch of the grid it encoded, so the count holds by construction), and the
 DeepStack addition is a gather by the visual positions' running count and a ``torch.where``: the
 same additions of the same values, bit for bit, and nothing read. Off, transformers' own methods
-run. The op is read at each call, as ``vision_block``'s is.
+run. The op is read at each call, as ``vision_block``'s is. What the check caught (a count that
+does not match, which only a bug in building the batch could cause) then surfaces as
+``masked_scatter``'s device-side assertion instead of a ValueError: one reason the op is off
+until it is measured to be worth it.
 """
 
 from __future__ import annotations
