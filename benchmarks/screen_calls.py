@@ -57,7 +57,8 @@ def parse_runs(text: str) -> list[tuple[int, int, int, str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="the tiny model on the CPU (smoke run)")
-    ap.add_argument("--runs", default=RUNS, help="STEP:ITEMS:CALLS,... (items per engine call, calls in flight)")
+    ap.add_argument("--runs", default=RUNS, help="STEP:ITEMS:CALLS[:OPS],... (items per engine call, calls "
+                    "in flight, hf ops joined by '/' such as +visual_no_reads)")
     ap.add_argument("--limit", default=LIMITS, help="STEP:N,... items a benchmark per step, or one N for all")
     ap.add_argument("--budget-s", type=float, default=480.0, help="the script's wall time; later runs are skipped")
     ap.add_argument("--py-spy", default=None, help="a py-spy binary: record each step's first run")
