@@ -50,6 +50,11 @@ class Batcher(Generic[Req, Res]):
         self.requests = 0
         self.largest = 0
 
+    @property
+    def waiting(self) -> int:
+        """Requests queued and not yet handed to the engine."""
+        return len(self._pending)
+
     def start(self) -> None:
         """Start the dispatch loop (call inside the running event loop)."""
         if self._worker is None:
