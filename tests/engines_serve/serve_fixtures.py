@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
+from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.rules.scripted import ScriptedEngine
 from loopback import free_port, wait_health
 
 SCRIPTED_RULES = [
@@ -27,8 +32,37 @@ SCRIPTED_RULES = [
 ]
 
 
+T = TypeVar("T")
 
 
+async def until(ready: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Wait, on the event loop, until ``ready()``; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert time.monotonic() < deadline, "timed out waiting on the server"
+        await asyncio.sleep(0.01)
+
+
+class HeldEngine(ScriptedEngine):
+    """The scripted engine, whose requests with ``hold`` in the prompt wait until ``ready()``: a
+    test decides when such an engine call ends instead of racing a timer on a busy machine."""
+
+    def __init__(self, rules: list[dict[str, Any]], hold: str, ready: Callable[[], bool],
+                 name: str = "scripted") -> None:
+        super().__init__(rules, name=name)
+        self._hold = hold
+        self._ready = ready
+
+    async def _held(self, prompt: str, answer: Coroutine[Any, Any, T]) -> T:
+        if self._hold in prompt:
+            await until(self._ready)
+        return await answer
+
+    def score_each(self, reqs: Sequence[ScoreRequest]) -> list[Coroutine[Any, Any, LetterScores | Failure]]:
+        return [self._held(r.prompt, a) for r, a in zip(reqs, super().score_each(reqs), strict=True)]
+
+    def generate_each(self, reqs: Sequence[GenerateRequest]) -> list[Coroutine[Any, Any, Generation | Failure]]:
+        return [self._held(r.prompt, a) for r, a in zip(reqs, super().generate_each(reqs), strict=True)]
 
 
 @contextmanager

@@ -11,10 +11,13 @@ import time
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 from PIL import Image
+from serve_fixtures import HeldEngine, until
 
 from benchcheck.engines.rules.scripted import ScriptedEngine
 from benchcheck.serve.app import STATE, build_app
+from benchcheck.serve.batch import Batcher
 from loopback import thread_server
 
 
@@ -39,6 +42,17 @@ def _body(text: str, image: bytes | None = None) -> dict[str, Any]:
     return {"model": "vlm", "messages": [{"role": "user", "content": content}], "max_tokens": 8}
 
 
+def _held_app(rules: list[dict[str, Any]], queued: int) -> tuple[web.Application, Batcher[Any, Any]]:
+    """A one-slot server whose "hold" request keeps the engine until ``queued`` requests wait."""
+    app: web.Application | None = None
+
+    def ready() -> bool:
+        return app is not None and app[STATE].generations.waiting == queued
+
+    app = build_app(HeldEngine(rules, "hold", ready, name="vlm"), "vlm", max_batch_size=64, max_inflight_batches=1)
+    return app, app[STATE].generations
+
+
 async def _post(s: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
     t0 = time.perf_counter()
     async with s.post(f"{url}/v1/chat/completions", json=body) as r:
@@ -46,22 +60,21 @@ async def _post(s: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tup
 
 
 def test_a_bad_image_fails_its_own_request_only() -> None:
-    engine = ScriptedEngine([{"match": "hold", "delay_s": 0.5}, {"match": "", "reply": "ok"}], name="vlm")
-    app = build_app(engine, "vlm", max_batch_size=64, max_inflight_batches=1)
+    app, stats = _held_app([{"match": "", "reply": "ok"}], queued=6)
     bodies = [_body(f"question {i}", _jpeg()) for i in range(5)]
     bodies.insert(2, _body("question bad", _gif_as_jpeg()))
 
     async def go(url: str) -> list[tuple[int, dict[str, Any], float]]:
         async with aiohttp.ClientSession() as s:
             blocker = asyncio.create_task(_post(s, url, _body("hold the only slot")))
-            await asyncio.sleep(0.2)  # the six queue behind it and go to the engine as one batch
+            await until(lambda: stats.calls == 1)  # the six queue behind it and go to the engine as one batch
             out = await asyncio.gather(*(_post(s, url, b) for b in bodies))
             await blocker
             return list(out)
 
     with thread_server(app) as url:
         results = asyncio.run(go(url))
-    assert app[STATE].generations.largest >= 6  # they were one batch
+    assert stats.largest >= 6  # they were one batch
     statuses = [r[0] for r in results]
     assert statuses == [200, 200, 400, 200, 200, 200]
     message = results[2][1]["error"]["message"]
@@ -73,14 +86,12 @@ def test_a_bad_image_fails_its_own_request_only() -> None:
 def test_a_delay_rule_holds_up_its_own_request_only() -> None:
     """25 requests, one of them delayed, go to the engine as one batch (a blocker holds the only
     engine slot while they queue): only the delayed one waits."""
-    engine = ScriptedEngine([{"match": "hold", "delay_s": 0.5}, {"match": "slow", "delay_s": 2.0},
-                             {"match": "", "reply": "ok"}], name="vlm")
-    app = build_app(engine, "vlm", max_batch_size=64, max_inflight_batches=1)
+    app, stats = _held_app([{"match": "slow", "delay_s": 2.0}, {"match": "", "reply": "ok"}], queued=25)
 
     async def go(url: str) -> list[tuple[int, dict[str, Any], float]]:
         async with aiohttp.ClientSession() as s:
             blocker = asyncio.create_task(_post(s, url, _body("hold the only slot")))
-            await asyncio.sleep(0.2)
+            await until(lambda: stats.calls == 1)
             bodies = [_body("slow one" if i == 3 else f"question {i}") for i in range(25)]
             out = list(await asyncio.gather(*(_post(s, url, b) for b in bodies)))
             await blocker
@@ -88,7 +99,7 @@ def test_a_delay_rule_holds_up_its_own_request_only() -> None:
 
     with thread_server(app) as url:
         results = asyncio.run(go(url))
-    assert app[STATE].generations.largest >= 25  # one batch with the delayed one
+    assert stats.largest >= 25  # one batch with the delayed one
     assert all(r[0] == 200 for r in results)
     waited = [i for i, r in enumerate(results) if r[2] >= 1.5]
     assert waited == [3]

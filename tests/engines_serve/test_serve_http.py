@@ -8,7 +8,6 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,8 @@ import aiohttp
 import openai
 import pytest
 from aiohttp import web
-from serve_fixtures import cli_server
+from serve_fixtures import HeldEngine, cli_server, until
 
-from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.rules.scripted import ScriptedEngine
 from benchcheck.serve.app import STATE, build_app
 from loopback import thread_server
@@ -101,33 +99,6 @@ def test_server_binds_loopback_by_default(scripted_server: str) -> None:
     assert scripted_server.startswith("http://127.0.0.1:")
 
 
-_Answer = LetterScores | Failure
-
-
-class _HeldFirst(ScriptedEngine):
-    """The scripted engine, whose "first" request waits until ``ready()`` says so: the test then
-    decides when the engine call ends instead of racing a timer on a busy machine."""
-
-    def __init__(self, rules: list[dict[str, Any]], ready: Callable[[], bool]) -> None:
-        super().__init__(rules)
-        self._ready = ready
-
-    def score_each(self, reqs: Sequence[ScoreRequest]) -> list[Coroutine[Any, Any, _Answer]]:
-        async def held(req: ScoreRequest, answer: Coroutine[Any, Any, _Answer]) -> _Answer:
-            if "first" in req.prompt:
-                await _until(self._ready)
-            return await answer
-
-        return [held(r, a) for r, a in zip(reqs, super().score_each(reqs), strict=True)]
-
-
-async def _until(ready: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, "timed out waiting on the server"
-        await asyncio.sleep(0.01)
-
-
 def test_concurrent_requests_reach_the_engine_as_one_batch() -> None:
     # One engine call in flight: the first request holds it until the 24 sent after it started
     # are queued; those must then go in together as the next call.
@@ -136,7 +107,7 @@ def test_concurrent_requests_reach_the_engine_as_one_batch() -> None:
     def queued() -> bool:
         return app is not None and app[STATE].scores.waiting == 24
 
-    engine = _HeldFirst([{"match": "", "letters": {"A": -0.1}}], queued)
+    engine = HeldEngine([{"match": "", "letters": {"A": -0.1}}], "first", queued)
     app = build_app(engine, "m", max_batch_size=64, max_inflight_batches=1)
     stats = app[STATE].scores
 
@@ -148,7 +119,7 @@ def test_concurrent_requests_reach_the_engine_as_one_batch() -> None:
         async with aiohttp.ClientSession() as s:
             async def one(text: str) -> int:
                 if text != "first":
-                    await _until(lambda: stats.calls == 1)
+                    await until(lambda: stats.calls == 1)
                 async with s.post(url + "/v1/chat/completions", json=body(text)) as r:
                     return r.status
 
