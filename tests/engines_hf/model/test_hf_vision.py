@@ -64,3 +64,29 @@ def test_precomputed_grid_inputs_give_the_towers_own_result(hf_engine: HFEngine)
     for i in range(INPUT_CACHE + 2):  # bounded cache
         vision_inputs(hf_engine.model, torch.tensor([[1, 2 * (i + 1), 2]]))
     assert len(state_of(hf_engine.model).vision_inputs) == INPUT_CACHE
+
+
+def test_a_grid_list_assembled_from_its_shapes_equals_transformers_on_the_whole_list(hf_engine: HFEngine) -> None:
+    """Runs of equal shapes, a shape seen again after another, several frames in one entry (t > 1)
+    and a shape met in an earlier list: bit for bit transformers' functions on the whole list."""
+    from transformers.vision_utils import (
+        get_vision_cu_seqlens,
+        get_vision_interpolation_indices_and_weights,
+        get_vision_position_ids,
+    )
+
+    from benchcheck.engines.hf.model.vision_inputs import vision_inputs
+
+    visual = hf_engine.model.model.visual
+    state = state_of(hf_engine.model)
+    vision_inputs(hf_engine.model, torch.tensor([[1, 6, 4]]))  # an earlier list's shape
+    grid = torch.tensor([[1, 4, 6]] * 3 + [[2, 6, 4], [1, 4, 6], [1, 8, 8], [1, 8, 8], [1, 6, 4]])
+    kw = vision_inputs(hf_engine.model, grid)
+    indices, weights = get_vision_interpolation_indices_and_weights(
+        grid, num_grid_per_side=visual.num_grid_per_side, mode=visual.interpolation_mode,
+        align_corners=visual.interpolation_align_corners, spatial_merge_size=visual.config.spatial_merge_size)
+    assert torch.equal(kw["image_interp_indices"], indices)
+    assert torch.equal(kw["image_interp_weights"], weights)
+    assert torch.equal(kw["image_position_ids"], get_vision_position_ids(grid, visual.spatial_merge_size))
+    assert torch.equal(kw["image_cu_seqlens"], get_vision_cu_seqlens(grid))
+    assert {(1, 4, 6), (2, 6, 4), (1, 8, 8), (1, 6, 4)} <= set(state.vision_shapes)

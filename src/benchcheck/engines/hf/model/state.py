@@ -59,6 +59,8 @@ class ModelState:
     vision_lengths: list[Any] = field(default_factory=lambda: [None, []])
     # distinct grid lists -> the vision tower's precomputed inputs (``vision_inputs``)
     vision_inputs: OrderedDict[tuple[int, ...], dict[str, Any]] = field(default_factory=OrderedDict)
+    # distinct image shapes (t, h, w) -> their inputs on the device, the lists' parts
+    vision_shapes: OrderedDict[tuple[int, int, int], tuple[Any, ...]] = field(default_factory=OrderedDict)
     vision_inputs_ok: bool = True  # transformers takes the precomputed inputs (``install``)
     report: InstallReport | None = None  # what ``install.install_fast_paths`` did
     # The config in force: set under the model's lock by the engine whose forward runs

@@ -4,13 +4,20 @@
 device in every forward (rotary positions, position-embedding interpolation taps, sequence
 boundaries): transformers builds the rotary positions in a Python loop of small device ops per
 image (about 2,000 launches and a device wait for a batch of eight 32-frame requests), and the
-host then sat in that loop while the device ran dry. They are computed once on the host by
-transformers' own functions, per distinct list of grids (every batch of 32-frame requests
-usually has the same), and kept on the device.
+host then sat in that loop while the device ran dry. They are computed on the host by
+transformers' own functions and kept on the device, per distinct list of grids (every batch of
+32-frame requests usually has the same).
+
+A new list is assembled on the device from each distinct image shape's inputs, computed once per
+shape: an image's positions and taps depend on its own (t, h, w) only. Computing a whole list
+on the host cost about a CPU-second for a sweep call's 2,000 frames (2.6 million patches, where
+the lists of fps ladders on different videos rarely repeat), a second the device sat idle.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -19,6 +26,7 @@ from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.runtime.transfer import to_device
 
 INPUT_CACHE = 16  # distinct grid lists kept on the device
+SHAPE_CACHE = 256  # distinct image shapes (t, h, w) whose inputs are kept on the device
 
 
 def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
@@ -29,11 +37,7 @@ def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
     state = state_of(model)
     if not state.vision_inputs_ok:
         return {}
-    from transformers.vision_utils import (
-        get_vision_cu_seqlens,
-        get_vision_interpolation_indices_and_weights,
-        get_vision_position_ids,
-    )
+    from transformers.vision_utils import get_vision_cu_seqlens
 
     visual = model.model.visual
     device = next(visual.parameters()).device
@@ -41,18 +45,15 @@ def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
     key = tuple(int(x) for x in grid.reshape(-1).tolist())
     hit = cache.get(key)
     if hit is None:
-        indices, weights = get_vision_interpolation_indices_and_weights(
-            grid, num_grid_per_side=visual.num_grid_per_side, mode=visual.interpolation_mode,
-            align_corners=visual.interpolation_align_corners, spatial_merge_size=visual.config.spatial_merge_size,
-        )
+        rows = [(key[i], key[i + 1], key[i + 2]) for i in range(0, len(key), 3)]
+        parts = [_shape_inputs(state.vision_shapes, visual, shape, device) for shape in rows]
         cu = get_vision_cu_seqlens(grid)
         hit = {
-            "image_position_ids": to_device(get_vision_position_ids(grid, visual.spatial_merge_size), device),
-            "image_interp_indices": to_device(indices, device),
-            "image_interp_weights": to_device(weights, device),
-            "image_cu_seqlens": to_device(cu, device),
-            "lengths": (cu[1:] - cu[:-1]).tolist(),
+            name: _runs(rows, [p[j] for p in parts])
+            for j, name in enumerate(("image_position_ids", "image_interp_indices", "image_interp_weights"))
         }
+        hit["image_cu_seqlens"] = to_device(cu, device)
+        hit["lengths"] = (cu[1:] - cu[:-1]).tolist()
         cache[key] = hit
         while len(cache) > INPUT_CACHE:
             cache.popitem(last=False)
@@ -61,3 +62,36 @@ def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
     out = {k: v for k, v in hit.items() if k != "lengths"}
     out["image_grid_thw"] = grid
     return out
+
+
+def _shape_inputs(memo: OrderedDict[tuple[int, int, int], tuple[torch.Tensor, ...]], visual: Any,
+                  shape: tuple[int, int, int], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """(position ids, interpolation indices, interpolation weights) of one image of ``shape`` on
+    ``device``, by transformers' functions; kept in ``memo`` (least recently used dropped)."""
+    hit = memo.get(shape)
+    if hit is None:
+        from transformers.vision_utils import get_vision_interpolation_indices_and_weights, get_vision_position_ids
+
+        one = torch.tensor([shape])
+        indices, weights = get_vision_interpolation_indices_and_weights(
+            one, num_grid_per_side=visual.num_grid_per_side, mode=visual.interpolation_mode,
+            align_corners=visual.interpolation_align_corners, spatial_merge_size=visual.config.spatial_merge_size,
+        )
+        positions = get_vision_position_ids(one, visual.spatial_merge_size)
+        hit = memo[shape] = (to_device(positions, device), to_device(indices, device), to_device(weights, device))
+        while len(memo) > SHAPE_CACHE:
+            memo.popitem(last=False)
+    memo.move_to_end(shape)
+    return hit
+
+
+def _runs(rows: list[tuple[int, int, int]], parts: list[torch.Tensor]) -> torch.Tensor:
+    """``parts`` (one per row) concatenated, each run of equal rows as one repeat: a request's
+    frames share a shape, so a call's thousands of images are a few device copies."""
+    pieces = []
+    i = 0
+    for _, run in itertools.groupby(rows):
+        n = len(list(run))
+        pieces.append(parts[i] if n == 1 else parts[i].expand(n, *parts[i].shape).flatten(0, 1))
+        i += n
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
