@@ -62,6 +62,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
                    "--workdir", "{tmp}/w", "--out", "{tmp}"], "| v_fps0.5_s224 |", True),
     "sweep_validity": (["--runs", "1", "--power-runs", "1", "--n-perm", "50"], "", True),
     "varlen_probe": ([], "needs a CUDA device", False),
+    "vision_inputs": (["--repeats", "1", "--out", "{tmp}"], "| 2B call |", False),
     "vision_rotary": (["--smoke", "--out", "{tmp}"], "", True),
 }
 NEEDS = {"vision_rotary": "triton", "ray_executor": "ray", "dedup": "sentence_transformers"}  # else skipped
