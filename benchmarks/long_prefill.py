@@ -11,6 +11,11 @@ Three parts (random-weight true-shape Qwen3-VL models, bf16, one GPU):
             (the bytes a step reads: the language model's weights and the K/V cache, at the copy
             bandwidth measured here); a device profile of one prefill by kernel category.
   video32   the 2B 32-frame scoring workload: one call's device profile by kernel category.
+  padded    a generation batch of two long rows of unequal length (8B, 416x224 frames, 4 new
+            tokens), as the sweep's calls cut its fps ladders: padded on the right with a causal
+            prefill (op ``right_prefill``, ours), on the left with a mask (the way before), each
+            row alone (two calls), and the limit (both rows' FLOPs at the matmul peak); op rows
+            alternate (decision 106).
 
 Run (GPU): PYTHONPATH=src:. python3 -m benchmarks.long_prefill --out $OUT
 Run (CPU): PYTHONPATH=src python -m benchmarks.long_prefill --tiny   (plumbing only)
@@ -289,6 +294,34 @@ def sweep_part(engine: HFEngine, n_frames: int, bw: float, peak: float) -> dict[
     return res
 
 
+def padded_part(engine: HFEngine, frames: tuple[int, int], peak: float, rounds: int = 2) -> dict[str, Any]:
+    pics = [jpeg(2000 + s, 416, 224) for s in range(16)]
+    reqs = [GenerateRequest(f"g{i}", f"Question {i}: what happens in the video?" + " Why?" * i,
+                            tuple(pics[k % len(pics)] for k in range(n)), max_tokens=4) for i, n in enumerate(frames)]
+    tokens = [engine.encoder.encode(r.prompt, r.images, None).n_tokens for r in reqs]
+    # One batch of both rows: the first chunk takes the call whole.
+    ways = {"right": engine.with_config(replace(engine.config.with_ops("+right_prefill"), first_chunk=len(reqs))),
+            "left": engine.with_config(replace(engine.config.with_ops("-right_prefill"), first_chunk=len(reqs)))}
+    stop = engine.stop_ids
+    for e in (engine, *ways.values()):
+        e.stop_ids = set()
+    try:
+        got: dict[str, list[float]] = {name: [] for name in ways}
+        for _ in range(rounds):
+            for name, e in ways.items():
+                got[name].append(timed(lambda e=e: e.generate_sync(reqs), reps=1))  # type: ignore[misc]
+        alone = sum(timed(lambda r=r: engine.generate_sync([r]), reps=1) for r in reqs)  # type: ignore[misc]
+    finally:
+        for e in (engine, *ways.values()):
+            e.stop_ids = stop
+    limit = sum(item_flops(engine.model.config, n, grids_of(engine.encoder.encode(r.prompt, r.images, None)))
+                for n, r in zip(tokens, reqs, strict=True)) / (peak * 1e12)
+    res = {"frames": list(frames), "prompt_tokens": tokens, "right_s": got["right"], "left_s": got["left"],
+           "alone_s": alone, "limit_s": limit}
+    print(f"  padded: {json.dumps(res)}", flush=True)
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true")
@@ -324,6 +357,10 @@ def main() -> None:
     if "sweep" in parts:
         engine = build("qwen3-vl-8b", tiny_dir, device)
         result["sweep"] = sweep_part(engine, 16 if args.tiny else 582, bw, peak)
+        free(engine)
+    if "padded" in parts:
+        engine = build("qwen3-vl-8b", tiny_dir, device)
+        result["padded"] = padded_part(engine, (12, 9) if args.tiny else (290, 250), peak)
         free(engine)
     if "video32" in parts:
         engine = build("qwen3-vl-2b", tiny_dir, device)

@@ -41,7 +41,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "gpu_screen": (["--tiny", "--only", "blind,video32,sweep,e2e", "--variants", "", "--out", "{tmp}"],
                    "| check |", True),
     "lm_kernels": ([], "needs a CUDA device", False),
-    "long_prefill": (["--tiny", "--parts", "kernels,vision", "--out", "{tmp}"], "vision 8x16", True),
+    "long_prefill": (["--tiny", "--parts", "kernels,vision,padded", "--out", "{tmp}"], "padded: ", True),
     "lock_probe": (["--threads", "1"], "", True),
     "pack_logs": (["--mib", "1"], "mask_stream", False),
     "pipeline_timeline": (["--tiny", "--out", "{tmp}"], "", True),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hf_helpers import make_jpeg
+from hf_helpers import make_jpeg, variant
 
 from benchcheck.engines import Engine, Failure, GenerateRequest, Generation, LetterScores, ScoreRequest, create_engine
 from benchcheck.engines.hf.config import HFConfig
@@ -96,6 +96,27 @@ def test_greedy_generation(hf_engine: HFEngine) -> None:
         assert g.text and 0 < g.completion_tokens <= req.max_tokens
         [alone] = hf_engine.generate_sync([req])
         assert isinstance(alone, Generation) and alone.text == g.text
+
+
+def test_rows_of_unequal_length_are_padded_on_the_right_and_generate_the_same(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchcheck.engines.hf.engine as engine_module
+
+    reqs = [GenerateRequest("g1", "Describe the scene.", max_tokens=6),
+            GenerateRequest("g2", prompt(3), images=(make_jpeg(1),), max_tokens=4),
+            GenerateRequest("g3", "Describe the scene.", images=(make_jpeg(2),), max_tokens=5)]
+    sides: list[bool] = []
+    real = engine_module.collate
+    monkeypatch.setattr(engine_module, "collate", lambda *a, **kw: (sides.append(kw["right"]), real(*a, **kw))[1])
+    right = hf_engine.generate_sync(reqs)
+    assert True in sides  # a batch of several rows (the planner may send the first alone)
+    sides.clear()
+    left = variant(hf_engine, "-right_prefill").generate_sync(reqs)  # type: ignore[attr-defined]
+    assert True not in sides
+    assert [g.text for g in right] == [g.text for g in left]  # type: ignore[union-attr]
+    assert all(isinstance(g, Generation) for g in right)
+    hf_engine.generate_sync(reqs[:1])  # one row: nothing to pad, left as it was
+    assert sides[-1] is False
 
 
 def test_generation_continues_the_prefill_like_scoring(hf_engine: HFEngine) -> None:

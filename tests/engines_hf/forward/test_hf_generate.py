@@ -53,17 +53,19 @@ def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) 
 
 
 def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int],
-             lookback: int | None = None) -> list[list[int]]:
-    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+             lookback: int | None = None, right: bool = False) -> list[list[int]]:
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=right)
     return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback)
 
 
-@pytest.mark.parametrize("which,max_new,fixed_shapes", [
-    ([0, 1, 2], [7, 3, 5], True),  # rows of different lengths: left padding, steps over the reservation with a mask
-    ([2], [6], False),  # no padding: the cache appends, no mask
+@pytest.mark.parametrize("which,max_new,fixed_shapes,right", [
+    ([0, 1, 2], [7, 3, 5], True, False),  # rows of different lengths: left padding, masked steps over the reservation
+    ([0, 1, 2], [7, 3, 5], True, True),  # the same padded on the right: a causal prefill, no mask
+    ([2], [6], False, False),  # no padding: the cache appends, no mask
 ])
 def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[int], max_new: list[int],
-                                               fixed_shapes: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+                                               fixed_shapes: bool, right: bool,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     prompts = [encoded(hf_engine)[i] for i in which]
     assert (len({p.n_tokens for p in prompts}) > 1) == fixed_shapes
     steps: list[torch.Tensor] = []  # the logits of the prefill and of every decode step
@@ -72,7 +74,7 @@ def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[
     monkeypatch.setattr(ReservedCache, "start_decoding", lambda c, slot: (starts.append(1), real(c, slot))[1])
     hook = hf_engine.model.lm_head.register_forward_hook(lambda m, a, out: steps.append(out[:, -1].clone()))
     try:
-        out = generate(hf_engine, prompts, max_new, set())
+        out = generate(hf_engine, prompts, max_new, set(), right=right)
     finally:
         hook.remove()
     assert bool(starts) == fixed_shapes

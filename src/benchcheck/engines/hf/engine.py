@@ -284,6 +284,13 @@ class HFEngine:
         return "varlen" if self._varlen_installed and self._config.op("varlen", self._varlen_fast) else "mask"
 
     @property
+    def right_prefill(self) -> bool:
+        """A generation batch whose rows differ in length is padded on the right (op
+        ``right_prefill``): transformers runs a left-padded prefill with a mask, so SDPA's masked
+        kernel over the whole square with K/V heads repeated, not its causal one."""
+        return self._config.op("right_prefill")
+
+    @property
     def unpadded_scoring(self) -> bool:
         """Short batches that share nothing scored in one unpadded row (op ``unpadded``; with "varlen")."""
         return self._config.op("unpadded")
@@ -392,8 +399,10 @@ class HFEngine:
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
             idx = planned.idx
+            prompts = [e.prompt for e in enc]
+            right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
             with self.active():
-                batch = collate([e.prompt for e in enc], self.pad_id, self.pixels, self.dtype)
+                batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
                 new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
                                    graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback())
             dt = time.perf_counter() - t0

@@ -127,6 +127,14 @@ def host_positions(items: Sequence[EncodedPrompt], width: int, right: bool, imag
     return pos
 
 
+def last_real(batch: Batch, states: torch.Tensor) -> torch.Tensor:
+    """(B, hidden) ``states`` (B, L, hidden) at each row's last real token of the right-padded
+    ``batch``: the position whose logits score or continue the row."""
+    dev = states.device
+    last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, dev)
+    return states[to_device(torch.arange(len(batch.lengths)), dev), last]
+
+
 def position_ids(batch: Batch) -> torch.Tensor:
     """(4, B, L) positions of ``batch`` on its device (``Batch.positions``), a tensor of its own."""
     dev = batch.input_ids.device

@@ -37,7 +37,7 @@ import torch
 from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
-from benchcheck.engines.hf.forward.batch import Batch, position_ids
+from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
 from benchcheck.engines.hf.runtime.pacing import LaunchPacer
 from benchcheck.errors import first_line
 
@@ -190,12 +190,14 @@ def check_attention(model: Any) -> None:
 def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None) -> list[list[int]]:
-    """Greedy decoding of a left-padded batch; row r stops at a stop token or after ``max_new[r]``
-    tokens. Returns each row's new tokens, stop token excluded. ``graphs``: replay decode steps as
-    a CUDA graph where enabled; ``lookback``: steps between a finished flag and its reading
-    (default ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host
-    waits keeps the device busy whenever queuing a step takes the host less time than the step
-    takes the device, and each further step of look-back is a step wasted after a stop). See the module's docstring."""
+    """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
+    row r stops at a stop token or after ``max_new[r]`` tokens. Returns each row's new tokens,
+    stop token excluded. ``graphs``: replay decode steps as a CUDA graph where enabled;
+    ``lookback``: steps between a finished flag and its reading (default
+    ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host waits keeps
+    the device busy whenever queuing a step takes the host less time than the step takes the
+    device, and each further step of look-back is a step wasted after a stop). See the module's
+    docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
@@ -219,8 +221,16 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     if fixed:
         capacity = reserved_slots(capacity)  # decode_attention's value blocks
     cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
-    out = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True, past_key_values=cache)
-    nxt = out.logits[:, -1, :].argmax(-1)
+    if batch.right:
+        # No mask: SDPA's causal kernel, grouped K/V heads as they are. A pad after a row's last
+        # token changes nothing before it, and the steps' mask leaves the pads out.
+        states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True,
+                             past_key_values=cache).last_hidden_state
+        logits = model.lm_head(last_real(batch, states)[:, None, :])
+    else:
+        logits = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True,
+                       past_key_values=cache).logits
+    nxt = logits[:, -1, :].argmax(-1)
     tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
     limit = torch.tensor(max_new, device=dev)
     stop = torch.tensor(sorted(stop_ids), dtype=torch.long, device=dev)

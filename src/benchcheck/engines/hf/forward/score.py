@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from benchcheck.engines.hf.forward.batch import Batch, position_ids
+from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
 from benchcheck.engines.hf.forward.packed import PackedBatch, packed_logprobs
 from benchcheck.engines.hf.model.scored import Scored, installed
 from benchcheck.engines.hf.runtime.transfer import to_device
@@ -57,9 +57,7 @@ def score_batch(model: Any, batch: Batch, k: int, gather_ids: torch.Tensor | Non
                              scored=scored).last_hidden_state[0]
         return _pending_top(torch.log_softmax(model.lm_head(hidden).float(), dim=-1), k, gather_ids)
     states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=False).last_hidden_state
-    last = to_device(torch.tensor(batch.lengths, dtype=torch.long) - 1, pos.device)
-    rows = to_device(torch.arange(len(batch.lengths)), pos.device)
-    hidden = states[rows, last]
+    hidden = last_real(batch, states)
     return _pending_top(torch.log_softmax(model.lm_head(hidden).float(), dim=-1), k, gather_ids)
 
 
