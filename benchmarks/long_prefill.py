@@ -298,7 +298,8 @@ def padded_part(engine: HFEngine, frames: tuple[int, int], peak: float, rounds: 
     pics = [jpeg(2000 + s, 416, 224) for s in range(16)]
     reqs = [GenerateRequest(f"g{i}", f"Question {i}: what happens in the video?" + " Why?" * i,
                             tuple(pics[k % len(pics)] for k in range(n)), max_tokens=4) for i, n in enumerate(frames)]
-    tokens = [engine.encoder.encode(r.prompt, r.images, None).n_tokens for r in reqs]
+    encoded = [engine.encoder.encode(r.prompt, r.images, None) for r in reqs]
+    tokens = [e.n_tokens for e in encoded]
     # One batch of both rows: the first chunk takes the call whole.
     ways = {"right": engine.with_config(replace(engine.config.with_ops("+right_prefill"), first_chunk=len(reqs))),
             "left": engine.with_config(replace(engine.config.with_ops("-right_prefill"), first_chunk=len(reqs)))}
@@ -314,8 +315,7 @@ def padded_part(engine: HFEngine, frames: tuple[int, int], peak: float, rounds: 
     finally:
         for e in (engine, *ways.values()):
             e.stop_ids = stop
-    limit = sum(item_flops(engine.model.config, n, grids_of(engine.encoder.encode(r.prompt, r.images, None)))
-                for n, r in zip(tokens, reqs, strict=True)) / (peak * 1e12)
+    limit = sum(item_flops(engine.model.config, e.n_tokens, grids_of(e)) for e in encoded) / (peak * 1e12)
     res = {"frames": list(frames), "prompt_tokens": tokens, "right_s": got["right"], "left_s": got["left"],
            "alone_s": alone, "limit_s": limit}
     print(f"  padded: {json.dumps(res)}", flush=True)

@@ -45,11 +45,13 @@ def vision_inputs(model: Any, grid: torch.Tensor) -> dict[str, Any]:
     key = tuple(int(x) for x in grid.reshape(-1).tolist())
     hit = cache.get(key)
     if hit is None:
-        rows = [(key[i], key[i + 1], key[i + 2]) for i in range(0, len(key), 3)]
-        parts = [_shape_inputs(state.vision_shapes, visual, shape, device) for shape in rows]
+        # A request's frames share a shape: a call's thousands of images are a few runs.
+        shapes = [(key[i], key[i + 1], key[i + 2]) for i in range(0, len(key), 3)]
+        runs = [(_shape_inputs(state.vision_shapes, visual, shape, device), len(list(same)))
+                for shape, same in itertools.groupby(shapes)]
         cu = get_vision_cu_seqlens(grid)
         hit = {
-            name: _runs(rows, [p[j] for p in parts])
+            name: _joined([(parts[j], n) for parts, n in runs])
             for j, name in enumerate(("image_position_ids", "image_interp_indices", "image_interp_weights"))
         }
         hit["image_cu_seqlens"] = to_device(cu, device)
@@ -85,13 +87,7 @@ def _shape_inputs(memo: OrderedDict[tuple[int, int, int], tuple[torch.Tensor, ..
     return hit
 
 
-def _runs(rows: list[tuple[int, int, int]], parts: list[torch.Tensor]) -> torch.Tensor:
-    """``parts`` (one per row) concatenated, each run of equal rows as one repeat: a request's
-    frames share a shape, so a call's thousands of images are a few device copies."""
-    pieces = []
-    i = 0
-    for _, run in itertools.groupby(rows):
-        n = len(list(run))
-        pieces.append(parts[i] if n == 1 else parts[i].expand(n, *parts[i].shape).flatten(0, 1))
-        i += n
+def _joined(runs: list[tuple[torch.Tensor, int]]) -> torch.Tensor:
+    """Each (inputs, n) repeated n times, concatenated in order."""
+    pieces = [part if n == 1 else part.expand(n, *part.shape).flatten(0, 1) for part, n in runs]
     return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
