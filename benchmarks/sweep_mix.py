@@ -201,9 +201,11 @@ def child() -> None:
 
 
 def run_child(cmd: list[str], env: dict[str, str], calls: Path, logs: Path, timeout: float,
-              cuda: bool) -> dict[str, Any]:
+              cuda: bool, spied: bool = False) -> dict[str, Any]:
     """The child until it exits or ``timeout`` (its process group killed); NVML samples and the
-    call log's growth polled, so a window's samples can be picked by time."""
+    call log's growth polled, so a window's samples can be picked by time. ``spied``: the command
+    is py-spy recording the child, so at the budget py-spy gets SIGINT first (it writes its
+    samples, then ends the child) and the group is killed after."""
     from benchmarks.shared.nvml import Nvml
 
     nvml = Nvml() if cuda else None
@@ -231,7 +233,12 @@ def run_child(cmd: list[str], env: dict[str, str], calls: Path, logs: Path, time
                 proc.wait(timeout=max(1.0, timeout))
             except subprocess.TimeoutExpired:
                 killed = True
-                os.killpg(proc.pid, signal.SIGKILL)
+                if spied:
+                    os.kill(proc.pid, signal.SIGINT)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=20)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         stop.set()
         thread.join()
@@ -360,6 +367,7 @@ def main() -> None:
     ap.add_argument("--hf-config", action="append", default=[], help="passed on to sweep run --hf-config")
     ap.add_argument("--source-short", type=int, default=None, help="sources' short side (default 720; --tiny 240)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="the whole script, setup included")
+    ap.add_argument("--py-spy", default=None, help="a py-spy binary: record the child's threads (50 samples a second)")
     ap.add_argument("--workdir", type=Path, default=None, help="videos, store, model, rows (default: a temp folder)")
     ap.add_argument("--out", type=Path, default=Path(default_out()))
     a = ap.parse_args()
@@ -407,11 +415,15 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     cmd += ["--conds", a.conds] if a.conds else []
     for h in a.hf_config:
         cmd += ["--hf-config", h]
+    if a.py_spy:  # the child's threads sampled for the whole run (where the engine's host time goes)
+        a.out.mkdir(parents=True, exist_ok=True)
+        cmd = [a.py_spy, "record", "--nonblocking", "--threads", "-r", "50", "-f", "raw",
+               "-o", str(a.out / "py_spy_sweep_mix.txt"), "--", *cmd]
     env = {**os.environ, ANSWER_ENV: str(a.answer_tokens), CALLS_ENV: str(calls)}
     forced = (f"answers forced to {a.answer_tokens} new tokens: each request's max_tokens (128, as the sweep sends) "
               "capped in the child's HFEngine.generate_sync" if a.answer_tokens > 0 else "128 new tokens (no cap)")
     print(f"sweep run ({forced}); child budget {deadline - time.time() - 15:.0f} s", flush=True)
-    child_res = run_child(cmd, env, calls, work, deadline - time.time() - 15, cuda)
+    child_res = run_child(cmd, env, calls, work, deadline - time.time() - 15, cuda, spied=bool(a.py_spy))
     print(f"child exit {child_res['rc']} after {child_res['child_s']} s"
           f"{' (stopped at the budget)' if child_res['killed_at_budget'] else ''}", flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
