@@ -159,7 +159,7 @@ def engine_part(device: torch.device, tiny: bool) -> dict[str, Any]:
             sync()
             times.append(round(time.perf_counter() - t0, 4))
         out[name] = times
-    out["texts"] = [r.text for r in got]  # the last call's answers, compared across modes
+    out["texts"] = [getattr(r, "text", repr(r)) for r in got]  # the last call's answers, compared across modes
     print(f"  engine: new {sum(out['new_s']):.2f} s, again {sum(out['again_s']):.2f} s over {len(calls)} calls",
           flush=True)
     return out
