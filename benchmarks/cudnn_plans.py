@@ -49,8 +49,11 @@ RAGGED_ENV = "TORCH_CUDNN_SDPA_AVOID_RECOMPILE"
 LM_SHAPES = ((8, 2353), (8, 2699), (8, 5630), (8, 10382), (2, 25845), (8, 13017), (2, 35792), (1, 54159))
 # (images, patches an image) of the vision tower's grouped calls: frames of one item at 416x224.
 VISION_SHAPES = ((32, 364), (108, 364), (176, 364), (254, 364), (326, 364), (391, 364))
-# Frame counts of the engine part's calls: two requests a call, every call new lengths.
+# Frame counts of the engine part's calls: two requests a call, every call new lengths; then
+# new lengths again, longest first, none longer than the first set's longest (the allocator's
+# cache already holds blocks this large: what is left is per-shape work).
 ENGINE_CALLS = ((40, 36), (64, 60), (96, 80), (120, 110), (150, 140), (33, 31))
+ENGINE_CALLS_DOWN = ((148, 139), (118, 108), (94, 78), (62, 58), (38, 34))
 
 
 def first_and_again(fn: Callable[[], object]) -> tuple[float, float]:
@@ -148,21 +151,51 @@ def engine_part(device: torch.device, tiny: bool) -> dict[str, Any]:
 
     engine.generate_sync(reqs((20, 18), "w"))  # compile and allocator warm-up on a shape not timed
     calls = [reqs(f, f"c{j}_") for j, f in enumerate(ENGINE_CALLS)]
-    tokens = [[engine.encoder.encode(r.prompt, r.images, None).n_tokens for r in c] for c in calls]
-    out: dict[str, Any] = {"frames": [list(f) for f in ENGINE_CALLS], "prompt_tokens": tokens}
-    for name in ("new_s", "again_s"):
-        times = []
-        for c in calls:
+    down = [reqs(f, f"d{j}_") for j, f in enumerate(ENGINE_CALLS_DOWN)]
+    tokens = [[engine.encoder.encode(r.prompt, r.images, None).n_tokens for r in c] for c in calls + down]
+    out: dict[str, Any] = {"frames": [list(f) for f in ENGINE_CALLS + ENGINE_CALLS_DOWN], "prompt_tokens": tokens}
+    for name, batch in (("new_s", calls), ("again_s", calls), ("down_new_s", down), ("down_again_s", down)):
+        times, notes = [], []
+        for c in batch:
             sync()
+            before = call_state()
             t0 = time.perf_counter()
             got = engine.generate_sync(c)
             sync()
             times.append(round(time.perf_counter() - t0, 4))
+            notes.append(state_delta(before, call_state()))
         out[name] = times
+        out[name.replace("_s", "_events")] = notes
+        print(f"  {name}: {times} {notes}", flush=True)
     out["texts"] = [getattr(r, "text", repr(r)) for r in got]  # the last call's answers, compared across modes
     print(f"  engine: new {sum(out['new_s']):.2f} s, again {sum(out['again_s']):.2f} s over {len(calls)} calls",
           flush=True)
     return out
+
+
+def call_state() -> dict[str, int]:
+    """Counters a call may move: the allocator's device allocations, frees and retries, dynamo's
+    compiled graphs, Triton autotuner entries (the SwiGLU kernel's, keyed by shape class)."""
+    state: dict[str, int] = {}
+    if torch.cuda.is_available():
+        st = torch.cuda.memory_stats()
+        for k in ("num_device_alloc", "num_device_free", "num_alloc_retries"):
+            state[k] = int(st.get(k, 0))
+    from torch._dynamo.utils import counters
+
+    state.update({f"dynamo_{k}": int(v) for k, v in counters["stats"].items()})
+    state["dynamo_recompiles"] = int(sum(counters["recompiles"].values())) if "recompiles" in counters else 0
+    try:
+        from benchcheck.engines.hf.kernels.swiglu_triton import swiglu_tuned
+
+        state["swiglu_tuned"] = len(swiglu_tuned.cache)
+    except (ImportError, AttributeError):
+        pass
+    return state
+
+
+def state_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
 def child(mode: str, parts: set[str], tiny: bool, out: Path) -> None:
