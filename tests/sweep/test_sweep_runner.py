@@ -179,18 +179,18 @@ def test_a_group_another_process_holds_is_left_to_it(tmp_path: Path, store: Path
 
 
 def test_calls_keep_a_one_call_engine_fed_while_frames_decode(tmp_path: Path) -> None:
-    from benchcheck.sweep.cli_run import SERIAL_CHUNK, SweepCalls, sweep_calls
+    from benchcheck.sweep.cli_run import SERIAL_CHUNK, SERIAL_PREFETCH, SweepCalls, sweep_calls
 
     def args(engine: SweepEngine, **kw: object) -> SweepArgs:
         return SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind", engine=engine,
                          progress=False, **kw)  # type: ignore[arg-type]
 
     hf = SweepEngine("hf", model=str(tmp_path))
-    # hf: calls of several items (they share decode steps), and enough units that every decoder
-    # has an item while one unit is on the device
-    assert sweep_calls(args(hf), 1, 15) == SweepCalls(1 + -(-15 // SERIAL_CHUNK), SERIAL_CHUNK)
+    # hf: calls of several items (they share decode steps), and enough units that each decoder
+    # has SERIAL_PREFETCH items to build while one unit is on the device
+    assert sweep_calls(args(hf), 1, 15) == SweepCalls(1 + -(-SERIAL_PREFETCH * 15 // SERIAL_CHUNK), SERIAL_CHUNK)
     assert sweep_calls(args(hf), 1, 0) == SweepCalls(2, SERIAL_CHUNK)  # decoding in the unit's thread overlaps too
-    assert sweep_calls(args(hf, chunk=1), 1, 8) == SweepCalls(9, 1)
+    assert sweep_calls(args(hf, chunk=1), 1, 8) == SweepCalls(1 + SERIAL_PREFETCH * 8, 1)
     assert sweep_calls(args(hf, workers=3), 1, 8) == SweepCalls(3, SERIAL_CHUNK)
     # an engine that runs many calls at once: that many units of one item
     assert sweep_calls(args(SweepEngine("scripted")), 64, 8) == SweepCalls(64, 1)

@@ -121,6 +121,10 @@ def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None)
 # is a few tokens, and each decode step of a call costs the host as much for one row as for many,
 # so a call of several items shares its decode steps (the engine plans long prompts apart).
 SERIAL_CHUNK = 8
+# Decoders' worth of items built ahead of a serial engine's call (decision 107): one unit's build
+# (its slowest item's decode: seconds for a long video's frames) can outlast several short calls
+# queued before it, so one decoders' worth left the device waiting at each such unit.
+SERIAL_PREFETCH = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +138,10 @@ class SweepCalls:
 def sweep_calls(a: SweepArgs, engine_calls: int, decoders: int = 0) -> SweepCalls:
     """Served engines: 6 units per endpoint (seed 001), one item each; an engine that runs several
     calls at once: that many units of one item; an in-process engine that runs one call at a time
-    (``hf``): ``SERIAL_CHUNK`` items a call, and units enough that every frame decoder has an item
-    while one unit is on the device (a unit decodes its frames before its call: with one unit in
-    flight the device would wait through every decode). ``--workers`` / ``--chunk`` win."""
+    (``hf``): ``SERIAL_CHUNK`` items a call, and units enough that ``SERIAL_PREFETCH`` items per
+    frame decoder are being built while one unit is on the device (a unit decodes its frames
+    before its call: with one unit in flight the device would wait through every decode).
+    ``--workers`` / ``--chunk`` win."""
     n_endpoints = len(a.engine.endpoints)
     serial = not n_endpoints and engine_calls <= 1
     chunk = a.chunk or (SERIAL_CHUNK if serial else 1)
@@ -146,7 +151,7 @@ def sweep_calls(a: SweepArgs, engine_calls: int, decoders: int = 0) -> SweepCall
         return SweepCalls(DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints, chunk)
     if not serial:
         return SweepCalls(engine_calls, chunk)
-    return SweepCalls(1 + max(1, -(-decoders // chunk)), chunk)
+    return SweepCalls(1 + max(1, -(-SERIAL_PREFETCH * decoders // chunk)), chunk)
 
 
 def run_gpus(a: SweepArgs) -> int | None:
