@@ -129,7 +129,7 @@ def measure(kind: str, shape: tuple[int, int], fn: Callable[[], object]) -> dict
     return row
 
 
-def engine_part(device: torch.device, tiny: bool) -> dict[str, Any]:
+def engine_part(device: torch.device, tiny: bool, profile_calls: bool = False) -> dict[str, Any]:
     from benchcheck.engines.base import GenerateRequest
     from benchmarks.gpu_screen import build
     from benchmarks.shared.workloads import jpeg
@@ -167,10 +167,58 @@ def engine_part(device: torch.device, tiny: bool) -> dict[str, Any]:
         out[name] = times
         out[name.replace("_s", "_events")] = notes
         print(f"  {name}: {times} {notes}", flush=True)
+    if profile_calls:  # a call of new lengths and a call seen before, each under the profiler
+        fresh = reqs((112, 101), "p")
+        for name in ("profile_new", "profile_again"):
+            out[name] = device_gaps(lambda: engine.generate_sync(fresh))
+            print(f"  {name}: {json.dumps(out[name])}", flush=True)
     out["texts"] = [getattr(r, "text", repr(r)) for r in got]  # the last call's answers, compared across modes
     print(f"  engine: new {sum(out['new_s']):.2f} s, again {sum(out['again_s']):.2f} s over {len(calls)} calls",
           flush=True)
     return out
+
+
+def device_gaps(fn: Callable[[], object], min_ms: float = 1.0, top: int = 12) -> dict[str, Any]:
+    """One call under the profiler: its wall, the device's kernel time (the union of kernels), and
+    the largest stretches with no kernel running, each named by the host operations that span
+    most of it (innermost first): where the device waits on the host."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync()
+    events = prof.events()
+    kernels = sorted((e.time_range.start, e.time_range.end) for e in events if e.device_type.name == "CUDA")
+    host = [(e.time_range.start, e.time_range.end, e.name) for e in events if e.device_type.name == "CPU"]
+    return holes_named(kernels, host, min_ms, top)
+
+
+def holes_named(kernels: list[tuple[float, float]], host: list[tuple[float, float, str]], min_ms: float,
+                top: int) -> dict[str, Any]:
+    """``device_gaps``'s arithmetic on (start, end) kernels and (start, end, name) host spans, µs."""
+    if not kernels or not host:
+        return {"kernels": len(kernels)}
+    t0 = min(h[0] for h in host)
+    t1 = max(max(h[1] for h in host), kernels[-1][1])
+    busy, end, holes = 0.0, t0, []
+    for a, b in kernels:
+        if a > end:
+            holes.append((end, a))
+        busy += max(0.0, b - max(a, end))
+        end = max(end, b)
+    if t1 > end:
+        holes.append((end, t1))
+    named = []
+    for a, b in sorted(holes, key=lambda h: h[0] - h[1])[:top]:
+        if b - a < min_ms * 1e3:
+            break
+        spans = [(he - hs, name) for hs, he, name in host if hs <= a + 0.1 * (b - a) and he >= b - 0.1 * (b - a)]
+        named.append({"at_ms": round((a - t0) / 1e3, 2), "ms": round((b - a) / 1e3, 2),
+                      "host": [n for _, n in sorted(spans)[:4]]})
+    return {"wall_ms": round((t1 - t0) / 1e3, 1), "kernel_ms": round(busy / 1e3, 1),
+            "idle_ms": round((t1 - t0 - busy) / 1e3, 1),
+            "holes_over_1ms": sum(1 for a, b in holes if b - a >= 1e3), "largest": named}
 
 
 def call_state() -> dict[str, int]:
@@ -198,13 +246,13 @@ def state_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]
     return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
-def child(mode: str, parts: set[str], tiny: bool, out: Path) -> None:
+def child(mode: str, parts: set[str], tiny: bool, out: Path, profile_calls: bool = False) -> None:
     device = torch.device("cpu" if tiny else "cuda")
     res: dict[str, Any] = {"mode": mode, "env": os.environ.get(RAGGED_ENV)}
     if "sdpa" in parts:
         res["sdpa"] = sdpa_part(mode, device, tiny)
     if "engine" in parts and mode != "flash":
-        res["engine"] = engine_part(device, tiny)
+        res["engine"] = engine_part(device, tiny, profile_calls)
     out.write_text(json.dumps(res))
 
 
@@ -214,12 +262,14 @@ def main() -> None:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     ap.add_argument("--parts", default="sdpa,engine")
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--profile", action="store_true",
+                    help="engine part: a new-length call and the same call again under the profiler (device idle)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     parts = set(a.parts.split(","))
     if a.child:
-        child(a.child, parts, a.tiny, Path(a.child_out))
+        child(a.child, parts, a.tiny, Path(a.child_out), a.profile)
         return
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -231,7 +281,7 @@ def main() -> None:
         dest = out / f"cudnn_plans_{mode}.json"
         print(f"mode {mode}", flush=True)
         cmd = [sys.executable, "-m", "benchmarks.cudnn_plans", "--child", mode, "--child-out", str(dest),
-               "--parts", a.parts] + (["--tiny"] if a.tiny else [])
+               "--parts", a.parts] + (["--tiny"] if a.tiny else []) + (["--profile"] if a.profile else [])
         rc = subprocess.run(cmd, env=env).returncode
         results.append(json.loads(dest.read_text()) if rc == 0 and dest.is_file() else {"mode": mode, "rc": rc})
     (out / "cudnn_plans.json").write_text(json.dumps(results, indent=1))
