@@ -172,6 +172,14 @@ def engine_part(device: torch.device, tiny: bool, profile_calls: bool = False) -
         for name in ("profile_new", "profile_again"):
             out[name] = device_gaps(lambda: engine.generate_sync(fresh))
             print(f"  {name}: {json.dumps(out[name])}", flush=True)
+        # The same model with the decode steps on SDPA's own choice (op decode_planless off), on
+        # lengths new to both ways: what the op changes is the decode steps' kernels alone.
+        off = engine.with_config(engine.config.with_ops("-decode_planless"))
+        off.stop_ids = set()
+        other = reqs((114, 103), "q")
+        for name in ("profile_new_planless_off", "profile_again_planless_off"):
+            out[name] = device_gaps(lambda: off.generate_sync(other))
+            print(f"  {name}: {json.dumps(out[name])}", flush=True)
     out["texts"] = [getattr(r, "text", repr(r)) for r in got]  # the last call's answers, compared across modes
     print(f"  engine: new {sum(out['new_s']):.2f} s, again {sum(out['again_s']):.2f} s over {len(calls)} calls",
           flush=True)

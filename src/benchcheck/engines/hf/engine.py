@@ -404,7 +404,8 @@ class HFEngine:
             with self.active():
                 batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
                 new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
-                                   graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback())
+                                   graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback(),
+                                   planless=self._config.op("decode_planless"))
             dt = time.perf_counter() - t0
             return lambda: [
                 Generation(
