@@ -30,6 +30,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "batch_padding": ([], "padding", True),
     "client_throughput": (["--text", "20", "--frames", "2", "--rounds", "1", "--concurrency", "4", "--threads", "2"],
                           "", True),
+    "cudnn_plans": (["--tiny", "--modes", "cudnn,ragged", "--profile", "--out", "{tmp}"],
+                    "ragged  lm [1, 180]: largest difference to cudnn", True),
     "data_io": (["--shard-mib", "1", "--videos", "2", "--repeat", "1", "--result-rows", "100", "--dir", "{tmp}"],
                 "", True),
     "dedup": (["--n", "200", "--limit-sample", "100"], "", True),
