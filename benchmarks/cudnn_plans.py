@@ -14,7 +14,11 @@ Parts (one GPU, bf16), each mode in its own process (PyTorch reads the environme
           qkv product, as ``model.vision`` calls it) at its image counts: each shape's first call
           and the median of three more, ms; build = first - again.
   engine  the 8B HFEngine's ``generate_sync`` (4 new tokens) on calls of two requests whose frame
-          counts change call to call, then the same calls again (every shape seen): s per call.
+          counts change call to call, then the same calls again (every shape seen), then new
+          counts no longer than seen (the allocator's blocks warm): s per call, with the
+          allocator's, dynamo's and the SwiGLU autotuner's counters. ``--profile``: a call of new
+          lengths and the same again under the profiler (the device's idle stretches, named by
+          the host spans over them), with op ``decode_planless`` on and then off.
 Modes: ``cudnn`` (SDPA's own choice, the engine's default), ``ragged`` (the same with
 ``TORCH_CUDNN_SDPA_AVOID_RECOMPILE=1``: PyTorch's ragged path for contiguous BSHD tensors keys
 plans by lengths rounded up to powers of two), ``flash`` (SDPA's flash kernel: no plans; the
@@ -80,7 +84,7 @@ def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any
     lm = LM_SHAPES if not tiny else ((2, 100), (1, 180))
     vis = VISION_SHAPES if not tiny else ((4, 64), (6, 64))
     rows: list[dict[str, Any]] = []
-    ctx = sdpa_kernel(SDPBackend.FLASH_ATTENTION) if mode == "flash" else None
+    flash = mode == "flash"
     for b, n in lm:
         torch.manual_seed(b * 100_003 + n)  # equal inputs in every mode's process: outputs compared
         q = torch.randn(b, n, heads, dim, device=device, dtype=dt).transpose(1, 2)
@@ -88,13 +92,14 @@ def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any
         v = torch.randn(b, n, kv_heads, dim, device=device, dtype=dt).transpose(1, 2)
 
         def lm_call(q: torch.Tensor = q, k: torch.Tensor = k, v: torch.Tensor = v) -> torch.Tensor:
-            if ctx is None:
+            if not flash:
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=dim ** -0.5)
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=dim ** -0.5)
 
         rows.append(measure("lm", (b, n), lm_call))
-        rows[-1]["sample"] = lm_call()[-1, -1, -16:, :8].float().cpu().tolist()
+        if "error" not in rows[-1]:
+            rows[-1]["sample"] = lm_call()[-1, -1, -16:, :8].float().cpu().tolist()
         del q, k, v
     vheads, vdim = (16, 72) if not tiny else (2, 8)
     for count, n in vis:
@@ -108,7 +113,7 @@ def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any
             return x.reshape(c, n, vheads, -1).transpose(1, 2)
 
         def vis_call(q: torch.Tensor = q, k: torch.Tensor = k, v: torch.Tensor = v) -> torch.Tensor:
-            if ctx is None:
+            if not flash:
                 return F.scaled_dot_product_attention(split(q), split(k), split(v), scale=vdim ** -0.5)
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 return F.scaled_dot_product_attention(split(q), split(k), split(v), scale=vdim ** -0.5)

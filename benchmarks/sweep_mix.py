@@ -236,7 +236,7 @@ def run_child(cmd: list[str], env: dict[str, str], calls: Path, logs: Path, time
                 if spied:
                     os.kill(proc.pid, signal.SIGINT)
                     with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(timeout=20)
+                        proc.wait(timeout=8)  # within the 15 s the budget leaves after the child
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()

@@ -179,7 +179,7 @@ def test_a_group_another_process_holds_is_left_to_it(tmp_path: Path, store: Path
 
 
 def test_calls_keep_a_one_call_engine_fed_while_frames_decode(tmp_path: Path) -> None:
-    from benchcheck.sweep.cli_run import SERIAL_CHUNK, SERIAL_PREFETCH, SweepCalls, sweep_calls
+    from benchcheck.sweep.cli_run import SERIAL_CHUNK, SweepCalls, sweep_calls
 
     def args(engine: SweepEngine, **kw: object) -> SweepArgs:
         return SweepArgs((), str(tmp_path), SweepPaths.under(tmp_path / "r"), "v_blind", engine=engine,
@@ -187,11 +187,13 @@ def test_calls_keep_a_one_call_engine_fed_while_frames_decode(tmp_path: Path) ->
 
     hf = SweepEngine("hf", model=str(tmp_path))
     # hf: calls of several items (they share decode steps), and enough units that each decoder
-    # has SERIAL_PREFETCH items to build while one unit is on the device
-    assert sweep_calls(args(hf), 1, 15) == SweepCalls(1 + -(-SERIAL_PREFETCH * 15 // SERIAL_CHUNK), SERIAL_CHUNK)
-    assert sweep_calls(args(hf), 1, 0) == SweepCalls(2, SERIAL_CHUNK)  # decoding in the unit's thread overlaps too
-    assert sweep_calls(args(hf, chunk=1), 1, 8) == SweepCalls(1 + SERIAL_PREFETCH * 8, 1)
-    assert sweep_calls(args(hf, workers=3), 1, 8) == SweepCalls(3, SERIAL_CHUNK)
+    # has 4 items to build while one unit is on the device, 64 items at most
+    assert SERIAL_CHUNK == 8
+    assert sweep_calls(args(hf), 1, 15) == SweepCalls(9, 8)  # 60 items ahead: 8 units, and the one on the device
+    assert sweep_calls(args(hf), 1, 127) == SweepCalls(9, 8)  # a large host: 64 items ahead, not 508
+    assert sweep_calls(args(hf), 1, 0) == SweepCalls(2, 8)  # decoding in the unit's thread overlaps too
+    assert sweep_calls(args(hf, chunk=1), 1, 8) == SweepCalls(33, 1)
+    assert sweep_calls(args(hf, workers=3), 1, 8) == SweepCalls(3, 8)
     # an engine that runs many calls at once: that many units of one item
     assert sweep_calls(args(SweepEngine("scripted")), 64, 8) == SweepCalls(64, 1)
     served = SweepEngine("openai", endpoints=("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"))

@@ -100,7 +100,8 @@ def dry_run_cmd(**kw: Any) -> None:
                    "(docs/models_hf.md, Configuration).")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
 @click.option("--workers", type=int, default=None,
-              help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint, 1 for hf).")
+              help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint; hf: enough that each "
+                   "frame decoder has 4 items to build, 64 at most).")
 @click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
 @click.option("--chunk", type=int, default=None,
               help="Items per engine call (default 1; 8 for the in-process hf engine, whose calls share decode steps).")

@@ -125,6 +125,9 @@ SERIAL_CHUNK = 8
 # (its slowest item's decode: seconds for a long video's frames) can outlast several short calls
 # queued before it, so one decoders' worth left the device waiting at each such unit.
 SERIAL_PREFETCH = 4
+# Items built ahead at most, whatever the cores: their frames wait in memory (a long video's fps
+# ladder holds hundreds of frames an item).
+SERIAL_AHEAD_MAX = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +142,9 @@ def sweep_calls(a: SweepArgs, engine_calls: int, decoders: int = 0) -> SweepCall
     """Served engines: 6 units per endpoint (seed 001), one item each; an engine that runs several
     calls at once: that many units of one item; an in-process engine that runs one call at a time
     (``hf``): ``SERIAL_CHUNK`` items a call, and units enough that ``SERIAL_PREFETCH`` items per
-    frame decoder are being built while one unit is on the device (a unit decodes its frames
-    before its call: with one unit in flight the device would wait through every decode).
+    frame decoder (at most ``SERIAL_AHEAD_MAX``) are being built while one unit is on the device
+    (a unit decodes its frames before its call: with one unit in flight the device would wait
+    through every decode).
     ``--workers`` / ``--chunk`` win."""
     n_endpoints = len(a.engine.endpoints)
     serial = not n_endpoints and engine_calls <= 1
@@ -151,7 +155,8 @@ def sweep_calls(a: SweepArgs, engine_calls: int, decoders: int = 0) -> SweepCall
         return SweepCalls(DEFAULT_WORKERS_PER_ENDPOINT * n_endpoints, chunk)
     if not serial:
         return SweepCalls(engine_calls, chunk)
-    return SweepCalls(1 + max(1, -(-SERIAL_PREFETCH * decoders // chunk)), chunk)
+    ahead = min(SERIAL_PREFETCH * decoders, SERIAL_AHEAD_MAX)
+    return SweepCalls(1 + max(1, -(-ahead // chunk)), chunk)
 
 
 def run_gpus(a: SweepArgs) -> int | None:

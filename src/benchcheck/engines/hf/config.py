@@ -51,8 +51,8 @@ OPS: dict[str, tuple[str, str]] = {
                         "reads: not yet timed where screen leaves the device waiting (decision 105)"),
     "right_prefill": ("on", "a generation batch of unequal rows padded on the right: a causal prefill without a "
                       "mask or K/V heads repeated, as scoring's since decision 004 (decision 106)"),
-    "decode_planless": ("on", "decode steps' attention on SDPA's kernels without plans (flash, memory-efficient), "
-                        "not cuDNN's: each new key length built a cuDNN plan, the device waiting (decision 107)"),
+    "decode_planless": ("on", "eager decode steps of an unpadded batch (few new tokens: no graph) off SDPA's cuDNN "
+                        "kernel, which built a plan per new key length, the device waiting (decision 107)"),
     "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
     "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
     "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),

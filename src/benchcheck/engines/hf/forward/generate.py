@@ -27,17 +27,15 @@ whole sequence each step (tests/engines_hf/forward/test_hf_generate.py, float32)
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
+from benchcheck.engines.hf.attention.sdpa import decode_kernels
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
@@ -48,23 +46,6 @@ log = logging.getLogger(__name__)
 
 # Decode steps a batch must have for them to be captured as a CUDA graph (``greedy_batch``).
 MIN_REPLAYED_STEPS = 4
-
-# SDPA's kernels for a decode step's one-token queries with ``planless``: cuDNN's is left out, since
-# it builds a plan (tens of ms on the host, the device idle) for every key length it has not seen,
-# and an appending step's key length is new every step.
-PLANLESS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
-
-
-@contextlib.contextmanager
-def step_kernels(planless: bool) -> Iterator[None]:
-    """SDPA's kernels for a decode step (``PLANLESS``, or SDPA's own choice). The switch is
-    process-wide; the engine's device lock keeps other calls out meanwhile."""
-    if not planless:
-        yield
-        return
-    with sdpa_kernel(PLANLESS):
-        yield
-
 
 @dataclass(slots=True)
 class _StepInputs:
@@ -106,9 +87,8 @@ class DecodeStep:
     counted there. Either way the same kernels read the same inputs."""
 
     def __init__(self, model: Any, cache: ReservedCache, inputs: _StepInputs, graphs: DecodeGraphs | None,
-                 pacer: LaunchPacer | None = None, planless: bool = False) -> None:
+                 pacer: LaunchPacer | None = None) -> None:
         self.model, self.cache, self.inputs, self.graphs, self.pacer = model, cache, inputs, graphs, pacer
-        self.planless = planless
         self.graph: torch.cuda.CUDAGraph | None = None
         self.logits: torch.Tensor | None = None
         self.try_graph = graphs is not None
@@ -117,9 +97,8 @@ class DecodeStep:
         # Fixed shapes (the cache decoding at its slot): the mask of the written slots. Otherwise
         # the cache appends and returns what is written, all of which a step may see: no mask.
         mask = self.inputs.mask if self.cache.decoding else None
-        with step_kernels(self.planless):
-            out = self.model(input_ids=self.inputs.ids, attention_mask=mask,
-                             position_ids=self.inputs.positions, past_key_values=self.cache, use_cache=True)
+        out = self.model(input_ids=self.inputs.ids, attention_mask=mask,
+                         position_ids=self.inputs.positions, past_key_values=self.cache, use_cache=True)
         logits: torch.Tensor = out.logits[:, -1, :]
         return logits
 
@@ -218,7 +197,8 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host waits keeps
     the device busy whenever queuing a step takes the host less time than the step takes the
     device, and each further step of look-back is a step wasted after a stop); ``planless``: the
-    decode steps' attention never on cuDNN (``PLANLESS``). See the module's docstring."""
+    decode steps' attention never on SDPA's cuDNN kernel (``attention.sdpa.decode_kernels``). See
+    the module's docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
@@ -264,24 +244,25 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
         mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
     )
     inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
-    step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer, planless)
+    step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer)
     if fixed:
         cache.start_decoding(inputs.slot)
     default = DEFAULTS.decode_lookback if dev.type == "cuda" else 0
     watch = FinishWatch(dev, default if lookback is None else lookback)
-    for s in range(steps):
-        tokens[:, s] = nxt
-        # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
-        # for many ids).
-        done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
-        if s + 1 == steps or watch.finished(done):
-            break
-        # Finished rows keep stepping with a pad token; their output is already final.
-        inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
-        inputs.mask[:, 0, 0, length + s] = True
-        nxt = step().argmax(-1)
-        inputs.positions.add_(1)
-        inputs.slot.add_(1)
+    with decode_kernels(planless):
+        for s in range(steps):
+            tokens[:, s] = nxt
+            # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
+            # for many ids).
+            done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
+            if s + 1 == steps or watch.finished(done):
+                break
+            # Finished rows keep stepping with a pad token; their output is already final.
+            inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
+            inputs.mask[:, 0, 0, length + s] = True
+            nxt = step().argmax(-1)
+            inputs.positions.add_(1)
+            inputs.slot.add_(1)
     return _cut(tokens.tolist(), max_new, stop_ids)
 
 
