@@ -7,7 +7,9 @@ benches, each every class ``COUNT`` times: the sweep plans bench-major, so each 
 mix; the checkpoint (8B random weights on the GPU; ``--tiny``: the tiny model on the CPU).
 Run: ``sweep run --engine hf`` in a child process whose bootstrap (``child``) caps each request's
 ``max_tokens`` (128, as the sweep sends) at ``--answer-tokens`` in ``HFEngine.generate_sync`` (a
-random-weight model never stops) and logs each call's seconds holding the engine's device lock
+random-weight model never stops), or with ``--answer-stop K`` keeps it and ends each batch's
+decoding as a real model's end token after K tokens would (the engine's path as in production:
+steps reserved for 128 tokens, captured as a CUDA graph), and logs each call's seconds holding the engine's device lock
 (``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
 are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
 inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
@@ -53,7 +55,7 @@ SEED_COUNTS = {**dict.fromkeys(NEW, 84 * 300), **dict.fromkeys(BASE, 30_000 // l
 SEED_TOTAL = sum(SEED_COUNTS.values())
 VIDEOS = "30:16x9:2,30:4x3:1,180:16x9:2,180:4x3:1,900:16x9:1,900:4x3:1,2400:16x9:1,2400:4x3:1"
 SOURCE_FRAMES = 1200  # source frames at most: the store keeps 1,024 frames at most
-ANSWER_ENV, CALLS_ENV = "SWEEP_MIX_ANSWER_TOKENS", "SWEEP_MIX_CALLS"
+ANSWER_ENV, CALLS_ENV, STOP_ENV = "SWEEP_MIX_ANSWER_TOKENS", "SWEEP_MIX_CALLS", "SWEEP_MIX_ANSWER_STOP"
 BOOT = "import benchmarks.sweep_mix as m; m.child()"
 QUESTIONS = ("what does the person in the video do right after the door opens?",
              "why does the woman in the blue coat pick up the box on the table near the end?")
@@ -160,6 +162,30 @@ def write_model(root: Path, tiny: bool, shape: str) -> Path:
 
 # -- the child: the real CLI with the two hooks -------------------------------------------------
 
+def stop_after(k: int) -> None:
+    """Every batch's decoding ends as if each row's (k+1)-th token were its end token: the loop's
+    finish flag is set from step k on (read as the engine reads it, ``decode_lookback`` steps
+    later), and each row's tokens are cut at k. ``max_tokens`` stays as sent, so the steps are
+    reserved, and captured as a graph, as for a real model that stops itself."""
+    from benchcheck.engines.hf.forward import generate as gen
+
+    if not all(hasattr(gen, n) for n in ("FinishWatch", "_cut")):
+        raise SystemExit("sweep_mix: generate.FinishWatch/_cut are gone; update stop_after()")
+    real_cut = gen._cut
+
+    class StopAt(gen.FinishWatch):
+        def finished(self, done: torch.Tensor) -> bool:
+            if self.step >= k:
+                done = torch.ones_like(done)
+            return bool(super().finished(done))
+
+    def cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:
+        return real_cut(tokens, [min(n, k) for n in max_new], stop_ids)
+
+    gen.FinishWatch = StopAt  # type: ignore[misc]
+    gen._cut = cut
+
+
 def child() -> None:
     """``python -c BOOT sweep run ...``: cap answers, log each call's lock-held seconds, run the CLI."""
     from benchcheck.cli import main
@@ -168,6 +194,9 @@ def child() -> None:
     if not all(hasattr(HFEngine, n) for n in ("generate_sync", "active")):
         raise SystemExit("sweep_mix: HFEngine.generate_sync/active are gone; update the hooks in child()")
     cap = int(os.environ.get(ANSWER_ENV, "0"))
+    stop_at = int(os.environ.get(STOP_ENV, "0"))
+    if stop_at > 0:
+        stop_after(stop_at)
     log = open(os.environ[CALLS_ENV], "a")  # noqa: SIM115 (open for the child's life)
     local, guard = threading.local(), threading.Lock()
     generate, active = HFEngine.generate_sync, HFEngine.active
@@ -360,6 +389,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4, help="benches, each a whole mix (the budget may stop sooner)")
     ap.add_argument("--conds", default=None, help="sweep conditions (default: all 13)")
     ap.add_argument("--answer-tokens", type=int, default=4, help="new tokens per answer (0: the sweep's 128)")
+    ap.add_argument("--answer-stop", type=int, default=0,
+                    help="instead of capping max_tokens: keep 128 and end decoding after this many tokens, "
+                         "as a real model's end token would (graphs captured as in production)")
     ap.add_argument("--workers", type=int, default=0,
                     help="sweep run --workers (0: the sweep's own default, one unit per frame decoder plus one)")
     ap.add_argument("--decode-workers", type=int, default=max(1, cores() - 1), help="sweep run --decode-workers")
@@ -419,9 +451,16 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
         a.out.mkdir(parents=True, exist_ok=True)
         cmd = [a.py_spy, "record", "--nonblocking", "--threads", "-r", "50", "-f", "raw",
                "-o", str(a.out / "py_spy_sweep_mix.txt"), "--", *cmd]
-    env = {**os.environ, ANSWER_ENV: str(a.answer_tokens), CALLS_ENV: str(calls)}
-    forced = (f"answers forced to {a.answer_tokens} new tokens: each request's max_tokens (128, as the sweep sends) "
-              "capped in the child's HFEngine.generate_sync" if a.answer_tokens > 0 else "128 new tokens (no cap)")
+    cap = 0 if a.answer_stop > 0 else a.answer_tokens
+    env = {**os.environ, ANSWER_ENV: str(cap), CALLS_ENV: str(calls), STOP_ENV: str(a.answer_stop)}
+    if a.answer_stop > 0:
+        forced = (f"answers end after {a.answer_stop} new tokens as a real model's end token would end them "
+                  "(max_tokens 128 kept: steps reserved and captured as sent)")
+    elif cap > 0:
+        forced = (f"answers forced to {cap} new tokens: each request's max_tokens (128, as the sweep sends) "
+                  "capped in the child's HFEngine.generate_sync")
+    else:
+        forced = "128 new tokens (no cap)"
     print(f"sweep run ({forced}); child budget {deadline - time.time() - 15:.0f} s", flush=True)
     child_res = run_child(cmd, env, calls, work, deadline - time.time() - 15, cuda, spied=bool(a.py_spy))
     print(f"child exit {child_res['rc']} after {child_res['child_s']} s"

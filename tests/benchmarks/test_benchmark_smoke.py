@@ -61,7 +61,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),
     "sweep_local": (["--rounds", "1", "--sweep-items", "1"], "", True),
     "sweep_mix": (["--tiny", "--videos", "30:16x9:1", "--rounds", "1", "--conds", "v_blind,v_1,v_8_s224,v_fps0.5_s224",
-                   "--workdir", "{tmp}/w", "--out", "{tmp}"], "| v_fps0.5_s224 |", True),
+                   "--answer-stop", "3", "--workdir", "{tmp}/w", "--out", "{tmp}"], "(mean new tokens 3.0)", True),
     "sweep_validity": (["--runs", "1", "--power-runs", "1", "--n-perm", "50"], "", True),
     "varlen_probe": ([], "needs a CUDA device", False),
     "vision_inputs": (["--repeats", "1", "--out", "{tmp}"], "| 2B call |", False),
