@@ -31,6 +31,7 @@ Run (CPU): PYTHONPATH=src python -m benchmarks.cudnn_plans --tiny   (plumbing on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -62,18 +63,16 @@ ENGINE_CALLS_DOWN = ((148, 139), (118, 108), (94, 78), (62, 58), (38, 34))
 
 def first_and_again(fn: Callable[[], object]) -> tuple[float, float]:
     """The first call's wall ms and the median of three more (device synchronized)."""
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    first = (time.perf_counter() - t0) * 1e3
-    again = []
-    for _ in range(3):
+
+    def once() -> float:
+        sync()
         t0 = time.perf_counter()
         fn()
         sync()
-        again.append((time.perf_counter() - t0) * 1e3)
-    return first, statistics.median(again)
+        return (time.perf_counter() - t0) * 1e3
+
+    first = once()
+    return first, statistics.median(once() for _ in range(3))
 
 
 def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any]]:
@@ -84,7 +83,10 @@ def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any
     lm = LM_SHAPES if not tiny else ((2, 100), (1, 180))
     vis = VISION_SHAPES if not tiny else ((4, 64), (6, 64))
     rows: list[dict[str, Any]] = []
-    flash = mode == "flash"
+
+    def kernels() -> contextlib.AbstractContextManager[None]:
+        return sdpa_kernel(SDPBackend.FLASH_ATTENTION) if mode == "flash" else contextlib.nullcontext()
+
     for b, n in lm:
         torch.manual_seed(b * 100_003 + n)  # equal inputs in every mode's process: outputs compared
         q = torch.randn(b, n, heads, dim, device=device, dtype=dt).transpose(1, 2)
@@ -92,9 +94,7 @@ def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any
         v = torch.randn(b, n, kv_heads, dim, device=device, dtype=dt).transpose(1, 2)
 
         def lm_call(q: torch.Tensor = q, k: torch.Tensor = k, v: torch.Tensor = v) -> torch.Tensor:
-            if not flash:
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=dim ** -0.5)
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            with kernels():
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, scale=dim ** -0.5)
 
         rows.append(measure("lm", (b, n), lm_call))
@@ -113,9 +113,7 @@ def sdpa_part(mode: str, device: torch.device, tiny: bool) -> list[dict[str, Any
             return x.reshape(c, n, vheads, -1).transpose(1, 2)
 
         def vis_call(q: torch.Tensor = q, k: torch.Tensor = k, v: torch.Tensor = v) -> torch.Tensor:
-            if not flash:
-                return F.scaled_dot_product_attention(split(q), split(k), split(v), scale=vdim ** -0.5)
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            with kernels():
                 return F.scaled_dot_product_attention(split(q), split(k), split(v), scale=vdim ** -0.5)
 
         rows.append(measure("vision", (count, n), vis_call))

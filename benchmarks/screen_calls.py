@@ -30,6 +30,7 @@ from benchcheck.screen.engine_args import DEFAULT_CALL_ITEMS, SERIAL_CALLS
 from benchcheck.screen.steps import STEPS
 from benchmarks.gpu_e2e import watch_screen, write_model
 from benchmarks.gpu_pool import BENCHES, pct, write_pool
+from benchmarks.shared.py_spy import recorded
 from benchmarks.shared.results import default_out, environment, write
 
 # The defaults, then the same with the visual forward's device reads taken out (decision 105).
@@ -107,8 +108,7 @@ def main() -> None:
         spy = args.py_spy is not None and k not in spied
         if spy:
             spied.add(k)
-            cmd = [args.py_spy, "record", "--nonblocking", "--threads", "-r", "50", "-f", "raw",
-                   "-o", str(out / f"py_spy_step{k}.txt"), "--", *cmd]
+            cmd = recorded(args.py_spy, out / f"py_spy_step{k}.txt", cmd)
         got = watch_screen(cmd, results / f"step{k}", device, left)
         got.update(step=k, items_per_call=n_items, calls=calls, ops=ops, py_spy=spy,
                    default=(n_items, calls, ops) == (DEFAULT_CALL_ITEMS[k], SERIAL_CALLS, ""))

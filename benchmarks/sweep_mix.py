@@ -9,8 +9,8 @@ Run: ``sweep run --engine hf`` in a child process whose bootstrap (``child``) ca
 ``max_tokens`` (128, as the sweep sends) at ``--answer-tokens`` in ``HFEngine.generate_sync`` (a
 random-weight model never stops), or with ``--answer-stop K`` keeps it and ends each batch's
 decoding as a real model's end token after K tokens would (the engine's path as in production:
-steps reserved for 128 tokens, captured as a CUDA graph), and logs each call's seconds holding the engine's device lock
-(``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
+steps reserved for 128 tokens, captured as a CUDA graph), and logs each call's seconds holding
+the engine's device lock (``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
 are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
 inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
 inferences and seed 001's GPU-hours.
@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.shared.py_spy import recorded
 from benchmarks.shared.results import default_out, environment, write
 
 # Seed 001: 84 benchmarks x 300 items x 8 new conditions (201,600) + about 30,000 base-condition
@@ -449,8 +450,7 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
         cmd += ["--hf-config", h]
     if a.py_spy:  # the child's threads sampled for the whole run (where the engine's host time goes)
         a.out.mkdir(parents=True, exist_ok=True)
-        cmd = [a.py_spy, "record", "--nonblocking", "--threads", "-r", "50", "-f", "raw",
-               "-o", str(a.out / "py_spy_sweep_mix.txt"), "--", *cmd]
+        cmd = recorded(a.py_spy, a.out / "py_spy_sweep_mix.txt", cmd)
     cap = 0 if a.answer_stop > 0 else a.answer_tokens
     env = {**os.environ, ANSWER_ENV: str(cap), CALLS_ENV: str(calls), STOP_ENV: str(a.answer_stop)}
     if a.answer_stop > 0:

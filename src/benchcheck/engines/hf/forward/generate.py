@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 # Decode steps a batch must have for them to be captured as a CUDA graph (``greedy_batch``).
 MIN_REPLAYED_STEPS = 4
 
+
 @dataclass(slots=True)
 class _StepInputs:
     """A decode step's inputs, in tensors that keep their storage (a CUDA graph reads them there)."""
