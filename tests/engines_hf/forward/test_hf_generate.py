@@ -16,7 +16,7 @@ from benchcheck.engines.hf.attention.cache import KEY_BLOCK, ReservedCache, Rese
 from benchcheck.engines.hf.attention.decode import decode_attention
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.batch import collate, position_ids
-from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch, greedy_start
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.inputs.rope import mrope_positions
 
@@ -304,6 +304,52 @@ def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
     short = greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
     assert graphs.captured == 1
     assert short == greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, pacer=engine.pacer)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graph_capture_neither_drains_the_device_nor_empties_the_caches(
+        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch.cuda.graph's set-up waits for the device and empties the allocator's caches; the
+    # capture here does neither, so its host time overlaps the prefill still running. The second
+    # batch's graph shares the first one's memory pool, and both decode as the eager steps do.
+    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
+    batch = collate(encoded(engine), engine.pad_id, engine.pixels, engine.dtype)
+    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    calls: list[str] = []
+
+    def counted(name: str) -> Any:
+        real = getattr(torch.cuda, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return real(*args, **kwargs)
+        return call
+
+    for name in ("synchronize", "empty_cache"):
+        monkeypatch.setattr(torch.cuda, name, counted(name))
+    graphs = DecodeGraphs(enabled=True)
+    first = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    pool = graphs.last.pool() if graphs.last is not None else None
+    second = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    assert (graphs.captured, graphs.failed) == (2, 0)
+    assert calls == []
+    assert graphs.last is not None and graphs.last.pool() == pool
+    assert first == second == eager
+
+
+def test_tokens_are_read_when_asked_and_equal_the_waited_ones(tiny_model: Path) -> None:
+    # greedy_start returns with the decode loop done and the tokens not yet read; reading them
+    # later (after another batch was started) gives what greedy_batch gives.
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = encoded(engine)
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    read = greedy_start(engine.model, batch, [5, 3, 4], set(), engine.pad_id)
+    other = greedy_start(engine.model, collate(prompts[:1], engine.pad_id, engine.pixels, engine.dtype), [2],
+                         set(), engine.pad_id)
+    assert read() == greedy_batch(engine.model, batch, [5, 3, 4], set(), engine.pad_id)
+    assert [len(t) for t in read()] == [5, 3, 4]
+    assert [len(t) for t in other()] == [2]
+    assert greedy_start(engine.model, batch, [0, 0, 0], set(), engine.pad_id)() == [[], [], []]
 
 
 def test_planless_decode_steps_leave_cudnn_out_and_generate_the_same(tiny_model: Path) -> None:

@@ -32,7 +32,7 @@ from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.forward.batch import collate
-from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_start
 from benchcheck.engines.hf.forward.packed import pack
 from benchcheck.engines.hf.forward.pixels import PixelSpec
 from benchcheck.engines.hf.forward.score import PendingTop, score_batch, score_packed
@@ -403,9 +403,12 @@ class HFEngine:
             right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
             with self.active():
                 batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
-                new = greedy_batch(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids, self.pad_id,
-                                   graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback(),
-                                   planless=self._config.op("decode_planless"))
+                read = greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
+                                    self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
+                                    lookback=self._lookback(), planless=self._config.op("decode_planless"))
+            # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
+            # next batch first, and that batch's time is not this one's (the steps still queued are
+            # at most the look-back's).
             dt = time.perf_counter() - t0
             return lambda: [
                 Generation(
@@ -416,7 +419,7 @@ class HFEngine:
                     latency_s=dt + e.encode_s,
                     model=self.model_name,
                 )
-                for i, e, toks in zip(idx, enc, new, strict=True)
+                for i, e, toks in zip(idx, enc, read(), strict=True)
             ]
 
         try:

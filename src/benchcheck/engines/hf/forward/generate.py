@@ -27,8 +27,10 @@ whole sequence each step (tests/engines_hf/forward/test_hf_generate.py, float32)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,7 @@ from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
 from benchcheck.engines.hf.runtime.pacing import LaunchPacer
+from benchcheck.engines.hf.runtime.transfer import to_device
 from benchcheck.errors import first_line
 
 log = logging.getLogger(__name__)
@@ -67,6 +70,10 @@ class DecodeGraphs:
     enabled: bool = False
     captured: int = 0
     failed: int = 0
+    # The last graph captured: the next capture shares its memory pool (``CUDAGraph.pool``), so
+    # the blocks of a batch's step serve the next batch's too; a batch's graph is never replayed
+    # once the next one is captured.
+    last: torch.cuda.CUDAGraph | None = None
     # For checks: fixed-shape steps (the graphs' kernels) even where no graph is captured, so a
     # graph's tokens can be compared with the same kernels run eagerly.
     fixed_steps: bool = False
@@ -127,14 +134,25 @@ class DecodeStep:
             # step (same inputs, same slot), so its writes to the cache are the step's own.
             side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
             side.wait_stream(torch.cuda.current_stream())
+            graph = torch.cuda.CUDAGraph()
             with torch.cuda.stream(side):
                 self._forward()
+                # Captured on the side stream without ``torch.cuda.graph``'s set-up: it waits for
+                # the device to drain and empties the allocator's device and page-locked caches,
+                # so the capture's host time could not overlap the prefill still running, and
+                # the next batch allocated everything afresh. Only this thread's calls are
+                # checked: another engine call's thread may wait on its own events meanwhile,
+                # which the default (global) mode would turn into an error there.
+                shared = None if self.graphs.last is None else self.graphs.last.pool()
+                graph.capture_begin(shared, capture_error_mode="thread_local")
+                try:
+                    logits = self._forward()
+                except BaseException:
+                    with contextlib.suppress(RuntimeError):  # the step's own error is the one to see
+                        graph.capture_end()
+                    raise
+                graph.capture_end()
             torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            # Only this thread's calls are checked: another engine call's thread may wait on its
-            # own events meanwhile, which the default (global) mode would turn into an error there.
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                logits = self._forward()
         except torch.cuda.OutOfMemoryError:
             raise  # the batch is too large: the pipeline splits it, as for any forward
         except RuntimeError as e:
@@ -145,6 +163,7 @@ class DecodeStep:
             if self.pacer is not None:
                 self.pacer.enabled = paced
         self.graphs.captured += 1
+        self.graphs.last = graph
         self.graph, self.logits = graph, logits
         graph.replay()
         return logits
@@ -187,13 +206,22 @@ def check_attention(model: Any) -> None:
         raise ValueError(f"generation needs the model's text attention to be SDPA, not {impl!r}")
 
 
-@torch.inference_mode()
 def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None, planless: bool = False) -> list[list[int]]:
+    """``greedy_start``'s tokens, waited for."""
+    return greedy_start(model, batch, max_new, stop_ids, pad_id, graphs, pacer, lookback, planless)()
+
+
+@torch.inference_mode()
+def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
+                 graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
+                 lookback: int | None = None, planless: bool = False) -> Callable[[], list[list[int]]]:
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
-    row r stops at a stop token or after ``max_new[r]`` tokens. Returns each row's new tokens,
-    stop token excluded. ``graphs``: replay decode steps as a CUDA graph where enabled;
+    row r stops at a stop token or after ``max_new[r]`` tokens. Returns the function that reads
+    each row's new tokens, stop token excluded: the loop ends with the last ``lookback`` steps
+    still queued, and a caller that queues its next batch before reading keeps the device busy
+    meanwhile. ``graphs``: replay decode steps as a CUDA graph where enabled;
     ``lookback``: steps between a finished flag and its reading (default
     ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host waits keeps
     the device busy whenever queuing a step takes the host less time than the step takes the
@@ -203,7 +231,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
-        return [[] for _ in max_new]
+        return lambda: [[] for _ in max_new]
     pos = position_ids(batch)
     rows, length = batch.attention_mask.shape
     dev = batch.input_ids.device
@@ -234,8 +262,10 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
                        past_key_values=cache).logits
     nxt = logits[:, -1, :].argmax(-1)
     tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
-    limit = torch.tensor(max_new, device=dev)
-    stop = torch.tensor(sorted(stop_ids), dtype=torch.long, device=dev)
+    # Through page-locked memory, without waiting: a plain copy would wait for the prefill, and
+    # the host's set-up and capture below could no longer overlap it.
+    limit = to_device(torch.tensor(max_new, dtype=torch.long), dev)
+    stop = to_device(torch.tensor(sorted(stop_ids), dtype=torch.long), dev)
     done = limit <= 0
     inputs = _StepInputs(
         ids=torch.empty((rows, 1), dtype=torch.long, device=dev),
@@ -264,7 +294,7 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
             nxt = step().argmax(-1)
             inputs.positions.add_(1)
             inputs.slot.add_(1)
-    return _cut(tokens.tolist(), max_new, stop_ids)
+    return lambda: _cut(tokens.tolist(), max_new, stop_ids)
 
 
 def _cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:
