@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-from hf_helpers import make_jpeg
+import doctest
+from typing import Any
 
+import numpy as np
+import pytest
+import torch
+from hf_helpers import make_jpeg, variant
+
+from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.pixels import patchify
+from benchcheck.engines.hf.model import vision
 from benchcheck.engines.hf.model.state import state_of
-from benchcheck.engines.hf.model.vision import use_grouped_vision_attention, use_linear_patch_embed
+from benchcheck.engines.hf.model.vision import pow2_chunks, use_grouped_vision_attention, use_linear_patch_embed
 
 
 def tower(engine: HFEngine, pixels: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
@@ -90,3 +96,73 @@ def test_a_grid_list_assembled_from_its_shapes_equals_transformers_on_the_whole_
     assert torch.equal(kw["image_position_ids"], get_vision_position_ids(grid, visual.spatial_merge_size))
     assert torch.equal(kw["image_cu_seqlens"], get_vision_cu_seqlens(grid))
     assert {(1, 4, 6), (2, 6, 4), (1, 8, 8), (1, 6, 4)} <= set(state.vision_shapes)
+
+
+# Runs of 7 and 11 images of two lengths, then 3 more of the first length (t = 3): no count a power of two.
+POW2_GRID = [[1, 2, 2]] * 7 + [[1, 2, 4]] * 11 + [[3, 2, 2]]
+POW2_RUNS = [7, 11, 3]
+
+
+def pow2_tower(engine: Any) -> torch.Tensor:
+    """The tower's output on ``POW2_GRID`` (random pixels, seeded), ``engine``'s config in force."""
+    visual = engine.model.model.visual
+    grid = torch.tensor(POW2_GRID)
+    rows = int(grid.prod(dim=1).sum())
+    pixels = torch.randn(rows, visual.patch_embed.proj.weight[0].numel(), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode(), engine.active():
+        out = visual(pixels, grid_thw=grid)
+    return torch.cat([out.last_hidden_state.flatten(), out.pooler_output.flatten(),
+                      *(f.flatten() for f in out.deepstack_features)])
+
+
+def test_pow2_chunks_are_distinct_powers_of_two_largest_first() -> None:
+    assert pow2_chunks(582) == [512, 64, 4, 2]
+    assert pow2_chunks(1) == [1] and pow2_chunks(2) == [2] and pow2_chunks(3) == [2, 1]
+    assert pow2_chunks(1536) == [1024, 512]
+    for count in [*range(1, 300), 582, 1536, 4095, 4096]:
+        chunks = pow2_chunks(count)
+        assert sum(chunks) == count
+        assert all(c & (c - 1) == 0 for c in chunks)
+        assert chunks == sorted(set(chunks), reverse=True)  # distinct, largest first
+    assert doctest.testmod(vision).failed == 0
+
+
+def test_power_of_two_calls_equal_one_call_per_run_and_transformers(hf_engine: HFEngine) -> None:
+    assert HFConfig().op("vision_pow2") and not HFConfig().op("vision_pow2", cuda=False)  # default: CUDA only
+    assert HFConfig(ops=("+vision_pow2",)).hash != HFConfig().hash
+    on = pow2_tower(variant(hf_engine, "+vision_pow2"))
+    off = pow2_tower(variant(hf_engine, "-vision_pow2"))
+    try:
+        use_grouped_vision_attention(hf_engine.model, enabled=False)
+        ref = pow2_tower(hf_engine)  # transformers' own loop, one image a call (and the engine's config again)
+    finally:
+        use_grouped_vision_attention(hf_engine.model)
+    assert torch.allclose(on, off, rtol=1e-5, atol=1e-6), (on - off).abs().max()
+    rel = (on - ref).norm() / ref.norm()
+    assert rel < 1e-5, rel
+
+
+def test_power_of_two_calls_take_views_in_power_of_two_counts(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[torch.Tensor, ...]] = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def counting(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *a: Any, **kw: Any) -> torch.Tensor:
+        calls.append((q, k, v))
+        return sdpa(q, k, v, *a, **kw)
+
+    monkeypatch.setattr(vision.F, "scaled_dot_product_attention", counting)
+    depth = len(hf_engine.model.model.visual.blocks)
+    pow2_tower(variant(hf_engine, "+vision_pow2"))
+    per_layer = [c for run in POW2_RUNS for c in pow2_chunks(run)]
+    assert per_layer == [4, 2, 1, 8, 2, 1, 2, 1]
+    assert [q.shape[0] for q, _, _ in calls] == per_layer * depth
+    for layer in range(depth):  # each layer's chunks are views of the same q, k and v: no copies
+        mine = calls[layer * len(per_layer):(layer + 1) * len(per_layer)]
+        for i in range(3):
+            assert len({t[i].untyped_storage().data_ptr() for t in mine}) == 1
+    calls.clear()
+    pow2_tower(variant(hf_engine, "-vision_pow2"))  # off: one call per run
+    assert [q.shape[0] for q, _, _ in calls] == POW2_RUNS * depth
+    with hf_engine.active():
+        pass  # the shared engine's own config in force again

@@ -14,6 +14,12 @@ k (``qkv_rotary=``, ``kernels.vision_rotary``; ``rotary=`` takes a replacement o
 ``apply_rotary_pos_emb_vision`` on its strided views instead). ``use_linear_patch_embed``
 computes the patch embedding, a 3-D convolution whose stride equals its kernel, as the matrix
 product it is (the convolution ran as a slow implicit-GEMM kernel on the H200).
+
+With op ``vision_pow2`` (on CUDA by default), each run's images go through one call per power
+of two of its count, largest first (``pow2_chunks``), on views of the same q, k and v: SDPA's
+cuDNN kernel builds a plan on the host, the device idle, for every new shape, and the number of
+frames in a batch is new at almost every call, while a few power-of-two batch sizes recur and
+their plans are reused.
 """
 
 from __future__ import annotations
@@ -41,6 +47,18 @@ def _grouped_forward(state: ModelState) -> Callable[..., torch.Tensor]:
     return forward
 
 
+def pow2_chunks(count: int) -> list[int]:
+    """``count`` as a sum of distinct powers of two, largest first: the batch sizes of a run's
+    attention calls under op ``vision_pow2``.
+
+    >>> pow2_chunks(582)
+    [512, 64, 4, 2]
+    >>> pow2_chunks(1)
+    [1]
+    """
+    return [1 << bit for bit in range(count.bit_length() - 1, -1, -1) if count >> bit & 1]
+
+
 def _grouped(self: Any, state: ModelState, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor,
              position_embeddings: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     seq = hidden_states.shape[0]
@@ -58,6 +76,8 @@ def _grouped(self: Any, state: ModelState, hidden_states: torch.Tensor, cu_seqle
     if memo[0] is not cu_seqlens:
         memo[:] = [cu_seqlens, (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()]
     lengths = memo[1]
+    # Power-of-two batches: shapes that recur from call to call, so cuDNN reuses its plans.
+    pow2 = state.config.op("vision_pow2", hidden_states.is_cuda)
     out = []
     start = 0
     for n, run in itertools.groupby(lengths):
@@ -67,11 +87,16 @@ def _grouped(self: Any, state: ModelState, hidden_states: torch.Tensor, cu_seqle
         def split(x: torch.Tensor, lo: int = start, hi: int = end, n: int = n, c: int = count) -> torch.Tensor:
             return x[lo:hi].reshape(c, n, heads, -1).transpose(1, 2)  # (images, heads, n, head_dim)
 
-        o = F.scaled_dot_product_attention(split(q), split(k), split(v), scale=self.scaling)
-        out.append(o.transpose(1, 2).reshape(n * count, -1))
+        qs, ks, vs = split(q), split(k), split(v)
+        first = 0
+        for c in pow2_chunks(count) if pow2 else [count]:  # views of the run's images: no copies
+            last = first + c
+            o = F.scaled_dot_product_attention(qs[first:last], ks[first:last], vs[first:last], scale=self.scaling)
+            out.append(o.transpose(1, 2).reshape(n * c, -1))
+            first = last
         start = end
-    # One group (every image of the forward the same size, the usual case): no concatenation,
-    # which would copy the whole output once more.
+    # One call in all (every image of the forward the same size, with the op off or a count that
+    # is a power of two): no concatenation, which would copy the whole output once more.
     merged = out[0] if len(out) == 1 else torch.cat(out)
     return self.proj(merged.contiguous())  # type: ignore[no-any-return]
 
