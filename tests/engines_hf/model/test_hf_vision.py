@@ -128,7 +128,7 @@ def test_pow2_chunks_are_distinct_powers_of_two_largest_first() -> None:
 
 
 def test_power_of_two_calls_equal_one_call_per_run_and_transformers(hf_engine: HFEngine) -> None:
-    assert HFConfig().op("vision_pow2") and not HFConfig().op("vision_pow2", cuda=False)  # default: CUDA only
+    assert not HFConfig().op("vision_pow2") and HFConfig(ops=("+vision_pow2",)).op("vision_pow2", cuda=False)
     assert HFConfig(ops=("+vision_pow2",)).hash != HFConfig().hash
     on = pow2_tower(variant(hf_engine, "+vision_pow2"))
     off = pow2_tower(variant(hf_engine, "-vision_pow2"))

@@ -47,8 +47,8 @@ OPS: dict[str, tuple[str, str]] = {
     "scored_last_layer": ("on", "the last decoder layer at the scored positions only (decision 019)"),
     "vision_rotary": ("on", "the vision tower's q/k rotary as one Triton pass over the fused qkv (decision 010)"),
     "vision_block": ("cuda", "vision blocks: norms compiled, fc1's bias and tanh GELU in its product (decision 102)"),
-    "vision_pow2": ("cuda", "the vision tower's images in power-of-two counts per attention call: cuDNN's plans "
-                    "recur instead of one built per new frame count (decision 108)"),
+    "vision_pow2": ("off", "the vision tower's images in power-of-two counts per attention call, so cuDNN's plans "
+                    "recur: the mix with it was no busier, and it was not timed alone (decision 108)"),
     "visual_no_reads": ("off", "the visual forward's placeholder check and DeepStack addition without device "
                         "reads: not yet timed where screen leaves the device waiting (decision 105)"),
     "right_prefill": ("on", "a generation batch of unequal rows padded on the right: a causal prefill without a "

@@ -140,7 +140,7 @@ class DecodeStep:
                 # Captured on the side stream without ``torch.cuda.graph``'s set-up: it waits for
                 # the device to drain and empties the allocator's device and page-locked caches,
                 # so the capture's host time could not overlap the prefill still running, and
-                # the next batch allocated everything afresh. Only this thread's calls are
+                # the next batch allocated everything afresh (decision 108). Only this thread's calls are
                 # checked: another engine call's thread may wait on its own events meanwhile,
                 # which the default (global) mode would turn into an error there.
                 shared = None if self.graphs.last is None else self.graphs.last.pool()

@@ -15,11 +15,11 @@ k (``qkv_rotary=``, ``kernels.vision_rotary``; ``rotary=`` takes a replacement o
 computes the patch embedding, a 3-D convolution whose stride equals its kernel, as the matrix
 product it is (the convolution ran as a slow implicit-GEMM kernel on the H200).
 
-With op ``vision_pow2`` (on CUDA by default), each run's images go through one call per power
-of two of its count, largest first (``pow2_chunks``), on views of the same q, k and v: SDPA's
-cuDNN kernel builds a plan on the host, the device idle, for every new shape, and the number of
-frames in a batch is new at almost every call, while a few power-of-two batch sizes recur and
-their plans are reused.
+With op ``vision_pow2`` (off by default: not shown to pay, decision 108), each run's images go
+through one call per power of two of its count, largest first (``pow2_chunks``), on views of the
+same q, k and v: SDPA's cuDNN kernel builds a plan on the host, the device idle, for every new
+shape, and the number of frames in a batch is new at almost every call, while a few power-of-two
+batch sizes recur and their plans are reused.
 """
 
 from __future__ import annotations
