@@ -327,14 +327,18 @@ def test_graph_capture_neither_drains_the_device_nor_empties_the_caches(
 
     for name in ("synchronize", "empty_cache"):
         monkeypatch.setattr(torch.cuda, name, counted(name))
+    monkeypatch.setattr(torch._C, "_host_emptyCache", lambda: calls.append("_host_emptyCache"), raising=False)
     graphs = DecodeGraphs(enabled=True)
-    first = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
-    pool = graphs.last.pool() if graphs.last is not None else None
-    second = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
-    assert (graphs.captured, graphs.failed) == (2, 0)
+    out, reserved = [], []
+    for _ in range(3):
+        out.append(greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs,
+                                pacer=engine.pacer))
+        reserved.append(torch.cuda.memory_reserved())
+    assert (graphs.captured, graphs.failed) == (3, 0)
     assert calls == []
-    assert graphs.last is not None and graphs.last.pool() == pool
-    assert first == second == eager
+    assert out == [eager] * 3
+    # One stream and one pool: the third batch's capture reuses the second's blocks.
+    assert reserved[2] == reserved[1]
 
 
 def test_tokens_are_read_when_asked_and_equal_the_waited_ones(tiny_model: Path) -> None:
@@ -350,6 +354,26 @@ def test_tokens_are_read_when_asked_and_equal_the_waited_ones(tiny_model: Path) 
     assert [len(t) for t in read()] == [5, 3, 4]
     assert [len(t) for t in other()] == [2]
     assert greedy_start(engine.model, batch, [0, 0, 0], set(), engine.pad_id)() == [[], [], []]
+
+
+def test_a_loop_that_never_waited_reads_before_it_returns(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One step (the prefill's token) with a look-back of 1: the loop never waits for the device,
+    # so greedy_start reads the tokens before it returns (a caller timing the batch at the return
+    # would otherwise time its launch). With more steps the loop has waited, and the read is left
+    # to the caller.
+    from benchcheck.engines.hf.forward import generate as gen
+
+    engine = HFEngine(tiny_model, device="cpu")
+    batch = collate(encoded(engine)[:1], engine.pad_id, engine.pixels, engine.dtype)
+    reads: list[int] = []
+    real = gen._cut
+    monkeypatch.setattr(gen, "_cut", lambda t, n, s: (reads.append(len(t)), real(t, n, s))[1])
+    one = greedy_start(engine.model, batch, [1], set(), engine.pad_id, lookback=1)
+    assert reads == [1]
+    assert [len(t) for t in one()] == [1] and reads == [1]
+    more = greedy_start(engine.model, batch, [5], set(), engine.pad_id, lookback=1)
+    assert reads == [1]
+    assert [len(t) for t in more()] == [5] and reads == [1, 1]
 
 
 def test_planless_decode_steps_leave_cudnn_out_and_generate_the_same(tiny_model: Path) -> None:

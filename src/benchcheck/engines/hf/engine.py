@@ -408,7 +408,7 @@ class HFEngine:
                                     lookback=self._lookback(), planless=self._config.op("decode_planless"))
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
-            # at most the look-back's).
+            # at most the look-back's; a loop that never waited for the device has read already).
             dt = time.perf_counter() - t0
             return lambda: [
                 Generation(

@@ -71,12 +71,22 @@ class DecodeGraphs:
     captured: int = 0
     failed: int = 0
     # The last graph captured: the next capture shares its memory pool (``CUDAGraph.pool``), so
-    # the blocks of a batch's step serve the next batch's too; a batch's graph is never replayed
-    # once the next one is captured.
+    # the blocks of a batch's step serve the next batch's too (a batch's graph is never replayed
+    # once the next one is captured); the pool lives as long as the engine.
     last: torch.cuda.CUDAGraph | None = None
+    # Every warm-up and capture on one side stream: the allocator reuses a free block only for
+    # the stream it was allocated on, so captures on rotating streams would not share the pool.
+    stream: Any = None
     # For checks: fixed-shape steps (the graphs' kernels) even where no graph is captured, so a
     # graph's tokens can be compared with the same kernels run eagerly.
     fixed_steps: bool = False
+
+    def capture_stream(self) -> torch.cuda.Stream:
+        """The side stream of every warm-up and capture (created at the first)."""
+        if self.stream is None:
+            self.stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+        stream: torch.cuda.Stream = self.stream
+        return stream
 
     def replays_on(self, device: torch.device) -> bool:
         """Whether steps on ``device`` are captured and replayed (CUDA graphs: CUDA only)."""
@@ -132,27 +142,32 @@ class DecodeStep:
         try:
             # The warm-up runs on a side stream, as torch.cuda.graphs asks: it computes this very
             # step (same inputs, same slot), so its writes to the cache are the step's own.
-            side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+            side = self.graphs.capture_stream()
             side.wait_stream(torch.cuda.current_stream())
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.stream(side):
-                self._forward()
-                # Captured on the side stream without ``torch.cuda.graph``'s set-up: it waits for
-                # the device to drain and empties the allocator's device and page-locked caches,
-                # so the capture's host time could not overlap the prefill still running, and
-                # the next batch allocated everything afresh (decision 108). Only this thread's calls are
-                # checked: another engine call's thread may wait on its own events meanwhile,
-                # which the default (global) mode would turn into an error there.
-                shared = None if self.graphs.last is None else self.graphs.last.pool()
-                graph.capture_begin(shared, capture_error_mode="thread_local")
-                try:
-                    logits = self._forward()
-                except BaseException:
-                    with contextlib.suppress(RuntimeError):  # the step's own error is the one to see
-                        graph.capture_end()
-                    raise
-                graph.capture_end()
-            torch.cuda.current_stream().wait_stream(side)
+            try:
+                with torch.cuda.stream(side):
+                    self._forward()
+                    # Captured on the side stream without ``torch.cuda.graph``'s set-up: it waits
+                    # for the device to drain and empties the allocator's device and page-locked
+                    # caches, so the capture's host time could not overlap the prefill still
+                    # running, and the next batch allocated everything afresh (decision 108).
+                    # Only this thread's calls are checked: another engine call's thread may wait
+                    # on its own events meanwhile, which the default (global) mode would turn into
+                    # an error there.
+                    shared = None if self.graphs.last is None else self.graphs.last.pool()
+                    graph.capture_begin(shared, capture_error_mode="thread_local")
+                    try:
+                        logits = self._forward()
+                    except BaseException:
+                        with contextlib.suppress(RuntimeError):  # the step's own error is the one to see
+                            graph.capture_end()
+                        raise
+                    graph.capture_end()
+            finally:
+                # Even after a failure, what the current stream runs next follows the warm-up's
+                # writes to the cache (whose blocks belong to the current stream).
+                torch.cuda.current_stream().wait_stream(side)
         except torch.cuda.OutOfMemoryError:
             raise  # the batch is too large: the pipeline splits it, as for any forward
         except RuntimeError as e:
@@ -182,9 +197,11 @@ class FinishWatch:
         self.flags = [torch.zeros((), dtype=torch.bool, pin_memory=self.cuda) for _ in range(lookback + 1)]
         self.events: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()
         self.step = 0
+        self.waited = False  # whether a flag was read: the device had reached that step
 
     def finished(self, done: torch.Tensor) -> bool:
         if self.lookback == 0:
+            self.waited = True
             return bool(done.all())
         flag = self.flags[self.step % len(self.flags)]
         self.step += 1
@@ -195,6 +212,7 @@ class FinishWatch:
         old, event = self.events.popleft()
         if event is not None:
             event.synchronize()
+        self.waited = True
         return bool(old)
 
 
@@ -220,8 +238,9 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
     row r stops at a stop token or after ``max_new[r]`` tokens. Returns the function that reads
     each row's new tokens, stop token excluded: the loop ends with the last ``lookback`` steps
-    still queued, and a caller that queues its next batch before reading keeps the device busy
-    meanwhile. ``graphs``: replay decode steps as a CUDA graph where enabled;
+    still queued (it has waited for the step before them), and a caller that queues its next
+    batch before reading keeps the device busy meanwhile; a loop that never waited (a step or
+    two) reads before it returns. ``graphs``: replay decode steps as a CUDA graph where enabled;
     ``lookback``: steps between a finished flag and its reading (default
     ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host waits keeps
     the device busy whenever queuing a step takes the host less time than the step takes the
@@ -294,7 +313,25 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
             nxt = step().argmax(-1)
             inputs.positions.add_(1)
             inputs.slot.add_(1)
-    return lambda: _cut(tokens.tolist(), max_new, stop_ids)
+    # Copied back without waiting, and read when asked: the read waits for this batch's last step
+    # alone, not for whatever the stream runs after it.
+    cuda = dev.type == "cuda"
+    host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=True) if cuda else tokens
+    if cuda:
+        host.copy_(tokens, non_blocking=True)
+    ready = torch.cuda.current_stream().record_event() if cuda else None
+
+    def read() -> list[list[int]]:
+        if ready is not None:
+            ready.synchronize()
+        return _cut(host.tolist(), max_new, stop_ids)
+
+    if not watch.waited:
+        # The loop ended without ever waiting for the device (one or two steps): the prefill may
+        # still be queued, and a caller timing the batch at the return would time its launch.
+        got = read()
+        return lambda: got
+    return read
 
 
 def _cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:
