@@ -206,9 +206,10 @@ def child() -> None:
         if cap > 0:
             reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
         local.held = 0.0
+        start = time.time()
         out = generate(self, reqs)
         got = {g.request_id: g for g in out}
-        line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "end": time.time(),
+        line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "start": start, "end": time.time(),
                 "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],
                 "new_tokens": [getattr(got.get(r.request_id), "completion_tokens", 0) for r in reqs]}
         with guard:
@@ -291,6 +292,27 @@ def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
         for rid, tok, new in zip(c["ids"], c["tokens"], c["new_tokens"], strict=False):
             out[rid] = (c["held_s"] * ((tok or 1) / total), c["end"], new)
     return out
+
+
+def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any]) -> dict[str, float]:
+    """Condition -> NVML's busy % over the samples taken while its engine calls ran (each call from
+    its start to its end; ``polls`` maps a time to the samples taken by then): where in the mix
+    the GPU waits. NVML averages its own readings over a period of its own, so a short call's
+    share blurs into its neighbours'."""
+
+    def at(t: float) -> int:
+        return max([n for tp, n in polls if tp <= t], default=0)
+
+    got: dict[str, list[float]] = defaultdict(list)
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            c = json.loads(line)
+        except ValueError:  # the last line of a child killed at the budget
+            continue
+        if "start" not in c or not c["ids"]:
+            continue
+        got[c["ids"][0].split("|")[0]].extend(x.busy for x in samples[at(c["start"]):at(c["end"])])
+    return {cond: round(float(np.mean(v)), 1) for cond, v in got.items() if v}
 
 
 def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]], samples: list[Any],
@@ -474,6 +496,9 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     rows = read_csv(results / "conditions_results.csv") if (results / "conditions_results.csv").is_file() else []
     by_id = read_calls(calls)
     cells, per_cond, mix = aggregate(rows, by_id, class_of, classes)
+    for cond, b in busy_in_calls(calls, child_res["polls"], child_res["samples"]).items():
+        if cond in per_cond:
+            per_cond[cond]["busy_in_calls"] = b
     ends = sorted((end, g, True) for g, end, _ in by_id.values())
     first_r1 = min((c[1] for rid, c in by_id.items() if not rid.split("|")[1].startswith("R00_")), default=None)
     new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
@@ -522,11 +547,11 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
         out.append(f"- cells at no cost (reused or NA rows): {', '.join(free)}")
     if mix.get("missing_cells"):
         out.append(f"- cells without a measured row (left out of the mix): {', '.join(mix['missing_cells'])}")
-    out += ["", "| condition | seed count | rows | frames | prompt tokens | GPU s/inf | latency s | decode s | "
-            "decode/GPU |", "|---|---|---|---|---|---|---|---|---|"]
+    out += ["", "| condition | seed count | rows | frames | prompt tokens | GPU s/inf | GPU busy in its calls % | "
+            "latency s | decode s | decode/GPU |", "|---|---|---|---|---|---|---|---|---|---|"]
     for cond, c in p["per_condition"].items():
         out.append(f"| {cond} | {SEED_COUNTS[cond]:,} | {c['n']} | {c['n_frames']:.0f} | {c['prompt_tokens']:.0f} | "
-                   f"{c['gpu_s']:.3f} | {c['infer_s']:.3f} | {c['decode_s']:.3f} | "
+                   f"{c['gpu_s']:.3f} | {c.get('busy_in_calls', '-')} | {c['infer_s']:.3f} | {c['decode_s']:.3f} | "
                    f"{c['decode_s'] / c['gpu_s'] if c['gpu_s'] else float('nan'):.1f} |")
     return out
 
