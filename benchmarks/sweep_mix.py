@@ -205,11 +205,10 @@ def child() -> None:
     def generate_sync(self: HFEngine, reqs: Any) -> Any:
         if cap > 0:
             reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
-        local.held = 0.0
-        start = time.time()
+        local.held, local.spans = 0.0, []
         out = generate(self, reqs)
         got = {g.request_id: g for g in out}
-        line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "start": start, "end": time.time(),
+        line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "spans": local.spans, "end": time.time(),
                 "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],
                 "new_tokens": [getattr(got.get(r.request_id), "completion_tokens", 0) for r in reqs]}
         with guard:
@@ -220,11 +219,14 @@ def child() -> None:
     @contextlib.contextmanager
     def held(self: HFEngine) -> Iterator[None]:
         with active(self):
-            t0 = time.perf_counter()
+            t0, w0 = time.perf_counter(), time.time()
             try:
                 yield
             finally:
                 local.held = getattr(local, "held", 0.0) + time.perf_counter() - t0
+                # The wall-clock stretches this call held the engine: other calls' batches
+                # interleave with its own, so its start and end alone would count theirs too.
+                getattr(local, "spans", []).append((round(w0, 4), round(time.time(), 4)))
 
     HFEngine.generate_sync = generate_sync  # type: ignore[method-assign]
     HFEngine.active = held  # type: ignore[method-assign]
@@ -295,8 +297,8 @@ def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
 
 
 def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any]) -> dict[str, float]:
-    """Condition -> NVML's busy % over the samples taken while its engine calls ran (each call from
-    its start to its end; ``polls`` maps a time to the samples taken by then): where in the mix
+    """Condition -> NVML's busy % over the samples taken while its engine calls held the engine
+    (each call's ``spans``; ``polls`` maps a time to the samples taken by then): where in the mix
     the GPU waits. NVML averages its own readings over a period of its own, so a short call's
     share blurs into its neighbours'."""
 
@@ -309,9 +311,8 @@ def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any]
             c = json.loads(line)
         except ValueError:  # the last line of a child killed at the budget
             continue
-        if "start" not in c or not c["ids"]:
-            continue
-        got[c["ids"][0].split("|")[0]].extend(x.busy for x in samples[at(c["start"]):at(c["end"])])
+        for a, b in c.get("spans", []) if c["ids"] else []:
+            got[c["ids"][0].split("|")[0]].extend(x.busy for x in samples[at(a):at(b)])
     return {cond: round(float(np.mean(v)), 1) for cond, v in got.items() if v}
 
 
