@@ -282,14 +282,24 @@ def run_child(cmd: list[str], env: dict[str, str], calls: Path, logs: Path, time
 
 # -- aggregation -----------------------------------------------------------------------------------
 
+def call_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The child's call log, a record per engine call (none when there is no log)."""
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            yield json.loads(line)
+        except ValueError:  # the last line of a child killed at the budget
+            continue
+
+
+def samples_by(polls: list[tuple[float, int]], t: float) -> int:
+    """How many NVML samples had been taken at time ``t`` (``polls``: (time, count) pairs)."""
+    return max([n for tp, n in polls if tp <= t], default=0)
+
+
 def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
     """request_id -> (GPU s: its call's held seconds by prompt-token share, its call's end, new tokens)."""
     out: dict[str, tuple[float, float, int]] = {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            c = json.loads(line)
-        except ValueError:  # the last line of a child killed at the budget
-            continue
+    for c in call_lines(path):
         total = sum(c["tokens"]) or len(c["ids"])
         for rid, tok, new in zip(c["ids"], c["tokens"], c["new_tokens"], strict=False):
             out[rid] = (c["held_s"] * ((tok or 1) / total), c["end"], new)
@@ -302,17 +312,10 @@ def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any]
     the GPU waits. NVML averages its own readings over a period of its own, so a short call's
     share blurs into its neighbours'."""
 
-    def at(t: float) -> int:
-        return max([n for tp, n in polls if tp <= t], default=0)
-
     got: dict[str, list[float]] = defaultdict(list)
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            c = json.loads(line)
-        except ValueError:  # the last line of a child killed at the budget
-            continue
+    for c in call_lines(path):
         for a, b in c.get("spans", []) if c["ids"] else []:
-            got[c["ids"][0].split("|")[0]].extend(x.busy for x in samples[at(a):at(b)])
+            got[c["ids"][0].split("|")[0]].extend(x.busy for x in samples[samples_by(polls, a):samples_by(polls, b)])
     return {cond: round(float(np.mean(v)), 1) for cond, v in got.items() if v}
 
 
@@ -326,10 +329,7 @@ def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]]
     wall = t1 - t0
     held = sum(g for _, g, _ in ends[1:])
 
-    def at(t: float) -> int:
-        return max([n for tp, n in polls if tp <= t], default=0)
-
-    win = samples[at(t0):at(t1)]
+    win = samples[samples_by(polls, t0):samples_by(polls, t1)]
     out = {"wall_s": round(wall, 2), "inferences": len(ends) - 1,
            "inferences_per_s": round((len(ends) - 1) / wall, 4) if wall > 0 else float("nan"),
            "held_fraction": round(held / wall, 3) if wall > 0 else float("nan")}

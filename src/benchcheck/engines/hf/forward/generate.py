@@ -42,7 +42,7 @@ from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
 from benchcheck.engines.hf.runtime.pacing import LaunchPacer
-from benchcheck.engines.hf.runtime.transfer import to_device
+from benchcheck.engines.hf.runtime.transfer import pinned_empty, to_device
 from benchcheck.errors import first_line
 
 log = logging.getLogger(__name__)
@@ -197,14 +197,12 @@ class FinishWatch:
         self.flags = [torch.zeros((), dtype=torch.bool, pin_memory=self.cuda) for _ in range(lookback + 1)]
         self.events: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()
         self.step = 0
-        self.waited = False  # whether a flag was read: the device had reached that step
 
     def finished(self, done: torch.Tensor) -> bool:
-        if self.lookback == 0:
-            self.waited = True
-            return bool(done.all())
-        flag = self.flags[self.step % len(self.flags)]
         self.step += 1
+        if self.lookback == 0:
+            return bool(done.all())
+        flag = self.flags[(self.step - 1) % len(self.flags)]
         flag.copy_(done.all(), non_blocking=self.cuda)
         self.events.append((flag, torch.cuda.current_stream().record_event() if self.cuda else None))
         if len(self.events) <= self.lookback:
@@ -212,8 +210,12 @@ class FinishWatch:
         old, event = self.events.popleft()
         if event is not None:
             event.synchronize()
-        self.waited = True
         return bool(old)
+
+    @property
+    def waited(self) -> bool:
+        """Whether a flag was read: the device had reached that step."""
+        return self.step > self.lookback
 
 
 def check_attention(model: Any) -> None:
@@ -316,9 +318,8 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     # Copied back without waiting, and read when asked: the read waits for this batch's last step
     # alone, not for whatever the stream runs after it.
     cuda = dev.type == "cuda"
-    host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=True) if cuda else tokens
-    if cuda:
-        host.copy_(tokens, non_blocking=True)
+    host = pinned_empty(tuple(tokens.shape), tokens.dtype, dev)
+    host.copy_(tokens, non_blocking=cuda)
     ready = torch.cuda.current_stream().record_event() if cuda else None
 
     def read() -> list[list[int]]:
