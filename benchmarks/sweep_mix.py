@@ -13,7 +13,7 @@ steps reserved for 128 tokens, captured as a CUDA graph), and logs each call's s
 the engine's device lock (``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
 are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
 inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
-inferences and seed 001's GPU-hours.
+inferences and seed 001's GPU-hours, and its GPU busy as those weights make it (decision 109).
 
     PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.sweep_mix --out $OUT          # H200, 8B
     PYTHONPATH=src:. python -m benchmarks.sweep_mix --tiny --rounds 1 --out out    # CPU, tiny
@@ -319,6 +319,20 @@ def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any]
     return {cond: round(float(np.mean(v)), 1) for cond, v in got.items() if v}
 
 
+def mix_busy(per_cond: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """NVML's busy % over the mix as seed 001 weights it, not as the run's window happens to: each
+    condition's busy in its calls weighted by the GPU time the mix spends in it (its weight times
+    its held seconds an inference); ``covered``: the share of that time whose condition has a
+    busy reading. A run gives every condition a like number of rows, so its window over-weights
+    the light conditions (decision 109)."""
+    time_in = {k: c["weight"] * c["gpu_s"] for k, c in per_cond.items() if c.get("weight") and c["gpu_s"] == c["gpu_s"]}
+    read = {k: t for k, t in time_in.items() if "busy_in_calls" in per_cond[k]}
+    if not read:
+        return {}
+    return {"busy": round(sum(t * per_cond[k]["busy_in_calls"] for k, t in read.items()) / sum(read.values()), 1),
+            "covered": round(sum(read.values()) / sum(time_in.values()), 3)}
+
+
 def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]], samples: list[Any],
            ) -> dict[str, float]:
     """Over (call end, GPU s, in window?) sorted by end: inferences/s after the first, held and NVML busy."""
@@ -376,7 +390,7 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
     for cond in SEED_COUNTS:
         cs = [c for c in measured if c["condition"] == cond]
         if cs:
-            per_cond[cond] = {"n": sum(c["n"] for c in cs), **wmean(cs)}
+            per_cond[cond] = {"n": sum(c["n"] for c in cs), "weight": sum(c["weight"] for c in cs), **wmean(cs)}
     missing = sorted({(c["condition"], c["class"]) for c in out if not c["n"] and not c["free"]}
                      | {(k, v.name) for k in SEED_COUNTS for v in classes if (k, v.name) not in cells})
     free = {(c["condition"], c["class"]) for c in out if c["free"]}
@@ -492,6 +506,9 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     shutil.copy(work / "child.out", a.out / "sweep_mix_child.log")
     if calls.is_file():  # each engine call's rows, prompt tokens and held seconds, for a later look
         shutil.copy(calls, a.out / "sweep_mix_calls.jsonl")
+    # NVML's busy readings and when they were taken, so a later look can place them (with the calls).
+    (a.out / "sweep_mix_nvml.json").write_text(json.dumps(
+        {"polls": [[round(t, 3), n] for t, n in child_res["polls"]], "busy": [x.busy for x in child_res["samples"]]}))
     from benchcheck.sweep.results import read_csv
 
     rows = read_csv(results / "conditions_results.csv") if (results / "conditions_results.csv").is_file() else []
@@ -506,6 +523,7 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     steady = [(e, g, first_r1 is not None and e >= first_r1) for e, g, _ in ends]
     win = {"all": window(ends, child_res["polls"], child_res["samples"]),
            "steady": window(steady, child_res["polls"], child_res["samples"])}
+    mix["busy"] = mix_busy(per_cond)
     held = (win["steady"] or win["all"]).get("held_fraction", float("nan"))
     cost = costs(mix, held, a.decode_workers) if mix.get("gpu_s") else {}
     where = environment(torch.device("cuda" if cuda else "cpu"), cpu_s=round(_cpu() - cpu0, 1), cores=cores(),
@@ -533,6 +551,10 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
     for k in ("all", "steady"):
         if win[k]:
             out.append(f"- window {k}: {win[k]}")
+    if mix.get("busy"):
+        out.append(f"- GPU busy over the mix as seed 001 weights it: {mix['busy']['busy']} % "
+                   f"({mix['busy']['covered']:.0%} of the mix's GPU time has a reading; each condition's busy in its "
+                   "calls, weighted by the time the mix spends in it)")
     if cost:
         out += [f"- mix (seed 001 weights, {mix['weight_measured']:.0%} of the weight measured): "
                 f"{cost['gpu_s_per_inference']} GPU s/inference, {mix['n_frames']:.0f} frames, "
