@@ -541,6 +541,15 @@ def vision_block_variant(w: Workload, _: str) -> None:
              "variant: transformers' own vision block forward"), check="vision_block_other_way")
 
 
+def vision_pow2_variant(w: Workload, _: str) -> None:
+    """The vision tower's attention the other way than the engine's choice (op ``vision_pow2``):
+    each run of equal images in power-of-two counts per call, or all at once, and the two ways'
+    letters' log-probs compared directly."""
+    op_rows(w, "vision_pow2", ("ours-vision-pow2", "ours-vision-whole"),
+            ("variant: vision attention in power-of-two image counts per call",
+             "variant: vision attention on each run of equal images at once"), check="vision_pow2_other_way")
+
+
 def no_reads_variant(w: Workload, _: str) -> None:
     """The visual forward the other way than the engine's choice (op ``visual_no_reads``): without
     its device reads (the placeholder check, DeepStack's boolean indexing) or with them, and the
@@ -630,6 +639,7 @@ SPECIAL_VARIANTS = {
     "flash-varlen": Variant("both", True, flash_varlen_variant),
     "vision-block": Variant("visual", False, vision_block_variant),
     "no-reads": Variant("visual", False, no_reads_variant),
+    "vision-pow2": Variant("visual", False, vision_pow2_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
@@ -870,7 +880,8 @@ def main() -> None:
                          "with SiLU-times-up in their epilogue, or cuBLAS then SiLU-times-up), flash-varlen (packed "
                          "rows' attention the other way: "
                          "FlashAttention-2 or the Triton kernel), vision-block (visual: the vision blocks the other "
-                         "way: fused or transformers' own), no-reads (visual: the visual forward with or without its "
+                         "way: fused or transformers' own), vision-pow2 (visual: the vision attention in power-of-two "
+                         "image counts per call or not), no-reads (visual: the visual forward with or without its "
                          "device reads), memo-off (visual: every request decodes its own "
                          "frames), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
