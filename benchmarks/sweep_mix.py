@@ -325,9 +325,9 @@ def mix_busy(per_cond: dict[str, dict[str, Any]]) -> dict[str, float]:
     its held seconds an inference); ``covered``: the share of that time whose condition has a
     busy reading. A run gives every condition a like number of rows, so its window over-weights
     the light conditions (decision 109)."""
-    time_in = {k: c["weight"] * c["gpu_s"] for k, c in per_cond.items() if c.get("weight") and c["gpu_s"] == c["gpu_s"]}
+    time_in = {k: c["weight"] * c["gpu_s"] for k, c in per_cond.items()}
     read = {k: t for k, t in time_in.items() if "busy_in_calls" in per_cond[k]}
-    if not read:
+    if not sum(read.values()):
         return {}
     return {"busy": round(sum(t * per_cond[k]["busy_in_calls"] for k, t in read.items()) / sum(read.values()), 1),
             "covered": round(sum(read.values()) / sum(time_in.values()), 3)}
