@@ -16,7 +16,7 @@ from benchcheck.engines.hf.attention.cache import KEY_BLOCK, ReservedCache, Rese
 from benchcheck.engines.hf.attention.decode import decode_attention
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.batch import collate, position_ids
-from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch, greedy_start
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, DecodeStep, greedy_batch, greedy_start
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.inputs.rope import mrope_positions
 
@@ -339,6 +339,68 @@ def test_graph_capture_neither_drains_the_device_nor_empties_the_caches(
     assert out == [eager] * 3
     # One stream and one pool: the third batch's capture reuses the second's blocks.
     assert reserved[2] == reserved[1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_warm_once_captures_a_known_row_count_without_its_warm_up(
+        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Op decode_warm_once: the first batch of 3 rows warms up and captures (two step forwards
+    # before the replays); the next batches of 3 rows only capture (one), a batch of 2 rows warms
+    # again; every batch decodes as the eager steps do.
+    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
+    prompts = encoded(engine)
+    three = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    two = collate(prompts[:2], engine.pad_id, engine.pixels, engine.dtype)
+    eager3 = greedy_batch(engine.model, three, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    eager2 = greedy_batch(engine.model, two, [9, 4], set(), engine.pad_id, pacer=engine.pacer)
+    forwards: list[bool] = []
+    real = DecodeStep._forward
+
+    def counted(self: DecodeStep) -> torch.Tensor:
+        forwards.append(torch.cuda.is_current_stream_capturing())
+        return real(self)
+
+    monkeypatch.setattr(DecodeStep, "_forward", counted)
+    graphs = DecodeGraphs(enabled=True, warm_once=True)
+    seen = []
+    for batch, max_new, eager in ((three, [9, 4, 6], eager3), (three, [9, 4, 6], eager3), (two, [9, 4], eager2),
+                                  (three, [5, 4, 6], None)):
+        forwards.clear()
+        # The engine's pacer (its launches' pre-hooks) is handed over, as the engine does, so
+        # that the capture turns it off: its event waits may not run inside a capture.
+        out = greedy_batch(engine.model, batch, max_new, set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+        seen.append(forwards.copy())
+        if eager is not None:
+            assert out == eager
+    assert (graphs.captured, graphs.failed) == (4, 0)
+    assert seen == [[False, True], [True], [False, True], [True]]  # eager warm-up, then the capture
+    assert graphs.warmed == {2, 3}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_a_capture_without_warm_up_that_fails_is_warmed_and_captured_again(
+        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A step of a warmed row count whose capture still fails (something needed a first run at
+    # the new shape) is warmed up and captured again: graphs stay on, the tokens are the eager ones.
+    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
+    batch = collate(encoded(engine), engine.pad_id, engine.pixels, engine.dtype)
+    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    graphs = DecodeGraphs(enabled=True, warm_once=True, warmed={3})
+    forwards: list[bool] = []
+    real = DecodeStep._forward
+
+    def first_capture_fails(self: DecodeStep) -> torch.Tensor:
+        capturing = torch.cuda.is_current_stream_capturing()
+        forwards.append(capturing)
+        if capturing and len(forwards) == 1:
+            raise RuntimeError("a first run needed")
+        return real(self)
+
+    monkeypatch.setattr(DecodeStep, "_forward", first_capture_fails)
+    out = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
+    assert forwards == [True, False, True]  # the failed capture, then a warm-up and the capture
+    assert (graphs.captured, graphs.failed, graphs.enabled) == (1, 0, True)
+    assert out == eager
 
 
 def test_tokens_are_read_when_asked_and_equal_the_waited_ones(tiny_model: Path) -> None:

@@ -39,6 +39,8 @@ OPS: dict[str, tuple[str, str]] = {
     "residual_epilogue": ("on", "the MLP's residual added in the down projection's product (decision 020)"),
     "text_attention": ("on", "the fused text attention forward: decoding without K/V heads repeated (decision 015)"),
     "decode_graphs": ("on", "each batch's decode step captured once as a CUDA graph and replayed (decision 015)"),
+    "decode_warm_once": ("on", "a batch's decode step captured without its eager warm-up once a step of as many "
+                         "rows was warmed on the engine: the mix's GPU busier (decision 110)"),
     "varlen": ("cuda", "packed families in one unpadded row, variable-length attention (decision 007)"),
     "varlen_triton": ("on", "short packed sequences through the Triton kernel, not FlashAttention-2 (decision 025)"),
     "unpadded": ("on", "short batches that share nothing scored unpadded in the one row (decision 016)"),

@@ -219,7 +219,8 @@ class HFEngine:
         # Generation's decode steps replayed as CUDA graphs (op ``decode_graphs``, decision 015):
         # only with the fused attention forward, the way to ``decode_attention``; the record also
         # counts captures and failures (per engine object).
-        self.decode_graphs = DecodeGraphs(enabled=self._fused_attention and config.op("decode_graphs"))
+        self.decode_graphs = DecodeGraphs(enabled=self._fused_attention and config.op("decode_graphs"),
+                                          warm_once=config.op("decode_warm_once"))
         old = before._config if before is not None else None
         if old is None or old.encode_threads != config.encode_threads:
             self._pool = ThreadPoolExecutor(max_workers=config.encode_threads, thread_name_prefix="hf-encode")

@@ -31,7 +31,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -80,6 +80,11 @@ class DecodeGraphs:
     # For checks: fixed-shape steps (the graphs' kernels) even where no graph is captured, so a
     # graph's tokens can be compared with the same kernels run eagerly.
     fixed_steps: bool = False
+    # Op ``decode_warm_once``: a step is captured without its eager warm-up once a step of as
+    # many rows was warmed and captured here (its kernels chosen, compiled and tuned); ``warmed``
+    # holds those row counts.
+    warm_once: bool = False
+    warmed: set[int] = field(default_factory=set)
 
     def capture_stream(self) -> torch.cuda.Stream:
         """The side stream of every warm-up and capture (created at the first)."""
@@ -136,6 +141,29 @@ class DecodeStep:
     def _capture(self) -> torch.Tensor | None:
         """Capture the step (its first call runs it); None when capture failed (run it eagerly)."""
         assert self.graphs is not None
+        rows = int(self.inputs.ids.shape[0])
+        if self.graphs.warm_once and rows in self.graphs.warmed:
+            try:
+                return self._captured(warm=False)
+            except torch.cuda.OutOfMemoryError:
+                raise
+            except RuntimeError:
+                # Something still needed a first run at this shape: warmed up, as any first capture.
+                torch.cuda.synchronize()
+        try:
+            logits = self._captured(warm=True)
+        except torch.cuda.OutOfMemoryError:
+            raise  # the batch is too large: the pipeline splits it, as for any forward
+        except RuntimeError as e:
+            torch.cuda.synchronize()
+            self.graphs.failure(first_line(e) or type(e).__name__)
+            return None
+        self.graphs.warmed.add(rows)
+        return logits
+
+    def _captured(self, warm: bool) -> torch.Tensor:
+        """The step captured (after an eager warm-up with ``warm``) and replayed once: its logits."""
+        assert self.graphs is not None
         paced = self.pacer is not None and self.pacer.enabled
         if self.pacer is not None:
             self.pacer.enabled = False  # its event waits may not run inside a capture
@@ -147,7 +175,8 @@ class DecodeStep:
             graph = torch.cuda.CUDAGraph()
             try:
                 with torch.cuda.stream(side):
-                    self._forward()
+                    if warm:
+                        self._forward()
                     # Captured on the side stream without ``torch.cuda.graph``'s set-up: it waits
                     # for the device to drain and empties the allocator's device and page-locked
                     # caches, so the capture's host time could not overlap the prefill still
@@ -168,12 +197,6 @@ class DecodeStep:
                 # Even after a failure, what the current stream runs next follows the warm-up's
                 # writes to the cache (whose blocks belong to the current stream).
                 torch.cuda.current_stream().wait_stream(side)
-        except torch.cuda.OutOfMemoryError:
-            raise  # the batch is too large: the pipeline splits it, as for any forward
-        except RuntimeError as e:
-            torch.cuda.synchronize()
-            self.graphs.failure(first_line(e) or type(e).__name__)
-            return None
         finally:
             if self.pacer is not None:
                 self.pacer.enabled = paced
