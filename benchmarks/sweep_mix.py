@@ -57,6 +57,7 @@ SEED_TOTAL = sum(SEED_COUNTS.values())
 VIDEOS = "30:16x9:2,30:4x3:1,180:16x9:2,180:4x3:1,900:16x9:1,900:4x3:1,2400:16x9:1,2400:4x3:1"
 SOURCE_FRAMES = 1200  # source frames at most: the store keeps 1,024 frames at most
 ANSWER_ENV, CALLS_ENV, STOP_ENV = "SWEEP_MIX_ANSWER_TOKENS", "SWEEP_MIX_CALLS", "SWEEP_MIX_ANSWER_STOP"
+TIMELINE_ENV = "SWEEP_MIX_TIMELINE"
 BOOT = "import benchmarks.sweep_mix as m; m.child()"
 QUESTIONS = ("what does the person in the video do right after the door opens?",
              "why does the woman in the blue coat pick up the box on the table near the end?")
@@ -163,30 +164,6 @@ def write_model(root: Path, tiny: bool, shape: str) -> Path:
 
 # -- the child: the real CLI with the two hooks -------------------------------------------------
 
-def stop_after(k: int) -> None:
-    """Every batch's decoding ends as if each row's (k+1)-th token were its end token: the loop's
-    finish flag is set from step k on (read as the engine reads it, ``decode_lookback`` steps
-    later), and each row's tokens are cut at k. ``max_tokens`` stays as sent, so the steps are
-    reserved, and captured as a graph, as for a real model that stops itself."""
-    from benchcheck.engines.hf.forward import generate as gen
-
-    if not all(hasattr(gen, n) for n in ("FinishWatch", "_cut")):
-        raise SystemExit("sweep_mix: generate.FinishWatch/_cut are gone; update stop_after()")
-    real_cut = gen._cut
-
-    class StopAt(gen.FinishWatch):
-        def finished(self, done: torch.Tensor) -> bool:
-            if self.step >= k:
-                done = torch.ones_like(done)
-            return bool(super().finished(done))
-
-    def cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:
-        return real_cut(tokens, [min(n, k) for n in max_new], stop_ids)
-
-    gen.FinishWatch = StopAt  # type: ignore[misc]
-    gen._cut = cut
-
-
 def child() -> None:
     """``python -c BOOT sweep run ...``: cap answers, log each call's lock-held seconds, run the CLI."""
     from benchcheck.cli import main
@@ -196,8 +173,15 @@ def child() -> None:
         raise SystemExit("sweep_mix: HFEngine.generate_sync/active are gone; update the hooks in child()")
     cap = int(os.environ.get(ANSWER_ENV, "0"))
     stop_at = int(os.environ.get(STOP_ENV, "0"))
-    if stop_at > 0:
-        stop_after(stop_at)
+    if stop_at > 0:  # for the child's life
+        from benchmarks.shared.answer_stop import answers_stop_after
+
+        answers_stop_after(stop_at).__enter__()
+    timeline = None
+    if os.environ.get(TIMELINE_ENV):
+        from benchmarks.shared.batch_timeline import install
+
+        timeline = install(Path(os.environ[TIMELINE_ENV]))
     log = open(os.environ[CALLS_ENV], "a")  # noqa: SIM115 (open for the child's life)
     local, guard = threading.local(), threading.Lock()
     generate, active = HFEngine.generate_sync, HFEngine.active
@@ -207,6 +191,8 @@ def child() -> None:
             reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
         local.held, local.spans = 0.0, []
         out = generate(self, reqs)
+        if timeline is not None:
+            timeline.flush([r.request_id for r in reqs])
         got = {g.request_id: g for g in out}
         line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "spans": local.spans, "end": time.time(),
                 "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],
@@ -438,6 +424,8 @@ def main() -> None:
     ap.add_argument("--source-short", type=int, default=None, help="sources' short side (default 720; --tiny 240)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="the whole script, setup included")
     ap.add_argument("--py-spy", default=None, help="a py-spy binary: record the child's threads (50 samples a second)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="mark each generation batch's phases with CUDA events (benchmarks.shared.batch_timeline)")
     ap.add_argument("--workdir", type=Path, default=None, help="videos, store, model, rows (default: a temp folder)")
     ap.add_argument("--out", type=Path, default=Path(default_out()))
     a = ap.parse_args()
@@ -490,6 +478,10 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
         cmd = recorded(a.py_spy, a.out / "py_spy_sweep_mix.txt", cmd)
     cap = 0 if a.answer_stop > 0 else a.answer_tokens
     env = {**os.environ, ANSWER_ENV: str(cap), CALLS_ENV: str(calls), STOP_ENV: str(a.answer_stop)}
+    timeline = work / "timeline.jsonl"
+    timeline.unlink(missing_ok=True)
+    if a.timeline:
+        env[TIMELINE_ENV] = str(timeline)
     if a.answer_stop > 0:
         forced = (f"answers end after {a.answer_stop} new tokens as a real model's end token would end them "
                   "(max_tokens 128 kept: steps reserved and captured as sent)")
@@ -506,6 +498,12 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     shutil.copy(work / "child.out", a.out / "sweep_mix_child.log")
     if calls.is_file():  # each engine call's rows, prompt tokens and held seconds, for a later look
         shutil.copy(calls, a.out / "sweep_mix_calls.jsonl")
+    marks: dict[str, Any] = {}
+    if timeline.is_file():
+        from benchmarks.shared.batch_timeline import summarize
+
+        shutil.copy(timeline, a.out / "sweep_mix_timeline.jsonl")
+        marks = summarize(timeline)
     # NVML's busy readings and when they were taken, so a later look can place them (with the calls).
     (a.out / "sweep_mix_nvml.json").write_text(json.dumps(
         {"polls": [[round(t, 3), n] for t, n in child_res["polls"]], "busy": [x.busy for x in child_res["samples"]]}))
@@ -532,7 +530,7 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     payload = {"env": where,
                "setup": setup, "child": {k: v for k, v in child_res.items() if k not in ("polls", "samples")},
                "windows": win, "mix": mix, "cost": cost, "per_condition": per_cond, "cells": cells,
-               "seed_counts": SEED_COUNTS, "classes": [dataclasses.asdict(c) for c in classes]}
+               "seed_counts": SEED_COUNTS, "classes": [dataclasses.asdict(c) for c in classes], "timeline": marks}
     write(a.out, "sweep_mix.json", payload, "sweep_mix.md", lines(payload, a))
     if not rows or not by_id:
         raise SystemExit(f"no {'rows written' if not rows else 'engine calls logged (hook?)'}; child output:\n"
@@ -576,6 +574,11 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
         out.append(f"| {cond} | {SEED_COUNTS[cond]:,} | {c['n']} | {c['n_frames']:.0f} | {c['prompt_tokens']:.0f} | "
                    f"{c['gpu_s']:.3f} | {c.get('busy_in_calls', '-')} | {c['infer_s']:.3f} | {c['decode_s']:.3f} | "
                    f"{c['decode_s'] / c['gpu_s'] if c['gpu_s'] else float('nan'):.1f} |")
+    if p.get("timeline"):
+        from benchmarks.shared.batch_timeline import table
+
+        out += ["", "Generation batches (`--timeline`, medians; `benchmarks/shared/batch_timeline.py`):", "",
+                *table(p["timeline"])]
     return out
 
 

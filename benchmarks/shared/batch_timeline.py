@@ -1,0 +1,244 @@
+"""Where a generation batch of the ``hf`` engine leaves the device waiting: a few marks per batch.
+
+The profiler shows itself in a mix of nine calling threads (decision 108), so this records only
+host timestamps and CUDA events at a batch's phase boundaries, through hooks around the engine's
+own functions (none of the engine's code changes): ``collate`` (the batch's start, inside the
+engine's lock), ``greedy_start`` (the prefill's call), each decode step's call and each of its
+forwards (a graph's warm-up, its capture), the loop's end. Each event's device time is placed on
+the host's clock through one reference event taken with the device drained; events are read
+when the call that made them has returned (its tokens read: its events done), never sooner.
+
+Per mark: host ms from the batch's start, the launching thread's CPU ms, and, where an event
+was recorded (not while a stream captures), the ms at which the device reached that point. From
+those, per phase: how long the host took, the device's lag behind the host at the phase's end
+(near zero: the device had caught up, it waited for the host), and the most the device can have
+waited inside the batch (``phases``). The allocator's retries and whole-device syncs are counted
+per batch too (``torch.cuda.memory_stats``): a retry frees cached blocks after a
+failed allocation and waits for the whole device.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+# The allocator's counters worth a batch's delta (``torch.cuda.memory_stats`` keys).
+MEM_KEYS = ("num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free")
+NAN = float("nan")
+
+
+class Recorder:
+    """Marks of the batches each thread runs, written as JSON lines by ``flush``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.local = threading.local()
+        self.guard = threading.Lock()
+        self.ref: tuple[Any, float] | None = None  # (event, host seconds) taken with the device drained
+        self.cuda = torch.cuda.is_available()
+
+    # -- recording (the engine's threads) ------------------------------------------------------
+
+    def _reference(self) -> None:
+        with self.guard:
+            if self.ref is None:
+                torch.cuda.synchronize()
+                ev = torch.cuda.Event(enable_timing=True)
+                ev.record()
+                ev.synchronize()
+                self.ref = (ev, time.perf_counter())
+
+    def begin(self, rows: int, label: str) -> None:
+        if self.cuda and self.ref is None:
+            self._reference()
+        rec = {"rows": rows, "t0": time.perf_counter(), "c0": time.thread_time(), "marks": [], "mem0": self._mem()}
+        self.local.batch = rec
+        if not hasattr(self.local, "pending"):
+            self.local.pending = []
+        self.local.pending.append(rec)
+        self.mark(label)
+
+    def mark(self, label: str, event: bool = True) -> None:
+        rec = getattr(self.local, "batch", None)
+        if rec is None:
+            return
+        ev = None
+        if event and self.cuda and not torch.cuda.is_current_stream_capturing():
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+        rec["marks"].append((label, time.perf_counter(), ev, self._stream(), time.thread_time()))
+
+    def end(self) -> None:
+        rec = getattr(self.local, "batch", None)
+        if rec is not None:
+            self.mark("loop_end")
+            rec["mem1"] = self._mem()
+            self.local.batch = None
+
+    def flush(self, ids: list[str]) -> None:
+        """This thread's batches since the last flush, resolved (their events are done once the
+        call that made them returned) and written with the call's first request id."""
+        pending = getattr(self.local, "pending", None) or []
+        self.local.pending = []
+        lines = []
+        for rec in pending:
+            marks = []
+            for label, h, ev, stream, cpu in rec["marks"]:
+                dev = None
+                if ev is not None and self.ref is not None:
+                    ev.synchronize()
+                    dev = round((self.ref[1] + self.ref[0].elapsed_time(ev) / 1e3 - rec["t0"]) * 1e3, 3)
+                marks.append([label, round((h - rec["t0"]) * 1e3, 3), dev, stream, round((cpu - rec["c0"]) * 1e3, 3)])
+            mem = {k: rec.get("mem1", {}).get(k, 0) - rec["mem0"].get(k, 0) for k in MEM_KEYS}
+            lines.append(json.dumps({"id": ids[0] if ids else "", "rows": rec["rows"], "marks": marks, "mem": mem}))
+        if lines:
+            with self.guard, self.path.open("a") as f:
+                f.write("\n".join(lines) + "\n")
+
+    def _mem(self) -> dict[str, int]:
+        if not self.cuda:
+            return {}
+        stats = torch.cuda.memory_stats()
+        return {k: int(stats.get(k, 0)) for k in MEM_KEYS}
+
+    def _stream(self) -> int:
+        return int(torch.cuda.current_stream().cuda_stream) if self.cuda else 0
+
+
+def install(path: Path) -> Recorder:
+    """The hooks on the engine's generation path; returns the recorder (``flush`` it per call)."""
+    from benchcheck.engines.hf import engine as engine_mod
+    from benchcheck.engines.hf.forward import generate as gen
+
+    names = ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
+             (gen.DecodeStep, "_forward"))
+    missing = [n for m, n in names if not hasattr(m, n)]
+    if missing:
+        raise SystemExit(f"batch_timeline: the engine's {missing} are gone; update the hooks")
+    rec = Recorder(path)
+    ns = vars(engine_mod)  # the names the engine's module calls them by
+    collate, start = ns["collate"], ns["greedy_start"]
+    call, forward = gen.DecodeStep.__call__, gen.DecodeStep._forward
+
+    def collate_hook(items: Any, *a: Any, **kw: Any) -> Any:
+        rec.begin(len(items), "start")
+        out = collate(items, *a, **kw)
+        rec.mark("collated")
+        return out
+
+    def start_hook(*a: Any, **kw: Any) -> Callable[[], Any]:
+        rec.mark("prefill_call", event=False)
+        read = start(*a, **kw)
+        rec.end()
+        return read  # type: ignore[no-any-return]
+
+    def call_hook(self: Any) -> Any:
+        rec.mark("step_call")  # its event: the device done with all before (the prefill, at the first)
+        out = call(self)
+        rec.mark("step_done")
+        return out
+
+    def forward_hook(self: Any) -> Any:
+        capturing = rec.cuda and torch.cuda.is_current_stream_capturing()
+        rec.mark("capture_fwd" if capturing else "eager_fwd", event=False)
+        out = forward(self)
+        rec.mark("capture_fwd_done" if capturing else "eager_fwd_done")
+        return out
+
+    ns["collate"], ns["greedy_start"] = collate_hook, start_hook
+    gen.DecodeStep.__call__ = call_hook  # type: ignore[method-assign]
+    gen.DecodeStep._forward = forward_hook  # type: ignore[method-assign]
+    return rec
+
+
+# -- reading (after the run) ---------------------------------------------------------------------
+
+def phases(marks: list[list[Any]]) -> dict[str, float]:
+    """One batch's marks as ms: the host time at each mark (the k-th repeat of a label numbered
+    ``label2``, ``label3``...), the launching thread's CPU time there (``cpu@``: well below the
+    host time, the thread waited, for Python's lock or in a blocking call), and ``lag@`` each
+    evented mark: how long after the host's time there the device reached it. An event is
+    reached only once recorded, so a lag is never below zero; near zero, the device had caught
+    up: the stretch before the mark was the host's, and the device had run out of work in it.
+
+    ``idle_max_ms``: the most the device can have waited inside the batch (from its first mark to
+    its last): the wait if each stretch's work between two evented marks was launched at the
+    stretch's end. Events alone give no floor (the work's own duration is not seen); before the
+    first mark the device waited for the engine's lock, not counted."""
+    out: dict[str, float] = {}
+    seen: dict[str, int] = defaultdict(int)
+    most = 0.0
+    prev: float | None = None  # the device's time at the last evented mark, from the batch's start
+    for label, h, dev, _stream, *cpu in marks:
+        seen[label] += 1
+        name = label if seen[label] == 1 else f"{label}{seen[label]}"
+        out[name] = h
+        if cpu:
+            out[f"cpu@{name}"] = cpu[0]
+        if dev is None:
+            continue
+        out[f"lag@{name}"] = dev - h
+        if prev is not None or h > 0:
+            most += max(0.0, h - (0.0 if prev is None else prev))
+        prev = max(0.0, dev)
+    out["total_ms"] = marks[-1][1] if marks else 0.0
+    out["idle_max_ms"] = most
+    return out
+
+
+def summarize(path: Path) -> dict[str, dict[str, float]]:
+    """Per condition (the request id before ``|``), medians over its batches, ms: the batch
+    (``batch``), the prefill's launch on the host (``prefill_host``, from the prefill's call to the
+    first decode step's) and the launching thread's CPU time in it (``prefill_cpu``), how long the
+    device still ran after that launch (``prefill_lag``), the first decode step's call (its warm-up
+    and capture: ``first_step``); the batches whose first step was warmed up eagerly
+    (``warm_ups``), ``idle_max``'s share of the batches' time, the allocator's deltas summed."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in path.read_text().splitlines():
+        if line.strip():
+            b = json.loads(line)
+            by[b["id"].split("|")[0]].append(b)
+    out: dict[str, dict[str, float]] = {}
+    for cond, batches in sorted(by.items()):
+        ph = [phases(b["marks"]) for b in batches]
+
+        def med(f: Callable[[dict[str, float]], float], ph: list[dict[str, float]] = ph) -> float:
+            vals = [v for v in (f(p) for p in ph) if v == v]
+            return round(statistics.median(vals), 1) if vals else float("nan")
+
+        total = sum(p["total_ms"] for p in ph)
+        row: dict[str, float] = {
+            "batches": len(batches), "rows": round(sum(b["rows"] for b in batches) / len(batches), 2),
+            "batch": med(lambda p: p["total_ms"]),
+            "prefill_host": med(lambda p: p.get("step_call", NAN) - p.get("prefill_call", NAN)),
+            "prefill_cpu": med(lambda p: p.get("cpu@step_call", NAN) - p.get("cpu@prefill_call", NAN)),
+            "prefill_lag": med(lambda p: p.get("lag@step_call", NAN)),
+            "first_step": med(lambda p: p.get("step_done", NAN) - p.get("step_call", NAN)),
+            "warm_ups": sum(1 for b in batches if [m[0] for m in b["marks"]].count("eager_fwd") and
+                            any(m[0] == "capture_fwd" for m in b["marks"])),
+        }
+        row["idle_max_share"] = round(sum(p["idle_max_ms"] for p in ph) / total, 3) if total > 0 else 0.0
+        for k in MEM_KEYS:
+            row[k] = sum(b["mem"].get(k, 0) for b in batches)
+        out[cond] = row
+    return out
+
+
+def table(summary: dict[str, dict[str, float]]) -> list[str]:
+    """``summarize``'s rows as a Markdown table."""
+    out = ["| condition | batches | rows | batch ms | prefill launch ms (thread CPU) | device after it ms | "
+           "first step ms | warm-ups | idle at most | allocator retries |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for cond, r in summary.items():
+        out.append(f"| {cond} | {r['batches']:.0f} | {r['rows']} | {r['batch']} | {r['prefill_host']} "
+                   f"({r['prefill_cpu']}) | {r['prefill_lag']} | {r['first_step']} | {r['warm_ups']:.0f} | "
+                   f"{r['idle_max_share']:.0%} | {r['num_alloc_retries']:.0f} |")
+    return out

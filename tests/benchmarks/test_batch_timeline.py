@@ -1,0 +1,89 @@
+"""The batch timeline's reading (``benchmarks.shared.batch_timeline``): marks with a known truth."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.shared.batch_timeline import phases, summarize, table
+
+
+def simulate(rng: random.Random, launch: str) -> tuple[list[list[Any]], float]:
+    """A batch of stretches: in each the host spends ``host`` ms and launches work the device
+    runs for ``work`` ms in launch order (one stream); the device may still be busy with an
+    earlier batch at the start (or idle since before it). Each stretch's work is launched at its
+    start, at its end, or in pieces spread over it (``launch``). Returns the marks as the
+    recorder takes them (host ms; the device's ms at an event recorded at the mark, which it
+    reaches once recorded and done with all before) and the device's true idle ms from the
+    batch's start to its last mark."""
+    t = 0.0
+    busy_to = rng.uniform(-5.0, 20.0)  # the device done with all launched so far
+    marks: list[list[Any]] = [["start", 0.0, max(busy_to, 0.0), 1, 0.0]]
+    idle = 0.0
+    for k in range(rng.randint(2, 8)):
+        host, work = rng.uniform(0.1, 30.0), rng.uniform(0.0, 40.0)
+        n = {"start": 1, "end": 1, "spread": rng.randint(2, 6)}[launch]
+        at = {"start": [t], "end": [t + host]}.get(launch) or [t + host * j / n for j in range(n)]
+        for a in at:  # each piece runs once the device is free and the piece launched
+            begin = max(busy_to, a)
+            idle += begin - max(busy_to, 0.0)
+            busy_to = begin + work / n
+        t += host
+        marks.append([f"p{k}", t, max(busy_to, t), 1, t / 2])
+    idle += max(0.0, t - max(busy_to, 0.0))  # done before the host's last mark
+    return marks, idle
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_idle_max_bounds_the_true_wait_and_is_it_when_work_comes_last(seed: int) -> None:
+    for launch in ("start", "end", "spread"):
+        marks, truth = simulate(random.Random(seed), launch)
+        got = phases(marks)
+        assert truth <= got["idle_max_ms"] + 1e-9, launch
+        if launch == "end":
+            assert got["idle_max_ms"] == pytest.approx(truth)
+        assert all(v >= 0 for k, v in got.items() if k.startswith("lag@"))
+    # A device busy past every mark never waited.
+    busy = [[m[0], m[1], float(m[1]) + 100.0, 1] for m in simulate(random.Random(seed), "spread")[0]]
+    busy[0][1] = 0.0
+    assert phases(busy)["idle_max_ms"] == 0.0
+
+
+def test_marks_without_events_are_host_times_only_and_repeats_are_numbered() -> None:
+    marks = [["start", 0.0, None, 0, 0.0], ["step_call", 5.0, 5.5, 7, 1.5], ["step_call", 9.0, 12.0, 7, 2.0],
+             ["loop_end", 10.0, None, 0, 2.5]]
+    got = phases(marks)
+    assert got["step_call"] == 5.0 and got["step_call2"] == 9.0
+    assert got["cpu@step_call2"] == 2.0 and got["cpu@loop_end"] == 2.5
+    assert got["lag@step_call"] == 0.5 and "lag@loop_end" not in got
+    # Each stretch's work launched at its end: the device waited 5, then 3.5 ms.
+    assert got["idle_max_ms"] == 8.5
+
+
+def test_summary_takes_medians_by_condition(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+
+    def batch(cond: str, rows: int, launch: float, lag: float, warm: bool, retries: int = 0) -> dict[str, Any]:
+        step = [["eager_fwd", launch + 1, None, 2, 1.0],
+                ["eager_fwd_done", launch + 3, launch + 3.5, 2, 2.0]] if warm else []
+        marks = [["start", 0.0, None, 1, 0.0], ["collated", 1.0, 1.0, 1, 0.5], ["prefill_call", 1.0, None, 1, 0.5],
+                 ["step_call", launch, launch + lag, 1, launch / 2], *step,
+                 ["capture_fwd", launch + 4, None, 2, 3.0], ["step_done", launch + 6, launch + lag + 1, 1, 4.0],
+                 ["loop_end", launch + 8, launch + lag + 2, 1, 5.0]]
+        return {"id": f"{cond}|x", "rows": rows, "marks": marks, "mem": {"num_alloc_retries": retries}}
+
+    lines = [batch("v_1", 2, 10, 5, True, 1), batch("v_1", 4, 20, 7, False), batch("v_1", 4, 60, 9, False),
+             batch("v_32", 8, 5, 0, False)]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    got = summarize(path)
+    v1 = got["v_1"]
+    assert (v1["batches"], v1["rows"], v1["warm_ups"], v1["num_alloc_retries"]) == (3, 3.33, 1, 1)
+    assert v1["prefill_host"] == 19.0 and v1["prefill_lag"] == 7 and v1["first_step"] == 6
+    assert v1["prefill_cpu"] == 9.5  # the thread's CPU from the prefill's call (0.5) to the step's (launch / 2)
+    # Caught up at every mark (lag 0): the device waited most of the batch at most.
+    assert got["v_32"]["idle_max_share"] > got["v_1"]["idle_max_share"]
+    md = table(got)
+    assert md[2].startswith("| v_1 | 3 | 3.33 | 28 | 19.0 (9.5) | 7 | 6 | 1 |")
