@@ -47,7 +47,6 @@ import torch
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.batch import collate, position_ids
-from benchcheck.engines.hf.forward.generate import greedy_batch
 from benchcheck.engines.hf.forward.packed import pack, packed_logprobs
 from benchcheck.engines.hf.forward.score import score_batch
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
@@ -55,6 +54,7 @@ from benchcheck.engines.hf.schedule.families import packed_length, plan_families
 from benchcheck.engines.hf.schedule.pipeline import one_row
 from benchcheck.items import load_items
 from benchmarks.gemm_clock import sustained_peak
+from benchmarks.shared.answer_stop import answers_stop_after
 from benchmarks.shared.device import copy_bandwidth, matmul_peak, sync
 from benchmarks.shared.flops import flops_shared, flops_unshared, grids_of, item_flops
 from benchmarks.shared.nvml import Busy
@@ -751,71 +751,57 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
           f"generate, of {len(naive_text)}: {lead} (naive suppresses end tokens, ours may emit them)", flush=True)
 
 
-ANSWER_TOKENS = (2, 3, 4)  # a real answer: a letter (and a word or two), then the end token
+ANSWER_TOKENS = 3  # a real answer: a letter (and a word), then the end token
 
 
 def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
                 prefill_s: float, step_s: float) -> None:
-    """The sweep item answered as a real model answers: a few tokens, then a stop token. A
-    random-weight model never emits an end token, so the stop is forced: each request's greedy
-    tokens are computed first (128 of them, on the engine's own decode path, so the same kernels
-    pick the same tokens), and the token it emits at position k (k cycling over
-    ``ANSWER_TOKENS``) is made a stop token of the engine; the engine then stops on it through
-    its real stop path, the look-back included (a request whose k-th token appeared earlier is
-    instead capped at k tokens by ``max_tokens``). Rows: ``answer`` (the engine as chosen) and
-    ``answer-lookback4`` (the finished flag read 4 steps late, the previous default); the check:
-    both give the same texts."""
-    first: list[list[int]] = []
-    for r in reqs:
-        p = engine.encoder.encode(r.prompt, r.images, None)
-        with engine.active():
-            b = collate([p], engine.pad_id, engine.pixels, engine.dtype)
-            first.append(greedy_batch(engine.model, b, [r.max_tokens], set(), engine.pad_id,
-                                      graphs=engine.decode_graphs)[0])
-    stops: set[int] = set()
-    answer: list[GenerateRequest] = []
-    capped = 0
-    for i, (r, toks) in enumerate(zip(reqs, first, strict=True)):
-        k = ANSWER_TOKENS[i % len(ANSWER_TOKENS)]
-        if len(toks) >= k and toks[k - 1] not in toks[: k - 1]:
-            stops.add(toks[k - 1])
-            answer.append(replace(r, max_tokens=128))
-        else:
-            capped += 1
-            answer.append(replace(r, max_tokens=k))
-    old = engine.stop_ids
+    """The sweep item answered as a real model answers: a few tokens, then its end token. A
+    random-weight model never emits one (and repeats its greedy tokens, so a stop token picked
+    from them came too early for most items), so the stop is forced as ``sweep_mix
+    --answer-stop`` forces it (``benchmarks.shared.answer_stop``): each batch's finish flag set
+    from step ``ANSWER_TOKENS`` on, read through the engine's look-back as a real stop is;
+    ``max_tokens`` stays 128, so the steps are reserved and captured as a CUDA graph. Rows:
+    ``answer`` (the engine as chosen) and ``answer-lookback4`` (the flag read 4 steps late, the
+    previous default); the check: both give the same texts, every answer has ``ANSWER_TOKENS``
+    tokens, and on CUDA every batch captured its graph."""
     late = engine.with_config(replace(engine.config, decode_lookback=4))
-    try:
-        engine.stop_ids = late.stop_ids = stops
-        n = len(answer)
-        out: dict[str, list[Any]] = {}
+    answer = [replace(r, max_tokens=128) for r in reqs]
+    n = len(answer)
+    out: dict[str, list[Any]] = {}
+    counts: dict[str, tuple[int, int]] = {}
+    with answers_stop_after(ANSWER_TOKENS):
         for mode, eng in (("answer", engine), ("answer-lookback4", late)):
-            def go(e: HFEngine = eng) -> object:
-                return e.generate_sync(answer)
+            def go(e: HFEngine = eng, mode: str = mode) -> object:
+                c0, f0 = e.decode_graphs.captured, e.decode_graphs.failed
+                res = e.generate_sync(answer)
+                counts[mode] = (e.decode_graphs.captured - c0, e.decode_graphs.failed - f0)
+                return res
 
             res = run_row(rows, name, mode, eng, n, rows[-1].prompt_tokens, 0.0, go)
             out[mode] = list(res)  # type: ignore[call-overload]
-    finally:
-        engine.stop_ids = old
     bad = [g for v in out.values() for g in v if not isinstance(g, Generation)]
     if bad:
         raise SystemExit(f"{name} answer rows: {len(bad)} failed: {bad[0]}")
-    made = [g.completion_tokens + (1 if g.completion_tokens < a.max_tokens else 0)
-            for g, a in zip(out["answer"], answer, strict=True)]
-    mean_new = float(np.mean(made))
-    limit = 1.0 / (prefill_s + (mean_new - 1) * step_s) if step_s == step_s else float("nan")
+    made = [g.completion_tokens for g in out["answer"]]
+    limit = 1.0 / (prefill_s + (ANSWER_TOKENS - 1) * step_s) if step_s == step_s else float("nan")
     for row in rows[-2:]:
         row.limit_per_s = limit
         row.ratio = row.items_per_s / limit
         row.ratio_sustained = row.ratio / SUSTAINED[0]
-        row.note = (f"a real answer: {mean_new:.1f} new tokens an item (the stop token included), the stop "
-                    f"forced by making each item's k-th greedy token a stop token ({capped} capped by max_tokens)")
+        row.note = (f"a real answer: {ANSWER_TOKENS} new tokens an item, then the stop as a real end token "
+                    "ends it (the finish flag forced from that step on; max_tokens 128 kept, so the steps are "
+                    "reserved and, on CUDA, captured)")
     differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
-    checks.append(Check(f"{name}_answer", n, float("nan"), 0.0, float(differ), differ == 0,
+    caps, fails = counts["answer"]
+    replayed = engine.device.type != "cuda" or (caps == n and fails == 0)
+    ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and replayed
+    checks.append(Check(f"{name}_answer", n, float("nan"), 0.0, float(differ), ok,
                         str(engine.dtype).replace("torch.", ""),
-                        {"texts_differing_lookback1_vs_4": differ, "new_tokens_mean": mean_new, "capped": capped}))
-    print(f"  {name} answers: {mean_new:.1f} new tokens an item; look-back 1 vs 4: {differ} of {n} texts differ",
-          flush=True)
+                        {"texts_differing_lookback1_vs_4": differ, "new_tokens": made, "graphs_captured": caps,
+                         "graph_failures": fails}))
+    print(f"  {name} answers: {made} new tokens; look-back 1 vs 4: {differ} of {n} texts differ; "
+          f"{caps} graphs captured ({fails} failed)", flush=True)
 
 
 def decode_step_bytes(engine: HFEngine, cached: int) -> float:
