@@ -15,7 +15,7 @@ from benchcheck.engines.base import Failure, GenerateRequest
 from benchcheck.engines.hf.attention.cache import KEY_BLOCK, ReservedCache, ReservedLayer
 from benchcheck.engines.hf.attention.decode import decode_attention
 from benchcheck.engines.hf.engine import HFEngine
-from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.batch import Batch, collate, position_ids
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, DecodeStep, greedy_batch, greedy_start
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.inputs.rope import mrope_positions
@@ -306,15 +306,20 @@ def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
     assert short == greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, pacer=engine.pacer)
 
 
+def eager_on_cuda(tiny_model: Path) -> tuple[HFEngine, Batch, list[list[int]]]:
+    """A float32 engine on CUDA, the three prompts' batch, and its tokens (9, 4, 6 new) from eager steps."""
+    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
+    batch = collate(encoded(engine), engine.pad_id, engine.pixels, engine.dtype)
+    return engine, batch, greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_graph_capture_neither_drains_the_device_nor_empties_the_caches(
         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # torch.cuda.graph's set-up waits for the device and empties the allocator's caches; the
     # capture here does neither, so its host time overlaps the prefill still running. The second
     # batch's graph shares the first one's memory pool, and both decode as the eager steps do.
-    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
-    batch = collate(encoded(engine), engine.pad_id, engine.pixels, engine.dtype)
-    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    engine, batch, eager = eager_on_cuda(tiny_model)
     calls: list[str] = []
 
     def counted(name: str) -> Any:
@@ -382,9 +387,7 @@ def test_a_capture_without_warm_up_that_fails_is_warmed_and_captured_again(
         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A step of a warmed row count whose capture still fails (something needed a first run at
     # the new shape) is warmed up and captured again: graphs stay on, the tokens are the eager ones.
-    engine = HFEngine(tiny_model, device="cuda", dtype="float32")
-    batch = collate(encoded(engine), engine.pad_id, engine.pixels, engine.dtype)
-    eager = greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
+    engine, batch, eager = eager_on_cuda(tiny_model)
     graphs = DecodeGraphs(enabled=True, warm_once=True, warmed={3})
     forwards: list[bool] = []
     real = DecodeStep._forward
