@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.shared.answer_stop import answers_stop_after
+
 from benchcheck.engines.base import GenerateRequest
 from benchcheck.engines.hf.engine import HFEngine
-from benchmarks.shared.answer_stop import answers_stop_after
 
 
 def test_answers_end_after_k_tokens_inside_the_block_only(tiny_model: Path) -> None:
