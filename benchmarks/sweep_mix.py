@@ -173,10 +173,6 @@ def child() -> None:
         raise SystemExit("sweep_mix: HFEngine.generate_sync/active are gone; update the hooks in child()")
     cap = int(os.environ.get(ANSWER_ENV, "0"))
     stop_at = int(os.environ.get(STOP_ENV, "0"))
-    if stop_at > 0:  # for the child's life
-        from benchmarks.shared.answer_stop import answers_stop_after
-
-        answers_stop_after(stop_at).__enter__()
     timeline = None
     if os.environ.get(TIMELINE_ENV):
         from benchmarks.shared.batch_timeline import install
@@ -216,7 +212,10 @@ def child() -> None:
 
     HFEngine.generate_sync = generate_sync  # type: ignore[method-assign]
     HFEngine.active = held  # type: ignore[method-assign]
-    main(args=sys.argv[1:], prog_name="benchcheck")
+    from benchmarks.shared.answer_stop import answers_stop_after
+
+    with answers_stop_after(stop_at) if stop_at > 0 else contextlib.nullcontext():
+        main(args=sys.argv[1:], prog_name="benchcheck")
 
 
 def run_child(cmd: list[str], env: dict[str, str], calls: Path, logs: Path, timeout: float,

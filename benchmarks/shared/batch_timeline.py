@@ -3,10 +3,13 @@
 The profiler shows itself in a mix of nine calling threads (decision 108), so this records only
 host timestamps and CUDA events at a batch's phase boundaries, through hooks around the engine's
 own functions (none of the engine's code changes): ``collate`` (the batch's start, inside the
-engine's lock), ``greedy_start`` (the prefill's call), each decode step's call and each of its
-forwards (a graph's warm-up, its capture), the loop's end. Each event's device time is placed on
-the host's clock through one reference event taken with the device drained; events are read
-when the call that made them has returned (its tokens read: its events done), never sooner.
+engine's lock), ``greedy_start`` (the prefill's call), each decode step's call that is not a
+replay and each of its forwards (a graph's warm-up, its capture), the loop's end (or failure).
+Each event's device time is placed on the host's clock through one reference event taken with
+the device drained (its host time read after the drain returns: device times run late by that
+wake-up, microseconds); events are read when the call that made them has returned (its tokens
+read: its events done), never sooner. An event is recorded just before its host time is read,
+so a lag can be a few microseconds below zero.
 
 Per mark: host ms from the batch's start, the launching thread's CPU ms, and, where an event
 was recorded (not while a stream captures), the ms at which the device reached that point. From
@@ -76,10 +79,10 @@ class Recorder:
             ev.record()
         rec["marks"].append((label, time.perf_counter(), ev, self._stream(), time.thread_time()))
 
-    def end(self) -> None:
+    def end(self, failed: bool = False) -> None:
         rec = getattr(self.local, "batch", None)
         if rec is not None:
-            self.mark("loop_end")
+            self.mark("failed" if failed else "loop_end")
             rec["mem1"] = self._mem()
             self.local.batch = None
 
@@ -89,7 +92,8 @@ class Recorder:
         pending = getattr(self.local, "pending", None) or []
         self.local.pending = []
         lines = []
-        for rec in pending:
+        # A record that never reached the loop's end (a scoring call's collate) is not a batch.
+        for rec in (r for r in pending if "mem1" in r):
             marks = []
             for label, h, ev, stream, cpu in rec["marks"]:
                 dev = None
@@ -136,11 +140,17 @@ def install(path: Path) -> Recorder:
 
     def start_hook(*a: Any, **kw: Any) -> Callable[[], Any]:
         rec.mark("prefill_call", event=False)
-        read = start(*a, **kw)
+        try:
+            read = start(*a, **kw)
+        except BaseException:
+            rec.end(failed=True)  # the pipeline splits or fails the batch; its marks so far kept
+            raise
         rec.end()
         return read  # type: ignore[no-any-return]
 
     def call_hook(self: Any) -> Any:
+        if self.graph is not None:
+            return call(self)  # a replay: one launch, not marked (the loop's end is)
         rec.mark("step_call")  # its event: the device done with all before (the prefill, at the first)
         out = call(self)
         rec.mark("step_done")
@@ -166,8 +176,9 @@ def phases(marks: list[list[Any]]) -> dict[str, float]:
     ``label2``, ``label3``...), the launching thread's CPU time there (``cpu@``: well below the
     host time, the thread waited, for Python's lock or in a blocking call), and ``lag@`` each
     evented mark: how long after the host's time there the device reached it. An event is
-    reached only once recorded, so a lag is never below zero; near zero, the device had caught
-    up: the stretch before the mark was the host's, and the device had run out of work in it.
+    reached only once recorded, so a lag is not below zero (but for microseconds); near zero,
+    the device had caught up: the stretch before the mark was the host's, and the device had run
+    out of work in it.
 
     ``idle_max_ms``: the most the device can have waited inside the batch (from its first mark to
     its last): the wait if each stretch's work between two evented marks was launched at the

@@ -87,3 +87,37 @@ def test_summary_takes_medians_by_condition(tmp_path: Path) -> None:
     assert got["v_32"]["idle_max_share"] > got["v_1"]["idle_max_share"]
     md = table(got)
     assert md[2].startswith("| v_1 | 3 | 3.33 | 28 | 19.0 (9.5) | 7 | 6 | 1 |")
+
+
+def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real engine on the CPU (no events): a scoring call's collate begins no batch that is
+    # written, each generation batch is written once with its marks in order, and the hooks are
+    # the engine's own functions again after the test (monkeypatch restores what install replaced).
+    from benchmarks.shared.batch_timeline import install
+
+    from benchcheck.engines.base import GenerateRequest, ScoreRequest
+    from benchcheck.engines.hf import engine as engine_mod
+    from benchcheck.engines.hf.engine import HFEngine
+    from benchcheck.engines.hf.forward import generate as gen
+
+    for owner, name in ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
+                        (gen.DecodeStep, "_forward")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+    engine = HFEngine(tiny_model, device="cpu")
+    engine.stop_ids = set()
+    path = tmp_path / "t.jsonl"
+    rec = install(path)
+    engine.score_sync([ScoreRequest("s0", "Which is it? A or B.")])
+    reqs = [GenerateRequest(f"g{i}", f"Say something {i}" + " more" * i, (), max_tokens=3) for i in range(2)]
+    engine.generate_sync(reqs)
+    rec.flush([r.request_id for r in reqs])
+    batches = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(batches) == 1 and batches[0]["id"] == "g0" and batches[0]["rows"] == 2
+    labels = [m[0] for m in batches[0]["marks"]]
+    assert labels[:3] == ["start", "collated", "prefill_call"] and labels[-1] == "loop_end"
+    assert labels.count("step_call") == 2  # 3 tokens: the prefill's, then two eager steps
+    hosts = [m[1] for m in batches[0]["marks"]]
+    assert hosts == sorted(hosts) and all(m[2] is None for m in batches[0]["marks"])
+    rec.flush(["nothing"])  # nothing pending: nothing written twice
+    assert len(path.read_text().splitlines()) == 1

@@ -350,14 +350,16 @@ def test_graph_capture_neither_drains_the_device_nor_empties_the_caches(
 def test_warm_once_captures_a_known_row_count_without_its_warm_up(
         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Op decode_warm_once: the first batch of 3 rows warms up and captures (two step forwards
-    # before the replays); the next batches of 3 rows only capture (one), a batch of 2 rows warms
-    # again; every batch decodes as the eager steps do.
+    # before the replays); the next batches of 3 rows only capture (one), also over a longer
+    # reservation; a batch of 2 rows warms again; every batch decodes as the eager steps do.
     engine = HFEngine(tiny_model, device="cuda", dtype="float32")
     prompts = encoded(engine)
     three = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
     two = collate(prompts[:2], engine.pad_id, engine.pixels, engine.dtype)
     eager3 = greedy_batch(engine.model, three, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer)
     eager2 = greedy_batch(engine.model, two, [9, 4], set(), engine.pad_id, pacer=engine.pacer)
+    # A longer reservation (more key blocks) of a warmed row count: captured without a warm-up too.
+    longer = greedy_batch(engine.model, three, [5, 4, 130], set(), engine.pad_id, pacer=engine.pacer)
     forwards: list[bool] = []
     real = DecodeStep._forward
 
@@ -369,15 +371,14 @@ def test_warm_once_captures_a_known_row_count_without_its_warm_up(
     graphs = DecodeGraphs(enabled=True, warm_once=True)
     seen = []
     for batch, max_new, eager in ((three, [9, 4, 6], eager3), (three, [9, 4, 6], eager3), (two, [9, 4], eager2),
-                                  (three, [5, 4, 6], None)):
+                                  (three, [5, 4, 130], longer)):
         forwards.clear()
         # The engine's pacer (its launches' pre-hooks) is handed over, as the engine does, so
         # that the capture turns it off: its event waits may not run inside a capture.
         out = greedy_batch(engine.model, batch, max_new, set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
         seen.append(forwards.copy())
-        if eager is not None:
-            assert out == eager
-    assert (graphs.captured, graphs.failed) == (4, 0)
+        assert out == eager
+    assert (graphs.captured, graphs.failed, graphs.unwarmed_failed) == (4, 0, 0)
     assert seen == [[False, True], [True], [False, True], [True]]  # eager warm-up, then the capture
     assert graphs.warmed == {2, 3}
 
@@ -387,6 +388,8 @@ def test_a_capture_without_warm_up_that_fails_is_warmed_and_captured_again(
         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A step of a warmed row count whose capture still fails (something needed a first run at
     # the new shape) is warmed up and captured again: graphs stay on, the tokens are the eager ones.
+    # (The failure here is raised before any CUDA call, so the capture ends cleanly; a capture
+    # spoiled by an illegal call inside it is not exercised.)
     engine, batch, eager = eager_on_cuda(tiny_model)
     graphs = DecodeGraphs(enabled=True, warm_once=True, warmed={3})
     forwards: list[bool] = []
@@ -404,6 +407,8 @@ def test_a_capture_without_warm_up_that_fails_is_warmed_and_captured_again(
     assert forwards == [True, False, True]  # the failed capture, then a warm-up and the capture
     assert (graphs.captured, graphs.failed, graphs.enabled) == (1, 0, True)
     assert out == eager
+    # Each such failure drains the device: every later capture warms up.
+    assert (graphs.unwarmed_failed, graphs.warm_once) == (1, False)
 
 
 def test_tokens_are_read_when_asked_and_equal_the_waited_ones(tiny_model: Path) -> None:

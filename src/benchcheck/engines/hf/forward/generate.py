@@ -19,7 +19,10 @@ on the host's side or in copies (H200, 8B: ~70 ms a step against ~9 ms of useful
   be captured once as a CUDA graph and replayed, one launch instead of ~1,000 kernels' worth of
   Python; a capture that fails runs the step eagerly and turns graphs off for the engine (one
   warning). On by default (``HFEngine.decode_graphs``): on the H200 the sweep's 8B requests
-  (54,000 prompt tokens, 128 new) took 5.3 s an item replayed against 10.5 s eagerly.
+  (54,000 prompt tokens, 128 new) took 5.3 s an item replayed against 10.5 s eagerly. A step is
+  warmed up eagerly before its capture only for a row count not yet captured (op
+  ``decode_warm_once``); a capture without the warm-up that fails is warmed and captured again,
+  and from then on every capture warms up (one warning).
 
 The tokens and every step's logits are those of each request decoded alone by recomputing its
 whole sequence each step (tests/engines_hf/forward/test_hf_generate.py, float32).
@@ -85,6 +88,7 @@ class DecodeGraphs:
     # holds those row counts.
     warm_once: bool = False
     warmed: set[int] = field(default_factory=set)
+    unwarmed_failed: int = 0  # captures without a warm-up that failed (the first turns the op off)
 
     def capture_stream(self) -> torch.cuda.Stream:
         """The side stream of every warm-up and capture (created at the first)."""
@@ -96,6 +100,14 @@ class DecodeGraphs:
     def replays_on(self, device: torch.device) -> bool:
         """Whether steps on ``device`` are captured and replayed (CUDA graphs: CUDA only)."""
         return self.enabled and device.type == "cuda"
+
+    def unwarmed_failure(self, reason: str) -> None:
+        """A capture without its warm-up failed: captures warm up again from now on (one warning)."""
+        self.unwarmed_failed += 1
+        if self.warm_once:
+            log.warning("decode steps are warmed up before every capture from now on: a capture without its "
+                        "warm-up failed (%s)", reason)
+        self.warm_once = False
 
     def failure(self, reason: str) -> None:
         self.failed += 1
@@ -147,9 +159,11 @@ class DecodeStep:
                 return self._captured(warm=False)
             except torch.cuda.OutOfMemoryError:
                 raise
-            except RuntimeError:
-                # Something still needed a first run at this shape: warmed up, as any first capture.
+            except RuntimeError as e:
+                # Something still needed a first run at this shape: warmed up, as any first
+                # capture, and every later one too (each failure drains the device).
                 torch.cuda.synchronize()
+                self.graphs.unwarmed_failure(first_line(e) or type(e).__name__)
         try:
             logits = self._captured(warm=True)
         except torch.cuda.OutOfMemoryError:
