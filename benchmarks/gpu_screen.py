@@ -692,13 +692,7 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     counts: dict[str, tuple[int, int]] = {}  # row -> (graphs captured, captures failed) in it
 
     def counted(mode: str, eng: HFEngine) -> Callable[[], object]:
-        def run() -> object:
-            graphs = eng.decode_graphs
-            c0, f0 = graphs.captured, graphs.failed
-            out = eng.generate_sync(reqs)
-            counts[mode] = (graphs.captured - c0, graphs.failed - f0)
-            return out
-        return run
+        return counted_generate(counts, mode, eng, reqs)
 
     try:
         # Warm-up of both paths (the first 54,000-token prefill of a shape pays for its kernels' set-up).
@@ -737,10 +731,8 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     naive_text = engine.tokenizer.decode(naive_tokens, skip_special_tokens=True)
     lead = {mode: next((i for i, (x, y) in enumerate(zip(t[0], naive_text, strict=False)) if x != y),
                        min(len(t[0]), len(naive_text))) for mode, t in texts.items()}
-    # On CUDA the graph row must really have replayed graphs, every batch of it (one capture a
-    # batch; a failed capture runs eagerly, and eager against eager would pass unseen).
     caps, fails = counts[graph_row]
-    replayed = engine.device.type != "cuda" or (caps >= 1 and fails == 0)
+    replayed = graphs_replayed(engine, caps, fails)
     c = Check(name, n_items, float("nan"), 0.0, float(differ), differ == 0 and replayed,
               str(engine.dtype).replace("torch.", ""),
               {"graph_vs_fixed_eager_texts_differing": differ, "graph_row": graph_row, "graphs_captured": caps,
@@ -749,6 +741,26 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     print(f"  check {name}: graphs ({graph_row}) vs the same steps eagerly, {differ} of {n_items} texts differ, "
           f"{caps} graphs captured in that row ({fails} failed); item 0's leading characters equal to transformers' "
           f"generate, of {len(naive_text)}: {lead} (naive suppresses end tokens, ours may emit them)", flush=True)
+
+
+def counted_generate(counts: dict[str, tuple[int, int]], mode: str, engine: HFEngine,
+                     reqs: list[GenerateRequest]) -> Callable[[], object]:
+    """A row's call: ``engine.generate_sync(reqs)``, the graphs it captured and the captures that
+    failed put in ``counts[mode]``."""
+    def run() -> object:
+        graphs = engine.decode_graphs
+        c0, f0 = graphs.captured, graphs.failed
+        out = engine.generate_sync(reqs)
+        counts[mode] = (graphs.captured - c0, graphs.failed - f0)
+        return out
+    return run
+
+
+def graphs_replayed(engine: HFEngine, captured: int, failed: int) -> bool:
+    """Whether a row's decode steps really ran as graphs: off CUDA there are none to run; on CUDA
+    at least one capture and no failed one (a failed capture runs eagerly, and eager against eager
+    would pass unseen)."""
+    return engine.device.type != "cuda" or (captured >= 1 and failed == 0)
 
 
 ANSWER_TOKENS = 3  # a real answer: a letter (and a word), then the end token
@@ -772,13 +784,8 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
     counts: dict[str, tuple[int, int]] = {}
     with answers_stop_after(ANSWER_TOKENS):
         for mode, eng in (("answer", engine), ("answer-lookback4", late)):
-            def go(e: HFEngine = eng, mode: str = mode) -> object:
-                c0, f0 = e.decode_graphs.captured, e.decode_graphs.failed
-                res = e.generate_sync(answer)
-                counts[mode] = (e.decode_graphs.captured - c0, e.decode_graphs.failed - f0)
-                return res
-
-            res = run_row(rows, name, mode, eng, n, rows[-1].prompt_tokens, 0.0, go)
+            res = run_row(rows, name, mode, eng, n, rows[-1].prompt_tokens, 0.0,
+                          counted_generate(counts, mode, eng, answer))
             out[mode] = list(res)  # type: ignore[call-overload]
     bad = [g for v in out.values() for g in v if not isinstance(g, Generation)]
     if bad:
@@ -794,8 +801,7 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
                     "reserved and, on CUDA, captured)")
     differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
     caps, fails = counts["answer"]
-    replayed = engine.device.type != "cuda" or (caps >= 1 and fails == 0)  # a capture a batch
-    ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and replayed
+    ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and graphs_replayed(engine, caps, fails)
     checks.append(Check(f"{name}_answer", n, float("nan"), 0.0, float(differ), ok,
                         str(engine.dtype).replace("torch.", ""),
                         {"texts_differing_lookback1_vs_4": differ, "new_tokens": made, "graphs_captured": caps,

@@ -101,7 +101,7 @@ class Recorder:
                     ev.synchronize()
                     dev = round((self.ref[1] + self.ref[0].elapsed_time(ev) / 1e3 - rec["t0"]) * 1e3, 3)
                 marks.append([label, round((h - rec["t0"]) * 1e3, 3), dev, stream, round((cpu - rec["c0"]) * 1e3, 3)])
-            mem = {k: rec.get("mem1", {}).get(k, 0) - rec["mem0"].get(k, 0) for k in MEM_KEYS}
+            mem = {k: rec["mem1"].get(k, 0) - rec["mem0"].get(k, 0) for k in MEM_KEYS}
             lines.append(json.dumps({"id": ids[0] if ids else "", "rows": rec["rows"], "marks": marks, "mem": mem}))
         if lines:
             with self.guard, self.path.open("a") as f:
