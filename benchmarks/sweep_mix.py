@@ -13,7 +13,10 @@ steps reserved for 128 tokens, captured as a CUDA graph), and logs each call's s
 the engine's device lock (``HFEngine.active``: its GPU seconds); stopped at the budget (process group killed; the rows
 are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
 inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
-inferences and seed 001's GPU-hours, and its GPU busy as those weights make it (decision 109).
+inferences and seed 001's GPU-hours, and its GPU busy as those weights make it (decision 109),
+read over the rounds after the first where a cell has them: round 0 visits every shape first,
+with the process's compiles and autotuning, which a run of seed 001's size pays once; each
+item's question has its own length, so new prompt lengths still come every round (decision 111).
 
     PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.sweep_mix --out $OUT          # H200, 8B
     PYTHONPATH=src:. python -m benchmarks.sweep_mix --tiny --rounds 1 --out out    # CPU, tiny
@@ -25,6 +28,7 @@ import argparse
 import contextlib
 import dataclasses
 import gc
+import hashlib
 import json
 import os
 import resource
@@ -62,6 +66,11 @@ BOOT = "import benchmarks.sweep_mix as m; m.child()"
 QUESTIONS = ("what does the person in the video do right after the door opens?",
              "why does the woman in the blue coat pick up the box on the table near the end?")
 OPTIONS = ("runs away", "sits down on the sofa", "waves at the camera", "reads a book", "opens a box")
+# Words that lengthen each item's question by its own count (``item_words``), so a batch's prompt
+# lengths are new in every round as a benchmark's items are (decision 111).
+FILLER = ("in the scene that follows the kitchen and the street where people talk walk cook and wait for "
+          "the bus while a dog runs past the camera near the end of the clip")
+STEADY_FROM = 1  # rows of this round on are the steady ones (the process's first visits left out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,10 +147,26 @@ def write_items(root: Path, classes: list[VideoClass], ids: dict[str, str], roun
             for k in range(vc.count):
                 iid = f"R{r:02d}_{vc.name}_{k}"
                 of[iid] = vc.name
-                rows.append({"item_id": iid, "question": QUESTIONS[(r + k) % len(QUESTIONS)], "options": list(OPTIONS),
+                question = f"{QUESTIONS[(r + k) % len(QUESTIONS)]} {filler(iid)}".strip()
+                rows.append({"item_id": iid, "question": question, "options": list(OPTIONS),
                              "answer": (r + k) % len(OPTIONS), "video_id": ids[vc.name]})
         (folder / f"R{r:02d}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
     return folder, of
+
+
+def filler(item_id: str) -> str:
+    """The words that lengthen an item's question, 0 to all of ``FILLER``'s, fixed by its id: a
+    benchmark's questions differ in length, so a real run's batches seldom repeat a prompt length,
+    and a cost that recurs with every new length (a cuDNN plan, decision 107) recurs here as there."""
+    words = FILLER.split()
+    n = int.from_bytes(hashlib.blake2b(item_id.encode(), digest_size=4).digest(), "little") % (len(words) + 1)
+    return " ".join(words[:n])
+
+
+def round_of(request_id: str) -> int:
+    """The round (bench) of a call log's ``CONDITION|Rnn_class_k`` id; -1 for any other id."""
+    item = request_id.split("|", 1)[-1]
+    return int(item[1:3]) if item[:1] == "R" and item[1:3].isdigit() else -1
 
 
 def write_model(root: Path, tiny: bool, shape: str) -> Path:
@@ -291,17 +316,25 @@ def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
     return out
 
 
-def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any]) -> dict[str, float]:
+def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any],
+                  steady_from: int = 0) -> dict[str, float]:
     """Condition -> NVML's busy % over the samples taken while its engine calls held the engine
     (each call's ``spans``; ``polls`` maps a time to the samples taken by then): where in the mix
     the GPU waits. NVML averages its own readings over a period of its own, so a short call's
-    share blurs into its neighbours'."""
+    share blurs into its neighbours'. With ``steady_from`` > 0 a condition is read over its calls
+    of that round on where it has any (``round_of`` of the call's first id), else over all its
+    calls: its first visits, with the process's compiles and autotuning, left out (decision 111)."""
 
     got: dict[str, list[float]] = defaultdict(list)
+    steady: dict[str, list[float]] = defaultdict(list)
     for c in call_lines(path):
         for a, b in c.get("spans", []) if c["ids"] else []:
-            got[c["ids"][0].split("|")[0]].extend(x.busy for x in samples[samples_by(polls, a):samples_by(polls, b)])
-    return {cond: round(float(np.mean(v)), 1) for cond, v in got.items() if v}
+            read = [x.busy for x in samples[samples_by(polls, a):samples_by(polls, b)]]
+            cond = c["ids"][0].split("|")[0]
+            got[cond].extend(read)
+            if steady_from > 0 and round_of(c["ids"][0]) >= steady_from:
+                steady[cond].extend(read)
+    return {cond: round(float(np.mean(steady[cond] or v)), 1) for cond, v in got.items() if steady[cond] or v}
 
 
 def mix_busy(per_cond: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -338,8 +371,15 @@ def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]]
 
 
 def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, int]], class_of: dict[str, str],
-              classes: list[VideoClass]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, Any]]:
-    """(cells, per condition, mix): cells by (condition, class); seed 001's weights applied."""
+              classes: list[VideoClass], steady_from: int = 0,
+              ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, Any]]:
+    """(cells, per condition, mix): cells by (condition, class); seed 001's weights applied.
+
+    With ``steady_from`` > 0 a cell is measured by its rows of that round on where it has any
+    (``steady`` true), else by all its rows: a round visits every cell once, so round 0 holds
+    each shape's first call in the process (compiles, autotuning, first plans), paid once in a
+    run of seed 001's size and not per inference (decision 111). ``first_extra_s``: the GPU
+    seconds the cells' earlier rows took beyond their steady cost."""
     share = {vc.name: vc.count / sum(v.count for v in classes) for vc in classes}
     cells: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -352,20 +392,27 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
         rid = f"{r['condition']}|{r['item_id']}"
         if rid not in calls:
             continue
-        c["gpu_s"].append(calls[rid][0])
-        for k in ("n_frames", "prompt_tokens", "infer_s", "decode_s"):
-            c[k].append(float(r.get(k) or 0))
+        late = steady_from > 0 and round_of(rid) >= steady_from
+        for k, v in (("gpu_s", calls[rid][0]), *((k, float(r.get(k) or 0))
+                                                   for k in ("n_frames", "prompt_tokens", "infer_s", "decode_s"))):
+            c[k].append(v)
+            if late:
+                c["late_" + k].append(v)
+    keys = ("n_frames", "prompt_tokens", "gpu_s", "infer_s", "decode_s")
     out = []
     for (cond, cls), c in sorted(cells.items()):
-        n = len(c["gpu_s"])
+        late = bool(c["late_gpu_s"])
+        use = {k: c["late_" + k] if late else c[k] for k in keys}
+        n = len(use["gpu_s"])
         is_free = not n and bool(c["free"])
-        rec: dict[str, Any] = {"condition": cond, "class": cls, "n": n, "free": is_free,
+        rec: dict[str, Any] = {"condition": cond, "class": cls, "n": n, "free": is_free, "steady": late,
                                "weight": 0.0 if is_free else SEED_COUNTS.get(cond, 0) * share.get(cls, 0.0)}
-        for k in ("n_frames", "prompt_tokens", "gpu_s", "infer_s", "decode_s"):
-            rec[k] = float(np.mean(c[k])) if n else float("nan")
+        for k in keys:
+            rec[k] = float(np.mean(use[k])) if n else float("nan")
+        early = len(c["gpu_s"]) - len(c["late_gpu_s"])
+        rec["first_extra_s"] = (sum(c["gpu_s"]) - sum(c["late_gpu_s"]) - early * rec["gpu_s"]) if late else 0.0
         out.append(rec)
     measured = [c for c in out if c["n"] and c["weight"] > 0]
-    keys = ("n_frames", "prompt_tokens", "gpu_s", "infer_s", "decode_s")
 
     def wmean(cs: list[dict[str, Any]]) -> dict[str, float]:
         w = sum(c["weight"] for c in cs)
@@ -380,7 +427,10 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
                      | {(k, v.name) for k in SEED_COUNTS for v in classes if (k, v.name) not in cells})
     free = {(c["condition"], c["class"]) for c in out if c["free"]}
     due = sum(SEED_COUNTS[k] * share[v.name] for k in SEED_COUNTS for v in classes if (k, v.name) not in free)
-    mix = {**wmean(measured), "weight_measured": round(sum(c["weight"] for c in measured) / due, 3),
+    weight = sum(c["weight"] for c in measured)
+    mix = {**wmean(measured), "weight_measured": round(weight / due, 3),
+           "weight_steady": round(sum(c["weight"] for c in measured if c["steady"]) / weight, 3) if weight else 0.0,
+           "first_extra_s": round(sum(c["first_extra_s"] for c in out), 2),
            "missing_cells": [f"{a}/{b}" for a, b in missing]}
     return out, per_cond, mix
 
@@ -510,25 +560,30 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
 
     rows = read_csv(results / "conditions_results.csv") if (results / "conditions_results.csv").is_file() else []
     by_id = read_calls(calls)
-    cells, per_cond, mix = aggregate(rows, by_id, class_of, classes)
-    for cond, b in busy_in_calls(calls, child_res["polls"], child_res["samples"]).items():
-        if cond in per_cond:
-            per_cond[cond]["busy_in_calls"] = b
+    # The headline reads the steady rounds; all rows beside it, first visits included (decision 111).
+    cells, per_cond, mix = aggregate(rows, by_id, class_of, classes, STEADY_FROM)
+    _, per_cond_all, mix_all = aggregate(rows, by_id, class_of, classes)
+    for pc, since in ((per_cond, STEADY_FROM), (per_cond_all, 0)):
+        for cond, b in busy_in_calls(calls, child_res["polls"], child_res["samples"], since).items():
+            if cond in pc:
+                pc[cond]["busy_in_calls"] = b
     ends = sorted((end, g, True) for g, end, _ in by_id.values())
     first_r1 = min((c[1] for rid, c in by_id.items() if not rid.split("|")[1].startswith("R00_")), default=None)
     new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
     steady = [(e, g, first_r1 is not None and e >= first_r1) for e, g, _ in ends]
     win = {"all": window(ends, child_res["polls"], child_res["samples"]),
            "steady": window(steady, child_res["polls"], child_res["samples"])}
-    mix["busy"] = mix_busy(per_cond)
+    mix["busy"], mix_all["busy"] = mix_busy(per_cond), mix_busy(per_cond_all)
     held = (win["steady"] or win["all"]).get("held_fraction", float("nan"))
     cost = costs(mix, held, a.decode_workers) if mix.get("gpu_s") else {}
+    cost_all = costs(mix_all, held, a.decode_workers) if mix_all.get("gpu_s") else {}
     where = environment(torch.device("cuda" if cuda else "cpu"), cpu_s=round(_cpu() - cpu0, 1), cores=cores(),
                       wall_s=round(time.time() - t_start, 1), shape="tiny" if a.tiny else a.shape,
                       forced=f"{forced} (mean new tokens {new_tokens:.1f})")
     payload = {"env": where,
                "setup": setup, "child": {k: v for k, v in child_res.items() if k not in ("polls", "samples")},
                "windows": win, "mix": mix, "cost": cost, "per_condition": per_cond, "cells": cells,
+               "all_rows": {"mix": mix_all, "cost": cost_all, "per_condition": per_cond_all},
                "seed_counts": SEED_COUNTS, "classes": [dataclasses.asdict(c) for c in classes], "timeline": marks}
     write(a.out, "sweep_mix.json", payload, "sweep_mix.md", lines(payload, a))
     if not rows or not by_id:
@@ -549,16 +604,22 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
         if win[k]:
             out.append(f"- window {k}: {win[k]}")
     if mix.get("busy"):
+        every = p["all_rows"]["mix"].get("busy") or {}
         out.append(f"- GPU busy over the mix as seed 001 weights it: {mix['busy']['busy']} % "
                    f"({mix['busy']['covered']:.0%} of the mix's GPU time has a reading; each condition's busy in its "
-                   "calls, weighted by the time the mix spends in it)")
+                   f"calls of round {STEADY_FROM} on where it has them, weighted by the time the mix spends in it; "
+                   f"{mix['weight_steady']:.0%} of the weight from such rows); over all rows, first visits "
+                   f"included: {every.get('busy', '-')} %")
     if cost:
-        out += [f"- mix (seed 001 weights, {mix['weight_measured']:.0%} of the weight measured): "
+        out += [f"- mix (seed 001 weights, {mix['weight_measured']:.0%} of the weight measured, "
+                f"{mix['weight_steady']:.0%} of that from rows of round {STEADY_FROM} on): "
                 f"{cost['gpu_s_per_inference']} GPU s/inference, {mix['n_frames']:.0f} frames, "
                 f"{mix['prompt_tokens']:.0f} prompt tokens, decode {mix['decode_s']:.3f} s",
                 f"- inferences/s {cost['inferences_per_s']} at the held fraction "
                 f"({cost['inferences_per_s_at_full_gpu']} at a full GPU); per 1,000 inferences "
-                f"{cost['gpu_s_per_1000']} GPU-s ({cost['gpu_s_per_1000_at_full_gpu']} at a full GPU)",
+                f"{cost['gpu_s_per_1000']} GPU-s ({cost['gpu_s_per_1000_at_full_gpu']} at a full GPU); over all "
+                f"rows {p['all_rows']['cost'].get('gpu_s_per_1000', '-')}; the first visits took "
+                f"{mix['first_extra_s']} GPU-s beyond their cells' steady cost (once a process)",
                 f"- seed 001 ({cost['seed001_inferences']:,} inferences): {cost['seed001_gpu_hours']} GPU-hours; "
                 f"wall h on 1/4/8 GPUs {cost['seed001_wall_h_1_4_8_gpus']}; decode cores per GPU needed "
                 f"{cost['decode_cores_per_gpu_needed']} (have {cost['decode_cores']})"]
@@ -574,10 +635,13 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
                    f"{c['gpu_s']:.3f} | {c.get('busy_in_calls', '-')} | {c['infer_s']:.3f} | {c['decode_s']:.3f} | "
                    f"{c['decode_s'] / c['gpu_s'] if c['gpu_s'] else float('nan'):.1f} |")
     if p.get("timeline"):
-        from benchmarks.shared.batch_timeline import table
+        from benchmarks.shared.batch_timeline import parts_table, table
 
         out += ["", "Generation batches (`--timeline`, medians; `benchmarks/shared/batch_timeline.py`):", "",
                 *table(p["timeline"])]
+        prefill = parts_table(p["timeline"])
+        if prefill:
+            out += ["", "Their prefills' parts (ms, medians; `batch_timeline.parts`):", "", *prefill]
     return out
 
 

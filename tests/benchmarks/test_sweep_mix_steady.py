@@ -1,0 +1,141 @@
+"""``sweep_mix``'s steady estimate: each cell read over its rows after round 0 where it has any
+(the process's first visits, with their compiles and autotuning, left out), against runs whose
+steady costs and first-visit extras are known (decision 111)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from benchmarks.shared.nvml import Sample
+from benchmarks.sweep_mix import (
+    SEED_COUNTS,
+    STEADY_FROM,
+    VideoClass,
+    aggregate,
+    busy_in_calls,
+    filler,
+    mix_busy,
+    round_of,
+    write_items,
+)
+
+CLASSES = [VideoClass(30.0, (16, 9), 2), VideoClass(900.0, (4, 3), 1), VideoClass(2400.0, (16, 9), 1)]
+
+
+def known_run(rng: np.random.Generator) -> dict[str, Any]:
+    """Rows and call seconds of a run whose truth is known: every cell a steady GPU cost an
+    inference and, in round 0 only, an extra of up to 20 times it; 2-4 rounds; a fifth of the
+    cells cut at the budget after round 0 (no steady rows); NA rows cost nothing."""
+    rounds = int(rng.integers(2, 5))
+    steady = {(c, v.name): float(np.exp(rng.uniform(np.log(0.03), np.log(2.0))))
+              for c in SEED_COUNTS for v in CLASSES}
+    extra = {k: float(rng.uniform(0, 20) * s) for k, s in steady.items()}
+    cut = {k for k in steady if rng.random() < 0.2}
+    rows: list[dict[str, str]] = []
+    calls: dict[str, tuple[float, float, int]] = {}
+    class_of: dict[str, str] = {}
+    for r in range(rounds):
+        for v in CLASSES:
+            for k in range(v.count):
+                iid = f"R{r:02d}_{v.name}_{k}"
+                class_of[iid] = v.name
+                for cond in SEED_COUNTS:
+                    if r >= STEADY_FROM and (cond, v.name) in cut:
+                        continue
+                    cost = steady[(cond, v.name)] * rng.uniform(0.8, 1.2)
+                    if r < STEADY_FROM:
+                        cost += extra[(cond, v.name)]
+                    rows.append({"condition": cond, "item_id": iid, "status": "OK", "meta": "{}",
+                                 "n_frames": "32", "prompt_tokens": "900", "infer_s": "1.0", "decode_s": "0.1"})
+                    calls[f"{cond}|{iid}"] = (cost, 0.0, 3)
+    # A cell whose rows are NA (its condition has no frames there): free, in every round.
+    for row in rows:
+        if row["condition"] == "v_fps2_s224" and class_of[row["item_id"]] == CLASSES[0].name:
+            row["status"] = "NA"
+    return {"rows": rows, "calls": calls, "class_of": class_of, "steady": steady, "cut": cut}
+
+
+def test_the_steady_mix_recovers_the_cells_known_costs() -> None:
+    for seed in range(40):
+        run = known_run(np.random.default_rng(seed))
+        cells, _, mix = aggregate(run["rows"], run["calls"], run["class_of"], CLASSES, STEADY_FROM)
+        share = {v.name: v.count / sum(w.count for w in CLASSES) for v in CLASSES}
+        truth_w = truth_t = 0.0
+        got_extra = 0.0
+        for c in cells:
+            key = (c["condition"], c["class"])
+            if c["free"]:
+                assert key == ("v_fps2_s224", CLASSES[0].name) and c["weight"] == 0.0
+                continue
+            mine = [g for rid, (g, _, _) in run["calls"].items()
+                    if rid.split("|")[0] == key[0] and run["class_of"][rid.split("|")[1]] == key[1]]
+            late = [g for rid, (g, _, _) in run["calls"].items()
+                    if rid.split("|")[0] == key[0] and run["class_of"][rid.split("|")[1]] == key[1]
+                    and round_of(rid) >= STEADY_FROM]
+            assert c["steady"] == (key not in run["cut"])
+            want = float(np.mean(late)) if c["steady"] else float(np.mean(mine))
+            assert abs(c["gpu_s"] - want) < 1e-12
+            if c["steady"]:  # its steady rows scatter around the known cost, +-20 %
+                assert 0.8 * run["steady"][key] <= c["gpu_s"] <= 1.2 * run["steady"][key]
+                got_extra += sum(mine) - sum(late) - (len(mine) - len(late)) * want
+            w = SEED_COUNTS[key[0]] * share[key[1]]
+            truth_w, truth_t = truth_w + w, truth_t + w * want
+        assert abs(mix["gpu_s"] - truth_t / truth_w) < 1e-12
+        steady_w = sum(SEED_COUNTS[c] * share[v] for c, v in run["steady"]
+                       if (c, v) not in run["cut"] and (c, v) != ("v_fps2_s224", CLASSES[0].name))
+        assert mix["weight_steady"] == round(steady_w / truth_w, 3)
+        assert abs(mix["first_extra_s"] - round(got_extra, 2)) < 0.011
+
+
+def test_first_visits_bias_the_all_rows_mix_and_not_the_steady_one() -> None:
+    # Over 40 runs with no cell cut: the steady mix within the rows' +-20 % scatter of the known
+    # costs, the all-rows mix above them by the first visits' extra (decision 111 has the sizes).
+    steady_err, all_err = [], []
+    for seed in range(40):
+        run = known_run(np.random.default_rng(seed))
+        share = {v.name: v.count / sum(w.count for w in CLASSES) for v in CLASSES}
+        weights = {k: SEED_COUNTS[k[0]] * share[k[1]] for k in run["steady"]
+                   if k != ("v_fps2_s224", CLASSES[0].name) and k not in run["cut"]}
+        truth = sum(w * run["steady"][k] for k, w in weights.items()) / sum(weights.values())
+        uncut = [r for r in run["rows"] if (r["condition"], run["class_of"][r["item_id"]]) not in run["cut"]]
+        _, _, steady = aggregate(uncut, run["calls"], run["class_of"], CLASSES, STEADY_FROM)
+        _, _, every = aggregate(uncut, run["calls"], run["class_of"], CLASSES)
+        steady_err.append(steady["gpu_s"] / truth - 1)
+        all_err.append(every["gpu_s"] / truth - 1)
+    assert max(abs(e) for e in steady_err) < 0.05, steady_err
+    assert min(all_err) > 0.5, all_err
+
+
+def test_busy_is_read_over_the_steady_calls_where_a_condition_has_them(tmp_path: Path) -> None:
+    # NVML reads 10 % during round 0's calls (compiling, the GPU idle) and 90 % after; v_1 has
+    # calls in rounds 0 and 1, v_32 in round 0 only (cut at the budget), and one call's ids
+    # carry no round (an older log): counted in the all-calls reading only.
+    samples = [Sample(10 if i < 20 else 90, 1700, 600.0, 0) for i in range(40)]
+    polls = [(round(0.1 * (i + 1), 1), i + 1) for i in range(40)]
+    lines = [{"ids": ["v_1|R00_30s_16x9_0"], "spans": [[0.0, 1.0]], "end": 1.0},
+             {"ids": ["v_32|R00_30s_16x9_0"], "spans": [[1.0, 2.0]], "end": 2.0},
+             {"ids": ["v_1|R01_30s_16x9_0"], "spans": [[2.0, 3.0]], "end": 3.0},
+             {"ids": ["v_1|x"], "spans": [[3.0, 4.0]], "end": 4.0}]
+    log = tmp_path / "calls.jsonl"
+    log.write_text("\n".join(json.dumps(x) for x in lines))
+    assert busy_in_calls(log, polls, samples, STEADY_FROM) == {"v_1": 90.0, "v_32": 10.0}
+    assert busy_in_calls(log, polls, samples) == {"v_1": round((10 * 10 + 90 * 20) / 30, 1), "v_32": 10.0}
+    per_cond = {"v_1": {"weight": 6000.0, "gpu_s": 0.1, "busy_in_calls": 90.0},
+                "v_32": {"weight": 6000.0, "gpu_s": 1.3, "busy_in_calls": 10.0}}
+    assert mix_busy(per_cond)["busy"] == round((0.1 * 90 + 1.3 * 10) / 1.4, 1)
+
+
+def test_each_item_asks_its_own_length_and_rounds_are_read_from_ids(tmp_path: Path) -> None:
+    ids = {v.name: f"vid_{v.name}" for v in CLASSES}
+    folder, class_of = write_items(tmp_path, CLASSES, ids, rounds=3)
+    questions = [json.loads(line)["question"] for f in sorted(folder.glob("R*.jsonl"))
+                 for line in f.read_text().splitlines()]
+    assert len(questions) == 3 * sum(v.count for v in CLASSES) == len(class_of)
+    # Lengths spread over the filler's range, not two values repeated every round.
+    assert len({len(q.split()) for q in questions}) >= 6
+    assert filler("R01_30s_16x9_0") == filler("R01_30s_16x9_0")
+    assert {round_of(f"v_1|{i}") for i in class_of} == {0, 1, 2}
+    assert round_of("v_1|x") == -1 and round_of("R07_a") == 7
