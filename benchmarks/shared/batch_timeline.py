@@ -5,6 +5,11 @@ host timestamps and CUDA events at a batch's phase boundaries, through hooks aro
 own functions (none of the engine's code changes): ``collate`` (the batch's start, inside the
 engine's lock), ``greedy_start`` (the prefill's call), each decode step's call that is not a
 replay and each of its forwards (a graph's warm-up, its capture), the loop's end (or failure).
+Inside the prefill, global module hooks (``PARTS``) mark the vision tower's start and end and
+each of its blocks' end, the language model's start and end and each decoder layer's end: the
+prefill's host time split into the tower, the merge of its features (transformers' placeholder
+check and DeepStack, device reads unless op ``visual_no_reads``), the first layer (a new length's
+cuDNN plan, decision 107) and the others, each with the device's time beside it (``parts``).
 Each event's device time is placed on the host's clock through one reference event taken with
 the device drained (its host time read after the drain returns: device times run late by that
 wake-up, microseconds); events are read when the call that made them has returned (its tokens
@@ -22,6 +27,7 @@ failed allocation and waits for the whole device.
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import threading
@@ -33,6 +39,9 @@ from typing import Any
 
 import torch
 
+# Modules marked inside a prefill, by class name: (label before its forward, label after it).
+PARTS = {"Qwen3VLVisionModel": ("vision", "vision_done"), "Qwen3VLVisionBlock": (None, "vblock"),
+         "Qwen3VLTextModel": ("lm", "lm_done"), "Qwen3VLTextDecoderLayer": (None, "layer")}
 # The allocator's counters worth a batch's delta (``torch.cuda.memory_stats`` keys).
 MEM_KEYS = ("num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free")
 NAN = float("nan")
@@ -47,6 +56,7 @@ class Recorder:
         self.guard = threading.Lock()
         self.ref: tuple[Any, float] | None = None  # (event, host seconds) taken with the device drained
         self.cuda = torch.cuda.is_available()
+        self.handles: list[Any] = []  # the global module hooks (``install``), removed by ``close``
 
     # -- recording (the engine's threads) ------------------------------------------------------
 
@@ -107,6 +117,12 @@ class Recorder:
             with self.guard, self.path.open("a") as f:
                 f.write("\n".join(lines) + "\n")
 
+    def close(self) -> None:
+        """Remove the global module hooks (the function hooks stay: ``install`` replaced them)."""
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
     def _mem(self) -> dict[str, int]:
         if not self.cuda:
             return {}
@@ -140,15 +156,29 @@ def install(path: Path) -> Recorder:
 
     def start_hook(*a: Any, **kw: Any) -> Callable[[], Any]:
         rec.mark("prefill_call", event=False)
+        rec.local.prefill = True
         try:
             read = start(*a, **kw)
         except BaseException:
             rec.end(failed=True)  # the pipeline splits or fails the batch; its marks so far kept
             raise
+        finally:
+            rec.local.prefill = False
         rec.end()
         return read  # type: ignore[no-any-return]
 
+    def part(module: Any, after: bool) -> None:
+        labels = PARTS.get(type(module).__name__)
+        label = labels[after] if labels is not None else None
+        if label is not None and getattr(rec.local, "prefill", False):
+            rec.mark(label)
+
+    # Every module call of the process passes these (a dict lookup each); marks only in a prefill.
+    rec.handles += [torch.nn.modules.module.register_module_forward_pre_hook(lambda m, _a: part(m, False)),
+                    torch.nn.modules.module.register_module_forward_hook(lambda m, _a, _o: part(m, True))]
+
     def call_hook(self: Any) -> Any:
+        rec.local.prefill = False  # greedy_start's decode loop: its layers are not the prefill's
         if self.graph is not None:
             return call(self)  # a replay: one launch, not marked (the loop's end is)
         rec.mark("step_call")  # its event: the device done with all before (the prefill, at the first)
@@ -205,6 +235,59 @@ def phases(marks: list[list[Any]]) -> dict[str, float]:
     return out
 
 
+def parts(marks: list[list[Any]]) -> dict[str, float]:
+    """A prefill's parts from its module marks (``PARTS``), ms: ``pre`` (the call to the tower's
+    start, or the language model's without one), ``vision`` / ``vision_cpu`` / ``vision_dev`` (the
+    tower on the host, the thread's CPU in it, the device between its two events), ``vblock1``
+    (its first block's host time) and ``vblock`` (the median of the others), ``merge`` /
+    ``merge_cpu`` (the tower's end to the language model's start), ``lag_lm`` (the device behind
+    the host at the language model's start: near zero, the device waited for the merge),
+    ``layer1`` (the first decoder layer's host time), ``layer`` / ``layer_dev`` (medians of the
+    other layers' host and device times), ``tail`` (the last layer to the first decode step's
+    call: the output layer, the first tokens). Keys absent where their marks are."""
+    at: dict[str, list[tuple[float, float | None, float]]] = defaultdict(list)
+    for label, h, dev, _stream, *cpu in marks:
+        at[label].append((h, dev, cpu[0] if cpu else NAN))
+    out: dict[str, float] = {}
+    first = at.get("vision") or at.get("lm")
+    if first and at.get("prefill_call"):
+        out["pre"] = first[0][0] - at["prefill_call"][0][0]
+    if at.get("vision") and at.get("vision_done"):
+        (h0, d0, c0), (h1, d1, c1) = at["vision"][0], at["vision_done"][-1]
+        out.update(vision=h1 - h0, vision_cpu=c1 - c0)
+        if d0 is not None and d1 is not None:
+            out["vision_dev"] = d1 - d0
+        blocks = [h0] + [b[0] for b in at.get("vblock", [])]
+        steps = [b - a for a, b in itertools.pairwise(blocks)]
+        if steps:
+            out["vblock1"] = steps[0]
+        if len(steps) > 1:
+            out["vblock"] = statistics.median(steps[1:])
+        if at.get("lm"):
+            (h2, d2, c2) = at["lm"][0]
+            out.update(merge=h2 - h1, merge_cpu=c2 - c1)
+    if at.get("lm"):
+        h2, d2, _ = at["lm"][0]
+        if d2 is not None:
+            out["lag_lm"] = d2 - h2
+        layers = [(h2, d2)] + [(x[0], x[1]) for x in at.get("layer", [])]
+        host = [b[0] - a[0] for a, b in itertools.pairwise(layers)]
+        dev = [b[1] - a[1] for a, b in itertools.pairwise(layers) if a[1] is not None and b[1] is not None]
+        if host:
+            out["layer1"] = host[0]
+        if len(host) > 1:
+            out["layer"] = statistics.median(host[1:])
+        if len(dev) > 1:
+            out["layer_dev"] = statistics.median(dev[1:])
+        if at.get("layer") and at.get("step_call"):
+            out["tail"] = at["step_call"][0][0] - at["layer"][-1][0]
+    return out
+
+
+PART_KEYS = ("pre", "vision", "vision_cpu", "vision_dev", "vblock1", "vblock", "merge", "merge_cpu", "lag_lm",
+             "layer1", "layer", "layer_dev", "tail")
+
+
 def summarize(path: Path) -> dict[str, dict[str, float]]:
     """Per condition (the request id before ``|``), medians over its batches, ms: the batch
     (``batch``), the prefill's launch on the host (``prefill_host``, from the prefill's call to the
@@ -237,9 +320,28 @@ def summarize(path: Path) -> dict[str, dict[str, float]]:
                             any(m[0] == "capture_fwd" for m in b["marks"])),
         }
         row["idle_max_share"] = round(sum(p["idle_max_ms"] for p in ph) / total, 3) if total > 0 else 0.0
+        pp = [parts(b["marks"]) for b in batches]
+        for k in PART_KEYS:
+            row[f"part_{k}"] = med(lambda p, k=k: p.get(k, NAN), pp)  # type: ignore[misc]
         for k in MEM_KEYS:
             row[k] = sum(b["mem"].get(k, 0) for b in batches)
         out[cond] = row
+    return out
+
+
+def parts_table(summary: dict[str, dict[str, float]]) -> list[str]:
+    """``summarize``'s prefill parts (``parts``, medians, ms) as a Markdown table; empty where
+    no batch has module marks."""
+    if not any(r.get("part_pre", NAN) == r.get("part_pre", NAN) for r in summary.values()):
+        return []
+    out = ["| condition | before the tower | tower host (CPU) | tower device | first block / others | "
+           "merge (CPU) | device behind at the LM | first layer | other layers host / device | tail |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for cond, r in summary.items():
+        g = {k: r.get(f"part_{k}", NAN) for k in PART_KEYS}
+        out.append(f"| {cond} | {g['pre']} | {g['vision']} ({g['vision_cpu']}) | {g['vision_dev']} | "
+                   f"{g['vblock1']} / {g['vblock']} | {g['merge']} ({g['merge_cpu']}) | {g['lag_lm']} | "
+                   f"{g['layer1']} | {g['layer']} / {g['layer_dev']} | {g['tail']} |")
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks.shared.batch_timeline import phases, summarize, table
+from benchmarks.shared.batch_timeline import parts, parts_table, phases, summarize, table
 
 
 def simulate(rng: random.Random, launch: str) -> tuple[list[list[Any]], float]:
@@ -89,6 +89,67 @@ def test_summary_takes_medians_by_condition(tmp_path: Path) -> None:
     assert md[2].startswith("| v_1 | 3 | 3.33 | 28 | 19.0 (9.5) | 7 | 6 | 1 |")
 
 
+def jpeg() -> bytes:
+    """A real 64x64 JPEG."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64), (90, 140, 30)).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+def prefill_marks(vision: bool) -> list[list[Any]]:
+    """A prefill's marks with known parts: the call at 1 ms; the tower from 3 ms, its blocks 9 ms
+    then 2 ms each (the first builds a plan), its device 40 ms in all; the merge 6 ms (5 of CPU),
+    the device 0.5 ms behind at the LM's start; the first layer 12 ms, then 3 ms each on the host
+    and 4 on the device; the first step called 7 ms after the last layer."""
+    marks: list[list[Any]] = [["start", 0.0, None, 1, 0.0], ["prefill_call", 1.0, None, 1, 0.5]]
+    t, cpu = 3.0, 1.0
+    if vision:
+        marks.append(["vision", t, t + 1.0, 1, cpu])
+        for k in range(4):
+            t += 9.0 if k == 0 else 2.0
+            marks.append(["vblock", t, None, 1, cpu + t / 2])
+        t += 1.0
+        marks.append(["vision_done", t, 3.0 + 1.0 + 40.0, 1, cpu + 10.0])
+        cpu += 10.0
+        t += 6.0
+        cpu += 5.0
+    marks.append(["lm", t, t + 0.5, 1, cpu])
+    dev = t + 0.5
+    for k in range(5):
+        t += 12.0 if k == 0 else 3.0
+        dev += 4.0
+        marks.append(["layer", t, dev, 1, cpu])
+    marks.append(["lm_done", t + 1.0, None, 1, cpu])
+    marks.append(["step_call", t + 7.0, dev + 1.0, 1, cpu])
+    return marks
+
+
+def test_the_prefills_parts_are_read_from_its_module_marks(tmp_path: Path) -> None:
+    got = parts(prefill_marks(vision=True))
+    assert got["pre"] == 2.0 and got["vision"] == 16.0 and got["vision_cpu"] == 10.0
+    assert got["vision_dev"] == 40.0 and got["vblock1"] == 9.0 and got["vblock"] == 2.0
+    assert got["merge"] == 6.0 and got["merge_cpu"] == 5.0 and got["lag_lm"] == 0.5
+    assert got["layer1"] == 12.0 and got["layer"] == 3.0 and got["layer_dev"] == 4.0 and got["tail"] == 7.0
+    blind = parts(prefill_marks(vision=False))
+    assert blind["pre"] == 2.0 and "vision" not in blind and "merge" not in blind and blind["layer1"] == 12.0
+    assert parts([["start", 0.0, None, 1, 0.0], ["step_call", 3.0, None, 1, 1.0]]) == {}
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"id": f"{c}|x", "rows": 2, "marks": prefill_marks(c == "v_1"), "mem": {}})
+                            + "\n" for c in ("v_1", "v_blind")))
+    summary = summarize(path)
+    assert summary["v_1"]["part_merge"] == 6.0 and summary["v_blind"]["part_layer_dev"] == 4.0
+    md = parts_table(summary)
+    assert md[2] == "| v_1 | 2.0 | 16.0 (10.0) | 40.0 | 9.0 / 2.0 | 6.0 (5.0) | 0.5 | 12.0 | 3.0 / 4.0 | 7.0 |"
+    assert md[3].startswith("| v_blind | 2.0 | nan (nan) |")
+    # Batches without module marks (an older timeline): no table.
+    path.write_text(json.dumps({"id": "v_1|x", "rows": 1, "marks": [["start", 0.0, None, 1, 0.0]], "mem": {}}))
+    assert parts_table(summarize(path)) == []
+
+
 def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # The real engine on the CPU (no events): a scoring call's collate begins no batch that is
@@ -108,16 +169,32 @@ def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Pa
     engine.stop_ids = set()
     path = tmp_path / "t.jsonl"
     rec = install(path)
-    engine.score_sync([ScoreRequest("s0", "Which is it? A or B.")])
-    reqs = [GenerateRequest(f"g{i}", f"Say something {i}" + " more" * i, (), max_tokens=3) for i in range(2)]
-    engine.generate_sync(reqs)
-    rec.flush([r.request_id for r in reqs])
+    try:
+        engine.score_sync([ScoreRequest("s0", "Which is it? A or B.")])
+        reqs = [GenerateRequest(f"g{i}", f"Say something {i}" + " more" * i, (), max_tokens=3) for i in range(2)]
+        engine.generate_sync(reqs)
+        rec.flush([r.request_id for r in reqs])
+        seen = [GenerateRequest("v0", "What is shown?", (jpeg(),), max_tokens=2)]
+        engine.generate_sync(seen)
+        rec.flush(["v0"])
+    finally:
+        rec.close()
     batches = [json.loads(line) for line in path.read_text().splitlines()]
-    assert len(batches) == 1 and batches[0]["id"] == "g0" and batches[0]["rows"] == 2
+    assert len(batches) == 2 and batches[0]["id"] == "g0" and batches[0]["rows"] == 2
     labels = [m[0] for m in batches[0]["marks"]]
     assert labels[:3] == ["start", "collated", "prefill_call"] and labels[-1] == "loop_end"
     assert labels.count("step_call") == 2  # 3 tokens: the prefill's, then two eager steps
+    # Module marks in the prefill only (the decode steps run the same layers, unmarked).
+    layers = engine.model.config.text_config.num_hidden_layers
+    prefill = labels[labels.index("prefill_call") + 1:labels.index("step_call")]
+    assert prefill == ["lm", *["layer"] * layers, "lm_done"] and labels.count("layer") == layers
     hosts = [m[1] for m in batches[0]["marks"]]
     assert hosts == sorted(hosts) and all(m[2] is None for m in batches[0]["marks"])
+    # With an image: the tower and its blocks first, then the language model.
+    vlabels = [m[0] for m in batches[1]["marks"]]
+    depth = engine.model.config.vision_config.depth
+    tower = vlabels[vlabels.index("prefill_call") + 1:vlabels.index("lm")]
+    assert tower == ["vision", *["vblock"] * depth, "vision_done"]
+    assert set(parts(batches[1]["marks"])) >= {"pre", "vision", "merge", "layer1", "tail"}
     rec.flush(["nothing"])  # nothing pending: nothing written twice
-    assert len(path.read_text().splitlines()) == 1
+    assert len(path.read_text().splitlines()) == 2
