@@ -14,7 +14,7 @@ the engine's device lock (``HFEngine.active``: its GPU seconds); stopped at the 
 are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
 inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
 inferences and seed 001's GPU-hours, and its GPU busy as those weights make it (decision 109),
-read over the rounds after the first where a cell has them: round 0 visits every shape first,
+read over the rounds after the first where a cell has them: the first visits every shape first,
 with the process's compiles and autotuning, which a run of seed 001's size pays once; each
 item's question has its own length, so new prompt lengths still come every round (decision 111).
 
@@ -376,7 +376,7 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
     """(cells, per condition, mix): cells by (condition, class); seed 001's weights applied.
 
     With ``steady_from`` > 0 a cell is measured by its rows of that round on where it has any
-    (``steady`` true), else by all its rows: a round visits every cell once, so round 0 holds
+    (``steady`` true), else by all its rows: a round visits every cell once, so the first holds
     each shape's first call in the process (compiles, autotuning, first plans), paid once in a
     run of seed 001's size and not per inference (decision 111). ``first_extra_s``: the GPU
     seconds the cells' earlier rows took beyond their steady cost."""

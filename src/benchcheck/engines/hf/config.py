@@ -57,6 +57,8 @@ OPS: dict[str, tuple[str, str]] = {
                       "mask or K/V heads repeated, as scoring's since decision 004 (decision 106)"),
     "decode_planless": ("on", "eager decode steps of an unpadded batch (few new tokens: no graph) off SDPA's cuDNN "
                         "kernel, which built a plan per new key length, the device waiting (decision 107)"),
+    "new_shape_flash": ("off", "a small SDPA shape met first in a generation prefill run without building a cuDNN "
+                        "plan (FlashAttention), built when the shape recurs: not yet timed (decision 111)"),
     "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
     "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
     "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),
@@ -93,12 +95,16 @@ class HFConfig:
     # Decode steps between a step's "every row finished" flag and its reading on CUDA: one step
     # queued keeps the device busy, and a stop costs at most this many wasted steps (decision 103).
     decode_lookback: int = 1
+    # Most attention FLOPs of one SDPA call that op ``new_shape_flash`` runs without a cuDNN plan
+    # when its shape is new: where FlashAttention's extra time over a forward's layers stays below
+    # one plan's build (decision 111).
+    new_shape_flash_gflops: int = 700
     # Fast paths switched by name: "+name" on, "-name" off (``OPS``); later entries win.
     ops: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         for name in ("max_batch_size", "max_batch_tokens", "chunk_growth", "encode_threads", "pacing_depth",
-                     "varlen_triton_max_keys"):
+                     "varlen_triton_max_keys", "new_shape_flash_gflops"):
             _positive(name, getattr(self, name))
         for name in ("sort_window", "first_chunk"):
             if getattr(self, name) is not None:

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.hf.attention.sdpa import PlanMemo
 from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.config import HFConfig
@@ -393,6 +394,15 @@ class HFEngine:
         step runs when queued; reading at once wastes nothing)."""
         return self._config.decode_lookback if self.device.type == "cuda" else 0
 
+    def _plans(self) -> PlanMemo | None:
+        """The model's cuDNN plan memo where op ``new_shape_flash`` is on (its limit the config's),
+        else None. Called under the model's lock: the memo is the model's, the config in force."""
+        if not self._config.op("new_shape_flash", self.device.type == "cuda"):
+            return None
+        plans = self._state.plans
+        plans.max_flops = self._config.new_shape_flash_gflops * 1e9
+        return plans
+
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
@@ -406,7 +416,8 @@ class HFEngine:
                 batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
                 read = greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
                                     self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
-                                    lookback=self._lookback(), planless=self._config.op("decode_planless"))
+                                    lookback=self._lookback(), planless=self._config.op("decode_planless"),
+                                    plans=self._plans())
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
             # at most the look-back's; a loop that never waited for the device has read already).

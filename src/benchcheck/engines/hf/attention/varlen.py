@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchcheck.engines.hf.attention.sdpa import PLANS_KWARG, PlanMemo
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.kernels import triton_available
 from benchcheck.engines.hf.kernels.varlen import reference_varlen, supported
@@ -131,8 +132,14 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     attention. query (1, H, T, D), key/value (1, Hk, T, D); returns (1, T, H, D) like SDPA's."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    plans: PlanMemo | None = kwargs.pop(PLANS_KWARG, None)
     if varlen_plan is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        if plans is None:
+            return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        # transformers' own rule for a causal SDPA call: no mask, more than one query.
+        causal = attention_mask is None and query.shape[2] > 1 and getattr(module, "is_causal", True)
+        with plans.kernels(query, key, value, causal):
+            return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     if query.shape[0] != 1 or attention_mask is not None:
         raise ValueError("variable-length tree attention takes one packed row and no mask")
     scale = kwargs.get("scaling")

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
-from benchcheck.engines.hf.attention.sdpa import decode_kernels
+from benchcheck.engines.hf.attention.sdpa import PLANS_KWARG, PlanMemo, decode_kernels
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
@@ -265,15 +265,17 @@ def check_attention(model: Any) -> None:
 
 def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
-                 lookback: int | None = None, planless: bool = False) -> list[list[int]]:
+                 lookback: int | None = None, planless: bool = False, plans: PlanMemo | None = None,
+                 ) -> list[list[int]]:
     """``greedy_start``'s tokens, waited for."""
-    return greedy_start(model, batch, max_new, stop_ids, pad_id, graphs, pacer, lookback, planless)()
+    return greedy_start(model, batch, max_new, stop_ids, pad_id, graphs, pacer, lookback, planless, plans)()
 
 
 @torch.inference_mode()
 def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
-                 lookback: int | None = None, planless: bool = False) -> Callable[[], list[list[int]]]:
+                 lookback: int | None = None, planless: bool = False,
+                 plans: PlanMemo | None = None) -> Callable[[], list[list[int]]]:
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
     row r stops at a stop token or after ``max_new[r]`` tokens. Returns the function that reads
     each row's new tokens, stop token excluded: the loop ends with the last ``lookback`` steps
@@ -284,8 +286,9 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     ``HFConfig.decode_lookback`` on CUDA, 0 elsewhere; one step queued while the host waits keeps
     the device busy whenever queuing a step takes the host less time than the step takes the
     device, and each further step of look-back is a step wasted after a stop); ``planless``: the
-    decode steps' attention never on SDPA's cuDNN kernel (``attention.sdpa.decode_kernels``). See
-    the module's docstring."""
+    decode steps' attention never on SDPA's cuDNN kernel (``attention.sdpa.decode_kernels``);
+    ``plans``: the prefill's small new attention shapes run without building a cuDNN plan
+    (``attention.sdpa.PlanMemo``, op ``new_shape_flash``). See the module's docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
@@ -309,15 +312,19 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     if fixed:
         capacity = reserved_slots(capacity)  # decode_attention's value blocks
     cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
+    memo: dict[str, Any] = {}
+    if plans is not None:  # reaches the vision tower's and the language model's attention calls
+        plans.forward()
+        memo[PLANS_KWARG] = plans
     if batch.right:
         # No mask: SDPA's causal kernel, grouped K/V heads as they are. A pad after a row's last
         # token changes nothing before it, and the steps' mask leaves the pads out.
         states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True,
-                             past_key_values=cache).last_hidden_state
+                             past_key_values=cache, **memo).last_hidden_state
         logits = model.lm_head(last_real(batch, states)[:, None, :])
     else:
         logits = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True,
-                       past_key_values=cache).logits
+                       past_key_values=cache, **memo).logits
     nxt = logits[:, -1, :].argmax(-1)
     tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
     # Through page-locked memory, without waiting: a plain copy would wait for the prefill, and

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchcheck.engines.hf.attention.sdpa import PlanMemo
 from benchcheck.engines.hf.config import HFConfig
 
 ATTRIBUTE = "_bc_state"  # the one attribute the engine sets on a model
@@ -63,6 +64,8 @@ class ModelState:
     vision_shapes: OrderedDict[tuple[int, int, int], tuple[Any, ...]] = field(default_factory=OrderedDict)
     vision_inputs_ok: bool = True  # transformers takes the precomputed inputs (``install``)
     report: InstallReport | None = None  # what ``install.install_fast_paths`` did
+    # SDPA shapes with a cuDNN plan built, and small ones met without (op ``new_shape_flash``)
+    plans: PlanMemo = field(default_factory=lambda: PlanMemo(0.0))
     # The config in force: set under the model's lock by the engine whose forward runs
     # (``HFEngine.active``); the installed forwards read their per-call ops from it.
     config: HFConfig = field(default_factory=HFConfig)

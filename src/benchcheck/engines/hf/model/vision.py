@@ -24,6 +24,7 @@ batch sizes recur and their plans are reused.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import types
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from benchcheck.engines.hf.attention.sdpa import PLANS_KWARG, PlanMemo
 from benchcheck.engines.hf.model.state import ModelState, state_of
 
 
@@ -42,7 +44,7 @@ def _grouped_forward(state: ModelState) -> Callable[..., torch.Tensor]:
     def forward(self: Any, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor,
                 position_embeddings: tuple[torch.Tensor, torch.Tensor], max_seqlen: int | None = None,
                 **kwargs: Any) -> torch.Tensor:
-        return _grouped(self, state, hidden_states, cu_seqlens, position_embeddings)
+        return _grouped(self, state, hidden_states, cu_seqlens, position_embeddings, kwargs.get(PLANS_KWARG))
 
     return forward
 
@@ -60,7 +62,7 @@ def pow2_chunks(count: int) -> list[int]:
 
 
 def _grouped(self: Any, state: ModelState, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor,
-             position_embeddings: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+             position_embeddings: tuple[torch.Tensor, torch.Tensor], plans: PlanMemo | None = None) -> torch.Tensor:
     seq = hidden_states.shape[0]
     heads = self.num_heads
     qkv = self.qkv(hidden_states)
@@ -91,7 +93,9 @@ def _grouped(self: Any, state: ModelState, hidden_states: torch.Tensor, cu_seqle
         first = 0
         for c in pow2_chunks(count) if pow2 else [count]:  # views of the run's images: no copies
             last = first + c
-            o = F.scaled_dot_product_attention(qs[first:last], ks[first:last], vs[first:last], scale=self.scaling)
+            qc, kc, vc = qs[first:last], ks[first:last], vs[first:last]
+            with plans.kernels(qc, kc, vc, causal=False) if plans is not None else contextlib.nullcontext():
+                o = F.scaled_dot_product_attention(qc, kc, vc, scale=self.scaling)
             out.append(o.transpose(1, 2).reshape(n * c, -1))
             first = last
         start = end
