@@ -66,7 +66,7 @@ BOOT = "import benchmarks.sweep_mix as m; m.child()"
 QUESTIONS = ("what does the person in the video do right after the door opens?",
              "why does the woman in the blue coat pick up the box on the table near the end?")
 OPTIONS = ("runs away", "sits down on the sofa", "waves at the camera", "reads a book", "opens a box")
-# Words that lengthen each item's question by its own count (``item_words``), so a batch's prompt
+# Words that lengthen each item's question by its own count (``filler``), so a batch's prompt
 # lengths are new in every round as a benchmark's items are (decision 111).
 FILLER = ("in the scene that follows the kitchen and the street where people talk walk cook and wait for "
           "the bus while a dog runs past the camera near the end of the clip")
@@ -316,25 +316,30 @@ def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
     return out
 
 
-def busy_in_calls(path: Path, polls: list[tuple[float, int]], samples: list[Any],
-                  steady_from: int = 0) -> dict[str, float]:
-    """Condition -> NVML's busy % over the samples taken while its engine calls held the engine
-    (each call's ``spans``; ``polls`` maps a time to the samples taken by then): where in the mix
-    the GPU waits. NVML averages its own readings over a period of its own, so a short call's
-    share blurs into its neighbours'. With ``steady_from`` > 0 a condition is read over its calls
-    of that round on where it has any (``round_of`` of the call's first id), else over all its
-    calls: its first visits, with the process's compiles and autotuning, left out (decision 111)."""
-
-    got: dict[str, list[float]] = defaultdict(list)
-    steady: dict[str, list[float]] = defaultdict(list)
+def call_busy(path: Path, polls: list[tuple[float, int]], samples: list[Any]) -> dict[str, tuple[float, float]]:
+    """request id -> (NVML's busy % over the samples taken while its engine call held the engine,
+    those samples' count times the request's share of the call's prompt tokens); absent where the
+    call caught no sample. ``polls`` maps a time to the samples taken by then, so a sample counts
+    for the call whose ``spans`` hold its poll: weighted by their count, every sample counts once
+    (a short call can hold a poll's worth). NVML averages its own readings over a period of its
+    own, so a short call's share blurs into its neighbours'."""
+    out: dict[str, tuple[float, float]] = {}
     for c in call_lines(path):
-        for a, b in c.get("spans", []) if c["ids"] else []:
-            read = [x.busy for x in samples[samples_by(polls, a):samples_by(polls, b)]]
-            cond = c["ids"][0].split("|")[0]
-            got[cond].extend(read)
-            if steady_from > 0 and round_of(c["ids"][0]) >= steady_from:
-                steady[cond].extend(read)
-    return {cond: round(float(np.mean(steady[cond] or v)), 1) for cond, v in got.items() if steady[cond] or v}
+        read = [x.busy for a, b in c.get("spans", []) for x in samples[samples_by(polls, a):samples_by(polls, b)]]
+        if not read:
+            continue
+        total = sum(c.get("tokens") or []) or len(c["ids"])
+        tokens = c.get("tokens") or [1] * len(c["ids"])
+        for rid, tok in zip(c["ids"], tokens, strict=False):
+            out[rid] = (float(np.mean(read)), len(read) * (tok or 1) / total)
+    return out
+
+
+def weighted_busy(pairs: list[tuple[float, float]]) -> float:
+    """The busy % of (weight, busy %) pairs, by their weights; NaN where no pair has a reading."""
+    read = [(w, b) for w, b in pairs if b == b]
+    total = sum(w for w, _ in read)
+    return sum(w * b for w, b in read) / total if total > 0 else float("nan")
 
 
 def mix_busy(per_cond: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -371,9 +376,12 @@ def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]]
 
 
 def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, int]], class_of: dict[str, str],
-              classes: list[VideoClass], steady_from: int = 0,
+              classes: list[VideoClass], steady_from: int = 0, busy: dict[str, tuple[float, float]] | None = None,
               ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, Any]]:
-    """(cells, per condition, mix): cells by (condition, class); seed 001's weights applied.
+    """(cells, per condition, mix): cells by (condition, class); seed 001's weights applied; with
+    ``busy`` (``call_busy``), each cell's NVML busy over the rows it is measured by, each row by its
+    samples, and each condition's over its cells by the GPU time the mix spends in them
+    (``busy_in_calls``, ``weighted_busy``).
 
     With ``steady_from`` > 0 a cell is measured by its rows of that round on where it has any
     (``steady`` true), else by all its rows: a round visits every cell once, so the first holds
@@ -393,8 +401,9 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
         if rid not in calls:
             continue
         late = steady_from > 0 and round_of(rid) >= steady_from
-        for k, v in (("gpu_s", calls[rid][0]), *((k, float(r.get(k) or 0))
-                                                   for k in ("n_frames", "prompt_tokens", "infer_s", "decode_s"))):
+        read, samples = (busy or {}).get(rid, (float("nan"), 0.0))
+        for k, v in (("gpu_s", calls[rid][0]), ("busy", read), ("samples", samples),
+                     *((k, float(r.get(k) or 0)) for k in ("n_frames", "prompt_tokens", "infer_s", "decode_s"))):
             c[k].append(v)
             if late:
                 c["late_" + k].append(v)
@@ -409,6 +418,8 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
                                "weight": 0.0 if is_free else SEED_COUNTS.get(cond, 0) * share.get(cls, 0.0)}
         for k in keys:
             rec[k] = float(np.mean(use[k])) if n else float("nan")
+        pre = "late_" if late else ""
+        rec["busy_in_calls"] = weighted_busy(list(zip(c[pre + "samples"], c[pre + "busy"], strict=True)))
         early = len(c["gpu_s"]) - len(c["late_gpu_s"])
         rec["first_extra_s"] = (sum(c["gpu_s"]) - sum(c["late_gpu_s"]) - early * rec["gpu_s"]) if late else 0.0
         out.append(rec)
@@ -423,6 +434,9 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
         cs = [c for c in measured if c["condition"] == cond]
         if cs:
             per_cond[cond] = {"n": sum(c["n"] for c in cs), "weight": sum(c["weight"] for c in cs), **wmean(cs)}
+            b = weighted_busy([(c["weight"] * c["gpu_s"], c["busy_in_calls"]) for c in cs])
+            if b == b:
+                per_cond[cond]["busy_in_calls"] = round(b, 1)
     missing = sorted({(c["condition"], c["class"]) for c in out if not c["n"] and not c["free"]}
                      | {(k, v.name) for k in SEED_COUNTS for v in classes if (k, v.name) not in cells})
     free = {(c["condition"], c["class"]) for c in out if c["free"]}
@@ -561,12 +575,9 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     rows = read_csv(results / "conditions_results.csv") if (results / "conditions_results.csv").is_file() else []
     by_id = read_calls(calls)
     # The headline reads the steady rounds; all rows beside it, first visits included (decision 111).
-    cells, per_cond, mix = aggregate(rows, by_id, class_of, classes, STEADY_FROM)
-    _, per_cond_all, mix_all = aggregate(rows, by_id, class_of, classes)
-    for pc, since in ((per_cond, STEADY_FROM), (per_cond_all, 0)):
-        for cond, b in busy_in_calls(calls, child_res["polls"], child_res["samples"], since).items():
-            if cond in pc:
-                pc[cond]["busy_in_calls"] = b
+    busy = call_busy(calls, child_res["polls"], child_res["samples"])
+    cells, per_cond, mix = aggregate(rows, by_id, class_of, classes, STEADY_FROM, busy)
+    _, per_cond_all, mix_all = aggregate(rows, by_id, class_of, classes, 0, busy)
     ends = sorted((end, g, True) for g, end, _ in by_id.values())
     first_r1 = min((c[1] for rid, c in by_id.items() if not rid.split("|")[1].startswith("R00_")), default=None)
     new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
@@ -610,6 +621,10 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
                    f"calls of round {STEADY_FROM} on where it has them, weighted by the time the mix spends in it; "
                    f"{mix['weight_steady']:.0%} of the weight from such rows); over all rows, first visits "
                    f"included: {every.get('busy', '-')} %")
+    if mix.get("gpu_s") and mix.get("weight_steady", 1.0) < 1.0:
+        out.append(f"- **{1 - mix['weight_steady']:.0%} of the measured weight is read from first visits only** "
+                   f"(cells the budget cut before round {STEADY_FROM}): their GPU seconds over-stated and their "
+                   "busy under-stated by the process's compiles and first plans; a longer --budget-s reaches them")
     if cost:
         out += [f"- mix (seed 001 weights, {mix['weight_measured']:.0%} of the weight measured, "
                 f"{mix['weight_steady']:.0%} of that from rows of round {STEADY_FROM} on): "

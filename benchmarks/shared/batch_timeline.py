@@ -5,11 +5,14 @@ host timestamps and CUDA events at a batch's phase boundaries, through hooks aro
 own functions (none of the engine's code changes): ``collate`` (the batch's start, inside the
 engine's lock), ``greedy_start`` (the prefill's call), each decode step's call that is not a
 replay and each of its forwards (a graph's warm-up, its capture), the loop's end (or failure).
-Inside the prefill, global module hooks (``PARTS``) mark the vision tower's start and end and
-each of its blocks' end, the language model's start and end and each decoder layer's end: the
-prefill's host time split into the tower, the merge of its features (transformers' placeholder
-check and DeepStack, device reads unless op ``visual_no_reads``), the first layer (a new length's
-cuDNN plan, decision 107) and the others, each with the device's time beside it (``parts``).
+Inside the prefill, hooks on the model's own modules (``PARTS``, put on the first time a model
+is seen) mark the start and end of the vision tower, of each of its blocks, of the language
+model and of each decoder layer: the prefill's host time split into the tower's set-up (patch
+embedding, position inputs), its first block (where a new shape's cuDNN plan is built, decision
+107) and the others, the merge of its features (transformers' placeholder check and scatter,
+device reads unless op ``visual_no_reads``), the language model's set-up, its first layer and
+the others, the stretches between layers (DeepStack's additions after the first ones, device
+reads unless ``visual_no_reads``) and the tail, each with the device's time beside it (``parts``).
 Each event's device time is placed on the host's clock through one reference event taken with
 the device drained (its host time read after the drain returns: device times run late by that
 wake-up, microseconds); events are read when the call that made them has returned (its tokens
@@ -27,7 +30,6 @@ failed allocation and waits for the whole device.
 
 from __future__ import annotations
 
-import itertools
 import json
 import statistics
 import threading
@@ -40,8 +42,9 @@ from typing import Any
 import torch
 
 # Modules marked inside a prefill, by class name: (label before its forward, label after it).
-PARTS = {"Qwen3VLVisionModel": ("vision", "vision_done"), "Qwen3VLVisionBlock": (None, "vblock"),
-         "Qwen3VLTextModel": ("lm", "lm_done"), "Qwen3VLTextDecoderLayer": (None, "layer")}
+PARTS: dict[str, tuple[str, str]] = {
+    "Qwen3VLVisionModel": ("vision", "vision_done"), "Qwen3VLVisionBlock": ("vblock_in", "vblock"),
+    "Qwen3VLTextModel": ("lm", "lm_done"), "Qwen3VLTextDecoderLayer": ("layer_in", "layer")}
 # The allocator's counters worth a batch's delta (``torch.cuda.memory_stats`` keys).
 MEM_KEYS = ("num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free")
 NAN = float("nan")
@@ -133,6 +136,29 @@ class Recorder:
         return int(torch.cuda.current_stream().cuda_stream) if self.cuda else 0
 
 
+def hook_parts(model: Any, rec: Recorder) -> list[Any]:
+    """Hooks on ``model``'s modules named in ``PARTS`` (only there: the rest of the process's
+    module calls keep PyTorch's fast path) that mark their start and end inside a prefill;
+    returns their handles."""
+    handles = []
+    for module in model.modules():
+        labels = PARTS.get(type(module).__name__)
+        if labels is None:
+            continue
+        before, after = labels
+
+        def pre(_m: Any, _a: Any, label: str = before) -> None:
+            if getattr(rec.local, "prefill", False):
+                rec.mark(label)
+
+        def post(_m: Any, _a: Any, _o: Any, label: str = after) -> None:
+            if getattr(rec.local, "prefill", False):
+                rec.mark(label)
+
+        handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
+    return handles
+
+
 def install(path: Path) -> Recorder:
     """The hooks on the engine's generation path; returns the recorder (``flush`` it per call)."""
     from benchcheck.engines.hf import engine as engine_mod
@@ -154,8 +180,14 @@ def install(path: Path) -> Recorder:
         rec.mark("collated")
         return out
 
+    hooked: set[int] = set()  # the models whose modules carry the part hooks
+
     def start_hook(*a: Any, **kw: Any) -> Callable[[], Any]:
         rec.mark("prefill_call", event=False)
+        model = a[0] if a else kw.get("model")
+        if model is not None and id(model) not in hooked:
+            hooked.add(id(model))
+            rec.handles += hook_parts(model, rec)
         rec.local.prefill = True
         try:
             read = start(*a, **kw)
@@ -166,16 +198,6 @@ def install(path: Path) -> Recorder:
             rec.local.prefill = False
         rec.end()
         return read  # type: ignore[no-any-return]
-
-    def part(module: Any, after: bool) -> None:
-        labels = PARTS.get(type(module).__name__)
-        label = labels[after] if labels is not None else None
-        if label is not None and getattr(rec.local, "prefill", False):
-            rec.mark(label)
-
-    # Every module call of the process passes these (a dict lookup each); marks only in a prefill.
-    rec.handles += [torch.nn.modules.module.register_module_forward_pre_hook(lambda m, _a: part(m, False)),
-                    torch.nn.modules.module.register_module_forward_hook(lambda m, _a, _o: part(m, True))]
 
     def call_hook(self: Any) -> Any:
         rec.local.prefill = False  # greedy_start's decode loop: its layers are not the prefill's
@@ -237,14 +259,16 @@ def phases(marks: list[list[Any]]) -> dict[str, float]:
 
 def parts(marks: list[list[Any]]) -> dict[str, float]:
     """A prefill's parts from its module marks (``PARTS``), ms: ``pre`` (the call to the tower's
-    start, or the language model's without one), ``vision`` / ``vision_cpu`` / ``vision_dev`` (the
-    tower on the host, the thread's CPU in it, the device between its two events), ``vblock1``
-    (its first block's host time) and ``vblock`` (the median of the others), ``merge`` /
-    ``merge_cpu`` (the tower's end to the language model's start), ``lag_lm`` (the device behind
-    the host at the language model's start: near zero, the device waited for the merge),
-    ``layer1`` (the first decoder layer's host time), ``layer`` / ``layer_dev`` (medians of the
-    other layers' host and device times), ``tail`` (the last layer to the first decode step's
-    call: the output layer, the first tokens). Keys absent where their marks are."""
+    start, or the language model's without one); the tower: ``vision`` / ``vision_cpu`` /
+    ``vision_dev`` (host, the thread's CPU, the device between its two events), ``tower_setup``
+    (its start to its first block's), ``vblock1`` (the first block; with ``vblock1_cpu``) and
+    ``vblock`` (the median of the others); ``merge`` / ``merge_cpu`` (the tower's end to the
+    language model's start) and ``lag_lm`` (the device behind the host there: near zero, the
+    device waited for the merge); the language model: ``lm_setup`` (its start to its first
+    layer's), ``layer1`` (the first layer; with ``layer1_cpu``), ``layer`` / ``layer_dev`` (medians
+    of the others' host and device times), ``between`` / ``between_cpu`` (the stretches between
+    one layer's end and the next one's start, summed) and ``tail`` (the last layer's end to the
+    first decode step's call: the output layer, the first tokens). Keys absent where their marks are."""
     at: dict[str, list[tuple[float, float | None, float]]] = defaultdict(list)
     for label, h, dev, _stream, *cpu in marks:
         at[label].append((h, dev, cpu[0] if cpu else NAN))
@@ -257,35 +281,53 @@ def parts(marks: list[list[Any]]) -> dict[str, float]:
         out.update(vision=h1 - h0, vision_cpu=c1 - c0)
         if d0 is not None and d1 is not None:
             out["vision_dev"] = d1 - d0
-        blocks = [h0] + [b[0] for b in at.get("vblock", [])]
-        steps = [b - a for a, b in itertools.pairwise(blocks)]
-        if steps:
-            out["vblock1"] = steps[0]
-        if len(steps) > 1:
-            out["vblock"] = statistics.median(steps[1:])
+        out.update(_stretches("vblock", at, h0))
+        if "vblock_setup" in out:
+            out["tower_setup"] = out.pop("vblock_setup")
         if at.get("lm"):
-            (h2, d2, c2) = at["lm"][0]
+            (h2, _d2, c2) = at["lm"][0]
             out.update(merge=h2 - h1, merge_cpu=c2 - c1)
     if at.get("lm"):
         h2, d2, _ = at["lm"][0]
         if d2 is not None:
             out["lag_lm"] = d2 - h2
-        layers = [(h2, d2)] + [(x[0], x[1]) for x in at.get("layer", [])]
-        host = [b[0] - a[0] for a, b in itertools.pairwise(layers)]
-        dev = [b[1] - a[1] for a, b in itertools.pairwise(layers) if a[1] is not None and b[1] is not None]
-        if host:
-            out["layer1"] = host[0]
-        if len(host) > 1:
-            out["layer"] = statistics.median(host[1:])
-        if len(dev) > 1:
-            out["layer_dev"] = statistics.median(dev[1:])
+        layers = _stretches("layer", at, h2)
+        if "layer_setup" in layers:
+            layers["lm_setup"] = layers.pop("layer_setup")
+        out.update(layers)
         if at.get("layer") and at.get("step_call"):
             out["tail"] = at["step_call"][0][0] - at["layer"][-1][0]
     return out
 
 
-PART_KEYS = ("pre", "vision", "vision_cpu", "vision_dev", "vblock1", "vblock", "merge", "merge_cpu", "lag_lm",
-             "layer1", "layer", "layer_dev", "tail")
+def _stretches(name: str, at: dict[str, list[tuple[float, float | None, float]]], start: float) -> dict[str, float]:
+    """A run of modules marked ``NAME_in`` / ``NAME`` (blocks or layers): ``NAME_setup`` (``start`` to
+    the first one's start), ``NAME1`` and ``NAME1_cpu`` (the first one), ``NAME`` / ``NAME_dev``
+    (medians of the others' host and device times), ``NAME_between`` / ``NAME_between_cpu``
+    (from each one's end to the next one's start, summed)."""
+    ins, outs = at.get(f"{name}_in", []), at.get(name, [])
+    pairs = list(zip(ins, outs, strict=False))
+    out: dict[str, float] = {}
+    if not pairs:
+        return out
+    out[f"{name}_setup"] = pairs[0][0][0] - start
+    (h0, _, c0), (h1, _, c1) = pairs[0]
+    out.update({f"{name}1": h1 - h0, f"{name}1_cpu": c1 - c0})
+    rest = pairs[1:]
+    if rest:
+        out[name] = statistics.median(b[0] - a[0] for a, b in rest)
+        dev = [b[1] - a[1] for a, b in rest if a[1] is not None and b[1] is not None]
+        if dev:
+            out[f"{name}_dev"] = statistics.median(dev)
+    gaps = list(zip(outs, ins[1:], strict=False))
+    out[f"{name}_between"] = sum(b[0] - a[0] for a, b in gaps)
+    out[f"{name}_between_cpu"] = sum(b[2] - a[2] for a, b in gaps)
+    return out
+
+
+PART_KEYS = ("pre", "vision", "vision_cpu", "vision_dev", "tower_setup", "vblock1", "vblock1_cpu", "vblock", "merge",
+             "merge_cpu", "lag_lm", "lm_setup", "layer1", "layer1_cpu", "layer", "layer_dev", "layer_between",
+             "layer_between_cpu", "tail")
 
 
 def summarize(path: Path) -> dict[str, dict[str, float]]:
@@ -334,14 +376,17 @@ def parts_table(summary: dict[str, dict[str, float]]) -> list[str]:
     no batch has module marks."""
     if not any(r.get("part_pre", NAN) == r.get("part_pre", NAN) for r in summary.values()):
         return []
-    out = ["| condition | before the tower | tower host (CPU) | tower device | first block / others | "
-           "merge (CPU) | device behind at the LM | first layer | other layers host / device | tail |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = ["| condition | before the tower | tower host (CPU) / device | tower set-up | first block (CPU) / others | "
+           "merge (CPU) | device behind at the LM | LM set-up | first layer (CPU) | other layers host / device | "
+           "between layers (CPU) | tail |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for cond, r in summary.items():
         g = {k: r.get(f"part_{k}", NAN) for k in PART_KEYS}
-        out.append(f"| {cond} | {g['pre']} | {g['vision']} ({g['vision_cpu']}) | {g['vision_dev']} | "
-                   f"{g['vblock1']} / {g['vblock']} | {g['merge']} ({g['merge_cpu']}) | {g['lag_lm']} | "
-                   f"{g['layer1']} | {g['layer']} / {g['layer_dev']} | {g['tail']} |")
+        out.append(f"| {cond} | {g['pre']} | {g['vision']} ({g['vision_cpu']}) / {g['vision_dev']} | "
+                   f"{g['tower_setup']} | {g['vblock1']} ({g['vblock1_cpu']}) / {g['vblock']} | "
+                   f"{g['merge']} ({g['merge_cpu']}) | {g['lag_lm']} | {g['lm_setup']} | {g['layer1']} "
+                   f"({g['layer1_cpu']}) | {g['layer']} / {g['layer_dev']} | {g['layer_between']} "
+                   f"({g['layer_between_cpu']}) | {g['tail']} |")
     return out
 
 

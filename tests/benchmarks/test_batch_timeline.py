@@ -101,28 +101,37 @@ def jpeg() -> bytes:
 
 
 def prefill_marks(vision: bool) -> list[list[Any]]:
-    """A prefill's marks with known parts: the call at 1 ms; the tower from 3 ms, its blocks 9 ms
-    then 2 ms each (the first builds a plan), its device 40 ms in all; the merge 6 ms (5 of CPU),
-    the device 0.5 ms behind at the LM's start; the first layer 12 ms, then 3 ms each on the host
-    and 4 on the device; the first step called 7 ms after the last layer."""
+    """A prefill's marks with known parts: the call at 1 ms; the tower from 3 ms: 2 ms of set-up,
+    its first block 9 ms (4 of CPU), the others 2 ms each, 0.5 ms between blocks, its device 40 ms
+    in all; the merge 6 ms (5 of CPU), the device 0.5 ms behind at the LM's start; the LM's set-up
+    1 ms, its first layer 12 ms (6 of CPU), then 3 ms each on the host and 4 on the device, with 1
+    ms (0.5 of CPU) between layers after each of the first two; the first step called 7 ms after
+    the last layer."""
     marks: list[list[Any]] = [["start", 0.0, None, 1, 0.0], ["prefill_call", 1.0, None, 1, 0.5]]
     t, cpu = 3.0, 1.0
     if vision:
         marks.append(["vision", t, t + 1.0, 1, cpu])
+        t += 2.0
         for k in range(4):
+            marks.append(["vblock_in", t, None, 1, cpu])
             t += 9.0 if k == 0 else 2.0
-            marks.append(["vblock", t, None, 1, cpu + t / 2])
-        t += 1.0
-        marks.append(["vision_done", t, 3.0 + 1.0 + 40.0, 1, cpu + 10.0])
-        cpu += 10.0
+            cpu += 4.0 if k == 0 else 1.0
+            marks.append(["vblock", t, None, 1, cpu])
+            t += 0.5
+        marks.append(["vision_done", t, 3.0 + 1.0 + 40.0, 1, cpu])
         t += 6.0
         cpu += 5.0
     marks.append(["lm", t, t + 0.5, 1, cpu])
     dev = t + 0.5
+    t += 1.0
     for k in range(5):
+        marks.append(["layer_in", t, dev, 1, cpu])
         t += 12.0 if k == 0 else 3.0
+        cpu += 6.0 if k == 0 else 3.0
         dev += 4.0
         marks.append(["layer", t, dev, 1, cpu])
+        if k < 2:
+            t, cpu = t + 1.0, cpu + 0.5
     marks.append(["lm_done", t + 1.0, None, 1, cpu])
     marks.append(["step_call", t + 7.0, dev + 1.0, 1, cpu])
     return marks
@@ -130,10 +139,12 @@ def prefill_marks(vision: bool) -> list[list[Any]]:
 
 def test_the_prefills_parts_are_read_from_its_module_marks(tmp_path: Path) -> None:
     got = parts(prefill_marks(vision=True))
-    assert got["pre"] == 2.0 and got["vision"] == 16.0 and got["vision_cpu"] == 10.0
-    assert got["vision_dev"] == 40.0 and got["vblock1"] == 9.0 and got["vblock"] == 2.0
-    assert got["merge"] == 6.0 and got["merge_cpu"] == 5.0 and got["lag_lm"] == 0.5
-    assert got["layer1"] == 12.0 and got["layer"] == 3.0 and got["layer_dev"] == 4.0 and got["tail"] == 7.0
+    assert got["pre"] == 2.0 and got["tower_setup"] == 2.0 and got["vision_dev"] == 40.0
+    assert got["vblock1"] == 9.0 and got["vblock1_cpu"] == 4.0 and got["vblock"] == 2.0
+    assert got["vision"] == 2.0 + 9.0 + 3 * 2.0 + 4 * 0.5 and got["vision_cpu"] == 7.0
+    assert got["merge"] == 6.0 and got["merge_cpu"] == 5.0 and got["lag_lm"] == 0.5 and got["lm_setup"] == 1.0
+    assert got["layer1"] == 12.0 and got["layer1_cpu"] == 6.0 and got["layer"] == 3.0 and got["layer_dev"] == 4.0
+    assert got["layer_between"] == 2.0 and got["layer_between_cpu"] == 1.0 and got["tail"] == 7.0
     blind = parts(prefill_marks(vision=False))
     assert blind["pre"] == 2.0 and "vision" not in blind and "merge" not in blind and blind["layer1"] == 12.0
     assert parts([["start", 0.0, None, 1, 0.0], ["step_call", 3.0, None, 1, 1.0]]) == {}
@@ -143,8 +154,9 @@ def test_the_prefills_parts_are_read_from_its_module_marks(tmp_path: Path) -> No
     summary = summarize(path)
     assert summary["v_1"]["part_merge"] == 6.0 and summary["v_blind"]["part_layer_dev"] == 4.0
     md = parts_table(summary)
-    assert md[2] == "| v_1 | 2.0 | 16.0 (10.0) | 40.0 | 9.0 / 2.0 | 6.0 (5.0) | 0.5 | 12.0 | 3.0 / 4.0 | 7.0 |"
-    assert md[3].startswith("| v_blind | 2.0 | nan (nan) |")
+    assert md[2] == ("| v_1 | 2.0 | 19.0 (7.0) / 40.0 | 2.0 | 9.0 (4.0) / 2.0 | 6.0 (5.0) | 0.5 | 1.0 | 12.0 (6.0) | "
+                     "3.0 / 4.0 | 2.0 (1.0) | 7.0 |")
+    assert md[3].startswith("| v_blind | 2.0 | nan (nan) / nan |")
     # Batches without module marks (an older timeline): no table.
     path.write_text(json.dumps({"id": "v_1|x", "rows": 1, "marks": [["start", 0.0, None, 1, 0.0]], "mem": {}}))
     assert parts_table(summarize(path)) == []
@@ -177,8 +189,12 @@ def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Pa
         seen = [GenerateRequest("v0", "What is shown?", (jpeg(),), max_tokens=2)]
         engine.generate_sync(seen)
         rec.flush(["v0"])
+        # The part hooks on the model's own modules only (gone after close, below).
+        hooked = {type(m).__name__ for m in engine.model.modules() if m._forward_hooks}
+        assert hooked == {"Qwen3VLVisionModel", "Qwen3VLVisionBlock", "Qwen3VLTextModel", "Qwen3VLTextDecoderLayer"}
     finally:
         rec.close()
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in engine.model.modules())
     batches = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(batches) == 2 and batches[0]["id"] == "g0" and batches[0]["rows"] == 2
     labels = [m[0] for m in batches[0]["marks"]]
@@ -187,14 +203,14 @@ def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Pa
     # Module marks in the prefill only (the decode steps run the same layers, unmarked).
     layers = engine.model.config.text_config.num_hidden_layers
     prefill = labels[labels.index("prefill_call") + 1:labels.index("step_call")]
-    assert prefill == ["lm", *["layer"] * layers, "lm_done"] and labels.count("layer") == layers
+    assert prefill == ["lm", *["layer_in", "layer"] * layers, "lm_done"] and labels.count("layer") == layers
     hosts = [m[1] for m in batches[0]["marks"]]
     assert hosts == sorted(hosts) and all(m[2] is None for m in batches[0]["marks"])
     # With an image: the tower and its blocks first, then the language model.
     vlabels = [m[0] for m in batches[1]["marks"]]
     depth = engine.model.config.vision_config.depth
     tower = vlabels[vlabels.index("prefill_call") + 1:vlabels.index("lm")]
-    assert tower == ["vision", *["vblock"] * depth, "vision_done"]
-    assert set(parts(batches[1]["marks"])) >= {"pre", "vision", "merge", "layer1", "tail"}
+    assert tower == ["vision", *["vblock_in", "vblock"] * depth, "vision_done"]
+    assert set(parts(batches[1]["marks"])) >= {"pre", "vision", "tower_setup", "merge", "lm_setup", "layer1", "tail"}
     rec.flush(["nothing"])  # nothing pending: nothing written twice
     assert len(path.read_text().splitlines()) == 2

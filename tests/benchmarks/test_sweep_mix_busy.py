@@ -1,4 +1,5 @@
-"""``sweep_mix.busy_in_calls``: NVML's busy samples attributed to the conditions whose engine calls ran."""
+"""``sweep_mix.call_busy`` and ``weighted_busy``: NVML's busy samples attributed to the engine calls
+that ran, and read per condition by their GPU seconds."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 
 import numpy as np
 from benchmarks.shared.nvml import Sample
-from benchmarks.sweep_mix import busy_in_calls, mix_busy
+from benchmarks.sweep_mix import call_busy, mix_busy, weighted_busy
 
 
-def test_samples_during_each_call_count_for_its_condition(tmp_path: Path) -> None:
+def test_samples_during_each_call_count_for_its_requests(tmp_path: Path) -> None:
     # Samples every 0.1 s from t=0: busy 100 from 0 to 1 s, 40 from 1 to 2 s, 0 after. A v_1 call
     # holding the engine 0.0-0.5 and 2.0-3.0 s (another call's batches between), one v_32 call
     # 1.0-2.0 s, and a torn last line (a child killed).
@@ -22,9 +23,13 @@ def test_samples_during_each_call_count_for_its_condition(tmp_path: Path) -> Non
              {"ids": ["v_32|a"], "spans": [[1.0, 2.0]], "end": 2.0},
              {"ids": ["v_8|a"], "end": 3.0}]  # no spans (an older log): left out
     calls.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"ids": ["v_8')
-    got = busy_in_calls(calls, polls, samples)
-    assert got == {"v_1": round(500 / 15, 1), "v_32": 40.0}
-    assert busy_in_calls(tmp_path / "none.jsonl", polls, samples) == {}
+    got = call_busy(calls, polls, samples)
+    # 15 samples for v_1's call, split between its two requests by prompt tokens (none logged: alike).
+    assert got == {"v_1|a": (500 / 15, 7.5), "v_1|b": (500 / 15, 7.5), "v_32|a": (40.0, 10.0)}
+    assert call_busy(tmp_path / "none.jsonl", polls, samples) == {}
+    # By weight: 3 at 20 % and 1 at 100 %; no reading, no weight.
+    assert weighted_busy([(3.0, 20.0), (1.0, 100.0), (5.0, float("nan"))]) == 40.0
+    assert weighted_busy([(1.0, float("nan"))]) != weighted_busy([(1.0, float("nan"))])  # NaN: nothing read
 
 
 # -- the mix's busy against a timeline whose truth is known ------------------------------------------
@@ -79,7 +84,7 @@ def simulated_run(mix: tuple[np.ndarray, np.ndarray, np.ndarray], rng: np.random
                 on[at:at + run] = True
                 at += run + int(rng.exponential(20) + 1)
             gpu.append(on)
-            calls.append({"ids": [f"{names[i]}|{j}" for j in range(n)], "spans": [[t, t + ticks * TICK]],
+            calls.append({"ids": [f"{names[i]}|{len(calls)}_{j}" for j in range(n)], "spans": [[t, t + ticks * TICK]],
                           "end": t + ticks * TICK, "held_s": ticks * TICK, "tokens": [1] * n, "new_tokens": [3] * n,
                           "on": float(on.mean())})
             t += ticks * TICK
@@ -91,13 +96,14 @@ def simulated_run(mix: tuple[np.ndarray, np.ndarray, np.ndarray], rng: np.random
                 for j in (sample_at / TICK).astype(int)]
     polls = [(p, int(np.searchsorted(sample_at, p, side="right"))) for p in np.arange(0.1, len(timeline) * TICK, 0.1)]
     log.write_text("\n".join(json.dumps({k: v for k, v in c.items() if k != "on"}) for c in calls))
-    got = busy_in_calls(log, polls, readings)
+    got = call_busy(log, polls, readings)
     per_cond: dict[str, dict[str, Any]] = {}
     true = {}
     for i, name in enumerate(names):
         mine = [c for c in calls if c["ids"][0].startswith(name + "|")]
         held, n = sum(c["held_s"] for c in mine), sum(len(c["ids"]) for c in mine)
-        per_cond[name] = {"weight": weight[i], "gpu_s": held / n, "busy_in_calls": got[name]}
+        read = weighted_busy([got.get(rid, (float("nan"), 0.0))[::-1] for c in mine for rid in c["ids"]])
+        per_cond[name] = {"weight": weight[i], "gpu_s": held / n, "busy_in_calls": read}
         true[name] = sum(c["on"] * c["held_s"] for c in mine) / held
     time_in = {k: c["weight"] * c["gpu_s"] for k, c in per_cond.items()}
     truth = 100 * sum(time_in[k] * true[k] for k in time_in) / sum(time_in.values())

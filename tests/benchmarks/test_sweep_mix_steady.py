@@ -15,7 +15,7 @@ from benchmarks.sweep_mix import (
     STEADY_FROM,
     VideoClass,
     aggregate,
-    busy_in_calls,
+    call_busy,
     filler,
     mix_busy,
     round_of,
@@ -55,7 +55,7 @@ def known_run(rng: np.random.Generator) -> dict[str, Any]:
     for row in rows:
         if row["condition"] == "v_fps2_s224" and class_of[row["item_id"]] == CLASSES[0].name:
             row["status"] = "NA"
-    return {"rows": rows, "calls": calls, "class_of": class_of, "steady": steady, "cut": cut}
+    return {"rows": rows, "calls": calls, "class_of": class_of, "steady": steady, "cut": cut, "extra": extra}
 
 
 def test_the_steady_mix_recovers_the_cells_known_costs() -> None:
@@ -88,6 +88,13 @@ def test_the_steady_mix_recovers_the_cells_known_costs() -> None:
                        if (c, v) not in run["cut"] and (c, v) != ("v_fps2_s224", CLASSES[0].name))
         assert mix["weight_steady"] == round(steady_w / truth_w, 3)
         assert abs(mix["first_extra_s"] - round(got_extra, 2)) < 0.011
+        # Against the construction: each steady cell's round-0 rows carried its known extra, give
+        # or take the rows' scatter (+-20 % of its cost, and as much in its steady mean).
+        known = [(len([r for r in run["rows"] if (r["condition"], run["class_of"][r["item_id"]]) == (c, v)
+                       and round_of(r["item_id"]) < STEADY_FROM]), run["extra"][(c, v)], run["steady"][(c, v)])
+                 for c, v in run["steady"] if (c, v) not in run["cut"] and (c, v) != ("v_fps2_s224", CLASSES[0].name)]
+        scatter = sum(0.4 * n * g for n, _, g in known)
+        assert abs(mix["first_extra_s"] - sum(n * x for n, x, _ in known)) <= scatter + 0.01
 
 
 def test_first_visits_bias_the_all_rows_mix_and_not_the_steady_one() -> None:
@@ -109,23 +116,31 @@ def test_first_visits_bias_the_all_rows_mix_and_not_the_steady_one() -> None:
     assert min(all_err) > 0.5, all_err
 
 
-def test_busy_is_read_over_the_steady_calls_where_a_condition_has_them(tmp_path: Path) -> None:
-    # NVML reads 10 % during round 0's calls (compiling, the GPU idle) and 90 % after; v_1 has
-    # calls in rounds 0 and 1, v_32 in round 0 only (cut at the budget), and one call's ids
-    # carry no round (an older log): counted in the all-calls reading only.
+def test_busy_is_read_over_the_rows_each_cell_is_measured_by(tmp_path: Path) -> None:
+    # NVML reads 10 % during round 0's calls (compiling, the GPU idle) and 90 % after. v_1's cell
+    # has calls in rounds 0 and 1, v_32's in round 0 only (cut at the budget): the steady reading
+    # takes v_1's round-1 call, v_32's round-0 one (its rows'), and all rows take both of v_1's.
     samples = [Sample(10 if i < 20 else 90, 1700, 600.0, 0) for i in range(40)]
     polls = [(round(0.1 * (i + 1), 1), i + 1) for i in range(40)]
-    lines = [{"ids": ["v_1|R00_30s_16x9_0"], "spans": [[0.0, 1.0]], "end": 1.0},
-             {"ids": ["v_32|R00_30s_16x9_0"], "spans": [[1.0, 2.0]], "end": 2.0},
-             {"ids": ["v_1|R01_30s_16x9_0"], "spans": [[2.0, 3.0]], "end": 3.0},
-             {"ids": ["v_1|x"], "spans": [[3.0, 4.0]], "end": 4.0}]
+    lines = [{"ids": ["v_1|R00_30s_16x9_0"], "spans": [[0.0, 1.0]], "end": 1.0, "held_s": 1.0},
+             {"ids": ["v_32|R00_30s_16x9_0"], "spans": [[1.0, 2.0]], "end": 2.0, "held_s": 1.0},
+             {"ids": ["v_1|R01_30s_16x9_0"], "spans": [[2.0, 3.0]], "end": 3.0, "held_s": 1.0}]
     log = tmp_path / "calls.jsonl"
-    log.write_text("\n".join(json.dumps(x) for x in lines))
-    assert busy_in_calls(log, polls, samples, STEADY_FROM) == {"v_1": 90.0, "v_32": 10.0}
-    assert busy_in_calls(log, polls, samples) == {"v_1": round((10 * 10 + 90 * 20) / 30, 1), "v_32": 10.0}
-    per_cond = {"v_1": {"weight": 6000.0, "gpu_s": 0.1, "busy_in_calls": 90.0},
-                "v_32": {"weight": 6000.0, "gpu_s": 1.3, "busy_in_calls": 10.0}}
-    assert mix_busy(per_cond)["busy"] == round((0.1 * 90 + 1.3 * 10) / 1.4, 1)
+    log.write_text("\n".join(json.dumps({**x, "tokens": [100], "new_tokens": [3]}) for x in lines))
+    busy = call_busy(log, polls, samples)
+    calls = {c["ids"][0]: (c["held_s"], c["end"], 3) for c in lines}
+    rows = [{"condition": rid.split("|")[0], "item_id": rid.split("|")[1], "status": "OK", "meta": "{}"}
+            for rid in calls]
+    of = {r["item_id"]: "30s_16x9" for r in rows}
+    one = [VideoClass(30.0, (16, 9), 1)]
+    _, steady, _ = aggregate(rows, calls, of, one, STEADY_FROM, busy)
+    _, every, _ = aggregate(rows, calls, of, one, 0, busy)
+    assert steady["v_1"]["busy_in_calls"] == 90.0 and steady["v_32"]["busy_in_calls"] == 10.0
+    assert every["v_1"]["busy_in_calls"] == 50.0 and every["v_32"]["busy_in_calls"] == 10.0
+    # A steady call that caught no sample reads as nothing, not as round 0's.
+    _, blind, _ = aggregate(rows, calls, of, one, STEADY_FROM, {k: v for k, v in busy.items() if "R01" not in k})
+    assert "busy_in_calls" not in blind["v_1"]
+    assert mix_busy(steady)["busy"] == 50.0  # two conditions of like time: 90 and 10
 
 
 def test_each_item_asks_its_own_length_and_rounds_are_read_from_ids(tmp_path: Path) -> None:
@@ -136,6 +151,8 @@ def test_each_item_asks_its_own_length_and_rounds_are_read_from_ids(tmp_path: Pa
     assert len(questions) == 3 * sum(v.count for v in CLASSES) == len(class_of)
     # Lengths spread over the filler's range, not two values repeated every round.
     assert len({len(q.split()) for q in questions}) >= 6
-    assert filler("R01_30s_16x9_0") == filler("R01_30s_16x9_0")
+    # Fixed by the id (a hash, not Python's salted one): the same questions on every machine.
+    assert filler("R01_30s_16x9_0") == ("in the scene that follows the kitchen and the street where people talk walk "
+                                        "cook and wait for")
     assert {round_of(f"v_1|{i}") for i in class_of} == {0, 1, 2}
     assert round_of("v_1|x") == -1 and round_of("R07_a") == 7

@@ -3,6 +3,7 @@ SDPA's cuDNN kernel off (no plan built), and with it on once the shape recurs (d
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,22 @@ def test_the_memo_forgets_the_oldest_small_shapes_beyond_its_bound() -> None:
     assert cudnn_in(memo, *qk(1, 32, 104, 104))  # remembered: recurs, planned
 
 
+def test_each_thread_meets_a_shape_for_itself() -> None:
+    # PyTorch keeps cuDNN's plans per thread: a shape recurring on one thread is new on another,
+    # which runs it once without a plan, then plans it when it recurs there.
+    memo = PlanMemo(700e9)
+    small = qk(2, 32, 300, 300)
+    memo.forward()
+    assert not cudnn_in(memo, *small)
+    memo.forward()
+    assert cudnn_in(memo, *small)
+    with ThreadPoolExecutor(1) as other:  # one other thread, alive throughout
+        assert other.submit(lambda: [cudnn_in(memo, *small), cudnn_in(memo, *small)]).result() == [False, False]
+        memo.forward()
+        assert other.submit(cudnn_in, memo, *small).result()  # recurs there: planned there
+    assert cudnn_in(memo, *small)  # the first thread's, met long ago
+
+
 @pytest.fixture
 def sdpa_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[int, ...], bool]]:
     """Every SDPA call's query shape and whether cuDNN was allowed there (the library's function,
@@ -111,6 +128,28 @@ def test_the_engines_prefill_runs_new_small_shapes_without_plans_and_generates_t
     assert torch.backends.cuda.cudnn_sdp_enabled()  # type: ignore[no-untyped-call]
     texts = [[g.text for g in out] for out in (first, again, plain)]  # type: ignore[union-attr]
     assert texts[0] == texts[1] == texts[2]
+
+
+@pytest.mark.parametrize("case", ["left-padded", "equal rows"])
+def test_the_other_prefills_carry_the_memo_too(tiny_model: Path, case: str,
+                                               sdpa_calls: list[tuple[tuple[int, ...], bool]]) -> None:
+    # A left-padded prefill (op right_prefill off: transformers' masked path through the whole
+    # model's forward) and a batch of rows of one length (no padding): new shapes without cuDNN
+    # first, with it when they recur.
+    base = HFEngine(tiny_model, device="cpu")
+    ops = ("+new_shape_flash", "-right_prefill") if case == "left-padded" else ("+new_shape_flash",)
+    on = base.with_config(base.config.with_ops(*ops))
+    on.stop_ids = set()
+    words = [0, 3] if case == "left-padded" else [2, 2]
+    reqs = [GenerateRequest(f"o{i}", "Name it." + " Now." * n, (make_jpeg(7 + i, 64, 64),), max_tokens=2)
+            for i, n in enumerate(words)]
+    on.generate_sync(reqs)
+    first = [c for c in sdpa_calls if c[0][2] > 1]
+    sdpa_calls.clear()
+    on.generate_sync(reqs)
+    again = [c for c in sdpa_calls if c[0][2] > 1]
+    assert first and len(first) == len(again)
+    assert not any(allowed for _, allowed in first) and all(allowed for _, allowed in again)
 
 
 def test_the_op_is_off_by_default_and_its_limit_is_a_knob() -> None:

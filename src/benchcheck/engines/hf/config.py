@@ -97,7 +97,8 @@ class HFConfig:
     decode_lookback: int = 1
     # Most attention FLOPs of one SDPA call that op ``new_shape_flash`` runs without a cuDNN plan
     # when its shape is new: where FlashAttention's extra time over a forward's layers stays below
-    # one plan's build (decision 111).
+    # one plan's build, as the 8B's language model measured; its vision tower and the 2B were not
+    # measured apart (decision 111).
     new_shape_flash_gflops: int = 700
     # Fast paths switched by name: "+name" on, "-name" off (``OPS``); later entries win.
     ops: tuple[str, ...] = field(default=())

@@ -15,6 +15,8 @@ use SDPA at all (``attention.decode.decode_attention``).
 from __future__ import annotations
 
 import contextlib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import torch
@@ -51,22 +53,28 @@ def decode_kernels(planless: bool) -> contextlib.AbstractContextManager[None]:
 
 
 class PlanMemo:
-    """Which SDPA shapes cuDNN has built a plan for in this process, so a small shape seen for the
+    """Which small SDPA shapes cuDNN has a plan for on each thread, so a small shape met for the
     first time runs without building one (op ``new_shape_flash``, decision 111).
 
-    cuDNN builds an execution plan on the host for every new shape (decision 107: 32-42 ms for
-    the 8B's prefill, about as much for the vision tower), and a generation prefill's length is
-    new at almost every batch: a short prefill's device then waits for the plan. Where the call is
-    small (``max_flops`` or fewer attention FLOPs) the first forward that meets a shape runs it with
-    cuDNN off (SDPA's next choice, FlashAttention, builds nothing, at a small extra device time);
-    a shape met again in a later forward recurs, so cuDNN builds its plan then and keeps it. Each
-    forward starts with ``forward()``: its layers, calls of one shape, all choose alike."""
+    cuDNN builds an execution plan on the host for every new shape, and PyTorch keeps those plans
+    per thread; a generation prefill's length is new at almost every batch, so a short prefill's
+    device waits for the plan. Where a call is small (``max_flops`` or fewer attention FLOPs) the
+    first forward that meets its shape runs it with cuDNN off (SDPA's next choice, FlashAttention,
+    builds nothing, at a small extra device time); a shape met again in a later forward recurs,
+    so cuDNN builds its plan then, on the thread that runs it, and keeps it there. Larger calls
+    keep SDPA's choice: their plan costs less than FlashAttention's extra time over a forward's
+    layers. Each forward starts with ``forward()``: its layers, calls of one shape, choose alike.
+
+    The switch (``_cudnn_off``) is process-wide while held: the model's lock keeps the engine's
+    other calls out, but two models driven in one process from two threads could see it."""
 
     def __init__(self, max_flops: float, remember: int = 4096) -> None:
         self.max_flops = max_flops
+        # Shapes kept, the oldest dropped: a bound on memory only (a dropped shape is met as new
+        # once more, which costs one forward on FlashAttention).
         self.remember = remember
-        self.planned: set[tuple[object, ...]] = set()  # shapes run on cuDNN's kernel: their plan is built
-        self.met: dict[tuple[object, ...], int] = {}  # small shapes run without -> the forward that met them
+        # (thread, small shape) -> the forward that first met it there: plans are per thread.
+        self.met: OrderedDict[tuple[int, tuple[object, ...]], int] = OrderedDict()
         self.forwards = 0
 
     def forward(self) -> None:
@@ -76,19 +84,20 @@ class PlanMemo:
     def kernels(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 causal: bool) -> contextlib.AbstractContextManager[None]:
         """The kernels for one SDPA call: cuDNN off for the block where the shape is small and met
-        first in this forward, SDPA's own choice otherwise."""
-        shape = (tuple(query.shape), tuple(key.shape), tuple(value.shape), query.stride(), key.stride(),
-                 value.stride(), query.dtype, causal)
-        if shape in self.planned or query.dim() != 4:
+        first in this forward on this thread, SDPA's own choice otherwise."""
+        if query.dim() != 4:
             return contextlib.nullcontext()
         b, h, lq, d = query.shape
-        flops = 4.0 * b * h * lq * key.shape[-2] * d / (2 if causal else 1)
-        first = self.met.get(shape, self.forwards)
-        if flops > self.max_flops or first != self.forwards:
-            self.planned.add(shape)
-            self.met.pop(shape, None)
+        if 4.0 * b * h * lq * key.shape[-2] * d / (2 if causal else 1) > self.max_flops:
             return contextlib.nullcontext()
-        self.met[shape] = first
-        while len(self.met) > self.remember:  # the oldest first met (dicts keep their order)
-            del self.met[next(iter(self.met))]
+        shape = (tuple(query.shape), tuple(key.shape), tuple(value.shape), query.stride(), key.stride(),
+                 value.stride(), query.dtype, causal)
+        mine = (threading.get_ident(), shape)
+        first = self.met.get(mine, self.forwards)
+        self.met[mine] = first
+        self.met.move_to_end(mine)
+        while len(self.met) > self.remember:
+            self.met.popitem(last=False)
+        if first != self.forwards:  # met in an earlier forward: it recurs, so its plan pays
+            return contextlib.nullcontext()
         return _cudnn_off()

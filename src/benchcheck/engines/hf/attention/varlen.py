@@ -136,8 +136,11 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     if varlen_plan is None:
         if plans is None:
             return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-        # transformers' own rule for a causal SDPA call: no mask, more than one query.
-        causal = attention_mask is None and query.shape[2] > 1 and getattr(module, "is_causal", True)
+        # transformers' own rule for a causal SDPA call: no mask, more than one query, and the
+        # call's ``is_causal`` (else the module's) true.
+        wanted = kwargs.get("is_causal")
+        causal = (attention_mask is None and query.shape[2] > 1
+                  and bool(wanted if wanted is not None else getattr(module, "is_causal", True)))
         with plans.kernels(query, key, value, causal):
             return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     if query.shape[0] != 1 or attention_mask is not None:
