@@ -58,6 +58,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
                      "| 3 v32_2b |", False),
     "screen_calls": (["--tiny", "--runs", "2:8:2,3:12:2:+visual_no_reads", "--limit", "8", "--work", "{tmp}/work",
                       "--out", "{tmp}"], "| 3 v32_2b | 12 | 2 | +visual_no_reads |", True),
+    "sweep_build": (["--videos", "30:16x9:2", "--chunk", "2", "--cond", "v_fps0.5_s224", "--repeats", "1",
+                     "--workdir", "{tmp}/w", "--out", "{tmp}"], "| ours |", True),
     "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),
     "sweep_local": (["--rounds", "1", "--sweep-items", "1"], "", True),
     "sweep_mix": (["--tiny", "--videos", "30:16x9:1", "--rounds", "1", "--conds", "v_blind,v_1,v_8_s224,v_fps0.5_s224",

@@ -83,8 +83,12 @@ class GenerateTask:
         return f"{cell.item.item_id} {cell.condition}"
 
     async def build(self, cells: Sequence[Cell]) -> list[Built]:
-        return [(c, await prepare_unit(Unit(c.item.bench, c.condition, (c,)), self.specs[c.condition], self.frames))
-                for c in cells]
+        """The chunk's cells prepared together, each decoding in a worker of its own: one after
+        another, a call of eight long videos took eight decodes' time while the pool's other
+        workers idled and a serial engine waited (decision 112)."""
+        prepared = await asyncio.gather(*(prepare_unit(Unit(c.item.bench, c.condition, (c,)), self.specs[c.condition],
+                                                       self.frames) for c in cells))
+        return list(zip(cells, prepared, strict=True))
 
     async def answer(self, engine: Engine, built: Sequence[Built]) -> list[Any]:
         """One ``generate`` call for the chunk; one ``UnitResult`` per cell (never raises)."""
