@@ -211,9 +211,12 @@ def child() -> None:
         if cap > 0:
             reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
         local.held, local.spans = 0.0, []
-        out = generate(self, reqs)
         if timeline is not None:
-            timeline.flush([r.request_id for r in reqs])
+            with timeline.call():  # the call's batches, wherever the engine launches them
+                out = generate(self, reqs)
+                timeline.flush([r.request_id for r in reqs])
+        else:
+            out = generate(self, reqs)
         got = {g.request_id: g for g in out}
         line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "spans": local.spans, "end": time.time(),
                 "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],

@@ -30,12 +30,14 @@ failed allocation and waits for the whole device.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,9 @@ class Recorder:
         self.guard = threading.Lock()
         self.ref: tuple[Any, float] | None = None  # (event, host seconds) taken with the device drained
         self.cuda = torch.cuda.is_available()
-        self.handles: list[Any] = []  # the global module hooks (``install``), removed by ``close``
+        self.handles: list[Any] = []  # the module hooks (``hook_parts``), removed by ``close``
+        # The batches of the call in progress, where the caller opened one (``call``).
+        self.calls: ContextVar[list[dict[str, Any]] | None] = ContextVar(f"timeline_{id(self)}", default=None)
 
     # -- recording (the engine's threads) ------------------------------------------------------
 
@@ -77,10 +81,27 @@ class Recorder:
             self._reference()
         rec = {"rows": rows, "t0": time.perf_counter(), "c0": time.thread_time(), "marks": [], "mem0": self._mem()}
         self.local.batch = rec
+        self._pending().append(rec)
+        self.mark(label)
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Inside the block, batches are the block's call's wherever they launch (an engine with op
+        ``launch_thread`` launches on a thread of its own, and takes the caller's context along):
+        ``flush`` in the block writes them. Outside any block, a thread's batches are its own."""
+        token = self.calls.set([])
+        try:
+            yield
+        finally:
+            self.calls.reset(token)
+
+    def _pending(self) -> list[dict[str, Any]]:
+        mine = self.calls.get()
+        if mine is not None:
+            return mine
         if not hasattr(self.local, "pending"):
             self.local.pending = []
-        self.local.pending.append(rec)
-        self.mark(label)
+        return self.local.pending  # type: ignore[no-any-return]
 
     def mark(self, label: str, event: bool = True) -> None:
         rec = getattr(self.local, "batch", None)
@@ -100,10 +121,12 @@ class Recorder:
             self.local.batch = None
 
     def flush(self, ids: list[str]) -> None:
-        """This thread's batches since the last flush, resolved (their events are done once the
-        call that made them returned) and written with the call's first request id."""
-        pending = getattr(self.local, "pending", None) or []
-        self.local.pending = []
+        """The call's batches (``call``; else this thread's) since the last flush, resolved (their
+        events are done once the call that made them returned) and written with the call's first
+        request id."""
+        mine = self._pending()
+        pending = list(mine)
+        mine.clear()
         lines = []
         # A record that never reached the loop's end (a scoring call's collate) is not a batch.
         for rec in (r for r in pending if "mem1" in r):
@@ -121,7 +144,7 @@ class Recorder:
                 f.write("\n".join(lines) + "\n")
 
     def close(self) -> None:
-        """Remove the global module hooks (the function hooks stay: ``install`` replaced them)."""
+        """Remove the module hooks (the function hooks stay: ``install`` replaced them)."""
         for h in self.handles:
             h.remove()
         self.handles.clear()

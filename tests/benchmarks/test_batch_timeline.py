@@ -214,3 +214,40 @@ def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Pa
     assert set(parts(batches[1]["marks"])) >= {"pre", "vision", "tower_setup", "merge", "lm_setup", "layer1", "tail"}
     rec.flush(["nothing"])  # nothing pending: nothing written twice
     assert len(path.read_text().splitlines()) == 2
+
+
+def test_a_calls_batches_are_its_own_where_the_engine_launches_elsewhere(tiny_model: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Op launch_thread: the batches launch on the engine's own thread. Inside ``call`` they are
+    # the calling thread's call's, written by its flush; two calls from two threads each get theirs.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmarks.shared.batch_timeline import install
+
+    from benchcheck.engines.base import GenerateRequest
+    from benchcheck.engines.hf import engine as engine_mod
+    from benchcheck.engines.hf.engine import HFEngine
+    from benchcheck.engines.hf.forward import generate as gen
+
+    for owner, name in ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
+                        (gen.DecodeStep, "_forward")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+    engine = HFEngine(tiny_model, device="cpu")
+    engine = engine.with_config(engine.config.with_ops("+launch_thread"))
+    engine.stop_ids = set()
+    path = tmp_path / "t.jsonl"
+    rec = install(path)
+
+    def one(k: int) -> None:
+        reqs = [GenerateRequest(f"c{k}_{i}", f"Say {k} {i}" + " more" * i, (), max_tokens=2) for i in range(k + 1)]
+        with rec.call():
+            engine.generate_sync(reqs)
+            rec.flush([r.request_id for r in reqs])
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(one, range(2)))
+    finally:
+        rec.close()
+    got = {json.loads(line)["id"]: json.loads(line)["rows"] for line in path.read_text().splitlines()}
+    assert got == {"c0_0": 1, "c1_0": 2}

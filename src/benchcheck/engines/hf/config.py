@@ -59,6 +59,8 @@ OPS: dict[str, tuple[str, str]] = {
                         "kernel, which built a plan per new key length, the device waiting (decision 107)"),
     "new_shape_flash": ("off", "a small SDPA shape met first in a generation prefill run without building a cuDNN "
                         "plan (FlashAttention), built when the shape recurs: not yet timed (decision 111)"),
+    "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
+                      "caches (cuDNN's attention plans) hit whichever thread calls: not yet timed (decision 113)"),
     "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
     "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
     "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import gc
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -58,6 +59,8 @@ SETUP_OPS = ("rms_norm", "fused_mlp", "text_attention", "vision_rotary")
 # The fast paths (``model.install``) each set-up op installs; off, they are not installed.
 SETUP_PATHS = {"rms_norm": ("fused_norms",), "fused_mlp": ("fused_mlp", "fused_layers"),
                "text_attention": ("fused_attention",), "vision_rotary": ()}
+
+T = TypeVar("T")
 
 
 def decode_processes(device: torch.device) -> int:
@@ -349,14 +352,16 @@ class HFEngine:
             packed_row = shared or one_row(prompts, self.one_row_limit())
             if packed_row and not shared:
                 families = lone_families(prompts)
-            with self.active():
+            def launch() -> PendingTop:
                 if packed_row:
                     packed = pack(prompts, families, self.pad_id, self.pixels, self.dtype, one_row=varlen,
                                   **self.plan_options())
-                    pending = score_packed(self.model, packed, k, gather_t, self.scored_last_layer)
-                else:
-                    batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
-                    pending = score_batch(self.model, batch, k, gather_t, self.scored_last_layer)
+                    return score_packed(self.model, packed, k, gather_t, self.scored_last_layer)
+                batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=True)
+                return score_batch(self.model, batch, k, gather_t, self.scored_last_layer)
+
+            with self.active():
+                pending = self._launched(launch)
             return lambda: finish(idx, enc, pending, t0, gather)
 
         def finish(idx: list[int], enc: list[Encoded], pending: PendingTop, t0: float,
@@ -394,6 +399,25 @@ class HFEngine:
         step runs when queued; reading at once wastes nothing)."""
         return self._config.decode_lookback if self.device.type == "cuda" else 0
 
+    def _launched(self, launch: Callable[[], T]) -> T:
+        """``launch()`` on the model's own launching thread where op ``launch_thread`` is on, else
+        here; called under the model's lock, so that thread runs one batch at a time. PyTorch
+        keeps some caches per thread (cuDNN's attention plans among them, decision 111), and the
+        engine's calls come from whichever thread the caller's event loop picks; the caller's
+        context (``contextvars``) goes along, as ``asyncio.to_thread`` takes it along."""
+        if not self._config.op("launch_thread", self.device.type == "cuda"):
+            return launch()
+        pool = self._state.launcher
+        if pool is None:
+            device = self.device
+
+            def on_device() -> None:  # a thread's current CUDA device is its own
+                if device.type == "cuda":
+                    torch.cuda.set_device(device)
+
+            pool = self._state.launcher = ThreadPoolExecutor(1, thread_name_prefix="hf-launch", initializer=on_device)
+        return pool.submit(contextvars.copy_context().run, launch).result()
+
     def _plans(self) -> PlanMemo | None:
         """The model's cuDNN plan memo where op ``new_shape_flash`` is on (its limit the config's),
         else None. Called under the model's lock: the memo is the model's, the config in force."""
@@ -412,12 +436,15 @@ class HFEngine:
             idx = planned.idx
             prompts = [e.prompt for e in enc]
             right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
-            with self.active():
+            def launch() -> Callable[[], list[list[int]]]:
                 batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
-                read = greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
+                return greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
                                     self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
                                     lookback=self._lookback(), planless=self._config.op("decode_planless"),
                                     plans=self._plans())
+
+            with self.active():
+                read = self._launched(launch)
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
             # at most the look-back's; a loop that never waited for the device has read already).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,8 @@ class ModelState:
     report: InstallReport | None = None  # what ``install.install_fast_paths`` did
     # SDPA shapes with a cuDNN plan built, and small ones met without (op ``new_shape_flash``)
     plans: PlanMemo = field(default_factory=lambda: PlanMemo(0.0))
+    # The one thread that launches the model's device work (op ``launch_thread``), made on first use
+    launcher: ThreadPoolExecutor | None = None
     # The config in force: set under the model's lock by the engine whose forward runs
     # (``HFEngine.active``); the installed forwards read their per-call ops from it.
     config: HFConfig = field(default_factory=HFConfig)
