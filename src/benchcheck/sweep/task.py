@@ -84,8 +84,8 @@ class GenerateTask:
 
     async def build(self, cells: Sequence[Cell]) -> list[Built]:
         """The chunk's cells prepared together, each decoding in a worker of its own: one after
-        another, a call of eight long videos took eight decodes' time while the pool's other
-        workers idled and a serial engine waited (decision 112)."""
+        another, a call of long videos took the sum of its decodes while the pool's other workers
+        idled and a serial engine waited (decision 112)."""
         prepared = await asyncio.gather(*(prepare_unit(Unit(c.item.bench, c.condition, (c,)), self.specs[c.condition],
                                                        self.frames) for c in cells))
         return list(zip(cells, prepared, strict=True))

@@ -3,11 +3,14 @@ whichever thread calls, with the caller's context along (decision 113)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+import torch
 from hf_helpers import make_jpeg
 
 from benchcheck.engines.base import GenerateRequest, ScoreRequest
@@ -53,17 +56,36 @@ def test_calls_from_many_threads_launch_on_one_and_answer_the_same(tiny_model: P
     assert {who for _, who in on_threads} == {f"caller{k}" for k in range(4)}  # each caller's context along
     assert all(name.startswith("caller") for name, _ in seen)
     assert on._state.launcher is base._state.launcher is not None  # the model's one thread, shared
+    # Let go with the engine.
+    thread = next(t for t in threading.enumerate() if t.name == "hf-launch_0")
+    asyncio.run(on.aclose())
+    thread.join(timeout=10)
+    assert on._state.launcher is None and not thread.is_alive()
 
 
-def test_a_failure_on_the_launching_thread_reaches_the_caller(tiny_model: Path) -> None:
-    # A batch that fails where it launches is the caller's to handle, as it is without the op: the
-    # pipeline answers the bad request with a failure and the good one as it would alone.
+def test_a_failure_on_the_launching_thread_reaches_the_caller(tiny_model: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # A batch too large for the device's memory, raised where the batch launches: the caller's
+    # pipeline gets it and splits the batch, as without the op, and the halves are answered as
+    # they would be alone.
+    from benchcheck.engines.hf import engine as engine_mod
+
     base = HFEngine(tiny_model, device="cpu")
     on = base.with_config(base.config.with_ops("+launch_thread"))
     on.stop_ids = base.stop_ids = set()
-    good = GenerateRequest("good", "What is shown?", (make_jpeg(1, 64, 64),), max_tokens=2)
-    bad = GenerateRequest("bad", "What is shown?", (b"not a jpeg",), max_tokens=2)
-    got = {r.request_id: r for r in on.generate_sync([good, bad])}
-    alone = base.generate_sync([good])[0]
-    assert type(got["bad"]).__name__ == "Failure"
-    assert got["good"].text == alone.text  # type: ignore[union-attr]
+    reqs = [GenerateRequest(f"r{i}", f"What is shown? {i}" + " Look." * i, (make_jpeg(i, 64, 64),), max_tokens=2)
+            for i in range(2)]
+    alone = [base.generate_sync([r])[0] for r in reqs]
+    real = engine_mod.greedy_start
+    where: list[tuple[str, int]] = []
+
+    def tight(model: object, batch: object, max_new: list[int], *a: object, **kw: object) -> object:
+        where.append((threading.current_thread().name, len(max_new)))
+        if len(max_new) > 1:
+            raise torch.cuda.OutOfMemoryError("simulated: the batch does not fit")
+        return real(model, batch, max_new, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine_mod, "greedy_start", tight)
+    got = on.generate_sync(reqs)
+    assert where == [("hf-launch_0", 2), ("hf-launch_0", 1), ("hf-launch_0", 1)]
+    assert [g.text for g in got] == [g.text for g in alone]  # type: ignore[union-attr]

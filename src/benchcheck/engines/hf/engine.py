@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import copy
 import dataclasses
 import gc
@@ -44,6 +43,7 @@ from benchcheck.engines.hf.inputs.frame_memo import FrameMemo
 from benchcheck.engines.hf.model.fused import compile_enabled
 from benchcheck.engines.hf.model.install import fast_paths, install_fast_paths
 from benchcheck.engines.hf.model.state import state_of
+from benchcheck.engines.hf.runtime.launcher import Launcher
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
 from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
@@ -330,6 +330,10 @@ class HFEngine:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.encoder.decoder.close()
         self.encoder.memo.clear()
+        with self._lock:  # the launching thread, if any, once its batch is done
+            launcher, self._state.launcher = self._state.launcher, None
+        if launcher is not None:
+            launcher.close()
 
     # -- blocking implementations --------------------------------------------------------
 
@@ -400,23 +404,14 @@ class HFEngine:
         return self._config.decode_lookback if self.device.type == "cuda" else 0
 
     def _launched(self, launch: Callable[[], T]) -> T:
-        """``launch()`` on the model's own launching thread where op ``launch_thread`` is on, else
-        here; called under the model's lock, so that thread runs one batch at a time. PyTorch
-        keeps some caches per thread (cuDNN's attention plans among them, decision 111), and the
-        engine's calls come from whichever thread the caller's event loop picks; the caller's
-        context (``contextvars``) goes along, as ``asyncio.to_thread`` takes it along."""
+        """``launch()`` on the model's own launching thread (``runtime.launcher``) where op
+        ``launch_thread`` is on, else here; called under the model's lock, so that thread runs one
+        batch at a time (decision 113)."""
         if not self._config.op("launch_thread", self.device.type == "cuda"):
             return launch()
-        pool = self._state.launcher
-        if pool is None:
-            device = self.device
-
-            def on_device() -> None:  # a thread's current CUDA device is its own
-                if device.type == "cuda":
-                    torch.cuda.set_device(device)
-
-            pool = self._state.launcher = ThreadPoolExecutor(1, thread_name_prefix="hf-launch", initializer=on_device)
-        return pool.submit(contextvars.copy_context().run, launch).result()
+        if self._state.launcher is None:
+            self._state.launcher = Launcher(self.device)
+        return self._state.launcher.run(launch)
 
     def _plans(self) -> PlanMemo | None:
         """The model's cuDNN plan memo where op ``new_shape_flash`` is on (its limit the config's),

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchcheck.engines.hf.attention.sdpa import PlanMemo
 from benchcheck.engines.hf.config import HFConfig
+from benchcheck.engines.hf.runtime.launcher import Launcher
 
 ATTRIBUTE = "_bc_state"  # the one attribute the engine sets on a model
 TESTED = "5.17.0"  # the transformers release the fast paths were written against (pyproject's pin)
@@ -68,7 +68,7 @@ class ModelState:
     # SDPA shapes with a cuDNN plan built, and small ones met without (op ``new_shape_flash``)
     plans: PlanMemo = field(default_factory=lambda: PlanMemo(0.0))
     # The one thread that launches the model's device work (op ``launch_thread``), made on first use
-    launcher: ThreadPoolExecutor | None = None
+    launcher: Launcher | None = None
     # The config in force: set under the model's lock by the engine whose forward runs
     # (``HFEngine.active``); the installed forwards read their per-call ops from it.
     config: HFConfig = field(default_factory=HFConfig)
