@@ -360,19 +360,25 @@ def mix_busy(per_cond: dict[str, dict[str, Any]]) -> dict[str, float]:
 
 
 def window(ends: list[tuple[float, float, bool]], polls: list[tuple[float, int]], samples: list[Any],
-           ) -> dict[str, float]:
-    """Over (call end, GPU s, in window?) sorted by end: inferences/s after the first, held and NVML busy."""
+           spans: list[tuple[float, float]]) -> dict[str, float]:
+    """Over (request's call end, its GPU s, in window?) sorted by end, one entry per request: from
+    the first call's end to the last one's, the requests of the calls after the first and their
+    inferences/s, the share of that time the engine was held (``spans``: every stretch any call
+    held it, clipped to the window: a call's batches interleave with other calls', so a call
+    ending in the window can have held the engine before it), and NVML's busy."""
     ends = [e for e in ends if e[2]]
-    if len(ends) < 2:
+    if not ends:
         return {}
     t0, t1 = ends[0][0], ends[-1][0]
+    after = [e for e in ends if e[0] > t0]
+    if not after or t1 <= t0:
+        return {}
     wall = t1 - t0
-    held = sum(g for _, g, _ in ends[1:])
+    held = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in spans)
 
     win = samples[samples_by(polls, t0):samples_by(polls, t1)]
-    out = {"wall_s": round(wall, 2), "inferences": len(ends) - 1,
-           "inferences_per_s": round((len(ends) - 1) / wall, 4) if wall > 0 else float("nan"),
-           "held_fraction": round(held / wall, 3) if wall > 0 else float("nan")}
+    out = {"wall_s": round(wall, 2), "inferences": len(after), "inferences_per_s": round(len(after) / wall, 4),
+           "held_fraction": round(held / wall, 3)}
     if win:
         out.update({k: round(float(np.mean([getattr(x, k) for x in win])), 1) for k in ("busy", "mhz", "watts")})
     return out
@@ -585,8 +591,9 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     first_r1 = min((c[1] for rid, c in by_id.items() if not rid.split("|")[1].startswith("R00_")), default=None)
     new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
     steady = [(e, g, first_r1 is not None and e >= first_r1) for e, g, _ in ends]
-    win = {"all": window(ends, child_res["polls"], child_res["samples"]),
-           "steady": window(steady, child_res["polls"], child_res["samples"])}
+    spans = [(a, b) for c in call_lines(calls) for a, b in c.get("spans", [])]
+    win = {"all": window(ends, child_res["polls"], child_res["samples"], spans),
+           "steady": window(steady, child_res["polls"], child_res["samples"], spans)}
     mix["busy"], mix_all["busy"] = mix_busy(per_cond), mix_busy(per_cond_all)
     held = (win["steady"] or win["all"]).get("held_fraction", float("nan"))
     cost = costs(mix, held, a.decode_workers) if mix.get("gpu_s") else {}

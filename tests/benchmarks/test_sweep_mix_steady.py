@@ -19,6 +19,7 @@ from benchmarks.sweep_mix import (
     filler,
     mix_busy,
     round_of,
+    window,
     write_items,
 )
 
@@ -156,3 +157,17 @@ def test_each_item_asks_its_own_length_and_rounds_are_read_from_ids(tmp_path: Pa
                                         "cook and wait for")
     assert {round_of(f"v_1|{i}") for i in class_of} == {0, 1, 2}
     assert round_of("v_1|x") == -1 and round_of("R07_a") == 7
+
+
+def test_the_window_counts_the_engine_held_inside_it_only() -> None:
+    # Three calls whose batches interleave: A holds the engine 0-1 and 2-3 s and ends at 3 (2
+    # requests), B holds it 1-2 s and ends at 2 (the window's start), C holds it 3.5-4 s and ends
+    # at 4. From 2 s to 4 s the engine was held 1.5 s of 2 (A's second stretch, C's), by A's and
+    # C's requests (3); summing the calls' whole holding would count A's first second too.
+    ends = sorted([(3.0, 1.0, True), (3.0, 1.0, True), (2.0, 1.0, True), (4.0, 0.5, True)])
+    spans = [(0.0, 1.0), (2.0, 3.0), (1.0, 2.0), (3.5, 4.0)]
+    got = window(ends, [], [], spans)
+    assert got == {"wall_s": 2.0, "inferences": 3, "inferences_per_s": 1.5, "held_fraction": 0.75}
+    # Outside the window (the flag false) nothing counts; one call alone is no window.
+    assert window([(e, g, False) for e, g, _ in ends], [], [], spans) == {}
+    assert window([(2.0, 1.0, True), (2.0, 1.0, True)], [], [], spans) == {}
