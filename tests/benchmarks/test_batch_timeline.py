@@ -162,6 +162,16 @@ def test_the_prefills_parts_are_read_from_its_module_marks(tmp_path: Path) -> No
     assert parts_table(summarize(path)) == []
 
 
+def keep_engine_functions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine functions ``install`` replaces, given back after the test (monkeypatch restores them)."""
+    from benchcheck.engines.hf import engine as engine_mod
+    from benchcheck.engines.hf.forward import generate as gen
+
+    for owner, name in ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
+                        (gen.DecodeStep, "_forward")):
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+
+
 def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # The real engine on the CPU (no events): a scoring call's collate begins no batch that is
@@ -170,13 +180,9 @@ def test_the_hooks_record_generation_batches_only(tiny_model: Path, tmp_path: Pa
     from benchmarks.shared.batch_timeline import install
 
     from benchcheck.engines.base import GenerateRequest, ScoreRequest
-    from benchcheck.engines.hf import engine as engine_mod
     from benchcheck.engines.hf.engine import HFEngine
-    from benchcheck.engines.hf.forward import generate as gen
 
-    for owner, name in ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
-                        (gen.DecodeStep, "_forward")):
-        monkeypatch.setattr(owner, name, getattr(owner, name))
+    keep_engine_functions(monkeypatch)
     engine = HFEngine(tiny_model, device="cpu")
     engine.stop_ids = set()
     path = tmp_path / "t.jsonl"
@@ -225,13 +231,9 @@ def test_a_calls_batches_are_its_own_where_the_engine_launches_elsewhere(tiny_mo
     from benchmarks.shared.batch_timeline import install
 
     from benchcheck.engines.base import GenerateRequest
-    from benchcheck.engines.hf import engine as engine_mod
     from benchcheck.engines.hf.engine import HFEngine
-    from benchcheck.engines.hf.forward import generate as gen
 
-    for owner, name in ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
-                        (gen.DecodeStep, "_forward")):
-        monkeypatch.setattr(owner, name, getattr(owner, name))
+    keep_engine_functions(monkeypatch)
     engine = HFEngine(tiny_model, device="cpu")
     engine = engine.with_config(engine.config.with_ops("+launch_thread"))
     engine.stop_ids = set()
