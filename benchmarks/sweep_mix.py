@@ -631,6 +631,11 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
                    f"calls of round {STEADY_FROM} on where it has them, weighted by the time the mix spends in it; "
                    f"{mix['weight_steady']:.0%} of the weight from such rows); over all rows, first visits "
                    f"included: {every.get('busy', '-')} %")
+        held = (win["steady"] or win["all"]).get("held_fraction")
+        if held:  # the goal's GPU busy counts the engine's waits for work too (decision 114)
+            out.append(f"- with the engine held {held:.1%} of the {'steady' if win['steady'] else 'whole'} window "
+                       f"(the rest waiting for the sweep to bring work): the GPU busy about "
+                       f"{mix['busy']['busy'] * min(held, 1.0):.1f} % of the run's time")
     if mix.get("gpu_s") and mix.get("weight_steady", 1.0) < 1.0:
         out.append(f"- **{1 - mix['weight_steady']:.0%} of the measured weight is read from first visits only** "
                    f"(cells the budget cut before round {STEADY_FROM}): their GPU seconds over-stated and their "

@@ -171,3 +171,21 @@ def test_the_window_counts_the_engine_held_inside_it_only() -> None:
     # Outside the window (the flag false) nothing counts; one call alone is no window.
     assert window([(e, g, False) for e, g, _ in ends], [], [], spans) == {}
     assert window([(2.0, 1.0, True), (2.0, 1.0, True)], [], [], spans) == {}
+
+
+def test_the_report_states_the_gpu_busy_over_the_run_time_with_the_engines_waits() -> None:
+    import argparse
+
+    from benchmarks.sweep_mix import lines
+
+    mix = {"busy": {"busy": 87.2, "covered": 1.0}, "weight_steady": 0.72, "weight_measured": 0.995, "gpu_s": 0.72,
+           "n_frames": 147.0, "prompt_tokens": 12786.0, "decode_s": 1.2, "first_extra_s": 24.4, "missing_cells": []}
+    payload = {"env": {"shape": "qwen3-vl-8b", "device": "H200", "date": "d", "forced": "f", "wall_s": 1, "cpu_s": 1},
+               "setup": {}, "child": {"rc": 0, "child_s": 1.0, "killed_at_budget": False},
+               "windows": {"all": {"held_fraction": 0.93}, "steady": {"held_fraction": 0.892}},
+               "mix": mix, "cost": {}, "per_condition": {}, "cells": [],
+               "all_rows": {"mix": {"busy": {"busy": 82.6}}, "cost": {}, "per_condition": {}}, "timeline": {}}
+    text = "\n".join(lines(payload, argparse.Namespace(workers=0, chunk=0, videos="v", rounds=2)))
+    assert "over all rows, first visits included: 82.6 %" in text
+    assert "engine held 89.2% of the steady window" in text and "about 77.8 % of the run's time" in text
+    assert "**28% of the measured weight is read from first visits only**" in text
