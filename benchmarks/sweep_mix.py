@@ -309,13 +309,19 @@ def samples_by(polls: list[tuple[float, int]], t: float) -> int:
     return max([n for tp, n in polls if tp <= t], default=0)
 
 
+def token_shares(call: dict[str, Any]) -> list[float]:
+    """Each request's share of a logged call, by prompt tokens (alike where none are logged)."""
+    tokens = call.get("tokens") or [1] * len(call["ids"])
+    total = sum(tokens) or len(call["ids"])
+    return [(tok or 1) / total for tok in tokens]
+
+
 def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
     """request_id -> (GPU s: its call's held seconds by prompt-token share, its call's end, new tokens)."""
     out: dict[str, tuple[float, float, int]] = {}
     for c in call_lines(path):
-        total = sum(c["tokens"]) or len(c["ids"])
-        for rid, tok, new in zip(c["ids"], c["tokens"], c["new_tokens"], strict=False):
-            out[rid] = (c["held_s"] * ((tok or 1) / total), c["end"], new)
+        for rid, share, new in zip(c["ids"], token_shares(c), c["new_tokens"], strict=False):
+            out[rid] = (c["held_s"] * share, c["end"], new)
     return out
 
 
@@ -331,10 +337,8 @@ def call_busy(path: Path, polls: list[tuple[float, int]], samples: list[Any]) ->
         read = [x.busy for a, b in c.get("spans", []) for x in samples[samples_by(polls, a):samples_by(polls, b)]]
         if not read:
             continue
-        total = sum(c.get("tokens") or []) or len(c["ids"])
-        tokens = c.get("tokens") or [1] * len(c["ids"])
-        for rid, tok in zip(c["ids"], tokens, strict=False):
-            out[rid] = (float(np.mean(read)), len(read) * (tok or 1) / total)
+        for rid, share in zip(c["ids"], token_shares(c), strict=False):
+            out[rid] = (float(np.mean(read)), len(read) * share)
     return out
 
 
@@ -588,7 +592,7 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     cells, per_cond, mix = aggregate(rows, by_id, class_of, classes, STEADY_FROM, busy)
     _, per_cond_all, mix_all = aggregate(rows, by_id, class_of, classes, 0, busy)
     ends = sorted((end, g, True) for g, end, _ in by_id.values())
-    first_r1 = min((c[1] for rid, c in by_id.items() if not rid.split("|")[1].startswith("R00_")), default=None)
+    first_r1 = min((c[1] for rid, c in by_id.items() if round_of(rid) >= STEADY_FROM), default=None)
     new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
     steady = [(e, g, first_r1 is not None and e >= first_r1) for e, g, _ in ends]
     spans = [(a, b) for c in call_lines(calls) for a, b in c.get("spans", [])]
@@ -603,7 +607,8 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
                       forced=f"{forced} (mean new tokens {new_tokens:.1f})")
     payload = {"env": where,
                "setup": setup, "child": {k: v for k, v in child_res.items() if k not in ("polls", "samples")},
-               "windows": win, "mix": mix, "cost": cost, "per_condition": per_cond, "cells": cells,
+               "windows": win, "held_fraction": held, "mix": mix, "cost": cost, "per_condition": per_cond,
+               "cells": cells,
                "all_rows": {"mix": mix_all, "cost": cost_all, "per_condition": per_cond_all},
                "seed_counts": SEED_COUNTS, "classes": [dataclasses.asdict(c) for c in classes], "timeline": marks}
     write(a.out, "sweep_mix.json", payload, "sweep_mix.md", lines(payload, a))
@@ -631,8 +636,8 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
                    f"calls of round {STEADY_FROM} on where it has them, weighted by the time the mix spends in it; "
                    f"{mix['weight_steady']:.0%} of the weight from such rows); over all rows, first visits "
                    f"included: {every.get('busy', '-')} %")
-        held = (win["steady"] or win["all"]).get("held_fraction")
-        if held:  # the goal's GPU busy counts the engine's waits for work too (decision 114)
+        held = p.get("held_fraction")
+        if held and held == held:  # the goal's GPU busy counts the engine's waits for work too (decision 114)
             out.append(f"- with the engine held {held:.1%} of the {'steady' if win['steady'] else 'whole'} window "
                        f"(the rest waiting for the sweep to bring work): the GPU busy about "
                        f"{mix['busy']['busy'] * min(held, 1.0):.1f} % of the run's time")

@@ -182,7 +182,7 @@ def test_the_report_states_the_gpu_busy_over_the_run_time_with_the_engines_waits
            "n_frames": 147.0, "prompt_tokens": 12786.0, "decode_s": 1.2, "first_extra_s": 24.4, "missing_cells": []}
     payload = {"env": {"shape": "qwen3-vl-8b", "device": "H200", "date": "d", "forced": "f", "wall_s": 1, "cpu_s": 1},
                "setup": {}, "child": {"rc": 0, "child_s": 1.0, "killed_at_budget": False},
-               "windows": {"all": {"held_fraction": 0.93}, "steady": {"held_fraction": 0.892}},
+               "windows": {"all": {"held_fraction": 0.93}, "steady": {"held_fraction": 0.892}}, "held_fraction": 0.892,
                "mix": mix, "cost": {}, "per_condition": {}, "cells": [],
                "all_rows": {"mix": {"busy": {"busy": 82.6}}, "cost": {}, "per_condition": {}}, "timeline": {}}
     text = "\n".join(lines(payload, argparse.Namespace(workers=0, chunk=0, videos="v", rounds=2)))
