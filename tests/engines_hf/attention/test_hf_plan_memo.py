@@ -3,6 +3,7 @@ SDPA's cuDNN kernel off (no plan built), and with it on once the shape recurs (d
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,36 @@ def test_on_cuda_a_new_small_prefill_runs_no_cudnn_attention_until_it_recurs(tin
     if "aten::_cudnn_attention_forward" in plain:
         assert again.get("aten::_cudnn_attention_forward", 0) > 0, again
     assert torch.backends.cuda.cudnn_sdp_enabled()  # type: ignore[no-untyped-call]
+
+
+def test_with_one_launching_thread_a_shape_recurs_whichever_thread_calls(
+        tiny_model: Path, sdpa_calls: list[tuple[tuple[int, ...], bool]]) -> None:
+    # The next H200 run turns the ready ops on together (new_shape_flash, launch_thread,
+    # visual_no_reads). The memo keeps shapes per thread because PyTorch keeps cuDNN's plans per
+    # thread; with the launching thread, every call's attention runs on that one thread, so the
+    # same call from another caller finds its shapes met and cuDNN allowed. Without it, the other
+    # caller meets them as new. The texts are the same every way.
+    base = HFEngine(tiny_model, device="cpu")
+    base.stop_ids = set()
+    flash = base.with_config(base.config.with_ops("+new_shape_flash"))
+    both = base.with_config(base.config.with_ops("+new_shape_flash", "+launch_thread", "+visual_no_reads"))
+    flash.stop_ids = both.stop_ids = set()
+    reqs = [GenerateRequest(f"t{i}", "Which one moves?" + " Watch." * (2 * i + 5), (make_jpeg(20 + i, 64, 48),),
+                            max_tokens=2) for i in range(2)]
+
+    def prefill_allowed(engine: HFEngine, caller: ThreadPoolExecutor) -> tuple[list[bool], list[str]]:
+        sdpa_calls.clear()
+        out = caller.submit(engine.generate_sync, reqs).result()
+        return [allowed for shape, allowed in sdpa_calls if shape[2] > 1], [g.text for g in out]  # type: ignore[union-attr]
+
+    plain = [g.text for g in base.generate_sync(reqs)]  # type: ignore[union-attr]
+    with ThreadPoolExecutor(1) as one, ThreadPoolExecutor(1) as two:
+        first, texts1 = prefill_allowed(both, one)
+        second, texts2 = prefill_allowed(both, two)
+        own_first, texts3 = prefill_allowed(flash, one)
+        own_second, texts4 = prefill_allowed(flash, two)
+    assert first and not any(first)  # new on the launching thread
+    assert len(second) == len(first) and all(second)  # met there before, though another thread calls
+    assert own_first and not any(own_first) and not any(own_second)  # per caller: new on each
+    assert texts1 == texts2 == texts3 == texts4 == plain
+    asyncio.run(both.aclose())
