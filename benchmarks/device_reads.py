@@ -1,0 +1,124 @@
+"""Where the ``hf`` engine's launching thread would wait for the device, on the CPU.
+
+``benchmarks.shared.device_reads`` traces which tensors would live on the device and records each
+read of one (``.item()``, ``.tolist()``, boolean indexing, ``nonzero`` ...) with its phase and site.
+This runs the engine's calls the mix and the screen make, on the tiny model on the CPU with the
+ops the engine runs on CUDA by default (``varlen``, ``vision_block``), once per configuration,
+and prints the reads per phase and site:
+
+- ``sweep``: a generation call of unequal rows with images (a right-padded prefill) and a few
+  decode steps;
+- ``video``: a scoring call of requests with several frames each;
+- ``blind``: a scoring call without images.
+
+The decode loop's reads of finished rows are the engine's own, made on purpose (its look-back,
+decision 103; on the CPU the look-back is 0, so every step reads); the prefill's are the ones that
+leave a short prefill launch-bound.
+
+    PYTHONPATH=src:. python -m benchmarks.device_reads [--config "ops=+visual_no_reads" ...] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from benchmarks.shared.device_reads import Tracer, table, tracing
+
+# The ops the engine runs by default on CUDA but not on the CPU (their "cuda" default).
+CUDA_DEFAULTS = "ops=+varlen,+vision_block"
+
+
+def jpeg(seed: int, w: int, h: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 256, (max(1, h // 8), max(1, w // 8), 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(small).resize((w, h), Image.Resampling.BILINEAR).save(buf, "JPEG", quality=85)
+    return buf.getvalue()
+
+
+def workloads() -> dict[str, Any]:
+    from benchcheck.engines.base import GenerateRequest, ScoreRequest
+
+    frames = [jpeg(k, 96, 64) for k in range(6)]
+    return {
+        "sweep": [GenerateRequest(f"g{i}", "What happens in the clip?" + " Watch." * (3 * i),
+                                  tuple(frames[: 2 + 2 * i]), max_tokens=4) for i in range(2)],
+        "video": [ScoreRequest(f"v{i}", f"Which one? A. up B. down {i}" + " Think." * i, tuple(frames[i: i + 4]))
+                  for i in range(3)],
+        "blind": [ScoreRequest(f"b{i}", f"Which one? A. up B. down C. left {i}" + " Now." * i) for i in range(4)],
+    }
+
+
+def run(model_dir: Path, configs: list[str]) -> list[dict[str, Any]]:
+    from benchcheck.engines.hf.config import HFConfig
+    from benchcheck.engines.hf.engine import HFEngine
+
+    rows: list[dict[str, Any]] = []
+    for spec in configs:
+        engine = HFEngine(model_dir, device="cpu", config=HFConfig.parse([CUDA_DEFAULTS, *spec.split()]))
+        engine.stop_ids = set()  # every row runs its steps
+        for name, reqs in workloads().items():
+            call = engine.generate_sync if name == "sweep" else engine.score_sync
+            call(reqs)  # the engine's caches filled, as in a running mix: what remains is per call
+            with tracing(engine.model) as tracer:
+                call(reqs)
+            rows += [{"config": spec or "default", "workload": name, "phase": phase, "site": site, "reads": n}
+                     for phase, site, n in table(tracer)]
+            rows.append({"config": spec or "default", "workload": name, "phase": "all", "site": "",
+                         "reads": len(tracer.reads), "kinds": _kinds(tracer)})
+    return rows
+
+
+def _kinds(tracer: Tracer) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in tracer.reads:
+        out[r.what] = out.get(r.what, 0) + 1
+    return out
+
+
+def lines(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| config | workload | phase | innermost site | reads |", "|---|---|---|---|---:|"]
+    for r in rows:
+        if r["phase"] == "all":
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["kinds"].items()))
+            out.append(f"| {r['config']} | {r['workload']} | **all** | {kinds} | **{r['reads']}** |")
+        else:
+            out.append(f"| {r['config']} | {r['workload']} | {r['phase']} | `{r['site']}` | {r['reads']} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, default=None, help="a checkpoint folder (default: the tiny model, built)")
+    ap.add_argument("--config", action="append", default=None,
+                    help="a run's --hf-config pairs, space-separated (repeat for more runs; default: the "
+                         "engine's defaults, then ops=+visual_no_reads)")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args(argv)
+    configs = a.config if a.config is not None else ["", "ops=+visual_no_reads"]
+    with tempfile.TemporaryDirectory() as tmp:
+        model = a.model
+        if model is None:
+            from benchcheck.testing import build_tiny_model
+
+            model = build_tiny_model(Path(tmp) / "tiny", seed=0)
+        rows = run(model, configs)
+    text = "\n".join(lines(rows))
+    print(text)
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "device_reads.json").write_text(json.dumps(rows, indent=1))
+        (a.out / "device_reads.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

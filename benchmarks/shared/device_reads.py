@@ -1,0 +1,251 @@
+"""Where the ``hf`` engine's host would wait for the device, found on the CPU.
+
+On CUDA, reading a device tensor's values (``.item()``, ``.tolist()``, a tensor's truth value,
+boolean indexing, ``nonzero``, ``unique``, ``repeat_interleave`` without its output size ...)
+blocks the launching thread until the device has run everything queued before the read: the
+queue drains, and the device idles while the host launches what follows (decisions 051, 105,
+107: transformers' placeholder check alone held the mix's engine thread 24 s of 205). A short
+prefill with a read in its middle is launch-bound twice over. The H200 is not always at hand, so
+this finds those reads on the CPU, where every tensor lives on the host, by tracing which
+tensors *would* live on the device:
+
+- the model's parameters and buffers, and what the engine moves with ``to_device`` (its one rule
+  for host-to-device copies; here a copy, so the host tensor stays a host tensor) are the
+  device's;
+- an operation's outputs are the device's when any of its tensor inputs is (in-place ones mark
+  the tensor they write);
+- a read of a device tensor is recorded with the phase it happened in (the vision tower, the
+  language model, the rest of the model's forward, or the engine outside the model; prefill or
+  decode step) and the innermost frames of the project's or transformers' code.
+
+Every read found is one on CUDA. Reads this cannot see: a tensor made on the device by a
+factory function (``torch.zeros(..., device=dev)``) is a host tensor here until an operation
+with a device input writes it; ``Tensor.to("cpu")`` and a blocking ``copy_`` into a host tensor
+(the CPU cannot tell a host-to-host copy from a device-to-host one) are not counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+aten = torch.ops.aten
+
+# Operations that wait for the device when an input of theirs is on it (their output's size or a
+# Python value depends on the device's data).
+WAITS: frozenset[Any] = frozenset({
+    aten._local_scalar_dense.default, aten.is_nonzero.default, aten.equal.default,
+    aten.nonzero.default, aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
+    aten.unique_consecutive.default, aten.bincount.default,
+})
+# Indexing waits when an index is a boolean mask on the device (it becomes ``nonzero``).
+INDEXING: frozenset[Any] = frozenset({aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
+                                      aten._index_put_impl_.default})
+# ``repeat_interleave`` waits for a repeats tensor on the device unless told the output's size;
+# under inference mode the dispatcher sees the composite overload (self, repeats) undecomposed.
+REPEAT: dict[Any, int] = {aten.repeat_interleave.Tensor: 0, aten.repeat_interleave.self_Tensor: 1}
+# Python-level reads: some dispatch nothing on the CPU (``tolist``), some skip the dispatcher
+# under inference mode (``item``, ``int()``); the operations they call are not counted again.
+METHODS = ("tolist", "numpy", "cpu", "item", "__bool__", "__int__", "__float__", "__index__")
+OURS = ("benchcheck", "transformers")
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One read: what read, where in the forward, and the innermost frames of ours or transformers'."""
+
+    what: str
+    phase: str
+    where: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Tracer:
+    """The device's tensors (by identity, held weakly) and the reads of them."""
+
+    reads: list[Read] = field(default_factory=list)
+    _dev: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
+    _phase: threading.local = field(default_factory=threading.local)
+
+    def is_dev(self, t: object) -> bool:
+        ref = self._dev.get(id(t)) if isinstance(t, torch.Tensor) else None
+        return ref is not None and ref() is t
+
+    def mark(self, t: torch.Tensor) -> torch.Tensor:
+        key = id(t)
+        self._dev[key] = weakref.ref(t, functools.partial(self._drop, key))
+        return t
+
+    def _drop(self, key: int, _gone: object = None) -> None:
+        ref = self._dev.get(key)
+        if ref is not None and ref() is None:
+            del self._dev[key]
+
+    def phase(self) -> str:
+        stack: list[str] = getattr(self._phase, "stack", [])
+        return "/".join(stack) if stack else "engine"
+
+    @contextlib.contextmanager
+    def entered(self, label: str) -> Iterator[None]:
+        stack = self._phase.__dict__.setdefault("stack", [])
+        stack.append(label)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    def record(self, what: str) -> None:
+        self.reads.append(Read(what, self.phase(), frames()))
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Inside a Python-level read already counted: its own operations are not counted again."""
+        before = getattr(self._phase, "reading", False)
+        self._phase.reading = True
+        try:
+            yield
+        finally:
+            self._phase.reading = before
+
+    def counting(self) -> bool:
+        return not getattr(self._phase, "reading", False)
+
+    def counts(self) -> Counter[tuple[str, str]]:
+        """Reads by (phase, innermost site)."""
+        return Counter((r.phase, r.where[0] if r.where else "?") for r in self.reads)
+
+
+def frames(depth: int = 2) -> tuple[str, ...]:
+    """The innermost ``depth`` frames in the project's or transformers' code, ``module:line function``."""
+    out: list[str] = []
+    f = sys._getframe(1)
+    while f is not None and len(out) < depth:
+        mod = f.f_globals.get("__name__", "")
+        if mod.split(".", 1)[0] in OURS and mod != __name__:
+            out.append(f"{mod}:{f.f_lineno} {f.f_code.co_name}")
+        f = f.f_back  # type: ignore[assignment]
+    return tuple(out)
+
+
+class _Mode(TorchDispatchMode):
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        flat, _ = tree_flatten((args, kwargs))
+        dev = any(self.tracer.is_dev(a) for a in flat)
+        if dev and self.tracer.counting():
+            if func in WAITS:
+                self.tracer.record(str(func.overloadpacket.__name__))
+            elif func in INDEXING and _mask_on_device(self.tracer, args):
+                self.tracer.record(f"{func.overloadpacket.__name__} (boolean mask)")
+            elif (func in REPEAT and kwargs.get("output_size") is None and len(args) > REPEAT[func]
+                  and self.tracer.is_dev(args[REPEAT[func]])):
+                self.tracer.record("repeat_interleave (no output_size)")
+        out = func(*args, **kwargs)
+        if dev:
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self.tracer.mark(t)
+        return out
+
+
+def _mask_on_device(tracer: Tracer, args: Any) -> bool:
+    indices = args[1] if len(args) > 1 else ()
+    return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) and tracer.is_dev(i)
+               for i in (indices or ()))
+
+
+@contextlib.contextmanager
+def tracing(model: Any) -> Iterator[Tracer]:
+    """Trace device reads while the block runs: ``model``'s parameters and buffers and whatever
+    the engine's ``to_device`` returns are the device's; phases from hooks on the model's vision
+    tower and language model."""
+    tracer = Tracer()
+    for t in (*model.parameters(), *model.buffers()):
+        tracer.mark(t)
+    undo: list[Callable[[], None]] = []
+    try:
+        undo += _patch_to_device(tracer)
+        undo += _patch_methods(tracer)
+        undo += _hook_phases(tracer, model)
+        with _Mode(tracer):
+            yield tracer
+    finally:
+        for u in reversed(undo):
+            u()
+
+
+def _patch_to_device(tracer: Tracer) -> list[Callable[[], None]]:
+    from benchcheck.engines.hf.runtime import transfer
+
+    real = transfer.to_device
+
+    def to_device(t: Any, device: torch.device, pinned: bool = False) -> torch.Tensor:
+        x = real(t, device, pinned)
+        return tracer.mark(x.clone() if not tracer.is_dev(x) else x)
+
+    undo: list[Callable[[], None]] = []
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("benchcheck.") and getattr(mod, "to_device", None) is real:
+            mod.to_device = to_device  # type: ignore[attr-defined]
+            undo.append(functools.partial(setattr, mod, "to_device", real))
+    return undo
+
+
+def _patch_methods(tracer: Tracer) -> list[Callable[[], None]]:
+    undo: list[Callable[[], None]] = []
+    for name in METHODS:
+        real = getattr(torch.Tensor, name)
+
+        def read(self: torch.Tensor, *a: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            if not tracer.is_dev(self) or not tracer.counting():
+                return _real(self, *a, **kw)
+            tracer.record(_name.strip("_"))
+            with tracer.reading():
+                return _real(self, *a, **kw)
+
+        setattr(torch.Tensor, name, read)
+        undo.append(functools.partial(setattr, torch.Tensor, name, real))
+    return undo
+
+
+def _hook_phases(tracer: Tracer, model: Any) -> list[Callable[[], None]]:
+    """Label reads by where in the forward they happen; a language model's input of one token
+    a row is a decode step."""
+    inner = model.model
+    parts = [(inner, "model"), (inner.visual, "vision tower"), (inner.language_model, "language model")]
+    handles = []
+    for module, label in parts:
+        def pre(_m: Any, args: Any, kwargs: Any, _label: str = label) -> None:
+            ids = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
+            step = _label == "model" and ids is not None and ids.shape[1] == 1
+            cm = tracer.entered("decode step" if step else ("prefill" if _label == "model" else _label))
+            cm.__enter__()
+            stack = tracer._phase.__dict__.setdefault("exits", [])
+            stack.append(cm)
+
+        def post(_m: Any, _args: Any, _kwargs: Any, _out: Any) -> None:
+            tracer._phase.__dict__["exits"].pop().__exit__(None, None, None)
+
+        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+    return [h.remove for h in handles]
+
+
+def table(tracer: Tracer) -> list[tuple[str, str, int]]:
+    """(phase, innermost site, reads), most first."""
+    return [(phase, site, n) for (phase, site), n in tracer.counts().most_common()]

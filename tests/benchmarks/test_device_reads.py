@@ -1,0 +1,114 @@
+"""Device reads found on the CPU (``benchmarks.shared.device_reads``): constructions whose reads
+are known, then the engine's own forward with op ``visual_no_reads`` off and on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from benchmarks.device_reads import main as device_reads_main
+from benchmarks.device_reads import workloads
+from benchmarks.shared.device_reads import tracing
+
+from benchcheck.engines.hf.engine import HFEngine
+
+
+class Shell(torch.nn.Module):
+    """The attributes ``tracing`` hooks: ``model.visual`` and ``model.language_model``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = torch.nn.Module()
+        self.model.visual = torch.nn.Linear(3, 3)
+        self.model.language_model = torch.nn.Linear(3, 3)
+
+
+# (name, reads, the function of a device tensor x (3 x 3, some positive) and a host tensor h).
+CASES: list[tuple[str, int, Callable[[torch.Tensor, torch.Tensor], object]]] = [
+    ("item", 1, lambda x, h: x.sum().item()),
+    ("truth value", 1, lambda x, h: 1 if x.sum() > 0 else 0),
+    ("int and float", 2, lambda x, h: (int(x[0, 0]), float(x[0, 1]))),
+    ("list index", 1, lambda x, h: [0, 1, 2][(x[0, 0] > 0).long()]),
+    ("tolist, numpy, cpu", 3, lambda x, h: (x.tolist(), x.numpy(), (x * 2).cpu())),
+    ("boolean mask read", 1, lambda x, h: x[x > 0]),
+    ("boolean mask written", 1, lambda x, h: x.clone().masked_fill(x > 0, 0)[x.sum(1) > 0]),
+    ("nonzero and unique", 2, lambda x, h: (x.nonzero(), torch.unique(x))),
+    ("torch._check of a tensor", 1, lambda x, h: torch._check_tensor_all(x.abs() >= 0)),
+    ("a formatted tensor", 1, lambda x, h: f"{x.sum()}"),
+    ("repeat_interleave", 1, lambda x, h: torch.repeat_interleave(x[0], (x[0] > 0).long())),
+    # No reads: sizes known on the host, masks on the host, host tensors read, writes without masks.
+    ("repeat_interleave with its size", 0,
+     lambda x, h: torch.repeat_interleave(x[0], (x[0] > 0).long(), output_size=3)),  # x > 0: size 3
+    ("host mask, host reads", 0, lambda x, h: (x[torch.tensor([True, False, True])], h.tolist(), h[h > 0], int(h[0]))),
+    ("device arithmetic", 0, lambda x, h: (torch.where(x > 0, x, 0).cumsum(0), x.shape[0] * 2, x.argmax(-1))),
+]
+
+
+@pytest.mark.parametrize("inference", [False, True])
+@pytest.mark.parametrize(("name", "reads", "fn"), CASES, ids=[c[0] for c in CASES])
+def test_each_construction_reads_as_known(name: str, reads: int, fn: Callable[[torch.Tensor, torch.Tensor], object],
+                                          inference: bool) -> None:
+    # Inference mode too: there some reads skip the dispatcher on the CPU (``item``, ``int()``).
+    shell = Shell()
+    gen = torch.Generator().manual_seed(len(name))
+    with torch.inference_mode(inference), torch.no_grad(), tracing(shell) as tracer:
+        x = shell.model.visual(torch.randn(3, 3, generator=gen)).abs() + 0.1  # the device's: a parameter's output
+        h = torch.arange(3)
+        fn(x, h)
+    assert len(tracer.reads) == reads, tracer.reads
+    assert all(r.phase == "engine" for r in tracer.reads)
+
+
+def test_reads_are_labelled_with_the_part_of_the_forward() -> None:
+    shell = Shell()
+
+    def visual_forward(_m: object, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+        out.sum().item()  # a read inside the vision tower's forward
+
+    hook = shell.model.visual.register_forward_hook(visual_forward)
+    try:
+        with torch.no_grad(), tracing(shell) as tracer:
+            y = shell.model.visual(torch.ones(2, 3))
+            y.tolist()
+    finally:
+        hook.remove()
+    assert [(r.what, r.phase) for r in tracer.reads] == [("item", "vision tower"), ("tolist", "engine")]
+
+
+def test_the_visual_forward_reads_the_device_unless_op_visual_no_reads(tiny_model: Path) -> None:
+    # transformers' forward with images: the placeholder check reads twice (its count, and the
+    # count formatted into its message), each DeepStack layer twice (boolean indexing, read then
+    # written). With the op, the model's forward reads nothing; the engine reads after it (the
+    # decode loop's finished rows, the call's results).
+    base = HFEngine(tiny_model, device="cpu")
+    base.stop_ids = set()
+    deepstack = len(base.model.config.vision_config.deepstack_visual_indexes)
+    reqs = workloads()["sweep"]
+
+    def reads(engine: HFEngine) -> tuple[dict[str, int], list[str]]:
+        engine.stop_ids = set()
+        engine.generate_sync(reqs)
+        with tracing(engine.model) as tracer:
+            texts = [g.text for g in engine.generate_sync(reqs)]  # type: ignore[union-attr]
+        by_phase: dict[str, int] = {}
+        for r in tracer.reads:
+            by_phase[r.phase] = by_phase.get(r.phase, 0) + 1
+        return by_phase, texts
+
+    off, texts_off = reads(base)
+    on, texts_on = reads(base.with_config(base.config.with_ops("+visual_no_reads")))
+    assert off["prefill"] == 2 and off["prefill/language model"] == 2 * deepstack
+    assert set(on) == {"engine"} and on["engine"] == off["engine"] > 0
+    assert texts_on == texts_off
+
+
+def test_the_script_prints_a_table_and_writes_it(tiny_model: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert device_reads_main(["--model", str(tiny_model), "--config", "ops=+visual_no_reads",
+                              "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| ops=+visual_no_reads | sweep | **all** |" in out and "prefill" not in out
+    assert (tmp_path / "device_reads.json").is_file()
+    assert (tmp_path / "device_reads.md").read_text().strip() == out.strip()
