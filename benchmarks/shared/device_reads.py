@@ -9,11 +9,14 @@ prefill with a read in its middle is launch-bound twice over. The H200 is not al
 this finds those reads on the CPU, where every tensor lives on the host, by tracing which
 tensors *would* live on the device:
 
-- the model's parameters and buffers, and what the engine moves with ``to_device`` (its one rule
+- the model's parameters and buffers, and what the engine moves with ``to_device`` (its rule
   for host-to-device copies; here a copy, so the host tensor stays a host tensor) are the
   device's;
+- the engine's host buffers (``pinned_empty``, and scoring's ``_to_host`` copies, here copies
+  too) are the host's, also once a device tensor is copied into them: the engine reads them
+  after waiting for an event of its own, the one wait it means to make;
 - an operation's outputs are the device's when any of its tensor inputs is (in-place ones mark
-  the tensor they write);
+  the tensor they write, unless it is a host buffer);
 - a read of a device tensor is recorded with the phase it happened in (the vision tower, the
   language model, the rest of the model's forward, or the engine outside the model; prefill or
   decode step) and the innermost frames of the project's or transformers' code.
@@ -76,21 +79,25 @@ class Tracer:
 
     reads: list[Read] = field(default_factory=list)
     _dev: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
+    _host: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
     _phase: threading.local = field(default_factory=threading.local)
 
     def is_dev(self, t: object) -> bool:
-        ref = self._dev.get(id(t)) if isinstance(t, torch.Tensor) else None
-        return ref is not None and ref() is t
+        return _held(self._dev, t)
+
+    def is_host(self, t: object) -> bool:
+        return _held(self._host, t)
 
     def mark(self, t: torch.Tensor) -> torch.Tensor:
-        key = id(t)
-        self._dev[key] = weakref.ref(t, functools.partial(self._drop, key))
+        """``t`` is the device's (unless it is a host buffer: a copy into one stays the host's)."""
+        if not self.is_host(t):
+            _hold(self._dev, t)
         return t
 
-    def _drop(self, key: int, _gone: object = None) -> None:
-        ref = self._dev.get(key)
-        if ref is not None and ref() is None:
-            del self._dev[key]
+    def mark_host(self, t: torch.Tensor) -> torch.Tensor:
+        self._dev.pop(id(t), None)
+        _hold(self._host, t)
+        return t
 
     def phase(self) -> str:
         stack: list[str] = getattr(self._phase, "stack", [])
@@ -124,6 +131,23 @@ class Tracer:
     def counts(self) -> Counter[tuple[str, str]]:
         """Reads by (phase, innermost site)."""
         return Counter((r.phase, r.where[0] if r.where else "?") for r in self.reads)
+
+
+def _held(table: dict[int, weakref.ref[torch.Tensor]], t: object) -> bool:
+    ref = table.get(id(t)) if isinstance(t, torch.Tensor) else None
+    return ref is not None and ref() is t
+
+
+def _hold(table: dict[int, weakref.ref[torch.Tensor]], t: torch.Tensor) -> None:
+    """Held weakly: the entry goes with the tensor (and is left alone if its id was reused)."""
+    key = id(t)
+
+    def gone(_ref: object) -> None:
+        ref = table.get(key)
+        if ref is not None and ref() is None:
+            del table[key]
+
+    table[key] = weakref.ref(t, gone)
 
 
 def frames(depth: int = 2) -> tuple[str, ...]:
@@ -172,14 +196,14 @@ def _mask_on_device(tracer: Tracer, args: Any) -> bool:
 @contextlib.contextmanager
 def tracing(model: Any) -> Iterator[Tracer]:
     """Trace device reads while the block runs: ``model``'s parameters and buffers and whatever
-    the engine's ``to_device`` returns are the device's; phases from hooks on the model's vision
-    tower and language model."""
+    the engine's ``to_device`` returns are the device's, its host buffers the host's; phases
+    from hooks on the model's vision tower and language model."""
     tracer = Tracer()
     for t in (*model.parameters(), *model.buffers()):
         tracer.mark(t)
     undo: list[Callable[[], None]] = []
     try:
-        undo += _patch_to_device(tracer)
+        undo += _patch_transfers(tracer)
         undo += _patch_methods(tracer)
         undo += _hook_phases(tracer, model)
         with _Mode(tracer):
@@ -189,20 +213,30 @@ def tracing(model: Any) -> Iterator[Tracer]:
             u()
 
 
-def _patch_to_device(tracer: Tracer) -> list[Callable[[], None]]:
+def _patch_transfers(tracer: Tracer) -> list[Callable[[], None]]:
+    """The engine's copies between host and device, as copies the tracer can tell apart."""
+    from benchcheck.engines.hf.forward import score
     from benchcheck.engines.hf.runtime import transfer
 
-    real = transfer.to_device
+    to_dev, pinned, to_host = transfer.to_device, transfer.pinned_empty, score._to_host
 
     def to_device(t: Any, device: torch.device, pinned: bool = False) -> torch.Tensor:
-        x = real(t, device, pinned)
-        return tracer.mark(x.clone() if not tracer.is_dev(x) else x)
+        x = to_dev(t, device, pinned)
+        return x if tracer.is_dev(x) else tracer.mark(x.clone())
+
+    def pinned_empty(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        return tracer.mark_host(pinned(shape, dtype, device))
+
+    def to_host_copy(t: torch.Tensor) -> torch.Tensor:
+        return tracer.mark_host(to_host(t).clone())
 
     undo: list[Callable[[], None]] = []
-    for mod in list(sys.modules.values()):
-        if getattr(mod, "__name__", "").startswith("benchcheck.") and getattr(mod, "to_device", None) is real:
-            mod.to_device = to_device  # type: ignore[attr-defined]
-            undo.append(functools.partial(setattr, mod, "to_device", real))
+    for real, fake in ((to_dev, to_device), (pinned, pinned_empty), (to_host, to_host_copy)):
+        for mod in list(sys.modules.values()):
+            name = real.__name__
+            if getattr(mod, "__name__", "").startswith("benchcheck.") and getattr(mod, name, None) is real:
+                setattr(mod, name, fake)
+                undo.append(functools.partial(setattr, mod, name, real))
     return undo
 
 

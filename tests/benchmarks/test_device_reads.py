@@ -63,6 +63,7 @@ def test_each_construction_reads_as_known(name: str, reads: int, fn: Callable[[t
 
 def test_reads_are_labelled_with_the_part_of_the_forward() -> None:
     shell = Shell()
+    tolist, item = torch.Tensor.tolist, torch.Tensor.item
 
     def visual_forward(_m: object, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
         out.sum().item()  # a read inside the vision tower's forward
@@ -75,33 +76,49 @@ def test_reads_are_labelled_with_the_part_of_the_forward() -> None:
     finally:
         hook.remove()
     assert [(r.what, r.phase) for r in tracer.reads] == [("item", "vision tower"), ("tolist", "engine")]
+    # Everything put back: the methods, the engine's transfer functions, the hooks.
+    from benchcheck.engines.hf.forward import batch, generate
+    from benchcheck.engines.hf.runtime import transfer
+
+    assert torch.Tensor.tolist is tolist and torch.Tensor.item is item
+    assert batch.to_device is generate.to_device is transfer.to_device
+    assert generate.pinned_empty is transfer.pinned_empty
+    assert not shell.model.visual._forward_pre_hooks and not shell.model.visual._forward_hooks
 
 
 def test_the_visual_forward_reads_the_device_unless_op_visual_no_reads(tiny_model: Path) -> None:
     # transformers' forward with images: the placeholder check reads twice (its count, and the
     # count formatted into its message), each DeepStack layer twice (boolean indexing, read then
-    # written). With the op, the model's forward reads nothing; the engine reads after it (the
-    # decode loop's finished rows, the call's results).
+    # written). With the op, the model's forward reads nothing: a scoring call reads nothing at
+    # all (its results come back through host buffers and an event), a generation call reads
+    # only its decode loop's finished flags (every step on the CPU, whose look-back is 0).
     base = HFEngine(tiny_model, device="cpu")
     base.stop_ids = set()
     deepstack = len(base.model.config.vision_config.deepstack_visual_indexes)
-    reqs = workloads()["sweep"]
+    calls = workloads()
 
-    def reads(engine: HFEngine) -> tuple[dict[str, int], list[str]]:
+    def reads(engine: HFEngine, name: str) -> tuple[dict[str, int], list[object]]:
         engine.stop_ids = set()
-        engine.generate_sync(reqs)
+        call = engine.generate_sync if name == "sweep" else engine.score_sync
+        call(calls[name])  # type: ignore[arg-type]
         with tracing(engine.model) as tracer:
-            texts = [g.text for g in engine.generate_sync(reqs)]  # type: ignore[union-attr]
+            out = call(calls[name])  # type: ignore[arg-type]
         by_phase: dict[str, int] = {}
         for r in tracer.reads:
             by_phase[r.phase] = by_phase.get(r.phase, 0) + 1
-        return by_phase, texts
+        return by_phase, [getattr(o, "text", None) or getattr(o, "top", None) for o in out]
 
-    off, texts_off = reads(base)
-    on, texts_on = reads(base.with_config(base.config.with_ops("+visual_no_reads")))
-    assert off["prefill"] == 2 and off["prefill/language model"] == 2 * deepstack
-    assert set(on) == {"engine"} and on["engine"] == off["engine"] > 0
-    assert texts_on == texts_off
+    on_engine = base.with_config(base.config.with_ops("+visual_no_reads"))
+    for name in ("sweep", "video"):
+        off, out_off = reads(base, name)
+        on, out_on = reads(on_engine, name)
+        assert off["prefill"] == 2 and off["prefill/language model"] == 2 * deepstack, name
+        assert out_on == out_off
+        if name == "sweep":
+            steps = calls[name][0].max_tokens  # type: ignore[attr-defined]
+            assert on == {"engine": steps - 1} and off["engine"] == steps - 1
+        else:
+            assert on == {} and "engine" not in off
 
 
 def test_the_script_prints_a_table_and_writes_it(tiny_model: Path, tmp_path: Path,
