@@ -15,7 +15,7 @@ The decode loop's reads of finished rows are the engine's own, made on purpose (
 decision 103; on the CPU the look-back is 0, so every step reads); the prefill's are the ones that
 leave a short prefill launch-bound.
 
-    PYTHONPATH=src:. python -m benchmarks.device_reads [--config "ops=+visual_no_reads" ...] [--out DIR]
+    PYTHONPATH=src:. python -m benchmarks.device_reads [--depth-of qwen3-vl-8b] [--config "ops=..." ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -55,6 +55,22 @@ def workloads() -> dict[str, Any]:
                   for i in range(3)],
         "blind": [ScoreRequest(f"b{i}", f"Which one? A. up B. down C. left {i}" + " Now." * i) for i in range(4)],
     }
+
+
+def tiny_model(folder: Path, depth_of: str) -> Path:
+    """The tiny model, or one of its widths at the depth of ``depth_of`` (a ``SHAPES`` name)."""
+    import dataclasses
+
+    from benchcheck.testing import SHAPES, build_tiny_model
+    from benchcheck.testing.tiny import TINY
+
+    if not depth_of:
+        return build_tiny_model(folder, seed=0)
+    if depth_of not in SHAPES:
+        raise SystemExit(f"--depth-of {depth_of}: choose from {', '.join(SHAPES)}")
+    real = SHAPES[depth_of]
+    shape = dataclasses.replace(TINY, layers=real.layers, vision_depth=real.vision_depth, deepstack=real.deepstack)
+    return build_tiny_model(folder, seed=0, shape=shape)
 
 
 def run(model_dir: Path, configs: list[str]) -> list[dict[str, Any]]:
@@ -98,6 +114,8 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None, help="a checkpoint folder (default: the tiny model, built)")
+    ap.add_argument("--depth-of", default="", help="build the tiny model with this real model's layers, vision blocks "
+                    "and DeepStack layers (qwen3-vl-8b, qwen3-vl-2b): its reads per forward, at tiny widths")
     ap.add_argument("--config", action="append", default=None,
                     help="a run's --hf-config pairs, space-separated (repeat for more runs; default: the "
                          "engine's defaults, then ops=+visual_no_reads)")
@@ -107,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model = a.model
         if model is None:
-            from benchcheck.testing import build_tiny_model
-
-            model = build_tiny_model(Path(tmp) / "tiny", seed=0)
+            model = tiny_model(Path(tmp) / "tiny", a.depth_of)
         rows = run(model, configs)
     text = "\n".join(lines(rows))
     print(text)

@@ -129,3 +129,18 @@ def test_the_script_prints_a_table_and_writes_it(tiny_model: Path, tmp_path: Pat
     assert "| ops=+visual_no_reads | sweep | **all** |" in out and "prefill" not in out
     assert (tmp_path / "device_reads.json").is_file()
     assert (tmp_path / "device_reads.md").read_text().strip() == out.strip()
+
+
+@pytest.mark.slow
+def test_at_a_real_models_depth_each_deepstack_layer_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The 2B's 28 layers, 24 vision blocks and 3 DeepStack layers at the tiny widths: the
+    # placeholder check's 2 reads and 2 a DeepStack layer, 8 in each forward with images.
+    import json
+
+    assert device_reads_main(["--depth-of", "qwen3-vl-2b", "--config", "", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "device_reads.json").read_text())
+    prefill = {w: sum(r["reads"] for r in rows if r["workload"] == w and r["phase"].startswith("prefill"))
+               for w in ("sweep", "video", "blind")}
+    assert prefill == {"sweep": 8, "video": 8, "blind": 0}
+    with pytest.raises(SystemExit, match="choose from"):
+        device_reads_main(["--depth-of", "qwen3-vl-9b"])

@@ -106,11 +106,13 @@ def _plant_letter_prior(w: dict[str, np.ndarray], letters: dict[str, int], seed:
         head[tid, 0] = (bias[c] - (drop[c] if tok.startswith(" ") else 0.0)) * scale
 
 
-def build_tiny_model(out: Path, seed: int = 0) -> Path:
+def build_tiny_model(out: Path, seed: int = 0, shape: Shape = TINY) -> Path:
     """Write a tiny random-weight Qwen3-VL checkpoint folder into ``out``; return ``out``.
 
     Byte-deterministic for a seed; a few MB; built in about a second. The folder carries the
-    random-weight marker (:mod:`benchcheck.engines.marker`).
+    random-weight marker (:mod:`benchcheck.engines.marker`). ``shape``: other numbers of the
+    same wiring (the benchmarks' narrow models of a real model's depth); its vocabulary is the
+    tokenizer's, always.
     """
     from safetensors.numpy import save_file
 
@@ -119,7 +121,7 @@ def build_tiny_model(out: Path, seed: int = 0) -> Path:
     first = write_tokenizer(out)
     ids = special_ids(first)
     vocab = -(-(first + len(SPECIAL_TOKENS)) // 64) * 64
-    shape = dataclasses.replace(TINY, vocab=vocab)
+    shape = dataclasses.replace(shape, vocab=vocab)
     cfg = config_dict(shape, ids, eos_id=ids["im_end"], pad_id=ids["endoftext"])
     marker = marker_record("tiny", seed)
     weights = _init_weights(_param_shapes(cfg), seed)
