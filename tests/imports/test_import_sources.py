@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from import_helpers import invoke
 
 from benchcheck.items import load_items
@@ -207,3 +208,15 @@ def test_a_json_object_is_refused_in_one_line(tmp_path: Path) -> None:
     lines.write_text(json.dumps({"question": "q?", "options": ["a", "b"], "answer": 1}) + "\n" + "[1]\n")
     r = invoke("items", "import", str(lines), "--from", "hf-folder", "--out", str(tmp_path / "o"))
     assert r.exit_code == 0 and "lines.json:row 2: record is not a JSON object" in r.output
+
+
+def test_lmms_eval_task_named_by_a_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task YAML given relative to the working directory (as a lab types it) finds its relative data
+    file once: lmms-eval resolves data_files against the YAML's folder itself, which must not be joined
+    to that folder again."""
+    _task(tmp_path / "tasks")
+    monkeypatch.chdir(tmp_path)
+    r = invoke("items", "import", "tasks/vid.yaml", "--from", "lmms-eval", "--out", "items",
+               "--map", "item_id=qid,options=candidates")
+    assert r.exit_code == 0, r.output
+    assert {i.item_id for i in load_items([tmp_path / "items"]).items} == {"q0", "q1", "q2"}

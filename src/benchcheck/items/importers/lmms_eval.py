@@ -76,7 +76,10 @@ def load_config(path: Path, use_lmms_eval: bool = True) -> dict[str, Any]:
             except ImportError:
                 pass
             else:
-                return dict(load_yaml_config(yaml_path=str(path), mode="full"))
+                # Given as absolute: lmms-eval (0.7+) resolves a local data_files path against the
+                # YAML's folder as given, so a relative YAML path gave a relative result, which
+                # _data_files joined to that folder a second time (task/task/data/x.csv).
+                return dict(load_yaml_config(yaml_path=str(path.absolute()), mode="full"))
         return _own_loader(path)
     except SourceError:
         raise
