@@ -127,6 +127,10 @@ def test_items_stats_and_link_cli(world: tuple[Path, Path, dict[str, str]], tmp_
     assert "not found: q2: no such video file" in r.stdout
     r = bc("items", "stats", items)  # no store: the files cannot be said normalized
     assert "0 with a video found, 3 not normalized yet" in r.stdout
+    # --videos without a store (checking a folder before normalizing it): the files there are not normalized
+    # yet, the missing one is not found; none is "found", nothing says a store holds it
+    r = bc("items", "stats", items, "--videos", root / "raw")
+    assert "mine: 4 items, 0 with a video found, 2 not normalized yet, 1 not found, 1 without a video" in r.stdout
     r = bc("items", "link", items, "--store", store, "--videos", root / "raw", "--out", tmp_path / "linked")
     assert r.exit_code == 0, r.output
     assert "no video: " in r.stderr and "q2: no such video file" in r.stderr

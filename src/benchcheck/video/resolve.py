@@ -72,7 +72,11 @@ class Resolution:
     @property
     def counted_as(self) -> VideoCount:
         """The ``items stats`` column of this status (``items.report.VideoOutcome``): a refused path
-        counts as not found; ``unchecked`` (no store to check against) as found."""
+        counts as not found; ``unchecked`` (no store to check against) as found when it carries a
+        video_id, else (a file under --videos, not hashed) as not normalized yet: the file is there
+        and nothing says a store holds it (docs/items.md, "items stats")."""
+        if self.status == "unchecked" and self.video_id is None:
+            return "not_normalized"
         if self.status in FOUND:
             return "found"
         if self.status == "not_normalized":
