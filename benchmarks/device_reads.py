@@ -4,7 +4,8 @@
 read of one (``.item()``, ``.tolist()``, boolean indexing, ``nonzero`` ...) with its phase and site.
 This runs the engine's calls the mix and the screen make, on the tiny model on the CPU with the
 ops the engine runs on CUDA by default (``varlen``, ``vision_block``), once per configuration,
-and prints the reads per phase and site:
+and prints the reads per phase and site, and the operations dispatched per phase (each launches
+at most a few kernels on CUDA: the host's launches of the call):
 
 - ``sweep``: a generation call of unequal rows with images (a right-padded prefill) and a few
   decode steps;
@@ -89,7 +90,7 @@ def run(model_dir: Path, configs: list[str]) -> list[dict[str, Any]]:
             rows += [{"config": spec or "default", "workload": name, "phase": phase, "site": site, "reads": n}
                      for phase, site, n in table(tracer)]
             rows.append({"config": spec or "default", "workload": name, "phase": "all", "site": "",
-                         "reads": len(tracer.reads), "kinds": _kinds(tracer)})
+                         "reads": len(tracer.reads), "kinds": _kinds(tracer), "ops": dict(tracer.ops)})
     return rows
 
 
@@ -106,6 +107,8 @@ def lines(rows: list[dict[str, Any]]) -> list[str]:
         if r["phase"] == "all":
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["kinds"].items()))
             out.append(f"| {r['config']} | {r['workload']} | **all** | {kinds} | **{r['reads']}** |")
+            ops = ", ".join(f"{k} {n}" for k, n in sorted(r["ops"].items()))
+            out.append(f"| {r['config']} | {r['workload']} | operations | {ops} | |")
         else:
             out.append(f"| {r['config']} | {r['workload']} | {r['phase']} | `{r['site']}` | {r['reads']} |")
     return out

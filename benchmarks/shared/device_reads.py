@@ -78,6 +78,9 @@ class Tracer:
     """The device's tensors (by identity, held weakly) and the reads of them."""
 
     reads: list[Read] = field(default_factory=list)
+    # Operations dispatched per phase, views included: on CUDA each launches at most a few
+    # kernels, so a phase's count bounds its launches from the host's side.
+    ops: Counter[str] = field(default_factory=Counter)
     _dev: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
     _host: dict[int, weakref.ref[torch.Tensor]] = field(default_factory=dict)
     _phase: threading.local = field(default_factory=threading.local)
@@ -169,6 +172,7 @@ class _Mode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        self.tracer.ops[self.tracer.phase()] += 1
         flat, _ = tree_flatten((args, kwargs))
         dev = any(self.tracer.is_dev(a) for a in flat)
         if dev and self.tracer.counting():
