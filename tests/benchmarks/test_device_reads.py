@@ -126,7 +126,10 @@ def test_the_script_prints_a_table_and_writes_it(tiny_model: Path, tmp_path: Pat
     assert device_reads_main(["--model", str(tiny_model), "--config", "ops=+visual_no_reads",
                               "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "| ops=+visual_no_reads | sweep | **all** |" in out and "prefill" not in out
+    assert "| ops=+visual_no_reads | sweep | **all** |" in out
+    reads = [line for line in out.splitlines() if "| operations |" not in line]
+    assert not any("prefill" in line for line in reads)  # no read inside a forward with the op
+    assert "| ops=+visual_no_reads | blind | operations | engine " in out  # and the operations per phase
     assert (tmp_path / "device_reads.json").is_file()
     assert (tmp_path / "device_reads.md").read_text().strip() == out.strip()
 
