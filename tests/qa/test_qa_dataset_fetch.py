@@ -138,7 +138,7 @@ def test_download_run_and_outputs_end_to_end(tmp_path: Path, clips: Path) -> Non
         assert not set(SECRETS) & set(json.loads(line)["env"])
     assert host.chats() and all("Authorization" not in r.headers for r in host.requests)
     seen = "".join(json.dumps(r.headers) + r.body.decode() for r in host.requests)
-    everything = seen + res.stdout + res.stderr + "".join(p.read_text() for p in out.iterdir())
+    everything = seen + res.stdout + res.stderr + "".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert not [k for k, v in SECRETS.items() if v in everything]
 
 

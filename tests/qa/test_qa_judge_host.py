@@ -68,7 +68,7 @@ def test_only_the_judge_key_reaches_the_judge_host(tmp_path: Path, clips: Path,
     assert summary["judge_model"] == "judge-reported-v2"
     assert summary["judge_model_requested"] == "judge-x"
     assert summary["accuracy"] == pytest.approx(1 / 3)
-    every_output = "".join(p.read_text() for p in out.iterdir()) + res.stdout + res.stderr
+    every_output = "".join(p.read_text() for p in out.rglob("*") if p.is_file()) + res.stdout + res.stderr
     for value in [*SECRETS.values(), JUDGE_KEY]:
         assert value not in every_output
 

@@ -57,3 +57,31 @@ def test_killed_run_resumes_without_duplicates(tmp_path: Path, clips: Path,
     assert len(set(asked)) == 8 and len(asked) <= 9
     rows = [json.loads(line) for line in (out / ANSWERS).read_text().splitlines()]
     assert len({r["item_id"] for r in rows}) == 8 and len(rows) == 8
+
+
+def test_two_runs_on_one_folder_ask_each_item_once(tmp_path: Path, clips: Path,
+                                                   write_dataset: Callable[[list[Any]], Path]) -> None:
+    """A second ``qa run`` started on a folder another live run is writing stops before it asks
+    anything (exit 2, naming the holder); the first run's results are those of a run alone."""
+    dataset = write_dataset([qa_entry(str(i), f"Q{i}? [slow] [say:a{i}]") for i in range(8)])
+    calllog = tmp_path / "calls.txt"
+    env = {**os.environ, "QA_CALLLOG": str(calllog)}
+    out = tmp_path / "out"
+    first = subprocess.Popen(_cmd(dataset, clips, out), env=env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out / ANSWERS).exists():
+            time.sleep(0.02)
+        second = subprocess.run(_cmd(dataset, clips, out), env=env, capture_output=True, text=True, timeout=120)
+        assert first.wait(timeout=120) == 0
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert second.returncode == 2, second.stderr
+    assert "another `benchcheck qa` run is writing it" in second.stderr and f"pid={first.pid}" in second.stderr
+    asked = calllog.read_text().splitlines()
+    assert len(asked) == len(set(asked)) == 8
+    rows = [json.loads(line) for line in (out / ANSWERS).read_text().splitlines()]
+    assert len(rows) == 8 and all(r["status"] == "ok" for r in rows)
+    assert read_json(out / "summary.json")["counts"]["unjudged"] == 8  # --skip-judge: answered, not scored

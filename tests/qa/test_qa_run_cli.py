@@ -105,7 +105,7 @@ def test_hanging_item_ends_on_time_others_scored(tmp_path: Path, clips: Path,
     rows = list(csv.DictReader(io.StringIO((out / "summary.csv").read_text())))
     assert len(rows) == 1 and rows[0]["model_served"] == "fake-vlm-1" and rows[0]["exit_code"] == "3"
     assert float(rows[0]["accuracy"]) == pytest.approx(0.5)
-    for p in out.iterdir():
+    for p in (p for p in out.rglob("*") if p.is_file()):  # the lease file included
         assert "ngc-secret-value" not in p.read_text(), p.name
 
 

@@ -25,7 +25,15 @@ from benchcheck.qa.hints import vlm_hints
 from benchcheck.qa.judge import Judge, JudgeConfig, refusal_hint
 from benchcheck.qa.outputs import write_outputs
 from benchcheck.qa.records import Judgement, VLMAnswer
-from benchcheck.qa.state import AnswerStore, JudgeCache, RunConfig, digest, load_run_config, save_run_config
+from benchcheck.qa.state import (
+    AnswerStore,
+    JudgeCache,
+    RunConfig,
+    digest,
+    folder_lease,
+    load_run_config,
+    save_run_config,
+)
 from benchcheck.qa.summary import ItemResult, build_summary
 from benchcheck.qa.vlm import VLM
 
@@ -158,8 +166,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def prepare_run(opts: RunOptions, vlm: VLM, redactor: Masker) -> RunConfig:
-    """Load the dataset and record the run's configuration; raises :class:`PreconditionError`."""
+def prepare_run(opts: RunOptions, vlm: VLM) -> RunConfig:
+    """Load the dataset and describe the run; raises :class:`PreconditionError`. Nothing is
+    written: the configuration is saved under the folder's lease (:func:`run_qa`)."""
     dataset = load_dataset(opts.dataset, opts.videos, opts.match_clips)
     items = dataset.items[: opts.limit] if opts.limit is not None else dataset.items
     vlm_settings = {**vlm.settings(), "num_frames": opts.num_frames, "timeout_s": opts.timeout_s}
@@ -169,21 +178,31 @@ def prepare_run(opts: RunOptions, vlm: VLM, redactor: Masker) -> RunConfig:
         "watchdog_grace_s": opts.watchdog_grace_s, "concurrency": opts.concurrency,
         "limit": opts.limit, "benchcheck_version": __version__,
     }
-    config = RunConfig(digest(vlm_settings), settings, items, dataset.total, dataset.skipped,
-                       len(dataset.items) - len(items), dataset.skipped_entries, dataset.entry_errors)
+    return RunConfig(digest(vlm_settings), settings, items, dataset.total, dataset.skipped,
+                     len(dataset.items) - len(items), dataset.skipped_entries, dataset.entry_errors)
+
+
+def _save_config(opts: RunOptions, config: RunConfig, redactor: Masker) -> None:
     try:
-        opts.output_dir.mkdir(parents=True, exist_ok=True)
         save_run_config(opts.output_dir, config, redactor)
     except OSError as e:
         raise PreconditionError(f"output folder {opts.output_dir}: {e}") from e
-    return config
 
 
 async def run_qa(opts: RunOptions, vlm: VLM, judge: JudgeConfig | None, redactor: Masker,
                  echo: Echo = lambda _s: None) -> RunOutcome:
     """The whole benchmark; ``judge=None`` is ``--skip-judge`` (latency only)."""
     started, t0 = _now(), time.monotonic()
-    config = prepare_run(opts, vlm, redactor)
+    config = prepare_run(opts, vlm)
+    # The folder is written by this run alone from here on: a second run on it stops before it
+    # asks anything, instead of asking every item again and appending a second answer for each.
+    with folder_lease(opts.output_dir):
+        _save_config(opts, config, redactor)
+        return await _run_leased(opts, config, vlm, judge, redactor, echo, started, t0)
+
+
+async def _run_leased(opts: RunOptions, config: RunConfig, vlm: VLM, judge: JudgeConfig | None, redactor: Masker,
+                      echo: Echo, started: str, t0: float) -> RunOutcome:
     store = AnswerStore(opts.output_dir, config.vlm_config_hash, redactor)
     done = store.latest(config.items)
     todo = [i for i in config.items if i.id not in done or done[i.id].status != "ok"]
@@ -208,8 +227,9 @@ async def judge_stored(out_dir: Path, judge: JudgeConfig, redactor: Masker) -> R
         config = load_run_config(out_dir)
     except ValueError as e:
         raise PreconditionError(str(e)) from None
-    store = AnswerStore(out_dir, config.vlm_config_hash, redactor)
-    answers = _with_missing(config, store.latest(config.items))
-    outcome = RunOutcome(0, {}, out_dir)
-    return await _finish(config, out_dir, answers, judge, redactor, outcome, {"rejudged_at": _now()},
-                         time.monotonic())
+    with folder_lease(out_dir):  # it appends verdicts and rewrites the outputs, as a run does
+        store = AnswerStore(out_dir, config.vlm_config_hash, redactor)
+        answers = _with_missing(config, store.latest(config.items))
+        outcome = RunOutcome(0, {}, out_dir)
+        return await _finish(config, out_dir, answers, judge, redactor, outcome, {"rejudged_at": _now()},
+                             time.monotonic())

@@ -9,20 +9,25 @@
   (its question, reference and answer); only ok verdicts are reused.
 
 Both JSONL files are append-only through :func:`benchcheck.store.append_rows` (locked, torn
-tails survived), and every row is redacted before it is written.
+tails survived), and every row is redacted before it is written. One ``qa run`` or ``qa judge``
+writes a folder at a time (:func:`folder_lease`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_json_atomic
+from benchcheck.lease import holder, try_lease
 from benchcheck.masking import Masker
 from benchcheck.qa.dataset import EntryNote, QAItem
+from benchcheck.qa.errors import PreconditionError
 from benchcheck.qa.records import Judgement, VLMAnswer
 from benchcheck.store import append_rows, read_rows
 
@@ -83,6 +88,29 @@ class RunConfig:
                    dict(d["skipped"]), int(d["not_selected"]),
                    [EntryNote.from_json(e) for e in d.get("skipped_entries", [])],
                    [EntryNote.from_json(e) for e in d.get("entry_errors", [])])
+
+
+@contextmanager
+def folder_lease(out_dir: Path) -> Iterator[None]:
+    """Hold the output folder for one ``qa run`` / ``qa judge`` (the lease of ``answers.jsonl``).
+
+    Without it two runs started on the same folder (a second launch by mistake) each asked the
+    VLM about every item and appended its answers and verdicts: every item twice, and the last
+    one to finish rewrote the outputs from its own view. The second run now stops before it asks
+    anything (a ``PreconditionError``, exit 2); the kernel drops the lease of a killed holder, so
+    the next run resumes as before."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lease = try_lease(out_dir / ANSWERS)
+    except OSError as e:
+        raise PreconditionError(f"output folder {out_dir}: {e}") from e
+    if lease is None:
+        who = holder(out_dir / ANSWERS)
+        raise PreconditionError(f"output folder {out_dir}: another `benchcheck qa` run is writing it"
+                                f"{f' ({who})' if who else ''}; wait for it to end, then run the same command "
+                                "again (it resumes)")
+    with lease:
+        yield
 
 
 def save_run_config(out_dir: Path, config: RunConfig, redactor: Masker) -> None:
