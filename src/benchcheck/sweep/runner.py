@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation
+from benchcheck.lease import try_lease
 from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.store import append_records, append_rows
@@ -182,13 +183,29 @@ def write_records(paths: SweepPaths, bench: str, condition: str, records: Sequen
 
 def _write_settled(paths: SweepPaths, records: Sequence[GenRow], summary: SweepSummary, label: str) -> None:
     """NA and reused rows: raw lines (the reason and ``reused_from`` are kept even when the CSV has no
-    ``meta`` column: a file made elsewhere), then the typed rows, then the CSV, per group."""
+    ``meta`` column: a file made elsewhere), then the typed rows, then the CSV, per group.
+
+    Each group is written under its lease (the one its ``GroupBook`` takes), and only the rows its
+    file does not settle yet, read under that lease: two runs started on the same work both plan
+    these rows, and without it each appended them (every NA and reused row twice). A group another
+    live process holds is left to it: that process wrote the rows it planned before it took the
+    group (NA rows) or writes them when its groups are done (reused rows); else the next run does."""
     groups: dict[tuple[str, str], list[GenRow]] = {}
     for rec in records:
         groups.setdefault((str(rec.step), str(rec.bench)), []).append(rec)
     for (condition, bench), recs in groups.items():
-        append_raw(paths, condition, bench, [raw_of(x) for x in recs])
-        write_records(paths, bench, condition, recs)
+        lease = try_lease(paths.raw(condition, bench))
+        if lease is None:
+            summary.held += len(recs)
+            summary.held_groups.add((bench, condition))
+            continue
+        with lease:
+            state = group_state(paths, bench, condition, recs[0].config_hash or "")
+            recs = [r for r in recs if not state.verdict(r.item_id).done]
+            if not recs:
+                continue
+            append_raw(paths, condition, bench, [raw_of(x) for x in recs])
+            write_records(paths, bench, condition, recs)
         summary.written[label] += len(recs)
         summary.count(condition, len(recs))
 
