@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from screen_helpers import cli
+from screen_helpers import cli, popen
 
 from benchcheck.store import read_rows
 
@@ -143,3 +144,32 @@ def test_pool_items_carry_the_item_text_and_source(run: tuple[Path, Path, str]) 
     assert (question, gold, file, line, removed) == ("optonly question 20?", "gold-optonly",
                                                     str(items / "Alpha.jsonl"), "21", True)
     assert margin > 0.69
+
+
+def _tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+        return {n: sorted(map(repr, con.execute(f"SELECT * FROM {n}").fetchall())) for n in names}
+    finally:
+        con.close()
+
+
+def test_two_assembles_at_once_both_finish_with_the_same_database(run: tuple[Path, Path, str],
+                                                                  tmp_path: Path) -> None:
+    """Two ``assemble`` processes on one results folder (a second launch by mistake): both exit 0,
+    ``pool.duckdb`` opens with the tables of a run alone, and no temporary file is left. With one
+    fixed temporary name, one process deleted the other's file while it was written and then
+    stopped on a FileNotFoundError."""
+    items, res, _ = run
+    reference = _tables(res / "pool.duckdb")
+    for attempt in range(3):  # the race needs both in the write at once: a few tries
+        folder = tmp_path / f"res{attempt}"
+        shutil.copytree(res, folder)
+        args = ("assemble", "--items", str(items), "--results", str(folder), "--chain", "1,2,4")
+        procs = [popen(*args), popen(*args)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err
+        assert _tables(folder / "pool.duckdb") == reference
+        assert not [p.name for p in folder.iterdir() if p.name.endswith((".tmp", ".wal"))]

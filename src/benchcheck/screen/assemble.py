@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import secrets
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -163,22 +165,31 @@ def assemble(ctx: ScreenContext) -> Assembled:
 
 def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[str, Any]],
                   accounting: list[dict[str, Any]], states: dict[int, StepState]) -> Path:
-    """Rebuilt from scratch each time (a temp file fsynced and renamed over the old one), never torn."""
+    """Rebuilt from scratch each time (a temp file fsynced and renamed over the old one), never torn.
+
+    The temp file's name is this process's own (as ``atomic.write_atomic``'s are): with one fixed
+    name, a second ``assemble`` on the same folder deleted the first's file while it was written,
+    and the first then renamed the second's half-written database over ``pool.duckdb`` (and the
+    second stopped on a FileNotFoundError). A failed build takes its file and WAL with it."""
     import duckdb
     import pyarrow as pa
 
-    tmp = res / "pool.duckdb.tmp"
-    tmp.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp))
+    tmp = res / f".pool.duckdb.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        tables = {"items": records, "summary": summary, "accounting": accounting}
-        tables |= {f"step{s}": _step_table(st, s) for s, st in states.items()}
-        for name, rows in tables.items():
-            if rows:
-                arrow = pa.Table.from_pylist(rows)  # noqa: F841 - read by DuckDB's replacement scan
-                con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow")
-    finally:
-        con.close()
-    final = res / "pool.duckdb"
-    replace_atomic(tmp, final)
+        con = duckdb.connect(str(tmp))
+        try:
+            tables = {"items": records, "summary": summary, "accounting": accounting}
+            tables |= {f"step{s}": _step_table(st, s) for s, st in states.items()}
+            for name, rows in tables.items():
+                if rows:
+                    arrow = pa.Table.from_pylist(rows)  # noqa: F841 - read by DuckDB's replacement scan
+                    con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow")
+        finally:
+            con.close()
+        final = res / "pool.duckdb"
+        replace_atomic(tmp, final)
+    except BaseException:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        raise
     return final
