@@ -14,7 +14,9 @@ def model() -> None:
 
 @model.command("tiny")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
-@click.option("--seed", default=0, show_default=True, help="Weights and letter prior seed.")
+# numpy's seed sequences take no negative seed: refused here, before a partial folder is written.
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Weights and letter prior seed.")
 def tiny(out: str, seed: int) -> None:
     """Write a tiny random-weight Qwen3-VL checkpoint folder (a few MB, loads with from_pretrained).
 
