@@ -47,3 +47,40 @@ def test_demo_out_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
     for cmd in (["demo", "items"], ["demo", "run", "--no-qa", "--no-sweep"]):
         _refused(_run([*cmd, "--out", str(f)]), "is a file")
     assert f.read_text() == "x"
+
+
+def test_screen_counts_and_results_file_are_checked_first(tmp_path: Path, tiny_model: Path) -> None:
+    """--max-unit 0 divided by zero; --limit 0 / --batch-items -1 ran nothing (or the default) with exit 0;
+    a --results that is a file raised NotADirectoryError."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    f = tmp_path / "f"
+    f.write_text("x")
+    base = ["screen", "--items", str(items), "--step", "1", "--model", str(tiny_model), "--device", "cpu",
+            "--no-progress"]
+    res = str(tmp_path / "res")
+    for extra, word in ((["--max-unit", "0"], "--max-unit"), (["--limit", "0"], "--limit"),
+                        (["--batch-items", "-1"], "--batch-items")):
+        _refused(_run([*base, "--results", res, *extra]), word)
+    _refused(_run([*base, "--results", str(f)]), "is a file")
+    assert not (tmp_path / "res").exists() and f.read_text() == "x"
+
+
+def test_sweep_and_launch_counts_are_checked(tmp_path: Path) -> None:
+    """sweep --limit -1 planned nothing and exited 0; slurm script --step 9 wrote a script for no step."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    res = str(tmp_path / "res")
+    _refused(_run(["sweep", "dry-run", "--items", str(items), "--results", res, "--limit", "-1"]), "--limit")
+    _refused(_run(["sweep", "run", "--items", str(items), "--results", res, "--engine", "reference",
+                   "--chunk", "0"]), "--chunk")
+    _refused(_run(["slurm", "script", "--step", "9", "--array", "2"]), "--step")
+    _refused(_run(["launch", "--step", "1", "--items", str(items), "--results", res, "--port0", "70000",
+                   "--plan-only"]), "--port0")
+    assert not (tmp_path / "res").exists()
+
+
+def test_assemble_results_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    """assemble --results FILE raised FileExistsError from mkdir."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    f = tmp_path / "f"
+    f.write_text("x")
+    _refused(_run(["assemble", "--items", str(items), "--results", str(f)]), "is a file")

@@ -10,7 +10,8 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.command("assemble")
 @click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
               help="Item files or folders (repeatable).")
-@click.option("--results", type=click.Path(exists=True), required=True, help="Screening results folder.")
+@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True,
+              help="Screening results folder.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
 @click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (for not-screened).")
 @click.option("--store", type=click.Path(), default=None, help="Normalized store (for not-screened).")

@@ -22,14 +22,14 @@ from benchcheck.defaults import (
 
 _common = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True)),
-    click.option("--results", type=click.Path(), required=True),
+    click.option("--results", type=click.Path(file_okay=False), required=True),
     click.option("--chain", default="1,2,3,4,5,6", show_default=True),
     click.option("--intro", default=INTRO_NAME, show_default=True),
     click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
     click.option("--store", type=click.Path(), default=None, help="Normalized store (frames on the fly)."),
     click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
     click.option("--bench", default=None, envvar="BENCH", show_envvar=True, help="Benchmarks A,B only."),
-    click.option("--limit", type=int, default=None),
+    click.option("--limit", type=click.IntRange(min=1), default=None),
     click.option("--columns", default=None),
 ]
 
@@ -55,18 +55,18 @@ def common(f: F) -> F:
               help="With --sweep: conditions or ladders (default: all 13).")
 @click.option("--pilot", is_flag=True, envvar="PILOT", show_envvar=True,
               help="With --sweep: the pilot benchmarks only (PILOT=1).")
-@click.option("--gpus", type=int, default=None, envvar="NGPU", show_envvar=True,
+@click.option("--gpus", type=click.IntRange(min=1), default=None, envvar="NGPU", show_envvar=True,
               help="Servers on this host (default: every visible GPU, or 1).")
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None)
 @click.option("--served-model-name", default=None, help="Default: the hub name, or the folder's name.")
-@click.option("--port0", type=int, default=None, envvar="PORT0", show_envvar=True,
+@click.option("--port0", type=click.IntRange(1, 65535), default=None, envvar="PORT0", show_envvar=True,
               help=f"First server port (default {STEP_PORT0}; --sweep: {SWEEP_PORT0}).")
-@click.option("--max-num-seqs", type=int, default=None, envvar="MAX_SEQS", show_envvar=True,
+@click.option("--max-num-seqs", type=click.IntRange(min=1), default=None, envvar="MAX_SEQS", show_envvar=True,
               help=f"Default {STEP_MAX_SEQS} (steps); --sweep: {SWEEP_MAX_SEQS}, {SMALL_GPU_MAX_SEQS} on 32 GB GPUs.")
-@click.option("--gpu-util", type=float, default=None, envvar="GPU_UTIL", show_envvar=True,
+@click.option("--gpu-util", type=click.FloatRange(0, 1, min_open=True), default=None, envvar="GPU_UTIL", show_envvar=True,
               help=f"vLLM --gpu-memory-utilization (default {GPU_UTIL}).")
-@click.option("--max-model-len", type=int, default=None)
+@click.option("--max-model-len", type=click.IntRange(min=1), default=None)
 @click.option("--workers", type=click.IntRange(min=1), default=None, envvar="WORKERS", show_envvar=True,
               help=f"Requests in flight per server (default {STEP_WORKERS[1]}/{STEP_WORKERS[2]}/{STEP_WORKERS[3]} by "
                    f"step; --sweep: {SWEEP_WORKERS_PER_ENDPOINT} per GPU).")
@@ -155,13 +155,13 @@ def slurm() -> None:
 
 
 @slurm.command("script", context_settings={"ignore_unknown_options": True})
-@click.option("--step", type=int, required=True)
+@click.option("--step", type=click.IntRange(1, 6), required=True, help="Screening step (1-6).")
 @click.option("--array", type=int, required=True, help="Number of array tasks.")
-@click.option("--gpus-per-task", type=int, default=1, show_default=True)
+@click.option("--gpus-per-task", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--direct", is_flag=True, help="Tasks run `benchcheck screen` (engine flags in ARGS), no servers.")
 @click.option("--partition", default=None)
 @click.option("--time", "time_limit", default=None)
-@click.option("--cpus-per-task", type=int, default=None)
+@click.option("--cpus-per-task", type=click.IntRange(min=1), default=None)
 @click.option("--logs", default="logs", show_default=True)
 @click.option("--python", default="python3", show_default=True)
 @click.option("--out", type=click.Path(), default=None, help="Write the script here (default: stdout).")

@@ -20,7 +20,7 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
               help="Item files or folders (repeatable).")
 @click.option("--step", type=int, required=True, help="Step number (1-6).")
-@click.option("--results", type=click.Path(), required=True, help="Results folder (step<k>/ inside).")
+@click.option("--results", type=click.Path(file_okay=False), required=True, help="Results folder (step<k>/ inside).")
 @click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True,
               help=ENGINE_HELP)
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
@@ -42,13 +42,13 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @videos_option
 @click.option("--keep", "keep_file", type=click.Path(exists=True), default=None, help="Step-0 kept list.")
 @click.option("--bench", default=None, help="Only these benchmarks: A,B.")
-@click.option("--limit", type=int, default=None, help="At most N items per benchmark.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per benchmark.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Requests in flight per --endpoint (default 32/16/8 by step); in-process: engine calls (2).")
-@click.option("--batch-items", type=int, default=None,
+@click.option("--batch-items", type=click.IntRange(min=1), default=None,
               help="Items per engine call (default: hf 64; step 2 256, step 3 144, steps 5-6 48; served 1).")
 @click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
-@click.option("--max-unit", type=int, default=20000, show_default=True,
+@click.option("--max-unit", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Items per shard unit (benchcheck protocol sharding).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--plan-only", is_flag=True, help="Print REMAINING_TOTAL=<n> and the other counts; run nothing.")

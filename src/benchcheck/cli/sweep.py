@@ -22,14 +22,15 @@ _plan_opts = [
     click.option("--store", type=click.Path(), default=None, help="Normalized video store (normalized/<id>/)."),
     click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
                  help="Folder the items' 'video' paths are relative to (paths never leave it)."),
-    click.option("--results", type=click.Path(), required=True, help="Results folder (conditions_results.csv)."),
+    click.option("--results", type=click.Path(file_okay=False), required=True,
+                 help="Results folder (conditions_results.csv)."),
     click.option("--logs", type=click.Path(), default=None, help="Run logs (default: RESULTS/logs)."),
     click.option("--data-logs", type=click.Path(), default=None,
                  help="Timing and failures (default: data/logs beside --logs when given, else RESULTS/data/logs)."),
     click.option("--conds", default=None, help="Conditions or ladder names, comma-separated (default: all 13)."),
     click.option("--bench", default=None, help="Only these benchmarks: A,B."),
     click.option("--pilot", is_flag=True, help="MVBench, LVBench, TimeScope (or the first three present)."),
-    click.option("--limit", type=int, default=None, help="At most N items per benchmark."),
+    click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per benchmark."),
     click.option("--columns", default=None, help="Column map for CSV/Parquet items."),
     click.option("--model", default=None, help="Hub name or checkpoint folder (default: Qwen3-VL-8B, pinned)."),
     click.option("--revision", default=None),
@@ -99,13 +100,13 @@ def dry_run_cmd(**kw: Any) -> None:
               help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
                    "(docs/models_hf.md, Configuration).")
 @click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
-@click.option("--workers", type=int, default=None,
+@click.option("--workers", type=click.IntRange(min=1), default=None,
               help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint; hf: enough that each "
                    "frame decoder has 4 items to build, 64 at most).")
-@click.option("--decode-workers", type=int, default=None, help="Decoding processes (default: cores-1; 0: none).")
-@click.option("--chunk", type=int, default=None,
+@click.option("--decode-workers", type=click.IntRange(min=0), default=None, help="Decoding processes (default: cores-1; 0: none).")
+@click.option("--chunk", type=click.IntRange(min=1), default=None,
               help="Items per engine call (default 1; 8 for the in-process hf engine, whose calls share decode steps).")
-@click.option("--max-model-len", type=int, default=None,
+@click.option("--max-model-len", type=click.IntRange(min=1), default=None,
               help="Declare the engine's context when it cannot report it (never lowers the budget).")
 @click.option("--min-context", type=click.IntRange(min=1), default=65536, show_default=True,
               help="Stop when the engine's context is below this (seed 001). A lower value is an explicit "
