@@ -84,3 +84,23 @@ def test_assemble_results_that_is_a_file_is_a_usage_error(tmp_path: Path) -> Non
     f = tmp_path / "f"
     f.write_text("x")
     _refused(_run(["assemble", "--items", str(items), "--results", str(f)]), "is a file")
+
+
+def test_screen_bench_that_no_item_has_is_refused(tmp_path: Path, tiny_model: Path) -> None:
+    """--bench with a typo filtered every item out and exited 0 with '0 ok' (sweep already refused it)."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    base = ["screen", "--items", str(items), "--step", "1", "--model", str(tiny_model), "--device", "cpu",
+            "--no-progress", "--results", str(tmp_path / "res")]
+    for extra in ([], ["--plan-only"]):
+        _refused(_run([*base, "--bench", "B, Nope", *extra]), "--bench: no items for Nope (have B)")
+    assert not (tmp_path / "res").exists()
+
+
+def test_chain_that_is_not_numbers_names_the_chain(tmp_path: Path) -> None:
+    """`--chain 1,x` printed int()'s message (`invalid literal for int() with base 10: 'x'`)."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    r = _run(["audit", "--results", str(tmp_path), "--items", str(items), "--out", str(tmp_path / "a"),
+              "--chain", "1,x"])
+    _refused(r, "chain '1,x'", "step numbers")
+    assert "int()" not in r.output
+

@@ -56,7 +56,11 @@ class ScreenContext:
 def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, ...],
                  frames: FrameSource | None, keep_file: str | Path | None,
                  benches: Sequence[str] | None = None, limit: int | None = None) -> ScreenContext:
-    """Filter items to the benchmarks asked for and the first ``limit`` per benchmark."""
+    """Filter items to the benchmarks asked for and the first ``limit`` per benchmark. A benchmark
+    asked for that no item has is a ValueError (a typo would otherwise run nothing, exit 0)."""
+    if benches and (unknown := [b for b in benches if b not in {i.bench for i in items}]):
+        present = sorted({i.bench for i in items})
+        raise ValueError(f"--bench: no items for {', '.join(unknown)} (have {', '.join(present)})")
     chosen = [i for i in items if not benches or i.bench in benches]
     if limit is not None:
         seen: dict[str, int] = {}

@@ -117,7 +117,7 @@ def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) ->
             report_unresolved(resolved, _stderr)
         items = resolved.items
     ctx = make_context(items, job.results, steps, frames, job.keep_file,
-                       job.bench.split(",") if job.bench else None, job.limit)
+                       [b.strip() for b in job.bench.split(",") if b.strip()] if job.bench else None, job.limit)
     return ctx, len(loaded.errors)
 
 

@@ -102,7 +102,10 @@ DEFAULT_INTRO = INTRO_NAME
 
 def parse_chain(text: str | Sequence[int]) -> tuple[int, ...]:
     """``"1,2,3"`` -> (1, 2, 3); every step must exist and appear once."""
-    steps = tuple(int(s) for s in text.split(",")) if isinstance(text, str) else tuple(text)
+    try:
+        steps = tuple(int(s) for s in text.split(",")) if isinstance(text, str) else tuple(text)
+    except ValueError:  # int()'s own message names neither the option nor the chain
+        raise ValueError(f"chain {text!r}: expected step numbers separated by commas, e.g. 1,2,3") from None
     if not steps or len(set(steps)) != len(steps) or any(s not in STEPS for s in steps):
         raise ValueError(f"chain {text!r}: expected distinct steps among {sorted(STEPS)}")
     return steps
