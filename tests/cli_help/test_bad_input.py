@@ -104,3 +104,25 @@ def test_chain_that_is_not_numbers_names_the_chain(tmp_path: Path) -> None:
     _refused(r, "chain '1,x'", "step numbers")
     assert "int()" not in r.output
 
+
+def test_kept_list_that_cannot_be_read_is_one_line(tmp_path: Path, tiny_model: Path) -> None:
+    """A --keep JSONL with a broken line, or a Parquet file that is not one (or lacks item_id), raised
+    JSONDecodeError / ArrowInvalid / KeyError from screen and assemble."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    items = _items(tmp_path / "items" / "B.jsonl")
+    broken = tmp_path / "keep.jsonl"
+    broken.write_text('{"item_id": "i0"}\n{broken\n')
+    notparquet = tmp_path / "keep.parquet"
+    notparquet.write_bytes(b"\x00" * 64)
+    noid = tmp_path / "noid.parquet"
+    pq.write_table(pa.table({"foo": [1]}), noid)
+    (tmp_path / "res").mkdir()
+    cases = ((broken, "keep.jsonl:2: line is not JSON"), (notparquet, "keep.parquet: cannot read Parquet"),
+             (noid, "noid.parquet: no item_id column"))
+    for keep, said in cases:
+        _refused(_run(["assemble", "--items", str(items), "--results", str(tmp_path / "res"), "--keep", str(keep)]),
+                 said)
+        _refused(_run(["screen", "--items", str(items), "--step", "1", "--model", str(tiny_model), "--device", "cpu",
+                       "--results", str(tmp_path / "res"), "--keep", str(keep), "--plan-only"]), said)

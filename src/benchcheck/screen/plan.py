@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcheck.errors import first_line
 from benchcheck.items import Item
 from benchcheck.screen.steps import STEPS, StepSpec
 from benchcheck.verdicts import ItemVerdict, StepState
@@ -192,19 +193,40 @@ def _reason(
 
 def load_keep(path: str | Path) -> set[str]:
     """The step-0 kept list: a Parquet file (``item_id`` plus ``kept`` or ``verdict``), a JSONL file
-    of ``{"item_id"}`` rows, or a text file of one id per line."""
+    of ``{"item_id"}`` rows, or a text file of one id per line. A file that cannot be read whole is
+    a ValueError naming it (and the line): a kept list read in part would drop items silently."""
     p = Path(path)
     if p.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        rows = pq.read_table(p).to_pylist()
+        try:
+            rows = pq.read_table(p).to_pylist()
+        except Exception as e:  # pyarrow raises its own types for a file that is not Parquet
+            raise ValueError(f"kept list {p}: cannot read Parquet: {first_line(e)}") from None
+        if rows and "item_id" not in rows[0]:
+            raise ValueError(f"kept list {p}: no item_id column (columns: {', '.join(rows[0])})")
         if rows and "kept" in rows[0]:
             return {str(r["item_id"]) for r in rows if r["kept"]}
         if rows and "verdict" in rows[0]:
             return {str(r["item_id"]) for r in rows if r["verdict"] == "kept"}
         return {str(r["item_id"]) for r in rows}
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"kept list {p}: cannot read: {first_line(e)}") from None
     if p.suffix == ".jsonl":
         import json
 
-        return {str(json.loads(line)["item_id"]) for line in p.read_text().splitlines() if line.strip()}
-    return {line.strip() for line in p.read_text().splitlines() if line.strip()}
+        ids = set()
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"kept list {p}:{n}: line is not JSON ({e.msg})") from None
+            if not isinstance(row, dict) or "item_id" not in row:
+                raise ValueError(f"kept list {p}:{n}: not an object with an item_id")
+            ids.add(str(row["item_id"]))
+        return ids
+    return {line.strip() for line in lines if line.strip()}
