@@ -126,3 +126,14 @@ def test_kept_list_that_cannot_be_read_is_one_line(tmp_path: Path, tiny_model: P
                  said)
         _refused(_run(["screen", "--items", str(items), "--step", "1", "--model", str(tiny_model), "--device", "cpu",
                        "--results", str(tmp_path / "res"), "--keep", str(keep), "--plan-only"]), said)
+
+
+def test_item_folder_without_item_files_is_named(tmp_path: Path) -> None:
+    """`items validate EMPTY_DIR` printed an empty table and exited 0: nothing was validated."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not items")
+    r = _run(["items", "validate", str(empty)])
+    assert r.exit_code == 1 and "no item files (.jsonl, .json, .csv, .parquet) in this folder" in r.output, r.output
+    _refused(_run(["items", "stats", str(empty)]), f"no items in {empty} (no item files")
+

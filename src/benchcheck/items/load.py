@@ -496,10 +496,16 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 def load_items(paths: Iterable[str | Path], cmap: ColumnMap | None = None) -> LoadResult:
     """Load several files (or folders of them); duplicate ids are caught across files too, and a
     generated id never takes an id that any of the files gives."""
+    paths = list(paths)
     files = [_read_file(path, cmap or ColumnMap()) for path in expand_paths(paths)]
     taken = set().union(*(f.given_ids() for f in files))
     seen: dict[str, str] = {}
     total = LoadResult()
+    for folder in (Path(p) for p in paths):  # a folder named with nothing to read is that folder's error, not silence
+        if folder.is_dir() and not expand_paths([folder]):
+            total.records[str(folder)] = 0
+            total.problems.append(Problem(str(folder), FILE_LEVEL, None,
+                                          f"no item files ({', '.join(_SUFFIXES)}) in this folder: no items"))
     for read in files:
         _settle(read, seen, taken, total)
     return total
