@@ -137,3 +137,12 @@ def test_item_folder_without_item_files_is_named(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "no item files (.jsonl, .json, .csv, .parquet) in this folder" in r.output, r.output
     _refused(_run(["items", "stats", str(empty)]), f"no items in {empty} (no item files")
 
+
+def test_videos_normalize_with_no_video_file_is_refused(tmp_path: Path) -> None:
+    """A folder without a video file gave '0 normalized ... 0 failed' and exit 0."""
+    empty = tmp_path / "clips"
+    empty.mkdir()
+    (empty / "readme.txt").write_text("x")
+    _refused(_run(["videos", "normalize", str(empty), "--store", str(tmp_path / "store"), "--no-progress"]),
+             "no video file", str(empty))
+    assert not (tmp_path / "store").exists()

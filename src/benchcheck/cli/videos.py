@@ -56,8 +56,12 @@ def normalize(sources: tuple[Path, ...], store: Path, workers: int, no_progress:
     Example:
       benchcheck videos normalize raw_videos/ extra/clip.mp4 --store store --workers 2
     """
-    from benchcheck.video.store import normalize_videos
+    from benchcheck.cli.common import die
+    from benchcheck.video.store import VIDEO_EXTENSIONS, collect_sources, normalize_videos
 
+    # Folders without a video file would give "0 normalized" and exit 0: a wrong folder looks like success.
+    if not collect_sources(list(sources)):
+        die(f"no video file ({', '.join(sorted(VIDEO_EXTENSIONS))}) in {', '.join(map(str, sources))}")
     report = normalize_videos(list(sources), store, workers=workers, progress=not no_progress)
     for f in report.failures:
         click.echo(f"failed: {f.path}: {f.reason}", err=True)
