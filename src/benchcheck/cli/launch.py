@@ -64,7 +64,8 @@ def common(f: F) -> F:
               help=f"First server port (default {STEP_PORT0}; --sweep: {SWEEP_PORT0}).")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), default=None, envvar="MAX_SEQS", show_envvar=True,
               help=f"Default {STEP_MAX_SEQS} (steps); --sweep: {SWEEP_MAX_SEQS}, {SMALL_GPU_MAX_SEQS} on 32 GB GPUs.")
-@click.option("--gpu-util", type=click.FloatRange(0, 1, min_open=True), default=None, envvar="GPU_UTIL", show_envvar=True,
+@click.option("--gpu-util", type=click.FloatRange(0, 1, min_open=True), default=None, envvar="GPU_UTIL",
+              show_envvar=True,
               help=f"vLLM --gpu-memory-utilization (default {GPU_UTIL}).")
 @click.option("--max-model-len", type=click.IntRange(min=1), default=None)
 @click.option("--workers", type=click.IntRange(min=1), default=None, envvar="WORKERS", show_envvar=True,

@@ -103,7 +103,8 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint; hf: enough that each "
                    "frame decoder has 4 items to build, 64 at most).")
-@click.option("--decode-workers", type=click.IntRange(min=0), default=None, help="Decoding processes (default: cores-1; 0: none).")
+@click.option("--decode-workers", type=click.IntRange(min=0), default=None,
+              help="Decoding processes (default: cores-1; 0: none).")
 @click.option("--chunk", type=click.IntRange(min=1), default=None,
               help="Items per engine call (default 1; 8 for the in-process hf engine, whose calls share decode steps).")
 @click.option("--max-model-len", type=click.IntRange(min=1), default=None,
