@@ -158,7 +158,8 @@ def slurm() -> None:
 @slurm.command("script", context_settings={"ignore_unknown_options": True})
 @click.option("--step", type=click.IntRange(1, 6), required=True, help="Screening step (1-6).")
 @click.option("--array", type=int, required=True, help="Number of array tasks.")
-@click.option("--gpus-per-task", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--gpus-per-task", type=click.IntRange(min=0), default=1, show_default=True,
+              help="GPUs per task (0: CPU tasks, no --gres; with --direct).")
 @click.option("--direct", is_flag=True, help="Tasks run `benchcheck screen` (engine flags in ARGS), no servers.")
 @click.option("--partition", default=None)
 @click.option("--time", "time_limit", default=None)
