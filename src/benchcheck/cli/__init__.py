@@ -44,6 +44,19 @@ def _examples(cmd: click.Command, prefix: str) -> list[str]:
 
 
 class _Main(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        """A command's own errors are its one-line messages; a file or folder the system refuses
+        (an output folder that cannot be made, a path that is a file, no permission) that reaches
+        here unhandled is one line too, naming the path: never a traceback for a path a user typed."""
+        try:
+            return super().invoke(ctx)
+        except OSError as e:
+            if e.filename is None:
+                raise
+            names = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+            click.echo(f"error: {names}: {e.strerror or e}", err=True)
+            ctx.exit(2)
+
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         lines = []
         for name in sorted(self.commands):
