@@ -147,3 +147,24 @@ def test_a_bare_id_names_its_one_video_file(world: tuple[Path, Path, dict[str, s
     res = resolve_items(loaded.items, store, root / "raw")
     assert res.items[0].video_id == ids["clip1.mp4"] and res.resolutions[1].status == "not_found"
     assert resolve_items(loaded.items[:1], store).items[0].video_id == ids["clip1.mp4"]
+
+
+def test_an_absolute_path_is_read_only_inside_the_videos_folder(
+        world: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    # An item file names files by absolute path: inside --videos DIR they resolve as before (by
+    # the index, or by their bytes); outside it, refused for that item; without DIR, matched in
+    # the store's index by path only, the file never read (a copy nobody normalized stays unknown).
+    root, store, ids = world
+    outside = tmp_path / "elsewhere" / "copy.mp4"
+    outside.parent.mkdir()
+    outside.write_bytes((root / "raw" / "clip2.mp4").read_bytes())
+    rows = [item(0, str(root / "raw" / "clip2.mp4")), item(1, str(outside))]
+    loaded = load_items([write_items(tmp_path / "b.jsonl", rows)])
+    with_dir = resolve_items(loaded.items, store, root / "raw")
+    assert [r.status for r in with_dir.resolutions] == ["stored", "refused"]
+    assert "outside the videos folder" in with_dir.resolutions[1].reason and "q1" in with_dir.resolutions[1].line()
+    without_dir = resolve_items(loaded.items, store)
+    assert [r.status for r in without_dir.resolutions] == ["stored", "not_normalized"]  # its bytes not hashed
+    assert without_dir.items[0].video_id == ids["clip2.mp4"] and without_dir.items[1].video_id != ids["clip2.mp4"]
+    # Its own folder given as DIR, the same copy is read and found by its bytes.
+    assert resolve_items(loaded.items[1:], store, outside.parent).items[0].video_id == ids["clip2.mp4"]

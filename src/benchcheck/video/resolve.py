@@ -11,7 +11,8 @@ An item names its video in one of four forms (docs/items.md, "Videos"):
   then by the file's absolute path (same size and mtime), then by the sha256 of its bytes, which
   is the video_id itself; without DIR, as the path below the folder of a ``local::`` key, when
   exactly one stored video has it;
-* an absolute path: by absolute path in the index, then by content hash.
+* an absolute path: by absolute path in the index, then (inside ``--videos DIR`` only) by
+  content hash; with DIR, a path outside it is refused for that item.
 
 Every command that needs frames calls :func:`resolve_items` (frames extract, screen, sweep,
 report, items stats/link), so an item reaches every step the same way. ``items link`` writes the
@@ -136,8 +137,23 @@ class VideoResolver:
         if "::" in named:
             return self._by_key(item, named)
         if Path(named).is_absolute():
-            return self._by_file(item, named, Path(named), None)
+            return self._by_absolute(item, named)
         return self._by_relative(item, named)
+
+    def _by_absolute(self, item: Item, named: str) -> Resolution:
+        """An absolute path is read (hashed) only inside ``--videos DIR``, the one folder an item's
+        paths may reach; outside it, refused. Without DIR it is matched in the store's index by
+        its path, size and mtime, and its bytes are never read: an item file cannot make a run
+        read (or hash into its outputs) a file nobody pointed it at."""
+        path = Path(named)
+        if "\x00" in named:
+            return Resolution(item, named, "refused", reason="video path holds a NUL byte")
+        if self.videos is not None:
+            base, real = self.videos.resolve(), path.resolve()
+            if real != base and base not in real.parents:
+                return Resolution(item, named, "refused",
+                                  reason=f"video path {named!r} is outside the videos folder ({self.videos})")
+        return self._by_file(item, named, path, None, read=self.videos is not None)
 
     def _by_key(self, item: Item, key: str) -> Resolution:
         if self.store is None:
@@ -177,7 +193,7 @@ class VideoResolver:
         return Resolution(item, rel, "not_found", reason=f"video {rel!r} is not in {self.store}/index.jsonl: "
                           "give --videos DIR (the folder it is in), or normalize that folder")
 
-    def _by_file(self, item: Item, named: str, path: Path, key: str | None) -> Resolution:
+    def _by_file(self, item: Item, named: str, path: Path, key: str | None, read: bool = True) -> Resolution:
         try:
             st = path.stat()
         except OSError:
@@ -190,7 +206,7 @@ class VideoResolver:
         if key and self.index.row_matches(key, st.st_size, st.st_mtime_ns):
             vid = self.index.by_key(key)
         vid = vid or self.index.by_file(resolved, st.st_size, st.st_mtime_ns)
-        if vid is None and self.hash_files:
+        if vid is None and self.hash_files and read:
             vid = self._content_hash(resolved, st.st_size, st.st_mtime_ns)
         if self.store is None:
             return Resolution(item, named, "unchecked", vid)
