@@ -35,6 +35,9 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "data_io": (["--shard-mib", "1", "--videos", "2", "--repeat", "1", "--result-rows", "100", "--dir", "{tmp}"],
                 "", True),
     "dedup": (["--n", "200", "--limit-sample", "100"], "", True),
+    # Also run in the normal suite by tests/benchmarks/test_device_reads.py, on the session's tiny model.
+    "device_reads": (["--config", "ops=+visual_no_reads", "--out", "{tmp}"],
+                     "| ops=+visual_no_reads | blind | **all** |", True),
     "engine_throughput": (["--tiny", "--quick", "--no-naive", "--out", "{tmp}"], "| workload |", True),
     "frame_sharing": (["--per-video", "1,2"], "frames shared", True),
     "frames": (["--tiny", "--repeats", "1", "--workdir", "{tmp}"], "frames per second per core", True),
