@@ -208,6 +208,7 @@ def tracing(model: Any) -> Iterator[Tracer]:
     undo: list[Callable[[], None]] = []
     try:
         undo += _patch_transfers(tracer)
+        undo += _patch_launcher(tracer)
         undo += _patch_methods(tracer)
         undo += _hook_phases(tracer, model)
         with _Mode(tracer):
@@ -242,6 +243,24 @@ def _patch_transfers(tracer: Tracer) -> list[Callable[[], None]]:
                 setattr(mod, name, fake)
                 undo.append(functools.partial(setattr, mod, name, real))
     return undo
+
+
+def _patch_launcher(tracer: Tracer) -> list[Callable[[], None]]:
+    """PyTorch keeps dispatch modes per thread: the engine's launching thread (op
+    ``launch_thread``) runs each launch inside a mode of its own, or its operations go unseen."""
+    from benchcheck.engines.hf.runtime.launcher import Launcher
+
+    real = Launcher.run
+
+    def run(self: Launcher, launch: Callable[[], Any]) -> Any:
+        def traced() -> Any:
+            with _Mode(tracer):
+                return launch()
+
+        return real(self, traced)
+
+    Launcher.run = run  # type: ignore[method-assign]
+    return [functools.partial(setattr, Launcher, "run", real)]
 
 
 def _patch_methods(tracer: Tracer) -> list[Callable[[], None]]:

@@ -147,3 +147,25 @@ def test_at_a_real_models_depth_each_deepstack_layer_reads(tmp_path: Path, capsy
     assert prefill == {"sweep": 8, "video": 8, "blind": 0}
     with pytest.raises(SystemExit, match="choose from"):
         device_reads_main(["--depth-of", "qwen3-vl-9b"])
+
+
+def test_reads_on_the_engines_launching_thread_are_seen() -> None:
+    # Op launch_thread: the engine launches from a thread of its own, where the caller's dispatch
+    # mode is not in force (PyTorch keeps modes per thread): none of its reads were seen.
+    from benchcheck.engines.hf.runtime.launcher import Launcher
+
+    shell = Shell()
+    launcher = Launcher(torch.device("cpu"))
+
+    def launch() -> object:
+        y = shell.model.visual(torch.ones(2, 3))
+        return y[y > 0], bool(y.sum() > 0)
+
+    real = Launcher.run
+    try:
+        with torch.inference_mode(), tracing(shell) as tracer:
+            launcher.run(launch)
+    finally:
+        launcher.close()
+    assert [r.what for r in tracer.reads] == ["index (boolean mask)", "bool"]
+    assert Launcher.run is real
