@@ -46,10 +46,13 @@ from torch.utils._pytree import tree_flatten
 aten = torch.ops.aten
 
 # Operations that wait for the device when an input of theirs is on it (their output's size or a
-# Python value depends on the device's data).
+# Python value depends on the device's data). Under inference mode the dispatcher hands the mode
+# composite operations undecomposed: ``item`` (a tensor given where a size or a number is taken,
+# ``torch.arange(n)``), ``where`` of a condition alone, ``argwhere``, rather than what they call.
 WAITS: frozenset[Any] = frozenset({
-    aten._local_scalar_dense.default, aten.is_nonzero.default, aten.equal.default,
-    aten.nonzero.default, aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
+    aten._local_scalar_dense.default, aten.item.default, aten.is_nonzero.default, aten.equal.default,
+    aten.allclose.default, aten.nonzero.default, aten.nonzero_numpy.default, aten.argwhere.default,
+    aten.where.default, aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
     aten.unique_consecutive.default, aten.bincount.default,
 })
 # Indexing waits when an index is a boolean mask on the device (it becomes ``nonzero``).
@@ -58,8 +61,10 @@ INDEXING: frozenset[Any] = frozenset({aten.index.Tensor, aten.index_put.default,
 # ``repeat_interleave`` waits for a repeats tensor on the device unless told the output's size;
 # under inference mode the dispatcher sees the composite overload (self, repeats) undecomposed.
 REPEAT: dict[Any, int] = {aten.repeat_interleave.Tensor: 0, aten.repeat_interleave.self_Tensor: 1}
-# Python-level reads: some dispatch nothing on the CPU (``tolist``), some skip the dispatcher
-# under inference mode (``item``, ``int()``); the operations they call are not counted again.
+# ``masked_fill`` by a value tensor on the device: CUDA's kernel takes the value as a number.
+FILL_VALUE: dict[Any, int] = {aten.masked_fill.Tensor: 2, aten.masked_fill_.Tensor: 2}
+# Python-level reads: some dispatch nothing on the CPU (``tolist``, ``numpy``); each is named
+# as the reader wrote it; the operations they call are not counted again.
 METHODS = ("tolist", "numpy", "cpu", "item", "__bool__", "__int__", "__float__", "__index__")
 OURS = ("benchcheck", "transformers")
 
@@ -183,6 +188,8 @@ class _Mode(TorchDispatchMode):
             elif (func in REPEAT and kwargs.get("output_size") is None and len(args) > REPEAT[func]
                   and self.tracer.is_dev(args[REPEAT[func]])):
                 self.tracer.record("repeat_interleave (no output_size)")
+            elif func in FILL_VALUE and len(args) > FILL_VALUE[func] and self.tracer.is_dev(args[FILL_VALUE[func]]):
+                self.tracer.record("masked_fill (value on the device)")
         out = func(*args, **kwargs)
         if dev:
             for t in tree_flatten(out)[0]:

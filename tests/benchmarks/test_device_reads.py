@@ -38,10 +38,16 @@ CASES: list[tuple[str, int, Callable[[torch.Tensor, torch.Tensor], object]]] = [
     ("torch._check of a tensor", 1, lambda x, h: torch._check_tensor_all(x.abs() >= 0)),
     ("a formatted tensor", 1, lambda x, h: f"{x.sum()}"),
     ("repeat_interleave", 1, lambda x, h: torch.repeat_interleave(x[0], (x[0] > 0).long())),
+    ("where of a condition, argwhere", 2, lambda x, h: (torch.where(x > 0.5), torch.argwhere(x > 0.5))),
+    ("a size and a fill value from a tensor", 2,
+     lambda x, h: (torch.arange((x[0, 0] > 0).long() + 1), torch.full((2,), x[0, 0]))),
+    ("allclose", 1, lambda x, h: torch.allclose(x, x)),
+    ("masked_fill by a value on the device", 1, lambda x, h: x.masked_fill(x > 0.5, x[0, 0])),
     # No reads: sizes known on the host, masks on the host, host tensors read, writes without masks.
     ("repeat_interleave with its size", 0,
      lambda x, h: torch.repeat_interleave(x[0], (x[0] > 0).long(), output_size=3)),  # x > 0: size 3
     ("host mask, host reads", 0, lambda x, h: (x[torch.tensor([True, False, True])], h.tolist(), h[h > 0], int(h[0]))),
+    ("masked_fill by a host value", 0, lambda x, h: x.masked_fill(x > 0.5, h[1].float())),
     ("device arithmetic", 0, lambda x, h: (torch.where(x > 0, x, 0).cumsum(0), x.shape[0] * 2, x.argmax(-1))),
 ]
 
