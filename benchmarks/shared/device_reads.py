@@ -280,7 +280,10 @@ def _patch_methods(tracer: Tracer) -> list[Callable[[], None]]:
                 return _real(self, *a, **kw)
             tracer.record(_name.strip("_"))
             with tracer.reading():
-                return _real(self, *a, **kw)
+                out = _real(self, *a, **kw)
+            # On CUDA ``cpu()`` returns a copy on the host, read without waiting again; here it
+            # returns the tensor itself, whose later reads would be counted a second time.
+            return tracer.mark_host(out.clone()) if _name == "cpu" and out is self else out
 
         setattr(torch.Tensor, name, read)
         undo.append(functools.partial(setattr, torch.Tensor, name, real))

@@ -32,6 +32,7 @@ CASES: list[tuple[str, int, Callable[[torch.Tensor, torch.Tensor], object]]] = [
     ("int and float", 2, lambda x, h: (int(x[0, 0]), float(x[0, 1]))),
     ("list index", 1, lambda x, h: [0, 1, 2][(x[0, 0] > 0).long()]),
     ("tolist, numpy, cpu", 3, lambda x, h: (x.tolist(), x.numpy(), (x * 2).cpu())),
+    ("cpu, then its host copy read", 2, lambda x, h: (x.cpu().tolist(), int(x.cpu()[0, 0]))),
     ("boolean mask read", 1, lambda x, h: x[x > 0]),
     ("boolean mask written", 1, lambda x, h: x.clone().masked_fill(x > 0, 0)[x.sum(1) > 0]),
     ("nonzero and unique", 2, lambda x, h: (x.nonzero(), torch.unique(x))),
