@@ -244,12 +244,18 @@ def _patch_transfers(tracer: Tracer) -> list[Callable[[], None]]:
 
     undo: list[Callable[[], None]] = []
     for real, fake in ((to_dev, to_device), (pinned, pinned_empty), (to_host, to_host_copy)):
-        for mod in list(sys.modules.values()):
-            name = real.__name__
-            if getattr(mod, "__name__", "").startswith("benchcheck.") and getattr(mod, name, None) is real:
-                setattr(mod, name, fake)
-                undo.append(functools.partial(setattr, mod, name, real))
+        _swap(real.__name__, real, fake)
+        # Undone wherever the stand-in is found then: a module first imported while tracing took
+        # it from ``transfer`` and would keep it (and a tracer gone) after the block.
+        undo.append(functools.partial(_swap, real.__name__, fake, real))
     return undo
+
+
+def _swap(name: str, old: object, new: object) -> None:
+    """``new`` for ``old`` as ``name`` in every module of ours that holds ``old`` there."""
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("benchcheck.") and getattr(mod, name, None) is old:
+            setattr(mod, name, new)
 
 
 def _patch_launcher(tracer: Tracer) -> list[Callable[[], None]]:

@@ -93,6 +93,24 @@ def test_reads_are_labelled_with_the_part_of_the_forward() -> None:
     assert not shell.model.visual._forward_pre_hooks and not shell.model.visual._forward_hooks
 
 
+def test_a_module_imported_while_tracing_gets_the_engines_functions_back() -> None:
+    # A module of the engine imported for the first time inside the block takes the tracer's
+    # stand-ins from ``transfer``; they are put back there too.
+    import sys
+    import types
+
+    from benchcheck.engines.hf.runtime import transfer
+
+    probe = types.ModuleType("benchcheck.engines.hf.probe_device_reads")
+    try:
+        with tracing(Shell()):
+            sys.modules[probe.__name__] = probe
+            exec("from benchcheck.engines.hf.runtime.transfer import pinned_empty, to_device", probe.__dict__)
+        assert probe.to_device is transfer.to_device and probe.pinned_empty is transfer.pinned_empty
+    finally:
+        sys.modules.pop(probe.__name__, None)
+
+
 def test_the_visual_forward_reads_the_device_unless_op_visual_no_reads(tiny_model: Path) -> None:
     # transformers' forward with images: the placeholder check reads twice (its count, and the
     # count formatted into its message), each DeepStack layer twice (boolean indexing, read then
