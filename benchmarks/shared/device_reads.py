@@ -63,9 +63,10 @@ INDEXING: frozenset[Any] = frozenset({aten.index.Tensor, aten.index_put.default,
 REPEAT: dict[Any, int] = {aten.repeat_interleave.Tensor: 0, aten.repeat_interleave.self_Tensor: 1}
 # ``masked_fill`` by a value tensor on the device: CUDA's kernel takes the value as a number.
 FILL_VALUE: dict[Any, int] = {aten.masked_fill.Tensor: 2, aten.masked_fill_.Tensor: 2}
-# Python-level reads: some dispatch nothing on the CPU (``tolist``, ``numpy``); each is named
-# as the reader wrote it; the operations they call are not counted again.
-METHODS = ("tolist", "numpy", "cpu", "item", "__bool__", "__int__", "__float__", "__index__")
+# Python-level reads: some dispatch nothing on the CPU (``tolist``, ``numpy``; ``repr``, which
+# formats with the modes off); each is named as the reader wrote it; the operations they call
+# are not counted again.
+METHODS = ("tolist", "numpy", "cpu", "item", "__bool__", "__int__", "__float__", "__index__", "__repr__")
 OURS = ("benchcheck", "transformers")
 
 

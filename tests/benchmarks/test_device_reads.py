@@ -38,6 +38,7 @@ CASES: list[tuple[str, int, Callable[[torch.Tensor, torch.Tensor], object]]] = [
     ("nonzero and unique", 2, lambda x, h: (x.nonzero(), torch.unique(x))),
     ("torch._check of a tensor", 1, lambda x, h: torch._check_tensor_all(x.abs() >= 0)),
     ("a formatted tensor", 1, lambda x, h: f"{x.sum()}"),
+    ("a printed matrix", 2, lambda x, h: (repr(x), f"{x}")),
     ("repeat_interleave", 1, lambda x, h: torch.repeat_interleave(x[0], (x[0] > 0).long())),
     ("where of a condition, argwhere", 2, lambda x, h: (torch.where(x > 0.5), torch.argwhere(x > 0.5))),
     ("a size and a fill value from a tensor", 2,
