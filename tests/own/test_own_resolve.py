@@ -168,3 +168,14 @@ def test_an_absolute_path_is_read_only_inside_the_videos_folder(
     assert without_dir.items[0].video_id == ids["clip2.mp4"] and without_dir.items[1].video_id != ids["clip2.mp4"]
     # Its own folder given as DIR, the same copy is read and found by its bytes.
     assert resolve_items(loaded.items[1:], store, outside.parent).items[0].video_id == ids["clip2.mp4"]
+
+
+def test_a_symlink_loop_is_that_items_one_line(tmp_path: Path) -> None:
+    # Path.resolve raises on a loop (RuntimeError before Python 3.13): it stopped the whole run.
+    (tmp_path / "raw").mkdir()
+    loop = tmp_path / "raw" / "loop.mp4"
+    os.symlink(loop, loop)
+    loaded = load_items([write_items(tmp_path / "b.jsonl", [item(0, "loop.mp4"), item(1, str(loop))])])
+    res = resolve_items(loaded.items, None, tmp_path / "raw")
+    assert [r.status for r in res.resolutions] == ["refused", "refused"]
+    assert all("cannot be resolved" in r.reason for r in res.resolutions)

@@ -50,10 +50,19 @@ def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
     if pure.is_absolute() or ".." in pure.parts:
         raise ValueError(f"video path {rel!r} leaves the {what}")
     base = root.resolve()
-    path = (base / pure).resolve()
+    path = _resolved(base / pure, rel)
     if path != base and base not in path.parents:
         raise ValueError(f"video path {rel!r} resolves outside the {what}")
     return path
+
+
+def _resolved(path: Path, named: str) -> Path:
+    """``path.resolve()``; a symlink loop (RuntimeError before Python 3.13) is a ValueError naming
+    the path, so that it stays that item's one line."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as e:
+        raise ValueError(f"video path {named!r} cannot be resolved ({e})") from e
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +158,10 @@ class VideoResolver:
         if "\x00" in named:
             return Resolution(item, named, "refused", reason="video path holds a NUL byte")
         if self.videos is not None:
-            base, real = self.videos.resolve(), path.resolve()
+            try:
+                base, real = self.videos.resolve(), _resolved(path, named)
+            except ValueError as e:
+                return Resolution(item, named, "refused", reason=str(e))
             if real != base and base not in real.parents:
                 return Resolution(item, named, "refused",
                                   reason=f"video path {named!r} is outside the videos folder ({self.videos})")
