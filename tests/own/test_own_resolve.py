@@ -170,6 +170,19 @@ def test_an_absolute_path_is_read_only_inside_the_videos_folder(
     assert resolve_items(loaded.items[1:], store, outside.parent).items[0].video_id == ids["clip2.mp4"]
 
 
+def test_an_absolute_path_without_a_videos_folder_or_a_store_is_not_found_and_says_why(
+        world: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    # Its bytes are not read without --videos, and no index holds it: the item has no video, so
+    # it must not count as found and it gets its "no video:" line.
+    root, _, _ = world
+    loaded = load_items([write_items(tmp_path / "b.jsonl", [item(0, str(root / "raw" / "clip0.mp4"))])])
+    res = resolve_items(loaded.items)
+    assert res.resolutions[0].video_id is None and not res.resolutions[0].found
+    assert [r.item.item_id for r in res.unresolved] == [res.items[0].item_id]
+    assert "give --store, or --videos DIR" in res.resolutions[0].reason
+    assert res.summary().startswith("videos: 0 items with a video found, 1 not normalized yet")
+
+
 def test_a_symlink_loop_is_that_items_one_line(tmp_path: Path) -> None:
     # Path.resolve raises on a loop (RuntimeError before Python 3.13): it stopped the whole run.
     (tmp_path / "raw").mkdir()

@@ -221,6 +221,10 @@ class VideoResolver:
         if vid is None and self.hash_files and read:
             vid = self._content_hash(resolved, st.st_size, st.st_mtime_ns)
         if self.store is None:
+            if vid is None and not read:  # an absolute path, no --videos: nothing may read it
+                return Resolution(item, named, "not_normalized", reason=f"video {path}: an absolute path outside "
+                                  "--videos is looked up in the store's index only: give --store, or --videos DIR "
+                                  "(a folder holding it)")
             return Resolution(item, named, "unchecked", vid)
         if vid and self.stored(vid):
             return Resolution(item, named, "stored", vid)
