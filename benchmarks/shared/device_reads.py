@@ -16,15 +16,25 @@ tensors *would* live on the device:
   too) are the host's, also once a device tensor is copied into them: the engine reads them
   after waiting for an event of its own, the one wait it means to make;
 - an operation's outputs are the device's when any of its tensor inputs is (in-place ones mark
-  the tensor they write, unless it is a host buffer);
+  the tensor they write, unless it is a host buffer; a write through a view, ``t[i] = x``,
+  marks the view, not ``t``);
 - a read of a device tensor is recorded with the phase it happened in (the vision tower, the
   language model, the rest of the model's forward, or the engine outside the model; prefill or
   decode step) and the innermost frames of the project's or transformers' code.
 
-Every read found is one on CUDA. Reads this cannot see: a tensor made on the device by a
-factory function (``torch.zeros(..., device=dev)``) is a host tensor here until an operation
-with a device input writes it; ``Tensor.to("cpu")`` and a blocking ``copy_`` into a host tensor
-(the CPU cannot tell a host-to-host copy from a device-to-host one) are not counted.
+Every read found is one on CUDA but one: ``t[mask] = 0.0`` (a number, one mask over ``t``'s
+leading dimensions) is counted, where CUDA turns it into ``masked_fill_``, which reads nothing.
+Waits this cannot see:
+
+- a tensor made on the device by a factory function (``torch.zeros(..., device=dev)``) is a
+  host tensor here until an operation with a device input writes it whole;
+- copies the CPU cannot tell apart: ``Tensor.to("cpu")`` and a blocking ``copy_`` into a host
+  tensor (device to host), and ``torch.tensor(data, device=dev)`` or ``.to(dev)`` from pageable
+  memory (host to device: a blocking copy there waits for the stream, as
+  ``runtime.transfer`` says);
+- work that runs only on CUDA (Triton kernels, graph capture, ``torch.cuda.synchronize()``,
+  event waits): the CPU runs other code there;
+- operations whose kernel reads inside (``isin`` against many values, ``histc`` without bounds).
 """
 
 from __future__ import annotations
