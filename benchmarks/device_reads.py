@@ -25,12 +25,15 @@ import argparse
 import io
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from benchcheck.engines.base import GenerateRequest, ScoreRequest
+from benchcheck.engines.hf.engine import HFEngine
 from benchmarks.shared.device_reads import Tracer, table, tracing
 
 # The ops the engine runs by default on CUDA but not on the CPU (their "cuda" default).
@@ -45,17 +48,31 @@ def jpeg(seed: int, w: int, h: int) -> bytes:
     return buf.getvalue()
 
 
-def workloads() -> dict[str, Any]:
-    from benchcheck.engines.base import GenerateRequest, ScoreRequest
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One call the engine is asked: generation (``generate``) or scoring."""
 
+    name: str
+    generate: tuple[GenerateRequest, ...] = ()
+    score: tuple[ScoreRequest, ...] = ()
+
+    def call(self, engine: HFEngine) -> list[object]:
+        """The call's answers: texts of a generation, top log-probs of scoring."""
+        if self.generate:
+            return [getattr(g, "text", g) for g in engine.generate_sync(list(self.generate))]
+        return [getattr(s, "top", s) for s in engine.score_sync(list(self.score))]
+
+
+def workloads() -> list[Workload]:
     frames = [jpeg(k, 96, 64) for k in range(6)]
-    return {
-        "sweep": [GenerateRequest(f"g{i}", "What happens in the clip?" + " Watch." * (3 * i),
-                                  tuple(frames[: 2 + 2 * i]), max_tokens=4) for i in range(2)],
-        "video": [ScoreRequest(f"v{i}", f"Which one? A. up B. down {i}" + " Think." * i, tuple(frames[i: i + 4]))
-                  for i in range(3)],
-        "blind": [ScoreRequest(f"b{i}", f"Which one? A. up B. down C. left {i}" + " Now." * i) for i in range(4)],
-    }
+    return [
+        Workload("sweep", generate=tuple(GenerateRequest(f"g{i}", "What happens in the clip?" + " Watch." * (3 * i),
+                                                         tuple(frames[: 2 + 2 * i]), max_tokens=4) for i in range(2))),
+        Workload("video", score=tuple(ScoreRequest(f"v{i}", f"Which one? A. up B. down {i}" + " Think." * i,
+                                                   tuple(frames[i: i + 4])) for i in range(3))),
+        Workload("blind", score=tuple(ScoreRequest(f"b{i}", f"Which one? A. up B. down C. left {i}" + " Now." * i)
+                                      for i in range(4))),
+    ]
 
 
 def tiny_model(folder: Path, depth_of: str) -> Path:
@@ -76,20 +93,18 @@ def tiny_model(folder: Path, depth_of: str) -> Path:
 
 def run(model_dir: Path, configs: list[str]) -> list[dict[str, Any]]:
     from benchcheck.engines.hf.config import HFConfig
-    from benchcheck.engines.hf.engine import HFEngine
 
     rows: list[dict[str, Any]] = []
     for spec in configs:
         engine = HFEngine(model_dir, device="cpu", config=HFConfig.parse([CUDA_DEFAULTS, *spec.split()]))
         engine.stop_ids = set()  # every row runs its steps
-        for name, reqs in workloads().items():
-            call = engine.generate_sync if name == "sweep" else engine.score_sync
-            call(reqs)  # the engine's caches filled, as in a running mix: what remains is per call
+        for work in workloads():
+            work.call(engine)  # the engine's caches filled, as in a running mix: what remains is per call
             with tracing(engine.model) as tracer:
-                call(reqs)
-            rows += [{"config": spec or "default", "workload": name, "phase": phase, "site": site, "reads": n}
+                work.call(engine)
+            rows += [{"config": spec or "default", "workload": work.name, "phase": phase, "site": site, "reads": n}
                      for phase, site, n in table(tracer)]
-            rows.append({"config": spec or "default", "workload": name, "phase": "all", "site": "",
+            rows.append({"config": spec or "default", "workload": work.name, "phase": "all", "site": "",
                          "reads": len(tracer.reads), "kinds": _kinds(tracer), "ops": dict(tracer.ops)})
     return rows
 
@@ -124,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                          "engine's defaults, then ops=+visual_no_reads)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
+    if a.model is not None and a.depth_of:
+        ap.error("--depth-of builds its own model: give it or --model, not both")
     configs = a.config if a.config is not None else ["", "ops=+visual_no_reads"]
     with tempfile.TemporaryDirectory() as tmp:
         model = a.model

@@ -122,13 +122,13 @@ class Tracer:
         stack: list[str] = getattr(self._phase, "stack", [])
         return "/".join(stack) if stack else "engine"
 
-    @contextlib.contextmanager
-    def entered(self, label: str) -> Iterator[None]:
-        stack = self._phase.__dict__.setdefault("stack", [])
-        stack.append(label)
-        try:
-            yield
-        finally:
+    def enter(self, label: str) -> None:
+        """This thread is inside ``label`` (a module's forward) until the matching ``leave``."""
+        self._phase.__dict__.setdefault("stack", []).append(label)
+
+    def leave(self) -> None:
+        stack: list[str] = self._phase.__dict__.get("stack", [])
+        if stack:
             stack.pop()
 
     def record(self, what: str) -> None:
@@ -317,13 +317,10 @@ def _hook_phases(tracer: Tracer, model: Any) -> list[Callable[[], None]]:
         def pre(_m: Any, args: Any, kwargs: Any, _label: str = label) -> None:
             ids = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else kwargs.get("inputs_embeds")
             step = _label == "model" and ids is not None and ids.shape[1] == 1
-            cm = tracer.entered("decode step" if step else ("prefill" if _label == "model" else _label))
-            cm.__enter__()
-            stack = tracer._phase.__dict__.setdefault("exits", [])
-            stack.append(cm)
+            tracer.enter("decode step" if step else ("prefill" if _label == "model" else _label))
 
         def post(_m: Any, _args: Any, _kwargs: Any, _out: Any) -> None:
-            tracer._phase.__dict__["exits"].pop().__exit__(None, None, None)
+            tracer.leave()
 
         handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))

@@ -121,18 +121,17 @@ def test_the_visual_forward_reads_the_device_unless_op_visual_no_reads(tiny_mode
     base = HFEngine(tiny_model, device="cpu")
     base.stop_ids = set()
     deepstack = len(base.model.config.vision_config.deepstack_visual_indexes)
-    calls = workloads()
+    calls = {w.name: w for w in workloads()}
 
     def reads(engine: HFEngine, name: str) -> tuple[dict[str, int], list[object]]:
         engine.stop_ids = set()
-        call = engine.generate_sync if name == "sweep" else engine.score_sync
-        call(calls[name])  # type: ignore[arg-type]
+        calls[name].call(engine)
         with tracing(engine.model) as tracer:
-            out = call(calls[name])  # type: ignore[arg-type]
+            out = calls[name].call(engine)
         by_phase: dict[str, int] = {}
         for r in tracer.reads:
             by_phase[r.phase] = by_phase.get(r.phase, 0) + 1
-        return by_phase, [getattr(o, "text", None) or getattr(o, "top", None) for o in out]
+        return by_phase, out
 
     on_engine = base.with_config(base.config.with_ops("+visual_no_reads"))
     for name in ("sweep", "video"):
@@ -141,7 +140,7 @@ def test_the_visual_forward_reads_the_device_unless_op_visual_no_reads(tiny_mode
         assert off["prefill"] == 2 and off["prefill/language model"] == 2 * deepstack, name
         assert out_on == out_off
         if name == "sweep":
-            steps = calls[name][0].max_tokens  # type: ignore[attr-defined]
+            steps = calls[name].generate[0].max_tokens
             assert on == {"engine": steps - 1} and off["engine"] == steps - 1
         else:
             assert on == {} and "engine" not in off
@@ -157,6 +156,9 @@ def test_the_script_prints_a_table_and_writes_it(tiny_model: Path, tmp_path: Pat
     assert not any("prefill" in line for line in reads)  # no read inside a forward with the op
     assert "| ops=+visual_no_reads | blind | operations | engine " in out  # and the operations per phase
     assert (tmp_path / "device_reads.json").is_file()
+    with pytest.raises(SystemExit) as exc:  # --depth-of builds its own model
+        device_reads_main(["--model", str(tiny_model), "--depth-of", "qwen3-vl-2b"])
+    assert exc.value.code == 2
     assert (tmp_path / "device_reads.md").read_text().strip() == out.strip()
 
 

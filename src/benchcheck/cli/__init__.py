@@ -47,15 +47,17 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         """A command's own errors are its one-line messages; a file or folder the system refuses
         (an output folder that cannot be made, a path that is a file, no permission) that reaches
-        here unhandled is one line too, naming the path: never a traceback for a path a user typed."""
+        here unhandled is one line too, naming the path and the error's kind: never a traceback
+        for a path a user typed. Exit 1, not the precondition's 2: it may come after work was
+        written (what was written stays; the same command again resumes)."""
         try:
             return super().invoke(ctx)
         except OSError as e:
             if e.filename is None:
                 raise
             names = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
-            click.echo(f"error: {names}: {e.strerror or e}", err=True)
-            ctx.exit(2)
+            click.echo(f"error: {names}: {e.strerror or e} ({type(e).__name__})", err=True)
+            ctx.exit(1)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         lines = []

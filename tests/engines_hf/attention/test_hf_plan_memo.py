@@ -214,13 +214,16 @@ def test_with_one_launching_thread_a_shape_recurs_whichever_thread_calls(
         return [allowed for shape, allowed in sdpa_calls if shape[2] > 1], [g.text for g in out]  # type: ignore[union-attr]
 
     plain = [g.text for g in base.generate_sync(reqs)]  # type: ignore[union-attr]
-    with ThreadPoolExecutor(1) as one, ThreadPoolExecutor(1) as two:
-        first, texts1 = prefill_allowed(both, one)
-        second, texts2 = prefill_allowed(both, two)
-        own_first, texts3 = prefill_allowed(flash, one)
-        own_second, texts4 = prefill_allowed(flash, two)
+    try:
+        with ThreadPoolExecutor(1) as one, ThreadPoolExecutor(1) as two:
+            first, texts1 = prefill_allowed(both, one)
+            second, texts2 = prefill_allowed(both, two)
+            own_first, texts3 = prefill_allowed(flash, one)
+            own_second, texts4 = prefill_allowed(flash, two)
+    finally:
+        asyncio.run(both.aclose())
     assert first and not any(first)  # new on the launching thread
     assert len(second) == len(first) and all(second)  # met there before, though another thread calls
-    assert own_first and not any(own_first) and not any(own_second)  # per caller: new on each
+    assert len(own_first) == len(own_second) == len(first)
+    assert not any(own_first) and not any(own_second)  # per caller: new on each
     assert texts1 == texts2 == texts3 == texts4 == plain
-    asyncio.run(both.aclose())
