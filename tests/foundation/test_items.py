@@ -99,6 +99,17 @@ def test_csv_nextqa_layout_auto_detected(tmp_path: Path) -> None:
     assert it.item_id == "1001_2" and it.answer == 2 and len(it.options) == 5 and it.bench == "NExTQA"
     assert it.video_id == key_video_id("1001") and it.meta["video_key"] == "1001"
     assert not it.has_frames_source
+    assert it.task == "CW"  # NExT-QA's question type is its task breakdown (the report's task filter)
+
+
+def test_a_type_column_is_a_task_only_in_the_nextqa_layout(tmp_path: Path) -> None:
+    p = tmp_path / "other.csv"
+    p.write_text("id,question,options,answer,type\nq1,What?,\"[\"\"a\"\",\"\"b\"\"]\",a,single-choice\n")
+    r = load_items([p])
+    assert not r.problems and r.items[0].task is None and r.items[0].item_id == "q1"
+    named = tmp_path / "named.csv"
+    named.write_text(p.read_text().replace(",type\n", ",task\n"))
+    assert load_items([named]).items[0].task == "single-choice"
 
 
 def test_csv_column_map(tmp_path: Path) -> None:

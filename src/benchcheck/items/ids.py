@@ -23,11 +23,16 @@ def id_columns(item_id: str | None, columns: Iterable[str] = ()) -> tuple[str, .
     return (item_id,) if item_id in columns or "+" not in item_id else tuple(item_id.split("+"))
 
 
+def nextqa_layout(cols: Mapping[str, None], options: tuple[str, ...]) -> bool:
+    """Whether a file's columns are NExT-QA's (``video``, ``qid``, options spread over ``a0..a4``)."""
+    return "qid" in cols and "video" in cols and len(options) > 1
+
+
 def default_id(cols: Mapping[str, None], options: tuple[str, ...]) -> str | None:
-    """The id column when the map names none. The NExT-QA layout (``video``, ``qid``, ``a0..a4``)
-    numbers its questions within each video (``qid`` restarts at 0), so its id is ``video+qid``."""
+    """The id column when the map names none. The NExT-QA layout numbers its questions within
+    each video (``qid`` restarts at 0), so its id is ``video+qid``."""
     found = next((k for k in ID_KEYS if k in cols), None)
-    if found == "qid" and "video" in cols and len(options) > 1:
+    if found == "qid" and nextqa_layout(cols, options):
         return "video+qid"
     return found
 

@@ -22,7 +22,7 @@ from benchcheck.items.checks import (
     options_problem,
     video_id_problem,
 )
-from benchcheck.items.ids import ID_KEYS, IdTally, default_id, free_id, gives_id, id_columns, item_id_of
+from benchcheck.items.ids import ID_KEYS, IdTally, default_id, free_id, gives_id, id_columns, item_id_of, nextqa_layout
 from benchcheck.items.layouts import json_records, split_lettered_options
 from benchcheck.items.record import Item, key_video_id
 from benchcheck.protocol import LETTERS, MAX_OPTIONS, strip_sequential_prefix
@@ -135,7 +135,10 @@ def resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
         answer_kind=cmap.answer_kind,
         video_id=cmap.video_id or ("video_id" if "video_id" in cols else None),
         video_key=cmap.video_key or _first(cols, _VIDEO_KEY_KEYS),
-        task=cmap.task or ("task" if "task" in cols else None),
+        # NExT-QA's question type (CW, TN, DC ...) is its task breakdown; elsewhere a "type" column
+        # may mean anything, so only a "task" column is read unasked.
+        task=cmap.task or ("task" if "task" in cols else "type" if "type" in cols and nextqa_layout(cols, options)
+                           else None),
         duration_s=cmap.duration_s or ("duration_s" if "duration_s" in cols else None),
     )
 
