@@ -1,4 +1,4 @@
-"""The one way a file that is written whole reaches disk: temporary file, fsync, rename.
+"""The one way a file (or a folder) that is written whole reaches disk: temporary file, fsync, rename.
 
 A reader (another process, a rerun after a kill) sees either the old file or the new one,
 never a half-written one; the temporary file lives in the target's folder so the rename is
@@ -7,12 +7,18 @@ atomic on the same filesystem, and the folder is fsynced so the rename survives 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
+
+# Rounds of ``swap_folder`` against other writers publishing the same folder at once.
+SWAP_TRIES = 8
 
 
 def write_atomic(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
@@ -69,3 +75,65 @@ def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = None)
     """JSON (UTF-8, non-ASCII kept, trailing newline), written atomically."""
     text = json.dumps(data, ensure_ascii=False, indent=indent, sort_keys=False) + "\n"
     write_text_atomic(path, text)
+
+
+def writer_tag() -> str:
+    """``PID-RANDOM``, the last part of a writer's temporary folder names: a folder whose writer
+    is dead is found by its PID (``clear_dead``), and two writers never share a name."""
+    return f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def swap_folder(staging: Path, final: Path, old: Path) -> None:
+    """Put the finished folder ``staging`` at ``final`` by renames: a reader, or a kill, finds the
+    old folder or the new one whole (between the two renames the old one is at ``old``, a name of
+    the writer's own). Another writer that published between them (two on one folder) is moved
+    aside in turn, so the last one to publish wins whole and neither fails."""
+    for _ in range(SWAP_TRIES):
+        moved = True
+        try:
+            os.replace(final, old)
+        except FileNotFoundError:
+            moved = False
+        try:
+            os.replace(staging, final)
+        except OSError as e:
+            raced = e.errno in (errno.ENOTEMPTY, errno.EEXIST)
+            if moved and not raced:
+                os.replace(old, final)  # the old folder back where it was: nothing lost
+            elif moved:
+                shutil.rmtree(old, ignore_errors=True)  # superseded by the other writer's
+            if not raced:
+                raise
+            continue  # another writer's folder took ``final`` meanwhile: move it aside too
+        if moved:
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync_dir(final.parent)
+        return
+    raise OSError(errno.EBUSY, "other writers keep replacing it", str(final))
+
+
+def clear_dead(parent: Path, prefixes: tuple[str, ...]) -> int:
+    """Remove the folders in ``parent`` named ``PREFIX...-{writer_tag()}`` whose writer process is
+    gone (a kill between a writer's renames leaves them); returns how many."""
+    removed = 0
+    if not parent.is_dir():
+        return 0
+    for p in parent.iterdir():
+        if not p.name.startswith(prefixes) or not p.is_dir():
+            continue
+        pid = p.name.rsplit("-", 2)[-2] if p.name.count("-") >= 2 else ""
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

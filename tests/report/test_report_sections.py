@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,26 @@ def test_rebuild_replaces_the_report_whole_and_refuses_foreign_folders(pool: tup
     assert len(r.stderr.strip().splitlines()) == 1 and (foreign / "notes.txt").read_text() == "keep me"
     r = cli("report", "--results", str(res), "--chain", "1,9", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "chain" in r.stderr
+
+
+def test_a_killed_builds_folders_are_cleared_by_the_next_build(pool: tuple[Path, Path], tmp_path: Path) -> None:
+    # A kill between a build's two renames leaves its staging folder and the report it moved
+    # aside (the same command again rebuilds, but they stayed, a report's size each). The next
+    # build removes those whose writer is dead and leaves a live writer's alone.
+    import subprocess
+    import sys
+
+    _, res = pool
+    out = tmp_path / "report"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)
+    for name in (f".report.building-{dead}-0123abcd", f".report.old-{dead}-4567cdef",
+                 f".report.building-{os.getpid()}-89abcdef"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "index.html").write_text("left")
+    build_report(ReportOptions(res, out, None, plots=False))
+    assert (out / "report.json").is_file()
+    assert sorted(p.name for p in tmp_path.glob(".report.*")) == [f".report.building-{os.getpid()}-89abcdef"]
 
 
 def test_first_page_is_small_and_needs_no_network(pool: tuple[Path, Path], tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_json_atomic
+from benchcheck.atomic import clear_dead, swap_folder, write_json_atomic, writer_tag
 from benchcheck.items import Item
 from benchcheck.report import plots, stats
 from benchcheck.report.audit import Confidences, link_tables, read_audit, read_audits, read_confidences
@@ -99,15 +99,9 @@ def check_out(out: Path) -> None:
         raise ReportError(f"{out}: exists and is not a BenchCheck report (no report.json); choose another --out")
 
 
-def publish(staging: Path, out: Path) -> None:
-    """Swap the finished staging folder in: a reader (or a kill) sees the old report or the new one."""
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        out.rename(old)
-        staging.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out)
+def leftovers(out: Path) -> tuple[str, ...]:
+    """The name prefixes of a build's folders beside ``out``: its staging and the report it replaces."""
+    return (f".{out.name}.building-", f".{out.name}.old-")
 
 
 def build_report(opts: ReportOptions) -> Built:
@@ -116,8 +110,10 @@ def build_report(opts: ReportOptions) -> Built:
     out = opts.out
     check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.building-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
+    clear_dead(out.parent, leftovers(out))  # a killed build's folders (a live one's are left alone)
+    building, replaced = leftovers(out)
+    tag = writer_tag()
+    staging = out.parent / f"{building}{tag}"
     staging.mkdir()
     try:
         built = _build(opts, staging)
@@ -125,7 +121,7 @@ def build_report(opts: ReportOptions) -> Built:
         write_json_atomic(staging / "report.json", {
             "results": str(opts.results), "benches": built.benches, "items": built.items, "flags": built.flags,
             "warnings": built.warnings, "data_bytes": built.data_bytes, "seconds": built.seconds}, indent=1)
-        publish(staging, out)
+        swap_folder(staging, out, out.parent / f"{replaced}{tag}")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

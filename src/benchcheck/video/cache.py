@@ -19,14 +19,12 @@ writer leaves at most a ``.tmp-*`` folder that the next write clears.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_json_atomic
+from benchcheck.atomic import clear_dead, swap_folder, write_json_atomic, writer_tag
 
 FRAMES_JSON = "frames.json"
 CACHE_SCHEMA_VERSION = 1
@@ -140,7 +138,7 @@ def write_frames(root: str | Path, video_id: str, frames_json: dict[str, Any], j
         raise ValueError("one file name per JPEG")
     final = frame_dir(root, video_id)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tag = writer_tag()
     tmp = final.parent / f".tmp-{video_id}-{tag}"
     tmp.mkdir()
     try:
@@ -148,13 +146,7 @@ def write_frames(root: str | Path, video_id: str, frames_json: dict[str, Any], j
             (tmp / name).write_bytes(data)
         # frames.json last, through the one atomic writer: the folder is renamed into place whole.
         write_json_atomic(tmp / FRAMES_JSON, {"schema_version": CACHE_SCHEMA_VERSION, **frames_json})
-        if final.exists():
-            old = final.parent / f".old-{video_id}-{tag}"
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
+        swap_folder(tmp, final, final.parent / f".old-{video_id}-{tag}")
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -163,26 +155,4 @@ def write_frames(root: str | Path, video_id: str, frames_json: dict[str, Any], j
 
 def clear_stale(root: str | Path) -> int:
     """Remove ``.tmp-*`` / ``.old-*`` folders left by killed writers whose process is gone."""
-    removed = 0
-    base = Path(root)
-    if not base.is_dir():
-        return 0
-    for p in base.iterdir():
-        if not (p.name.startswith(".tmp-") or p.name.startswith(".old-")) or not p.is_dir():
-            continue
-        pid = p.name.rsplit("-", 2)[-2]
-        if pid.isdigit() and _alive(int(pid)):
-            continue
-        shutil.rmtree(p, ignore_errors=True)
-        removed += 1
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return clear_dead(Path(root), (".tmp-", ".old-"))
