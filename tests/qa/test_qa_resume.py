@@ -26,14 +26,22 @@ def _stable(out: Path) -> list[dict[str, Any]]:
     return [{k: w[k] for k in ("id", "generated_answer", "status")} for w in read_json(out / "workflow_output.json")]
 
 
-def test_killed_run_resumes_without_duplicates(tmp_path: Path, clips: Path,
-                                               write_dataset: Callable[[list[Any]], Path]) -> None:
+def _slow_run(tmp_path: Path, clips: Path, write_dataset: Callable[[list[Any]], Path],
+              ) -> tuple[Path, Path, dict[str, str], Path, subprocess.Popen[bytes]]:
+    """A run of 8 slow items started in its own session, each VLM call logged: (dataset, call
+    log, environment, output folder, process)."""
     dataset = write_dataset([qa_entry(str(i), f"Q{i}? [slow] [say:a{i}]") for i in range(8)])
     calllog = tmp_path / "calls.txt"
     env = {**os.environ, "QA_CALLLOG": str(calllog)}
     out = tmp_path / "out"
     proc = subprocess.Popen(_cmd(dataset, clips, out), env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return dataset, calllog, env, out, proc
+
+
+def test_killed_run_resumes_without_duplicates(tmp_path: Path, clips: Path,
+                                               write_dataset: Callable[[list[Any]], Path]) -> None:
+    dataset, calllog, env, out, proc = _slow_run(tmp_path, clips, write_dataset)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         answers = out / ANSWERS
@@ -63,12 +71,7 @@ def test_two_runs_on_one_folder_ask_each_item_once(tmp_path: Path, clips: Path,
                                                    write_dataset: Callable[[list[Any]], Path]) -> None:
     """A second ``qa run`` started on a folder another live run is writing stops before it asks
     anything (exit 2, naming the holder); the first run's results are those of a run alone."""
-    dataset = write_dataset([qa_entry(str(i), f"Q{i}? [slow] [say:a{i}]") for i in range(8)])
-    calllog = tmp_path / "calls.txt"
-    env = {**os.environ, "QA_CALLLOG": str(calllog)}
-    out = tmp_path / "out"
-    first = subprocess.Popen(_cmd(dataset, clips, out), env=env, start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dataset, calllog, env, out, first = _slow_run(tmp_path, clips, write_dataset)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (out / ANSWERS).exists():
