@@ -135,13 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--depth-of", default="", help="build the tiny model with this real model's layers, vision blocks "
                     "and DeepStack layers (qwen3-vl-8b, qwen3-vl-2b): its reads per forward, at tiny widths")
     ap.add_argument("--config", action="append", default=None,
-                    help="a run's --hf-config pairs, space-separated (repeat for more runs; default: the "
-                         "engine's defaults, then ops=+visual_no_reads)")
+                    help="a run's --hf-config pairs, space-separated (repeat for more runs; default: "
+                         "ops=-visual_no_reads, then the engine's defaults)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     if a.model is not None and a.depth_of:
         ap.error("--depth-of builds its own model: give it or --model, not both")
-    configs = a.config if a.config is not None else ["", "ops=+visual_no_reads"]
+    configs = a.config if a.config is not None else ["ops=-visual_no_reads", ""]
     with tempfile.TemporaryDirectory() as tmp:
         model = a.model
         if model is None:

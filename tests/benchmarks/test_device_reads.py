@@ -119,6 +119,7 @@ def test_the_visual_forward_reads_the_device_unless_op_visual_no_reads(tiny_mode
     # all (its results come back through host buffers and an event), a generation call reads
     # only its decode loop's finished flags (every step on the CPU, whose look-back is 0).
     base = HFEngine(tiny_model, device="cpu")
+    base = base.with_config(base.config.with_ops("-visual_no_reads"))  # on by default (decision 116)
     base.stop_ids = set()
     deepstack = len(base.model.config.vision_config.deepstack_visual_indexes)
     calls = {w.name: w for w in workloads()}
@@ -168,7 +169,8 @@ def test_at_a_real_models_depth_each_deepstack_layer_reads(tmp_path: Path, capsy
     # placeholder check's 2 reads and 2 a DeepStack layer, 8 in each forward with images.
     import json
 
-    assert device_reads_main(["--depth-of", "qwen3-vl-2b", "--config", "", "--out", str(tmp_path)]) == 0
+    assert device_reads_main(["--depth-of", "qwen3-vl-2b", "--config", "ops=-visual_no_reads",
+                              "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "device_reads.json").read_text())
     prefill = {w: sum(r["reads"] for r in rows if r["workload"] == w and r["phase"].startswith("prefill"))
                for w in ("sweep", "video", "blind")}

@@ -102,6 +102,7 @@ def test_the_engines_prefill_runs_new_small_shapes_without_plans_and_generates_t
     # cuDNN off; the same call again, its shapes recur, cuDNN allowed. Op off: allowed throughout.
     # Decode steps are the planless op's (cuDNN off either way). The texts are the same.
     base = HFEngine(tiny_model, device="cpu")
+    base = base.with_config(base.config.with_ops("-new_shape_flash"))  # on by default (decision 116)
     base.stop_ids = set()
     on = base.with_config(base.config.with_ops("+new_shape_flash"))
     on.stop_ids = set()
@@ -138,6 +139,7 @@ def test_the_other_prefills_carry_the_memo_too(tiny_model: Path, case: str,
     # model's forward) and a batch of rows of one length (no padding): new shapes without cuDNN
     # first, with it when they recur.
     base = HFEngine(tiny_model, device="cpu")
+    base = base.with_config(base.config.with_ops("-new_shape_flash"))
     ops = ("+new_shape_flash", "-right_prefill") if case == "left-padded" else ("+new_shape_flash",)
     on = base.with_config(base.config.with_ops(*ops))
     on.stop_ids = set()
@@ -153,11 +155,11 @@ def test_the_other_prefills_carry_the_memo_too(tiny_model: Path, case: str,
     assert not any(allowed for _, allowed in first) and all(allowed for _, allowed in again)
 
 
-def test_the_op_is_off_by_default_and_its_limit_is_a_knob() -> None:
+def test_the_op_is_on_by_default_and_its_limit_is_a_knob() -> None:
     from benchcheck.engines.hf.config import HFConfig
 
     cfg = HFConfig()
-    assert not cfg.op("new_shape_flash") and cfg.new_shape_flash_gflops == 700
+    assert cfg.op("new_shape_flash") and cfg.new_shape_flash_gflops == 700  # timed: decision 116
     assert HFConfig.parse(["new_shape_flash_gflops=50", "ops=+new_shape_flash"]).new_shape_flash_gflops == 50
     with pytest.raises(ValueError, match="new_shape_flash_gflops"):
         HFConfig(new_shape_flash_gflops=0)
@@ -171,6 +173,7 @@ def test_on_cuda_a_new_small_prefill_runs_no_cudnn_attention_until_it_recurs(tin
     from torch.profiler import ProfilerActivity, profile
 
     base = HFEngine(tiny_model, device="cuda", dtype="bfloat16")
+    base = base.with_config(base.config.with_ops("-new_shape_flash"))
     base.stop_ids = set()
     on = base.with_config(base.config.with_ops("+new_shape_flash"))
     on.stop_ids = set()
@@ -195,12 +198,13 @@ def test_on_cuda_a_new_small_prefill_runs_no_cudnn_attention_until_it_recurs(tin
 
 def test_with_one_launching_thread_a_shape_recurs_whichever_thread_calls(
         tiny_model: Path, sdpa_calls: list[tuple[tuple[int, ...], bool]]) -> None:
-    # The next H200 run turns the ready ops on together (new_shape_flash, launch_thread,
-    # visual_no_reads). The memo keeps shapes per thread because PyTorch keeps cuDNN's plans per
+    # The ready ops together (new_shape_flash, launch_thread, visual_no_reads). The memo keeps
+    # shapes per thread because PyTorch keeps cuDNN's plans per
     # thread; with the launching thread, every call's attention runs on that one thread, so the
     # same call from another caller finds its shapes met and cuDNN allowed. Without it, the other
     # caller meets them as new. The texts are the same every way.
     base = HFEngine(tiny_model, device="cpu")
+    base = base.with_config(base.config.with_ops("-new_shape_flash"))
     base.stop_ids = set()
     flash = base.with_config(base.config.with_ops("+new_shape_flash"))
     both = base.with_config(base.config.with_ops("+new_shape_flash", "+launch_thread", "+visual_no_reads"))

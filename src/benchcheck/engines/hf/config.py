@@ -51,14 +51,15 @@ OPS: dict[str, tuple[str, str]] = {
     "vision_block": ("cuda", "vision blocks: norms compiled, fc1's bias and tanh GELU in its product (decision 102)"),
     "vision_pow2": ("off", "the vision tower's images in power-of-two counts per attention call, so cuDNN's plans "
                     "recur: the mix with it was no busier, and it was not timed alone (decision 108)"),
-    "visual_no_reads": ("off", "the visual forward's placeholder check and DeepStack addition without device "
-                        "reads: not yet timed where screen leaves the device waiting (decision 105)"),
+    "visual_no_reads": ("on", "the visual forward's placeholder check and DeepStack additions without their "
+                        "device reads (decisions 105, 115): with new_shape_flash the sweep mix busier (decision 116)"),
     "right_prefill": ("on", "a generation batch of unequal rows padded on the right: a causal prefill without a "
                       "mask or K/V heads repeated, as scoring's since decision 004 (decision 106)"),
     "decode_planless": ("on", "eager decode steps of an unpadded batch (few new tokens: no graph) off SDPA's cuDNN "
                         "kernel, which built a plan per new key length, the device waiting (decision 107)"),
-    "new_shape_flash": ("off", "a small SDPA shape met first in a generation prefill run without building a cuDNN "
-                        "plan (FlashAttention), built when the shape recurs: not yet timed (decision 111)"),
+    "new_shape_flash": ("on", "a small SDPA shape met first in a generation prefill run without building a cuDNN "
+                        "plan (FlashAttention), built when the shape recurs (decision 111): with visual_no_reads "
+                        "the sweep mix busier and cheaper (decision 116)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: not yet timed (decision 113)"),
     "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
