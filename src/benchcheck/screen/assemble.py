@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import secrets
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic
+from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic, writer_tag
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
@@ -174,7 +172,7 @@ def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[s
     import duckdb
     import pyarrow as pa
 
-    tmp = res / f".pool.duckdb.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = res / f".pool.duckdb.{writer_tag()}.tmp"
     try:
         con = duckdb.connect(str(tmp))
         try:

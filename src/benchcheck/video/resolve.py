@@ -51,9 +51,14 @@ def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
         raise ValueError(f"video path {rel!r} leaves the {what}")
     base = root.resolve()
     path = _resolved(base / pure, rel)
-    if path != base and base not in path.parents:
+    if not _within(base, path):
         raise ValueError(f"video path {rel!r} resolves outside the {what}")
     return path
+
+
+def _within(base: Path, path: Path) -> bool:
+    """Whether the resolved ``path`` is the resolved ``base`` or below it."""
+    return path == base or base in path.parents
 
 
 def _resolved(path: Path, named: str) -> Path:
@@ -162,7 +167,7 @@ class VideoResolver:
                 base, real = self.videos.resolve(), _resolved(path, named)
             except ValueError as e:
                 return Resolution(item, named, "refused", reason=str(e))
-            if real != base and base not in real.parents:
+            if not _within(base, real):
                 return Resolution(item, named, "refused",
                                   reason=f"video path {named!r} is outside the videos folder ({self.videos})")
         return self._by_file(item, named, path, None, read=self.videos is not None)
