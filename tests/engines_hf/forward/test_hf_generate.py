@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +54,29 @@ def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) 
 
 
 def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int],
-             lookback: int | None = None, right: bool = False) -> list[list[int]]:
+             lookback: int | None = None, right: bool = False, apart: list[int] | None = None) -> list[list[int]]:
+    """``apart``: the rows of each batch prefilled apart (padded on the right), in order."""
+    if apart:
+        cuts = np.cumsum([0, *apart])
+        parts = [collate(prompts[a:b], engine.pad_id, engine.pixels, engine.dtype, right=True)
+                 for a, b in itertools.pairwise(cuts)]
+        return greedy_batch(engine.model, parts, max_new, stop, engine.pad_id, lookback=lookback)
     batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=right)
     return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback)
 
 
-@pytest.mark.parametrize("which,max_new,fixed_shapes,right", [
-    ([0, 1, 2], [7, 3, 5], True, False),  # rows of different lengths: left padding, masked steps over the reservation
-    ([0, 1, 2], [7, 3, 5], True, True),  # the same padded on the right: a causal prefill, no mask
-    ([2], [6], False, False),  # no padding: the cache appends, no mask
+@pytest.mark.parametrize("which,max_new,fixed_shapes,right,apart", [
+    # rows of different lengths: left padding, masked steps over the reservation
+    ([0, 1, 2], [7, 3, 5], True, False, None),
+    ([0, 1, 2], [7, 3, 5], True, True, None),  # the same padded on the right: a causal prefill, no mask
+    ([0, 1], [5, 3], True, True, None),  # text alone on the right: M-RoPE goes on from each row's own end
+    ([2], [6], False, False, None),  # no padding: the cache appends, no mask
+    # prefilled apart (one row, then two), decoded together: masked steps over one reservation
+    ([0, 1, 2], [7, 3, 5], True, True, [1, 2]),
+    ([2, 0, 2], [4, 6, 2], True, True, [1, 1, 1]),  # each row alone, the longest first
 ])
 def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[int], max_new: list[int],
-                                               fixed_shapes: bool, right: bool,
+                                               fixed_shapes: bool, right: bool, apart: list[int] | None,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     prompts = [encoded(hf_engine)[i] for i in which]
     assert (len({p.n_tokens for p in prompts}) > 1) == fixed_shapes
@@ -74,11 +86,14 @@ def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[
     monkeypatch.setattr(ReservedCache, "start_decoding", lambda c, slot: (starts.append(1), real(c, slot))[1])
     hook = hf_engine.model.lm_head.register_forward_hook(lambda m, a, out: steps.append(out[:, -1].clone()))
     try:
-        out = generate(hf_engine, prompts, max_new, set(), right=right)
+        out = generate(hf_engine, prompts, max_new, set(), right=right, apart=apart)
     finally:
         hook.remove()
     assert bool(starts) == fixed_shapes
-    assert [len(t) for t in out] == max_new and len(steps) == max(max_new)
+    # The prefill's logits come one batch at a time, then every decode step's.
+    assert [len(t) for t in out] == max_new and len(steps) == max(max_new) + len(apart or [1]) - 1
+    if apart:
+        steps = [torch.cat(steps[: len(apart)]), *steps[len(apart):]]
     for r, (p, n) in enumerate(zip(prompts, max_new, strict=True)):
         tokens, logits = recomputed(hf_engine, p, n, set())
         assert out[r] == tokens

@@ -79,6 +79,33 @@ class ReservedCache(Cache):
         super().__init__(layers=[ReservedLayer(capacity) for _ in range(layers)])
         self.decoding = False
 
+    def reserve(self, rows: int, kv: tuple[int, int], dtype: torch.dtype, device: torch.device) -> None:
+        """Every layer's buffers for ``rows`` rows of ``kv`` = (K/V heads, head size), allocated
+        now: row ranges of them are then prefilled apart (``rows``)."""
+        for layer in self.layers:
+            assert isinstance(layer, ReservedLayer)
+            layer.keys = torch.zeros((rows, kv[0], layer.capacity, kv[1]), dtype=dtype, device=device)
+            layer.values = torch.zeros_like(layer.keys)
+            layer.is_initialized = True
+
+    def rows(self, lo: int, hi: int) -> ReservedCache:
+        """A cache over rows ``[lo, hi)`` of this one's reserved buffers (views: a prefill through it
+        writes here), empty."""
+        part = ReservedCache(len(self.layers), 0)
+        for mine, theirs in zip(part.layers, self.layers, strict=True):
+            assert isinstance(mine, ReservedLayer) and isinstance(theirs, ReservedLayer)
+            assert theirs.keys is not None and theirs.values is not None, "reserve() first"
+            mine.capacity = theirs.capacity
+            mine.keys, mine.values = theirs.keys[lo:hi], theirs.values[lo:hi]
+            mine.is_initialized = True
+        return part
+
+    def filled(self, length: int) -> None:
+        """Rows prefilled apart (``rows``), each padded on the right to ``length`` tokens."""
+        for layer in self.layers:
+            assert isinstance(layer, ReservedLayer)
+            layer.length = length
+
     def start_decoding(self, slot: torch.Tensor) -> None:
         """From now on every update writes one token at ``slot`` (see ``ReservedLayer``)."""
         for layer in self.layers:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,6 +255,31 @@ class FinishWatch:
         return self.step > self.lookback
 
 
+def _prefill(model: Any, batch: Batch, pos: torch.Tensor, cache: ReservedCache,
+             plans: PlanMemo | None) -> torch.Tensor:
+    """The prefill of ``batch`` (its ``position_ids``: ``pos``) into ``cache``: (B, vocab) logits
+    at each row's last real token."""
+    memo: dict[str, Any] = {}
+    if plans is not None:  # reaches the vision tower's and the language model's attention calls
+        plans.forward()
+        memo[PLANS_KWARG] = plans
+    if batch.right:
+        # No mask: SDPA's causal kernel, grouped K/V heads as they are. A pad after a row's last
+        # token changes nothing before it, and the steps' mask leaves the pads out.
+        states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True,
+                             past_key_values=cache, **memo).last_hidden_state
+        return model.lm_head(last_real(batch, states)[:, None, :])[:, -1, :]  # type: ignore[no-any-return]
+    logits = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True,
+                   past_key_values=cache, **memo).logits
+    return logits[:, -1, :]  # type: ignore[no-any-return]
+
+
+def _kv_shape(model: Any) -> tuple[int, int]:
+    """(K/V heads, head size) of the language model's attention."""
+    t = model.config.text_config
+    return int(t.num_key_value_heads), int(getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads)
+
+
 def check_attention(model: Any) -> None:
     """Decode steps pass a (B, 1, 1, S) bool mask, which only SDPA-style attention reads as such
     (transformers' eager attention would add it; FlashAttention takes no 4-D mask)."""
@@ -272,12 +297,15 @@ def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
 
 
 @torch.inference_mode()
-def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
+def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None, planless: bool = False,
                  plans: PlanMemo | None = None) -> Callable[[], list[list[int]]]:
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
-    row r stops at a stop token or after ``max_new[r]`` tokens. Returns the function that reads
+    row r stops at a stop token or after ``max_new[r]`` tokens. Several batches (each padded on
+    the right) are prefilled one after another into one cache and then decoded together, their
+    rows in order: rows too long to prefill in one forward still share the decode steps, which
+    read every weight once a step whatever the rows (``prefill_apart``). Returns the function that reads
     each row's new tokens, stop token excluded: the loop ends with the last ``lookback`` steps
     still queued (it has waited for the step before them), and a caller that queues its next
     batch before reading keeps the device busy meanwhile; a loop that never waited (a step or
@@ -293,9 +321,14 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     steps = max(max_new, default=0)
     if steps <= 0:
         return lambda: [[] for _ in max_new]
-    pos = position_ids(batch)
-    rows, length = batch.attention_mask.shape
-    dev = batch.input_ids.device
+    apart = not isinstance(batch, Batch)
+    parts = list(batch) if not isinstance(batch, Batch) else [batch]
+    if apart and not all(b.right for b in parts):
+        raise ValueError("batches prefilled apart are padded on the right")
+    rows = sum(len(b.lengths) for b in parts)
+    length = max(b.attention_mask.shape[1] for b in parts)
+    dev = parts[0].input_ids.device
+    lengths = [n for b in parts for n in b.lengths]
     # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
     # reservation attended with the mask of the written slots. A batch without padding, run
     # eagerly, instead appends and attends over what is written with no mask, on SDPA's fastest
@@ -304,7 +337,7 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     # only batches with a few steps to replay are captured (``steps - 1`` step calls follow the
     # prefill).
     replay = graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
-    fixed = min(batch.lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
+    fixed = apart or min(lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
     # (Every row reserves the batch's longest prompt plus its largest max_new: the planner counts
     # each request's own prompt + max_new, a little less when the two maxima are different rows.)
@@ -312,20 +345,24 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     if fixed:
         capacity = reserved_slots(capacity)  # decode_attention's value blocks
     cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
-    memo: dict[str, Any] = {}
-    if plans is not None:  # reaches the vision tower's and the language model's attention calls
-        plans.forward()
-        memo[PLANS_KWARG] = plans
-    if batch.right:
-        # No mask: SDPA's causal kernel, grouped K/V heads as they are. A pad after a row's last
-        # token changes nothing before it, and the steps' mask leaves the pads out.
-        states = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True,
-                             past_key_values=cache, **memo).last_hidden_state
-        logits = model.lm_head(last_real(batch, states)[:, None, :])
-    else:
-        logits = model(**batch.model_kwargs(model), position_ids=pos, logits_to_keep=1, use_cache=True,
-                       past_key_values=cache, **memo).logits
-    nxt = logits[:, -1, :].argmax(-1)
+    if apart:
+        cache.reserve(rows, _kv_shape(model), model.lm_head.weight.dtype, dev)
+    firsts, masks, nexts = [], [], []
+    lo = 0
+    for part in parts:
+        n = len(part.lengths)
+        pos = position_ids(part)
+        firsts.append(_prefill(model, part, pos, cache.rows(lo, lo + n) if apart else cache, plans))
+        pad = length - part.attention_mask.shape[1]
+        masks.append(torch.nn.functional.pad(part.attention_mask.bool(), (0, pad)))
+        # The next position of each row: text counts real tokens; M-RoPE continues after the
+        # maximum over its real tokens (a right-padded batch without images numbers pads on).
+        real = part.attention_mask.bool()
+        nexts.append(torch.stack([real.sum(-1), *[torch.where(real, pos[1:], 0).amax(dim=(0, 2)) + 1] * 3]))
+        lo += n
+    if apart:
+        cache.filled(length)
+    nxt = torch.cat(firsts).argmax(-1)
     tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
     # Through page-locked memory, without waiting: a plain copy would wait for the prefill, and
     # the host's set-up and capture below could no longer overlap it.
@@ -334,12 +371,11 @@ def greedy_start(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int
     done = limit <= 0
     inputs = _StepInputs(
         ids=torch.empty((rows, 1), dtype=torch.long, device=dev),
-        # The next position of each row: text counts real tokens; M-RoPE continues after its maximum.
-        positions=torch.stack([batch.attention_mask.sum(-1), *[pos[1:].amax(dim=(0, 2)) + 1] * 3])[:, :, None].clone(),
+        positions=torch.cat(nexts, dim=1)[:, :, None].clone(),
         slot=torch.full((1,), length, dtype=torch.long, device=dev),
         mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
     )
-    inputs.mask[:, 0, 0, :length] = batch.attention_mask.bool()
+    inputs.mask[:, 0, 0, :length] = torch.cat(masks)
     step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer)
     if fixed:
         cache.start_decoding(inputs.slot)
