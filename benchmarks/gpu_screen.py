@@ -702,8 +702,18 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         with plain(engine):
             naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
-        res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit, counted("ours", engine),
-                      note=f"{n_frames} frames, 128 new tokens")
+        with decode_batches() as seen:
+            res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit, counted("ours", engine),
+                          note=f"{n_frames} frames, 128 new tokens")
+        if len(seen) < n_items:  # rows decoded together (op decode_together): a step's bytes shared
+            together = batched_limit(engine, seen, prefill_s, p.n_tokens + 128, 127)
+            r = rows[-1]
+            r.limit_per_s, r.ratio = together, r.items_per_s / together
+            r.ratio_sustained = r.ratio / SUSTAINED[0]
+            r.note += f"; decode batches of {'+'.join(map(str, seen))} rows (limit for these)"
+            apart = engine.with_config(engine.config.with_ops("-decode_together"))
+            run_row(rows, name, "ours-apart", apart, n_items, float(p.n_tokens), limit,
+                    lambda: apart.generate_sync(reqs), note="variant: each item decoded alone (-decode_together)")
         other = not chosen
         flipped_mode = "ours-graphs" if other else "ours-eager"
         flipped = run_row(rows, name, flipped_mode, flipped_engine, n_items, float(p.n_tokens),
@@ -810,9 +820,9 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
           f"{caps} graphs captured ({fails} failed)", flush=True)
 
 
-def decode_step_bytes(engine: HFEngine, cached: int) -> float:
-    """Bytes one batch-1 decode step reads: the language model's weights, the output layer's, and
-    the K/V cache of ``cached`` tokens."""
+def decode_step_bytes(engine: HFEngine, cached: int, rows: int = 1) -> float:
+    """Bytes one decode step of ``rows`` rows reads: the language model's weights, the output
+    layer's, and each row's K/V cache of ``cached`` tokens."""
     t = engine.model.config.text_config
     lm = engine.model.model.language_model
     weights = sum(x.numel() * x.element_size() for x in lm.parameters())
@@ -820,7 +830,35 @@ def decode_step_bytes(engine: HFEngine, cached: int) -> float:
     if head.data_ptr() != lm.embed_tokens.weight.data_ptr():
         weights += head.numel() * head.element_size()
     kv = 2 * t.num_hidden_layers * t.num_key_value_heads * t.head_dim * cached * head.element_size()
-    return float(weights + kv)
+    return float(weights + rows * kv)
+
+
+@contextlib.contextmanager
+def decode_batches() -> Iterator[list[int]]:
+    """The rows of each generation batch the engine decodes while the block runs (batches are
+    planned inside the engine's pipeline; the rows decide a step's bytes, so the row's limit)."""
+    import benchcheck.engines.hf.engine
+
+    engine_module: Any = benchcheck.engines.hf.engine
+    seen: list[int] = []
+    real = engine_module.greedy_start
+
+    def spy(model: Any, batch: Any, *a: Any, **kw: Any) -> Any:
+        seen.append(sum(len(b.lengths) for b in batch) if isinstance(batch, list) else len(batch.lengths))
+        return real(model, batch, *a, **kw)
+
+    engine_module.greedy_start = spy
+    try:
+        yield seen
+    finally:
+        engine_module.greedy_start = real
+
+
+def batched_limit(engine: HFEngine, rows: list[int], prefill_s: float, cached: int, steps: int) -> float:
+    """Items a second at the limit when the items' decode steps run in batches of ``rows`` rows:
+    each prefill at the matmul rate, each batch's ``steps`` steps at the copy bandwidth."""
+    decode = sum(steps * decode_step_bytes(engine, cached, b) / BANDWIDTH[0] for b in rows)
+    return sum(rows) / (sum(rows) * prefill_s + decode) if rows else float("nan")
 
 
 def naive_generate(engine: HFEngine, prompt: EncodedPrompt, n: int) -> list[int]:
@@ -860,6 +898,8 @@ def main() -> None:
     ap.add_argument("--per-video", type=int, default=1,
                     help="questions asked about each video in the visual workloads (1: every request its own "
                          "frames; the engine shares the frames and prompt prefix of one video's questions)")
+    ap.add_argument("--sweep-items", type=int, default=3,
+                    help="582-frame items of the sweep workload (one call: the sweep sends calls of 8)")
     ap.add_argument("--profile", default="", help="comma-separated workloads to profile (one call each)")
     ap.add_argument("--variants", default="",
                     help="comma-separated variant rows, each the engine with another HFConfig: "
@@ -938,7 +978,8 @@ def main() -> None:
             scoring(rows, checks, "video32_8b", engine, visual(synthetic_items(n(48), 30, 3), 6, frames, 32, pv),
                     n(4), 4, peak)
         if "sweep" in only:
-            sweep(rows, checks, "sweep", engine, 2 if args.tiny else 3, 16 if args.tiny else 582, peak, (416, 224))
+            sweep(rows, checks, "sweep", engine, 2 if args.tiny else args.sweep_items, 16 if args.tiny else 582, peak,
+                  (416, 224))
         free(engine)
     if "video32" in only:
         engine = build("qwen3-vl-2b", tiny_dir, device)

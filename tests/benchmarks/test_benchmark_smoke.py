@@ -61,6 +61,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
                      "| 3 v32_2b |", False),
     "screen_calls": (["--tiny", "--runs", "2:8:2,3:12:2:+visual_no_reads", "--limit", "8", "--work", "{tmp}/work",
                       "--out", "{tmp}"], "| 3 v32_2b | 12 | 2 | +visual_no_reads |", True),
+    "vision_gemm": (["--tiny", "--rounds", "1", "--out", "{tmp}"], "largest letter log-prob difference", True),
     "sweep_build": (["--videos", "30:16x9:2", "--chunk", "2", "--cond", "v_fps0.5_s224", "--repeats", "1",
                      "--workdir", "{tmp}/w", "--out", "{tmp}"], "| ours |", True),
     "sweep_decode": (["--minutes", "0.05", "--procs", "1", "--opencv-frames", "5", "--workdir", "{tmp}"], "", True),

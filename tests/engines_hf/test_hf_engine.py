@@ -119,6 +119,32 @@ def test_rows_of_unequal_length_are_padded_on_the_right_and_generate_the_same(
     assert sides[-1] is False
 
 
+def test_rows_too_long_for_one_prefill_are_prefilled_apart_and_decoded_together(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchcheck.engines.hf.engine as engine_module
+
+    reqs = [GenerateRequest(f"g{i}", prompt(i + 2), images=(make_jpeg(i),), max_tokens=4 + i) for i in range(4)]
+    lengths = [hf_engine.count_tokens(r) for r in reqs]
+    small = max(lengths) + 1  # each prompt fits a forward, no two do
+    assert 2 * min(lengths) > small
+    rows: list[list[int]] = []  # each batch's rows, by the prefill they are in
+    real = engine_module.greedy_start
+
+    def spy(model: object, batch: object, *a: object, **kw: object) -> object:
+        rows.append([len(b.lengths) for b in batch] if isinstance(batch, list) else [len(batch.lengths)])  # type: ignore[attr-defined]
+        return real(model, batch, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine_module, "greedy_start", spy)
+    together = variant(hf_engine, max_batch_tokens=small, first_chunk=4).generate_sync(reqs)  # type: ignore[attr-defined]
+    assert rows == [[1, 1, 1, 1]]  # one batch: four prefills, one decode loop
+    rows.clear()
+    apart = variant(hf_engine, "-decode_together", max_batch_tokens=small,  # type: ignore[attr-defined]
+                    first_chunk=4).generate_sync(reqs)
+    assert rows == [[1]] * 4
+    assert all(isinstance(g, Generation) for g in together)
+    assert [g.text for g in together] == [g.text for g in apart]  # type: ignore[union-attr]
+
+
 def test_generation_continues_the_prefill_like_scoring(hf_engine: HFEngine) -> None:
     [g] = hf_engine.generate_sync([GenerateRequest("g", prompt(4), max_tokens=1, assistant_prefix="Answer:")])
     [s] = scores(hf_engine.score_sync([ScoreRequest("s", prompt(4))]))

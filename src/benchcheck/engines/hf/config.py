@@ -60,8 +60,12 @@ OPS: dict[str, tuple[str, str]] = {
     "new_shape_flash": ("on", "a small SDPA shape met first in a generation prefill run without building a cuDNN "
                         "plan (FlashAttention), built when the shape recurs (decision 111): with visual_no_reads "
                         "the sweep mix busier and cheaper (decision 116)"),
+    "decode_together": ("on", "a generation batch planned by its K/V slots (decode_batch_tokens), its rows prefilled "
+                        "apart in forwards of at most max_batch_tokens and decoded together: a step reads the "
+                        "weights once for every row (decision 117)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
-                      "caches (cuDNN's attention plans) hit whichever thread calls: not yet timed (decision 113)"),
+                      "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
+                      "(decisions 113, 116)"),
     "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
     "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
     "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),
@@ -103,12 +107,17 @@ class HFConfig:
     # one plan's build, as the 8B's language model measured; its vision tower and the 2B were not
     # measured apart (decision 111).
     new_shape_flash_gflops: int = 700
+    # Most K/V slots one generation batch reserves (op ``decode_together``): its rows prefilled apart
+    # in forwards of at most max_batch_tokens, then decoded together; capped at what fits in a third
+    # of the free device memory (the bound that holds on large devices), never below
+    # max_batch_tokens (decision 117).
+    decode_batch_tokens: int = 524288
     # Fast paths switched by name: "+name" on, "-name" off (``OPS``); later entries win.
     ops: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         for name in ("max_batch_size", "max_batch_tokens", "chunk_growth", "encode_threads", "pacing_depth",
-                     "varlen_triton_max_keys", "new_shape_flash_gflops"):
+                     "varlen_triton_max_keys", "new_shape_flash_gflops", "decode_batch_tokens"):
             _positive(name, getattr(self, name))
         for name in ("sort_window", "first_chunk"):
             if getattr(self, name) is not None:

@@ -32,7 +32,7 @@ from benchcheck.engines.hf.attention.sdpa import PlanMemo
 from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.config import HFConfig
-from benchcheck.engines.hf.forward.batch import collate
+from benchcheck.engines.hf.forward.batch import Batch, collate
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_start
 from benchcheck.engines.hf.forward.packed import pack
 from benchcheck.engines.hf.forward.pixels import PixelSpec
@@ -45,6 +45,7 @@ from benchcheck.engines.hf.model.install import fast_paths, install_fast_paths
 from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.runtime.launcher import Launcher
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
+from benchcheck.engines.hf.schedule.batches import prefill_groups
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
 from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
@@ -83,6 +84,20 @@ def _tokens_that_fit(model: Any, max_tokens: int) -> int:
     t = model.config.text_config
     per_token = param.element_size() * (8 * t.hidden_size + 3 * t.intermediate_size)
     return max(1024, min(max_tokens, int(free // 2 // per_token)))
+
+
+def _kv_slots_that_fit(model: Any, max_slots: int, floor: int) -> int:
+    """``max_slots`` K/V slots, or fewer when their keys and values would not fit in a third of the
+    device's free memory (the prefill's activations take up to half: ``_tokens_that_fit``); never
+    below ``floor`` (a batch of ``max_batch_tokens`` reserves its slots as before)."""
+    param = next(model.parameters())
+    if param.device.type != "cuda":
+        return max(floor, max_slots)
+    free, _ = torch.cuda.mem_get_info(param.device)
+    t = model.config.text_config
+    head = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
+    per_slot = param.element_size() * 2 * t.num_hidden_layers * t.num_key_value_heads * head
+    return max(floor, min(max_slots, int(free // 3 // per_slot)))
 
 
 class HFEngine:
@@ -220,6 +235,9 @@ class HFEngine:
         decoders and the frame memo (new ones only where the config changes them)."""
         self._config = config
         self.max_batch_tokens = _tokens_that_fit(self.model, config.max_batch_tokens)
+        # A generation batch's K/V slots (op ``decode_together``; 0: as many as a scoring batch's tokens).
+        self.decode_batch_tokens = (_kv_slots_that_fit(self.model, config.decode_batch_tokens, self.max_batch_tokens)
+                                    if config.op("decode_together") else 0)
         # Generation's decode steps replayed as CUDA graphs (op ``decode_graphs``, decision 015):
         # only with the fused attention forward, the way to ``decode_attention``; the record also
         # counts captures and failures (per engine object).
@@ -431,8 +449,16 @@ class HFEngine:
             idx = planned.idx
             prompts = [e.prompt for e in enc]
             right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
+            # A batch planned by its K/V slots (op ``decode_together``) prefills its rows in groups
+            # of at most max_batch_tokens, padded on the right; one group runs as any batch.
+            groups = prefill_groups([p.n_tokens for p in prompts], self.max_batch_tokens)
             def launch() -> Callable[[], list[list[int]]]:
-                batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
+                batch: Batch | list[Batch]
+                if len(groups) > 1:
+                    batch = [collate([prompts[j] for j in g], self.pad_id, self.pixels, self.dtype, right=True)
+                             for g in groups]
+                else:
+                    batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
                 return greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
                                     self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
                                     lookback=self._lookback(), planless=self._config.op("decode_planless"),
@@ -493,7 +519,7 @@ class HFEngine:
     def _plan(self) -> Plan:
         cfg = self._config
         return Plan(cfg.max_batch_size, self.max_batch_tokens, cfg.sort_window, cfg.chunk_growth, cfg.first_chunk,
-                    self.one_row_limit(), cfg.op("share_frames"))
+                    self.one_row_limit(), cfg.op("share_frames"), self.decode_batch_tokens)
 
     def one_row_limit(self) -> int:
         """The longest prompt of a batch sharing nothing that still runs unpadded in one row (0: none)."""

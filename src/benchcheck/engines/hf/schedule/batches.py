@@ -32,6 +32,28 @@ def plan_batches(lengths: Sequence[int], max_batch_size: int, max_batch_tokens: 
     return batches
 
 
+def prefill_groups(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:
+    """Consecutive indices in the groups a generation batch prefills apart (``forward.generate``):
+    each group at most ``max_batch_tokens`` padded tokens (its longest times its count), a longer
+    request alone; the order kept, so the groups' rows in turn are the batch's.
+
+    >>> prefill_groups([300, 300, 300, 100], max_batch_tokens=600)
+    [[0, 1], [2, 3]]
+    >>> prefill_groups([5, 9], max_batch_tokens=8)
+    [[0], [1]]
+    """
+    groups: list[list[int]] = []
+    longest = 0
+    for i, n in enumerate(lengths):
+        if groups and max(longest, n) * (len(groups[-1]) + 1) <= max_batch_tokens:
+            groups[-1].append(i)
+            longest = max(longest, n)
+        else:
+            groups.append([i])
+            longest = n
+    return groups
+
+
 def balanced(plan: Callable[[int], list[list[T]]], cap: int) -> list[list[T]]:
     """The batches ``plan(cap)`` makes (``plan``: requests at most per batch -> batches), made
     as even as the same number of batches allows: ``plan`` at the smallest cap that needs no

@@ -63,6 +63,9 @@ class Plan:
     # their chunk is at most this long (0: never; ``HFEngine.unpadded_scoring``); else apart.
     one_row_tokens: int = 0
     share_frames: bool = True  # one video's questions planned together (``schedule.families.plan_families``)
+    # K/V slots of a generation batch (op ``decode_together``: its rows prefilled apart, decoded
+    # together); 0: ``max_batch_tokens``, as a scoring batch.
+    decode_batch_tokens: int = 0
 
 
 def one_row(prompts: Sequence[EncodedPrompt], limit: int) -> bool:
@@ -219,8 +222,9 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
             # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
             sizes = [reserved_slots(ready[todo[j]].prompt.n_tokens + ready[todo[j]].new_tokens - 1)
                      if ready[todo[j]].new_tokens > 1 else ready[todo[j]].prompt.n_tokens for j in alone]
-            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=plan.max_batch_tokens),
-                               plan.max_batch_size)
+            generating = any(ready[todo[j]].new_tokens > 1 for j in alone)
+            budget = max(plan.max_batch_tokens, plan.decode_batch_tokens if generating else 0)
+            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=budget), plan.max_batch_size)
             planned += [PlannedBatch([todo[alone[j]] for j in b]) for b in batches]
             tokens += [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned
         yield largest_last(planned, tokens), ready
