@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -646,6 +647,8 @@ SPECIAL_VARIANTS = {
 }
 
 
+# Variant rows of the sweep workload (--variants): name -> the op flipped in them.
+SWEEP_VARIANTS = {"decode-split": "decode_split"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 
 
@@ -702,18 +705,19 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         with plain(engine):
             naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
-        with decode_batches() as seen:
-            res = run_row(rows, name, "ours", engine, n_items, float(p.n_tokens), limit, counted("ours", engine),
-                          note=f"{n_frames} frames, 128 new tokens")
-        if len(seen) < n_items:  # rows decoded together (op decode_together): a step's bytes shared
-            together = batched_limit(engine, seen, prefill_s, p.n_tokens + 128, 127)
-            r = rows[-1]
-            r.limit_per_s, r.ratio = together, r.items_per_s / together
-            r.ratio_sustained = r.ratio / SUSTAINED[0]
-            r.note += f"; decode batches of {'+'.join(map(str, seen))} rows (limit for these)"
+        res = batched_row(rows, name, "ours", engine, reqs, prefill_s, p.n_tokens, limit, counted("ours", engine),
+                          f"{n_frames} frames, 128 new tokens")
+        if engine.config.op("decode_together") and n_items > 1:
             apart = engine.with_config(engine.config.with_ops("-decode_together"))
             run_row(rows, name, "ours-apart", apart, n_items, float(p.n_tokens), limit,
                     lambda: apart.generate_sync(reqs), note="variant: each item decoded alone (-decode_together)")
+        variant_texts = {}
+        for v in sorted(VARIANTS & set(SWEEP_VARIANTS)):
+            flip = ("-" if engine.config.op(SWEEP_VARIANTS[v]) else "+") + SWEEP_VARIANTS[v]
+            other_engine = engine.with_config(engine.config.with_ops(flip))
+            got = batched_row(rows, name, f"ours-{v}", other_engine, reqs, prefill_s, p.n_tokens, limit,
+                              partial(other_engine.generate_sync, reqs), f"variant: ops={flip}")
+            variant_texts[v] = [g.text if isinstance(g, Generation) else None for g in got]  # type: ignore[attr-defined]
         other = not chosen
         flipped_mode = "ours-graphs" if other else "ours-eager"
         flipped = run_row(rows, name, flipped_mode, flipped_engine, n_items, float(p.n_tokens),
@@ -726,6 +730,10 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         answer_rows(rows, checks, name, engine, reqs, prefill_s, step_s)
     finally:
         engine.stop_ids = stop
+    for v, vt in variant_texts.items():
+        same = sum(a == getattr(b, "text", None) for a, b in zip(vt, res, strict=True))  # type: ignore[call-overload]
+        print(f"  sweep variant {v}: {same} of {n_items} texts equal the engine's (128 greedy tokens of a random "
+              "bf16 model: a different rounding may pick another token)", flush=True)
     runs = {"ours": res, flipped_mode: flipped, "fixed-eager": fixed}
     texts: dict[str, list[str]] = {}
     for mode, out in runs.items():
@@ -854,6 +862,21 @@ def decode_batches() -> Iterator[list[int]]:
         engine_module.greedy_start = real
 
 
+def batched_row(rows: list[Row], name: str, mode: str, engine: HFEngine, reqs: list[GenerateRequest],
+                prefill_s: float, prompt_tokens: int, limit: float, fn: Callable[[], object], note: str) -> object:
+    """A sweep row whose limit follows the decode batches the engine ran (``batched_limit``) where
+    it decoded rows together (op ``decode_together``), else ``limit`` (every row alone)."""
+    with decode_batches() as seen:
+        res = run_row(rows, name, mode, engine, len(reqs), float(prompt_tokens), limit, fn, note=note)
+    if len(seen) < len(reqs):  # a step's weights read once for several rows
+        together = batched_limit(engine, seen, prefill_s, prompt_tokens + 128, 127)
+        r = rows[-1]
+        r.limit_per_s, r.ratio = together, r.items_per_s / together
+        r.ratio_sustained = r.ratio / SUSTAINED[0]
+        r.note += f"; decode batches of {'+'.join(map(str, seen))} rows (limit for these)"
+    return res
+
+
 def batched_limit(engine: HFEngine, rows: list[int], prefill_s: float, cached: int, steps: int) -> float:
     """Items a second at the limit when the items' decode steps run in batches of ``rows`` rows:
     each prefill at the matmul rate, each batch's ``steps`` steps at the copy bandwidth."""
@@ -918,10 +941,11 @@ def main() -> None:
                          "frames), encN (N encoding threads; every "
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
-                         "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray)")
+                         "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray); "
+                         "decode-split (sweep: the decode steps' attention the other way, split kernel or products)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
-    unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS)
+    unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and v not in SWEEP_VARIANTS)
     if unknown:
         raise SystemExit(f"--variants: no variant named {', '.join(unknown)} (see --help)")
     device = torch.device("cpu" if args.tiny else "cuda")

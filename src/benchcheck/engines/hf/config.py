@@ -63,9 +63,11 @@ OPS: dict[str, tuple[str, str]] = {
     "decode_together": ("on", "a generation batch planned by its K/V slots (decode_batch_tokens), its rows prefilled "
                         "apart in forwards of at most max_batch_tokens and decoded together: a step reads the "
                         "weights once for every row (decision 117)"),
+    "decode_split": ("off", "a decode step's attention as one Triton kernel over spans of the keys (flash "
+                     "decoding) instead of batched matrix products: not yet timed (decision 119)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
-                      "(decisions 113, 116)"),
+                      "(decision 116)"),
     "pacing": ("off", "launches paced blocks ahead: re-measured no faster, so off (decision 011)"),
     "freeze_gc": ("cuda", "gc.freeze() after the first call: no full scans of the libraries' objects (decision 027)"),
     "decode_shm": ("on", "decoded frames handed back from the worker processes in shared memory (decision 014)"),

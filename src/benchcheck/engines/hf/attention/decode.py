@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 
 from benchcheck.engines.hf.attention.cache import KEY_BLOCK
+from benchcheck.engines.hf.kernels import decode_split, triton_available
 
 
 def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                     scaling: float) -> torch.Tensor:
+                     scaling: float, split: bool = False) -> torch.Tensor:
     """Attention of one new token per row over a reserved cache: (B, H, 1, D) queries, (B, Hkv,
     S, D) keys and values, ``mask`` (B, 1, 1, S) bool; returns (B, 1, H, D) as transformers'
     attention functions do.
@@ -20,7 +21,14 @@ def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     repeated per query head), the scores stay in float32 as in flash attention, and the
     probabilities (rounded to the cache's dtype, as flash attention rounds them) meet the values
     in blocks of ``KEY_BLOCK`` keys whose float32 partial sums are added: every product is
-    spread over the whole device, the cache read once."""
+    spread over the whole device, the cache read once.
+
+    ``split`` (op ``decode_split``): on CUDA with Triton, one kernel over spans of the keys instead
+    (``kernels.decode_split``), where it takes the inputs; these products elsewhere."""
+    if split and query.is_cuda and triton_available() and decode_split.supported(query, key, value, mask):
+        from benchcheck.engines.hf.kernels.decode_split_triton import split_decode_attention
+
+        return split_decode_attention(query, key, value, mask, scaling)
     b, h, _, d = query.shape
     hk, s = key.shape[1], key.shape[2]
     g = h // hk

@@ -224,6 +224,7 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
     from transformers.models.qwen3_vl.modeling_qwen3_vl import eager_attention_forward
 
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(norm_rope)
+    state = state_of(model)
 
     def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None, past_key_values: Any = None,
@@ -240,7 +241,7 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
             k, v = past_key_values.update(k, v, self.layer_idx)
             if isinstance(past_key_values, ReservedCache) and past_key_values.decoding:
                 assert attention_mask is not None  # a decode step's mask of the written slots
-                out = decode_attention(q, k, v, attention_mask, self.scaling)
+                out = decode_attention(q, k, v, attention_mask, self.scaling, state.config.op("decode_split"))
                 return self.o_proj(out.reshape(*input_shape, -1).contiguous()), None
         attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
         out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
@@ -248,7 +249,7 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
     if n:  # the scored last layer's keys take the same kernel (model.scored)
-        state_of(model).norm_rope = fn
+        state.norm_rope = fn
     return n
 
 

@@ -1,0 +1,112 @@
+"""A decode step's attention over the sweep's reservation, each way the engine can run it (issue 43).
+
+One new token a row attends over every row's reserved keys and values (8B heads: 32 query heads
+over 8 K/V heads, 128 wide; 54,400 slots a row, the sweep's 582-frame item with its 128 new
+tokens), at the decode batches the sweep's calls make (1, 2 and 5 rows, decision 117):
+
+  products  ``attention.decode.decode_attention`` as the engine runs it by default: scores and
+            values as batched matrix products, a float32 softmax, the values in blocks of 128 keys
+  split     the same through the split Triton kernel (op ``decode_split``, ``kernels.decode_split``)
+  limit     the keys and values read once at the copy bandwidth measured here
+
+Each row: ms a call (median of alternating rounds of 50 calls), GB/s of keys and values read, and
+the largest difference to the same attention in float32. On the CPU (``--tiny``): a small shape,
+the products alone (the kernel runs on CUDA).
+
+Run (GPU): PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.decode_attention --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchcheck.engines.hf.attention.decode import decode_attention
+from benchcheck.engines.hf.kernels import triton_available
+from benchmarks.shared.device import copy_bandwidth, sync
+
+
+def inputs(rows: int, keys: int, heads: int, kv_heads: int, dim: int, written: int, device: torch.device,
+           dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """A step's query (a view of the (B, 1, H, D) projection), a reservation of keys and values,
+    and the mask of its first ``written`` slots."""
+    g = torch.Generator(device=device).manual_seed(0)
+    q = torch.randn(rows, 1, heads, dim, device=device, generator=g).to(dtype).transpose(1, 2)
+    k = torch.randn(rows, kv_heads, keys, dim, device=device, generator=g).to(dtype)
+    v = torch.randn(rows, kv_heads, keys, dim, device=device, generator=g).to(dtype)
+    mask = torch.zeros(rows, 1, 1, keys, dtype=torch.bool, device=device)
+    mask[..., :written] = True
+    return q, k, v, mask
+
+
+def timed(fn: Callable[[], object], reps: int) -> float:
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / reps
+
+
+def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, rounds: int, reps: int,
+              shape: tuple[int, int, int]) -> dict[str, Any]:
+    heads, kv_heads, dim = shape
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    q, k, v, mask = inputs(rows, keys, heads, kv_heads, dim, keys - 64, device, dtype)
+    scale = dim**-0.5
+    ways: dict[str, Callable[[], torch.Tensor]] = {"products": lambda: decode_attention(q, k, v, mask, scale)}
+    if device.type == "cuda" and triton_available():
+        ways["split"] = lambda: decode_attention(q, k, v, mask, scale, split=True)
+    exact = decode_attention(q.float(), k.float(), v.float(), mask, scale)
+    diffs = {name: float((fn().float() - exact).abs().max()) for name, fn in ways.items()}
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for fn in ways.values():
+        fn()
+    for r in range(rounds):
+        for name in list(ways) if r % 2 == 0 else list(reversed(ways)):
+            times[name].append(timed(ways[name], reps))
+    read = 2.0 * k.numel() * k.element_size()
+    row: dict[str, Any] = {"rows": rows, "keys": keys, "kv_gb": read / 1e9,
+                           "limit_ms": 1e3 * read / bandwidth if bandwidth == bandwidth else float("nan")}
+    for name, ts in times.items():
+        ms = 1e3 * statistics.median(ts)
+        row[name] = {"ms": ms, "gb_s": read / ms / 1e6, "max_diff_fp32": diffs[name]}
+    print(f"rows {rows} keys {keys}: K/V {read / 1e9:.1f} GB, limit {row['limit_ms']:.2f} ms; " + "; ".join(
+        f"{name} {row[name]['ms']:.2f} ms ({row[name]['gb_s']:.0f} GB/s, diff {row[name]['max_diff_fp32']:.1e})"
+        for name in times), flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tiny", action="store_true", help="the CPU: a small shape, the products alone")
+    ap.add_argument("--rows", default="1,2,5", help="decode batches' rows")
+    ap.add_argument("--keys", type=int, default=54_400, help="reserved slots a row")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
+    args = ap.parse_args()
+    device = torch.device("cpu" if args.tiny else "cuda")
+    if not args.tiny and not torch.cuda.is_available():
+        raise SystemExit("decode_attention: needs a CUDA device (or --tiny)")
+    bandwidth = copy_bandwidth(device)
+    shape = (8, 2, 16) if args.tiny else (32, 8, 128)
+    keys = 512 if args.tiny else args.keys
+    result = {"copy_bandwidth_gbs": bandwidth / 1e9, "heads": shape, "torch": torch.__version__,
+              "batches": [one_batch(int(r), keys, device, bandwidth, 2 if args.tiny else args.rounds,
+                                    2 if args.tiny else 50, shape) for r in args.rows.split(",")]}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "decode_attention.json").write_text(json.dumps(result, indent=1))
+    print(f"wrote {out / 'decode_attention.json'}")
+
+
+if __name__ == "__main__":
+    main()

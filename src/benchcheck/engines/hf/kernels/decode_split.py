@@ -1,0 +1,64 @@
+"""Attention of one new token per row over a reserved K/V cache, split over the keys: what the
+Triton kernel (``decode_split_triton``) computes, the inputs it takes, and how it splits the keys
+(no Triton needed).
+
+A decode step's attention reads every row's whole reservation of keys and values (at the sweep's
+54,000 tokens, 8 GB a row for the 8B). ``attention.decode.decode_attention`` runs it as batched
+matrix products: one new token's scores, a float32 softmax, then the values in blocks of 128 keys
+whose float32 partial sums are added. The kernel reads the keys and values once, in the splits a
+grid of programs covers (flash decoding): each program takes one row's K/V head and one span of
+keys, keeps a running maximum and sum of its scores in float32 (the query heads of that K/V head
+are the rows of its products, no key repeated per query head), and writes its partial output;
+``combine`` weighs the spans' partial outputs by their maxima and sums. The reference is
+``decode_attention``: the kernel's output agrees with it within rounding (tested).
+"""
+
+from __future__ import annotations
+
+import torch
+
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+HEAD_DIMS = (16, 32, 64, 128, 256)  # the kernel's arange needs a power of two (Qwen3-VL: 128)
+BLOCK_N = 64  # keys an inner step; a reservation for fixed-shape steps is a multiple of it
+GROUP_ROWS = 16  # the query heads of a K/V head padded to a matrix product's smallest row count
+PROGRAMS = 1024  # programs a step aims at: a few per multiprocessor on any current GPU
+
+
+def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor) -> bool:
+    """(B, H, 1, D) queries over (B, Hk, S, D) keys and values and a (B, 1, 1, S) bool mask: H a
+    multiple of Hk and at most ``GROUP_ROWS`` times it, D a power of two from 16 to 256, S a
+    multiple of ``BLOCK_N``, one float dtype, the head dimension contiguous."""
+    if query.dim() != 4 or key.dim() != 4 or value.shape != key.shape or mask.dim() != 4:
+        return False
+    b, h, one, d = query.shape
+    hk, s = key.shape[1], key.shape[2]
+    return (one == 1 and key.shape[0] == b and key.shape[3] == d and d in HEAD_DIMS and h % hk == 0
+            and h // hk <= GROUP_ROWS and s % BLOCK_N == 0 and s > 0 and tuple(mask.shape) == (b, 1, 1, s)
+            and mask.dtype == torch.bool and query.dtype == key.dtype == value.dtype and query.dtype in DTYPES
+            and query.stride(3) == 1 and key.stride(3) == 1 and value.stride(3) == 1 and key.stride(2) == d
+            and value.stride(2) == d and mask.stride(3) == 1)
+
+
+def split_keys(rows: int, kv_heads: int, keys: int) -> tuple[int, int]:
+    """(splits, keys a split): about ``PROGRAMS`` programs over rows x K/V heads x splits, each
+    split a whole number of ``BLOCK_N`` key blocks.
+
+    >>> split_keys(1, 8, 54_400)
+    (122, 448)
+    >>> split_keys(5, 8, 54_400)
+    (26, 2112)
+    >>> split_keys(1, 2, 64)
+    (1, 64)
+    """
+    blocks = keys // BLOCK_N
+    want = max(1, min(blocks, -(-PROGRAMS // max(1, rows * kv_heads))))
+    per = -(-blocks // want)
+    return -(-blocks // per), per * BLOCK_N
+
+
+def combine(acc: torch.Tensor, top: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """The attention output from the splits' partial outputs: ``acc`` (B, H, n, D) float32 sums of
+    exp(score - top) times the values, ``top`` (B, H, n) each split's running maximum, ``total``
+    (B, H, n) its sum of exp(score - top). Returns (B, H, D) float32."""
+    weight = torch.exp(top - top.amax(-1, keepdim=True))
+    return (acc * weight[..., None]).sum(2) / (total * weight).sum(-1)[..., None]
