@@ -33,7 +33,7 @@ from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.forward.batch import Batch, collate
-from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_start
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_start, kv_shape
 from benchcheck.engines.hf.forward.packed import pack
 from benchcheck.engines.hf.forward.pixels import PixelSpec
 from benchcheck.engines.hf.forward.score import PendingTop, score_batch, score_packed
@@ -94,9 +94,8 @@ def _kv_slots_that_fit(model: Any, max_slots: int, floor: int) -> int:
     if param.device.type != "cuda":
         return max(floor, max_slots)
     free, _ = torch.cuda.mem_get_info(param.device)
-    t = model.config.text_config
-    head = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
-    per_slot = param.element_size() * 2 * t.num_hidden_layers * t.num_key_value_heads * head
+    kv_heads, head = kv_shape(model)
+    per_slot = param.element_size() * 2 * model.config.text_config.num_hidden_layers * kv_heads * head
     return max(floor, min(max_slots, int(free // 3 // per_slot)))
 
 

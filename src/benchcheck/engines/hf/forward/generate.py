@@ -274,7 +274,7 @@ def _prefill(model: Any, batch: Batch, pos: torch.Tensor, cache: ReservedCache,
     return logits[:, -1, :]  # type: ignore[no-any-return]
 
 
-def _kv_shape(model: Any) -> tuple[int, int]:
+def kv_shape(model: Any) -> tuple[int, int]:
     """(K/V heads, head size) of the language model's attention."""
     t = model.config.text_config
     return int(t.num_key_value_heads), int(getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads)
@@ -346,7 +346,7 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
         capacity = reserved_slots(capacity)  # decode_attention's value blocks
     cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
     if apart:
-        cache.reserve(rows, _kv_shape(model), model.lm_head.weight.dtype, dev)
+        cache.reserve(rows, kv_shape(model), model.lm_head.weight.dtype, dev)
     firsts, masks, nexts = [], [], []
     lo = 0
     for part in parts:
