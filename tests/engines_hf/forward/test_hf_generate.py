@@ -287,6 +287,34 @@ def test_fused_attention_generates_through_decode_attention(tiny_model: Path) ->
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:5], logits[5:], strict=True))
 
 
+def test_op_decode_split_reaches_decode_attention_and_falls_back_off_cuda(tiny_model: Path) -> None:
+    from benchcheck.engines.hf.model import fused as hf_fused
+    from benchcheck.engines.hf.model.state import state_of
+
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = encoded(engine)
+    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+    real = hf_fused.decode_attention
+    splits: list[bool] = []
+
+    def counting(*args: Any, **kwargs: Any) -> torch.Tensor:
+        splits.append(bool(args[5]) if len(args) > 5 else bool(kwargs.get("split")))
+        return real(*args, **kwargs)
+
+    state = state_of(engine.model)
+    chosen = state.config
+    try:
+        hf_fused.decode_attention = counting  # type: ignore[assignment]
+        before = generate(engine, prompts, [4, 4, 4], set())
+        state.config = chosen.with_ops("+decode_split")
+        assert generate(engine, prompts, [4, 4, 4], set()) == before  # the products ran: no kernel on the CPU
+    finally:
+        hf_fused.decode_attention = real  # type: ignore[assignment]
+        state.config = chosen
+    layers = engine.model.config.text_config.num_hidden_layers
+    assert splits == [False] * 3 * layers + [True] * 3 * layers
+
+
 def test_decode_graphs_stay_off_the_cpu(hf_engine: HFEngine) -> None:
     graphs = DecodeGraphs(enabled=True)
     prompts = encoded(hf_engine)
