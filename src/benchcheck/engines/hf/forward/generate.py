@@ -288,7 +288,7 @@ def check_attention(model: Any) -> None:
         raise ValueError(f"generation needs the model's text attention to be SDPA, not {impl!r}")
 
 
-def greedy_batch(model: Any, batch: Batch, max_new: list[int], stop_ids: set[int], pad_id: int,
+def greedy_batch(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None, planless: bool = False, plans: PlanMemo | None = None,
                  ) -> list[list[int]]:
