@@ -390,7 +390,7 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     w = Workload(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_full, lim_shared, unshared)
-    for v in sorted(VARIANTS):
+    for v in sorted(VARIANTS - set(SWEEP_VARIANTS) - set(E2E_VARIANTS)):  # those run with their workloads
         found = variant(v)
         assert found is not None  # names were checked at the start (main)
         if found.on in ("both", "blind" if unshared else "visual") and (engine.device.type == "cuda" or not found.cuda):

@@ -145,6 +145,43 @@ def test_rows_too_long_for_one_prefill_are_prefilled_apart_and_decoded_together(
     assert [g.text for g in together] == [g.text for g in apart]  # type: ignore[union-attr]
 
 
+def test_a_generation_batch_reserves_no_more_slots_than_its_budget(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row of a generation batch reserves its longest prompt plus its most new tokens: with
+    those maxima in different rows the planner still keeps the reservation within
+    ``decode_batch_tokens`` (counting each row's own prompt plus new tokens, it planned these two
+    together and reserved 768 slots against a budget of 600)."""
+    import benchcheck.engines.hf.forward.generate as generate_module
+
+    long = GenerateRequest("long", " ".join(["word"] * 64), max_tokens=2)
+    short = GenerateRequest("short", "Say something.", max_tokens=150)
+    n_long, n_short = hf_engine.count_tokens(long), hf_engine.count_tokens(short)
+    assert 180 < n_long < 240 and n_short < 40, (n_long, n_short)
+    budget = 600
+    made: list[int] = []  # each batch's slots: rows x capacity
+    real_cache = generate_module.ReservedCache
+    real_start = generate_module.greedy_start
+
+    def start(model: object, batch: object, max_new: list[int], *a: object, **kw: object) -> object:
+        made.append(len(max_new))
+        return real_start(model, batch, max_new, *a, **kw)  # type: ignore[arg-type]
+
+    def cache(layers: int, capacity: int) -> object:
+        made[-1] *= capacity
+        return real_cache(layers, capacity)
+
+    import benchcheck.engines.hf.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "greedy_start", start)
+    monkeypatch.setattr(generate_module, "ReservedCache", cache)
+    engine = variant(hf_engine, max_batch_tokens=300, decode_batch_tokens=budget, first_chunk=2)
+    out = engine.generate_sync([long, short])  # type: ignore[attr-defined]
+    assert made and all(slots <= budget for slots in made), made
+    assert len(made) == 2  # planned apart
+    alone = [hf_engine.generate_sync([r])[0] for r in (long, short)]
+    assert [g.text for g in out] == [g.text for g in alone]  # type: ignore[union-attr]
+
+
 def test_generation_continues_the_prefill_like_scoring(hf_engine: HFEngine) -> None:
     [g] = hf_engine.generate_sync([GenerateRequest("g", prompt(4), max_tokens=1, assistant_prefix="Answer:")])
     [s] = scores(hf_engine.score_sync([ScoreRequest("s", prompt(4))]))

@@ -11,15 +11,17 @@ from hf_helpers import make_jpeg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchcheck.engines.hf.attention.cache import reserved_slots
 from benchcheck.engines.hf.engine import HFEngine
-from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.batch import collate, padded_width, position_ids
 from benchcheck.engines.hf.forward.packed import Family
 from benchcheck.engines.hf.forward.pixels import patchify
 from benchcheck.engines.hf.inputs.decode import BadInput, load_image
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.inputs.frame_memo import images_key
-from benchcheck.engines.hf.schedule.batches import balanced, plan_batches
+from benchcheck.engines.hf.schedule.batches import balanced, batch_tokens, plan_batches
 from benchcheck.engines.hf.schedule.families import plan_family_batches
+from benchcheck.engines.hf.schedule.pipeline import row_slots
 
 PROMPT = "Look.\n\nQuestion: what?\nOptions:\nA. a\nB. b\nAnswer with the option letter only."
 
@@ -118,6 +120,23 @@ def test_plan_batches_covers_each_request_once_within_bounds(lengths: list[int],
     for b in batches:
         assert len(b) <= bs
         assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= tokens
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 3000)), max_size=40), st.integers(1, 16),
+       st.integers(1, 20_000))
+def test_plan_batches_counts_a_generation_row_by_the_batch_maxima(requests: list[tuple[int, int]], bs: int,
+                                                                 budget: int) -> None:
+    """A generation batch's rows each reserve its longest prompt plus its most new tokens
+    (``row_slots``), whichever rows the two come from: within the budget, each request once."""
+    lengths, new = [p for p, _ in requests], [n for _, n in requests]
+    batches = plan_batches(lengths, bs, budget, new=new, row=row_slots)
+    assert sorted(i for b in batches for i in b) == list(range(len(requests)))
+    for b in batches:
+        longest, most = max(lengths[i] for i in b), max(new[i] for i in b)
+        reserved = reserved_slots(padded_width(longest) + most - 1) if most > 1 else longest
+        assert len(b) <= bs and (len(b) == 1 or reserved * len(b) <= budget)
+        assert batch_tokens(lengths, b, new, row_slots) == reserved * len(b)
 
 
 @given(st.lists(st.integers(1, 300), min_size=1, max_size=200), st.integers(1, 64), st.integers(1, 4000))

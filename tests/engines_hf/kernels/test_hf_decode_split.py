@@ -103,3 +103,24 @@ def test_kernel_agrees_with_decode_attention_in_bfloat16(rows: int, keys: int) -
     exact = decode_attention(q.float(), k.float(), v.float(), mask, 128**-0.5)
     products = decode_attention(q, k, v, mask, 128**-0.5).float()
     assert (got - exact).abs().max() <= 2 * (products - exact).abs().max() + 1e-3
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernel's launch is tried on CUDA only")
+def test_a_refused_launch_falls_back_to_the_products_with_one_warning(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A GPU with less shared memory than the kernel's stages need: Triton refuses the launch
+    before anything runs; the step takes the products, then and from then on, with one warning."""
+    from triton.runtime.errors import OutOfResources
+
+    from benchcheck.engines.hf import kernels as hf_kernels
+
+    def refuse(*_: object, **__: object) -> torch.Tensor:
+        raise OutOfResources(196_608, 101_376, "shared memory")
+
+    monkeypatch.setattr(_kernel(), "split_decode_attention", refuse)
+    monkeypatch.setattr(hf_kernels, "_REFUSED", set())
+    q, k, v, mask = _inputs(2, 8, 2, 64, 256, torch.bfloat16)
+    want = decode_attention(q, k, v, mask, 0.125)
+    assert torch.equal(decode_attention(q, k, v, mask, 0.125, split=True), want)
+    assert torch.equal(decode_attention(q, k, v, mask, 0.125, split=True), want)
+    assert sum("decode_split kernel cannot run" in r.getMessage() for r in caplog.records) == 1

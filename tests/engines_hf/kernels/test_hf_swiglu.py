@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 
+from benchcheck.engines.hf import kernels as hf_kernels
 from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.kernels.silu import silu_mul
 from benchcheck.engines.hf.kernels.swiglu import HALF, pack_gate_up, supported
@@ -227,12 +228,12 @@ def test_a_device_that_refuses_the_kernel_falls_back_to_cublas(monkeypatch: pyte
     hf_fused.use_fused_text_mlp(model, compiler=lambda f: f)
     x = torch.randn(1, hf_fused.EAGER_ROWS + 37, 256, device=DEVICE).to(torch.bfloat16)
     monkeypatch.setattr(swiglu_triton, "swiglu_packed", refuse)
-    monkeypatch.setattr(hf_fused, "_NO_SWIGLU", set())
+    monkeypatch.setattr(hf_kernels, "_REFUSED", set())
     with torch.no_grad():
         got = mlp(x)
         again = mlp(x)
         state_of(model).config = HFConfig(ops=("-swiglu",))
         want = mlp(x)
     assert torch.equal(got, want) and torch.equal(again, want)
-    assert sum("through cuBLAS" in r.getMessage() for r in caplog.records) == 1  # one warning
+    assert sum("cuBLAS for the gate/up products" in r.getMessage() for r in caplog.records) == 1  # one warning
     assert state_of(model).gate_up.get(mlp, "kept") is None  # the packed copy dropped

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from benchcheck.engines.hf.attention.cache import KEY_BLOCK
-from benchcheck.engines.hf.kernels import decode_split, triton_available
+from benchcheck.engines.hf.kernels import decode_split, refuse, refused, triton_available
 
 
 def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
@@ -24,11 +24,18 @@ def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     spread over the whole device, the cache read once.
 
     ``split`` (op ``decode_split``): on CUDA with Triton, one kernel over spans of the keys instead
-    (``kernels.decode_split``), where it takes the inputs; these products elsewhere."""
-    if split and query.is_cuda and triton_available() and decode_split.supported(query, key, value, mask):
+    (``kernels.decode_split``), where it takes the inputs and the device runs it; these products
+    elsewhere."""
+    if (split and query.is_cuda and not refused("decode_split", query.device) and triton_available()
+            and decode_split.supported(query, key, value, mask)):
+        from triton.runtime.errors import OutOfResources
+
         from benchcheck.engines.hf.kernels.decode_split_triton import split_decode_attention
 
-        return split_decode_attention(query, key, value, mask, scaling)
+        try:
+            return split_decode_attention(query, key, value, mask, scaling)
+        except OutOfResources as err:  # less shared memory than the kernel's stages need
+            refuse("decode_split", query.device, err, "batched matrix products for the decode attention")
     b, h, _, d = query.shape
     hk, s = key.shape[1], key.shape[2]
     g = h // hk

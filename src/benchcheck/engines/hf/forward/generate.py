@@ -305,7 +305,7 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     row r stops at a stop token or after ``max_new[r]`` tokens. Several batches (each padded on
     the right) are prefilled one after another into one cache and then decoded together, their
     rows in order: rows too long to prefill in one forward still share the decode steps, which
-    read every weight once a step whatever the rows (``prefill_apart``). Returns the function that reads
+    read every weight once a step whatever the rows (op ``decode_together``). Returns the function that reads
     each row's new tokens, stop token excluded: the loop ends with the last ``lookback`` steps
     still queued (it has waited for the step before them), and a caller that queues its next
     batch before reading keeps the device busy meanwhile; a loop that never waited (a step or
@@ -339,8 +339,8 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     replay = graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
     fixed = apart or min(lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
-    # (Every row reserves the batch's longest prompt plus its largest max_new: the planner counts
-    # each request's own prompt + max_new, a little less when the two maxima are different rows.)
+    # (Every row reserves the batch's longest prompt plus its largest max_new, as the planner
+    # counts it: ``schedule.pipeline.row_slots``.)
     capacity = length + steps - 1
     if fixed:
         capacity = reserved_slots(capacity)  # decode_attention's value blocks

@@ -10,6 +10,11 @@ add one.
 from __future__ import annotations
 
 import functools
+import logging
+
+import torch
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -20,3 +25,21 @@ def triton_available() -> bool:
     except ImportError:
         return False
     return bool(has_triton())
+
+
+# (kernel, device) pairs whose launch Triton refused (a GPU with less shared memory than the
+# kernel's tiles need): their callers take their fallback from then on.
+_REFUSED: set[tuple[str, torch.device]] = set()
+
+
+def refused(kernel: str, device: torch.device) -> bool:
+    """``kernel``'s launch was refused on ``device`` before (``refuse``)."""
+    return (kernel, device) in _REFUSED
+
+
+def refuse(kernel: str, device: torch.device, err: Exception, fallback: str) -> None:
+    """``kernel``'s launch on ``device`` refused (Triton's ``OutOfResources``, raised before
+    anything runs): ``fallback`` from now on there, with one warning."""
+    if (kernel, device) not in _REFUSED:
+        log.warning("the %s kernel cannot run on %s (%s); %s instead", kernel, device, err, fallback)
+    _REFUSED.add((kernel, device))

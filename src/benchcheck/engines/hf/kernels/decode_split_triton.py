@@ -23,7 +23,9 @@ from benchcheck.engines.hf.kernels.decode_split import BLOCK_N, GROUP_ROWS, HEAD
 WARPS, STAGES = 4, 3
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+# Lengths left unspecialised: a step of a new reservation, captured in a graph without its eager
+# warm-up (op ``decode_warm_once``), must not compile a variant inside the capture.
+@triton.jit(do_not_specialize=["keys", "per_split", "splits"])  # type: ignore[untyped-decorator]
 def decode_split_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, acc_ptr, top_ptr, total_ptr,  # type: ignore[no-untyped-def]
                         stride_qb, stride_qh, stride_kb, stride_kh, stride_vb, stride_vh, stride_mb,
                         keys, per_split, splits, kv_heads, scale_log2,

@@ -14,7 +14,6 @@ the same function as transformers' modules, fewer passes over the activations.
 
 from __future__ import annotations
 
-import logging
 import types
 from collections.abc import Callable
 from typing import Any
@@ -23,13 +22,11 @@ import torch
 
 from benchcheck.engines.hf.attention.cache import ReservedCache
 from benchcheck.engines.hf.attention.decode import decode_attention
+from benchcheck.engines.hf.kernels import refuse, refused, triton_available
 from benchcheck.engines.hf.kernels import silu as silu_contract
 from benchcheck.engines.hf.kernels import swiglu as swiglu_contract
-from benchcheck.engines.hf.kernels import triton_available
 from benchcheck.engines.hf.kernels.silu import silu_mul
 from benchcheck.engines.hf.model.state import ModelState, state_of
-
-log = logging.getLogger(__name__)
 
 NORM_CLASS = "Qwen3VLTextRMSNorm"
 MLP_CLASS = "Qwen3VLTextMLP"
@@ -73,11 +70,6 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
     return _install(model, forward, lambda m: type(m).__name__ == NORM_CLASS)
 
 
-# Devices where the kernel could not launch (TMA but less shared memory than its tiles need:
-# the consumer Blackwell boards have 99 KB a block against the H200's 227 KB): cuBLAS from then on.
-_NO_SWIGLU: set[torch.device] = set()
-
-
 def packed_gate_up(mlp: Any, cache: dict[Any, Any] | None = None) -> torch.Tensor | None:
     """``mlp``'s gate and up weights packed for ``kernels.swiglu`` (made at the first call and kept
     in ``cache``, the model's ``ModelState.gate_up``, while the weights stay the same tensors);
@@ -87,7 +79,7 @@ def packed_gate_up(mlp: Any, cache: dict[Any, Any] | None = None) -> torch.Tenso
     gate, up = mlp.gate_proj, mlp.up_proj
     if not all(type(p) is torch.nn.Linear and p.bias is None for p in (gate, up)):
         return None
-    if gate.weight.device in _NO_SWIGLU:
+    if refused("swiglu", gate.weight.device):
         cache[mlp] = None  # the packed copy's memory back
         return None
     source = (gate.weight.data_ptr(), up.weight.data_ptr(), gate.weight._version, up.weight._version)
@@ -103,14 +95,6 @@ def packed_gate_up(mlp: Any, cache: dict[Any, Any] | None = None) -> torch.Tenso
             packed = None
     cache[mlp] = (source, packed)
     return packed
-
-
-def _swiglu_refused(err: Exception, device: torch.device) -> None:
-    """The packed kernel's launch refused on ``device`` for lack of resources (``err``): the
-    products go through cuBLAS there from now on, with one warning."""
-    if device not in _NO_SWIGLU:
-        log.warning("the MLP's gate/up kernel cannot run on %s (%s); its products go through cuBLAS", device, err)
-    _NO_SWIGLU.add(device)
 
 
 def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -> int:
@@ -135,8 +119,8 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
                 if swiglu_contract.supported(rows, packed):
                     try:
                         return swiglu_packed(rows, packed)
-                    except OutOfResources as err:  # Triton refuses before anything runs
-                        _swiglu_refused(err, rows.device)
+                    except OutOfResources as err:  # TMA, but less shared memory than its tiles need
+                        refuse("swiglu", rows.device, err, "cuBLAS for the gate/up products")
         gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
         if gate.shape[0] < EAGER_ROWS:

@@ -7,29 +7,53 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
+RowCost = Callable[[int, int], int]  # (a batch's longest length, its most new tokens) -> one row's tokens
 
 
-def plan_batches(lengths: Sequence[int], max_batch_size: int, max_batch_tokens: int) -> list[list[int]]:
-    """Indices grouped into batches: sorted by length, each batch at most ``max_batch_size``
-    requests and ``max_batch_tokens`` padded tokens (a longer request goes alone).
+def plan_batches(lengths: Sequence[int], max_batch_size: int, max_batch_tokens: int,
+                 new: Sequence[int] | None = None, row: RowCost | None = None) -> list[list[int]]:
+    """Indices grouped into batches: sorted by length (plus ``new``), each batch at most
+    ``max_batch_size`` requests and ``max_batch_tokens`` tokens, a longer request alone. A
+    batch's tokens are its rows times one row's, ``row(its longest length, its most new tokens)``
+    (default: the longest length, a padded prompt). A generation batch reserves every row the
+    slots of its longest prompt plus its largest ``new`` (``forward.generate``), whichever rows
+    the two maxima come from.
 
     >>> plan_batches([5, 1, 3, 2], max_batch_size=2, max_batch_tokens=100)
     [[1, 3], [2, 0]]
     >>> plan_batches([10, 10, 10], max_batch_size=8, max_batch_tokens=20)
     [[0, 1], [2]]
+    >>> plan_batches([90, 10], 8, 200, new=[0, 90], row=lambda p, n: p + n)
+    [[0], [1]]
     """
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    extra = new if new is not None else [0] * len(lengths)
+    cost = row or (lambda longest, _most: longest)
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i] + extra[i], i))
     batches: list[list[int]] = []
     cur: list[int] = []
+    longest = most = 0
     for i in order:
-        # Sorted ascending, so the newcomer sets the padded length of the batch.
-        if cur and (len(cur) >= max_batch_size or lengths[i] * (len(cur) + 1) > max_batch_tokens):
+        grown = (max(longest, lengths[i]), max(most, extra[i]))
+        if cur and (len(cur) >= max_batch_size or cost(*grown) * (len(cur) + 1) > max_batch_tokens):
             batches.append(cur)
-            cur = []
+            cur, grown = [], (lengths[i], extra[i])
         cur.append(i)
+        longest, most = grown
     if cur:
         batches.append(cur)
     return batches
+
+
+def batch_tokens(lengths: Sequence[int], idx: Sequence[int], new: Sequence[int] | None = None,
+                 row: RowCost | None = None) -> int:
+    """The tokens ``plan_batches`` counts for the batch of ``idx``.
+
+    >>> batch_tokens([90, 10], [0, 1], new=[0, 90], row=lambda p, n: p + n)
+    360
+    """
+    extra = new if new is not None else [0] * len(lengths)
+    longest, most = max(lengths[i] for i in idx), max(extra[i] for i in idx)
+    return (row(longest, most) if row else longest) * len(idx)
 
 
 def prefill_groups(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:

@@ -20,9 +20,10 @@ import torch
 
 from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf.attention.cache import reserved_slots
+from benchcheck.engines.hf.forward.batch import padded_width
 from benchcheck.engines.hf.forward.packed import Family
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
-from benchcheck.engines.hf.schedule.batches import balanced, chunk_spans, encoding_blocks, plan_batches
+from benchcheck.engines.hf.schedule.batches import balanced, batch_tokens, chunk_spans, encoding_blocks, plan_batches
 from benchcheck.engines.hf.schedule.families import packed_length, plan_families, plan_family_batches, worth_sharing
 
 R = TypeVar("R")
@@ -219,15 +220,22 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
         else:
             alone = list(range(len(todo)))
         if alone:
-            # Generated tokens occupy the batch too, in the whole key blocks a reservation takes.
-            sizes = [reserved_slots(ready[todo[j]].prompt.n_tokens + ready[todo[j]].new_tokens - 1)
-                     if ready[todo[j]].new_tokens > 1 else ready[todo[j]].prompt.n_tokens for j in alone]
-            generating = any(ready[todo[j]].new_tokens > 1 for j in alone)
-            budget = max(plan.max_batch_tokens, plan.decode_batch_tokens if generating else 0)
-            batches = balanced(partial(plan_batches, sizes, max_batch_tokens=budget), plan.max_batch_size)
+            lengths = [ready[todo[j]].prompt.n_tokens for j in alone]
+            new = [ready[todo[j]].new_tokens for j in alone]
+            budget = max(plan.max_batch_tokens, plan.decode_batch_tokens if max(new) > 1 else 0)
+            batches = balanced(partial(plan_batches, lengths, max_batch_tokens=budget, new=new, row=row_slots),
+                               plan.max_batch_size)
             planned += [PlannedBatch([todo[alone[j]] for j in b]) for b in batches]
-            tokens += [max(sizes[j] for j in b) * len(b) for b in batches]  # padded rows, as planned
+            tokens += [batch_tokens(lengths, b, new, row_slots) for b in batches]  # padded rows, as planned
         yield largest_last(planned, tokens), ready
+
+
+def row_slots(longest: int, most_new: int) -> int:
+    """One row's tokens in a batch whose longest prompt is ``longest`` and whose largest request
+    generates ``most_new`` tokens: a generation batch reserves every row the padded width of its
+    longest prompt plus its most new tokens, in whole key blocks (``forward.generate``); a batch
+    that generates at most one token holds its prompts only."""
+    return reserved_slots(padded_width(longest) + most_new - 1) if most_new > 1 else longest
 
 
 def largest_last(batches: list[PlannedBatch], tokens: Sequence[int]) -> list[PlannedBatch]:
