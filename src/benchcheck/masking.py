@@ -87,6 +87,15 @@ def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[
             if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
 
 
+def drop_secret_variables() -> None:
+    """Remove the judge's and the secret-named variables from this process's ``os.environ``: the
+    initializer of a pool of workers that decode untrusted files beside an engine holding a key
+    (what they start, and code that reads their environment, never sees it)."""
+    keep = child_environment(os.environ)
+    for name in [k for k in os.environ if k not in keep]:
+        del os.environ[name]
+
+
 def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
     """The values of the secret-named variables of ``env`` (default ``os.environ``) and ``extra``,
     each line of a multi-line value on its own, longest first; short values are left out."""

@@ -176,6 +176,35 @@ def test_api_key_goes_to_the_endpoint(rules_file: Path) -> None:
     assert models == {url + "/v1": ["scripted:judge"]}
 
 
+def test_a_key_the_server_echoes_is_masked_in_failures() -> None:
+    """A server that refuses the key and quotes it ("Incorrect API key provided: sk-…", as some
+    proxies do): the failure becomes an error row and a console line, so it must not carry the key."""
+    from aiohttp import web
+
+    key = "sk-echoed-secret-4242"
+
+    async def chat(request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        status = 500 if "retry" in (await request.json())["messages"][0]["content"][-1]["text"] else 401
+        return web.json_response({"error": {"message": f"Incorrect API key provided: {given}"}}, status=status)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    with thread_server(app) as url:
+        async def go() -> list[Any]:
+            engine = OpenAIEngine([url], "m", api_key=key, max_retries=1)
+            try:
+                return [*await engine.score([ScoreRequest("s", "Question: q"), ScoreRequest("r", "Question: retry")]),
+                        *await engine.generate([GenerateRequest("g", "Question: q")])]
+            finally:
+                await engine.aclose()
+
+        res = asyncio.run(go())
+    assert [(f.kind, f.status) for f in res] == [("bad_request", 401), ("http", 500), ("bad_request", 401)]
+    for f in res:
+        assert key not in f.message and key not in str(f) and "Incorrect API key provided: ***" in f.message
+
+
 async def _models(engine: OpenAIEngine) -> dict[str, list[str]]:
     try:
         return await engine.served_models()

@@ -192,3 +192,19 @@ def test_a_symlink_loop_is_that_items_one_line(tmp_path: Path) -> None:
     res = resolve_items(loaded.items, None, tmp_path / "raw")
     assert [r.status for r in res.resolutions] == ["refused", "refused"]
     assert all("cannot be resolved" in r.reason for r in res.resolutions)
+
+
+def test_a_bare_id_whose_file_is_a_symlink_out_of_the_videos_folder_is_refused(
+        world: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    # "evil" names evil.mp4 as "evil.mp4" would; that file is a symlink leaving DIR, so the item is
+    # refused as "evil.mp4" is, and the file outside is never read (hashed) nor given a video_id.
+    root, store, ids = world
+    (tmp_path / "outside.mp4").write_bytes((root / "raw" / "clip2.mp4").read_bytes())
+    (tmp_path / "videos").mkdir()
+    os.symlink(tmp_path / "outside.mp4", tmp_path / "videos" / "evil.mp4")
+    loaded = load_items([write_items(tmp_path / "b.jsonl", [item(0, "evil"), item(1, "evil.mp4")])])
+    for st in (store, None):
+        res = resolve_items(loaded.items, st, tmp_path / "videos")
+        assert [r.status for r in res.resolutions] == ["refused", "refused"], [r.reason for r in res.resolutions]
+        assert "resolves outside the videos folder" in res.resolutions[0].reason
+        assert ids["clip2.mp4"] not in {i.video_id for i in res.items}

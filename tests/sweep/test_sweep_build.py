@@ -4,9 +4,11 @@ with the same requests as one at a time (decision 112)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
+import pytest
 from sweep_helpers import RULES, item, write_items, write_rules
 
 from benchcheck.items import load_items
@@ -68,3 +70,19 @@ def test_a_calls_cells_decode_at_once_and_ask_what_one_at_a_time_asks(tmp_path: 
     kinds = {c.item.video_id: ([r.request_id for r in p.requests], [f["kind"] for f in p.failures]) for c, p in built}
     assert kinds["broken"] == ([], ["decode"])  # its cell alone fails
     assert all(len(kinds[v][0]) == 1 and not kinds[v][1] for v in ("long16x9", "mid100", "s480", "short20"))
+
+
+def test_the_decode_workers_hold_no_secret_named_variable(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sweep's key (--api-key-env) is in the environment the workers are spawned with; they
+    # decode untrusted files, so they drop it (and every secret-named variable) when they start.
+    monkeypatch.setenv("SWEEP_ENDPOINT_API_KEY", "sk-sweep-worker-secret")
+    monkeypatch.setenv("EVAL_LLM_JUDGE_API_KEY", "sk-judge-secret-000")
+    monkeypatch.setenv("BENCHCHECK_PLAIN_SETTING", "kept")
+    pool = FramePool(store, workers=1)
+    try:
+        executor = pool._pool  # the pool's own worker processes
+        seen = [executor.submit(os.getenv, name).result(timeout=120)
+                for name in ("SWEEP_ENDPOINT_API_KEY", "EVAL_LLM_JUDGE_API_KEY", "BENCHCHECK_PLAIN_SETTING")]
+    finally:
+        pool.close()
+    assert seen == [None, None, "kept"]

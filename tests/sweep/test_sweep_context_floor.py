@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from aiohttp import web
 from sweep_helpers import item, write_items, write_rules
 
 from benchcheck.engines.rules.scripted import ScriptedEngine
@@ -52,3 +54,32 @@ def test_a_60000_server_is_refused_then_accepted_with_an_explicit_floor(tmp_path
     assert (tmp_path / "fp" / "results" / "conditions_results.csv").is_file()
     log = (tmp_path / "fp" / "results" / "logs" / "runner.log").read_text()  # RESULTS/logs by default
     assert "context floor lowered to 60,000 tokens by --min-context" in log
+
+
+def test_the_context_probe_does_not_carry_the_key_through_a_redirect(tmp_path: Path, store: Path) -> None:
+    """``sweep run`` asks each endpoint's ``/v1/models`` for its context with the API key; an endpoint
+    that redirects to another host must not get the key sent there."""
+    seen: dict[str, list[str | None]] = {"endpoint": [], "other": []}
+
+    async def other_models(request: web.Request) -> web.Response:
+        seen["other"].append(request.headers.get("Authorization"))
+        return web.json_response({"data": [{"id": "small", "max_model_len": 1000}]})
+
+    other = web.Application()
+    other.router.add_get("/v1/models", other_models)
+    with thread_server(other) as other_url:
+        elsewhere = other_url.replace("127.0.0.1", "localhost") + "/v1/models"
+
+        async def redirect(request: web.Request) -> web.Response:
+            seen["endpoint"].append(request.headers.get("Authorization"))
+            raise web.HTTPFound(elsewhere)
+
+        endpoint = web.Application()
+        endpoint.router.add_get("/v1/models", redirect)
+        with thread_server(endpoint) as url:
+            env = {**os.environ, "SWEEP_KEY": "sk-sweep-secret-123"}
+            res = subprocess.run(_argv(tmp_path, store, url, "--api-key-env", "SWEEP_KEY"), capture_output=True,
+                                 text=True, timeout=120, env=env)
+    assert res.returncode == 2, res.stderr  # 1,000 tokens: refused before any request
+    assert seen["endpoint"] == ["Bearer sk-sweep-secret-123"]
+    assert seen["other"] and not any(seen["other"]), seen["other"]

@@ -50,13 +50,14 @@ def build_sweep_engine(o: SweepEngine) -> Engine:
 
 
 def endpoint_max_model_len(url: str, api_key: str | None, timeout: float = 10.0) -> int | None:
-    """``max_model_len`` that an OpenAI-compatible server (vLLM, benchcheck serve) reports in ``/models``."""
+    """``max_model_len`` that an OpenAI-compatible server (vLLM, benchcheck serve) reports in ``/models``.
+    The key goes to ``url``'s host only: a redirect is followed without it."""
     base = url.rstrip("/")
     if not base.endswith("/v1"):
         base += "/v1"
     req = urllib.request.Request(f"{base}/models")
     if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
+        req.add_unredirected_header("Authorization", f"Bearer {api_key}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             data = json.loads(r.read())

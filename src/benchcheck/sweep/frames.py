@@ -16,6 +16,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
+from benchcheck.masking import drop_secret_variables
 from benchcheck.protocol import JPEG_QUALITY
 from benchcheck.video.plans import FramePlan
 
@@ -40,8 +41,10 @@ class FramePool:
         self.store = store
         n = default_workers() if workers is None else workers
         self.workers = n
-        # spawn: a forked child would inherit the engine's threads and sockets.
-        self._pool: Executor = (ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) if n > 0
+        # spawn: a forked child would inherit the engine's threads and sockets; the workers drop the
+        # secret-named variables (the --api-key-env key among them) as the hf engine's decoders do.
+        self._pool: Executor = (ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
+                                                    initializer=drop_secret_variables) if n > 0
                                 else ThreadPoolExecutor(1))
 
     async def frames(self, video_id: str, plan: FramePlan, quality: int = JPEG_QUALITY) -> tuple[list[bytes], float]:

@@ -190,8 +190,12 @@ class VideoResolver:
             if not path.exists() and not path.suffix:  # a bare id ("4004") names 4004.mp4 or the like
                 found = [path.with_name(path.name + ext) for ext in sorted(VIDEO_EXTENSIONS)
                          if path.with_name(path.name + ext).is_file()]
-                if len(found) == 1:
-                    path, posix = found[0], posix + found[0].suffix
+                if len(found) == 1:  # confined again: the file found may be a symlink leaving DIR
+                    posix += found[0].suffix
+                    try:
+                        path = confined_path(self.videos, posix)
+                    except ValueError as e:
+                        return Resolution(item, rel, "refused", reason=f"{e} ({self.videos})")
             return self._by_file(item, rel, path, f"local::{self.videos.resolve().name}::{posix}")
         pure = PurePosixPath(rel.replace("\\", "/"))
         if ".." in pure.parts or "\x00" in rel:

@@ -17,7 +17,8 @@ Failures are returned, never raised or dropped:
 - a 200 whose body is not a chat completion is an ``internal`` failure.
 
 The API key is sent only as ``Authorization: Bearer`` to the configured endpoints (redirects are
-not followed) and never appears in failures or logs.
+not followed) and never appears in failures or logs (a server that echoes it in an error has it
+masked).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from benchcheck.engines.openai.wire import (
     score_payload,
 )
 from benchcheck.engines.options import EngineOptionError, EngineOptions
+from benchcheck.masking import MASK
 from benchcheck.protocol import token_letter
 
 T = TypeVar("T")
@@ -126,6 +128,7 @@ class OpenAIEngine:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self._headers = {"Content-Type": "application/json"}
+        self._key = api_key or None
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         # aiohttp sessions and semaphores belong to one event loop; rebuilt if the loop changes.
@@ -217,6 +220,16 @@ class OpenAIEngine:
         return _Attempt(failure=Failure(rid, "bad_request", f"{ep.base}: {message}", status=status))
 
     async def _request(
+        self, rid: str, build: Callable[[], bytes], parse: Callable[[JSONDict, str, float], T]
+    ) -> T | Failure:
+        """``_attempts``, its failure's message without the API key: a server may echo the key it
+        refused ("Incorrect API key provided: sk-…"), and failures become rows and log lines."""
+        res = await self._attempts(rid, build, parse)
+        if self._key and isinstance(res, Failure) and self._key in res.message:
+            return replace(res, message=res.message.replace(self._key, MASK))
+        return res
+
+    async def _attempts(
         self, rid: str, build: Callable[[], bytes], parse: Callable[[JSONDict, str, float], T]
     ) -> T | Failure:
         """Send one request with retries; parse the answer or return the last failure.
