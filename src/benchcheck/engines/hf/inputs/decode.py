@@ -20,7 +20,7 @@ state) and start on the first request with images. What they run needs PIL and N
 Python's spawn also imports the main script in each worker: keep it behind
 ``if __name__ == "__main__":`` (``benchcheck``'s own entry points are). Workers ignore
 Ctrl-C (the engine's process handles it) and drop secret-named variables from their environment
-(``qa.proc.child_environment``) when they start; the variables were in the environment they
+(``masking.drop_secret_variables``) when they start; the variables were in the environment they
 were started with, which only the same user can read, as the engine's own.
 """
 
@@ -236,12 +236,10 @@ class _PoolFailed(Exception):
 def _worker_started() -> None:
     """In each worker: Ctrl-C is the engine process's to handle (a worker would print a traceback
     for it), and no secret-named or judge variable stays in the worker's environment."""
-    from benchcheck.masking import child_environment
+    from benchcheck.masking import drop_secret_variables
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    keep = child_environment(os.environ)
-    for name in [k for k in os.environ if k not in keep]:
-        del os.environ[name]
+    drop_secret_variables()
 
 
 class FrameDecoder:
