@@ -298,3 +298,26 @@ def test_unexpected_parser_exception_fails_one_request(monkeypatch: pytest.Monke
         res = _score(OpenAIEngine([url], "m", max_retries=0), "good 1", "good 2")
     assert isinstance(res[0], LetterScores)
     assert isinstance(res[1], Failure) and res[1].kind == "internal" and "RuntimeError: parser bug" in res[1].message
+
+
+def test_an_endpoint_with_credentials_in_its_url_is_refused_without_echoing_them(tmp_path: Path) -> None:
+    """Endpoints are written into run logs and failure messages, so a key inside the URL would be
+    too: ``screen`` refuses it in one line, which masks the credentials, and writes nothing."""
+    import subprocess
+    import sys
+
+    from benchcheck.engines.openai.client import normalize_endpoint
+
+    with pytest.raises(ValueError, match=r"'http://\*\*\*@127\.0\.0\.1:9/v1'"):
+        normalize_endpoint("http://me:sk-verysecret12345@127.0.0.1:9/v1")
+    assert normalize_endpoint("http://127.0.0.1:9") == "http://127.0.0.1:9/v1"
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"item_id": "S_0", "bench": "S", "question": "q?", "options": ["a", "b"],
+                                 "answer": 0}) + "\n")
+    p = subprocess.run([sys.executable, "-m", "benchcheck", "screen", "--items", str(items), "--step", "1",
+                        "--results", str(tmp_path / "r"), "--engine", "openai", "--endpoint",
+                        "http://me:sk-verysecret12345@127.0.0.1:9/v1", "--model", "m", "--no-progress"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "credentials in the URL" in p.stderr
+    assert "verysecret" not in p.stdout + p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not any("verysecret" in f.read_text(errors="replace") for f in tmp_path.rglob("*") if f.is_file())

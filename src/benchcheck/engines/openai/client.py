@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -63,6 +64,12 @@ def normalize_endpoint(url: str) -> str:
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"endpoint {url!r}: must start with http:// or https://")
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        # The URL is written into run logs and failure messages: a key in it would be too.
+        bare = urlunsplit(parts._replace(netloc=MASK + "@" + parts.netloc.rpartition("@")[2]))
+        raise ValueError(f"endpoint {bare!r}: credentials in the URL are not taken; give the key with "
+                         "--api-key-env (sent only as a bearer token)")
     return url if url.endswith("/v1") else url + "/v1"
 
 
