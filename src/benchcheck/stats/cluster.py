@@ -94,13 +94,15 @@ def design_effect(y: np.ndarray, clusters: Sequence[str]) -> float:
 
 
 def wilson(successes: float, n: float, z: float = Z975) -> tuple[float, float]:
+    """The Wilson score interval; it holds the rate itself exactly (at 0 of n, ``centre - half``
+    is 1e-16 in floating point, not 0)."""
     if n <= 0:
         return 0.0, 1.0
     p = successes / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return min(max(0.0, centre - half), p), max(min(1.0, centre + half), p)
 
 
 def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) -> tuple[float | None, float | None]:
