@@ -20,7 +20,7 @@ letter prior (``audit.prior``, fitted on non-gold letters), ``s`` its residual s
 normal (seeded Monte Carlo). An item's baseline is the mean over its forwards. Without a fitted
 prior it is 1/k.
 
-**Intervals**: mean +- t(videos - 1) x the CR1 standard error clustered by video
+**Intervals**: mean +- t(df) x the CR2 standard error clustered by video (df: Bell-McCaffrey)
 (``stats.cluster.mean_interval``), floored at the binomial standard error of the forwards' hits,
 with the baseline's own variance added (the mean baseline over draws of the prior from its
 uncertainty, ``LetterPrior.draws``); none with fewer than two videos.
@@ -89,7 +89,7 @@ class Figure:
     def record(self) -> dict[str, object]:
         return {"bench": self.bench, "figure": self.name, "items": self.items, "value": cell(self.value),
                 "lo": cell(self.lo), "hi": cell(self.hi), "baseline": cell(self.baseline), "videos": self.videos,
-                "interval": "t over videos (CR1)"}
+                "interval": "t over videos (CR2)"}
 
 
 def _floor(rows: Sequence[Forwards]) -> float:

@@ -2,15 +2,20 @@
 
 Items of one video share what the model sees and often their answer position, so they are not
 independent: an interval over items claims more than the data hold. Both intervals here use the
-cluster-robust (CR1) variance of the mean over videos.
+cluster-robust variance of the mean over videos, CR2 (Bell-McCaffrey: each video's residual sum
+divided by ``sqrt(1 - n_v / N)``), with the t quantile on the Satterthwaite degrees of freedom of
+that variance under independent items (``cr2``). With videos of equal size this is CR1 with
+videos - 1 degrees of freedom; with unequal ones the few large videos carry most of the variance,
+the degrees of freedom fall below videos - 1, and CR1 with videos - 1 undercovered (docs/audit.md,
+"What it shows", table 5: 0.77-0.88 at 10 videos of log-normal sizes, 0.93-0.97 with CR2).
 
 - ``rate_interval``: a Wilson score interval at the effective sample size ``n / deff``, where
   ``deff`` is the clustered variance over the binomial one (``design_effect``), with the t
-  quantile on videos - 1 degrees of freedom in place of z (the clustered variance of few videos
-  is itself uncertain). Never zero-width; a rate of 0 or 1 is taken at the worst case (as many
+  quantile on those degrees of freedom in place of z (the clustered variance of few videos is
+  itself uncertain). Never zero-width; a rate of 0 or 1 is taken at the worst case (as many
   items as videos).
-- ``mean_interval``: mean +- t(0.975, videos - 1) x the clustered standard error, with a floor on
-  the standard error (``se_floor``, the caller's binomial one) so identical clusters never give a
+- ``mean_interval``: mean +- t(0.975, df) x the clustered standard error, with a floor on the
+  standard error (``se_floor``, the caller's binomial one) so identical clusters never give a
   zero-width interval; None with fewer than two videos.
 """
 
@@ -27,9 +32,11 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
-def t975(df: int) -> float:
-    if df <= 0:
+def t975(df: float) -> float:
+    """The 0.975 quantile of Student t; a fractional ``df`` is rounded down (conservative)."""
+    if df < 1:
         return math.inf
+    df = math.floor(df + 1e-9)
     if df <= len(_T975):
         return _T975[df - 1]
     z = Z975  # Cornish-Fisher beyond the table (error < 1e-3)
@@ -42,15 +49,35 @@ def _cluster_sums(y: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarray, n
     return np.bincount(inv, weights=y, minlength=g), np.bincount(inv, minlength=g).astype(np.float64)
 
 
-def clustered_se(y: np.ndarray, clusters: Sequence[str]) -> float:
-    """CR1 standard error of mean(y) with the given clusters (0 with one cluster)."""
-    n = len(y)
-    sums, sizes = _cluster_sums(y, clusters)
+def cr2(sums: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
+    """(standard error, degrees of freedom) of ``sum(sums) / sum(sizes)`` from per-cluster sums and
+    sizes: the CR2 (Bell-McCaffrey) variance ``sum_v (S_v - est n_v)^2 / (1 - n_v / N) / N^2`` and
+    the Satterthwaite degrees of freedom ``tr(M)^2 / tr(M^2)`` of that quadratic form under
+    independent items of equal variance (``M = sum_v c_v d_v d_v'``, ``d_v`` the residual-maker
+    applied to video v's indicator, ``c_v = 1 / (1 - n_v / N)``; closed form for a mean). Equal
+    sizes give CR1 and videos - 1 exactly. (0, 0) with fewer than two clusters."""
     g = len(sums)
-    if g < 2:
-        return 0.0
-    resid = sums - y.mean() * sizes
-    return math.sqrt(g / (g - 1) * float((resid**2).sum())) / n
+    n = float(sizes.sum())
+    if g < 2 or n <= 0:
+        return 0.0, 0.0
+    est = float(sums.sum()) / n
+    c = 1.0 / np.maximum(1.0 - sizes / n, 1e-12)
+    var = float((c * (sums - est * sizes) ** 2).sum()) / (n * n)
+    a, u2 = c * sizes, c * sizes**2
+    tr = float(a.sum() - u2.sum() / n)
+    tr2 = float((a * a).sum() - 2.0 * (a * u2).sum() / n + (u2.sum() / n) ** 2)
+    df = tr * tr / tr2 if tr2 > 0 else float(g - 1)
+    return math.sqrt(var), min(max(df, 1.0), float(g - 1))
+
+
+def clustered_se(y: np.ndarray, clusters: Sequence[str]) -> float:
+    """CR2 standard error of mean(y) with the given clusters (0 with one cluster; ``cr2``)."""
+    return cr2(*_cluster_sums(y, clusters))[0]
+
+
+def clustered_df(clusters: Sequence[str]) -> float:
+    """The degrees of freedom of the clustered variance (``cr2``); 0 with one cluster."""
+    return cr2(*_cluster_sums(np.zeros(len(clusters)), clusters))[1]
 
 
 def design_effect(y: np.ndarray, clusters: Sequence[str]) -> float:
@@ -67,13 +94,15 @@ def design_effect(y: np.ndarray, clusters: Sequence[str]) -> float:
 
 
 def wilson(successes: float, n: float, z: float = Z975) -> tuple[float, float]:
+    """The Wilson score interval; it holds the rate itself exactly (at 0 of n, ``centre - half``
+    is 1e-16 in floating point, not 0)."""
     if n <= 0:
         return 0.0, 1.0
     p = successes / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return min(max(0.0, centre - half), p), max(min(1.0, centre + half), p)
 
 
 def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) -> tuple[float | None, float | None]:
@@ -82,7 +111,7 @@ def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) ->
     if len(y) == 0:
         return None, None
     n_eff = len(y) / design_effect(y, clusters)
-    return wilson(float(y.mean()) * n_eff, n_eff, t975(max(len(set(clusters)) - 1, 1)))
+    return wilson(float(y.mean()) * n_eff, n_eff, t975(max(clustered_df(clusters), 1.0)))
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str], se_floor: float = 0.0,
@@ -95,5 +124,6 @@ def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str],
     g = len(set(clusters))
     if g < 2:
         return float(y.mean()), None, None
-    half = t975(g - 1) * math.sqrt(max(clustered_se(y, clusters), se_floor) ** 2 + extra_var)
+    se, df = cr2(*_cluster_sums(y, clusters))
+    half = t975(df) * math.sqrt(max(se, se_floor) ** 2 + extra_var)
     return float(y.mean()), float(y.mean() - half), float(y.mean() + half)

@@ -2,10 +2,12 @@
 zero-width, and a within-video permutation test of the statistic a verdict uses.
 
 **Interval** (:data:`INTERVAL_METHOD`). Items of one video are correlated, so the standard error of
-a mean over items is the cluster-robust (CR1 sandwich) one over videos,
-``SE^2 = V/(V-1) * sum_v (S_v - est * n_v)^2 / N^2`` (``S_v`` the video's sum, ``n_v`` its items,
-``N`` all items), with a Student t critical value on ``V - 1`` degrees of freedom (one video: no
-estimate of the between-video spread, so the interval is the whole range). The SE never goes below
+a mean over items is the cluster-robust one over videos, CR2 (Bell-McCaffrey),
+``SE^2 = sum_v (S_v - est * n_v)^2 / (1 - n_v / N) / N^2`` (``S_v`` the video's sum, ``n_v`` its
+items, ``N`` all items), with a Student t critical value on the Satterthwaite degrees of freedom of
+that variance (``stats.cluster.cr2``; ``V - 1`` when the videos have equal sizes, fewer when a few
+large videos carry the variance: CR1 on ``V - 1`` undercovered there, docs/sweep.md). One video:
+no estimate of the between-video spread, so the interval is the whole range. The SE never goes below
 the item-level SE of an add-pseudo-counts interval (Agresti-Coull for an accuracy, Agresti-Min for
 a paired difference), which is positive by construction: when every video shows the same mean (all
 answers equal under two conditions, say) the interval still has the width the item count allows.
@@ -27,7 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-INTERVAL_METHOD = ("video-clustered t interval (CR1 sandwich SE over videos, Student t with videos-1 df; "
+from benchcheck.stats.cluster import cr2
+
+INTERVAL_METHOD = ("video-clustered t interval (CR2 sandwich SE over videos, Student t with Bell-McCaffrey df; "
                    "SE at least the item-level Agresti-Coull / Agresti-Min SE, so never zero-width)")
 TEST_METHOD = "within-video permutation test of condition labels (one-sided, Monte Carlo)"
 
@@ -134,14 +138,9 @@ def agresti_min_se(b: float, c: float, n: int) -> float:
 
 
 def cluster_se(sums: Array, counts: Array) -> float:
-    """CR1 SE of ``sum(sums) / sum(counts)`` over clusters (0 for fewer than 2 clusters)."""
-    v = len(counts)
-    n = float(counts.sum())
-    if v < 2 or n <= 0:
-        return 0.0
-    est = float(sums.sum()) / n
-    resid = sums - est * counts
-    return math.sqrt(v / (v - 1) * float(resid @ resid)) / n
+    """CR2 SE of ``sum(sums) / sum(counts)`` over clusters (0 for fewer than 2 clusters; equal
+    cluster sizes: the CR1 one)."""
+    return cr2(sums, counts)[0]
 
 
 def clustered_interval(sums: Array, counts: Array, floor_se: float, bounds: tuple[float, float],
@@ -152,8 +151,9 @@ def clustered_interval(sums: Array, counts: Array, floor_se: float, bounds: tupl
     if n == 0:
         return NAN_INTERVAL
     est = float(sums.sum()) / n
-    se = max(cluster_se(sums, counts), floor_se)
-    t = t_quantile(alpha / (2.0 * family), v - 1)
+    se, df = cr2(sums, counts)
+    se = max(se, floor_se)
+    t = t_quantile(alpha / (2.0 * family), df)
     half = t * se
     lo = bounds[0] if math.isinf(half) else max(bounds[0], est - half)
     hi = bounds[1] if math.isinf(half) else min(bounds[1], est + half)
