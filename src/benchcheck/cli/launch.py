@@ -189,7 +189,10 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     if out:
         write_text_atomic(out, text)
         Path(out).chmod(0o755)
-        click.echo(f"wrote {out}: sbatch {out}")
+        # Slurm opens #SBATCH --output before the script runs (its mkdir is too late) and fails a
+        # task whose output folder is missing, silently: the folder exists once the script does.
+        Path(logs).mkdir(parents=True, exist_ok=True)
+        click.echo(f"wrote {out} ({logs}/ holds the tasks' output: submit from this folder): sbatch {out}")
     else:
         click.echo(text, nl=False)
 
