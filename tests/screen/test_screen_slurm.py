@@ -53,3 +53,13 @@ def test_written_script_has_its_output_folder(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert f"#SBATCH --output={logs}/slurm_s1_%A_%a.out" in script.read_text()
     assert logs.is_dir() and f"sbatch {script}" in r.stdout
+
+
+def test_cpu_tasks_need_direct(tmp_path: Path) -> None:
+    """`--gpus-per-task 0` without `--direct` wrote a script whose every task ran `launch --gpus 0`,
+    a usage error on the node."""
+    script = tmp_path / "s.sbatch"
+    r = cli("slurm", "script", "--step", "1", "--array", "2", "--gpus-per-task", "0", "--logs", str(tmp_path / "l"),
+            "--out", str(script), "--", "--items", "items/", "--results", "results")
+    assert r.returncode == 2 and "--gpus-per-task 0 needs --direct" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not script.exists()
