@@ -48,7 +48,7 @@ def common(f: F) -> F:
 
 
 @click.command("launch")
-@click.option("--step", type=int, default=None, envvar="STEP", show_envvar=True,
+@click.option("--step", type=click.IntRange(1, 6), default=None, envvar="STEP", show_envvar=True,
               help="Screening step (1-6); not with --sweep.")
 @click.option("--sweep", is_flag=True, help="The frames x pixels sweep's servers (ports 8011+i) and client.")
 @click.option("--conds", default=None, envvar="CONDS", show_envvar=True,
