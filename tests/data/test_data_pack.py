@@ -310,3 +310,17 @@ def test_markers_in_logs_of_every_kind_never_reach_the_tarball(tmp_path: Path,
     with tarfile.open(res2.tarball) as tf:
         assert tf.extractfile("logs/picture.gz").read() == (logs / "picture.gz").read_bytes()  # type: ignore[union-attr]
     assert "packed as they are" in res2.report_md.read_text()
+
+
+def test_a_results_folder_with_nothing_to_pack_is_refused(tmp_path: Path) -> None:
+    """`pack --results` on a folder without step*/ or conditions_results.csv (its parent, an empty one)
+    wrote an empty tarball and its sha256 with exit 0 and only a note."""
+    empty = tmp_path / "results"
+    empty.mkdir()
+    append_rows(empty / "run_log.jsonl", [{"step": 1, "wall_s": 1.0, "rows_added": 0}])
+    out = tmp_path / "out" / "r.tar.gz"
+    res = subprocess.run([sys.executable, "-m", "benchcheck", "pack", "--results", str(empty), "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and f"{empty}: no step folders" in res.stderr, res.stderr
+    assert not (tmp_path / "out").exists()

@@ -90,3 +90,15 @@ def test_video_source_store_needs_the_store(bench: tuple[Path, Path, Path, dict[
     r = invoke("export", "--results", str(results), "--items", str(items), "--format", "parquet", "--chain", "1",
                "--out", str(tmp_path), "--video-source", "store")
     assert r.exit_code == 2 and "--video-source store needs --store" in r.output
+
+
+def test_a_store_that_does_not_exist_is_refused(bench: tuple[Path, Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    """A mistyped --store exported every item with exit 0, naming files under the missing folder
+    (--video-source store) or no source files at all (original)."""
+    items, results, store, _ = bench
+    typo = store.parent / "stor"
+    for source in ("store", "original"):
+        r = invoke("export", "--results", str(results), "--items", str(items), "--format", "parquet", "--chain", "1",
+                   "--out", str(tmp_path / source), "--store", str(typo), "--video-source", source)
+        assert r.exit_code == 2 and "--store" in r.output and str(typo) in r.output, r.output
+        assert not (tmp_path / source).exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from qa_servers import qa_entry, read_json, run_cli, vlm_cmd
 
 from benchcheck.cli import main
 from benchcheck.qa.dataset import DatasetError, load_dataset, parse_dataset
+
+QA_PAGE = Path(__file__).resolve().parents[2] / "docs" / "qa.md"
 
 
 def test_selection_and_skip_reasons(tmp_path: Path) -> None:
@@ -192,6 +195,12 @@ def test_one_bad_entry_of_each_kind_does_not_stop_the_run(tmp_path: Path, clips:
     assert errors[2]["id"] == "str-method" and "list of strings" in errors[2]["error"]
     assert errors[3]["id"] == "no-video" and "needs 'video'" in errors[3]["error"]
     assert "entry 3 (id no-video)" in res.stderr
+    # docs/qa.md names the fields of both lists as summary.json has them (it said `reason` and `message`)
+    for field, rows in (("skipped_entries", summary["skipped_entries"]), ("errors", summary["errors"])):
+        listed = re.search(rf"`{field}` \(([^;)]*)", QA_PAGE.read_text(encoding="utf-8"))
+        assert listed, field
+        names = {part.split()[0].rstrip(":") for part in listed.group(1).split(",")}
+        assert names <= set().union(*rows), (field, names)
     answers = {w["id"]: w["generated_answer"] for w in read_json(out / "workflow_output.json")}
     assert answers == {"good-1": "yes", "good-2": "no"}
     assert summary["latency_s"]["n"] == 2

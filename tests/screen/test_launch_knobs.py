@@ -120,3 +120,7 @@ def test_a_bad_knob_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
     items = _items(tmp_path / "items" / "all.jsonl", ("Alpha",), 1)
     res = _launch(["--step", "1", "--items", str(items), "--results", str(tmp_path / "res")], {"NGPU": "abc"})
     assert res.returncode == 2 and "NGPU" in res.stderr and "Traceback" not in res.stderr
+    # STEP=9 said "error: unknown step 9", naming neither the variable nor the flag
+    res = _launch(["--items", str(items), "--results", str(tmp_path / "res"), "--plan-only"], {"STEP": "9"})
+    assert res.returncode == 2 and "STEP" in res.stderr and "--step" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

@@ -41,3 +41,25 @@ def test_launch_script_moves_ports_and_logs_per_task(tmp_path: Path) -> None:
     assert "#SBATCH --gres=gpu:4" in r.stdout and "#SBATCH --partition=gpu" in r.stdout
     assert "launch --step 2 --gpus 4 --shard auto" in r.stdout and "--port0 $((8001 + 16 *" in r.stdout
     assert 'TASK_LOGS="logs/task_${SLURM_ARRAY_TASK_ID:-0}"' in r.stdout
+
+
+def test_written_script_has_its_output_folder(tmp_path: Path) -> None:
+    """Slurm opens `#SBATCH --output=LOGS/...` before the script's own `mkdir -p LOGS` runs, and a
+    task whose output folder is missing fails without a word: `slurm script --out` as the docs show
+    it (then `sbatch` from the same folder) left no output folder behind."""
+    logs, script = tmp_path / "slurm_logs", tmp_path / "step1.sbatch"
+    r = cli("slurm", "script", "--step", "1", "--array", "4", "--logs", str(logs), "--out", str(script), "--",
+            "--items", "items/", "--results", "results")
+    assert r.returncode == 0, r.stderr
+    assert f"#SBATCH --output={logs}/slurm_s1_%A_%a.out" in script.read_text()
+    assert logs.is_dir() and f"sbatch {script}" in r.stdout
+
+
+def test_cpu_tasks_need_direct(tmp_path: Path) -> None:
+    """`--gpus-per-task 0` without `--direct` wrote a script whose every task ran `launch --gpus 0`,
+    a usage error on the node."""
+    script = tmp_path / "s.sbatch"
+    r = cli("slurm", "script", "--step", "1", "--array", "2", "--gpus-per-task", "0", "--logs", str(tmp_path / "l"),
+            "--out", str(script), "--", "--items", "items/", "--results", "results")
+    assert r.returncode == 2 and "--gpus-per-task 0 needs --direct" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not script.exists()

@@ -38,6 +38,9 @@ def test_a_new_ladder_is_data() -> None:
     assert parse_conditions("v_32_s448,v_32") == ["v_32", "v_32_s448"]  # run order: the reuse source first
     with pytest.raises(ValueError, match="--conds"):
         parse_conditions("v_bogus")
+    # a mistyped ladder name was answered with frame plans only (try v32, mid, ...), never the ladders
+    with pytest.raises(ValueError, match=r"'resolutoin'.*a ladder: base, resolution, frame_rate, frame_count"):
+        parse_conditions("resolutoin")
 
 
 def test_16x9_at_224_is_97_tokens_per_frame_and_582_frames() -> None:

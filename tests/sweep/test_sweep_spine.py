@@ -230,6 +230,13 @@ def test_sweep_run_writes_the_run_log_and_pack_reports_wall_time(tmp_path: Path,
     assert stages["v_1"].wall_s is not None and stages["v_1"].items_done + stages["v_1"].error_rows == 7
     row = next(x for x in to_markdown(rep).splitlines() if x.startswith("| all conditions |"))
     assert "unknown" not in row and "| CPU |" in row
+    # The in-process reference engine runs on the CPU as well: its runs were counted as one GPU each.
+    ref = SweepArgs(a.items, a.store, SweepPaths.under(tmp_path / "ref"), "v_blind", engine=SweepEngine("reference"),
+                    progress=False, decode_workers=0)
+    run(ref, _quiet)
+    assert {json.loads(x)["gpus"] for x in ref.paths.run_log.read_text().splitlines()} == {0}
+    rep = build_report(ref.paths.results, [], "h", "d", "t.tar.gz")
+    assert next(s for s in rep.stages if s.name == "all conditions").cpu
     # Served engines: no GPU count recorded, one GPU per endpoint assumed (launch's layout).
     t = runlog.summarize([{"started": 0, "ended": 10, "ok": 80, "endpoints": ["http://a/v1", "http://b/v1"]}])
     assert t.gpus_assumed and t.items_per_s_per_gpu == 4.0

@@ -48,7 +48,7 @@ def common(f: F) -> F:
 
 
 @click.command("launch")
-@click.option("--step", type=int, default=None, envvar="STEP", show_envvar=True,
+@click.option("--step", type=click.IntRange(1, 6), default=None, envvar="STEP", show_envvar=True,
               help="Screening step (1-6); not with --sweep.")
 @click.option("--sweep", is_flag=True, help="The frames x pixels sweep's servers (ports 8011+i) and client.")
 @click.option("--conds", default=None, envvar="CONDS", show_envvar=True,
@@ -184,12 +184,18 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
 
     if array < 1:
         die("--array must be at least 1")
+    if not gpus_per_task and not direct:
+        die("--gpus-per-task 0 needs --direct: without it each task runs `benchcheck launch`, which starts "
+            "one server per GPU (--gpus at least 1)")
     text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
                                   cpus_per_task, None, logs, python))
     if out:
         write_text_atomic(out, text)
         Path(out).chmod(0o755)
-        click.echo(f"wrote {out}: sbatch {out}")
+        # Slurm opens #SBATCH --output before the script runs (its mkdir is too late) and fails a
+        # task whose output folder is missing, silently: the folder exists once the script does.
+        Path(logs).mkdir(parents=True, exist_ok=True)
+        click.echo(f"wrote {out} ({logs}/ holds the tasks' output: submit from this folder): sbatch {out}")
     else:
         click.echo(text, nl=False)
 

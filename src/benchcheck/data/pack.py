@@ -264,6 +264,9 @@ def pack(opts: PackOptions) -> PackResult:
     out = opts.out or Path(default_name(results, host, date))
     if not out.name.endswith(".tar.gz"):
         raise ValueError(f"{out}: the tarball name must end with .tar.gz")
+    if not [p for p in result_members(results) if p.name != RUN_LOG]:
+        raise ValueError(f"{results}: no step folders and no {SWEEP_CSV}: nothing to pack (--results is the folder "
+                         "that holds step*/ or conditions_results.csv, e.g. results/pool)")
     out.parent.mkdir(parents=True, exist_ok=True)
     base = stem(out.name)
     tmp = out.with_name(out.name + ".partial")

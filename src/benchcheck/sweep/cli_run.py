@@ -159,10 +159,15 @@ def sweep_calls(a: SweepArgs, engine_calls: int, decoders: int = 0) -> SweepCall
     return SweepCalls(1 + max(1, -(-ahead // chunk)), chunk)
 
 
+# Engines that answer by rules in this process, on the CPU (screen's run log records 0 GPUs for them too).
+RULE_ENGINES = ("scripted", "reference", "reference-prior")
+
+
 def run_gpus(a: SweepArgs) -> int | None:
-    """GPUs behind the run, for the run log: none for the scripted engine or ``hf`` on the CPU, one
-    for ``hf`` on ``cuda``; otherwise unknown (one per endpoint is assumed, as launch lays them out)."""
-    if a.engine.engine == "scripted" or (a.engine.engine == "hf" and a.engine.device == "cpu"):
+    """GPUs behind the run, for the run log: none for the in-process rule engines (scripted,
+    reference) or ``hf`` on the CPU, one for ``hf`` on ``cuda``; otherwise unknown (one per endpoint
+    is assumed, as launch lays them out)."""
+    if a.engine.engine in RULE_ENGINES or (a.engine.engine == "hf" and a.engine.device == "cpu"):
         return 0
     return 1 if a.engine.engine == "hf" and a.engine.device.startswith("cuda") else None
 

@@ -123,7 +123,7 @@ def parse_conditions(text: str | None) -> list[str]:
             try:
                 c = canonical(n)
             except ValueError as e:
-                raise ValueError(f"--conds: {e}") from None
+                raise ValueError(f"--conds: {e}, or a ladder: {', '.join(LADDERS)}") from None
             if c not in names:
                 names.append(c)
     order = {c: i for i, c in enumerate(CONDITIONS)}
