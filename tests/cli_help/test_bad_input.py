@@ -78,6 +78,20 @@ def test_sweep_and_launch_counts_are_checked(tmp_path: Path) -> None:
     assert not (tmp_path / "res").exists()
 
 
+def test_a_store_that_does_not_exist_is_refused_by_sweep_and_launch(tmp_path: Path) -> None:
+    """sweep run --store <typo> wrote the blind rows, a "missing" line for every visual cell, and
+    exited 0; launch would have started servers for it."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    res = str(tmp_path / "res")
+    missing = str(tmp_path / "stroe")
+    _refused(_run(["sweep", "run", "--items", str(items), "--results", res, "--engine", "reference",
+                   "--store", missing]), "--store", "stroe")
+    _refused(_run(["sweep", "dry-run", "--items", str(items), "--results", res, "--store", missing]), "--store")
+    _refused(_run(["launch", "--sweep", "--plan-only", "--items", str(items), "--results", res, "--store",
+                   missing]), "--store")
+    assert not (tmp_path / "res").exists()
+
+
 def test_assemble_results_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
     """assemble --results FILE raised FileExistsError from mkdir."""
     items = _items(tmp_path / "items" / "B.jsonl")

@@ -94,6 +94,7 @@ def test_sweep_knobs_from_the_environment(tmp_path: Path) -> None:
     items = _items(tmp_path / "items" / "all.jsonl", ("Alpha", "Beta"), 3)
     port0 = free_port_block(2)
     logs = tmp_path / "logs"
+    (tmp_path / "store").mkdir()
     env = {**_fakes(tmp_path, [{"match": "", "reply": "The answer is A."}]), "NGPU": "2", "WORKERS": "2",
            "PORT0": str(port0), "GPU_UTIL": "0.6", "MAX_SEQS": "4", "BENCH": "Alpha", "CONDS": "v_blind",
            "PILOT": "0"}

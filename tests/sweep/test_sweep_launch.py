@@ -51,6 +51,7 @@ def test_one_client_round_robins_over_every_endpoint_with_six_workers_per_gpu() 
 def test_launch_sweep_runs_on_two_cpu_servers(tmp_path: Path, tiny_model: Path) -> None:
     items = write_items(tmp_path / "items", [item("Alpha", k, "nope") for k in range(3)])
     logs = tmp_path / "logs"
+    (tmp_path / "store").mkdir()  # an empty store: v_1 finds no video
     argv = [sys.executable, "-m", "benchcheck", "launch", "--sweep", "--gpus", "2", "--server", "benchcheck",
             "--model", str(tiny_model), "--port0", str(free_port()), "--logs", str(logs), "--items", str(items[0]),
             "--store", str(tmp_path / "store"), "--results", str(tmp_path / "results"), "--conds", "v_blind,v_1"]

@@ -19,7 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _plan_opts = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
                  help="Item files or folders (repeatable)."),
-    click.option("--store", type=click.Path(), default=None, help="Normalized video store (normalized/<id>/)."),
+    click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
+                 help="Normalized video store (normalized/<id>/)."),
     click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
                  help="Folder the items' 'video' paths are relative to (paths never leave it)."),
     click.option("--results", type=click.Path(file_okay=False), required=True,
