@@ -26,21 +26,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from benchcheck.stats.student import t_quantile
+
 Z975 = 1.959963984540054
-# Student t 0.975 quantiles for 1..30 degrees of freedom
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
 def t975(df: float) -> float:
-    """The 0.975 quantile of Student t; a fractional ``df`` is rounded down (conservative)."""
-    if df < 1:
-        return math.inf
-    df = math.floor(df + 1e-9)
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = Z975  # Cornish-Fisher beyond the table (error < 1e-3)
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    """The 0.975 quantile of Student t at ``df`` degrees of freedom, fractional ones as they are
+    (``stats.student``); inf below one."""
+    return t_quantile(0.025, df)
 
 
 def _cluster_sums(y: np.ndarray, clusters: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
