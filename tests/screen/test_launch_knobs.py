@@ -124,4 +124,8 @@ def test_a_bad_knob_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
     # STEP=9 said "error: unknown step 9", naming neither the variable nor the flag
     res = _launch(["--items", str(items), "--results", str(tmp_path / "res"), "--plan-only"], {"STEP": "9"})
     assert res.returncode == 2 and "STEP" in res.stderr and "--step" in res.stderr, res.stderr
-    assert "Traceback" not in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    # ... and --sweep ignores a leftover STEP (a step-0 script's), as it always did
+    res = _launch(["--sweep", "--items", str(items), "--store", str(tmp_path), "--results", str(tmp_path / "res"),
+                   "--plan-only"], {"STEP": "0"})
+    assert res.returncode == 0, res.stdout + res.stderr

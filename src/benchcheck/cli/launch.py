@@ -49,8 +49,8 @@ def common(f: F) -> F:
 
 
 @click.command("launch")
-@click.option("--step", type=click.IntRange(1, 6), default=None, envvar="STEP", show_envvar=True,
-              help="Screening step (1-6); not with --sweep.")
+@click.option("--step", type=int, default=None, envvar="STEP", show_envvar=True,
+              help="Screening step (1-6); not with --sweep (which ignores STEP).")
 @click.option("--sweep", is_flag=True, help="The frames x pixels sweep's servers (ports 8011+i) and client.")
 @click.option("--conds", default=None, envvar="CONDS", show_envvar=True,
               help="With --sweep: conditions or ladders (default: all 13).")
@@ -136,6 +136,11 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
         die(f"launch: {', '.join(sweep_only)} apply with --sweep only")
     if step is None:
         die("give --step N (screening) or --sweep")
+        return
+    if not 1 <= step <= 6:
+        # Checked here, not by the option's type: --sweep ignores a leftover STEP (a step-0 script's).
+        source = "STEP" if sources.get("step") == ENV else "--step"
+        die(f"launch: {source}={step}: a screening step is 1-6 (--step, or the STEP variable)")
         return
 
     job = ShardJob(items=item_paths, results=results, step=step, chain=chain, intro=intro, frames_root=frames_root,
