@@ -87,12 +87,14 @@ def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[
             if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
 
 
-def drop_secret_variables() -> None:
-    """Remove the judge's and the secret-named variables from this process's ``os.environ``: the
-    initializer of a pool of workers that decode untrusted files beside an engine holding a key
-    (what they start, and code that reads their environment, never sees it)."""
+def drop_secret_variables(*names: str) -> None:
+    """Remove the judge's, the secret-named and ``names``' variables (a key under a name of the
+    user's choosing, ``--api-key-env``) from this process's ``os.environ``: the initializer of a
+    pool of workers that decode untrusted files. What they start, and code that asks for their
+    environment, never sees the keys; the values stay in the environment the process was started
+    with (``/proc/<pid>/environ``), which only the same user can read, as the parent's own."""
     keep = child_environment(os.environ)
-    for name in [k for k in os.environ if k not in keep]:
+    for name in [k for k in os.environ if k not in keep or k in names]:
         del os.environ[name]
 
 

@@ -78,11 +78,13 @@ def test_the_decode_workers_hold_no_secret_named_variable(store: Path, monkeypat
     monkeypatch.setenv("SWEEP_ENDPOINT_API_KEY", "sk-sweep-worker-secret")
     monkeypatch.setenv("EVAL_LLM_JUDGE_API_KEY", "sk-judge-secret-000")
     monkeypatch.setenv("BENCHCHECK_PLAIN_SETTING", "kept")
-    pool = FramePool(store, workers=1)
+    monkeypatch.setenv("OPENROUTER", "sk-named-as-the-user-likes")  # --api-key-env OPENROUTER
+    pool = FramePool(store, workers=1, secret_names=("OPENROUTER",))
     try:
         executor = pool._pool  # the pool's own worker processes
         seen = [executor.submit(os.getenv, name).result(timeout=120)
-                for name in ("SWEEP_ENDPOINT_API_KEY", "EVAL_LLM_JUDGE_API_KEY", "BENCHCHECK_PLAIN_SETTING")]
+                for name in ("SWEEP_ENDPOINT_API_KEY", "EVAL_LLM_JUDGE_API_KEY", "OPENROUTER",
+                             "BENCHCHECK_PLAIN_SETTING")]
     finally:
         pool.close()
-    assert seen == [None, None, "kept"]
+    assert seen == [None, None, None, "kept"]

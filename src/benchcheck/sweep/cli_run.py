@@ -183,7 +183,8 @@ async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec]
                       engine: Engine, echo: Echo) -> SweepSummary:
     """Run planned cells on an engine the caller owns (and closes)."""
     check_engine_context(a, cells, engine_max_model_len(engine, a.engine))
-    pool = FramePool(Path(a.store) if a.store else None, a.decode_workers)
+    pool = FramePool(Path(a.store) if a.store else None, a.decode_workers,
+                     (a.engine.api_key_env,) if a.engine.api_key_env else ())
     calls = sweep_calls(a, concurrent_calls(engine), pool.workers)
     cfg = RunnerConfig(workers=calls.workers, chunk=calls.chunk, progress=a.progress)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; decode workers {pool.workers}; "

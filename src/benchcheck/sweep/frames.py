@@ -37,15 +37,16 @@ def default_workers() -> int:
 class FramePool:
     """``await pool.frames(video_id, plan)`` decodes in a worker process (or a thread when 0)."""
 
-    def __init__(self, store: Path | None, workers: int | None = None) -> None:
+    def __init__(self, store: Path | None, workers: int | None = None, secret_names: tuple[str, ...] = ()) -> None:
         self.store = store
         n = default_workers() if workers is None else workers
         self.workers = n
         # spawn: a forked child would inherit the engine's threads and sockets; the workers drop the
-        # secret-named variables (the --api-key-env key among them) as the hf engine's decoders do.
+        # secret-named variables and ``secret_names`` (the --api-key-env variable, whatever its name)
+        # as the hf engine's decoders do.
         self._pool: Executor = (ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
-                                                    initializer=drop_secret_variables) if n > 0
-                                else ThreadPoolExecutor(1))
+                                                    initializer=drop_secret_variables, initargs=secret_names)
+                                if n > 0 else ThreadPoolExecutor(1))
 
     async def frames(self, video_id: str, plan: FramePlan, quality: int = JPEG_QUALITY) -> tuple[list[bytes], float]:
         if self.store is None:

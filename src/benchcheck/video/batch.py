@@ -16,6 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchcheck.masking import drop_secret_variables
 from benchcheck.protocol import JPEG_QUALITY
 from benchcheck.store import append_rows
 from benchcheck.video.cache import clear_stale, frames_present, read_frames_json
@@ -109,7 +110,7 @@ def extract_many(store: Path, video_ids: Sequence[str], plan: str, out: Path, wo
                 record(vid, _one(store, vid, *args))
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=drop_secret_variables) as pool:
                 futures: dict[Future[CacheOutcome | str], str] = {
                     pool.submit(_one, store, vid, *args): vid for vid in todo}
                 for fut in as_completed(futures):

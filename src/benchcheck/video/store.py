@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_json_atomic
+from benchcheck.masking import drop_secret_variables
 from benchcheck.video.cache import clear_stale
 from benchcheck.video.index import (
     FAILURES_FILE,
@@ -225,7 +226,7 @@ def _run_pool(todo: Sequence[SourceFile], store: Path, workers: int, threads: in
     pending = deque(todo)
     while pending:
         suspects: list[SourceFile] = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=drop_secret_variables) as pool:
             inflight: dict[Future[NormalizeOutcome], SourceFile] = {}
             while (pending or inflight) and not suspects:
                 broken = False
@@ -250,7 +251,7 @@ def _run_pool(todo: Sequence[SourceFile], store: Path, workers: int, threads: in
                         record(src, _died(src, e))
             suspects.extend(inflight.values())
         for src in suspects:
-            with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as alone:
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=drop_secret_variables) as alone:
                 try:
                     record(src, alone.submit(work, src, store, threads).result())
                 except Exception as e:
