@@ -18,6 +18,7 @@ from serve_fixtures import cli_server
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.openai.client import OpenAIEngine
+from benchcheck.masking import MASK
 from benchcheck.protocol import letter_logprobs
 from loopback import free_port, thread_server
 
@@ -203,6 +204,32 @@ def test_a_key_the_server_echoes_is_masked_in_failures() -> None:
     assert [(f.kind, f.status) for f in res] == [("bad_request", 401), ("http", 500), ("bad_request", 401)]
     for f in res:
         assert key not in f.message and key not in str(f) and "Incorrect API key provided: ***" in f.message
+
+
+def test_masking_an_echoed_key_neither_leaks_a_cut_key_nor_cuts_up_words() -> None:
+    """A plain-text error body that quotes the key where the message is cut short keeps no piece of
+    it; a key too plain to be a secret ("1", as local servers take) leaves the message whole."""
+    from aiohttp import web
+
+    key = "sk-echoed-secret-at-the-cut-4242"
+
+    async def chat(request: web.Request) -> web.Response:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        return web.Response(text="x" * 290 + f" key {given} refused", status=401)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    with thread_server(app) as url:
+        async def go(k: str) -> Any:
+            engine = OpenAIEngine([url], "m", api_key=k, max_retries=0)
+            try:
+                return (await engine.score([ScoreRequest("s", "Question: q")]))[0]
+            finally:
+                await engine.aclose()
+
+        cut, plain = asyncio.run(go(key)), asyncio.run(go("1"))
+    assert isinstance(cut, Failure) and "sk-echoed" not in cut.message and "sk-" not in cut.message
+    assert isinstance(plain, Failure) and url.removeprefix("http://") in plain.message and MASK not in plain.message
 
 
 async def _models(engine: OpenAIEngine) -> dict[str, list[str]]:

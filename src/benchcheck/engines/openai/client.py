@@ -48,7 +48,7 @@ from benchcheck.engines.openai.wire import (
     score_payload,
 )
 from benchcheck.engines.options import EngineOptionError, EngineOptions
-from benchcheck.masking import MASK
+from benchcheck.masking import MASK, could_be_secret
 from benchcheck.protocol import token_letter
 
 T = TypeVar("T")
@@ -216,7 +216,7 @@ class OpenAIEngine:
             if not isinstance(body, dict):
                 return _Attempt(failure=Failure(rid, "internal", f"{ep.base}: a 200 answer that is not a JSON object"))
             return _Attempt(body=body)
-        text = raw.decode("utf-8", errors="replace")
+        text = self._masked(raw.decode("utf-8", errors="replace"))  # before error_message cuts it short
         message = error_message(text)
         if is_context_too_long(status, text):
             return _Attempt(failure=Failure(rid, "context_too_long", message, status=status))
@@ -232,9 +232,12 @@ class OpenAIEngine:
         """``_attempts``, its failure's message without the API key: a server may echo the key it
         refused ("Incorrect API key provided: sk-…"), and failures become rows and log lines."""
         res = await self._attempts(rid, build, parse)
-        if self._key and isinstance(res, Failure) and self._key in res.message:
-            return replace(res, message=res.message.replace(self._key, MASK))
-        return res
+        return replace(res, message=self._masked(res.message)) if isinstance(res, Failure) else res
+
+    def _masked(self, text: str) -> str:
+        """``text`` without the API key; a key too short or plain to be one (``EMPTY``, ``1``, as
+        local servers take) is left alone, or ordinary words and addresses would be cut up."""
+        return text.replace(self._key, MASK) if self._key and could_be_secret(self._key) else text
 
     async def _attempts(
         self, rid: str, build: Callable[[], bytes], parse: Callable[[JSONDict, str, float], T]
