@@ -80,16 +80,30 @@ def test_sweep_and_launch_counts_are_checked(tmp_path: Path) -> None:
 
 def test_a_store_that_does_not_exist_is_refused_by_sweep_and_launch(tmp_path: Path) -> None:
     """sweep run --store <typo> wrote the blind rows, a "missing" line for every visual cell, and
-    exited 0; launch would have started servers for it."""
+    exited 0; launch would have started servers for it. A dry run still plans before the store is
+    made (it lists what is missing)."""
     items = _items(tmp_path / "items" / "B.jsonl")
     res = str(tmp_path / "res")
     missing = str(tmp_path / "stroe")
     _refused(_run(["sweep", "run", "--items", str(items), "--results", res, "--engine", "reference",
                    "--store", missing]), "--store", "stroe")
-    _refused(_run(["sweep", "dry-run", "--items", str(items), "--results", res, "--store", missing]), "--store")
+    assert _run(["sweep", "dry-run", "--items", str(items), "--results", res, "--store", missing]).exit_code == 0
     _refused(_run(["launch", "--sweep", "--plan-only", "--items", str(items), "--results", res, "--store",
                    missing]), "--store")
-    assert not (tmp_path / "res").exists()
+    assert not (tmp_path / "res" / "conditions_results.csv").exists()
+
+
+def test_a_store_or_frame_cache_that_does_not_exist_is_refused_by_report_and_export(tmp_path: Path) -> None:
+    """report --store <typo> built a report without thumbnails, export --frames <typo> counted every
+    visual step as not screened; both exited 0."""
+    (tmp_path / "res").mkdir()
+    res, missing = str(tmp_path / "res"), str(tmp_path / "stroe")
+    _refused(_run(["report", "--results", res, "--store", missing]), "--store")
+    _refused(_run(["report", "--results", res, "--frames", missing]), "--frames")
+    items = _items(tmp_path / "items" / "B.jsonl")
+    _refused(_run(["export", "--results", res, "--items", str(items), "--frames", missing, "--format", "lmms-eval",
+                   "--out", str(tmp_path / "x")]), "--frames")
+    assert not (tmp_path / "x").exists()
 
 
 def test_assemble_results_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:

@@ -317,10 +317,15 @@ def test_a_results_folder_with_nothing_to_pack_is_refused(tmp_path: Path) -> Non
     wrote an empty tarball and its sha256 with exit 0 and only a note."""
     empty = tmp_path / "results"
     empty.mkdir()
-    append_rows(empty / "run_log.jsonl", [{"step": 1, "wall_s": 1.0, "rows_added": 0}])
     out = tmp_path / "out" / "r.tar.gz"
-    res = subprocess.run([sys.executable, "-m", "benchcheck", "pack", "--results", str(empty), "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    argv = [sys.executable, "-m", "benchcheck", "pack", "--results", str(empty), "--out", str(out)]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and f"{empty}: no step folders" in res.stderr, res.stderr
     assert not (tmp_path / "out").exists()
+    # A run that stopped before its first row left only its run log: that goes back.
+    append_rows(empty / "run_log.jsonl", [{"step": 1, "wall_s": 1.0, "rows_added": 0}])
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    with tarfile.open(out) as tar:
+        assert any(n.endswith("run_log.jsonl") for n in tar.getnames())

@@ -19,7 +19,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True,
               help="Which harness reads the export.")
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
-@click.option("--frames", "frames_root", type=click.Path(), default=None,
+@click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
               help="Frame cache: visual steps count as not screened for items without frames (as assemble).")
 @click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
               help="Normalized store: its index names the source file of a store key or a bare video_id.")

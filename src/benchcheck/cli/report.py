@@ -33,8 +33,9 @@ def default_workers() -> int:
 @click.option("--step0", "step0", type=click.Path(exists=True), default=None,
               help="Step-0 output folder of `benchcheck dedup` (or the kept list given to --keep): duplicates "
                    "shown removed at step 0.")
-@click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (pool_frames).")
-@click.option("--store", type=click.Path(file_okay=False), default=None,
+@click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Frame cache (pool_frames).")
+@click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
               help="Normalized store: names the items' videos for the thumbnails (with --videos).")
 @videos_option
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")

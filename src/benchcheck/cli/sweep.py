@@ -19,8 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _plan_opts = [
     click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
                  help="Item files or folders (repeatable)."),
-    click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
-                 help="Normalized video store (normalized/<id>/)."),
+    click.option("--store", type=click.Path(file_okay=False), default=None,
+                 help="Normalized video store (normalized/<id>/); `run` needs it to exist."),
     click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
                  help="Folder the items' 'video' paths are relative to (paths never leave it)."),
     click.option("--results", type=click.Path(file_okay=False), required=True,
@@ -131,6 +131,8 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
     from benchcheck.sweep.job import PreconditionError
 
+    if kw["store"] and not Path(kw["store"]).is_dir():  # dry-run plans before the store is made; run cannot
+        raise click.BadParameter(f"{kw['store']}: no such folder", param_hint="'--store'")
     eps = endpoints_list(endpoints)
     from benchcheck.executors.registry import executor as lookup
     from benchcheck.sweep.job import SweepArgs

@@ -264,9 +264,11 @@ def pack(opts: PackOptions) -> PackResult:
     out = opts.out or Path(default_name(results, host, date))
     if not out.name.endswith(".tar.gz"):
         raise ValueError(f"{out}: the tarball name must end with .tar.gz")
-    if not [p for p in result_members(results) if p.name != RUN_LOG]:
-        raise ValueError(f"{results}: no step folders and no {SWEEP_CSV}: nothing to pack (--results is the folder "
-                         "that holds step*/ or conditions_results.csv, e.g. results/pool)")
+    # A run log alone goes back (a run that stopped before its first row says why there); a folder
+    # with nothing of a run and no --logs is the wrong folder.
+    if not result_members(results) and not opts.logs:
+        raise ValueError(f"{results}: no step folders, no {SWEEP_CSV} and no {RUN_LOG}: nothing to pack (--results "
+                         "is the folder that holds step*/ or conditions_results.csv, e.g. results/pool)")
     out.parent.mkdir(parents=True, exist_ok=True)
     base = stem(out.name)
     tmp = out.with_name(out.name + ".partial")
