@@ -87,6 +87,8 @@ def test_a_store_that_does_not_exist_is_refused_by_sweep_and_launch(tmp_path: Pa
     missing = str(tmp_path / "stroe")
     _refused(_run(["sweep", "run", "--items", str(items), "--results", res, "--engine", "reference",
                    "--store", missing]), "--store", "stroe")
+    _refused(_run(["sweep", "run", "--items", str(items), "--results", res, "--engine", "reference",
+                   "--store", ""]), "--store")  # --store "$STORE" with STORE unset
     assert _run(["sweep", "dry-run", "--items", str(items), "--results", res, "--store", missing]).exit_code == 0
     _refused(_run(["launch", "--sweep", "--plan-only", "--items", str(items), "--results", res, "--store",
                    missing]), "--store")

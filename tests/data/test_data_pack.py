@@ -322,6 +322,11 @@ def test_a_results_folder_with_nothing_to_pack_is_refused(tmp_path: Path) -> Non
     res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and f"{empty}: no step folders" in res.stderr, res.stderr
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "screen.log").write_text("a line\n")
+    res = subprocess.run([*argv, "--logs", str(logs)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr  # the launcher's --logs do not make it a results folder
     assert not (tmp_path / "out").exists()
     # A run that stopped before its first row left only its run log: that goes back.
     append_rows(empty / "run_log.jsonl", [{"step": 1, "wall_s": 1.0, "rows_added": 0}])

@@ -208,7 +208,7 @@ def test_a_key_the_server_echoes_is_masked_in_failures() -> None:
 
 def test_masking_an_echoed_key_neither_leaks_a_cut_key_nor_cuts_up_words() -> None:
     """A plain-text error body that quotes the key where the message is cut short keeps no piece of
-    it; a key too plain to be a secret ("1", as local servers take) leaves the message whole."""
+    it; a key too short to be a secret ("1", as local servers take) leaves the message whole."""
     from aiohttp import web
 
     key = "sk-echoed-secret-at-the-cut-4242"

@@ -129,3 +129,5 @@ def test_a_bad_knob_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
     res = _launch(["--sweep", "--items", str(items), "--store", str(tmp_path), "--results", str(tmp_path / "res"),
                    "--plan-only"], {"STEP": "0"})
     assert res.returncode == 0, res.stdout + res.stderr
+    res = _launch(["--items", str(items), "--results", str(tmp_path / "res"), "--plan-only"], {"STEP": "abc"})
+    assert res.returncode == 2 and "STEP=abc" in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr

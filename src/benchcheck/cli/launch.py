@@ -49,7 +49,7 @@ def common(f: F) -> F:
 
 
 @click.command("launch")
-@click.option("--step", type=int, default=None, envvar="STEP", show_envvar=True,
+@click.option("--step", default=None, envvar="STEP", show_envvar=True,
               help="Screening step (1-6); not with --sweep (which ignores STEP).")
 @click.option("--sweep", is_flag=True, help="The frames x pixels sweep's servers (ports 8011+i) and client.")
 @click.option("--conds", default=None, envvar="CONDS", show_envvar=True,
@@ -82,7 +82,7 @@ def common(f: F) -> F:
 @click.option("--server-timeout", type=float, default=900.0, show_default=True)
 @click.option("--plan-only", is_flag=True)
 @common
-def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: int | None, model: str | None,
+def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: int | None, model: str | None,
            revision: str | None, served_model_name: str | None,
            port0: int | None, max_num_seqs: int | None, gpu_util: float | None, max_model_len: int | None,
            workers: int | None, python_exe: str | None, vllm_cmd: str, logs: str, shard: str | None, server: str,
@@ -137,16 +137,17 @@ def launch(step: int | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     if step is None:
         die("give --step N (screening) or --sweep")
         return
-    if not 1 <= step <= 6:
-        # Checked here, not by the option's type: --sweep ignores a leftover STEP (a step-0 script's).
+    # Read here, not by the option's type: --sweep ignores a leftover STEP (a step-0 script's).
+    number = int(step) if step.strip().isdigit() else 0
+    if not 1 <= number <= 6:
         source = "STEP" if sources.get("step") == ENV else "--step"
         die(f"launch: {source}={step}: a screening step is 1-6 (--step, or the STEP variable)")
         return
 
-    job = ShardJob(items=item_paths, results=results, step=step, chain=chain, intro=intro, frames_root=frames_root,
+    job = ShardJob(items=item_paths, results=results, step=number, chain=chain, intro=intro, frames_root=frames_root,
                    store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
     try:
-        code = run_launch(LaunchArgs(step, gpus, model, revision, served_model_name, port0 or STEP_PORT0,
+        code = run_launch(LaunchArgs(number, gpus, model, revision, served_model_name, port0 or STEP_PORT0,
                                      max_num_seqs or STEP_MAX_SEQS, GPU_UTIL if gpu_util is None else gpu_util,
                                      max_model_len, workers, logs, shard,
                                      server, server_timeout, plan_only, job, python, vllm_cmd, sources),

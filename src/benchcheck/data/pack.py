@@ -265,8 +265,8 @@ def pack(opts: PackOptions) -> PackResult:
     if not out.name.endswith(".tar.gz"):
         raise ValueError(f"{out}: the tarball name must end with .tar.gz")
     # A run log alone goes back (a run that stopped before its first row says why there); a folder
-    # with nothing of a run and no --logs is the wrong folder.
-    if not result_members(results) and not opts.logs:
+    # with nothing of a run is the wrong folder (its parent, say), whatever --logs adds.
+    if not result_members(results):
         raise ValueError(f"{results}: no step folders, no {SWEEP_CSV} and no {RUN_LOG}: nothing to pack (--results "
                          "is the folder that holds step*/ or conditions_results.csv, e.g. results/pool)")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,7 @@ def t_sf(t: float, df: float) -> float:
 @functools.lru_cache(maxsize=4096)  # an audit asks the same few (p, df) for every threshold
 def t_quantile(p: float, df: float) -> float:
     """The upper quantile: t with P(T > t) = ``p`` (0 < p < 0.5); inf when df < 1."""
-    if df < 1:
+    if not df >= 1:  # NaN too: no interval rather than a zero-width one
         return math.inf
     lo, hi = 0.0, 1.0
     while t_sf(hi, df) > p:

@@ -42,8 +42,8 @@ class FramePool:
         n = default_workers() if workers is None else workers
         self.workers = n
         # spawn: a forked child would inherit the engine's threads and sockets; the workers drop the
-        # secret-named variables and ``secret_names`` (the --api-key-env variable, whatever its name)
-        # as the hf engine's decoders do.
+        # secret-named variables (as the hf engine's decoders do) and ``secret_names`` (the
+        # --api-key-env variable, whatever its name).
         self._pool: Executor = (ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
                                                     initializer=drop_secret_variables, initargs=secret_names)
                                 if n > 0 else ThreadPoolExecutor(1))

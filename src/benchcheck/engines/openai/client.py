@@ -48,7 +48,7 @@ from benchcheck.engines.openai.wire import (
     score_payload,
 )
 from benchcheck.engines.options import EngineOptionError, EngineOptions
-from benchcheck.masking import MASK, could_be_secret
+from benchcheck.masking import MASK, MIN_SECRET_LEN
 from benchcheck.protocol import token_letter
 
 T = TypeVar("T")
@@ -235,9 +235,9 @@ class OpenAIEngine:
         return replace(res, message=self._masked(res.message)) if isinstance(res, Failure) else res
 
     def _masked(self, text: str) -> str:
-        """``text`` without the API key; a key too short or plain to be one (``EMPTY``, ``1``, as
-        local servers take) is left alone, or ordinary words and addresses would be cut up."""
-        return text.replace(self._key, MASK) if self._key and could_be_secret(self._key) else text
+        """``text`` without the API key; a key too short to be one (``EMPTY``, ``1``, as local
+        servers take) is left alone, or ordinary words and addresses would be cut up."""
+        return text.replace(self._key, MASK) if self._key and len(self._key) >= MIN_SECRET_LEN else text
 
     async def _attempts(
         self, rid: str, build: Callable[[], bytes], parse: Callable[[JSONDict, str, float], T]
