@@ -69,22 +69,21 @@ def clustered_se(y: np.ndarray, clusters: Sequence[str]) -> float:
     return cr2(*_cluster_sums(y, clusters))[0]
 
 
-def clustered_df(clusters: Sequence[str]) -> float:
-    """The degrees of freedom of the clustered variance (``cr2``); 0 with one cluster."""
-    return cr2(*_cluster_sums(np.zeros(len(clusters)), clusters))[1]
-
-
 def design_effect(y: np.ndarray, clusters: Sequence[str]) -> float:
     """Clustered variance of mean(y) over the independent one (at least 1); where y does not vary,
     the worst case, items per video."""
+    return _design_effect(y, clustered_se(y, clusters), len(set(clusters)))
+
+
+def _design_effect(y: np.ndarray, se: float, videos: int) -> float:
+    """``design_effect`` from the clustered standard error ``se`` of mean(y) over ``videos``."""
     n = len(y)
     if n == 0:
         return 1.0
-    g = len(set(clusters))
     var_iid = float(y.var(ddof=1)) / n if n > 1 else 0.0
     if var_iid <= 0.0:
-        return n / max(g, 1)
-    return max(1.0, clustered_se(y, clusters) ** 2 / var_iid)
+        return n / max(videos, 1)
+    return max(1.0, se**2 / var_iid)
 
 
 def wilson(successes: float, n: float, z: float = Z975) -> tuple[float, float]:
@@ -104,8 +103,10 @@ def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) ->
     y = np.asarray(hits, dtype=np.float64)
     if len(y) == 0:
         return None, None
-    n_eff = len(y) / design_effect(y, clusters)
-    return wilson(float(y.mean()) * n_eff, n_eff, t975(max(clustered_df(clusters), 1.0)))
+    sums, sizes = _cluster_sums(y, clusters)
+    se, df = cr2(sums, sizes)
+    n_eff = len(y) / _design_effect(y, se, len(sizes))
+    return wilson(float(y.mean()) * n_eff, n_eff, t975(max(df, 1.0)))
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str], se_floor: float = 0.0,
