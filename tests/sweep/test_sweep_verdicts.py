@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from benchcheck.cli import main
 from benchcheck.report.sweep import read_sweep
+from benchcheck.stats.cluster import cr2
 from benchcheck.sweep.analysis import BenchTable, Settings, analyze, bench_verdict
 from benchcheck.sweep.constructed import World, world_rows
 from benchcheck.sweep.report import SETTINGS_NAME, effect_text, write_analysis
@@ -21,7 +22,6 @@ from benchcheck.sweep.verdict_stats import (
     INTERVAL_METHOD,
     accuracy_interval,
     agresti_min_se,
-    cluster_se,
     difference_interval,
     permutation_pvalue,
     t_quantile,
@@ -156,7 +156,7 @@ def test_numbers_against_hand_computations() -> None:
     # Agresti-Min: b = c = 0 of n = 28 -> p10 = p01 = 0.5 / 30, SE^2 = (1/30) / 30.
     assert agresti_min_se(0, 0, 28) == pytest.approx(math.sqrt(1 / 900))
     # CR1 over 3 videos: sums (2, 0, 1) of 2 items each, mean 0.5 -> resid (1, -1, 0), SE^2 = 1.5 * 2 / 36.
-    assert cluster_se(np.array([2.0, 0.0, 1.0]), np.array([2.0, 2.0, 2.0])) == pytest.approx(math.sqrt(3 / 36))
+    assert cr2(np.array([2.0, 0.0, 1.0]), np.array([2.0, 2.0, 2.0]))[0] == pytest.approx(math.sqrt(3 / 36))
 
 
 def test_report_page_and_summary_show_the_same_interval_and_name(tmp_path: Path) -> None:

@@ -131,8 +131,9 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
     from benchcheck.sweep.job import PreconditionError
 
-    if kw["store"] is not None and not (kw["store"] and Path(kw["store"]).is_dir()):  # dry-run plans before it is made
-        raise click.BadParameter(f"{kw['store']}: no such folder", param_hint="'--store'")
+    store = kw["store"]
+    if store is not None and (store == "" or not Path(store).is_dir()):  # dry-run plans before it is made
+        raise click.BadParameter(f"{store!r}: no such folder", param_hint="'--store'")
     eps = endpoints_list(endpoints)
     from benchcheck.executors.registry import executor as lookup
     from benchcheck.sweep.job import SweepArgs

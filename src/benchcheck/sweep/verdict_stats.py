@@ -73,12 +73,6 @@ def agresti_min_se(b: float, c: float, n: int) -> float:
     return math.sqrt(max(p10 + p01 - (p10 - p01) ** 2, 0.0) / m)
 
 
-def cluster_se(sums: Array, counts: Array) -> float:
-    """CR2 SE of ``sum(sums) / sum(counts)`` over clusters (0 for fewer than 2 clusters; equal
-    cluster sizes: the CR1 one)."""
-    return cr2(sums, counts)[0]
-
-
 def clustered_interval(sums: Array, counts: Array, floor_se: float, bounds: tuple[float, float],
                        alpha: float = 0.05, family: int = 1) -> Interval:
     """Mean over items ``sum(sums) / sum(counts)`` (per-video sums and item counts) with the interval
