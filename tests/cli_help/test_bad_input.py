@@ -95,6 +95,35 @@ def test_a_store_that_does_not_exist_is_refused_by_sweep_and_launch(tmp_path: Pa
     assert not (tmp_path / "res" / "conditions_results.csv").exists()
 
 
+def test_a_folder_that_is_not_a_store_is_refused_by_every_command_that_reads_one(tmp_path: Path) -> None:
+    """--store pointed at the frame cache or the videos' folder (it exists) was taken: sweep run
+    wrote a "missing" line for every visual cell and exited 0, report built no thumbnails. Every
+    command that reads a store now names the folder and what is wrong; an empty store that
+    `videos normalize` made (normalized/ and nothing in it) is still a store."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    res = tmp_path / "res"
+    res.mkdir()
+    wrong = tmp_path / "frames_not_store"
+    (wrong / "v1").mkdir(parents=True)
+    w = str(wrong)
+    for args in (["sweep", "run", "--items", str(items), "--results", str(res), "--engine", "reference"],
+                 ["launch", "--sweep", "--plan-only", "--items", str(items), "--results", str(res)],
+                 ["launch", "--step", "1", "--plan-only", "--items", str(items), "--results", str(res)],
+                 ["report", "--results", str(res)],
+                 ["export", "--results", str(res), "--items", str(items), "--format", "lmms-eval",
+                  "--out", str(tmp_path / "x")],
+                 ["items", "stats", str(items)],
+                 ["items", "link", str(items), "--out", str(tmp_path / "linked")],
+                 ["frames", "extract", "--items", str(items), "--out", str(tmp_path / "fr")]):
+        _refused(_run([*args, "--store", w]), "--store", "frames_not_store", "not a normalized store")
+    r = _run(["screen", "--items", str(items), "--step", "2", "--results", str(res), "--store", w, "--plan-only"])
+    _refused(r, "--store", "frames_not_store", "not a normalized store")
+    (wrong / "normalized").mkdir()
+    assert _run(["sweep", "run", "--items", str(items), "--results", str(res), "--engine", "reference",
+                 "--store", w, "--no-progress", "--limit", "1"]).exit_code == 0
+    assert not (tmp_path / "x").exists() and not (tmp_path / "fr").exists()
+
+
 def test_a_store_or_frame_cache_that_does_not_exist_is_refused_by_report_and_export(tmp_path: Path) -> None:
     """report --store <typo> built a report without thumbnails, export --frames <typo> counted every
     visual step as not screened; both exited 0."""

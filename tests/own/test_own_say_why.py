@@ -77,6 +77,9 @@ def test_frames_extract_with_no_video(proj: Path, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "nothing to extract" in r.stderr and "q10" in r.stderr
     (tmp_path / "empty").mkdir()
     r = bc("frames", "extract", "--store", tmp_path / "empty", "--out", tmp_path / "f", "--no-progress")
+    assert r.exit_code == 2 and "not a normalized store" in r.stderr and "videos normalize" in r.stderr
+    (tmp_path / "empty" / "normalized").mkdir()  # a store that normalize made with nothing in it
+    r = bc("frames", "extract", "--store", tmp_path / "empty", "--out", tmp_path / "f", "--no-progress")
     assert r.exit_code == 2 and "holds no normalized video" in r.stderr and "videos normalize" in r.stderr
     r = bc("frames", "extract", "--store", proj / "store", "--items", proj / "mine.jsonl", "--videos", proj / "raw",
            "--out", proj / "frames", "--no-progress")  # all cached: done, not an error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,17 @@ def ray_local() -> Iterator[str]:
     """A local Ray with 2 CPUs and one engine slot, shared by the screen and sweep tests (the
     cluster tests' modules run first and shut theirs down); yields its address (for other drivers)."""
     ray = pytest.importorskip("ray")
-    ctx = ray.init(num_cpus=2, resources={"engine_slot": 1}, log_to_driver=False)
+    # Variables Ray's workers inherit from the driver that started it (test_ray_secrets): set while
+    # Ray starts, gone from this process after.
+    from ray_helpers import RAY_INHERITED
+
+    inherited = {name: "sk-" + "x" * 20 for name in RAY_INHERITED}
+    os.environ.update(inherited)
+    try:
+        ctx = ray.init(num_cpus=2, resources={"engine_slot": 1}, log_to_driver=False)
+    finally:
+        for name in inherited:
+            os.environ.pop(name, None)
     yield str(ctx.address_info["address"])
     ray.shutdown()
 

@@ -28,6 +28,11 @@ from benchcheck.store import read_rows
 __all__ = ["RULES", "SWEEP_RULES", "TIMING", "make_pool", "ok_rows", "run_step", "run_sweep", "sweep_rows",
            "write_rules", "write_sweep_rules"]
 
+# Set while ray_local's Ray starts, so its workers inherit them (test_ray_secrets): a variable of a
+# name the user chose for --api-key-env, a secret-named one, and a plain one.
+RAY_INHERITED = ("BC_CHOSEN_NAME", "BC_TEST_API_KEY", "BC_PLAIN")
+
+
 def decisions(step_dir: Path) -> dict[str, tuple[Any, ...]]:
     """What must not depend on the executor: removed, the letter log-probs, the picks, the frames."""
     return {i: (r["removed"], json.dumps(r["lp"]), json.dumps(r.get("picks", r.get("pick"))),

@@ -63,6 +63,7 @@ def test_options_an_executor_cannot_apply_are_refused_in_one_line(pool: Path, tm
                     "--decode-workers has no meaning on --executor ray")
     _one_line_error(cli("sweep", "run", "--items", str(pool), "--results", res, "--engine", "scripted",
                         "--ray-address", "auto"), "--ray-address needs --executor ray")
+    (tmp_path / "normalized").mkdir()  # an empty store, as `videos normalize` leaves it
     _one_line_error(cli("launch", "--sweep", "--step", "2", "--frames", res, "--items", str(pool), "--results", res,
                         "--store", str(tmp_path)), "launch --sweep: --step, --frames apply to screening steps only")
     _one_line_error(cli("launch", "--step", "1", "--conds", "v_1", "--items", str(pool), "--results", res),
@@ -76,7 +77,7 @@ def test_launch_sweep_plan_only_plans_without_servers(tmp_path: Path) -> None:
     items = tmp_path / "items"
     write_demo_items(items)
     logs = tmp_path / "logs"
-    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "normalized").mkdir(parents=True)
     r = cli("launch", "--sweep", "--plan-only", "--items", str(items), "--store", str(tmp_path / "store"),
             "--results", str(tmp_path / "res"), "--logs", str(logs), "--conds", "v_blind,v_1", "--limit", "2")
     assert r.returncode == 0, r.stderr

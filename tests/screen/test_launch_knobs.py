@@ -94,7 +94,7 @@ def test_sweep_knobs_from_the_environment(tmp_path: Path) -> None:
     items = _items(tmp_path / "items" / "all.jsonl", ("Alpha", "Beta"), 3)
     port0 = free_port_block(2)
     logs = tmp_path / "logs"
-    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "normalized").mkdir(parents=True)  # an empty store
     env = {**_fakes(tmp_path, [{"match": "", "reply": "The answer is A."}]), "NGPU": "2", "WORKERS": "2",
            "PORT0": str(port0), "GPU_UTIL": "0.6", "MAX_SEQS": "4", "BENCH": "Alpha", "CONDS": "v_blind",
            "PILOT": "0"}
@@ -126,6 +126,7 @@ def test_a_bad_knob_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
     assert res.returncode == 2 and "STEP" in res.stderr and "--step" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
     # ... and --sweep ignores a leftover STEP (a step-0 script's), as it always did
+    (tmp_path / "normalized").mkdir()  # an empty store
     res = _launch(["--sweep", "--items", str(items), "--store", str(tmp_path), "--results", str(tmp_path / "res"),
                    "--plan-only"], {"STEP": "0"})
     assert res.returncode == 0, res.stdout + res.stderr

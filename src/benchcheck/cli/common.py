@@ -38,6 +38,17 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
     return result
 
 
+def checked_store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Callback of ``--store`` for a command that reads a normalized store: refused in one line,
+    naming the path, unless ``video.meta.store_problem`` finds none; the value as given."""
+    from benchcheck.video.meta import store_problem
+
+    why = None if value is None else store_problem(value)
+    if why:
+        raise click.BadParameter(f"{str(value)!r}: {why}", ctx, param)
+    return value
+
+
 def columns_option() -> click.Option:
     return click.Option(
         ["--columns"],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting
 
 
 @click.command("export")
@@ -21,7 +21,7 @@ from benchcheck.cli.common import die, load_items_reporting
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
 @click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
               help="Frame cache: visual steps count as not screened for items without frames (as assemble).")
-@click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--store", type=click.Path(), callback=checked_store, default=None,
               help="Normalized store: its index names the source file of a store key or a bare video_id.")
 @click.option("--video-source", type=click.Choice(["original", "store"]), default="original", show_default=True,
               help="original: the video each item came with (its path or URL); store: the normalized re-encode "

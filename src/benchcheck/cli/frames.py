@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting
 from benchcheck.cli.videos import videos_option
 from benchcheck.video.plans import TOKEN_BUDGET
 
@@ -18,7 +18,7 @@ def frames() -> None:
 
 
 @frames.command("extract")
-@click.option("--store", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+@click.option("--store", required=True, type=click.Path(path_type=Path), callback=checked_store,
               help="The normalized store (made by 'benchcheck videos normalize').")
 @click.option("--items", "items", multiple=True, type=click.Path(exists=True),
               help="Item files or folders (repeatable); their videos are extracted (named by video_id, "

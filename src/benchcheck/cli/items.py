@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting
 from benchcheck.cli.videos import videos_option
 
 
@@ -41,7 +41,7 @@ def validate(paths: tuple[str, ...], columns: str | None) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--columns", default=None,
               help="Column map, e.g. 'item_id=video+qid,options=a0|a1|a2|a3|a4' (A+B joins columns: {A}_{B}).")
-@click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--store", type=click.Path(), callback=checked_store, default=None,
               help="Normalized store: count the items whose video it holds.")
 @videos_option
 def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos_dir: str | None) -> None:
@@ -65,7 +65,7 @@ def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos
 
 @items.command("link")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--store", required=True, type=click.Path(exists=True, file_okay=False),
+@click.option("--store", required=True, type=click.Path(), callback=checked_store,
               help="The normalized store (made by 'benchcheck videos normalize').")
 @videos_option
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import die
+from benchcheck.cli.common import checked_store, die
 from benchcheck.defaults import (
     GPU_UTIL,
     INTRO_NAME,
@@ -26,7 +26,7 @@ _common = [
     click.option("--chain", default="1,2,3,4,5,6", show_default=True),
     click.option("--intro", default=INTRO_NAME, show_default=True),
     click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
-    click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
+    click.option("--store", type=click.Path(), callback=checked_store, default=None,
                  help="Normalized store (frames on the fly)."),
     click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
     click.option("--bench", default=None, envvar="BENCH", show_envvar=True, help="Benchmarks A,B only."),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting, videos_option
 
 # One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
@@ -35,7 +35,7 @@ def default_workers() -> int:
                    "shown removed at step 0.")
 @click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
               help="Frame cache (pool_frames).")
-@click.option("--store", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--store", type=click.Path(), callback=checked_store, default=None,
               help="Normalized store: names the items' videos for the thumbnails (with --videos).")
 @videos_option
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")

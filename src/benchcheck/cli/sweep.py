@@ -12,6 +12,7 @@ from benchcheck.cli.common import die, executor_options, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
+from benchcheck.video.meta import store_problem
 from benchcheck.video.plans import TOKEN_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,8 +133,9 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.job import PreconditionError
 
     store = kw["store"]
-    if store is not None and (store == "" or not Path(store).is_dir()):  # dry-run plans before it is made
-        raise click.BadParameter(f"{store!r}: no such folder", param_hint="'--store'")
+    why = None if store is None else store_problem(store)  # here only: dry-run plans before it is made
+    if why:
+        raise click.BadParameter(f"{store!r}: {why}", param_hint="'--store'")
     eps = endpoints_list(endpoints)
     from benchcheck.executors.registry import executor as lookup
     from benchcheck.sweep.job import SweepArgs

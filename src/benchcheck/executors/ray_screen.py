@@ -49,6 +49,10 @@ class EngineRecipe:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return build_engine(self.engine, STEPS[self.step], replace(self.options, api_key=key))
 
+    @property
+    def key_variable(self) -> str | None:
+        return self.api_key_env
+
 
 @dataclass(frozen=True, slots=True)
 class EngineIdentity:

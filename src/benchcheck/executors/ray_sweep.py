@@ -64,6 +64,10 @@ class SweepRecipe:
     def build(self) -> Engine:
         return build_sweep_engine(self.engine)
 
+    @property
+    def key_variable(self) -> str | None:
+        return self.engine.api_key_env
+
 
 def refuse_sweep(a: SweepArgs) -> str | None:
     if a.decode_workers is not None:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from benchcheck.executors.ray_cluster import Placement
 from benchcheck.executors.ray_pipeline import EngineHolder, PipelineStats, Stages, WorkRow, group_by_unit, run_pipeline
+from benchcheck.masking import drop_secret_variables
 from benchcheck.unit_loop import POLICY, Pending, Policy, Settler, TaskAdapter, TaskSummary, UnitBook
 
 Echo = Callable[[str], None]
@@ -30,11 +31,19 @@ class Recipe(Protocol):
 
     def build(self) -> Any: ...
 
+    @property
+    def key_variable(self) -> str | None:
+        """The environment variable the engine reads its API key from (``--api-key-env``), if any."""
+        ...
+
 
 class _Prepare:
-    """CPU stage: a work item -> its built requests, by the adapter's own ``build``."""
+    """CPU stage: a work item -> its built requests, by the adapter's own ``build``. It decodes
+    untrusted video files and needs no key: its actor's environment loses the secret-named
+    variables and the engine's key variable first (``masking.drop_secret_variables``)."""
 
-    def __init__(self, adapter: TaskAdapter[Any, Any, Any, Any]) -> None:
+    def __init__(self, adapter: TaskAdapter[Any, Any, Any, Any], secret_names: tuple[str, ...] = ()) -> None:
+        drop_secret_variables(*secret_names)
         self.adapter = adapter
         self.loop = asyncio.new_event_loop()
 
@@ -46,9 +55,10 @@ class _Prepare:
 @dataclass(frozen=True, slots=True)
 class PrepareStage:
     adapter: Any  # a TaskAdapter
+    secret_names: tuple[str, ...] = ()  # variables dropped besides the secret-named ones
 
     def __call__(self) -> Callable[[bytes], bytes]:
-        return _Prepare(self.adapter)
+        return _Prepare(self.adapter, self.secret_names)
 
 
 class _Answer(EngineHolder):
@@ -94,7 +104,9 @@ def run_units(adapter: TaskAdapter[Any, Any, Any, Any], books: Sequence[UnitBook
     held: list[tuple[str, str, int]] = []
     stats = PipelineStats()
     settler: Settler[Any, Any] = Settler(adapter, summary, policy, echo, what)
-    stages = Stages(PrepareStage(adapter), AnswerStage(adapter, recipe), answer_batch=max(1, batch))
+    key = recipe.key_variable
+    stages = Stages(PrepareStage(adapter, (key,) if key else ()), AnswerStage(adapter, recipe),
+                    answer_batch=max(1, batch))
     with contextlib.ExitStack() as leases:
         todo: list[tuple[UnitBook[Any, Any], Pending[Any]]] = []
         for book in books:

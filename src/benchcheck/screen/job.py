@@ -23,6 +23,7 @@ from benchcheck.screen.plan import UNREACHED, WHY, StepPlan
 from benchcheck.screen.runner import held_by_other
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import parse_shard
+from benchcheck.video.meta import store_problem
 
 Echo = Callable[[str], None]
 
@@ -87,10 +88,11 @@ class ShardJob(EngineFlags):
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
     """The frame cache when given (the store then only names the videos), else the store on the fly.
     A folder that does not exist is a usage error: every visual item would be a missing frame."""
-    for flag, folder in (("--frames", frames_root), ("--store", store)):
-        if folder is not None and not Path(folder).is_dir():
-            raise ValueError(f"{flag} {folder}: no such folder (made by 'benchcheck "
-                             f"{'frames extract' if flag == '--frames' else 'videos normalize'}')")
+    if frames_root is not None and not Path(frames_root).is_dir():
+        raise ValueError(f"--frames {frames_root}: no such folder (made by 'benchcheck frames extract')")
+    why = None if store is None else store_problem(store)
+    if why:
+        raise ValueError(f"--store {store}: {why}")
     if frames_root:
         return CacheFrames(frames_root)
     return StoreFrames(store) if store else None

@@ -47,6 +47,7 @@ import numpy as np
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, N_PERM, argmax_pos, gold_position, margin_of
 from benchcheck.stats.cells import cell
 from benchcheck.stats.normal import norm_cdf, norm_pdf, norm_sf
+from benchcheck.stats.quadrature import gauss_legendre
 from benchcheck.stats.source import Forwards
 
 MC_DRAWS = 2000
@@ -175,7 +176,7 @@ class _Noise:
     source: str
 
 
-_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(64)
+_NODES, _WEIGHTS = gauss_legendre(64)  # not numpy's leggauss: LAPACK (stats.quadrature)
 
 
 def lower_orthant(a: np.ndarray, b: np.ndarray, rho: float) -> np.ndarray:

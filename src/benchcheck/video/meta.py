@@ -12,11 +12,28 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.video.index import INDEX_FILE
+
 NORMALIZED = "normalized"
 VIDEO_FILE = "video.mp4"
 META_FILE = "meta.json"
 TOO_SHORT_FRAMES = 32
 META_SCHEMA_VERSION = 1
+
+
+def store_problem(store: str | Path) -> str | None:
+    """Why ``store`` is not a normalized store one can read (None if it is): a store holds
+    ``normalized/`` or ``index.jsonl``, as ``benchcheck videos normalize`` makes it even when no
+    video got in. Every command that reads a store checks it by this one rule."""
+    path = Path(store)
+    if str(store) == "" or not path.exists():
+        return "no such folder"
+    if not path.is_dir():
+        return "not a folder"
+    if not (path / NORMALIZED).is_dir() and not (path / INDEX_FILE).is_file():
+        return (f"not a normalized store (no {NORMALIZED}/ or {INDEX_FILE} in it); "
+                "make one with 'benchcheck videos normalize'")
+    return None
 
 
 def video_dir(store: str | Path, video_id: str) -> Path:
