@@ -257,7 +257,17 @@ class VideoResolver:
             return Resolution(item, named, "unchecked", vid)
         if vid and self.stored(vid):
             return Resolution(item, named, "stored", vid)
+        failed = self.index.failure(key, st.st_size, st.st_mtime_ns) if key else None
+        if failed is not None:  # normalizing again changes nothing: say why it failed
+            return Resolution(item, named, "not_found", reason=f"video {path} could not be normalized: {failed} "
+                              f"({self.store}/failures.jsonl)")
         folder = self.videos or path.parent
+        rel = PurePosixPath(key.split("::", 2)[2]) if key else PurePosixPath(path.name)
+        if any(part.startswith(".") for part in rel.parts) or path.suffix.lower() not in VIDEO_EXTENSIONS:
+            # a folder's normalization skips hidden files and other suffixes: name the file itself
+            return Resolution(item, named, "not_normalized", reason=f"video {path} is not in {self.store}: "
+                              f"normalizing {folder} skips it (hidden, or not a video suffix); run "
+                              f"'benchcheck videos normalize {path} --store {self.store}'")
         return Resolution(item, named, "not_normalized", reason=f"video {path} is not in {self.store} yet: run "
                           f"'benchcheck videos normalize {folder} --store {self.store}'")
 
