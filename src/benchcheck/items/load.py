@@ -105,7 +105,7 @@ class LoadResult:
 def bench_of_path(path: Path) -> str:
     name = path.name
     for suf in _SUFFIXES:
-        if name.endswith(suf):
+        if name.lower().endswith(suf):
             return name[: -len(suf)]
     return path.stem
 
@@ -479,11 +479,12 @@ def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | 
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given; folders expand to their item files, sorted."""
+    """Files as given; folders expand to their item files, sorted (the suffix in any case, as a
+    file given by name is read: ``MyBench.JSONL``)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith(_SUFFIXES)))
+            out.extend(sorted(q for q in p.iterdir() if q.is_file() and q.name.lower().endswith(_SUFFIXES)))
         else:
             out.append(p)
     seen: set[Path] = set()

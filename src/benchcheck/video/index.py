@@ -77,10 +77,11 @@ class StoreIndex:
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     _by_rel: dict[str, list[str]] = field(default_factory=dict)
     _by_abs: dict[str, list[str]] = field(default_factory=dict)
+    failed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: str | Path) -> StoreIndex:
-        out = cls(done_rows(Path(store) / INDEX_FILE))
+        out = cls(done_rows(Path(store) / INDEX_FILE), failed=last_failures(Path(store) / FAILURES_FILE))
         for key, row in out.rows.items():
             if _is_local(key):
                 out._by_rel.setdefault(key.split("::", 2)[2], []).append(key)
@@ -105,6 +106,13 @@ class StoreIndex:
             if (row.get("source_size"), row.get("source_mtime_ns")) == (size, mtime_ns):
                 return str(row["content_hash"])
         return None
+
+    def failure(self, key: str, size: int, mtime_ns: int) -> str | None:
+        """Why the store's normalization failed this very file (its key, same size and mtime)."""
+        row = self.failed.get(key)
+        if row is None or (row.get("source_size"), row.get("source_mtime_ns")) != (size, mtime_ns):
+            return None
+        return str(row.get("reason") or "no reason recorded")
 
     def row_matches(self, key: str, size: int, mtime_ns: int) -> bool:
         row = self.rows.get(key)

@@ -6,11 +6,12 @@ An item names its video in one of four forms (docs/items.md, "Videos"):
 * a store key ``local::<folder>::<path>`` or ``repo::zip::member`` (``video`` / ``video_key``):
   looked up in the store's index;
 * a path relative to ``--videos DIR`` (``video``; a name without a suffix, such as a bare id,
-  also matches the one video file of that name with a video extension): never outside DIR (``..`` or a symlink leaving
-  it is refused for that item). With DIR it is looked up as the key DIR's normalization gave it,
-  then by the file's absolute path (same size and mtime), then by the sha256 of its bytes, which
-  is the video_id itself; without DIR, as the path below the folder of a ``local::`` key, when
-  exactly one stored video has it;
+  also matches the one video file of that name with a video extension): never outside DIR (``..``
+  is refused for that item; a link inside DIR that leaves it is taken only as ``videos normalize
+  DIR`` stored it, by its key, size and mtime, never read). With DIR it is looked up as the key
+  DIR's normalization gave it, then by the file's absolute path (same size and mtime), then by
+  the sha256 of its bytes, which is the video_id itself; without DIR, as the path below the
+  folder of a ``local::`` key, when exactly one stored video has it;
 * an absolute path: by absolute path in the index, then (inside ``--videos DIR`` only) by
   content hash; with DIR, a path outside it is refused for that item.
 
@@ -185,7 +186,8 @@ class VideoResolver:
             try:
                 path = confined_path(self.videos, rel)
             except ValueError as e:
-                return Resolution(item, rel, "refused", reason=f"{e} ({self.videos})")
+                return self._linked_out(item, rel, rel) or Resolution(item, rel, "refused",
+                                                                      reason=f"{e} ({self.videos})")
             posix = PurePosixPath(rel.replace("\\", "/")).as_posix()
             if not path.exists() and not path.suffix:  # a bare id ("4004") names 4004.mp4 or the like
                 found = [path.with_name(path.name + ext) for ext in sorted(VIDEO_EXTENSIONS)
@@ -195,7 +197,8 @@ class VideoResolver:
                     try:
                         path = confined_path(self.videos, posix)
                     except ValueError as e:
-                        return Resolution(item, rel, "refused", reason=f"{e} ({self.videos})")
+                        return self._linked_out(item, rel, posix) or Resolution(item, rel, "refused",
+                                                                                reason=f"{e} ({self.videos})")
             return self._by_file(item, rel, path, f"local::{self.videos.resolve().name}::{posix}")
         pure = PurePosixPath(rel.replace("\\", "/"))
         if ".." in pure.parts or "\x00" in rel:
@@ -213,6 +216,23 @@ class VideoResolver:
                               "stored videos (folders normalized apart): give --videos DIR")
         return Resolution(item, rel, "not_found", reason=f"video {rel!r} is not in {self.store}/index.jsonl: "
                           "give --videos DIR (the folder it is in), or normalize that folder")
+
+    def _linked_out(self, item: Item, named: str, rel: str) -> Resolution | None:
+        """A path below ``--videos DIR`` through a link that leaves DIR, taken only as the user's own
+        ``videos normalize DIR`` stored it: DIR's key for that path, a file of the same size and
+        mtime. Nothing is read (a stat), so an item file still reaches no file outside DIR that
+        nobody normalized; None when that does not hold (the path is refused)."""
+        assert self.videos is not None
+        pure = PurePosixPath(rel.replace("\\", "/"))
+        if not rel or "\x00" in rel or pure.is_absolute() or ".." in pure.parts:
+            return None
+        try:
+            st = (self.videos / pure).stat()
+        except OSError:
+            return None
+        key = f"local::{self.videos.resolve().name}::{pure.as_posix()}"
+        vid = self.index.by_key(key) if self.index.row_matches(key, st.st_size, st.st_mtime_ns) else None
+        return Resolution(item, named, "stored", vid) if vid and self.stored(vid) else None
 
     def _by_file(self, item: Item, named: str, path: Path, key: str | None, read: bool = True) -> Resolution:
         try:
@@ -237,7 +257,17 @@ class VideoResolver:
             return Resolution(item, named, "unchecked", vid)
         if vid and self.stored(vid):
             return Resolution(item, named, "stored", vid)
+        failed = self.index.failure(key, st.st_size, st.st_mtime_ns) if key else None
+        if failed is not None:  # normalizing again changes nothing: say why it failed
+            return Resolution(item, named, "not_found", reason=f"video {path} could not be normalized: {failed} "
+                              f"({self.store}/failures.jsonl)")
         folder = self.videos or path.parent
+        rel = PurePosixPath(key.split("::", 2)[2]) if key else PurePosixPath(path.name)
+        if any(part.startswith(".") for part in rel.parts) or path.suffix.lower() not in VIDEO_EXTENSIONS:
+            # a folder's normalization skips hidden files and other suffixes: name the file itself
+            return Resolution(item, named, "not_normalized", reason=f"video {path} is not in {self.store}: "
+                              f"normalizing {folder} skips it (hidden, or not a video suffix); run "
+                              f"'benchcheck videos normalize {path} --store {self.store}'")
         return Resolution(item, named, "not_normalized", reason=f"video {path} is not in {self.store} yet: run "
                           f"'benchcheck videos normalize {folder} --store {self.store}'")
 

@@ -7,9 +7,10 @@ that could not be normalized, with the reason).
 * **video_id** = :func:`~benchcheck.video.normalize.content_hash_of` the source bytes: the
   first 32 hex digits of their sha256. The same file under two keys is stored once.
 * **Keys**: a folder given as a source contributes every file below it with a video extension
-  (hidden entries skipped), keyed ``local::<folder name>::<relative path>``; a file given
-  directly is keyed ``local::<its folder's name>::<file name>``. ``keys`` (one per source)
-  overrides: a full key for a file, a ``repo::zip_path`` prefix for a folder.
+  (hidden entries skipped; linked folders followed; a dangling link fails on its line), keyed
+  ``local::<folder name>::<relative path>``; a file given directly is keyed
+  ``local::<its folder's name>::<file name>``. ``keys`` (one per source) overrides: a full key
+  for a file, a ``repo::zip_path`` prefix for a folder.
 * **Idempotent**: a key whose last index row is ``done`` for a source of the same size and
   modification time, with its ``meta.json`` present, is skipped without reading the file.
 * **Crash safe**: a video is written to ``normalized/.tmp-*`` and renamed into place whole;
@@ -112,17 +113,40 @@ def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None) 
         given = keys[n] if keys is not None else None
         if src.is_dir():
             prefix = given or f"local::{src.resolve().name}"
-            for path in sorted(src.rglob("*")):
+            for path in _folder_videos(src):
                 rel = path.relative_to(src)
-                if any(part.startswith(".") for part in rel.parts) or not path.is_file():
-                    continue
-                if path.suffix.lower() in VIDEO_EXTENSIONS:
-                    key = f"{prefix}::{rel.as_posix()}" if given else local_key(src.resolve().name, rel.as_posix())
-                    found.setdefault(key, SourceFile(path, key))
+                key = f"{prefix}::{rel.as_posix()}" if given else local_key(src.resolve().name, rel.as_posix())
+                found.setdefault(key, SourceFile(path, key))
         else:
             key = given or local_key(src.resolve().parent.name, src.name)
             found.setdefault(key, SourceFile(src, key))
     return list(found.values())
+
+
+def _folder_videos(folder: Path) -> list[Path]:
+    """The files below ``folder`` with a video extension, sorted, hidden entries skipped. Linked
+    folders are followed (each real folder once, so a link loop ends; rglob skipped them, and their
+    clips with them, without a word), and a link with a video
+    extension is taken even when its target is missing: it fails on its own line instead of
+    vanishing from the run."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for top, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        # real folders before links, in name order: the walk, so the keys, never depend on the
+        # file system's listing order
+        dirs[:] = sorted((d for d in dirs if not d.startswith(".")),
+                         key=lambda d: (os.path.islink(os.path.join(top, d)), d))
+        for name in files:
+            path = Path(top, name)
+            if (not name.startswith(".") and path.suffix.lower() in VIDEO_EXTENSIONS
+                    and (path.is_file() or path.is_symlink())):
+                out.append(path)
+    return sorted(out)
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
@@ -139,6 +163,8 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
     path = str(src.path)
     try:
         if not src.path.is_file():
+            if src.path.is_symlink():
+                raise NormalizeError(f"a link to {os.readlink(src.path)}, which does not exist (or loops)")
             raise NormalizeError("not a file (missing or a folder)")
         if src.path.stat().st_size == 0:
             raise NormalizeError("empty file (0 bytes)")
