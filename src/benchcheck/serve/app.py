@@ -30,7 +30,7 @@ from benchcheck.engines.base import Engine, Failure, GenerateRequest, Generation
 from benchcheck.engines.openai.wire import error_body
 from benchcheck.serve.batch import Batcher, EngineCallError
 from benchcheck.serve.chat import RequestError, generate_completion, parse_chat, score_completion
-from benchcheck.serve.guard import Guard, default_max_connections, read_body
+from benchcheck.serve.guard import Guard, UnreadableBody, default_max_connections, read_body
 
 log = logging.getLogger("benchcheck.serve")
 
@@ -137,7 +137,13 @@ async def _models(request: web.Request) -> web.Response:
 async def _chat(request: web.Request) -> web.Response:
     st = request.app[STATE]
     guard = request.app[GUARD]
-    raw = await read_body(request, guard.body_timeout_s)
+    try:
+        raw = await read_body(request, guard.body_timeout_s)
+    except UnreadableBody as e:
+        # What follows on the connection is not a request boundary we can trust: close it.
+        resp = error_response(400, f"the request body cannot be read: {e}")
+        resp.force_close()
+        return resp
     if raw is None:
         resp = error_response(408, f"the request body did not arrive within {guard.body_timeout_s:g} s")
         resp.force_close()

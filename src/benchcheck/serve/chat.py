@@ -118,6 +118,44 @@ def _bool_field(body: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
+# vLLM fields that would change the answer, each with the values that leave it as greedy decoding
+# gives it. The engines cannot honour them, so a request that sets one otherwise is refused: vLLM
+# would cut at a stop string, penalise repeats, call a tool ..., and an answer that silently did
+# not would differ from vLLM's. (``seed``, ``top_p``, ``top_k``: no effect on greedy decoding.)
+_NEUTRAL: dict[str, tuple[object, ...]] = {
+    "stop": (None, "", []),
+    "stop_token_ids": (None, []),
+    "bad_words": (None, []),
+    "logit_bias": (None, {}),
+    "presence_penalty": (None, 0),
+    "frequency_penalty": (None, 0),
+    "repetition_penalty": (None, 1),
+    "length_penalty": (None, 1),
+    "min_tokens": (None, 0),
+    "ignore_eos": (None, False),
+    "use_beam_search": (None, False),
+    "include_stop_str_in_output": (None, False),
+    "echo": (None, False),
+    "prompt_logprobs": (None, 0),
+    "tools": (None, []),
+    "tool_choice": (None, "none", "auto"),
+    "guided_json": (None,),
+    "guided_regex": (None,),
+    "guided_choice": (None,),
+    "guided_grammar": (None,),
+    "structured_outputs": (None,),
+}
+
+
+def _refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """A 400 naming the first field set to a value that would change the answer (``_NEUTRAL``)."""
+    for key, neutral in _NEUTRAL.items():
+        value = body.get(key)
+        if value not in neutral:
+            raise RequestError(f"'{key}' is not supported by benchcheck serve (got {value!r:.60}): its "
+                               "answer would differ from vLLM's; leave it out")
+
+
 def parse_chat(body: object, request_id: str) -> ChatCall:
     """Validate a chat-completions body and map it to one engine request."""
     if not isinstance(body, Mapping):
@@ -125,6 +163,7 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise RequestError(f"'model': Input should be a valid string (got {type(model).__name__})")
+    _refuse_unsupported(body)
     if body.get("stream"):
         raise RequestError("'stream' is not supported by benchcheck serve")
     if _int_field(body, "n", 1, 1) != 1:

@@ -235,9 +235,21 @@ class GuardedProtocol(asyncio.Protocol):
             self.transport.close()
 
 
+class UnreadableBody(ValueError):
+    """The body's framing or content encoding is broken (a gzip body that is not gzip, a cut chunk)."""
+
+
 async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
-    """The request body, or None when it did not arrive within ``timeout_s`` (the caller answers 408)."""
+    """The request body, or None when it did not arrive within ``timeout_s`` (the caller answers 408).
+
+    A body that cannot be decoded is the client's fault: :class:`UnreadableBody` (the caller
+    answers 400), not an exception that aiohttp would answer with a 500.
+    """
     try:
         return await asyncio.wait_for(request.read(), timeout_s)
     except TimeoutError:
         return None
+    except web.RequestPayloadError as e:
+        # aiohttp words it "400, message:\n  Can not decode content-encoding: gzip".
+        words = " ".join(str(e).split())
+        raise UnreadableBody(words.split("message: ", 1)[-1]) from None
