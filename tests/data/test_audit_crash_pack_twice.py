@@ -55,3 +55,27 @@ def test_a_second_pack_on_the_same_name_stops_and_the_first_stays_whole(tmp_path
     # The lease is the kernel's: once the first has ended, the same command runs again.
     again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
+
+
+def test_leases_and_a_killed_writers_temp_file_stay_out_of_the_tarball(tmp_path: Path) -> None:
+    run = [*BENCHCHECK]
+    assert subprocess.run([*run, "demo", "items", "--out", "items"], cwd=tmp_path, capture_output=True).returncode == 0
+    screened = subprocess.run([*run, "screen", "--step", "1", "--items", "items", "--results", "results",
+                               "--engine", "reference", "--no-progress"], cwd=tmp_path, capture_output=True, text=True)
+    assert screened.returncode == 0, screened.stderr
+    step1 = tmp_path / "results" / "step1"
+    assert any((step1 / ".leases").iterdir())  # the screen run's unit leases
+    cmd = [*run, "pack", "--results", "results", "--out"]
+    clean = subprocess.run([*cmd, "clean.tar.gz"], cwd=tmp_path, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr
+    # What write_atomic leaves when its writer is killed between the temporary file and the rename.
+    (step1 / ".run_spec.json.k1ll3d.tmp").write_text('{"config_hash": "')
+    killed = subprocess.run([*cmd, "killed.tar.gz"], cwd=tmp_path, capture_output=True, text=True)
+    assert killed.returncode == 0, killed.stderr
+    names = {}
+    for name in ("clean", "killed"):
+        with tarfile.open(tmp_path / f"{name}.tar.gz") as tf:
+            names[name] = [n for n in tf.getnames() if n.startswith("results/")]
+    assert names["clean"] == names["killed"]
+    assert "results/step1/run_spec.json" in names["clean"]
+    assert not [n for n in names["clean"] if any(part.startswith(".") for part in n.split("/"))]

@@ -136,7 +136,8 @@ class _Member:
 
 
 def _walk_results(path: Path, arc: str, root: Path, parents: tuple[Path, ...] = ()) -> Iterator[_Member]:
-    """The files under a result member, symlinks followed while they stay inside ``root`` (the
+    """The files under a result member, hidden names left out (the unit leases, the temporary files
+    of a writer killed mid-write), symlinks followed while they stay inside ``root`` (the
     results folder, resolved). A link out of it, a dangling link or a loop raises ValueError naming
     the link: a result left out silently would make the report count rows the tarball lacks."""
     if path.is_symlink():
@@ -153,6 +154,8 @@ def _walk_results(path: Path, arc: str, root: Path, parents: tuple[Path, ...] = 
             raise ValueError(f"{path}: a symlink loop (it leads back to {real}); remove it and pack again")
         yield _Member(arc, real, True)
         for name in sorted(os.listdir(real)):
+            if name.startswith("."):  # .leases/ and a killed writer's .NAME.*.tmp: not results
+                continue
             yield from _walk_results(path / name, f"{arc}/{name}", root, (*parents, real))
     elif real.is_file():
         yield _Member(arc, real, False)
