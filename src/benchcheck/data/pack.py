@@ -10,7 +10,8 @@ text (decided by content, any encoding with a BOM, UTF-16, inside gzip/bzip2/xz 
 masked by :mod:`benchcheck.data.pack_logs`, and a file that cannot be checked is left out and
 listed in the report (``include_unchecked`` packs it as it is). The tarball is hashed while it
 is written, goes through ``.partial`` and a rename, and its ``.sha256`` is written last: a kill
-leaves either no tarball or a complete one with its checksum.
+leaves either no tarball or a complete one with its checksum. One ``pack`` writes a tarball name
+at a time (the lease of ``--out``): a second one on the same name stops before it writes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from benchcheck.atomic import write_bytes_atomic
 from benchcheck.data.manifest import safe_relative
 from benchcheck.data.pack_logs import Unchecked, mask_stream
 from benchcheck.data.report import RUN_LOG, SWEEP_CSV, ReturnsReport, build_report, results_kind, to_markdown
+from benchcheck.lease import holder, try_lease
 from benchcheck.masking import Masker
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -134,7 +136,8 @@ class _Member:
 
 
 def _walk_results(path: Path, arc: str, root: Path, parents: tuple[Path, ...] = ()) -> Iterator[_Member]:
-    """The files under a result member, symlinks followed while they stay inside ``root`` (the
+    """The files under a result member, hidden names left out (the unit leases, the temporary files
+    of a writer killed mid-write), symlinks followed while they stay inside ``root`` (the
     results folder, resolved). A link out of it, a dangling link or a loop raises ValueError naming
     the link: a result left out silently would make the report count rows the tarball lacks."""
     if path.is_symlink():
@@ -151,6 +154,8 @@ def _walk_results(path: Path, arc: str, root: Path, parents: tuple[Path, ...] = 
             raise ValueError(f"{path}: a symlink loop (it leads back to {real}); remove it and pack again")
         yield _Member(arc, real, True)
         for name in sorted(os.listdir(real)):
+            if name.startswith("."):  # .leases/ and a killed writer's .NAME.*.tmp: not results
+                continue
             yield from _walk_results(path / name, f"{arc}/{name}", root, (*parents, real))
     elif real.is_file():
         yield _Member(arc, real, False)
@@ -269,10 +274,23 @@ def pack(opts: PackOptions) -> PackResult:
     if not result_members(results):
         raise ValueError(f"{results}: no step folders, no {SWEEP_CSV} and no {RUN_LOG}: nothing to pack (--results "
                          "is the folder that holds step*/ or conditions_results.csv, e.g. results/pool)")
+    members = _result_files(results)  # a bad link stops the pack before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
+    # Two packs on one name shared its .partial file: the tarball held both streams, and the
+    # checksum matched neither. The second now stops; the kernel drops a killed holder's lease.
+    lease = try_lease(out)
+    if lease is None:
+        who = holder(out)
+        raise ValueError(f"{out}: another `benchcheck pack` is writing it{f' ({who})' if who else ''}; "
+                         "wait for it to end, then run the same command again")
+    with lease:
+        return _pack(opts, results, members, out, host, date)
+
+
+def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, host: str,
+          date: str) -> PackResult:
     base = stem(out.name)
     tmp = out.with_name(out.name + ".partial")
-    members = _result_files(results)
     masker = secrets_to_mask()
     tally = _LogsTally(opts.include_unchecked)
     # The report (JSON parsing) is built in a thread while the results are compressed (zlib
