@@ -22,7 +22,7 @@ def test_failed_and_skipped_clips_say_why(tmp_path: Path) -> None:
     make_test_video(videos / "good.mp4", 34, fps=2.0, width=64, height=36)
     (videos / "broken.mp4").write_bytes(b"not a video at all")
     (videos / "empty.webm").write_bytes(b"")
-    make_test_video(videos / ".hidden.mp4", 34, fps=2.0, width=64, height=36)
+    make_test_video(videos / ".hidden.mp4", 36, fps=2.0, width=64, height=36)  # not good.mp4 by content
     items = tmp_path / "bench.jsonl"
     items.write_text(_item(0, "good.mp4") + _item(1, "broken.mp4") + _item(2, "empty.webm") + _item(3, ".hidden.mp4"))
     out = tmp_path / "proj"

@@ -103,6 +103,8 @@ def test_extract_many_resumes_and_lists_failures(store: Path, ids: dict[str, str
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.jpg")} == before
     rows = [json.loads(line) for line in (out / "failures.jsonl").read_text().splitlines()]
     assert rows[0]["video_id"] == "f" * 32 and "not in the store" in rows[0]["reason"]
+    assert len(rows) == 1  # the rerun failed it the same way: no second row (each rerun added one)
+    assert again.failures == first.failures  # ... while the run still reports it (exit 1)
     other = extract_many(store, wanted[:1], "v_fps1_s224", out)
     assert "holds plan 'v32'" in other.failures[0][1]
 

@@ -62,13 +62,16 @@ def init(videos_dir: Path | None, item_paths: tuple[str, ...], columns: str | No
     from benchcheck.video.batch import extract_many
     from benchcheck.video.link import write_linked
     from benchcheck.video.resolve import report_unresolved, resolve_items
-    from benchcheck.video.store import normalize_videos
+    from benchcheck.video.store import StoreBusy, normalize_videos
 
     loaded = load_items_reporting(item_paths, columns)
     if not loaded.items:
         die("no valid items in --items (the 'bad item' lines say why)")
     store = out / "store"
-    norm = normalize_videos([videos_dir], store, workers=workers, progress=not no_progress)
+    try:
+        norm = normalize_videos([videos_dir], store, workers=workers, progress=not no_progress)
+    except StoreBusy as e:
+        die(str(e))
     for f in norm.failures:
         click.echo(f"failed: {f.path}: {f.reason}", err=True)
     click.echo(f"1/3 videos -> {store}: {norm.summary()}")

@@ -57,12 +57,15 @@ def normalize(sources: tuple[Path, ...], store: Path, workers: int, no_progress:
       benchcheck videos normalize raw_videos/ extra/clip.mp4 --store store --workers 2
     """
     from benchcheck.cli.common import die
-    from benchcheck.video.store import VIDEO_EXTENSIONS, collect_sources, normalize_videos
+    from benchcheck.video.store import VIDEO_EXTENSIONS, StoreBusy, collect_sources, normalize_videos
 
     # Folders without a video file would give "0 normalized" and exit 0: a wrong folder looks like success.
     if not collect_sources(list(sources)):
         die(f"no video file ({', '.join(sorted(VIDEO_EXTENSIONS))}) in {', '.join(map(str, sources))}")
-    report = normalize_videos(list(sources), store, workers=workers, progress=not no_progress)
+    try:
+        report = normalize_videos(list(sources), store, workers=workers, progress=not no_progress)
+    except StoreBusy as e:
+        die(str(e))
     for f in report.failures:
         click.echo(f"failed: {f.path}: {f.reason}", err=True)
     click.echo(report.summary())

@@ -11,10 +11,11 @@ from __future__ import annotations
 import multiprocessing
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchcheck.masking import drop_secret_variables
 from benchcheck.protocol import JPEG_QUALITY
@@ -25,6 +26,12 @@ from benchcheck.video.meta import META_FILE, video_dir
 from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET, parse_plan
 
 FAILURES_FILE = "failures.jsonl"
+
+
+def _failure_key(row: Mapping[str, Any]) -> object:
+    """A failure is written once: a rerun that fails the same way adds no row (a new reason does)."""
+    return (row.get("video_id"), row.get("plan"), row.get("reason"))
+
 # A ``v32`` cache serves ``mid`` (its frame_16.jpg), and extracting v32 over a mid cache loses nothing.
 _SUPERSETS = {"v32": {"mid"}}
 
@@ -91,7 +98,7 @@ def extract_many(store: Path, video_ids: Sequence[str], plan: str, out: Path, wo
             todo.append(vid)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     append_rows(out / FAILURES_FILE, [{"video_id": v, "plan": canonical, "reason": r, "time": stamp}
-                                      for v, r in report.failures])
+                                      for v, r in report.failures], unique_by=_failure_key)
     bar = tqdm(total=len(todo), desc=f"frames {canonical}", unit="video", file=sys.stderr, disable=not progress)
     args = (canonical, out, jpeg_quality, token_budget, max_images)
 
@@ -99,7 +106,8 @@ def extract_many(store: Path, video_ids: Sequence[str], plan: str, out: Path, wo
         if isinstance(res, str):
             report.failures.append((vid, res))
             append_rows(out / FAILURES_FILE, [{"video_id": vid, "plan": canonical, "reason": res,
-                                               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}])
+                                               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}],
+                        unique_by=_failure_key)
         else:
             report.outcomes.append(res)
         bar.update(1)

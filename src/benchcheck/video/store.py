@@ -13,6 +13,8 @@ that could not be normalized, with the reason).
   for a file, a ``repo::zip_path`` prefix for a folder.
 * **Idempotent**: a key whose last index row is ``done`` for a source of the same size and
   modification time, with its ``meta.json`` present, is skipped without reading the file.
+* **One writer**: a run holds the store's lease (``.leases/`` beside ``index.jsonl``); a second
+  run on the same store stops before it writes (:class:`StoreBusy`).
 * **Crash safe**: a video is written to ``normalized/.tmp-*`` and renamed into place whole;
   its index row is appended after the rename. A kill leaves at most a temp folder (cleared by
   the next run) or a stored video without its row (the next run finds it by hash and only
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_json_atomic
+from benchcheck.lease import holder, try_lease
 from benchcheck.masking import drop_secret_variables
 from benchcheck.video.cache import clear_stale
 from benchcheck.video.index import (
@@ -292,11 +295,27 @@ def normalize_videos(sources: Sequence[Path], store: Path, workers: int = 1, key
     threads); ``progress`` shows a tqdm bar on stderr. ``work`` replaces :func:`normalize_one`
     (a module-level function, so that worker processes can import it): tests inject failures.
     """
-    work = work or normalize_one
-    from tqdm import tqdm
-
     store = Path(store)
     (store / NORMALIZED).mkdir(parents=True, exist_ok=True)
+    # Two runs on one store each transcoded every source and each appended its index rows (one key,
+    # two rows): one writer at a time, the kernel dropping a killed one's lease.
+    lease = try_lease(store / INDEX_FILE)
+    if lease is None:
+        who = holder(store / INDEX_FILE)
+        raise StoreBusy(f"{store}: another `benchcheck videos normalize` is writing this store"
+                        f"{f' ({who})' if who else ''}; wait for it to end, then run the same command again")
+    with lease:
+        return _normalize(sources, store, workers, keys, progress, work or normalize_one)
+
+
+class StoreBusy(ValueError):
+    """Another live process normalizes into the same store."""
+
+
+def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequence[str] | None, progress: bool,
+               work: Work) -> NormalizeReport:
+    from tqdm import tqdm
+
     clear_stale(store / NORMALIZED)
     report = NormalizeReport(store)
     done = done_rows(store / INDEX_FILE)
