@@ -21,6 +21,25 @@ from typing import Any, BinaryIO
 SWAP_TRIES = 8
 
 
+def _umask() -> int:
+    """The process's umask, read without setting it where Linux shows it (``os.umask`` sets it, and
+    a file another thread creates meanwhile would get the wrong mode)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# A file written whole gets the mode ``open()`` would give it: ``mkstemp`` makes it 0600, so a
+# results folder shared with a group held rows it could read and a run_spec.json it could not.
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomic(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
     """Call ``write`` on a temporary file beside ``path``, fsync it, rename it over ``path``."""
     target = Path(path)
@@ -28,6 +47,7 @@ def write_atomic(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), FILE_MODE)
             write(f)
             f.flush()
             os.fsync(f.fileno())
