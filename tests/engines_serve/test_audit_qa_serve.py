@@ -82,3 +82,19 @@ def test_fields_that_would_change_the_answer_are_refused_not_ignored(rules_file:
                       {"tool_choice": "none"}, {"response_format": {"type": "json_object"}}):
             status, body = _chat(url, extra)
             assert status == 200, (extra, body)
+
+
+def test_a_path_or_method_no_route_takes_answers_json_as_vllm(rules_file: Path) -> None:
+    """aiohttp answered ``404: Not Found`` as plain text; vLLM's FastAPI app answers JSON."""
+    with cli_server("--engine", "scripted", "--rules", str(rules_file), "--model", "judge") as (url, _):
+        for method, path, status, detail in (("POST", "/v1/completions", 404, "Not Found"),
+                                             ("GET", "/nope", 404, "Not Found"),
+                                             ("GET", "/v1/chat/completions", 405, "Method Not Allowed")):
+            req = urllib.request.Request(url + path, b"{}" if method == "POST" else None, method=method)
+            try:
+                urllib.request.urlopen(req, timeout=30)
+                raise AssertionError(f"{method} {path} answered 2xx")
+            except urllib.error.HTTPError as e:
+                assert e.code == status, (path, e.code)
+                assert e.headers.get_content_type() == "application/json"
+                assert json.loads(e.read()) == {"detail": detail}

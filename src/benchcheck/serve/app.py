@@ -185,6 +185,16 @@ async def _chat(request: web.Request) -> web.Response:
     return json_response(out)
 
 
+@web.middleware
+async def _route_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A path or method no route takes answers JSON, as vLLM's FastAPI app does (``{"detail": "Not
+    Found"}``), not aiohttp's plain text: a client reading every error body as JSON reads this one."""
+    try:
+        return await handler(request)
+    except (web.HTTPNotFound, web.HTTPMethodNotAllowed) as e:
+        return json_response({"detail": e.reason}, e.status)
+
+
 def _auth_middleware(api_key: str) -> Middleware:
     expected = f"Bearer {api_key}".encode()
 
@@ -217,7 +227,7 @@ def build_app(
     model_id = served_id(engine, served_model_name)
     aliases = {model_id, engine.model_name} | ({served_model_name} if served_model_name else set())
     guard = guard or Guard()
-    middlewares = [guard.middleware(), *([_auth_middleware(api_key)] if api_key else [])]
+    middlewares = [guard.middleware(), _route_errors, *([_auth_middleware(api_key)] if api_key else [])]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
     state = ServerState(engine, model_id, aliases, max_batch_size, max_inflight_batches)
     app[STATE] = state
