@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -96,11 +97,24 @@ class VideoNames:
         return str((self.store / "normalized" / vid / "video.mp4").resolve()) if vid else None
 
 
+def export_frames(frames: Path | None) -> Callable[[Item], bool]:
+    """Which items have frames, as the export reads it. Without a frame cache that is unknown, so
+    every item with a video counts as having them: one that a visual step has not screened yet is
+    pending, never kept as if it had skipped the step for lack of frames (the report's reading,
+    ``frame_check(None)``, which would export every survivor of the blind steps of a half-run chain)."""
+    if frames is None:
+        return lambda _item: True
+    from benchcheck.report.site import frame_check
+
+    return frame_check(frames)
+
+
 def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: bool,
            has_frames: Callable[[Item], bool], store: Path | None = None,
-           video_source: str = "original") -> dict[str, list[Selected]]:
+           video_source: str = "original", finals: Counter[str] | None = None) -> dict[str, list[Selected]]:
     """Per benchmark, the items whose final fate is kept (or removed): pending, failed or open
-    items are in neither set, so an export never claims an item that was not decided."""
+    items are in neither set, so an export never claims an item that was not decided. ``finals``,
+    when given, counts every item's final fate."""
     if video_source not in VIDEO_SOURCES:
         raise ValueError(f"video source {video_source!r}: expected one of {', '.join(VIDEO_SOURCES)}")
     if video_source == "store" and store is None:
@@ -111,6 +125,8 @@ def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: 
     out: dict[str, list[Selected]] = {}
     prov: dict[int, StepProvenance] = {}
     for bench in iter_benches(results, items, chain, has_frames, prov):
+        if finals is not None:
+            finals.update(ev.final for ev in bench.items)
         out[bench.bench] = [Selected(ev.item, ev.removed_at, pick(ev.item)) for ev in bench.items
                             if ev.final == want]
     return out
