@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_helpers import RULES, cli
@@ -44,3 +46,50 @@ def test_export_without_frames_never_claims_items_the_visual_steps_have_not_scre
     assert r.returncode == 0, r.stderr
     s1 = load_state(res / "step1")
     assert _exported(tmp_path / "one") == {i for i in s1.ok if not s1.is_removed(i)} != set()
+
+
+@pytest.fixture(scope="module")
+def own_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's flow: init's example clips and items (videos named relative to --videos), step 1."""
+    root = tmp_path_factory.mktemp("own")
+    assert cli("init", "--example", str(root / "mine")).returncode == 0
+    r = cli("init", "--videos", str(root / "mine" / "videos"), "--items", str(root / "mine" / "mybench.jsonl"),
+            "--out", str(root / "proj"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    proj = root / "proj"
+    r = cli("screen", "--step", "1", "--items", str(proj / "items"), "--results", str(proj / "results"),
+            "--engine", "reference", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    return proj
+
+
+def _utils(folder: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"utils_{folder.name}", folder / "utils.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lmms_eval_export_names_videos_a_harness_can_open_from_anywhere(
+        own_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = own_project
+    base = ["export", "--results", str(proj / "results"), "--items", str(proj / "items"), "--format", "lmms-eval",
+            "--chain", "1"]
+    r = cli(*base, "--store", str(proj / "store"), "--out", str(tmp_path / "abs"))
+    assert r.returncode == 0, r.stderr
+    docs = [json.loads(x) for x in (tmp_path / "abs" / "mybench.jsonl").read_text().splitlines()]
+    assert docs and all(Path(d["video"]).is_absolute() and Path(d["video"]).is_file() for d in docs)
+    monkeypatch.chdir(tmp_path)  # the harness runs elsewhere
+    utils = _utils(tmp_path / "abs")
+    assert all(utils.doc_to_visual(d) == [d["video"]] for d in docs)
+    # without --store the names stay as the items wrote them (relative to the videos folder): said on
+    # stderr, and a harness that cannot open one stops instead of asking the question without the video
+    r = cli(*base, "--out", str(tmp_path / "rel"))
+    assert r.returncode == 0, r.stderr
+    assert "name their video by a relative path" in r.stderr and "--store" in r.stderr
+    docs = [json.loads(x) for x in (tmp_path / "rel" / "mybench.jsonl").read_text().splitlines()]
+    assert docs[0]["video"] == "clip0.mp4"
+    with pytest.raises(FileNotFoundError, match=r"clip0\.mp4"):
+        _utils(tmp_path / "rel").doc_to_visual(docs[0])
+    assert _utils(tmp_path / "rel").doc_to_visual({**docs[0], "video": None}) == []

@@ -40,7 +40,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     from collections import Counter
 
     from benchcheck.report.export import export as run
-    from benchcheck.report.export import export_frames, select, unnamed_videos
+    from benchcheck.report.export import export_frames, relative_videos, select, unnamed_videos
     from benchcheck.screen.steps import parse_chain
 
     try:
@@ -69,6 +69,10 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                 "only a video_id, which --store's index does not name" if store else
                 "only a video_id: give --store so its index names their source files")
         click.echo(f"note: {unnamed} items have an empty video ({hint})", err=True)
+    if relative := relative_videos(selected):
+        hint = "" if store else "; give --store so its index names their source files by absolute path"
+        click.echo(f"note: {len(relative)} items name their video by a relative path ({relative[0]}): a harness "
+                   f"opens it relative to the folder it runs in{hint}", err=True)
     for p in paths:
         if p.name.endswith(".left_out.jsonl"):
             n_out = len(p.read_text(encoding="utf-8").splitlines())

@@ -66,7 +66,8 @@ class VideoNames:
         by_key: dict[str, tuple[str | None, str]] = {}
         by_hash: dict[str, str] = {}
         for key, row in done_rows(store / INDEX_FILE).items():
-            source = row.get("source") if isinstance(row.get("source"), str) else None
+            # the absolute path first: ``source`` is as normalize was given it, relative to where it ran
+            source = next((v for v in (row.get("source_path"), row.get("source")) if isinstance(v, str) and v), None)
             by_key[key] = (source, str(row["content_hash"]))
             if source:
                 by_hash.setdefault(str(row["content_hash"]), source)
@@ -78,6 +79,10 @@ class VideoNames:
         key = item.meta.get("video_key")
         if isinstance(key, str) and key.strip():
             source = self.by_key.get(key, (None, ""))[0]
+            if source is None and is_relative_path(key) and video_has_frames(item.video_id):
+                # relative to the videos folder init was given, which a harness does not know: the
+                # source file whose content the item's video id is (so the same video)
+                source = self.by_hash.get(str(item.video_id))
             return source or key
         if video_has_frames(item.video_id):
             return self.by_hash.get(str(item.video_id)) or None
@@ -107,6 +112,16 @@ def export_frames(frames: Path | None) -> Callable[[Item], bool]:
     from benchcheck.report.site import frame_check
 
     return frame_check(frames)
+
+
+def is_relative_path(video: str) -> bool:
+    """A video named by a relative file path (not a URL, not a store key, not absolute)."""
+    return "://" not in video and "::" not in video and not Path(video).is_absolute()
+
+
+def relative_videos(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
+    """The exported videos that are relative paths: a harness reads them from where it runs."""
+    return [s.video for rows in selected.values() for s in rows if s.video and is_relative_path(s.video)]
 
 
 def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: bool,
