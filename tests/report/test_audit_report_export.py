@@ -93,3 +93,25 @@ def test_lmms_eval_export_names_videos_a_harness_can_open_from_anywhere(
     with pytest.raises(FileNotFoundError, match=r"clip0\.mp4"):
         _utils(tmp_path / "rel").doc_to_visual(docs[0])
     assert _utils(tmp_path / "rel").doc_to_visual({**docs[0], "video": None}) == []
+
+
+def test_a_benchmark_refused_for_taken_ids_is_named_not_silently_missing(tmp_path: Path) -> None:
+    """Two benchmarks numbering their items alike, screened one at a time into one results folder:
+    read together, the second one's items are refused as duplicates, and report and export say so."""
+    opts = {"question": "Which?", "options": ["a", "b", "c"], "answer": 1}
+    for bench in ("One", "Two"):
+        (tmp_path / bench).mkdir()
+        (tmp_path / bench / f"{bench}.jsonl").write_text(
+            "".join(json.dumps({"item_id": f"q{i}", **opts}) + "\n" for i in range(3)))
+        r = cli("screen", "--step", "1", "--items", str(tmp_path / bench), "--results", str(tmp_path / "res"),
+                "--engine", "reference", "--no-progress")
+        assert r.returncode == 0, r.stderr
+    both = ["--items", str(tmp_path / "One"), "--items", str(tmp_path / "Two")]
+    r = cli("report", "--results", str(tmp_path / "res"), *both, "--chain", "1", "--out", str(tmp_path / "rep"),
+            "--no-plots", "--no-progress", "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    assert "3 bad items are left out of the report" in r.stderr and "duplicate item_id" in r.stderr
+    r = cli("export", "--results", str(tmp_path / "res"), *both, "--chain", "1", "--format", "parquet",
+            "--out", str(tmp_path / "exp"))
+    assert r.returncode == 0, r.stderr
+    assert "3 bad items are left out of the export" in r.stderr and "items validate" in r.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting, say_left_out
 
 
 @click.command("export")
@@ -48,6 +48,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     except ValueError as e:
         die(str(e))
     loaded = load_items_reporting(item_paths, columns, quiet=True)
+    say_left_out(loaded, item_paths, "export")
     if not loaded.items:
         die("no valid items in --items")
     finals: Counter[str] = Counter()
