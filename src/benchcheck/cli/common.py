@@ -38,6 +38,15 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
     return result
 
 
+def say_left_out(result: LoadResult, paths: Sequence[str], what: str) -> None:
+    """One line for the bad items a quiet load left out: they are in neither the report nor the
+    export, and a whole benchmark whose ids another one took would vanish without a word."""
+    bad = [p for p in result.problems if p.severity == "error"]
+    if bad:
+        click.echo(f"warning: {len(bad)} bad items are left out of the {what} (first: {bad[0]}); "
+                   f"'benchcheck items validate {' '.join(paths)}' lists them", err=True)
+
+
 def checked_store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Callback of ``--store`` for a command that reads a normalized store: refused in one line,
     naming the path, unless ``video.meta.store_problem`` finds none; the value as given."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting, say_left_out
 
 
 @click.command("export")
@@ -20,7 +20,8 @@ from benchcheck.cli.common import checked_store, die, load_items_reporting
               help="Which harness reads the export.")
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
 @click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Frame cache: visual steps count as not screened for items without frames (as assemble).")
+              help="Frame cache: visual steps count as not screened for items without frames (as assemble); "
+                   "without it, an item a visual step has not screened is pending.")
 @click.option("--store", type=click.Path(), callback=checked_store, default=None,
               help="Normalized store: its index names the source file of a store key or a bare video_id.")
 @click.option("--video-source", type=click.Choice(["original", "store"]), default="original", show_default=True,
@@ -36,9 +37,10 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     Example:
       benchcheck export --results results --items items/ --format lmms-eval --out export/lmms
     """
+    from collections import Counter
+
     from benchcheck.report.export import export as run
-    from benchcheck.report.export import select, unnamed_videos
-    from benchcheck.report.site import frame_check
+    from benchcheck.report.export import export_frames, relative_videos, select, unnamed_videos
     from benchcheck.screen.steps import parse_chain
 
     try:
@@ -46,22 +48,32 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     except ValueError as e:
         die(str(e))
     loaded = load_items_reporting(item_paths, columns, quiet=True)
+    say_left_out(loaded, item_paths, "export")
     if not loaded.items:
         die("no valid items in --items")
+    finals: Counter[str] = Counter()
     try:
         selected = select(Path(results), loaded.items, steps, removed,
-                          frame_check(Path(frames_root) if frames_root else None), Path(store) if store else None,
-                          video_source)
+                          export_frames(Path(frames_root) if frames_root else None), Path(store) if store else None,
+                          video_source, finals)
     except ValueError as e:
         die(str(e))
     paths = run(fmt, Path(out), selected, removed)
     n = sum(len(v) for v in selected.values())
     click.echo(f"{n} {'removed' if removed else 'kept'} items of {len(selected)} benchmarks -> {out}", err=True)
+    if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
+        parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
+        hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"
+        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){hint}", err=True)
     if unnamed := unnamed_videos(selected):
         hint = ("no normalized video in --store" if video_source == "store" else
                 "only a video_id, which --store's index does not name" if store else
                 "only a video_id: give --store so its index names their source files")
         click.echo(f"note: {unnamed} items have an empty video ({hint})", err=True)
+    if relative := relative_videos(selected):
+        hint = "" if store else "; give --store so its index names their source files by absolute path"
+        click.echo(f"note: {len(relative)} items name their video by a relative path ({relative[0]}): a harness "
+                   f"opens it relative to the folder it runs in{hint}", err=True)
     for p in paths:
         if p.name.endswith(".left_out.jsonl"):
             n_out = len(p.read_text(encoding="utf-8").splitlines())

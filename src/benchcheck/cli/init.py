@@ -20,7 +20,8 @@ scripted, reference, reference-prior and tiny random models are for tests and th
   benchcheck audit --results $P/results --items $P/items --out $P/audit
   benchcheck report --results $P/results --items $P/items --frames $P/frames --sweep $P/sweep --audit $P/audit \\
       --out $P/report
-  benchcheck export --results $P/results --items $P/items --format parquet --out $P/export"""
+  benchcheck export --results $P/results --items $P/items --frames $P/frames --store $P/store \\
+      --format parquet --out $P/export"""
 
 
 @click.command("init")

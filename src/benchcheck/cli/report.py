@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting
+from benchcheck.cli.common import checked_store, die, load_items_reporting, say_left_out
 from benchcheck.cli.videos import resolve_reporting, videos_option
 
 # One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
@@ -66,7 +66,11 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         steps = parse_chain(chain)
     except ValueError as e:
         die(str(e))
-    items = load_items_reporting(item_paths, columns, quiet=True).items if item_paths else None
+    items = None
+    if item_paths:
+        loaded = load_items_reporting(item_paths, columns, quiet=True)
+        say_left_out(loaded, item_paths, "report")
+        items = loaded.items
     items = resolve_reporting(items, store, videos_dir, quiet=True) if items else items
     if frames_root is not None and not Path(frames_root).is_dir():
         die(f"--frames {frames_root}: not a folder")

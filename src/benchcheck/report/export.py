@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -65,7 +66,8 @@ class VideoNames:
         by_key: dict[str, tuple[str | None, str]] = {}
         by_hash: dict[str, str] = {}
         for key, row in done_rows(store / INDEX_FILE).items():
-            source = row.get("source") if isinstance(row.get("source"), str) else None
+            # the absolute path first: ``source`` is as normalize was given it, relative to where it ran
+            source = next((v for v in (row.get("source_path"), row.get("source")) if isinstance(v, str) and v), None)
             by_key[key] = (source, str(row["content_hash"]))
             if source:
                 by_hash.setdefault(str(row["content_hash"]), source)
@@ -77,6 +79,10 @@ class VideoNames:
         key = item.meta.get("video_key")
         if isinstance(key, str) and key.strip():
             source = self.by_key.get(key, (None, ""))[0]
+            if source is None and is_relative_path(key) and video_has_frames(item.video_id):
+                # relative to the videos folder init was given, which a harness does not know: the
+                # source file whose content the item's video id is (so the same video)
+                source = self.by_hash.get(str(item.video_id))
             return source or key
         if video_has_frames(item.video_id):
             return self.by_hash.get(str(item.video_id)) or None
@@ -96,11 +102,34 @@ class VideoNames:
         return str((self.store / "normalized" / vid / "video.mp4").resolve()) if vid else None
 
 
+def export_frames(frames: Path | None) -> Callable[[Item], bool]:
+    """Which items have frames, as the export reads it. Without a frame cache that is unknown, so
+    every item with a video counts as having them: one that a visual step has not screened yet is
+    pending, never kept as if it had skipped the step for lack of frames (the report's reading,
+    ``frame_check(None)``, which would export every survivor of the blind steps of a half-run chain)."""
+    if frames is None:
+        return lambda _item: True
+    from benchcheck.report.site import frame_check
+
+    return frame_check(frames)
+
+
+def is_relative_path(video: str) -> bool:
+    """A video named by a relative file path (not a URL, not a store key, not absolute)."""
+    return "://" not in video and "::" not in video and not Path(video).is_absolute()
+
+
+def relative_videos(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
+    """The exported videos that are relative paths: a harness reads them from where it runs."""
+    return [s.video for rows in selected.values() for s in rows if s.video and is_relative_path(s.video)]
+
+
 def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: bool,
            has_frames: Callable[[Item], bool], store: Path | None = None,
-           video_source: str = "original") -> dict[str, list[Selected]]:
+           video_source: str = "original", finals: Counter[str] | None = None) -> dict[str, list[Selected]]:
     """Per benchmark, the items whose final fate is kept (or removed): pending, failed or open
-    items are in neither set, so an export never claims an item that was not decided."""
+    items are in neither set, so an export never claims an item that was not decided. ``finals``,
+    when given, counts every item's final fate."""
     if video_source not in VIDEO_SOURCES:
         raise ValueError(f"video source {video_source!r}: expected one of {', '.join(VIDEO_SOURCES)}")
     if video_source == "store" and store is None:
@@ -111,6 +140,8 @@ def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: 
     out: dict[str, list[Selected]] = {}
     prov: dict[int, StepProvenance] = {}
     for bench in iter_benches(results, items, chain, has_frames, prov):
+        if finals is not None:
+            finals.update(ev.final for ev in bench.items)
         out[bench.bench] = [Selected(ev.item, ev.removed_at, pick(ev.item)) for ev in bench.items
                             if ev.final == want]
     return out

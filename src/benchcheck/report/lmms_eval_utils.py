@@ -17,9 +17,16 @@ _FIRST_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]\.:,]|\s|$)")
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[str]:
-    """The item's video file when it exists on this machine (lmms-eval video models read paths)."""
+    """The item's video file (lmms-eval video models read paths); none for an item without a video.
+    A video named but not found stops the run, as lmms-eval's own video tasks do: an empty list
+    would have the model answer the question without it."""
     path = doc.get("video")
-    return [path] if isinstance(path, str) and path and os.path.isfile(path) else []
+    if not isinstance(path, str) or not path:
+        return []
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"item {doc.get('item_id')}: video {path!r} is not a file here (cwd {os.getcwd()}); "
+                                "re-export with --store for absolute paths, or run from the folder it is relative to")
+    return [path]
 
 
 def doc_to_choice(doc: dict[str, Any]) -> list[str]:
