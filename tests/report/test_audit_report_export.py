@@ -93,6 +93,8 @@ def test_lmms_eval_export_names_videos_a_harness_can_open_from_anywhere(
     with pytest.raises(FileNotFoundError, match=r"clip0\.mp4"):
         _utils(tmp_path / "rel").doc_to_visual(docs[0])
     assert _utils(tmp_path / "rel").doc_to_visual({**docs[0], "video": None}) == []
+    url = "https://example.org/v/clip0.mp4"  # a URL is the model's to read, not a file to check here
+    assert _utils(tmp_path / "rel").doc_to_visual({**docs[0], "video": url}) == [url]
 
 
 def test_a_benchmark_refused_for_taken_ids_is_named_not_silently_missing(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
 from benchcheck.screen.steps import DEFAULT_CHAIN
 from benchcheck.stats.confidence import Confidence, confidences
-from benchcheck.stats.source import Forwards, read_forwards
+from benchcheck.stats.source import Forwards, id_clash, read_forwards
 
 Table = list[dict[str, object]]
 
@@ -120,4 +120,8 @@ def run_audit(results: str | Path, item_ids: Iterable[str] | None = None, compar
     ids = set(item_ids) if item_ids is not None else None
     by_step = read_forwards(results, ids)
     other = read_forwards(compare, ids) if compare is not None else None
+    for folder, rows in ((results, by_step), (compare, other)):
+        why = id_clash(rows) if rows is not None else None
+        if why:
+            raise ValueError(f"{folder}: {why}")
     return audit_forwards(by_step, other, rounds, seed, chain, fdr_level, target_fdr)

@@ -70,8 +70,11 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     ids = [it.item_id for it in loaded.items if it.format == "mc"]
     if not ids:
         die("no valid multiple-choice items to audit")
-    res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps, fdr_level=fdr_level,
-                    target_fdr=target_fdr)
+    try:
+        res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps, fdr_level=fdr_level,
+                        target_fdr=target_fdr)
+    except ValueError as e:
+        die(str(e))
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
     if with_probe:

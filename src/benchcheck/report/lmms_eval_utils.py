@@ -17,12 +17,14 @@ _FIRST_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]\.:,]|\s|$)")
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[str]:
-    """The item's video file (lmms-eval video models read paths); none for an item without a video.
-    A video named but not found stops the run, as lmms-eval's own video tasks do: an empty list
+    """The item's video file (lmms-eval video models read paths) or URL as it is; none for an item
+    without a video. A file named but not found stops the run, as lmms-eval's own video tasks do: an empty list
     would have the model answer the question without it."""
     path = doc.get("video")
     if not isinstance(path, str) or not path:
         return []
+    if re.match(r"^[a-z][a-z0-9+.-]*://", path, re.IGNORECASE):
+        return [path]  # a URL: the model reads it (API models take URLs), it is no file to check here
     if not os.path.isfile(path):
         raise FileNotFoundError(f"item {doc.get('item_id')}: video {path!r} is not a file here (cwd {os.getcwd()}); "
                                 "re-export with --store for absolute paths, or run from the folder it is relative to")

@@ -20,12 +20,13 @@ from benchcheck.stats.source import read_forwards
 def add_confidence(records: Sequence[MutableMapping[str, Any]], results: str | Path) -> None:
     """Set ``record["confidence"]`` on every pool record (``item_id``, ``removed_at``), in place."""
     ids = {str(r["item_id"]) for r in records}
-    by_item: dict[str, dict[int, float | None]] = {}
-    for c in confidences(read_forwards(results, ids)):
-        by_item.setdefault(c.item_id, {})[c.step] = c.confidence
+    by_item: dict[tuple[str, str], dict[int, float | None]] = {}
+    for c in confidences(read_forwards(results, ids)):  # by benchmark too: one id may be in two
+        by_item.setdefault((c.bench, c.item_id), {})[c.step] = c.confidence
     for r in records:
         at = r.get("removed_at")
-        value = fate_confidence(by_item.get(str(r["item_id"]), {}), None if at is None else int(at))
+        key = (str(r.get("bench")), str(r["item_id"]))
+        value = fate_confidence(by_item.get(key, {}), None if at is None else int(at))
         r["confidence"] = cell(value)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchcheck.store import load_state
+from benchcheck.store import bench_files, bench_of_file, load_state
 
 _STEP_DIR = re.compile(r"^step(\d+)$")
 
@@ -110,14 +110,31 @@ def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
     wanted = set(item_ids) if item_ids is not None else None
     out: dict[int, list[Forwards]] = {}
     for s in steps if steps is not None else steps_in(results):
-        state = load_state(Path(results) / f"step{s}")
+        folder = Path(results) / f"step{s}"
         rows = []
-        for iid in sorted(state.ok):
-            if wanted is not None and iid not in wanted:
-                continue
-            f = forwards_of(state.ok[iid].fields)
-            if f is not None:
-                rows.append(f)
+        # Benchmark by benchmark: one reducer over the whole folder took two benchmarks' items of
+        # one id for one item (the last row of either).
+        for bench in sorted({b for p in bench_files(folder) if (b := bench_of_file(p.name))}):
+            state = load_state(folder, [bench])
+            for iid in sorted(state.ok):
+                if wanted is not None and iid not in wanted:
+                    continue
+                f = forwards_of(state.ok[iid].fields)
+                if f is not None:
+                    rows.append(f)
         if rows:
-            out[s] = rows
+            out[s] = sorted(rows, key=lambda f: (f.item_id, f.bench))
     return out
+
+
+def id_clash(by_step: Mapping[int, Sequence[Forwards]]) -> str | None:
+    """Why these forwards cannot be told apart by item id (one id in two benchmarks at a step), or
+    None: the audit's tables and the pool's confidences key items by id."""
+    for step, rows in sorted(by_step.items()):
+        seen: dict[str, str] = {}
+        for f in rows:
+            if seen.setdefault(f.item_id, f.bench) != f.bench:
+                return (f"step{step}: item id {f.item_id!r} is in benchmark {seen[f.item_id]!r} and in {f.bench!r}; "
+                        "items are told apart by id: screen each benchmark into its own --results, or give one "
+                        "benchmark's ids a prefix")
+    return None
