@@ -1,0 +1,67 @@
+"""``benchcheck audit`` on inputs outside the ordinary case: rows with NaN or infinite log-probs,
+a benchmark of one video, golds the permutation null cannot move. Each must give an honest
+answer (a skipped row, the whole range, "cannot tell"), never a traceback or a confident number."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from audit_synth import SimModel, make_items, run_step, write_items
+
+BIN = [str(Path(sys.executable).with_name("benchcheck"))]
+
+
+def _audit(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BIN, "audit", "--results", str(tmp_path / "results"), "--items",
+                           str(tmp_path / "items"), "--out", str(tmp_path / "audit"), "--rounds", "100", *extra],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _world(tmp_path: Path, n: int = 40, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    items = make_items("Deg", n, 4, rng)
+    write_items(tmp_path / "items" / "Deg.jsonl", items)
+    content = {it.item_id: [rng.gauss(0, 1.2) + (4.0 if j == it.answer and rng.random() < 0.2 else 0.0)
+                            for j in range(4)] for it in items}
+    model = SimModel("sim", noise=0.5, rng=random.Random(seed + 1))
+    for step in (1, 4):
+        run_step(tmp_path / "results", step, items, model, content)
+    return [it.item_id for it in items]
+
+
+def _rewrite(path: Path, change: dict[str, object]) -> None:
+    """Replace fields of the first row (json writes NaN / Infinity as Python's json reads them)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0].update(change)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_rows_with_nan_or_infinite_log_probs_are_skipped_not_a_crash(tmp_path: Path) -> None:
+    ids = _world(tmp_path)
+    s1, s4 = tmp_path / "results" / "step1" / "Deg.jsonl", tmp_path / "results" / "step4" / "Deg.jsonl"
+    first1 = json.loads(s1.read_text().splitlines()[0])
+    lp1 = [list(x) for x in first1["lp"]]
+    lp1[0][1] = float("nan")
+    _rewrite(s1, {"lp": lp1})
+    first4 = json.loads(s4.read_text().splitlines()[0])
+    lp4 = list(first4["lp"])
+    lp4[1] = float("-inf")
+    _rewrite(s4, {"lp": lp4, "lp_exact": [float("inf")] * len(lp4)})
+    second4 = json.loads(s4.read_text().splitlines()[1])
+    rows4 = [json.loads(line) for line in s4.read_text().splitlines()]
+    rows4[1]["lp_exact"] = [float("-inf"), *second4["lp"][1:]]  # an exact score alone non-finite: dropped alone
+    s4.write_text("".join(json.dumps(r) + "\n" for r in rows4))
+    p = _audit(tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Traceback" not in p.stderr
+    rows = list(csv.DictReader((tmp_path / "audit" / "audit_items.csv").open()))
+    at = {(r["step"], r["item_id"]) for r in rows}
+    assert ("1", ids[0]) not in at and ("4", ids[0]) not in at  # the rows with no finite letters
+    assert len(rows) == 2 * len(ids) - 2
+    second = next(r for r in rows if r["step"] == "4" and r["item_id"] == ids[1])
+    assert second["removed_exact"] == ""  # its lp_exact was not usable; its lp still is
