@@ -13,6 +13,8 @@ from pathlib import Path
 
 from audit_synth import SimModel, make_items, run_step, write_items
 
+from benchcheck.items import Item
+
 BIN = [str(Path(sys.executable).with_name("benchcheck"))]
 
 
@@ -91,3 +93,45 @@ def test_one_video_rate_interval_is_the_whole_range(tmp_path: Path) -> None:
     rows = list(csv.DictReader((tmp_path / "audit" / "audit_thresholds.csv").open()))
     assert any(float(r["rate_hi"]) - float(r["rate_lo"]) < 1.0 for r in rows)
     assert all(float(r["rate_lo"]) <= float(r["rate"]) <= float(r["rate_hi"]) for r in rows)
+
+
+def _steps_world(tmp_path: Path, items: list[Item], content: dict[str, list[float]], steps: tuple[int, ...],
+                 prior: list[float] | None = None) -> None:
+    write_items(tmp_path / "items" / f"{items[0].bench}.jsonl", items)
+    model = SimModel("sim", prior=prior, noise=0.3, rng=random.Random(5))
+    for step in steps:
+        run_step(tmp_path / "results", step, items, model, content)
+
+
+def _headline(tmp_path: Path) -> str:
+    p = _audit(tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def test_a_permutation_null_that_cannot_move_the_golds_does_not_call_the_removals_noise(tmp_path: Path) -> None:
+    """Permuting the golds of one item, or of items whose golds all sit at one option, gives back the
+    observed removals whatever they rest on: a benchmark of shortcuts was told 'treat them as noise'."""
+    rng = random.Random(1)
+    # One item, a strong shortcut, steps 1 and 4.
+    one = make_items("One", 1, 4, rng)
+    _steps_world(tmp_path / "one", one, {one[0].item_id: [6.0 if j == one[0].answer else 0.0 for j in range(4)]},
+                 (1, 4))
+    out = _headline(tmp_path / "one")
+    assert "removed 1/1" in out and "treat them as noise" not in out
+    assert "cannot tell chance from shortcuts" in out
+    # 50 items, every gold at A, every item a shortcut, a single-forward step.
+    allA = [Item(f"AllA_{i}", "AllA", f"question {i}?", tuple(f"option {j} of {i}" for j in range(4)), 0)
+            for i in range(50)]
+    _steps_world(tmp_path / "alla", allA, {it.item_id: [6.0, 0.0, 0.0, 0.0] for it in allA}, (4,))
+    out = _headline(tmp_path / "alla")
+    assert "removed 50/50" in out and "treat them as noise" not in out
+    assert "cannot tell chance from shortcuts" in out
+    null = next(csv.DictReader((tmp_path / "alla" / "audit" / "audit_null.csv").open()))
+    assert float(null["null_if_shortcuts"]) == 1.0 == float(null["null_rate"])
+    # Control: a model that always answers A on golds spread over the options is noise, and is said to be.
+    spread = make_items("Spread", 80, 4, rng)
+    _steps_world(tmp_path / "spread", spread, {it.item_id: [0.0] * 4 for it in spread}, (4,),
+                 prior=[0.9, 0.04, 0.03, 0.03])
+    out = _headline(tmp_path / "spread")
+    assert "treat them as noise" in out and "cannot tell" not in out
