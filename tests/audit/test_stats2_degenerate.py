@@ -135,3 +135,19 @@ def test_a_permutation_null_that_cannot_move_the_golds_does_not_call_the_removal
                  prior=[0.9, 0.04, 0.03, 0.03])
     out = _headline(tmp_path / "spread")
     assert "treat them as noise" in out and "cannot tell" not in out
+
+
+def test_a_deterministic_engine_gives_certain_decisions_without_warnings(tmp_path: Path) -> None:
+    """No noise: the four permutations' margins agree up to rounding; every decision is certain and
+    the audit prints no numpy warning (a 'divide by zero encountered in log' reached the terminal)."""
+    rng = random.Random(2)
+    items = make_items("Det", 30, 4, rng)
+    write_items(tmp_path / "items" / "Det.jsonl", items)
+    content = {it.item_id: [rng.gauss(0, 1.5) for _ in range(4)] for it in items}
+    for step in (1, 4):
+        run_step(tmp_path / "results", step, items, SimModel("det", noise=0.0), content)
+    p = _audit(tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Warning" not in p.stderr, p.stderr[-2000:]
+    rows = list(csv.DictReader((tmp_path / "audit" / "audit_items.csv").open()))
+    assert rows and all(float(r["confidence"]) == 1.0 for r in rows)
