@@ -6,7 +6,11 @@ linked the model's answer to it; an item's chance removal probability ``p_i`` is
 mass on the options that remove it. Per benchmark x step:
 
 - the **permutation null** of the rule (``null_rate`` and its 95 % interval): the golds permuted
-  among the benchmark's items (within items of the same number of options), unconditioned;
+  among the benchmark's items (within items of the same number of options), unconditioned. Beside
+  it, what it would expect were every removal a shortcut (``null_if_shortcuts``): a removal is
+  one-hot at its gold, so a permuted gold removes it again with the share of items whose gold is
+  at the same option. Where the golds sit at one option (or a cell holds one item) the two are the
+  same and the permutation null cannot tell chance from shortcuts;
 - the **conditioned null**, from which the p-value, the chance-removal estimate and the verdict
   come. At a step that asks under option permutations (step 1) the null is the *option-label*
   null: the options are shuffled, so a non-shortcut item's gold is equally likely to be any of
@@ -74,6 +78,7 @@ class NullResult:
     est_false_gold_lo: float = 0.0
     est_false_gold_hi: float = 0.0
     item_gold: dict[str, np.ndarray] = field(default_factory=dict)  # each item's null gold distribution
+    null_if_shortcuts: float = 0.0  # removals the permutation null expects were every removal a shortcut
 
     @property
     def observed_rate(self) -> float:
@@ -102,7 +107,8 @@ class NullResult:
                 "p_adjusted": None if self.p_adjusted is None else _sig(self.p_adjusted),
                 "excess_called": self.called, "fdr_level": self.fdr_level, "certain_removals": self.certain,
                 "est_false_gold": round(self.est_false_gold, 2), "est_false_gold_lo": round(self.est_false_gold_lo, 2),
-                "est_false_gold_hi": round(self.est_false_gold_hi, 2)}
+                "est_false_gold_hi": round(self.est_false_gold_hi, 2),
+                "null_if_shortcuts": round(self.null_if_shortcuts / self.n, 4) if self.n else 0.0}
 
 
 def _sig(v: float) -> float:
@@ -176,6 +182,7 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
     p_gold: list[float] = []
     removed: list[bool] = []
     kinds: set[str] = set()
+    if_shortcuts = 0.0
     for k, rows_k in by_k.items():
         g = _group(rows_k, survived)
         base = base_golds.get(k) if base_golds is not None else None
@@ -191,6 +198,10 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
         p_null += list(np.clip((null_w * t).sum(axis=1), 0.0, 1.0))
         p_gold += list(np.clip((robust * t).sum(axis=1), 0.0, 1.0))
         removed += list(g.removed)
+        # A removal removes for its own gold alone (argmax == gold), so a permuted gold removes a
+        # shortcut again with the share of golds at that option.
+        share = np.bincount(g.golds, minlength=k) / len(rows_k)
+        if_shortcuts += float(share[g.golds[g.removed]].sum())
         kinds |= {OPTION_LABEL if m else GOLD_FREQUENCY for m in g.multi}
         idx = np.arange(len(rows_k))
         for r in range(rounds):
@@ -207,7 +218,7 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
                       cond_mean=float(sum(p_null)) / n if n else 0.0, cond_lo=q_lo / n if n else 0.0,
                       cond_hi=q_hi / n if n else 0.0, p_value=p_value(p_null, observed) if n else 1.0,
                       certain=certain, est_false_gold=gold_est, est_false_gold_lo=gold_lo, est_false_gold_hi=gold_hi,
-                      item_gold=item_gold)
+                      item_gold=item_gold, null_if_shortcuts=if_shortcuts)
 
 
 def _order(by_step: Mapping[int, object], chain: Sequence[int]) -> list[int]:

@@ -57,6 +57,12 @@ def headline(res: AuditResult) -> str:
     cells = f"{len(res.nulls)} benchmark x step cell{'s' if len(res.nulls) != 1 else ''}"
     level = f"FDR {res.fdr_level:g}"
     if not called:
+        if share >= NEARLY_ALL and sum(r.null_if_shortcuts for r in res.nulls) >= NEARLY_ALL * removed:
+            # The permutation null would expect as many had every removal been a shortcut: its
+            # golds cannot move (one option, or one item), so it says nothing either way.
+            return (f"{head}, but it would expect as many were every removal a shortcut (the golds sit at one "
+                    f"option, or too few items to permute), so these rows cannot tell chance from shortcuts "
+                    f"(none of the {cells} removes more than its null at {level}).")
         if share >= NEARLY_ALL:
             return (f"{head}: chance and the model's letter preference explain nearly all of them; treat them as "
                     f"noise (none of the {cells} removes more than its null at {level}).")

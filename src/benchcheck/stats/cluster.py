@@ -13,7 +13,8 @@ the degrees of freedom fall below videos - 1, and CR1 with videos - 1 undercover
   ``deff`` is the clustered variance over the binomial one (``design_effect``), with the t
   quantile on those degrees of freedom in place of z (the clustered variance of few videos is
   itself uncertain). Never zero-width; a rate of 0 or 1 is taken at the worst case (as many
-  items as videos).
+  items as videos). One video: [0, 1] -- nothing estimates the spread between videos (its items
+  taken as independent, the interval undercovered; docs/audit.md, table 5).
 - ``mean_interval``: mean +- t(0.975, df) x the clustered standard error, with a floor on the
   standard error (``se_floor``, the caller's binomial one) so identical clusters never give a
   zero-width interval; None with fewer than two videos.
@@ -104,6 +105,8 @@ def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) ->
     if len(y) == 0:
         return None, None
     sums, sizes = _cluster_sums(y, clusters)
+    if len(sizes) < 2:
+        return 0.0, 1.0
     se, df = cr2(sums, sizes)
     n_eff = len(y) / _design_effect(y, se, len(sizes))
     return wilson(float(y.mean()) * n_eff, n_eff, t975(max(df, 1.0)))

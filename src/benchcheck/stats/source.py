@@ -7,6 +7,7 @@ moving to the typed ``ScoreRow`` / ``ItemVerdict`` reader changes this file only
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,12 +56,18 @@ def _floats(v: Any) -> tuple[float, ...]:
     return tuple(float(x) for x in v)
 
 
+def _finite(rows: tuple[tuple[float, ...], ...]) -> bool:
+    return all(math.isfinite(x) for row in rows for x in row)
+
+
 def _ints(v: Any) -> tuple[int, ...]:
     return tuple(int(x) for x in v)
 
 
 def forwards_of(row: Mapping[str, Any]) -> Forwards | None:
-    """A result row as :class:`Forwards`; None for a row the audit cannot use (no log-probs)."""
+    """A result row as :class:`Forwards`; None for a row the audit cannot use (no log-probs, or a
+    log-prob that is NaN or infinite: a model that overflowed gives no margin to audit, and one such
+    number made every fit of its model x step fail). A non-finite ``lp_exact`` is dropped alone."""
     try:
         lp = row["lp"]
         if row.get("perms") is not None:
@@ -85,9 +92,9 @@ def forwards_of(row: Mapping[str, Any]) -> Forwards | None:
     if (k < 2 or not 0 <= f.answer < k or len(f.perms) != len(f.lps) or any(len(x) != k for x in f.lps)
             or any(sorted(p) != list(range(k)) for p in f.perms)
             or len(f.extra_perms) != len(f.extra_lps) or any(sorted(p) != list(range(k)) for p in f.extra_perms)
-            or any(len(x) != k for x in f.extra_lps)):
+            or any(len(x) != k for x in f.extra_lps) or not _finite(f.lps) or not _finite(f.extra_lps)):
         return None
-    if exact is not None and (len(exact) != len(lps) or any(len(x) != k for x in exact)):
+    if exact is not None and (len(exact) != len(lps) or any(len(x) != k for x in exact) or not _finite(exact)):
         f = Forwards(f.step, f.bench, f.item_id, f.model, f.answer, f.perms, f.lps, f.removed, None,
                      f.extra_perms, f.extra_lps, f.video)
     return f

@@ -1,0 +1,151 @@
+"""The audit's null and confidence outside the ordinary case (docs/audit.md, "Validity at the edges")
+
+    python -m benchmarks.audit_validity_edges [--quick]
+
+Worlds as ``benchmarks.audit_validity`` builds them (content opinions N(0, 1.2) unrelated to the
+gold and repeated across steps, +0.8 nats of letter prior on A, 15 % of the items answerable blind,
+15 % only from the options, step 4 on step 1's survivors), with any number of options k, uniform
+golds, and the noise sd per forward as stated (0: a deterministic engine). Tables:
+
+1. coverage of the chance-removal count's 95 % interval for benchmarks of 1-3 items (20 per run,
+   each its own cell), 2 and 10 options, and a deterministic engine;
+2. false calls on 40 pure-noise cells (20 benchmarks x steps 1 and 4), Benjamini-Hochberg at 0.05;
+3. per-item confidence against a fresh re-ask (``audit.worlds``) as the noise shrinks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+
+import numpy as np
+
+from benchcheck.audit.null import nulls
+from benchcheck.audit.rule import removes
+from benchcheck.audit.worlds import WorldSpec, build_world
+from benchcheck.protocol import permutations_for
+from benchcheck.stats.confidence import confidences
+from benchcheck.stats.source import Forwards
+from benchmarks.audit_calibration import _ece
+from benchmarks.audit_validity import _lp
+
+Steps = dict[int, list[Forwards]]
+
+
+def world(n: int, k: int, seed: int, bench: str = "W", shortcut: float = 0.15,
+          noise: float = 0.4) -> tuple[Steps, dict[int, set[str]]]:
+    rng = random.Random(seed)
+    ans = [rng.randrange(k) for _ in range(n)]
+    prior = [0.8] + [0.0] * (k - 1)
+    s1: list[Forwards] = []
+    s4: list[Forwards] = []
+    a1: set[str] = set()
+    a4: set[str] = set()
+    for i in range(n):
+        iid = f"{bench}_{i}"
+        content = [rng.gauss(0, 1.2) for _ in range(k)]
+        u = rng.random()
+        blind, opts = u < shortcut, shortcut <= u < 2 * shortcut
+        if blind:
+            a1.add(iid)
+        if opts:
+            a4.add(iid)
+        c1 = list(content)
+        if blind:
+            c1[ans[i]] += 4 + abs(rng.gauss(0, 1))
+        perms = tuple(tuple(p) for p in permutations_for(iid, k, 4, seed))
+        lps = tuple(_lp([c1[p[j]] + prior[j] + rng.gauss(0, noise) for j in range(k)]) for p in perms)
+        f1 = Forwards(1, bench, iid, "m", ans[i], perms, lps, removes(perms, lps, ans[i]))
+        s1.append(f1)
+        if f1.removed:
+            continue
+        c4 = list(content)
+        if opts or blind:
+            c4[ans[i]] += 4 + abs(rng.gauss(0, 1))
+        ident = (tuple(range(k)),)
+        lp4 = (_lp([c4[j] + prior[j] + rng.gauss(0, noise) for j in range(k)]),)
+        s4.append(Forwards(4, bench, iid, "m", ans[i], ident, lp4, removes(ident, lp4, ans[i])))
+    return {1: s1, 4: s4}, {1: a1, 4: a4 | a1}
+
+
+def coverage(n: int, k: int, runs: int, noise: float, benches: int) -> list[str]:
+    hit: dict[int, list[bool]] = {1: [], 4: []}
+    truth: dict[int, list[int]] = {1: [], 4: []}
+    width: dict[int, list[float]] = {1: [], 4: []}
+    for s in range(runs):
+        by: Steps = {1: [], 4: []}
+        ans: dict[int, set[str]] = {1: set(), 4: set()}
+        for b in range(benches):
+            w, a = world(n, k, s * 1000 + b, bench=f"B{b}", noise=noise)
+            for st in (1, 4):
+                by[st] += w[st]
+                ans[st] |= a[st]
+        for r in nulls({st: v for st, v in by.items() if v}, rounds=10, seed=s):
+            t = sum(f.removed and f.item_id not in ans[r.step] for f in by[r.step] if f.bench == r.bench)
+            hit[r.step].append(r.est_false_lo <= t <= r.est_false_hi)
+            truth[r.step].append(t)
+            width[r.step].append(r.est_false_hi - r.est_false_lo)
+    return [f"| {k} | {n} | {noise:g} | {st} | {len(hit[st])} | {np.mean(hit[st]):.1%} | {np.mean(truth[st]):.2f} | "
+            f"{np.mean(width[st]):.2f} |" for st in (1, 4) if hit[st]]
+
+
+def false_calls(n: int, k: int, runs: int, noise: float) -> str:
+    any_call = cells = 0
+    for s in range(runs):
+        by: Steps = {1: [], 4: []}
+        for b in range(20):
+            w, _ = world(n, k, s * 100 + b, bench=f"B{b}", shortcut=0.0, noise=noise)
+            for st in (1, 4):
+                by[st] += w[st]
+        c = sum(r.called for r in nulls(by, rounds=10, seed=s))
+        any_call += c > 0
+        cells += c
+    return f"| {k} | {n} | {noise:g} | {runs} | {any_call} ({any_call / runs:.1%}) | {cells} |"
+
+
+def confidence_rows(seeds: int) -> list[str]:
+    out = []
+    for noise in (0.5, 0.1, 0.03):
+        for multi in (True, False):
+            spec = WorldSpec(n=600, k=4, noise_sd=noise, multi=multi)
+            claimed: list[float] = []
+            observed: list[bool] = []
+            for s in range(seeds):
+                w = build_world(spec, s)
+                by = {w.step: w.rows}
+                if not multi:
+                    by[1] = build_world(dataclasses.replace(spec, multi=True), s + 1000).rows
+                for c in confidences(by):
+                    if c.step == w.step and c.flip_prob is not None:
+                        claimed.append(c.flip_prob)
+                        observed.append(w.reask_removed[c.item_id] != c.removed)
+            cl, ob = np.array(claimed), np.array(observed)
+            ece, _ = _ece(cl, ob)
+            sel = cl >= 0.3
+            out.append(f"| {'step 1' if multi else 'single forward'} | {noise:g} | {len(cl)} | {ece:.3f} | "
+                       f"{int(sel.sum())} | {cl[sel].mean():.3f} | {ob[sel].mean():.3f} |")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="a tenth of the runs")
+    q = 10 if ap.parse_args().quick else 1
+    print("| options | items per benchmark | noise | step | cells | covered | mean truth | mean width |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, k, noise in [(1, 4, 0.4), (2, 4, 0.4), (3, 4, 0.4), (5, 2, 0.4), (50, 2, 0.4), (300, 2, 0.4),
+                        (5, 10, 0.4), (50, 10, 0.4), (300, 10, 0.4), (50, 4, 0.0), (300, 4, 0.0)]:
+        runs = (300 if n <= 5 else 100 if n <= 50 else 40) // q
+        print("\n".join(coverage(n, k, max(runs, 2), noise, benches=20 if n <= 5 else 1)), flush=True)
+    print("\n| options | items per cell | noise | runs | runs with a false call | cells called |")
+    print("|---|---|---|---|---|---|")
+    for n, k, noise in [(3, 4, 0.4), (50, 2, 0.4), (50, 10, 0.4), (50, 4, 0.0)]:
+        print(false_calls(n, k, max(60 // q, 2), noise), flush=True)
+    print("\n| step | noise sd | decisions | ECE | claimed flip >= 0.3 | mean claimed | observed flip rate |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(confidence_rows(max(5 // q, 1))))
+
+
+if __name__ == "__main__":
+    main()
