@@ -197,3 +197,26 @@ def test_accuracy_interval_covers_with_unequal_video_sizes() -> None:
         assert iv.lo <= iv.est <= iv.hi
         covered += iv.lo <= 0.5 <= iv.hi
     assert covered / runs >= 0.89, covered / runs
+
+
+def test_a_condition_whose_answers_are_mostly_unparsed_is_named_in_a_warning(tmp_path: Path) -> None:
+    """An engine whose replies at the base resolution name no letter made "resolution matters" with
+    no word that the verdict rests on the replies' format (unparsed counts wrong: the seeds' rule)."""
+    worlds = {"U": World(n_videos=40, kind="sticky"), "N": World(n_videos=40, kind="sticky")}
+    path = write_csv(tmp_path / "results", worlds, seed=2)
+    rows = list(csv.DictReader(path.open()))
+    for r in rows:
+        if r["bench"] == "U" and r["condition"] == "v_32_s168":
+            r.update(status="unparsed", pred="", correct="0", parse="no_rule")
+    with path.open("w", newline="") as f:
+        wr = csv.DictWriter(f, fieldnames=list(COLUMNS), lineterminator="\n")
+        wr.writeheader()
+        wr.writerows(rows)
+    r = CliRunner().invoke(main, ["sweep", "analyze", "--results", str(tmp_path / "results"), "--out",
+                                  str(tmp_path / "a"), "--no-plots", "--n-perm", "200"])
+    assert r.exit_code == 0, r.output
+    warnings = [x for x in r.stderr.splitlines() if x.startswith("warning:")]
+    assert len(warnings) == 1 and "U v_32_s168" in warnings[0] and "unparsed" in warnings[0], r.stderr
+    n = sum(1 for x in rows if x["bench"] == "U" and x["condition"] == "v_32_s168")
+    assert f"{n} of {n} answers unparsed" in warnings[0]
+    assert "**Warning.** U v_32_s168" in (tmp_path / "a" / "sweep_summary.md").read_text()

@@ -193,9 +193,11 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
     settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
                         min_items=min_items)
     try:
-        paths = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
+        paths, warnings = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
     except ValueError as e:
         die(str(e))
+    for line in warnings:
+        click.echo(f"warning: {line}", err=True)
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
 

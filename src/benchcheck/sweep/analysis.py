@@ -97,6 +97,11 @@ def verdict_rule(s: Settings = DEFAULT) -> str:
 VERDICT_RULE = verdict_rule()
 
 
+# A condition with at least this share of unparsed answers is named in a warning: a verdict can
+# then rest on the replies' format (an engine whose replies at one resolution name no letter).
+UNPARSED_WARN_SHARE = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class CondStats:
     bench: str
@@ -144,6 +149,15 @@ class Analysis:
     diffs: list[tuple[str, str, str, Interval]]  # bench, a, b, acc(a) - acc(b)
     verdicts: list[BenchVerdict]
     settings: Settings = DEFAULT
+
+    def unparsed_warnings(self) -> list[str]:
+        """One line per condition whose answers are mostly unparsed. They count as wrong (the
+        seeds' rule), so such a condition's accuracy, and any effect or verdict built on it,
+        measures whether the engine's replies name a letter, not what the frames show."""
+        return [f"{c.bench} {c.condition}: {c.unparsed} of {c.accuracy.n} answers unparsed (counted wrong): its "
+                "accuracy and the effects built on it measure the replies' format, not the video; see the parse "
+                "rules in docs/sweep.md" for c in self.conditions
+                if c.accuracy.n and c.unparsed >= UNPARSED_WARN_SHARE * c.accuracy.n]
 
 
 def _correct(r: Mapping[str, Any]) -> int:

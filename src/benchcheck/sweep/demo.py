@@ -53,6 +53,6 @@ def run_demo_sweep(item_paths: Sequence[str | Path], store: Path, out: Path, eng
                 await eng.aclose()
 
     asyncio.run(go())
-    files = write_analysis(out / "results", out / "analysis", DEMO_SETTINGS, plots=plots)
+    files, _ = write_analysis(out / "results", out / "analysis", DEMO_SETTINGS, plots=plots)
     verdicts = analyze(read_csv(out / "results" / CSV_NAME), DEMO_SETTINGS).verdicts
     return DemoSweep(files, {v.bench: v for v in verdicts})

@@ -71,6 +71,9 @@ def summary_md(a: Analysis) -> str:
              "| reason |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {v.bench} | {effect_text(v.pixels)} | {_pv(v.p_pixels)} | {effect_text(v.frames)} | "
               f"{_pv(v.p_frames)} | **{v.verdict}** | {v.reason} |" for v in a.verdicts]
+    warnings = a.unparsed_warnings()
+    if warnings:
+        lines += ["", "**Warning.** " + " ".join(f"{w}." for w in warnings)]
     lines += ["", f"## Accuracy per condition ({level} {INTERVAL_METHOD})", "",
               "| benchmark | condition | accuracy | interval | items | videos | unparsed | NA |",
               "|---|---|---|---|---|---|---|---|"]
@@ -99,8 +102,10 @@ def read_settings(results: Path) -> Settings:
         return DEFAULT
 
 
-def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT, plots: bool = True) -> dict[str, Path]:
-    """Analyze ``results/conditions_results.csv`` into ``out``; returns the files written."""
+def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT,
+                   plots: bool = True) -> tuple[dict[str, Path], list[str]]:
+    """Analyze ``results/conditions_results.csv`` into ``out``; returns the files written and the
+    analysis's warnings (``Analysis.unparsed_warnings``)."""
     rows = read_csv(results / CSV_NAME)
     if not rows:
         raise ValueError(f"{results / CSV_NAME}: no rows to analyze")
@@ -115,4 +120,4 @@ def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT, plots
         from benchcheck.sweep.plots import write_plots
 
         paths.update(write_plots(a, out))
-    return paths
+    return paths, a.unparsed_warnings()
