@@ -1,0 +1,59 @@
+"""``benchcheck probe`` rerun into the same folder: what the files say is this run's."""
+
+from __future__ import annotations
+
+import csv
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from probe_rows import run_step, write_items
+
+from benchcheck.items import Item
+from benchcheck.stats.pool import add_probe
+
+BIN = [str(Path(sys.executable).with_name("benchcheck"))]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BIN, "probe", *args], capture_output=True, text=True, timeout=180)
+
+
+def _world(tmp_path: Path) -> tuple[Path, Path, set[str]]:
+    """40 items, every eighth with a wrong gold, and steps 1, 3, 5, 6 that see the true answer."""
+    rng = random.Random(0)
+    items, content, wrong = [], {}, set()
+    for i in range(40):
+        true = rng.randrange(4)
+        gold = true if i % 8 else (true + 1) % 4
+        if gold != true:
+            wrong.add(f"F_{i}")
+        items.append(Item(f"F_{i}", "Flags", f"Which tool does person {i} hold?",
+                          tuple(f"tool {chr(97 + j)} {i}" for j in range(4)), gold, video_id=f"v{i // 2}"))
+        content[f"F_{i}"] = [3.0 if j == true else 0.0 for j in range(4)]
+    res = tmp_path / "results"
+    for s in (1, 3, 5, 6):
+        run_step(res, s, items, content if s != 1 else {k: [0.0] * 4 for k in content}, seed=s)
+    return write_items(tmp_path / "items" / "flags.jsonl", items), res, wrong
+
+
+def test_a_rerun_without_flags_leaves_no_old_flags(tmp_path: Path) -> None:
+    items, res, wrong = _world(tmp_path)
+    out = tmp_path / "probe"
+    p = _run("--items", str(items), "--results", str(res), "--out", str(out), "--model", "none",
+             "--permutations", "0")
+    assert p.returncode == 0, p.stderr
+    flagged = {r["item_id"] for r in csv.DictReader((out / "label_flags.csv").open())}
+    assert flagged == wrong
+    p = _run("--items", str(items), "--out", str(out), "--model", "none", "--permutations", "0", "--no-ibp")
+    assert p.returncode == 0, p.stderr
+    assert "FLAGGED=n/a" in p.stdout
+    # the old flags must not be read as this run's by assemble and the report
+    assert not (out / "label_flags.csv").exists()
+    records: list[dict[str, object]] = [{"item_id": i} for i in sorted(wrong)]
+    add_probe(records, out)
+    assert all(r["label_flag"] is None for r in records)
+    # no IBP rounds: the file still has its header, so it reads as a table with no rows
+    assert (out / "probe_ibp.csv").read_text().splitlines() == [
+        "bench,round,items,accuracy,chance,p_above_chance,pruned_next"]
