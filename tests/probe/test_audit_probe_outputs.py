@@ -57,3 +57,17 @@ def test_a_rerun_without_flags_leaves_no_old_flags(tmp_path: Path) -> None:
     # no IBP rounds: the file still has its header, so it reads as a table with no rows
     assert (out / "probe_ibp.csv").read_text().splitlines() == [
         "bench,round,items,accuracy,chance,p_above_chance,pruned_next"]
+
+
+def test_no_flags_says_why(tmp_path: Path) -> None:
+    items, res, _ = _world(tmp_path)
+    p = _run("--items", str(items), "--results", str(res), "--out", str(tmp_path / "p"), "--model", "none",
+             "--permutations", "0", "--no-ibp", "--flag-agree", "5")
+    assert p.returncode == 0, p.stderr
+    # the results were given and have three flag steps: the line must not ask for --results
+    assert "pass --results" not in p.stdout
+    assert "4 source(s) (step 3, step 5, step 6, probe), flags need 5 (--flag-agree 5)" in p.stdout
+    p = _run("--items", str(items), "--out", str(tmp_path / "q"), "--model", "none", "--permutations", "0",
+             "--no-ibp")
+    assert p.returncode == 0, p.stderr
+    assert "1 source(s) (probe), flags need 2 (--flag-agree 2); pass --results with steps 3, 5 or 6" in p.stdout

@@ -65,6 +65,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     from benchcheck.dedup import DedupError
     from benchcheck.probe import FLAG_MARGIN, ProbeConfig, probe_pool
     from benchcheck.probe.embedder import text_embedder
+    from benchcheck.probe.flags import no_flags_reason
     from benchcheck.probe.run import MIN_GROUPS, skip_reason
     from benchcheck.stats.source import steps_in
 
@@ -98,7 +99,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
                f"ITEMS={len(res.items)} FLAGGED={'n/a' if run.flags is None else len(run.flags)} "
                f"ENCODED={res.embed.encoded} REUSED={res.embed.reused}")
     if run.flags is None:
-        click.echo("label flags: need two sources (pass --results with steps 3, 5 or 6)")
+        click.echo(no_flags_reason(run.flag_sources, flag_agree))
     for p in run.paths:
         click.echo(str(p))
 
