@@ -71,3 +71,15 @@ def test_no_flags_says_why(tmp_path: Path) -> None:
              "--no-ibp")
     assert p.returncode == 0, p.stderr
     assert "1 source(s) (probe), flags need 2 (--flag-agree 2); pass --results with steps 3, 5 or 6" in p.stdout
+
+
+def test_a_seed_out_of_range_is_one_line(tmp_path: Path) -> None:
+    items, _, _ = _world(tmp_path)
+    for seed in ("-1", str(2**32)):
+        p = _run("--items", str(items), "--out", str(tmp_path / "p"), "--model", "none", "--permutations", "1",
+                 "--seed", seed)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert "--seed" in p.stderr
+    p = _run("--items", str(items), "--out", str(tmp_path / "p"), "--model", "none", "--permutations", "1",
+             "--no-ibp", "--seed", str(2**32 - 1))
+    assert p.returncode == 0, p.stderr

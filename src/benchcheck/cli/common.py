@@ -12,6 +12,10 @@ from benchcheck.items import ColumnMap, LoadResult, load_items
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# numpy's generators take seeds >= 0 and scikit-learn's random_state at most 2**32 - 1: a seed
+# outside both ended a command with a traceback deep inside the fit.
+SEED = click.IntRange(0, 2**32 - 1)
+
 
 def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False,
                          need_items: bool = True) -> LoadResult:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import SEED, die, load_items_reporting
 from benchcheck.items import Item
 
 
@@ -40,7 +40,8 @@ from benchcheck.items import Item
               help="Margin (nats) a source's pick needs to count for a label flag [default: 1.0].")
 @click.option("--flag-agree", type=click.IntRange(min=1), default=2, show_default=True,
               help="Sources that must agree on one non-gold option to flag an item.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds, the projection and the nulls.")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of the folds, the projection and the nulls.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
 def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, model: str, revision: str | None,
