@@ -83,3 +83,10 @@ def test_a_seed_out_of_range_is_one_line(tmp_path: Path) -> None:
     p = _run("--items", str(items), "--out", str(tmp_path / "p"), "--model", "none", "--permutations", "1",
              "--no-ibp", "--seed", str(2**32 - 1))
     assert p.returncode == 0, p.stderr
+
+
+def test_a_flag_margin_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
+    items, res, _ = _world(tmp_path)
+    p = _run("--items", str(items), "--results", str(res), "--out", str(tmp_path / "p"), "--model", "none",
+             "--permutations", "0", "--no-ibp", "--flag-margin", "nan")
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "--flag-margin" in p.stderr, (p.stdout, p.stderr)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import click
 
-from benchcheck.cli.common import SEED, die, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting
 from benchcheck.items import Item
 
 
@@ -36,7 +36,7 @@ from benchcheck.items import Item
 @click.option("--min-items", type=click.IntRange(min=4), default=20, show_default=True,
               help="A benchmark with fewer items is skipped (and said so).")
 @click.option("--no-ibp", is_flag=True, help="Skip Iterative Bias Pruning.")
-@click.option("--flag-margin", type=click.FloatRange(min=0.0), default=None,
+@click.option("--flag-margin", type=FiniteFloatRange(min=0.0), default=None,
               help="Margin (nats) a source's pick needs to count for a label flag [default: 1.0].")
 @click.option("--flag-agree", type=click.IntRange(min=1), default=2, show_default=True,
               help="Sources that must agree on one non-gold option to flag an item.")
