@@ -90,3 +90,13 @@ def test_a_flag_margin_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
     p = _run("--items", str(items), "--results", str(res), "--out", str(tmp_path / "p"), "--model", "none",
              "--permutations", "0", "--no-ibp", "--flag-margin", "nan")
     assert p.returncode == 2 and "Traceback" not in p.stderr and "--flag-margin" in p.stderr, (p.stdout, p.stderr)
+
+
+def test_a_skipped_benchmark_gets_its_line(tmp_path: Path) -> None:
+    items, _, _ = _world(tmp_path)
+    write_items(items.parent / "tiny.jsonl", [Item("t0", "Tiny", "Which?", ("a", "b"), 0, video_id="x")])
+    p = _run("--items", str(items.parent), "--out", str(tmp_path / "p"), "--model", "none", "--permutations", "0",
+             "--no-ibp")
+    assert p.returncode == 0, p.stderr
+    assert "Tiny: skipped (1 items, fewer than --min-items 20)" in p.stdout.splitlines()
+    assert "SKIPPED=1" in p.stdout
