@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -11,6 +12,21 @@ import click
 from benchcheck.items import ColumnMap, LoadResult, load_items
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# numpy's generators take seeds >= 0 and scikit-learn's random_state at most 2**32 - 1: a seed
+# outside both ended a command with a traceback deep inside the fit.
+SEED = click.IntRange(0, 2**32 - 1)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A float range that also refuses nan and infinities: click's range lets nan through (every
+    comparison with it is false), and a nan cut makes every test fail without a word."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{rv} is not a finite number", param, ctx)
+        return rv
 
 
 def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import FiniteFloatRange, die, load_items_reporting
 from benchcheck.defaults import DEDUP_MODEL, DEDUP_REVISION
 
 
@@ -19,7 +19,7 @@ from benchcheck.defaults import DEDUP_MODEL, DEDUP_REVISION
               help="Sentence-transformers model: a hub id, a local folder, or 'minilm' (packaged, offline).")
 @click.option("--revision", default=None,
               help=f"Hub revision; the default model is pinned to {DEDUP_REVISION}.")
-@click.option("--threshold", type=click.FloatRange(-1.0, 1.0), default=None,
+@click.option("--threshold", type=FiniteFloatRange(-1.0, 1.0), default=None,
               help="Cosine similarity at or above which two texts are near duplicates "
                    "[default: 0.96 for bge-large-en-v1.5, 0.95 for minilm and other models].")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,

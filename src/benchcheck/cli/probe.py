@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting
 from benchcheck.items import Item
 
 
@@ -36,11 +36,12 @@ from benchcheck.items import Item
 @click.option("--min-items", type=click.IntRange(min=4), default=20, show_default=True,
               help="A benchmark with fewer items is skipped (and said so).")
 @click.option("--no-ibp", is_flag=True, help="Skip Iterative Bias Pruning.")
-@click.option("--flag-margin", type=click.FloatRange(min=0.0), default=None,
+@click.option("--flag-margin", type=FiniteFloatRange(min=0.0), default=None,
               help="Margin (nats) a source's pick needs to count for a label flag [default: 1.0].")
 @click.option("--flag-agree", type=click.IntRange(min=1), default=2, show_default=True,
               help="Sources that must agree on one non-gold option to flag an item.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the folds, the projection and the nulls.")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of the folds, the projection and the nulls.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
 def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, model: str, revision: str | None,
@@ -65,6 +66,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     from benchcheck.dedup import DedupError
     from benchcheck.probe import FLAG_MARGIN, ProbeConfig, probe_pool
     from benchcheck.probe.embedder import text_embedder
+    from benchcheck.probe.flags import no_flags_reason
     from benchcheck.probe.run import MIN_GROUPS, skip_reason
     from benchcheck.stats.source import steps_in
 
@@ -98,7 +100,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
                f"ITEMS={len(res.items)} FLAGGED={'n/a' if run.flags is None else len(run.flags)} "
                f"ENCODED={res.embed.encoded} REUSED={res.embed.reused}")
     if run.flags is None:
-        click.echo("label flags: need two sources (pass --results with steps 3, 5 or 6)")
+        click.echo(no_flags_reason(run.flag_sources, flag_agree))
     for p in run.paths:
         click.echo(str(p))
 

@@ -26,6 +26,20 @@ FLAG_MARGIN = 1.0
 FLAG_AGREE = 2
 
 
+def sources_needed(min_agree: int = FLAG_AGREE) -> int:
+    """Sources an item needs for a flag to be possible: ``min_agree``, and never fewer than two
+    (one source alone is a disagreement with the gold, not a flag)."""
+    return max(min_agree, 2)
+
+
+def no_flags_reason(sources: Sequence[str], min_agree: int = FLAG_AGREE) -> str:
+    """Why no flags were made from these ``sources``: the one line the command prints."""
+    steps = [s for s in sources if s != "probe"]
+    hint = "" if steps else "; pass --results with steps 3, 5 or 6"
+    return (f"label flags: none made: {len(sources)} source(s) ({', '.join(sources) or 'none'}), "
+            f"flags need {sources_needed(min_agree)} (--flag-agree {min_agree}){hint}")
+
+
 @dataclass(frozen=True, slots=True)
 class LabelFlag:
     item_id: str

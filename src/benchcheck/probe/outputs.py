@@ -17,6 +17,12 @@ BENCH_FILE = "probe_benchmarks.csv"
 IBP_FILE = "probe_ibp.csv"
 FLAGS_FILE = "label_flags.csv"
 MD_FILE = "probe.md"
+BENCH_FIELDS = ("bench", "items", "videos", "folds", "accuracy", "chance", "p_value", "null_mean", "p_positions_kept",
+                "permutations", "learnable", "blind_items", "blind_accuracy", "probe_on_blind_items", "blind_gain",
+                "ibp_remaining", "ibp_at_chance", "skipped")
+IBP_FIELDS = ("bench", "round", "items", "accuracy", "chance", "p_above_chance", "pruned_next")
+FLAGS_FIELDS = ("rank", "item_id", "bench", "gold", "flagged_option", "agree", "sources", "for_gold", "min_margin",
+                "evidence")
 
 
 def _r(v: float | None, nd: int = 4) -> float | None:
@@ -104,12 +110,16 @@ def write_probe(res: ProbeResult, out: str | Path, flags: Sequence[LabelFlag] | 
     table = pa.Table.from_pylist(item_records(res), schema=schema)
     write_atomic(d / ITEMS_FILE, lambda f: pq.write_table(table, f))
     paths = [d / ITEMS_FILE]
-    for name, rows in ((BENCH_FILE, [bench_record(b) for b in res.benches]), (IBP_FILE, ibp_records(res))):
-        write_text_atomic(d / name, csv_text(rows))
+    if flags is None:
+        # A flags file from an earlier run would be read by assemble and the report as this run's.
+        (d / FLAGS_FILE).unlink(missing_ok=True)
+    for name, rows, header in ((BENCH_FILE, [bench_record(b) for b in res.benches], BENCH_FIELDS),
+                               (IBP_FILE, ibp_records(res), IBP_FIELDS)):
+        write_text_atomic(d / name, csv_text(rows) or ",".join(header) + "\n")
         paths.append(d / name)
     if flags is not None:
         write_text_atomic(d / FLAGS_FILE, csv_text([f.record(n) for n, f in enumerate(flags, 1)]) or
-                          "rank,item_id,bench,gold,flagged_option,agree,sources,for_gold,min_margin,evidence\n")
+                          ",".join(FLAGS_FIELDS) + "\n")
         paths.append(d / FLAGS_FILE)
     write_text_atomic(d / MD_FILE, markdown(res, flags, flag_sources))
     paths.append(d / MD_FILE)

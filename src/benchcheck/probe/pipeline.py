@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchcheck.items import Item
 from benchcheck.probe.evidence import FLAG_STEPS, Pick, step_picks
-from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, LabelFlag, label_flags
+from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, LabelFlag, label_flags, sources_needed
 from benchcheck.probe.outputs import write_probe
 from benchcheck.probe.run import ProbeConfig, ProbeResult, TextEmbedder, run_probe
 
@@ -39,7 +39,7 @@ def probe_pool(items: Sequence[Item], out: str | Path, cfg: ProbeConfig, emb: Te
         sources.append({i.item_id: i.as_pick for i in res.items})
         names.append("probe")
     flags = None
-    if len(sources) >= max(flag_agree, 2):
+    if len(sources) >= sources_needed(flag_agree):
         golds = {it.item_id: (it.bench, it.answer) for it in mc}
         flags = label_flags(golds, sources, flag_margin, flag_agree)
     run = ProbeRun(res, flags, names)

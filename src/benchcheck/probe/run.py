@@ -216,6 +216,8 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
         why = skip_reason(its, cfg)
         if why is not None:
             out.benches.append(BenchProbe(bench, len(its), len({video_of(it) for it in its}), skipped=why))
+            if echo is not None:
+                echo(line(out.benches[-1]))
             continue
         design = design_of(its, emb, proj, stats)
         b, rows = probe_bench(bench, its, design, cfg, blind)
