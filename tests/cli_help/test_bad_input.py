@@ -217,3 +217,29 @@ def test_an_output_folder_the_system_refuses_is_one_line(tmp_path: Path) -> None
         assert r.exit_code == 1 and isinstance(r.exception, SystemExit), (r.output, r.exception)
         assert "Traceback" not in r.output and str(blocker) in r.output and "NotADirectoryError" in r.output
         assert len([line for line in r.output.splitlines() if line.strip()]) == 1, r.output
+
+
+def test_every_float_and_seed_option_refuses_what_is_no_number_or_no_seed(tmp_path: Path) -> None:
+    """`sweep analyze --alpha nan` and `audit --fdr-level nan` were taken (click's range lets nan
+    through: every comparison with it is false) and every test then failed without a word;
+    `audit --seed -1` ended in numpy's traceback. Each is one usage line (exit 2)."""
+    items = _items(tmp_path / "items" / "B.jsonl")
+    (tmp_path / "res" / "step1").mkdir(parents=True)
+    res = str(tmp_path / "res")
+    cases = [
+        (["sweep", "analyze", "--results", res, "--out", str(tmp_path / "a"), "--alpha", "nan"], "--alpha"),
+        (["sweep", "analyze", "--results", res, "--out", str(tmp_path / "a"), "--margin", "inf"], "--margin"),
+        (["sweep", "analyze", "--results", res, "--out", str(tmp_path / "a"), "--seed", "-1"], "--seed"),
+        (["audit", "--results", res, "--items", str(items), "--out", str(tmp_path / "a"), "--fdr-level", "nan"],
+         "--fdr-level"),
+        (["audit", "--results", res, "--items", str(items), "--out", str(tmp_path / "a"), "--seed", "-1"], "--seed"),
+        (["screen", "--items", str(items), "--step", "1", "--results", res, "--extra-band", "nan"], "--extra-band"),
+        (["qa", "run", "--timeout", "nan"], "--timeout"),
+        (["serve", "--engine", "reference", "--model", "rules", "--body-timeout", "nan"], "--body-timeout"),
+        (["launch", "--step", "1", "--items", str(items), "--results", res, "--server-timeout", "nan"],
+         "--server-timeout"),
+        (["demo", "run", "--seed", "-1"], "--seed"),
+    ]
+    for args, flag in cases:
+        _refused(_run(args), flag)
+    assert not (tmp_path / "a").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting
 
 
 @click.command("audit")
@@ -18,13 +18,13 @@ from benchcheck.cli.common import die, load_items_reporting
               help="A second results folder (a step run with another model) for cross-model agreement.")
 @click.option("--rounds", type=click.IntRange(min=10), default=1000, show_default=True,
               help="Rounds of the permutation null.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the null and the bootstraps.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the null and the bootstraps.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True,
               help="The order the steps ran in (an item's chance removal is conditioned on the steps it passed).")
-@click.option("--fdr-level", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.05,
+@click.option("--fdr-level", type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.05,
               show_default=True, help="False-discovery level at which excesses over the null are called "
               "(Benjamini-Hochberg over every benchmark x step).")
-@click.option("--target-fdr", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=None,
+@click.option("--target-fdr", type=FiniteFloatRange(0.0, 1.0, min_open=True, max_open=True), default=None,
               help="Name the smallest margin threshold whose false-discovery upper bound is at most this, and what "
                    "it keeps (audit_fdr_target.csv).")
 @click.option("--probe", "with_probe", is_flag=True,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from benchcheck.cli.common import SEED
+
 
 @click.group("demo")
 def demo() -> None:
@@ -12,7 +14,7 @@ def demo() -> None:
 
 @demo.command("items")
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the demo item files.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--videos", is_flag=True,
               help="Instead: the known-kind video benchmarks (clips, store, frame cache, items, ground truth).")
 def items(out: str, seed: int, videos: bool) -> None:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import checked_store, die
+from benchcheck.cli.common import FiniteFloatRange, checked_store, die
 from benchcheck.defaults import (
     GPU_UTIL,
     INTRO_NAME,
@@ -65,7 +65,7 @@ def common(f: F) -> F:
               help=f"First server port (default {STEP_PORT0}; --sweep: {SWEEP_PORT0}).")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), default=None, envvar="MAX_SEQS", show_envvar=True,
               help=f"Default {STEP_MAX_SEQS} (steps); --sweep: {SWEEP_MAX_SEQS}, {SMALL_GPU_MAX_SEQS} on 32 GB GPUs.")
-@click.option("--gpu-util", type=click.FloatRange(0, 1, min_open=True), default=None, envvar="GPU_UTIL",
+@click.option("--gpu-util", type=FiniteFloatRange(0, 1, min_open=True), default=None, envvar="GPU_UTIL",
               show_envvar=True,
               help=f"vLLM --gpu-memory-utilization (default {GPU_UTIL}).")
 @click.option("--max-model-len", type=click.IntRange(min=1), default=None)
@@ -79,7 +79,7 @@ def common(f: F) -> F:
 @click.option("--logs", type=click.Path(), default="logs", show_default=True)
 @click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
 @click.option("--server", type=click.Choice(["auto", "vllm", "benchcheck"]), default="auto", show_default=True)
-@click.option("--server-timeout", type=float, default=900.0, show_default=True)
+@click.option("--server-timeout", type=FiniteFloatRange(min=0, min_open=True), default=900.0, show_default=True)
 @click.option("--plan-only", is_flag=True)
 @common
 def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: int | None, model: str | None,

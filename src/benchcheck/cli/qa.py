@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from benchcheck.cli.common import die
+from benchcheck.cli.common import FiniteFloatRange, die
 
 
 def _report(outcome: Any) -> None:
@@ -52,7 +52,7 @@ def _judge_options(f: Any) -> Any:
                      help="How the judge gives its verdict: json (a JSON object, sent with response_format), "
                           "line (a last line 'SCORE: <x>'), auto (json, or line when the endpoint refuses "
                           "response_format). A reply without a verdict is asked again, then is a judge error.")(f)
-    f = click.option("--judge-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+    f = click.option("--judge-timeout", type=FiniteFloatRange(min=1), default=120.0, show_default=True,
                      help="Seconds per judge request (connection errors, 429 and 5xx are retried).")(f)
     f = click.option("--judge-max-tokens", type=click.IntRange(min=16), default=1024, show_default=True,
                      help="Token budget of a judge reply (reasoning judges need more).")(f)
@@ -81,7 +81,7 @@ def qa() -> None:
                    "agent_eval/dataset/<name>).")
 @click.option("--skip-download", is_flag=True, help="Use the named dataset as it is on disk.")
 @click.option("--force-download", is_flag=True, help="Download the named dataset again.")
-@click.option("--download-timeout", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+@click.option("--download-timeout", type=FiniteFloatRange(min=1), default=1800.0, show_default=True,
               help="Seconds the nvdataset download may take (then it is killed).")
 @click.option("--nvdataset", "nvdataset_bin", default="nvdataset", show_default=True,
               help='The nvdataset CLI (not on PyPI: see site page "QA benchmark").')
@@ -107,9 +107,9 @@ def qa() -> None:
               help="Endpoint frames: long side in pixels (0 keeps the stored size).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=512, show_default=True,
               help="Endpoint mode: answer token budget.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="Seconds per VLM call, the only limit (no retries).")
-@click.option("--watchdog-grace", type=click.FloatRange(min=0), default=60.0, show_default=True,
+@click.option("--watchdog-grace", type=FiniteFloatRange(min=0), default=60.0, show_default=True,
               help="The watchdog kills an item's whole process group --timeout + this many seconds after start.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               help="VLM calls in flight (1 measures unloaded latency).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, executor_options, load_items_reporting
+from benchcheck.cli.common import FiniteFloatRange, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import videos_option
 from benchcheck.defaults import INTRO_NAME
 from benchcheck.engines.registry import engine_names
@@ -56,7 +56,7 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--extra-perms", type=click.IntRange(min=0), default=0, show_default=True,
               help="Items near the threshold get N more option permutations, recorded as evidence for "
                    "`benchcheck audit` (extra_perms / extra_lp); the protocol's forwards still decide.")
-@click.option("--extra-band", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
+@click.option("--extra-band", type=FiniteFloatRange(min=0.0), default=1.0, show_default=True,
               help="With --extra-perms: 'near' = margin within this many nats of log 2 (or one hit from flipping).")
 @click.option("--letter-tokenizer", type=click.Path(exists=True, file_okay=False), default=None,
               help="openai engine: the served model's tokenizer folder; asks each server once whether it "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from benchcheck.cli.common import FiniteFloatRange
 from benchcheck.engines.registry import SERVABLE
 
 
@@ -25,9 +26,9 @@ from benchcheck.engines.registry import SERVABLE
 @click.option("--hf-config", "hf_config", multiple=True, metavar="KEY=VALUE|FILE.json",
               help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
                    "(docs/models_hf.md, Configuration).")
-@click.option("--header-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--header-timeout", default=30.0, show_default=True, type=FiniteFloatRange(min=0, min_open=True),
               help="Seconds a connection may take to send a request's headers (an idle keep-alive one too).")
-@click.option("--body-timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--body-timeout", default=300.0, show_default=True, type=FiniteFloatRange(min=0, min_open=True),
               help="Seconds a request's body may take to arrive (then 408).")
 @click.option("--max-connections", default=None, type=click.IntRange(min=1),
               help="Open connections at most (default 1000, fewer under a lower open-files limit); at the cap "

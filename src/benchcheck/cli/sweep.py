@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import die, executor_options, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
@@ -167,10 +167,10 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 @click.option("--out", type=click.Path(), required=True, help="Output folder (CSV, Markdown, PNG plots).")
 @click.option("--n-perm", "--n-boot", "n_perm", type=click.IntRange(min=1), default=2000, show_default=True,
               help="Permutation replicates of each effect's test.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--alpha", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="Family-wise level over the two effects (each is tested at alpha/2); intervals at 1-alpha.")
-@click.option("--margin", type=click.FloatRange(0, 1, min_open=True), default=0.05, show_default=True,
+@click.option("--margin", type=FiniteFloatRange(0, 1, min_open=True), default=0.05, show_default=True,
               help="Equivalence margin: 'neither' needs both effects' intervals inside (-margin, +margin).")
 @click.option("--min-videos", type=click.IntRange(min=2), default=10, show_default=True,
               help="Fewer videos behind an effect: undetermined.")
