@@ -70,23 +70,29 @@ def world(n: int, golds: str, seed: int, bench: str = "W", shortcut: float = 0.1
     rng = random.Random(seed)
     k = 4
     ans = rng.choices(range(k), weights=GOLDS[golds], k=n)
+    return simulate(rng, bench, ans, k, list(PRIOR), seed, shortcut, noise, content_sd)
+
+
+def simulate(rng: random.Random, bench: str, ans: Sequence[int], k: int, prior: Sequence[float], seed: int,
+             shortcut: float, noise: float, content_sd: float) -> World:
+    """Steps 1 and 4 of one benchmark whose golds are ``ans``: a ``shortcut`` share answerable blind,
+    as many answerable from the options alone, the rest from content the model cannot see (so a
+    removal there is a chance one); letter ``prior`` and Gaussian ``noise`` on every log-prob."""
     s1: list[Forwards] = []
     s4: list[Forwards] = []
     a1: set[str] = set()
     a4: set[str] = set()
-    for i in range(n):
+    for i in range(len(ans)):
         iid = f"{bench}_{i}"
         content = [rng.gauss(0, content_sd) for _ in range(k)]
         u = rng.random()
         blind, opts = u < shortcut, shortcut <= u < 2 * shortcut
         (a1 if blind else a4 if opts else set()).add(iid)
-        if opts:
-            a1.discard(iid)
         c1 = list(content)
         if blind:
             c1[ans[i]] += 4 + abs(rng.gauss(0, 1))
         perms = tuple(tuple(p) for p in permutations_for(iid, k, 4, seed))
-        lps = tuple(_lp([c1[p[j]] + PRIOR[j] + rng.gauss(0, noise) for j in range(k)]) for p in perms)
+        lps = tuple(_lp([c1[p[j]] + prior[j] + rng.gauss(0, noise) for j in range(k)]) for p in perms)
         f1 = Forwards(1, bench, iid, "m", ans[i], perms, lps, removes(perms, lps, ans[i]))
         s1.append(f1)
         if f1.removed:
@@ -95,7 +101,7 @@ def world(n: int, golds: str, seed: int, bench: str = "W", shortcut: float = 0.1
         if opts or blind:
             c4[ans[i]] += 4 + abs(rng.gauss(0, 1))
         ident = (tuple(range(k)),)
-        lp4 = (_lp([c4[j] + PRIOR[j] + rng.gauss(0, noise) for j in range(k)]),)
+        lp4 = (_lp([c4[j] + prior[j] + rng.gauss(0, noise) for j in range(k)]),)
         s4.append(Forwards(4, bench, iid, "m", ans[i], ident, lp4, removes(ident, lp4, ans[i])))
     a4 |= a1  # an item answerable blind is answerable from the options too
     return World({1: s1, 4: s4}, {1: a1, 4: a4})

@@ -22,51 +22,22 @@ import random
 import numpy as np
 
 from benchcheck.audit.null import nulls
-from benchcheck.audit.rule import removes
 from benchcheck.audit.worlds import WorldSpec, build_world
-from benchcheck.protocol import permutations_for
 from benchcheck.stats.confidence import confidences
 from benchcheck.stats.source import Forwards
 from benchmarks.audit_calibration import _ece
-from benchmarks.audit_validity import _lp
+from benchmarks.audit_validity import simulate
 
 Steps = dict[int, list[Forwards]]
 
 
 def world(n: int, k: int, seed: int, bench: str = "W", shortcut: float = 0.15,
           noise: float = 0.4) -> tuple[Steps, dict[int, set[str]]]:
+    """``audit_validity``'s world with ``k`` options, uniform golds and a pull of 0.8 towards A."""
     rng = random.Random(seed)
     ans = [rng.randrange(k) for _ in range(n)]
-    prior = [0.8] + [0.0] * (k - 1)
-    s1: list[Forwards] = []
-    s4: list[Forwards] = []
-    a1: set[str] = set()
-    a4: set[str] = set()
-    for i in range(n):
-        iid = f"{bench}_{i}"
-        content = [rng.gauss(0, 1.2) for _ in range(k)]
-        u = rng.random()
-        blind, opts = u < shortcut, shortcut <= u < 2 * shortcut
-        if blind:
-            a1.add(iid)
-        if opts:
-            a4.add(iid)
-        c1 = list(content)
-        if blind:
-            c1[ans[i]] += 4 + abs(rng.gauss(0, 1))
-        perms = tuple(tuple(p) for p in permutations_for(iid, k, 4, seed))
-        lps = tuple(_lp([c1[p[j]] + prior[j] + rng.gauss(0, noise) for j in range(k)]) for p in perms)
-        f1 = Forwards(1, bench, iid, "m", ans[i], perms, lps, removes(perms, lps, ans[i]))
-        s1.append(f1)
-        if f1.removed:
-            continue
-        c4 = list(content)
-        if opts or blind:
-            c4[ans[i]] += 4 + abs(rng.gauss(0, 1))
-        ident = (tuple(range(k)),)
-        lp4 = (_lp([c4[j] + prior[j] + rng.gauss(0, noise) for j in range(k)]),)
-        s4.append(Forwards(4, bench, iid, "m", ans[i], ident, lp4, removes(ident, lp4, ans[i])))
-    return {1: s1, 4: s4}, {1: a1, 4: a4 | a1}
+    w = simulate(rng, bench, ans, k, [0.8] + [0.0] * (k - 1), seed, shortcut, noise, 1.2)
+    return w.by_step, w.answerable
 
 
 def coverage(n: int, k: int, runs: int, noise: float, benches: int) -> list[str]:

@@ -58,3 +58,22 @@ def run_step(results: Path, step: int, items: Sequence[Item], content: dict[str,
                    for req, perm in zip(ir.requests, ir.perms, strict=True)]
         rows.append(result_row(spec, ir, ctx, answers).to_dict())
     append_rows(results / f"step{step}" / f"{items[0].bench}.jsonl", rows)
+
+
+def wrong_gold_world(results: Path) -> tuple[list[Item], set[str]]:
+    """40 items, every eighth with a wrong gold, and rows of steps 1, 3, 5, 6 in ``results``: step 1
+    sees nothing, the others the true answer (so the wrong golds are flagged with evidence).
+    Returns the items and the ids of the wrong golds."""
+    rng = random.Random(0)
+    items, content, wrong = [], {}, set()
+    for i in range(40):
+        true = rng.randrange(4)
+        gold = true if i % 8 else (true + 1) % 4
+        if gold != true:
+            wrong.add(f"F_{i}")
+        items.append(Item(f"F_{i}", "Flags", f"Which tool does person {i} hold?",
+                          tuple(f"tool {chr(97 + j)} {i}" for j in range(4)), gold, video_id=f"v{i // 2}"))
+        content[f"F_{i}"] = [3.0 if j == true else 0.0 for j in range(4)]
+    for s in (1, 3, 5, 6):
+        run_step(results, s, items, content if s != 1 else {k: [0.0] * 4 for k in content}, seed=s)
+    return items, wrong

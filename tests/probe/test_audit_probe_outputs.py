@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import csv
-import random
 import subprocess
 import sys
 from pathlib import Path
 
-from probe_rows import run_step, write_items
+from probe_rows import write_items, wrong_gold_world
 
 from benchcheck.items import Item
 from benchcheck.stats.pool import add_probe
@@ -22,19 +21,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _world(tmp_path: Path) -> tuple[Path, Path, set[str]]:
     """40 items, every eighth with a wrong gold, and steps 1, 3, 5, 6 that see the true answer."""
-    rng = random.Random(0)
-    items, content, wrong = [], {}, set()
-    for i in range(40):
-        true = rng.randrange(4)
-        gold = true if i % 8 else (true + 1) % 4
-        if gold != true:
-            wrong.add(f"F_{i}")
-        items.append(Item(f"F_{i}", "Flags", f"Which tool does person {i} hold?",
-                          tuple(f"tool {chr(97 + j)} {i}" for j in range(4)), gold, video_id=f"v{i // 2}"))
-        content[f"F_{i}"] = [3.0 if j == true else 0.0 for j in range(4)]
     res = tmp_path / "results"
-    for s in (1, 3, 5, 6):
-        run_step(res, s, items, content if s != 1 else {k: [0.0] * 4 for k in content}, seed=s)
+    items, wrong = wrong_gold_world(res)
     return write_items(tmp_path / "items" / "flags.jsonl", items), res, wrong
 
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
-from probe_rows import run_step
+from probe_rows import wrong_gold_world
 
-from benchcheck.items import Item
 from benchcheck.probe.evidence import Pick
 from benchcheck.probe.flags import check_flags, label_flags
 from benchcheck.probe.pipeline import probe_pool
@@ -44,20 +42,8 @@ def test_flags_precision_and_recall_on_a_planted_world() -> None:
 def test_flags_from_recorded_rows(tmp_path: Path) -> None:
     """Steps 3, 5, 6 rows (through the screening's row builder and store) on items of which five
     carry a wrong gold: the sources see the true answer, so the five are flagged with evidence."""
-    rng = random.Random(0)
-    items, content = [], {}
-    wrong = set()
-    for i in range(40):
-        true = rng.randrange(4)
-        gold = true if i % 8 else (true + 1) % 4
-        if gold != true:
-            wrong.add(f"F_{i}")
-        items.append(Item(f"F_{i}", "Flags", f"Which tool does person {i} hold?",
-                          tuple(f"tool {chr(97 + j)} {i}" for j in range(4)), gold, video_id=f"v{i // 2}"))
-        content[f"F_{i}"] = [3.0 if j == true else 0.0 for j in range(4)]
     res = tmp_path / "results"
-    for s in (1, 3, 5, 6):
-        run_step(res, s, items, content if s != 1 else {k: [0.0] * 4 for k in content}, seed=s)
+    items, wrong = wrong_gold_world(res)
     run = probe_pool(items, tmp_path / "probe", ProbeConfig(permutations=0, ibp=False), None, res)
     assert run.flags is not None and run.flag_sources == ["step 3", "step 5", "step 6", "probe"]
     assert {f.item_id for f in run.flags} == wrong
