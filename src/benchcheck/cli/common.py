@@ -63,15 +63,20 @@ def say_left_out(result: LoadResult, paths: Sequence[str], what: str) -> None:
                    f"'benchcheck items validate {' '.join(paths)}' lists them", err=True)
 
 
-def checked_store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """Callback of ``--store`` for a command that reads a normalized store: refused in one line,
-    naming the path, unless ``video.meta.store_problem`` finds none; the value as given."""
+def check_store(value: Any, ctx: click.Context | None = None, param: click.Parameter | None = None) -> Any:
+    """``--store`` of a command that reads a normalized store: refused in one line, naming the path,
+    unless ``video.meta.store_problem`` finds none; the value as given (None passes)."""
     from benchcheck.video.meta import store_problem
 
     why = None if value is None else store_problem(value)
     if why:
-        raise click.BadParameter(f"{str(value)!r}: {why}", ctx, param)
+        raise click.BadParameter(f"{str(value)!r}: {why}", ctx, param, None if param else "'--store'")
     return value
+
+
+def checked_store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """``check_store`` as an option's callback."""
+    return check_store(value, ctx, param)
 
 
 def columns_option() -> click.Option:

@@ -72,8 +72,6 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         say_left_out(loaded, item_paths, "report")
         items = loaded.items
     items = resolve_reporting(items, store, videos_dir, quiet=True) if items else items
-    if frames_root is not None and not Path(frames_root).is_dir():
-        die(f"--frames {frames_root}: not a folder")
     opts = ReportOptions(Path(results), Path(out), items, steps, sweep=Path(sweep) if sweep else None,
                          qa=Path(qa_dir) if qa_dir else None, audit=Path(audit_dir) if audit_dir else None,
                          frames=Path(frames_root) if frames_root else None,

@@ -8,11 +8,10 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import SEED, FiniteFloatRange, die, executor_options, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, check_store, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
-from benchcheck.video.meta import store_problem
 from benchcheck.video.plans import TOKEN_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,10 +131,7 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
     from benchcheck.sweep.job import PreconditionError
 
-    store = kw["store"]
-    why = None if store is None else store_problem(store)  # here only: dry-run plans before it is made
-    if why:
-        raise click.BadParameter(f"{store!r}: {why}", param_hint="'--store'")
+    check_store(kw["store"])  # here, not by the shared option: dry-run plans before the store is made
     eps = endpoints_list(endpoints)
     from benchcheck.executors.registry import executor as lookup
     from benchcheck.sweep.job import SweepArgs
@@ -193,10 +189,10 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
     settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
                         min_items=min_items)
     try:
-        paths, warnings = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
+        paths, analysis = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
     except ValueError as e:
         die(str(e))
-    for line in warnings:
+    for line in analysis.unparsed_warnings():
         click.echo(f"warning: {line}", err=True)
     for name, p in paths.items():
         click.echo(f"{name}: {p}")

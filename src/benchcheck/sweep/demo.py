@@ -9,12 +9,12 @@ from pathlib import Path
 
 from benchcheck.engines.base import Engine
 from benchcheck.items import load_items
-from benchcheck.sweep.analysis import BenchVerdict, Settings, analyze
+from benchcheck.sweep.analysis import BenchVerdict, Settings
 from benchcheck.sweep.cli_run import plan, run_planned
 from benchcheck.sweep.engine import SweepEngine, build_sweep_engine
 from benchcheck.sweep.job import SweepArgs
 from benchcheck.sweep.report import write_analysis
-from benchcheck.sweep.results import CSV_NAME, SweepPaths, read_csv
+from benchcheck.sweep.results import SweepPaths
 
 # The rungs the pixels and frames effects read (v_32 is the stored-resolution reuse source of
 # s448), plus the blind and one-frame rungs that show what text and a single frame give.
@@ -53,6 +53,5 @@ def run_demo_sweep(item_paths: Sequence[str | Path], store: Path, out: Path, eng
                 await eng.aclose()
 
     asyncio.run(go())
-    files, _ = write_analysis(out / "results", out / "analysis", DEMO_SETTINGS, plots=plots)
-    verdicts = analyze(read_csv(out / "results" / CSV_NAME), DEMO_SETTINGS).verdicts
-    return DemoSweep(files, {v.bench: v for v in verdicts})
+    files, analysis = write_analysis(out / "results", out / "analysis", DEMO_SETTINGS, plots=plots)
+    return DemoSweep(files, {v.bench: v for v in analysis.verdicts})

@@ -103,9 +103,9 @@ def read_settings(results: Path) -> Settings:
 
 
 def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT,
-                   plots: bool = True) -> tuple[dict[str, Path], list[str]]:
+                   plots: bool = True) -> tuple[dict[str, Path], Analysis]:
     """Analyze ``results/conditions_results.csv`` into ``out``; returns the files written and the
-    analysis's warnings (``Analysis.unparsed_warnings``)."""
+    analysis they were written from (its verdicts and warnings, without analyzing again)."""
     rows = read_csv(results / CSV_NAME)
     if not rows:
         raise ValueError(f"{results / CSV_NAME}: no rows to analyze")
@@ -120,4 +120,4 @@ def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT,
         from benchcheck.sweep.plots import write_plots
 
         paths.update(write_plots(a, out))
-    return paths, a.unparsed_warnings()
+    return paths, a
