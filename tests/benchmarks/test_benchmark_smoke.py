@@ -29,6 +29,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "audit_validity": (["--quick", "--seeds", "1", "--only", "coverage"], "| golds |", True),
     "audit_validity_edges": (["--quick"], "| options | items per benchmark |", True),
     "batch_padding": ([], "padding", True),
+    "blas_threads": (["--calls", "200", "--hogs", "0"], "| BLAS threads |", False),
     "client_throughput": (["--text", "20", "--frames", "2", "--rounds", "1", "--concurrency", "4", "--threads", "2"],
                           "", True),
     "cudnn_plans": (["--tiny", "--modes", "cudnn,ragged", "--profile", "--out", "{tmp}"],
