@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
+from calibration_helpers import ece
 
 from benchcheck.audit.worlds import World, WorldSpec, build_world, log_prior
 from benchcheck.protocol import LOG2
 from benchcheck.stats.confidence import auc, confidences, lower_orthant
 from benchcheck.stats.source import Forwards
-
-BINS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0001)
-
-
-def ece(claimed: np.ndarray, flipped: np.ndarray) -> float:
-    out = 0.0
-    for a, b in itertools.pairwise(BINS):
-        sel = (claimed >= a) & (claimed < b)
-        if sel.any():
-            out += sel.mean() * abs(claimed[sel].mean() - flipped[sel].mean())
-    return out
 
 
 def _claims(w: World, extra: dict[int, list[Forwards]] | None = None) -> tuple[np.ndarray, np.ndarray, list]:
@@ -44,7 +33,11 @@ def test_step1_reliability_and_ranking() -> None:
     a_margin = auc([c.margin for c in true], [c.margin for c in false])
     a_old = auc([1 - c.resampled_flip for c in true], [1 - c.resampled_flip for c in false])
     assert a_conf is not None and a_margin is not None and a_old is not None
-    assert a_conf >= a_margin - 1e-9 > a_old
+    # The flip probability weighs the lead as well as the margin (a better predictor of a flip,
+    # docs/audit.md), so it no longer ranks true removals exactly as the margin does; it stays near
+    # it and far above the former resampling.
+    assert a_conf >= a_margin - 0.03 and a_conf > a_old + 0.05
+    assert a_margin > a_old
     # The former resampling called most false removals certain; few are now.
     assert np.mean([c.resampled_flip == 0.0 for c in false]) > 0.4
     assert np.mean([c.flip_prob < 1e-4 for c in false]) < 0.1

@@ -11,21 +11,28 @@ four forwards alone (resampling four forwards calls a removal certain whenever t
    noise of one forward. A single-forward step takes it from its own extra permutations when at
    least ``MIN_NOISE_ITEMS`` items have them, else from the same model's step-1 permutations,
    else any model's, else from the few extra permutations it has (``noise_source`` says which).
-2. **Deconvolution.** Each item's mean ``(m, l)`` over its forwards is its true mean plus that
-   noise divided by the number of forwards. The distribution of true means over the items is
-   estimated by nonparametric maximum likelihood on a grid (Kiefer-Wolfowitz, EM). Each item's
-   posterior is over the true mean margin alone, from its own mean margin; its lead enters
-   through the fitted distribution of leads at each true margin, and the chance of removal at a
-   true margin is held non-decreasing in it (``isotonic``), so the confidence ranks items
-   exactly as the margin does. This is what removes the selection bias: an item just over the threshold is, more
-   often than its own forwards say, an item whose true mean is below it.
-3. **Prediction.** At a true mean ``(mu_m, mu_l)``, a fresh ask removes the item when (step 1)
-   the mean margin of four forwards exceeds log 2 and at least three of four leads are positive,
-   by Monte Carlo over the joint normal (common random numbers) where the outcome is in doubt;
-   where the independent product ``Phi((mu_m - log 2) / (sd_m / 2)) P(Bin(4, Phi(mu_l / sd_l))
+2. **Deconvolution.** Each item's mean ``(m, l)`` over its ``n`` forwards is its true mean plus
+   that noise divided by ``n``. The distribution of true means over the items is estimated by
+   maximum likelihood as a mixture ``sum_g w_g N(g, H)`` over a ``GRID`` x ``GRID`` grid ``g``
+   (Kiefer-Wolfowitz's nonparametric estimate with each atom widened to a normal of ``SMOOTH``
+   grid steps, EM for the weights). Each item's posterior follows from both its mean margin and
+   its mean lead: component ``g`` with share ``w_g N(x; g, H + S)`` and the normal ``N(a_g, B)``,
+   ``S = noise / n``, ``a_g = g + H (H + S)^-1 (x - g)``, ``B = H - H (H + S)^-1 H``. This removes
+   the selection bias of an item just over the threshold (more often than its own forwards say,
+   its true mean is below it), and, the components being normals rather than points, an item
+   measured more finely than the grid's step keeps its own position: the former posterior over
+   grid points and the margin alone put items with a clearly positive lead on a neighbouring
+   point with a negative one when the noise was small (docs/audit.md, "Validity at the edges").
+3. **Prediction.** Over each component ``N(a_g, B)`` of the true mean, a fresh ask removes the
+   item when (step 1) the mean margin of four forwards exceeds log 2 and at least three of four
+   leads are positive, by Monte Carlo over the joint normal (common random numbers, the true
+   mean's draw shared by the four forwards) where the outcome is in doubt; where the independent
+   product ``Phi((a_m - log 2) / sqrt(sd_m^2 / 4 + B_mm)) P(Bin(4, Phi(a_l / sqrt(sd_l^2 + B_ll)))
    >= 3)`` puts either outcome below ``MC_TAIL``, that product. A single forward: margin above
-   log 2 and lead positive, one bivariate normal draw (``lower_orthant``). Tails are computed as
-   tails, so far from the threshold a flip probability stays a number that ranks (not a 0 tie).
+   log 2 and lead positive, one bivariate normal draw with covariance noise + ``B``
+   (``lower_orthant``). Components below ``KEEP_SHARE`` of an item's posterior take the product
+   of the two tails. Tails are computed as tails, so far from the threshold a flip probability
+   stays a number that ranks (not a 0 tie).
 
 With no noise at all (a deterministic engine: four identical margins, or margins that differ only
 by float rounding, a spread below ``ROUNDING_SD``) a decision off the threshold cannot flip:
@@ -47,7 +54,7 @@ import numpy as np
 
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, N_PERM, argmax_pos, gold_position, margin_of
 from benchcheck.stats.cells import cell
-from benchcheck.stats.normal import norm_cdf, norm_pdf, norm_sf
+from benchcheck.stats.normal import norm_cdf, norm_pdf, norm_sf, norm_tails
 from benchcheck.stats.quadrature import gauss_legendre
 from benchcheck.stats.source import Forwards
 
@@ -59,6 +66,13 @@ GRID = 30  # grid points per axis of the deconvolution
 EM_ROUNDS = 200
 FIT_ITEMS = 800  # the grid's weights are fitted on at most this many items (a seeded subsample)
 ROUNDING_SD = 1e-9  # nats: a spread of the margins this small is float rounding of equal log-probs
+SMOOTH = 1.0  # each grid point's component: a normal of this many grid steps' sd an axis (docstring, 2)
+LOG_SHARE_FLOOR = 750.0  # e^-750 is below the smallest positive float (about e^-744)
+KEEP_SHARE = 1e-9  # posterior components below this share: their outcome from the product of tails
+POSTERIOR_CHUNK = 2000  # items whose posteriors over the grid are held at once
+MC_CHUNK = 256  # Monte Carlo points drawn at once
+TABLE_SIDE = 57  # step 1's Monte Carlo on a table of this many means a side (``_step1_share``)
+TABLE_Z = 4.0  # the table's half-width in sd of the mean margin and of a lead
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,39 +210,87 @@ def lower_orthant(a: np.ndarray, b: np.ndarray, rho: float) -> np.ndarray:
     return out
 
 
-def _remove_prob(mu_m: np.ndarray, mu_l: np.ndarray, sd: tuple[float, float], multi: bool, rho: float = 0.0
+def _remove_prob(mu_m: np.ndarray, mu_l: np.ndarray, sd: tuple[float, float], multi: bool, rho: float = 0.0,
+                 spread: np.ndarray | None = None, exact: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """(P(a fresh ask removes), P(it keeps)) at true means, each computed as its own tail."""
+    """(P(a fresh ask removes), P(it keeps)), each computed as its own tail, where the item's true
+    mean is ``N((mu_m, mu_l), spread)`` (a point where ``spread`` is None). ``exact``: the points
+    computed jointly (the bivariate normal, or Monte Carlo for step 1 where the outcome is in
+    doubt); elsewhere the independent product of the tails (all points when None)."""
     sm, sl = sd
-    n = N_PERM if multi else 1
-    if not multi:  # one forward: both conditions on one bivariate normal draw
-        zm, zl = (mu_m - LOG2) / sm, mu_l / sl
-        yes = lower_orthant(zm, zl, rho)
-        no = norm_sf(zm) + norm_sf(zl) - lower_orthant(-zm, -zl, rho)
+    b = np.zeros((2, 2)) if spread is None else spread
+    every = np.ones(np.shape(mu_m), dtype=bool) if exact is None else exact
+    if not multi:  # one forward: both conditions on one bivariate normal draw, the mean's spread added
+        vm, vl = sm * sm + b[0, 0], sl * sl + b[1, 1]
+        r = (rho * sm * sl + b[0, 1]) / math.sqrt(vm * vl)
+        zm, zl = (mu_m - LOG2) / math.sqrt(vm), mu_l / math.sqrt(vl)
+        yes, no = norm_cdf(zm) * norm_cdf(zl), norm_sf(zm) + norm_sf(zl) - norm_sf(zm) * norm_sf(zl)
+        if every.any():
+            yes, no = yes.copy(), no.copy()
+            yes[every] = lower_orthant(zm[every], zl[every], r)
+            no[every] = norm_sf(zm[every]) + norm_sf(zl[every]) - lower_orthant(-zm[every], -zl[every], r)
         return np.clip(yes, 0.0, 1.0), np.clip(no, 0.0, 1.0)
-    z_m = (mu_m - LOG2) / (sm / math.sqrt(n)) if sm > 0 else np.where(mu_m > LOG2, np.inf, -np.inf)
-    z_l = mu_l / sl if sl > 0 else np.where(mu_l > 0, np.inf, -np.inf)
-    a_yes, a_no = norm_cdf(z_m), norm_sf(z_m)
-    q_yes, q_no = norm_cdf(z_l), norm_sf(z_l)
-    # P(Bin(4, q) >= 3) and its complement, each from its own terms
+    n = N_PERM
+    vm = sm * sm / n + b[0, 0]
+    z_m = (mu_m - LOG2) / math.sqrt(vm) if vm > 0 else np.where(mu_m > LOG2, np.inf, -np.inf)
+    vl = sl * sl + b[1, 1]
+    z_l = mu_l / math.sqrt(vl) if vl > 0 else np.where(mu_l > 0, np.inf, -np.inf)
+    a_yes, a_no = norm_tails(z_m)
+    q_yes, q_no = norm_tails(z_l)
+    # P(Bin(4, q) >= 3) and its complement, each from its own terms (the four leads taken apart:
+    # the mean's spread they share is left out of this product, used only in the tails)
     b_yes = q_yes**4 + 4 * q_yes**3 * q_no
     b_no = q_no**4 + 4 * q_no**3 * q_yes + 6 * q_yes**2 * q_no**2
     yes = a_yes * b_yes
     no = a_no + b_no - a_no * b_no
-    # Where the outcome is in doubt, the joint draw (margins and leads correlated within a forward)
-    # by Monte Carlo with common random numbers; far out in a tail the product above, which keeps
-    # ranking where a Monte Carlo share would be a tie at 0.
-    doubt = np.minimum(yes, no) > MC_TAIL
+    # Where the outcome is in doubt, the joint draw (margins and leads correlated within a forward,
+    # the true mean's spread shared by the four) by Monte Carlo with common random numbers; far out
+    # in a tail the product above, which keeps ranking where a Monte Carlo share would be a tie at 0.
+    doubt = (np.minimum(yes, no) > MC_TAIL) & every
     if doubt.any() and sm > 0 and sl > 0:
-        z = np.random.default_rng(0).standard_normal((MC_DRAWS, N_PERM, 2))
-        z2 = rho * z[..., 0] + math.sqrt(max(1 - rho * rho, 0.0)) * z[..., 1]
-        m = mu_m[doubt][:, None, None] + sm * z[None, :, :, 0]
-        lead = mu_l[doubt][:, None, None] + sl * z2[None]
-        rem = ((lead > 0).sum(axis=2) >= MIN_PERM_HITS) & (m.mean(axis=2) > LOG2)
-        share = rem.mean(axis=1)
         yes, no = yes.copy(), no.copy()
-        yes[doubt], no[doubt] = share, 1.0 - share
+        yes[doubt] = _step1_share(mu_m[doubt], mu_l[doubt], sd, rho, b)
+        no[doubt] = 1.0 - yes[doubt]
     return yes, no
+
+
+def _mc_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: float, b: np.ndarray) -> np.ndarray:
+    """Step 1's chance of removal at true means ``N((am, al), b)``, by Monte Carlo with common
+    random numbers: four forwards, margins and leads correlated within one, the mean's draw shared."""
+    sm, sl = sd
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((MC_DRAWS, N_PERM, 2))
+    vals, vecs = np.linalg.eigh(b)  # B's square root; B may be singular (a spread of 0 on an axis)
+    u = rng.standard_normal((MC_DRAWS, 2)) @ (vecs * np.sqrt(np.maximum(vals, 0.0))).T
+    z2 = rho * z[..., 0] + math.sqrt(max(1 - rho * rho, 0.0)) * z[..., 1]
+    share = np.empty(len(am))
+    for i in range(0, len(am), MC_CHUNK):
+        m = am[i:i + MC_CHUNK, None, None] + u[None, :, None, 0] + sm * z[None, :, :, 0]
+        lead = al[i:i + MC_CHUNK, None, None] + u[None, :, None, 1] + sl * z2[None]
+        rem = ((lead > 0).sum(axis=2) >= MIN_PERM_HITS) & (m.mean(axis=2) > LOG2)
+        share[i:i + MC_CHUNK] = rem.mean(axis=1)
+    return share
+
+
+def _step1_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: float, b: np.ndarray) -> np.ndarray:
+    """``_mc_share`` at each point; for more points than a table has, on a ``TABLE_SIDE`` square
+    table of the standardized means (``TABLE_Z`` sd each way, where every point in doubt lies),
+    read bilinearly: its step is far below the Monte Carlo's own error."""
+    if len(am) <= TABLE_SIDE * TABLE_SIDE:
+        return _mc_share(am, al, sd, rho, b)
+    sm_all = math.sqrt(sd[0] ** 2 / N_PERM + b[0, 0])
+    sl_all = math.sqrt(sd[1] ** 2 + b[1, 1])
+    axis = np.linspace(-TABLE_Z, TABLE_Z, TABLE_SIDE)
+    tm, tl = np.meshgrid(axis, axis, indexing="ij")
+    table = _mc_share(LOG2 + sm_all * tm.ravel(), sl_all * tl.ravel(), sd, rho, b).reshape(TABLE_SIDE, TABLE_SIDE)
+    step = axis[1] - axis[0]
+    fm = np.clip(((am - LOG2) / sm_all + TABLE_Z) / step, 0.0, TABLE_SIDE - 1.0)
+    fl = np.clip((al / sl_all + TABLE_Z) / step, 0.0, TABLE_SIDE - 1.0)
+    im, il = np.minimum(fm.astype(int), TABLE_SIDE - 2), np.minimum(fl.astype(int), TABLE_SIDE - 2)
+    dm, dl = fm - im, fl - il
+    out: np.ndarray = ((1 - dm) * (1 - dl) * table[im, il] + dm * (1 - dl) * table[im + 1, il]
+                       + (1 - dm) * dl * table[im, il + 1] + dm * dl * table[im + 1, il + 1])
+    return out
 
 
 def _grid(x: np.ndarray) -> np.ndarray:
@@ -240,72 +302,74 @@ def _grid(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _loglik(x: np.ndarray, n: np.ndarray, grid: np.ndarray, inv: np.ndarray) -> np.ndarray:
-    """log N(x_i; grid_g, cov / n_i) up to a constant per item."""
-    d = x[:, None, :] - grid[None, :, :]
-    q = np.einsum("igj,jk,igk->ig", d, inv, d)
-    out: np.ndarray = -0.5 * n[:, None] * q
+def _smoothing(grid: np.ndarray) -> np.ndarray:
+    """The covariance ``H`` of each grid point's normal component: ``SMOOTH`` grid steps an axis."""
+    steps = [(grid[:, j].max() - grid[:, j].min()) / (GRID - 1) for j in range(2)]
+    return np.diag([(SMOOTH * max(st, 1e-9)) ** 2 for st in steps])
+
+
+def _loglik(x: np.ndarray, n: np.ndarray, grid: np.ndarray, cov: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """log N(x_i; grid_g, H + cov / n_i), per item and grid point."""
+    out = np.empty((len(x), len(grid)))
+    for k in np.unique(n):
+        sel = n == k
+        v = h + cov / k
+        d = x[sel][:, None, :] - grid[None, :, :]
+        q = np.einsum("igj,jk,igk->ig", d, np.linalg.inv(v), d)
+        out[sel] = -0.5 * q - 0.5 * math.log(float(np.linalg.det(v)))
     return out
 
 
-def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(grid, weights): the distribution of the items' true means (module docstring, 2), by EM
-    for the nonparametric maximum likelihood (each round two matrix-vector products)."""
+def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grid, weights, H): the distribution of the items' true means, ``sum_g w_g N(grid_g, H)``
+    (module docstring, 2), its weights by EM for the maximum likelihood (each round two
+    matrix-vector products)."""
     grid = _grid(x)
-    inv = np.linalg.pinv(cov + 1e-9 * np.eye(2))
+    h = _smoothing(grid)
     fit = np.arange(len(x))
     if len(fit) > FIT_ITEMS:
         fit = np.sort(np.random.default_rng(seed).choice(len(x), FIT_ITEMS, replace=False))
-    ll = _loglik(x[fit], n[fit], grid, inv)
+    ll = _loglik(x[fit], n[fit], grid, cov, h)
     lik = np.exp(ll - ll.max(axis=1, keepdims=True))
     lik_t = np.ascontiguousarray(lik.T)
     w = np.full(len(grid), 1.0 / len(grid))
     for _ in range(EM_ROUNDS):
         w = w * (lik_t @ (1.0 / np.maximum(lik @ w, 1e-300))) / len(fit)
-    return grid, w
-
-
-def _log_posteriors(x: np.ndarray, n: np.ndarray, cov: np.ndarray, grid: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """log posterior over the grid's true mean margins, from each item's mean margin."""
-    # in logs: a far item's posterior is nearly all one atom, and the rest, far below a float's
-    # resolution as a share, still decides how its flip compares with another far item's
-    ll = -0.5 * n[:, None] * (x[:, None, 0] - grid[None, :, 0]) ** 2 / cov[0, 0]
-    with np.errstate(divide="ignore"):
-        lp: np.ndarray = ll + np.log(w)[None, :]
-    m = lp.max(axis=1, keepdims=True)
-    out: np.ndarray = lp - (m + np.log(np.exp(lp - m).sum(axis=1, keepdims=True)))
-    return out
-
-
-def isotonic(y: np.ndarray, weight: np.ndarray, increasing: bool = True) -> np.ndarray:
-    """Weighted least-squares monotone fit (pool adjacent violators); zero-weight points take
-    their neighbour's value (they carry no posterior mass)."""
-    sign = 1.0 if increasing else -1.0
-    keep = weight > 0
-    vals = list(sign * y[keep])
-    wts = list(weight[keep])
-    blocks: list[list[float]] = []  # [value, weight, count]
-    for v, wt in zip(vals, wts, strict=True):
-        blocks.append([v, wt, 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            v2, w2, c2 = blocks.pop()
-            v1, w1, c1 = blocks.pop()
-            blocks.append([(v1 * w1 + v2 * w2) / (w1 + w2), w1 + w2, c1 + c2])
-    fitted = np.array([b[0] for b in blocks for _ in range(int(b[2]))]) * sign
-    out = np.ones_like(y)
-    out[keep] = fitted
-    return out
+    return grid, w, h
 
 
 def _log_mix(log_post: np.ndarray, values: np.ndarray) -> np.ndarray:
     """log(sum_g post_g * values_g) per item, from log posteriors; -inf where every value the
     posterior reaches is 0 (a decision that cannot flip, as with a noise of rounding size)."""
     with np.errstate(divide="ignore"):
-        t = log_post + np.log(values)[None, :]
+        t = log_post + np.log(values)
         m = t.max(axis=1, keepdims=True)
         m = np.where(np.isfinite(m), m, 0.0)
         out: np.ndarray = (m + np.log(np.exp(t - m).sum(axis=1, keepdims=True)))[:, 0]
     return out
+
+
+def _flips_given_n(x: np.ndarray, removed: np.ndarray, k: float, cov: np.ndarray, sd: tuple[float, float],
+                   rho: float, multi: bool, grid: np.ndarray, log_w: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """log flip probability of items with ``k`` forwards each (module docstring, 2-3): each grid
+    component's posterior share and its posterior normal ``N(a_g, B)`` of the true mean."""
+    s = cov / k
+    gain = h @ np.linalg.inv(h + s)  # a_g = g + gain (x - g)
+    b = h - gain @ h
+    b = (b + b.T) / 2
+    lp = _loglik(x, np.full(len(x), k), grid, cov, h) + log_w[None, :]
+    top = lp.max(axis=1, keepdims=True)
+    log_post = lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
+    # A component below a share of e^-LOG_SHARE_FLOOR adds less than the smallest float to any
+    # flip probability: its outcome is not computed.
+    live = log_post > -LOG_SHARE_FLOOR
+    rows, cols = np.nonzero(live)
+    a = grid[cols] + (x[rows] - grid[cols]) @ gain.T
+    yes, no = _remove_prob(a[:, 0], a[:, 1], sd, multi, rho, b, log_post[rows, cols] > math.log(KEEP_SHARE))
+    values = np.zeros(lp.shape)
+    values[rows, cols] = np.where(removed[rows], no, yes)
+    return _log_mix(log_post, values)
 
 
 def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -> list[float | None]:
@@ -326,22 +390,16 @@ def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -
     floor = 1e-6 * max(sd)
     cov = cov + np.diag([floor**2 if sd[0] <= 0 else 0.0, floor**2 if sd[1] <= 0 else 0.0])
     sd = (max(sd[0], floor), max(sd[1], floor))
-    grid, w = mixing_weights(x, n, cov, seed)
+    grid, w, h = mixing_weights(x, n, cov, seed)
     rho = float(cov[0, 1] / (sd[0] * sd[1]))
-    yes, no = _remove_prob(grid[:, 0], grid[:, 1], sd, multi, rho)
-    # By the true mean margin alone (the posterior's one coordinate): the chance of removal,
-    # averaged over the leads the fitted distribution holds at that margin, and held
-    # non-decreasing in it (pool-adjacent-violators), so a larger margin never claims more flips.
-    cols = grid[:, 0].reshape(GRID, GRID)[:, 0]
-    mass = w.reshape(GRID, GRID).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r_yes = (w * yes).reshape(GRID, GRID).sum(axis=1) / mass
-        r_no = (w * no).reshape(GRID, GRID).sum(axis=1) / mass
-    r_yes = isotonic(r_yes, mass, increasing=True)
-    r_no = isotonic(r_no, mass, increasing=False)
-    line = np.column_stack([cols, np.zeros(GRID)])
-    log_post = _log_posteriors(x, n, cov, line, mass)
-    log_flip = np.where(removed, _log_mix(log_post, r_no), _log_mix(log_post, r_yes))
+    with np.errstate(divide="ignore"):
+        log_w = np.log(w)
+    log_flip = np.empty(len(rows))
+    for k in np.unique(n):
+        idx = np.flatnonzero(n == k)
+        for i in range(0, len(idx), POSTERIOR_CHUNK):
+            part = idx[i:i + POSTERIOR_CHUNK]
+            log_flip[part] = _flips_given_n(x[part], removed[part], float(k), cov, sd, rho, multi, grid, log_w, h)
     return [float(v) for v in np.clip(np.exp(log_flip), 0.0, 1.0)]
 
 

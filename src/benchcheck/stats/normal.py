@@ -17,15 +17,32 @@ _COEF = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.2788680
          -0.82215223, 0.17087277)
 
 
-def erfc(x: ArrayLike) -> NDArray[np.float64]:
-    z = np.abs(np.asarray(x, dtype=np.float64))
+def _erfc_abs(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """erfc(|z|): the one fit both tails are taken from."""
+    z = np.abs(z)
     t = 1.0 / (1.0 + 0.5 * z)
     poly = np.zeros_like(z)
     for c in reversed(_COEF):
         poly = poly * t + c
-    ans = t * np.exp(-z * z + poly)
-    out: NDArray[np.float64] = np.where(np.asarray(x) >= 0, ans, 2.0 - ans)
+    out: NDArray[np.float64] = t * np.exp(-z * z + poly)
     return out
+
+
+def erfc(x: ArrayLike) -> NDArray[np.float64]:
+    xs = np.asarray(x, dtype=np.float64)
+    ans = _erfc_abs(xs)
+    out: NDArray[np.float64] = np.where(xs >= 0, ans, 2.0 - ans)
+    return out
+
+
+def norm_tails(x: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(P(Z <= x), P(Z > x)) from one evaluation of the fit, each as ``norm_cdf`` and ``norm_sf``
+    give it."""
+    xs = np.asarray(x, dtype=np.float64)
+    small = 0.5 * _erfc_abs(xs / _SQRT2)  # the tail beyond |x|
+    big = 1.0 - small
+    upper = xs >= 0
+    return np.where(upper, big, small), np.where(upper, small, big)
 
 
 def norm_cdf(x: ArrayLike) -> NDArray[np.float64]:
