@@ -1,5 +1,5 @@
 """The statistics' small LAPACK calls on a busy machine: numpy's BLAS on its default threads (the
-naive way) against one thread (what ``report.site.one_blas_thread`` gives the report's workers).
+naive way) against one thread (what ``stats.threads`` gives the audit and the report's workers).
 
 Each side runs in its own interpreter: ``--calls`` rounds of ``eigh`` and ``pinv`` of a 2x2 and one
 ``leggauss(64)`` in 100, with ``--hogs`` busy-loop processes taking the cores meanwhile (0: an idle

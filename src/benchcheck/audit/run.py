@@ -27,6 +27,7 @@ from benchcheck.audit.sensitivity import threshold_curves
 from benchcheck.screen.steps import DEFAULT_CHAIN
 from benchcheck.stats.confidence import Confidence, confidences
 from benchcheck.stats.source import Forwards, id_clash, read_forwards
+from benchcheck.stats.threads import one_blas_thread
 
 Table = list[dict[str, object]]
 
@@ -56,6 +57,12 @@ def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[F
     ``chain`` is the order the steps ran in (the null conditions on the steps an item passed);
     excesses are called at ``fdr_level`` (Benjamini-Hochberg over the cells); with ``target_fdr``,
     the smallest margin threshold whose false-discovery upper bound reaches it."""
+    with one_blas_thread():
+        return _audit(by_step, compare, rounds, seed, chain, fdr_level, target_fdr)
+
+
+def _audit(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None, rounds: int, seed: int,
+           chain: Sequence[int], fdr_level: float, target_fdr: float | None) -> AuditResult:
     res = AuditResult(steps=sorted(by_step), fdr_level=fdr_level, target_fdr=target_fdr)
     res.priors = estimate_priors([f for rows in by_step.values() for f in rows])
     res.nulls = nulls(by_step, rounds, seed, chain, fdr_level)

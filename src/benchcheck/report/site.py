@@ -52,6 +52,7 @@ from benchcheck.report.sweep import (
     verdict,
 )
 from benchcheck.screen.steps import STEPS
+from benchcheck.stats.threads import one_blas_thread_process
 
 __all__ = ["Built", "ReportError", "ReportOptions", "build_report", "demo_report", "frame_check"]
 
@@ -213,7 +214,7 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
         else:
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx,
-                                     initializer=one_blas_thread) as pool:
+                                     initializer=one_blas_thread_process) as pool:
                 futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {}),
                                        mine(its), dups(its), probe_of(its)): bench for bench, its in groups}
                 for fut in as_completed(futures):
@@ -222,16 +223,6 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     finally:
         bar.close()
     return [out[b] for b, _ in groups]
-
-
-def one_blas_thread() -> None:
-    """A report worker's start: numpy's BLAS on one thread. The workers already take the cores;
-    OpenBLAS's own threads on top spin for cores they do not get, and on a busy machine that made
-    the statistics' small LAPACK calls many times slower."""
-    import numpy  # noqa: F401  (loaded first, so the limit reaches its BLAS)
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
 
 
 def frame_check(frames: Path | None) -> Callable[[Item], bool]:
