@@ -1,6 +1,7 @@
 """docs/sweep.md's "What the model is given at the low rungs", as written: the plan's frame size,
-the budget's count, and the size Qwen3-VL's processor (the test model's settings: 32-pixel tokens,
-at least 65,536 pixels) makes of it."""
+the size Qwen3-VL's processor (the test model's settings: 32-pixel tokens, at least 65,536
+pixels) makes of it, and the budget's count (the seed's, or the processor's tokens for a frame it
+enlarges)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ def processor_rule() -> ResizeRule:
 
 
 @pytest.mark.parametrize(("cond", "source", "sent", "model", "budget"), [
-    ("v_32_s168", (640, 360), (299, 168), (352, 192), 60),
-    ("v_32_s168", (640, 480), (224, 168), (320, 224), 42),
+    ("v_32_s168", (640, 360), (299, 168), (352, 192), 66),  # the seed's count: 60
+    ("v_32_s168", (640, 480), (224, 168), (320, 224), 70),  # the seed's count: 42
     ("v_32_s224", (640, 480), (299, 224), (320, 224), 70),
-    ("v_32_s224", (640, 360), (398, 224), (384, 224), 91),
+    ("v_32_s224", (640, 360), (398, 224), (384, 224), 91),  # the seed's count, above the processor's 84
 ])
 def test_rung_as_the_model_sees_it(cond: str, source: tuple[int, int], sent: tuple[int, int],
                                    model: tuple[int, int], budget: int) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchcheck.engines.hf.inputs.decode import ResizeRule
 from benchcheck.protocol import shuffled_order
 from benchcheck.video.plans import (
+    TOKEN_BUDGET,
     SizeTarget,
     fps_grid,
     n_max,
@@ -103,8 +107,25 @@ def test_fps_plan_caps_long_video_and_records_it() -> None:
 
 
 def test_cap_is_at_most_max_images() -> None:
-    assert n_max(64, 36) == 1024
+    assert n_max(64, 36, token_budget=200_000) == 1024
     assert n_max(64, 36, max_images=100) == 100
+
+
+@pytest.mark.parametrize(("width", "height"), [(64, 36), (176, 144), (160, 120), (320, 180), (299, 168), (224, 168)])
+def test_small_frames_are_counted_as_the_processor_enlarges_them(width: int, height: int) -> None:
+    """A frame below Qwen3-VL's 65,536-pixel minimum reaches the model upscaled: the cap counts
+    those tokens, so the frames it lets through fit the budget as the engine counts them (the
+    seed's count let 1,024 QCIF frames, about 80,000 tokens, at a 65,536-token context)."""
+    rule = ResizeRule(32, 65_536, 16_777_216)
+    h, w = rule.size(height, width)
+    real = (h // 32) * (w // 32) + 6
+    assert tokens_per_frame(width, height) == real > math.ceil(width / 32) * math.ceil(height / 32) + 6
+    assert n_max(width, height) * real <= TOKEN_BUDGET - 1500
+
+
+@pytest.mark.parametrize(("width", "height"), [(398, 224), (299, 224), (597, 336), (796, 448), (1280, 720)])
+def test_frames_the_processor_does_not_enlarge_keep_the_seed_count(width: int, height: int) -> None:
+    assert tokens_per_frame(width, height) == math.ceil(width / 32) * math.ceil(height / 32) + 6
 
 
 def test_v128_sends_all_frames_of_a_short_video() -> None:

@@ -30,9 +30,10 @@ all stored frames instead when the video has fewer than N (``capped=True``, docs
 takes the nearest stored frame; repeats are dropped (``n_grid`` frames remain). The context
 cap ``N_max = min(max_images, floor((token_budget - 1500) / tokens_per_frame))`` with
 ``tokens_per_frame = ceil(w/32) * ceil(h/32) + 6`` at the plan's output size (97 for 16:9 at
-short side 224, so ``N_max = 582``). When ``n_grid > N_max`` the de-duplicated frames are
-re-sampled with the time-uniform grid of ``N_max`` over their own timestamps (repeats dropped
-again): ``capped_ctx=True`` and ``n_frames_used`` frames are shown.
+short side 224, so ``N_max = 582``); a frame below Qwen3-VL's minimum area (65,536 pixels) counts
+the tokens of the size the processor upscales it to, when that is more. When ``n_grid > N_max``
+the de-duplicated frames are re-sampled with the time-uniform grid of ``N_max`` over their own
+timestamps (repeats dropped again): ``capped_ctx=True`` and ``n_frames_used`` frames are shown.
 
 **Sizes** keep the aspect ratio and never upscale: ``long 448`` scales the longer side to 448,
 ``short S`` the shorter side to S (the other side rounded half up); ``storage`` keeps the
@@ -49,6 +50,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from benchcheck.imagesize import QWEN3_VL_FACTOR, QWEN3_VL_MAX_PIXELS, QWEN3_VL_MIN_PIXELS, processor_size
 from benchcheck.protocol import shuffled_order
 
 GRID32 = 32
@@ -199,8 +201,15 @@ def fps_grid(timestamps: Sequence[float], fps: float) -> list[int]:
 
 
 def tokens_per_frame(width: int, height: int) -> int:
-    """Visual tokens of one frame in the sweep's budget: ``ceil(w/32) * ceil(h/32) + 6``."""
-    return math.ceil(width / 32) * math.ceil(height / 32) + 6
+    """Visual tokens of one frame in the sweep's budget: ``ceil(w/32) * ceil(h/32) + 6`` (seed
+    001), or, for a frame below Qwen3-VL's minimum area, the tokens of the size its processor
+    upscales it to (+ 6), whichever is more. From that minimum up the seed's count is never below
+    the processor's (ceil against round), so only frames the processor enlarges change: a
+    176 x 144 frame is 78 tokens, not 36, and the seed's count let 1,024 of them (80,000 tokens)
+    past a 65,536-token context."""
+    seed = math.ceil(width / 32) * math.ceil(height / 32) + 6
+    h, w = processor_size(height, width, QWEN3_VL_FACTOR, QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS)
+    return max(seed, (h // QWEN3_VL_FACTOR) * (w // QWEN3_VL_FACTOR) + 6)
 
 
 def n_max(width: int, height: int, token_budget: int = TOKEN_BUDGET, max_images: int = MAX_IMAGES) -> int:

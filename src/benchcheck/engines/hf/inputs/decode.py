@@ -47,6 +47,7 @@ import numpy as np
 from PIL import Image
 
 from benchcheck.engines.base import ImageRef
+from benchcheck.imagesize import processor_size
 
 MAX_ASPECT = 200  # the processor refuses images more elongated than this
 log = logging.getLogger("benchcheck.engines.hf.engine")
@@ -78,14 +79,7 @@ class ResizeRule:
             return height, width
         if min(height, width) < 1 or max(height, width) / min(height, width) > MAX_ASPECT:
             raise ValueError(f"aspect ratio of {width}x{height} is over {MAX_ASPECT}")
-        h, w = round(height / f) * f, round(width / f) * f
-        if h * w > self.max_pixels:
-            beta = math.sqrt(height * width / self.max_pixels)
-            h, w = max(f, math.floor(height / beta / f) * f), max(f, math.floor(width / beta / f) * f)
-        elif h * w < self.min_pixels:
-            beta = math.sqrt(self.min_pixels / (height * width))
-            h, w = math.ceil(height * beta / f) * f, math.ceil(width * beta / f) * f
-        return h, w
+        return processor_size(height, width, f, self.min_pixels, self.max_pixels)
 
 
 def describe(ref: ImageRef, index: int) -> str:
