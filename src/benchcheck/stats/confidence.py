@@ -274,8 +274,9 @@ def _mc_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: floa
 
 def _step1_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: float, b: np.ndarray) -> np.ndarray:
     """``_mc_share`` at each point; for more points than a table has, on a ``TABLE_SIDE`` square
-    table of the standardized means (``TABLE_Z`` sd each way, where every point in doubt lies),
-    read bilinearly: its step is far below the Monte Carlo's own error."""
+    table of the standardized means (``TABLE_Z`` sd each way; a point in doubt beyond it on one axis
+    reads the edge, where that axis's condition is all but certain), read bilinearly: its error is
+    within the Monte Carlo's own (decision 120)."""
     if len(am) <= TABLE_SIDE * TABLE_SIDE:
         return _mc_share(am, al, sd, rho, b)
     sm_all = math.sqrt(sd[0] ** 2 / N_PERM + b[0, 0])
