@@ -305,6 +305,7 @@ def test_op_decode_split_reaches_decode_attention_and_falls_back_off_cuda(tiny_m
     chosen = state.config
     try:
         hf_fused.decode_attention = counting  # type: ignore[assignment]
+        state.config = chosen.with_ops("-decode_split")
         before = generate(engine, prompts, [4, 4, 4], set())
         state.config = chosen.with_ops("+decode_split")
         assert generate(engine, prompts, [4, 4, 4], set()) == before  # the products ran: no kernel on the CPU

@@ -75,7 +75,10 @@ def test_supported_takes_the_engine_step_and_refuses_other_shapes() -> None:
 
 
 def test_the_engine_falls_back_where_the_kernel_cannot_run() -> None:
+    # 200 keys: not whole key blocks, refused by ``supported`` on every device (on CUDA the
+    # engine's own shapes run the kernel, whose float32 sums differ from the products' in the last bits)
     q, k, v, mask = _inputs(2, 8, 2, 16, 256, torch.float32)
+    k, v, mask = k[..., :200, :], v[..., :200, :], mask[..., :200]
     torch.testing.assert_close(decode_attention(q, k, v, mask, 0.25, split=True),
                                decode_attention(q, k, v, mask, 0.25), rtol=0, atol=0)
 
