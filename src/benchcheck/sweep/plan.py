@@ -128,9 +128,9 @@ def decide(item: Item, spec: RunSpec, metas: MetaCache, state: StepState | None 
     try:
         plan = plan_frames(plan_spec, meta.timestamps, meta.width, meta.height,
                            fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)
-    except ValueError as e:
+        tokens = text_tokens(prompt) + len(plan.indices) * tokens_per_frame(plan.width, plan.height)
+    except ValueError as e:  # also frames the processor refuses (too elongated): never sent
         return Cell(item, cond, "failure", prompt, reason=f"frame plan: {e}", config_hash=chash, stale=stale)
-    tokens = text_tokens(prompt) + len(plan.indices) * tokens_per_frame(plan.width, plan.height)
     return Cell(item, cond, "todo", prompt, plan=plan, projected_tokens=tokens, config_hash=chash, stale=stale)
 
 

@@ -206,7 +206,7 @@ def tokens_per_frame(width: int, height: int) -> int:
     upscales it to (+ 6), whichever is more. From that minimum up the seed's count is never below
     the processor's (ceil against round), so only frames the processor enlarges change: a
     176 x 144 frame is 78 tokens, not 36, and the seed's count let 1,024 of them (80,000 tokens)
-    past a 65,536-token context."""
+    past a 65,536-token context. ``ValueError`` for a frame the processor refuses (too elongated)."""
     seed = math.ceil(width / 32) * math.ceil(height / 32) + 6
     h, w = processor_size(height, width, QWEN3_VL_FACTOR, QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS)
     return max(seed, (h // QWEN3_VL_FACTOR) * (w // QWEN3_VL_FACTOR) + 6)

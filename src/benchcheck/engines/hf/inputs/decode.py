@@ -49,7 +49,6 @@ from PIL import Image
 from benchcheck.engines.base import ImageRef
 from benchcheck.imagesize import processor_size
 
-MAX_ASPECT = 200  # the processor refuses images more elongated than this
 log = logging.getLogger("benchcheck.engines.hf.engine")
 
 
@@ -77,8 +76,6 @@ class ResizeRule:
         f = self.factor
         if f is None:
             return height, width
-        if min(height, width) < 1 or max(height, width) / min(height, width) > MAX_ASPECT:
-            raise ValueError(f"aspect ratio of {width}x{height} is over {MAX_ASPECT}")
         return processor_size(height, width, f, self.min_pixels, self.max_pixels)
 
 
