@@ -689,8 +689,9 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     chosen = engine.config.op("decode_graphs")
     # The decode steps the other way, and the graphs' fixed-shape steps run eagerly (a check
     # switch of the variant's own ``DecodeGraphs``, not a knob: no user runs it).
-    flipped_engine = engine.with_config(engine.config.with_ops(("-" if chosen else "+") + "decode_graphs"))
-    fixed_engine = engine.with_config(engine.config.with_ops("-decode_graphs"))
+    flipped_engine = same_plan(engine.with_config(engine.config.with_ops(("-" if chosen else "+") + "decode_graphs")),
+                               engine)
+    fixed_engine = same_plan(engine.with_config(engine.config.with_ops("-decode_graphs")), engine)
     fixed_engine.decode_graphs.fixed_steps = True
     counts: dict[str, tuple[int, int]] = {}  # row -> (graphs captured, captures failed) in it
 
@@ -714,7 +715,7 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         variant_texts = {}
         for v in sorted(VARIANTS & set(SWEEP_VARIANTS)):
             flip = ("-" if engine.config.op(SWEEP_VARIANTS[v]) else "+") + SWEEP_VARIANTS[v]
-            other_engine = engine.with_config(engine.config.with_ops(flip))
+            other_engine = same_plan(engine.with_config(engine.config.with_ops(flip)), engine)
             got = batched_row(rows, name, f"ours-{v}", other_engine, reqs, prefill_s, p.n_tokens, limit,
                               partial(other_engine.generate_sync, reqs), f"variant: ops={flip}")
             variant_texts[v] = [g.text if isinstance(g, Generation) else None for g in got]  # type: ignore[attr-defined]
@@ -761,6 +762,17 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
           f"generate, of {len(naive_text)}: {lead} (naive suppresses end tokens, ours may emit them)", flush=True)
 
 
+def same_plan(other: HFEngine, engine: HFEngine) -> HFEngine:
+    """``other`` decoding in batches of ``engine``'s K/V slots. A copy made by ``with_config``
+    sizes its slots from the device memory free when it is made, which the first engine's cached
+    reservations have lowered: on an 80 GB card the copy then decoded in smaller batches (H100,
+    2026-12-05: peaks 46.5 against 37.6 GiB), so a row meant to differ in one op differed in its
+    plan too, and a random bf16 model's greedy tokens with it (decision 119)."""
+    if other.decode_batch_tokens and engine.decode_batch_tokens:
+        other.decode_batch_tokens = engine.decode_batch_tokens
+    return other
+
+
 def counted_generate(counts: dict[str, tuple[int, int]], mode: str, engine: HFEngine,
                      reqs: list[GenerateRequest]) -> Callable[[], object]:
     """A row's call: ``engine.generate_sync(reqs)``, the graphs it captured and the captures that
@@ -795,7 +807,7 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
     ``answer`` (the engine as chosen) and ``answer-lookback4`` (the flag read 4 steps late, the
     previous default); the check: both give the same texts, every answer has ``ANSWER_TOKENS``
     tokens, and on CUDA graphs were captured, none failing."""
-    late = engine.with_config(replace(engine.config, decode_lookback=4))
+    late = same_plan(engine.with_config(replace(engine.config, decode_lookback=4)), engine)
     answer = [replace(r, max_tokens=128) for r in reqs]
     n = len(answer)
     out: dict[str, list[Any]] = {}
