@@ -176,7 +176,13 @@ async def _chat(request: web.Request) -> web.Response:
             out = score_completion(res, call.top_logprobs, st.model_id, st.fingerprint, ids)
         else:
             assert call.generate is not None
-            gen = await st.generations.submit(call.generate)
+            try:
+                gen = await st.generations.submit(call.generate)
+            except asyncio.CancelledError:  # the client went away (handler_cancellation): stop decoding it
+                cancel = getattr(st.engine, "cancel", None)
+                if cancel is not None:
+                    cancel([call.generate.request_id])
+                raise
             if isinstance(gen, Failure):
                 return _failure_response(gen)
             out = generate_completion(gen, call.generate.max_tokens, st.model_id, st.fingerprint)
@@ -277,8 +283,10 @@ def run_server(
 
 async def _serve(app: web.Application, host: str, port: int, guard: Guard, access_log: bool) -> None:
     """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM."""
+    # handler_cancellation: a client that disconnects cancels its handler, as vLLM aborts its
+    # request; a queued request is then never handed to the engine, a generation stops decoding.
     runner = web.AppRunner(app, access_log=logging.getLogger("benchcheck.serve.access") if access_log else None,
-                           access_log_format=ACCESS_LOG_FORMAT, handle_signals=False)
+                           access_log_format=ACCESS_LOG_FORMAT, handle_signals=False, handler_cancellation=True)
     await runner.setup()
     loop = asyncio.get_running_loop()
     assert runner.server is not None

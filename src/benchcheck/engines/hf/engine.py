@@ -20,7 +20,7 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,6 +43,7 @@ from benchcheck.engines.hf.inputs.frame_memo import FrameMemo
 from benchcheck.engines.hf.model.fused import compile_enabled
 from benchcheck.engines.hf.model.install import fast_paths, install_fast_paths
 from benchcheck.engines.hf.model.state import state_of
+from benchcheck.engines.hf.runtime.cancel import Cancellations
 from benchcheck.engines.hf.runtime.launcher import Launcher
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.batches import prefill_groups
@@ -219,6 +220,7 @@ class HFEngine:
         # Exact letter scores: every letter variant's log-prob is gathered from the full softmax.
         self.letters = letter_variants(self.tokenizer, min(len(self.tokenizer), model.config.text_config.vocab_size))
         self._lock = threading.Lock()  # one forward at a time on the device (shared by ``with_config``)
+        self._cancellations = Cancellations()  # generations whose clients left (``cancel``)
         # Variable-length tree attention: FlashAttention's kernel on CUDA in bf16/fp16, where op
         # ``varlen`` is on by default; elsewhere a per-sequence reference kernel, only when named
         # (``+varlen``: tests of the one-row plumbing on the CPU), else the dense tree mask (decision 007).
@@ -461,7 +463,8 @@ class HFEngine:
                 return greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
                                     self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
                                     lookback=self._lookback(), planless=self._config.op("decode_planless"),
-                                    plans=self._plans())
+                                    plans=self._plans(),
+                                    stopped=self._cancellations.watcher([reqs[i].request_id for i in idx]))
 
             with self.active():
                 read = self._launched(launch)
@@ -482,9 +485,15 @@ class HFEngine:
             ]
 
         try:
-            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
+            with self._cancellations.running([r.request_id for r in reqs]):
+                return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
         finally:
             self._freeze_once()
+
+    def cancel(self, request_ids: Iterable[str]) -> None:
+        """Stop generating these requests (their clients went away): rows being decoded finish
+        at their next step, as at a stop token; ids not being generated are ignored."""
+        self._cancellations.cancel(request_ids)
 
     # -- helpers -------------------------------------------------------------------------
 

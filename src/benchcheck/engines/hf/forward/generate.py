@@ -300,7 +300,8 @@ def greedy_batch(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
 def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None, planless: bool = False,
-                 plans: PlanMemo | None = None) -> Callable[[], list[list[int]]]:
+                 plans: PlanMemo | None = None,
+                 stopped: Callable[[], Sequence[bool] | None] | None = None) -> Callable[[], list[list[int]]]:
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
     row r stops at a stop token or after ``max_new[r]`` tokens. Several batches (each padded on
     the right) are prefilled one after another into one cache and then decoded together, their
@@ -316,7 +317,9 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     device, and each further step of look-back is a step wasted after a stop); ``planless``: the
     decode steps' attention never on SDPA's cuDNN kernel (``attention.sdpa.decode_kernels``);
     ``plans``: the prefill's small new attention shapes run without building a cuDNN plan
-    (``attention.sdpa.PlanMemo``, op ``new_shape_flash``). See the module's docstring."""
+    (``attention.sdpa.PlanMemo``, op ``new_shape_flash``); ``stopped``: asked before each step,
+    the rows to stop now (their clients went away) or None when nothing changed: they finish as at
+    a stop token, and a batch whose rows are all stopped ends. See the module's docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
@@ -381,12 +384,16 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
         cache.start_decoding(inputs.slot)
     default = DEFAULTS.decode_lookback if dev.type == "cuda" else 0
     watch = FinishWatch(dev, default if lookback is None else lookback)
+    ran = 0  # steps whose tokens are written
     with decode_kernels(planless):
         for s in range(steps):
             tokens[:, s] = nxt
+            ran = s + 1
             # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
             # for many ids).
             done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
+            if stopped is not None and (gone := stopped()) is not None:
+                done = done | torch.tensor(list(gone), dtype=torch.bool).to(dev, non_blocking=True)
             if s + 1 == steps or watch.finished(done):
                 break
             # Finished rows keep stepping with a pad token; their output is already final.
@@ -396,7 +403,9 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
             inputs.positions.add_(1)
             inputs.slot.add_(1)
     # Copied back without waiting, and read when asked: the read waits for this batch's last step
-    # alone, not for whatever the stream runs after it.
+    # alone, not for whatever the stream runs after it. Slots past the last step were never
+    # written (a batch ended early: every row stopped).
+    tokens = tokens[:, :ran]
     cuda = dev.type == "cuda"
     host = pinned_empty(tuple(tokens.shape), tokens.dtype, dev)
     host.copy_(tokens, non_blocking=cuda)
