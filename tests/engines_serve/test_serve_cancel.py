@@ -11,9 +11,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from serve_fixtures import cli_server
+
 from benchcheck.engines.base import GenerateRequest, Generation
 from benchcheck.engines.hf.engine import HFEngine
-from serve_fixtures import cli_server
 
 LONG = 2000  # new tokens: a random-weight model never stops by itself
 

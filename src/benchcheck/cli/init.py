@@ -77,7 +77,7 @@ def init(videos_dir: Path | None, item_paths: tuple[str, ...], columns: str | No
         click.echo(f"failed: {f.path}: {f.reason}", err=True)
     click.echo(f"1/3 videos -> {store}: {norm.summary()}")
     resolved = resolve_items(loaded.items, store, videos_dir)
-    report_unresolved(resolved, lambda line: click.echo(line, err=True))
+    report_unresolved(resolved, lambda line: click.echo(line, err=True), summary=False)
     files = write_linked(resolved.items, out / "items")
     click.echo(f"2/3 items -> {out / 'items'}: {len(files)} files; {resolved.summary()}")
     ids = list(dict.fromkeys(r.video_id for r in resolved.resolutions if r.found and r.video_id))

@@ -89,7 +89,7 @@ def link(paths: tuple[str, ...], store: str, videos_dir: str | None, columns: st
     if not result.items:
         die("no valid items to link")
     resolved = resolve_items(result.items, store, videos_dir)
-    report_unresolved(resolved, lambda line: click.echo(line, err=True))
+    report_unresolved(resolved, lambda line: click.echo(line, err=True), summary=False)
     files = write_linked(resolved.items, Path(out))
     click.echo(resolved.summary())
     for f in files:

@@ -323,12 +323,14 @@ def needs_resolving(items: Sequence[Item]) -> bool:
     return any(named_video(i) not in (None, i.video_id) for i in items)
 
 
-def report_unresolved(resolved: Resolved, echo: Callable[[str], None], shown: int = SHOWN_LINES) -> None:
-    """One line per item whose video was not reached (the first ``shown``), then the summary."""
+def report_unresolved(resolved: Resolved, echo: Callable[[str], None], shown: int = SHOWN_LINES,
+                      summary: bool = True) -> None:
+    """One line per item whose video was not reached (the first ``shown``), then the summary
+    (``summary=False``: a caller that prints the summary itself, once)."""
     bad = resolved.unresolved
     for r in bad[:shown]:
         echo(f"no video: {r.line()}")
     if len(bad) > shown:
         echo(f"no video: ... and {len(bad) - shown} more items (benchcheck items stats lists the counts)")
-    if bad:
+    if bad and summary:
         echo(resolved.summary())
