@@ -36,6 +36,8 @@ log = logging.getLogger("benchcheck.serve")
 
 MAX_BODY_BYTES = 512 * 1024 * 1024  # 1,024 frames as data URLs fit; aiohttp's default is 1 MiB
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs'  # no headers: they may carry the API key
+ACCESS_LOG = "benchcheck.serve.access"
+CLIENT_GONE = 499  # the status nginx logs for a request whose client closed the connection
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -201,6 +203,26 @@ async def _route_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return json_response({"detail": e.reason}, e.status)
 
 
+def _gone_middleware() -> Middleware:
+    """An access-log line for a request whose client disconnected before its answer: aiohttp
+    cancels the handler (``handler_cancellation``) and logs nothing, so the requests an operator
+    most wants to see (clients that timed out) would be missing from the log."""
+    access = logging.getLogger(ACCESS_LOG)
+
+    @web.middleware
+    async def gone(request: web.Request, handler: Handler) -> web.StreamResponse:
+        t0 = time.perf_counter()
+        try:
+            return await handler(request)
+        except asyncio.CancelledError:
+            v = request.version
+            access.info('%s "%s %s HTTP/%d.%d" %d 0 %fs', request.remote, request.method, request.rel_url,
+                        v.major, v.minor, CLIENT_GONE, time.perf_counter() - t0)
+            raise
+
+    return gone
+
+
 def _auth_middleware(api_key: str) -> Middleware:
     expected = f"Bearer {api_key}".encode()
 
@@ -222,18 +244,22 @@ def build_app(
     max_batch_size: int = 64,
     max_inflight_batches: int = 1,
     guard: Guard | None = None,
+    access_log: bool = False,
 ) -> web.Application:
     """The server as an aiohttp application (run it with ``run_server`` or an AppRunner).
 
     ``served_model_name`` defaults to the engine's model name; requests may name either.
     ``max_inflight_batches`` bounds concurrent engine calls (1 for a model on one device).
     ``guard``: the connection limits (``serve_guard``); its header timeout and cap act only when
-    the server is run by ``run_server``, its body timeout always.
+    the server is run by ``run_server``, its body timeout always. ``access_log``: a request whose
+    client disconnected before its answer is logged with status 499 (aiohttp's access log, which
+    ``run_server`` turns on with it, logs only answered requests).
     """
     model_id = served_id(engine, served_model_name)
     aliases = {model_id, engine.model_name} | ({served_model_name} if served_model_name else set())
     guard = guard or Guard()
-    middlewares = [guard.middleware(), _route_errors, *([_auth_middleware(api_key)] if api_key else [])]
+    middlewares = [*([_gone_middleware()] if access_log else []), guard.middleware(), _route_errors,
+                   *([_auth_middleware(api_key)] if api_key else [])]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
     state = ServerState(engine, model_id, aliases, max_batch_size, max_inflight_batches)
     app[STATE] = state
@@ -272,7 +298,7 @@ def run_server(
     slow headers and bodies and caps connections."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     guard = guard or Guard(max_connections=default_max_connections())
-    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches, guard)
+    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches, guard, access_log)
     model_id = app[STATE].model_id
     auth = "with API key" if api_key else "no API key"
     log.info("serving %r (engine %s) on http://%s:%d/v1, %s; header timeout %g s, body timeout %g s, "
@@ -285,7 +311,7 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
     """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM."""
     # handler_cancellation: a client that disconnects cancels its handler, as vLLM aborts its
     # request; a queued request is then never handed to the engine, a generation stops decoding.
-    runner = web.AppRunner(app, access_log=logging.getLogger("benchcheck.serve.access") if access_log else None,
+    runner = web.AppRunner(app, access_log=logging.getLogger(ACCESS_LOG) if access_log else None,
                            access_log_format=ACCESS_LOG_FORMAT, handle_signals=False, handler_cancellation=True)
     await runner.setup()
     loop = asyncio.get_running_loop()
