@@ -39,3 +39,22 @@ def test_a_request_whose_client_left_has_its_access_log_line(rules_file: Path, t
     lines = [ln for ln in text.splitlines() if "POST /v1/chat/completions" in ln]
     assert len(lines) == 1 and '"POST /v1/chat/completions HTTP/1.1" 499 0 ' in lines[0], text
     assert "Traceback" not in text
+
+
+def test_a_client_that_leaves_mid_body_is_a_cancelled_request_not_a_server_error(
+        rules_file: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "j", "--access-log")
+    with cli_server(*args, log=log) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        for _ in range(3):
+            with socket.create_connection((host, int(port))) as s:
+                s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b'Content-Length: 100\r\n\r\n{"messages')
+                time.sleep(0.3)  # the handler waits for the rest of the body
+        text = _wait_for(log, '"POST /v1/chat/completions HTTP/1.1" 499 ')
+        time.sleep(0.5)  # the other two lines
+        text = log.read_text()
+    lines = [ln for ln in text.splitlines() if "POST /v1/chat/completions" in ln]
+    assert len(lines) == 3 and all(" 499 0 " in ln for ln in lines), text
+    assert "Traceback" not in text and "Error handling request" not in text

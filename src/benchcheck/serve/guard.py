@@ -243,12 +243,16 @@ async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
     """The request body, or None when it did not arrive within ``timeout_s`` (the caller answers 408).
 
     A body that cannot be decoded is the client's fault: :class:`UnreadableBody` (the caller
-    answers 400), not an exception that aiohttp would answer with a 500.
+    answers 400), not an exception that aiohttp would answer with a 500. A client that disconnects
+    before its body arrived cancels the handler (``CancelledError``), as it does at any other point
+    of the request, not a 500 and a traceback in the server's log.
     """
     try:
         return await asyncio.wait_for(request.read(), timeout_s)
     except TimeoutError:
         return None
+    except ConnectionError:  # aiohttp's "Connection lost": nobody is left to answer
+        raise asyncio.CancelledError from None
     except web.RequestPayloadError as e:
         # aiohttp words it "400, message:\n  Can not decode content-encoding: gzip".
         words = " ".join(str(e).split())
