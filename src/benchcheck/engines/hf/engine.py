@@ -343,7 +343,10 @@ class HFEngine:
 
     async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """Greedy text of each request, up to its ``max_tokens``."""
-        return await asyncio.to_thread(self.generate_sync, reqs)
+        # Cancellable from here, on the event loop, not only once a thread runs ``generate_sync``:
+        # a client that leaves while the call waits for a thread would otherwise be forgotten.
+        with self._cancellations.running([r.request_id for r in reqs]):
+            return await asyncio.to_thread(self.generate_sync, reqs)
 
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
