@@ -31,6 +31,7 @@ def test_each_text_encoded_once_and_reused(tmp_path: Path) -> None:
     texts = ["red", "blue", "What colour?", "red", "blue"]
     rows, st = embed(texts, cache, enc)
     assert st.encoded == 3 and sorted(enc.seen) == ["What colour?", "blue", "red"]
+    assert st.reused == 2  # "red" and "blue" again: every text is counted, encoded or reused
     assert np.allclose(rows[0], rows[3]) and np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-3)
     again, st2 = embed(["blue", "green", "red"], EmbeddingCache(tmp_path, "m", "fp1"), enc)
     assert st2.encoded == 1 and st2.reused == 2 and enc.seen[-1] == "green"

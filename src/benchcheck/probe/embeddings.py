@@ -138,6 +138,9 @@ class EmbeddingCache:
 
 @dataclass(frozen=True, slots=True)
 class EmbedStats:
+    """Texts embedded: ``encoded`` (distinct texts encoded now) + ``reused`` (the rest: read from
+    the cache, or the row of an identical text of the same call)."""
+
     encoded: int
     reused: int
 
@@ -166,7 +169,8 @@ def embed(texts: Sequence[str], cache: EmbeddingCache, encode: Encode,
             progress(len(block))
     if rows is None:
         rows = np.zeros((len(texts), cache.dim or 0), dtype=np.float32)
-    return rows, EmbedStats(encoded=len(uniq), reused=int(found.sum()))
+    # reused: every text not encoded now, from the cache or from an identical text of this call
+    return rows, EmbedStats(encoded=len(uniq), reused=len(texts) - len(uniq))
 
 
 def distinct(texts: Iterable[str]) -> list[str]:
