@@ -1,8 +1,8 @@
 """Two benchmarks with the same item ids, each screened alone into one results folder (the items
 loader refuses such ids only within one load): the whole-folder reader took the two items of one id
 for one (the last row of either), so the audit's tables and the pool's confidences mixed them.
-Forwards are now read benchmark by benchmark; the audit, which keys items by id, refuses such a
-folder in one line, and the pool's confidences key by benchmark and id."""
+Forwards are now read benchmark by benchmark; the audit reads the benchmarks of its items only, and
+refuses one id in two benchmarks it reads in one line; the pool's confidences key by benchmark and id."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from audit_synth import SimModel, make_items, run_step, write_items
 
+from benchcheck.audit.run import run_audit
 from benchcheck.stats.pool import add_confidence
 from benchcheck.stats.source import id_clash, read_forwards
 
@@ -43,13 +45,13 @@ def test_forwards_are_read_benchmark_by_benchmark(tmp_path: Path) -> None:
 
 
 def test_the_audit_refuses_a_folder_where_one_id_is_two_items(tmp_path: Path) -> None:
+    """Without the items' benchmarks (the API, every benchmark of the folder), one id in two
+    benchmarks is refused in one line; the CLI passes the items' benchmarks (next test), and the
+    items loader refuses one id in two of its files."""
     res, _ = _folder(tmp_path)
-    p = subprocess.run([*BIN, "audit", "--results", str(res), "--items", str(tmp_path / "items"), "--out",
-                        str(tmp_path / "audit"), "--rounds", "20"], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 2, p.stderr
-    lines = [x for x in p.stderr.splitlines() if x.startswith("error:")]
-    assert len(lines) == 1 and "is in benchmark 'Alpha' and in 'Beta'" in lines[0], p.stderr
-    assert "Traceback" not in p.stderr and not (tmp_path / "audit").exists()
+    with pytest.raises(ValueError, match="is in benchmark 'Alpha' and in 'Beta'"):
+        run_audit(res, None, rounds=20)
+    assert run_audit(res, None, rounds=20, benches={"Beta"}).steps == [1]
 
 
 def test_the_pool_confidence_of_an_item_is_its_own_benchmarks(tmp_path: Path) -> None:
@@ -68,3 +70,17 @@ def test_the_pool_confidence_of_an_item_is_its_own_benchmarks(tmp_path: Path) ->
         add_confidence(rec, only.parent)
         alone[b] = rec[0]["confidence"]
     assert [r["confidence"] for r in records] == [alone["Alpha"], alone["Beta"]]
+
+
+def test_the_audit_of_one_benchmark_reads_only_its_rows(tmp_path: Path) -> None:
+    """``--items`` of one benchmark audits that benchmark, though another one in the same folder
+    uses the same ids (it used to be refused as a clash)."""
+    res, _ = _folder(tmp_path)
+    out = tmp_path / "audit"
+    p = subprocess.run([*BIN, "audit", "--results", str(res), "--items", str(tmp_path / "items"), "--out",
+                        str(out), "--rounds", "20"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = (out / "audit_items.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    benches = {row.split(",")[header.index("bench")] for row in lines[1:]}
+    assert benches == {"Alpha"} and len(lines) - 1 == 30

@@ -67,12 +67,14 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     if compare is not None and not steps_in(compare):
         die(f"{compare}: no step<k> folders with results (--compare)")
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
-    ids = [it.item_id for it in loaded.items if it.format == "mc"]
+    mc = [it for it in loaded.items if it.format == "mc"]
+    ids = [it.item_id for it in mc]
     if not ids:
         die("no valid multiple-choice items to audit")
     try:
+        # The items' own benchmarks: another benchmark screened into the same folder may use the same ids.
         res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps, fdr_level=fdr_level,
-                        target_fdr=target_fdr)
+                        target_fdr=target_fdr, benches={it.bench for it in mc})
     except ValueError as e:
         die(str(e))
     if not res.steps:

@@ -109,12 +109,16 @@ def steps_in(results: str | Path) -> list[int]:
 
 
 def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
-                  steps: Sequence[int] | None = None) -> dict[int, list[Forwards]]:
+                  steps: Sequence[int] | None = None, benches: Iterable[str] | None = None
+                  ) -> dict[int, list[Forwards]]:
     """Per step, the last ok row of each item (the store's rule), as :class:`Forwards`.
 
-    With ``item_ids``, only those items (the audited pool); rows that lack log-probs are skipped.
+    With ``item_ids``, only those items (the audited pool); with ``benches``, only those
+    benchmarks' rows (the items' own: another benchmark of the folder may use the same ids);
+    rows that lack log-probs are skipped.
     """
     wanted = set(item_ids) if item_ids is not None else None
+    only = set(benches) if benches is not None else None
     out: dict[int, list[Forwards]] = {}
     for s in steps if steps is not None else steps_in(results):
         folder = Path(results) / f"step{s}"
@@ -122,6 +126,8 @@ def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
         # Benchmark by benchmark: one reducer over the whole folder took two benchmarks' items of
         # one id for one item (the last row of either).
         for bench in sorted({b for p in bench_files(folder) if (b := bench_of_file(p.name))}):
+            if only is not None and bench not in only:
+                continue
             state = load_state(folder, [bench])
             for iid in sorted(state.ok):
                 if wanted is not None and iid not in wanted:
