@@ -54,7 +54,7 @@ import numpy as np
 
 from benchcheck.protocol import LOG2, MIN_PERM_HITS, N_PERM, argmax_pos, gold_position, margin_of
 from benchcheck.stats.cells import cell
-from benchcheck.stats.normal import norm_cdf, norm_pdf, norm_sf, norm_tails
+from benchcheck.stats.normal import norm_cdf, norm_pdf, norm_tails
 from benchcheck.stats.quadrature import gauss_legendre
 from benchcheck.stats.source import Forwards
 
@@ -224,11 +224,11 @@ def _remove_prob(mu_m: np.ndarray, mu_l: np.ndarray, sd: tuple[float, float], mu
         vm, vl = sm * sm + b[0, 0], sl * sl + b[1, 1]
         r = (rho * sm * sl + b[0, 1]) / math.sqrt(vm * vl)
         zm, zl = (mu_m - LOG2) / math.sqrt(vm), mu_l / math.sqrt(vl)
-        yes, no = norm_cdf(zm) * norm_cdf(zl), norm_sf(zm) + norm_sf(zl) - norm_sf(zm) * norm_sf(zl)
+        (cdf_m, sf_m), (cdf_l, sf_l) = norm_tails(zm), norm_tails(zl)
+        yes, no = cdf_m * cdf_l, sf_m + sf_l - sf_m * sf_l
         if every.any():
-            yes, no = yes.copy(), no.copy()
             yes[every] = lower_orthant(zm[every], zl[every], r)
-            no[every] = norm_sf(zm[every]) + norm_sf(zl[every]) - lower_orthant(-zm[every], -zl[every], r)
+            no[every] = sf_m[every] + sf_l[every] - lower_orthant(-zm[every], -zl[every], r)
         return np.clip(yes, 0.0, 1.0), np.clip(no, 0.0, 1.0)
     n = N_PERM
     vm = sm * sm / n + b[0, 0]
@@ -249,7 +249,7 @@ def _remove_prob(mu_m: np.ndarray, mu_l: np.ndarray, sd: tuple[float, float], mu
     doubt = (np.minimum(yes, no) > MC_TAIL) & every
     if doubt.any() and sm > 0 and sl > 0:
         yes, no = yes.copy(), no.copy()
-        yes[doubt] = _step1_share(mu_m[doubt], mu_l[doubt], sd, rho, b)
+        yes[doubt] = _step1_share(mu_m[doubt], mu_l[doubt], sd, rho, b, (math.sqrt(vm), math.sqrt(vl)))
         no[doubt] = 1.0 - yes[doubt]
     return yes, no
 
@@ -272,15 +272,16 @@ def _mc_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: floa
     return share
 
 
-def _step1_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: float, b: np.ndarray) -> np.ndarray:
+def _step1_share(am: np.ndarray, al: np.ndarray, sd: tuple[float, float], rho: float, b: np.ndarray,
+                 scale: tuple[float, float]) -> np.ndarray:
     """``_mc_share`` at each point; for more points than a table has, on a ``TABLE_SIDE`` square
-    table of the standardized means (``TABLE_Z`` sd each way; a point in doubt beyond it on one axis
-    reads the edge, where that axis's condition is all but certain), read bilinearly: its error is
-    within the Monte Carlo's own (decision 120)."""
+    table of the means standardized by ``scale`` (the sd of a fresh mean margin and of a lead, the
+    true mean's spread included: ``_remove_prob``'s), ``TABLE_Z`` sd each way (a point in doubt
+    beyond it on one axis reads the edge, where that axis's condition is all but certain), read
+    bilinearly: its error is within the Monte Carlo's own (decision 120)."""
     if len(am) <= TABLE_SIDE * TABLE_SIDE:
         return _mc_share(am, al, sd, rho, b)
-    sm_all = math.sqrt(sd[0] ** 2 / N_PERM + b[0, 0])
-    sl_all = math.sqrt(sd[1] ** 2 + b[1, 1])
+    sm_all, sl_all = scale
     axis = np.linspace(-TABLE_Z, TABLE_Z, TABLE_SIDE)
     tm, tl = np.meshgrid(axis, axis, indexing="ij")
     table = _mc_share(LOG2 + sm_all * tm.ravel(), sl_all * tl.ravel(), sd, rho, b).reshape(TABLE_SIDE, TABLE_SIDE)
@@ -344,9 +345,14 @@ def _log_mix(log_post: np.ndarray, values: np.ndarray) -> np.ndarray:
     """log(sum_g post_g * values_g) per item, from log posteriors; -inf where every value the
     posterior reaches is 0 (a decision that cannot flip, as with a noise of rounding size)."""
     with np.errstate(divide="ignore"):
-        t = log_post + np.log(values)
-        m = t.max(axis=1, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0.0)
+        return _logsumexp(log_post + np.log(values))
+
+
+def _logsumexp(t: np.ndarray) -> np.ndarray:
+    """log(sum_g exp(t_g)) per row; -inf for a row of -inf."""
+    m = t.max(axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
         out: np.ndarray = (m + np.log(np.exp(t - m).sum(axis=1, keepdims=True)))[:, 0]
     return out
 
@@ -360,8 +366,7 @@ def _flips_given_n(x: np.ndarray, removed: np.ndarray, k: float, cov: np.ndarray
     b = h - gain @ h
     b = (b + b.T) / 2
     lp = _loglik(x, np.full(len(x), k), grid, cov, h) + log_w[None, :]
-    top = lp.max(axis=1, keepdims=True)
-    log_post = lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
+    log_post = lp - _logsumexp(lp)[:, None]
     # A component below a share of e^-LOG_SHARE_FLOOR adds less than the smallest float to any
     # flip probability: its outcome is not computed.
     live = log_post > -LOG_SHARE_FLOOR
