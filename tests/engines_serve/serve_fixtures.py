@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,3 +87,18 @@ def cli_server(*args: str, log: Path | None = None) -> Iterator[tuple[str, subpr
             out.close()  # type: ignore[union-attr]
 
 
+
+
+def post_chat(url: str, body: dict[str, Any], key: str | None = None, timeout_s: float = 30.0
+              ) -> tuple[int, dict[str, Any]]:
+    """POST ``body`` to ``url``/v1/chat/completions (with a bearer ``key``): (status, JSON body),
+    an error status's body included."""
+    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())

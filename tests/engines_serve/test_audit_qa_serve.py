@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from serve_fixtures import cli_server
+from serve_fixtures import cli_server, post_chat
 
 
 def _raw(url: str, request: bytes) -> tuple[int, bytes]:
@@ -52,14 +52,7 @@ def test_a_body_that_cannot_be_decoded_is_a_400_not_a_500(rules_file: Path) -> N
 
 
 def _chat(url: str, extra: dict[str, object]) -> tuple[int, dict[str, object]]:
-    body = {"messages": [{"role": "user", "content": "capital of France"}], "max_tokens": 5, **extra}
-    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return post_chat(url, {"messages": [{"role": "user", "content": "capital of France"}], "max_tokens": 5, **extra})
 
 
 def test_fields_that_would_change_the_answer_are_refused_not_ignored(rules_file: Path) -> None:

@@ -8,10 +8,9 @@ import json
 import socket
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-from serve_fixtures import cli_server
+from serve_fixtures import cli_server, post_chat
 
 from benchcheck.engines.base import GenerateRequest, Generation
 from benchcheck.engines.hf.engine import HFEngine
@@ -19,17 +18,15 @@ from benchcheck.engines.hf.engine import HFEngine
 LONG = 2000  # new tokens: a random-weight model never stops by itself
 
 
-def _body(model: str, max_tokens: int) -> bytes:
-    return json.dumps({"model": model, "messages": [{"role": "user", "content": "Tell a long story."}],
-                       "max_tokens": max_tokens, "temperature": 0}).encode()
+def _request(model: str, max_tokens: int) -> dict[str, object]:
+    return {"model": model, "messages": [{"role": "user", "content": "Tell a long story."}],
+            "max_tokens": max_tokens, "temperature": 0}
 
 
 def _ask(url: str, model: str, max_tokens: int) -> dict[str, object]:
-    req = urllib.request.Request(url + "/v1/chat/completions", _body(model, max_tokens),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as f:
-        out: dict[str, object] = json.load(f)
-        return out
+    status, out = post_chat(url, _request(model, max_tokens), timeout_s=300)
+    assert status == 200, out
+    return out
 
 
 def test_the_engine_stops_a_cancelled_generation(tiny_model: Path) -> None:
@@ -62,7 +59,7 @@ def test_a_client_that_disconnects_no_longer_holds_the_queue(tiny_model: Path) -
         whole = time.monotonic() - t0
         assert full["usage"]["completion_tokens"] == LONG  # type: ignore[index]
         host, port = url.removeprefix("http://").split(":")
-        body = _body(model, LONG)
+        body = json.dumps(_request(model, LONG)).encode()
         with socket.create_connection((host, int(port))) as s:
             s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: %d\r\n\r\n" % len(body) + body)

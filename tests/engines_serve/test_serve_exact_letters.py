@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serve_fixtures import cli_server
+from serve_fixtures import cli_server, post_chat
 
 from benchcheck.engines.base import LetterScores, ScoreRequest
 from benchcheck.engines.hf.engine import HFEngine
@@ -23,16 +21,6 @@ from benchcheck.protocol import build_prompt, letter_logprobs
 def hf_url(tiny_model: Path) -> Iterator[str]:
     with cli_server("--model", str(tiny_model), "--served-model-name", "tiny-vl", "--device", "cpu") as (url, _):
         yield url
-
-
-def _post(url: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
-    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def test_served_lp_exact_equals_in_process(tiny_model: Path, hf_url: str) -> None:
@@ -64,15 +52,15 @@ def test_serve_logprob_token_ids_shape_and_errors(hf_url: str) -> None:
                                              {"role": "assistant", "content": "Answer:"}],
             "max_tokens": 1, "logprobs": True, "top_logprobs": 20, "continue_final_message": True,
             "add_generation_prompt": False, "temperature": 0}
-    status, body = _post(hf_url, {**base, "logprob_token_ids": [5, 9, 5, 300]})
+    status, body = post_chat(hf_url, {**base, "logprob_token_ids": [5, 9, 5, 300]})
     assert status == 200
     first = body["choices"][0]["logprobs"]["content"][0]  # type: ignore[index]
     listed = first["top_logprobs"]
     assert 4 <= len(listed) <= 5  # the ids asked (once each), led by the sampled token if not among them
     for bad in ([-1], "5", [1.5], [True]):
-        status, body = _post(hf_url, {**base, "logprob_token_ids": bad})
+        status, body = post_chat(hf_url, {**base, "logprob_token_ids": bad})
         assert status == 400 and "logprob_token_ids" in str(body)
-    status, body = _post(hf_url, {**base, "logprob_token_ids": [10**9]})
+    status, body = post_chat(hf_url, {**base, "logprob_token_ids": [10**9]})
     assert status == 400
 
 

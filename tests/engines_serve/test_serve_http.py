@@ -15,25 +15,13 @@ import aiohttp
 import openai
 import pytest
 from aiohttp import web
-from serve_fixtures import HeldEngine, cli_server, until
+from serve_fixtures import HeldEngine, cli_server, post_chat, until
 
 from benchcheck.engines.rules.scripted import ScriptedEngine
 from benchcheck.serve.app import STATE, build_app
 from loopback import thread_server
 
 SCORE_EXTRA = {"continue_final_message": True, "add_generation_prompt": False}
-
-
-def _post(url: str, body: dict[str, Any], key: str | None = None) -> tuple[int, dict[str, Any]]:
-    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def test_official_openai_client_scores_and_generates(scripted_server: str) -> None:
@@ -64,15 +52,15 @@ def test_official_openai_client_scores_and_generates(scripted_server: str) -> No
 
 
 def test_errors_have_vllm_011_shape(scripted_server: str) -> None:
-    status, body = _post(scripted_server, {"model": "judge", "messages": [{"role": "user", "content": "x" * 4000}],
+    status, body = post_chat(scripted_server, {"model": "judge", "messages": [{"role": "user", "content": "x" * 4000}],
                                            "max_tokens": 10})
     assert status == 400
     assert body["error"]["type"] == "BadRequestError" and body["error"]["code"] == 400
     assert "maximum context length is 1000 tokens" in body["error"]["message"]
-    status, body = _post(scripted_server, {"messages": [{"role": "user", "content": "Q"}], "top_logprobs": 30,
+    status, body = post_chat(scripted_server, {"messages": [{"role": "user", "content": "Q"}], "top_logprobs": 30,
                                            "logprobs": True, "max_tokens": 1})
     assert status == 400 and "max allowed: 20" in body["error"]["message"]
-    status, body = _post(scripted_server, {"messages": [{"role": "user", "content": "forbidden"}]})
+    status, body = post_chat(scripted_server, {"messages": [{"role": "user", "content": "forbidden"}]})
     assert status == 403 and body["error"]["message"] == "no access"
     req = urllib.request.Request(scripted_server + "/v1/chat/completions", b"{not json",
                                  {"Content-Type": "application/json"})
@@ -85,9 +73,9 @@ def test_api_key_is_enforced_on_v1_only(rules_file: Path) -> None:
     args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "j", "--api-key", "s3cret")
     with cli_server(*args) as (url, _):
         body = {"messages": [{"role": "user", "content": "capital of France"}]}
-        assert _post(url, body) == (401, {"error": "Unauthorized"})
-        assert _post(url, body, key="wrong")[0] == 401
-        status, ok = _post(url, body, key="s3cret")
+        assert post_chat(url, body) == (401, {"error": "Unauthorized"})
+        assert post_chat(url, body, key="wrong")[0] == 401
+        status, ok = post_chat(url, body, key="s3cret")
         assert status == 200 and ok["choices"][0]["message"]["content"] == "Paris"
         with urllib.request.urlopen(url + "/health", timeout=5) as r:  # health stays open, as in vLLM
             assert r.status == 200
@@ -136,7 +124,7 @@ def test_access_log_has_no_headers_or_bodies(rules_file: Path, tmp_path: Path) -
     args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "j", "--api-key", "TOPSECRETKEY",
             "--access-log")
     with cli_server(*args, log=log) as (url, _):
-        status, _ = _post(url, {"messages": [{"role": "user", "content": "capital of France PRIVATEBODY"}]},
+        status, _ = post_chat(url, {"messages": [{"role": "user", "content": "capital of France PRIVATEBODY"}]},
                           key="TOPSECRETKEY")
         assert status == 200
         deadline = time.monotonic() + 10  # the access line is written just after the answer
@@ -167,9 +155,9 @@ def test_cli_errors_are_one_line(rules_file: Path, tmp_path: Path) -> None:
     assert res.returncode == 2 and "cannot load model" in res.stderr and "Traceback" not in res.stderr
 
 
-def _app_post(app: Any, bodies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+def _apppost_chat(app: Any, bodies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     with thread_server(app) as url:
-        return [_post(url, b) for b in bodies]
+        return [post_chat(url, b) for b in bodies]
 
 
 def test_logprobs_without_max_tokens_is_refused() -> None:
@@ -177,7 +165,7 @@ def test_logprobs_without_max_tokens_is_refused() -> None:
     app = build_app(ScriptedEngine([{"match": "", "letters": {"A": -0.1}}], "m"), "m")
     msgs = [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "Answer:"}]
     base = {"messages": msgs, "logprobs": True, "top_logprobs": 5, **SCORE_EXTRA}
-    (missing, null, one) = _app_post(app, [base, {**base, "max_tokens": None}, {**base, "max_tokens": 1}])
+    (missing, null, one) = _apppost_chat(app, [base, {**base, "max_tokens": None}, {**base, "max_tokens": 1}])
     for status, body in (missing, null):
         assert status == 400 and body["error"]["type"] == "BadRequestError"
         assert "max_tokens=1" in body["error"]["message"]
@@ -200,7 +188,7 @@ def test_no_max_tokens_uses_the_rest_of_the_context() -> None:
     short = {"messages": [{"role": "user", "content": "p" * 40}]}  # 10 tokens
     full = {"messages": [{"role": "user", "content": "p" * 4000}]}  # 1000 tokens: nothing left
     explicit = {**near, "max_tokens": 512}
-    (r_near, r_short, r_full, r_explicit) = _app_post(app, [near, short, full, explicit])
+    (r_near, r_short, r_full, r_explicit) = _apppost_chat(app, [near, short, full, explicit])
     assert r_near[0] == 200, r_near
     assert r_near[1]["usage"]["prompt_tokens"] == 700 and r_near[1]["usage"]["completion_tokens"] == 300
     assert r_near[1]["choices"][0]["finish_reason"] == "length"
@@ -213,7 +201,7 @@ def test_no_max_tokens_uses_the_rest_of_the_context() -> None:
 @pytest.mark.parametrize("model", [["m"], {"name": "m"}, 5, True])
 def test_non_string_model_is_a_vllm_shaped_400(model: object) -> None:
     app = build_app(ScriptedEngine([{"match": "", "reply": "ok"}], "m"), "m")
-    [(status, body)] = _app_post(app, [{"model": model, "messages": [{"role": "user", "content": "x"}]}])
+    [(status, body)] = _apppost_chat(app, [{"model": model, "messages": [{"role": "user", "content": "x"}]}])
     assert status == 400
     assert body["error"]["type"] == "BadRequestError" and body["error"]["code"] == 400
     assert "'model'" in body["error"]["message"] and "string" in body["error"]["message"]

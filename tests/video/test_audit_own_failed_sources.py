@@ -3,18 +3,13 @@ run the normalization again: a rerun changes nothing, and the line sent the user
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from video_helpers import item_line
 
 from benchcheck.cli import main
 from benchcheck.video.synth import make_test_video
-
-
-def _item(k: int, video: str) -> str:
-    return json.dumps({"item_id": f"q{k}", "question": "What moves?", "options": ["a", "b"], "answer": 0,
-                       "video": video}) + "\n"
 
 
 def test_failed_and_skipped_clips_say_why(tmp_path: Path) -> None:
@@ -24,7 +19,8 @@ def test_failed_and_skipped_clips_say_why(tmp_path: Path) -> None:
     (videos / "empty.webm").write_bytes(b"")
     make_test_video(videos / ".hidden.mp4", 36, fps=2.0, width=64, height=36)  # not good.mp4 by content
     items = tmp_path / "bench.jsonl"
-    items.write_text(_item(0, "good.mp4") + _item(1, "broken.mp4") + _item(2, "empty.webm") + _item(3, ".hidden.mp4"))
+    items.write_text("".join(item_line(k, v) for k, v in enumerate(["good.mp4", "broken.mp4", "empty.webm",
+                                                                    ".hidden.mp4"])))
     out = tmp_path / "proj"
     res = CliRunner().invoke(main, ["init", "--videos", str(videos), "--items", str(items), "--out", str(out),
                                     "--no-progress"], catch_exceptions=False)

@@ -8,16 +8,12 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from video_helpers import item_line
 
 from benchcheck.cli import main
 from benchcheck.items import load_items
 from benchcheck.video.resolve import resolve_items
 from benchcheck.video.synth import make_test_video
-
-
-def _item(k: int, video: str) -> str:
-    return json.dumps({"item_id": f"q{k}", "question": "What moves?", "options": ["a", "b"], "answer": 0,
-                       "video": video}) + "\n"
 
 
 def test_linked_clips_reach_their_frames(tmp_path: Path) -> None:
@@ -29,7 +25,7 @@ def test_linked_clips_reach_their_frames(tmp_path: Path) -> None:
     (videos / "far.mp4").symlink_to(shared / "far.mp4")
     (videos / "more").symlink_to(shared / "dir", target_is_directory=True)
     items = tmp_path / "bench.jsonl"
-    items.write_text(_item(0, "near.mp4") + _item(1, "far.mp4") + _item(2, "more/deep.mp4"))
+    items.write_text(item_line(0, "near.mp4") + item_line(1, "far.mp4") + item_line(2, "more/deep.mp4"))
     out = tmp_path / "proj"
     res = CliRunner().invoke(main, ["init", "--videos", str(videos), "--items", str(items), "--out", str(out),
                                     "--no-progress"], catch_exceptions=False)
@@ -50,7 +46,7 @@ def test_a_link_out_that_the_folder_never_stored_is_refused(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     (videos / "late.mp4").symlink_to(outside)  # planted after the folder was normalized
     items = tmp_path / "bench.jsonl"
-    items.write_text(_item(0, "late.mp4"))
+    items.write_text(item_line(0, "late.mp4"))
     resolved = resolve_items(load_items([items]).items, store, videos)
     (r,) = resolved.resolutions
     assert r.status == "refused" and "resolves outside the videos folder" in r.reason

@@ -3,26 +3,20 @@ after the 'no video:' lines when some item reaches no video."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from video_helpers import item_line
 
 from benchcheck.cli import main
 from benchcheck.video.synth import make_test_video
 
 
-def _items(path: Path) -> Path:
-    lines = [{"item_id": "q0", "question": "What moves?", "options": ["a", "b"], "answer": 0, "video": "good.mp4"},
-             {"item_id": "q1", "question": "What moves?", "options": ["a", "b"], "answer": 0, "video": "nope.mp4"}]
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return path
-
-
 def test_init_and_items_link_say_the_summary_once(tmp_path: Path) -> None:
     videos = tmp_path / "videos"
     make_test_video(videos / "good.mp4", 34, fps=2.0, width=64, height=36)
-    items = _items(tmp_path / "bench.jsonl")
+    items = tmp_path / "bench.jsonl"
+    items.write_text(item_line(0, "good.mp4") + item_line(1, "nope.mp4"))
     out = tmp_path / "proj"
     res = CliRunner().invoke(main, ["init", "--videos", str(videos), "--items", str(items), "--out", str(out),
                                     "--no-progress"], catch_exceptions=False)

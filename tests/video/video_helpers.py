@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,9 @@ def make_pts0_webm(path: Path, n_frames: int = 30, fps: int = 10, width: int = 1
             mux(stream.encode(frame))
         mux(stream.encode())
     return path
+
+
+def item_line(k: int, video: str) -> str:
+    """One JSONL item line, id ``q<k>``, showing ``video``."""
+    return json.dumps({"item_id": f"q{k}", "question": "What moves?", "options": ["a", "b"], "answer": 0,
+                       "video": video}) + "\n"
