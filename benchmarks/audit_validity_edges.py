@@ -1,6 +1,6 @@
 """The audit's null and confidence outside the ordinary case (docs/audit.md, "Validity at the edges")
 
-    python -m benchmarks.audit_validity_edges [--quick]
+    python -m benchmarks.audit_validity_edges [--quick] [--confidence-only]
 
 Worlds as ``benchmarks.audit_validity`` builds them (content opinions N(0, 1.2) unrelated to the
 gold and repeated across steps, +0.8 nats of letter prior on A, 15 % of the items answerable blind,
@@ -10,7 +10,8 @@ golds, and the noise sd per forward as stated (0: a deterministic engine). Table
 1. coverage of the chance-removal count's 95 % interval for benchmarks of 1-3 items (20 per run,
    each its own cell), 2 and 10 options, and a deterministic engine;
 2. false calls on 40 pure-noise cells (20 benchmarks x steps 1 and 4), Benjamini-Hochberg at 0.05;
-3. per-item confidence against a fresh re-ask (``audit.worlds``) as the noise shrinks.
+3. per-item confidence against a fresh re-ask (``audit.worlds``) as the noise shrinks, and with the
+   items' noise sds drawn from two or three levels (heteroscedastic, "0.1/1").
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ def false_calls(n: int, k: int, runs: int, noise: float) -> str:
 
 def confidence_rows(seeds: int) -> list[str]:
     out = []
-    for noise in (0.5, 0.1, 0.03):
+    noises: list[tuple[float, ...]] = [(0.5,), (0.1,), (0.03,), (0.1, 1.0), (0.2, 0.5, 1.5)]
+    for sds in noises:
         for multi in (True, False):
-            spec = WorldSpec(n=600, k=4, noise_sd=noise, multi=multi)
+            spec = WorldSpec(n=600, k=4, noise_sd=sds[0], noise_sds=sds if len(sds) > 1 else (), multi=multi)
             claimed: list[float] = []
             observed: list[bool] = []
             for s in range(seeds):
@@ -94,7 +96,8 @@ def confidence_rows(seeds: int) -> list[str]:
             cl, ob = np.array(claimed), np.array(observed)
             ece, _ = _ece(cl, ob)
             sel = cl >= 0.3
-            out.append(f"| {'step 1' if multi else 'single forward'} | {noise:g} | {len(cl)} | {ece:.3f} | "
+            noise = "/".join(f"{v:g}" for v in sds)
+            out.append(f"| {'step 1' if multi else 'single forward'} | {noise} | {len(cl)} | {ece:.3f} | "
                        f"{int(sel.sum())} | {cl[sel].mean():.3f} | {ob[sel].mean():.3f} |")
     return out
 
@@ -102,7 +105,12 @@ def confidence_rows(seeds: int) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="a tenth of the runs")
-    q = 10 if ap.parse_args().quick else 1
+    ap.add_argument("--confidence-only", action="store_true", help="table 3 alone")
+    args = ap.parse_args()
+    q = 10 if args.quick else 1
+    if args.confidence_only:
+        print("\n".join(confidence_rows(max(5 // q, 1))))
+        return
     print("| options | items per benchmark | noise | step | cells | covered | mean truth | mean width |")
     print("|---|---|---|---|---|---|---|---|")
     for n, k, noise in [(1, 4, 0.4), (2, 4, 0.4), (3, 4, 0.4), (5, 2, 0.4), (50, 2, 0.4), (300, 2, 0.4),

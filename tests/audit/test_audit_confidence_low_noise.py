@@ -8,33 +8,16 @@ with probability 0.5 flipped 4 % of the time (docs/audit.md, "Validity at the ed
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import pytest
-from calibration_helpers import ece
+from calibration_helpers import claimed_and_flipped, ece
 
-from benchcheck.audit.worlds import WorldSpec, build_world
-from benchcheck.stats.confidence import confidences
+from benchcheck.audit.worlds import WorldSpec
 
 
 @pytest.mark.parametrize("multi", [True, False])
 @pytest.mark.parametrize("noise", [0.1, 0.03])
 def test_calibrated_when_the_noise_is_small(multi: bool, noise: float) -> None:
-    claimed: list[float] = []
-    flipped: list[bool] = []
-    for seed in range(2):
-        spec = WorldSpec(n=600, k=4, noise_sd=noise, multi=multi)
-        w = build_world(spec, seed)
-        by = {w.step: w.rows}
-        if not multi:  # a single forward takes its noise from the same model's step 1
-            by[1] = build_world(dataclasses.replace(spec, multi=True), seed + 1000).rows
-        for c in confidences(by):
-            if c.step == w.step:
-                assert c.flip_prob is not None
-                claimed.append(c.flip_prob)
-                flipped.append(w.reask_removed[c.item_id] != c.removed)
-    cl, ob = np.array(claimed), np.array(flipped)
+    cl, ob = claimed_and_flipped(WorldSpec(n=600, k=4, noise_sd=noise, multi=multi), seeds=2)
     assert ece(cl, ob) < 0.03
     assert abs(cl.mean() - ob.mean()) < 0.01  # as many flips claimed as happen
     doubtful = cl >= 0.3

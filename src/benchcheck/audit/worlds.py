@@ -7,11 +7,12 @@ log-probs are the log-softmax with a little mass on other tokens, and only the `
 letters are kept (the rest floored at ``log(1e-6)``, as a top-20 list with few letters in it
 does). Golds follow ``gold_dist`` (uniform when None); each item belongs to one of ``videos``
 videos, whose items share a letter bias (``video_sd``) and their gold position
-(``video_gold_share``). The truth returned: the shortcut items, the prior-driven removals
-(removed on the recorded letters, kept on them minus the true prior: ``demo.audit_truth``'s
-definition), and for every item a fresh re-ask with the options permuted anew (as
-``--extra-perms`` asks; at a single-forward step too) and fresh noise, the same content: its
-decision and the true flip probability over ``truth_draws`` re-asks.
+(``video_gold_share``). The noise is normal with sd ``noise_sd``, or (heteroscedastic) with each
+item's sd drawn from ``noise_sds``, the same at every ask of the item. The truth returned: the
+shortcut items, the prior-driven removals (removed on the recorded letters, kept on them minus
+the true prior: ``demo.audit_truth``'s definition), and for every item a fresh re-ask with the
+options permuted anew (as ``--extra-perms`` asks; at a single-forward step too) and fresh noise,
+the same content: its decision and the true flip probability over ``truth_draws`` re-asks.
 
 Pure numpy, seeded: the same arguments give the same world.
 """
@@ -39,6 +40,7 @@ class WorldSpec:
     boost: float = 4.0
     opinion_sd: float = 1.2
     noise_sd: float = 0.5
+    noise_sds: Sequence[float] = ()  # heteroscedastic: each item's noise sd drawn from these (empty: noise_sd)
     listed: int | None = None  # letters kept in the top list (None: min(k, 20))
     gold_dist: Sequence[float] | None = None
     videos: int | None = None  # None: one video per item
@@ -98,11 +100,16 @@ def build_world(spec: WorldSpec, seed: int) -> World:
     content[np.arange(n), answer] += np.where(shortcut, spec.boost, 0.0)
     bias = rng.normal(0.0, spec.video_sd, (nv, k))[video] if spec.video_sd > 0 else np.zeros((n, k))
     f = N_PERM if spec.multi else 1
+    # Drawn from their own stream, so a homoscedastic world is the same world as before the option.
+    item_sd = (np.random.default_rng([seed, 1]).choice(np.asarray(spec.noise_sds, dtype=np.float64), n)
+               if spec.noise_sds else np.full(n, spec.noise_sd))
 
     def ask(r: np.random.Generator, reps: int = 1, permute: bool = spec.multi) -> tuple[np.ndarray, np.ndarray]:
         perms = _perms(r, n * reps, f, k, permute).reshape(reps, n, f, k)
         shown = np.take_along_axis(np.broadcast_to(content[None, :, None, :], perms.shape), perms, axis=3)
-        logits = shown + prior + bias[None, :, None, :] + r.normal(0.0, spec.noise_sd, perms.shape)
+        noise = (r.normal(0.0, spec.noise_sd, perms.shape) if not spec.noise_sds
+                 else r.normal(0.0, 1.0, perms.shape) * item_sd[None, :, None, None])
+        logits = shown + prior + bias[None, :, None, :] + noise
         return perms, _letters(logits, listed)
 
     perms, lps = ask(rng)

@@ -8,16 +8,22 @@ four forwards alone (resampling four forwards calls a removal certain whenever t
 1. **Noise.** Per forward, two numbers decide: the gold's margin ``m`` and its lead over the best
    other letter ``l`` (the pick is the gold iff ``l > 0``). Their within-item covariance over
    permutations, pooled over the items of a model and step (protocol and extra forwards), is the
-   noise of one forward. A single-forward step takes it from its own extra permutations when at
+   noise's shape ``C``. A single-forward step takes it from its own extra permutations when at
    least ``MIN_NOISE_ITEMS`` items have them, else from the same model's step-1 permutations,
    else any model's, else from the few extra permutations it has (``noise_source`` says which).
+   Items differ in how much they vary (an item whose letters are floored barely moves): item
+   ``i``'s noise is ``s_i C``, the scales' distribution fitted on the same rows' replicates
+   (``scale_mixture``: each item's squared deviations ``q_i`` are ``s_i`` times a chi-square), and
+   each item's scale weighed by its own replicates where it has them (``rho_i``; a single forward
+   has none and takes the distribution as it is). Steps 2-3 run per scale and are mixed by the
+   posterior over (scale, component); with one noise for all (one scale), as before.
 2. **Deconvolution.** Each item's mean ``(m, l)`` over its ``n`` forwards is its true mean plus
    that noise divided by ``n``. The distribution of true means over the items is estimated by
    maximum likelihood as a mixture ``sum_g w_g N(g, H)`` over a ``GRID`` x ``GRID`` grid ``g``
    (Kiefer-Wolfowitz's nonparametric estimate with each atom widened to a normal of ``SMOOTH``
    grid steps, EM for the weights). Each item's posterior follows from both its mean margin and
    its mean lead: component ``g`` with share ``w_g N(x; g, H + S)`` and the normal ``N(a_g, B)``,
-   ``S = noise / n``, ``a_g = g + H (H + S)^-1 (x - g)``, ``B = H - H (H + S)^-1 H``. This removes
+   ``S = s C / n``, ``a_g = g + H (H + S)^-1 (x - g)``, ``B = H - H (H + S)^-1 H``. This removes
    the selection bias of an item just over the threshold (more often than its own forwards say,
    its true mean is below it), and, the components being normals rather than points, an item
    measured more finely than the grid's step keeps its own position: the former posterior over
@@ -42,6 +48,7 @@ recorded forwards) for comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -73,6 +80,9 @@ POSTERIOR_CHUNK = 2000  # items whose posteriors over the grid are held at once
 MC_CHUNK = 256  # Monte Carlo points drawn at once
 TABLE_SIDE = 57  # step 1's Monte Carlo on a table of this many means a side (``_step1_share``)
 TABLE_Z = 4.0  # the table's half-width in sd of the mean margin and of a lead
+SCALE_STEP = 2.0  # ratio of neighbouring candidate noise scales (variances) of ``scale_mixture``
+SCALE_RANGE = 0.01  # the scale grid spans these quantiles of the items' own variance ratios
+SCALE_KEEP = 1e-3  # noise-scale atoms of less weight are dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +182,11 @@ def pooled_sd(forwards: Sequence[Forwards]) -> float | None:
     return math.sqrt(_mean(vs)) if vs else None
 
 
+def _points(f: Forwards) -> np.ndarray:
+    """One row per forward (protocol + extra): its gold's margin and lead."""
+    return np.column_stack([_margins(f, extra=True), _leads(f)])
+
+
 def noise_cov(forwards: Sequence[Forwards]) -> np.ndarray | None:
     """The pooled within-item covariance of one forward's (margin, lead), or None with no replicates."""
     acc = np.zeros((2, 2))
@@ -179,17 +194,84 @@ def noise_cov(forwards: Sequence[Forwards]) -> np.ndarray | None:
     for f in forwards:
         if len(f.lps) + len(f.extra_lps) < 2:
             continue
-        x = np.column_stack([_margins(f, extra=True), _leads(f)])
+        x = _points(f)
         d = x - x.mean(axis=0)
         acc += d.T @ d
         df += len(x) - 1
     return acc / df if df else None
 
 
+def _real_axes(cov: np.ndarray) -> np.ndarray:
+    """The axes (margin, lead) whose noise is more than float rounding."""
+    out: np.ndarray = np.sqrt(np.maximum(np.diag(cov), 0.0)) > ROUNDING_SD
+    return out
+
+
+def residual_spread(forwards: Sequence[Forwards], cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, ``(q, df)``: its forwards' squared deviations from their own mean in units of
+    ``cov`` (``sum_j d_j' cov^-1 d_j`` over the axes with real noise) and their degrees of freedom;
+    at noise ``s cov``, ``q / s`` is chi-square with ``df`` degrees. ``df`` 0: one forward."""
+    real = _real_axes(cov)
+    q, df = np.zeros(len(forwards)), np.zeros(len(forwards))
+    if not real.any():
+        return q, df
+    inv = np.linalg.inv(cov[np.ix_(real, real)])
+    for i, f in enumerate(forwards):
+        if len(f.lps) + len(f.extra_lps) < 2:
+            continue
+        d = _points(f)[:, real]
+        d = d - d.mean(axis=0)
+        q[i] = float(np.einsum("ij,jk,ik->", d, inv, d))
+        df[i] = real.sum() * (len(d) - 1)
+    return q, df
+
+
+def _scale_loglik(q: np.ndarray, df: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """log p(q | scale) per item and scale, up to a term of the item alone (``residual_spread``)."""
+    with np.errstate(divide="ignore"):
+        out: np.ndarray = -0.5 * df[:, None] * np.log(scales)[None, :] - 0.5 * q[:, None] / scales[None, :]
+    return out
+
+
+def scale_mixture(q: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(scales, weights): how the items' noise scales (each item's noise ``s cov``) are spread, a
+    discrete distribution fitted by maximum likelihood on a log grid of scales ``SCALE_STEP`` apart (EM)
+    from the items' own replicates (``residual_spread``), atoms under ``SCALE_KEEP`` dropped. One
+    scale of 1 (one noise for all, the former model) when fewer than ``MIN_NOISE_ITEMS`` items have
+    replicates or they show no spread."""
+    sel = df > 0
+    one = (np.ones(1), np.ones(1))
+    if sel.sum() < MIN_NOISE_ITEMS:
+        return one
+    q, df = q[sel], df[sel]
+    s2 = q / df
+    lo, hi = np.quantile(s2, SCALE_RANGE), np.quantile(s2, 1.0 - SCALE_RANGE)
+    if not hi > 0:
+        return one
+    lo = max(lo, hi * 1e-6)
+    grid = lo * SCALE_STEP ** np.arange(math.ceil(math.log(hi / lo) / math.log(SCALE_STEP)) + 1)
+    ll = _scale_loglik(q, df, grid)
+    lik = np.exp(ll - ll.max(axis=1, keepdims=True))
+    w = np.full(len(grid), 1.0 / len(grid))
+    for _ in range(EM_ROUNDS):
+        w = w * (lik.T @ (1.0 / np.maximum(lik @ w, 1e-300))) / len(q)
+    keep = w >= SCALE_KEEP
+    return grid[keep], w[keep] / w[keep].sum()
+
+
 @dataclass(frozen=True, slots=True)
 class _Noise:
     cov: np.ndarray
     source: str
+    scales: np.ndarray  # the noise scales' distribution (``scale_mixture``): items' noise ``s cov``
+    scale_w: np.ndarray
+
+
+def _noise_of(rows: Sequence[Forwards], source: str) -> _Noise | None:
+    cov = noise_cov(rows)
+    if cov is None:
+        return None
+    return _Noise(cov, source, *scale_mixture(*residual_spread(rows, cov)))
 
 
 _NODES, _WEIGHTS = gauss_legendre(64)  # not numpy's leggauss: LAPACK (stats.quadrature)
@@ -322,17 +404,32 @@ def _loglik(x: np.ndarray, n: np.ndarray, grid: np.ndarray, cov: np.ndarray, h: 
     return out
 
 
-def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _loglik_mix(x: np.ndarray, n: np.ndarray, grid: np.ndarray, cov: np.ndarray, h: np.ndarray,
+                scales: np.ndarray, log_rho: np.ndarray) -> np.ndarray:
+    """log sum_s rho_is N(x_i; grid_g, H + s cov / n_i), per item and grid point: the item's noise
+    scale ``s`` unknown, ``rho_i`` its weights given the item's own replicates."""
+    if len(scales) == 1:
+        return _loglik(x, n, grid, scales[0] * cov, h)
+    per = np.stack([_loglik(x, n, grid, sc * cov, h) + log_rho[:, b, None] for b, sc in enumerate(scales)])
+    m = per.max(axis=0)
+    out: np.ndarray = m + np.log(np.exp(per - m).sum(axis=0))
+    return out
+
+
+def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, seed: int, scales: np.ndarray | None = None,
+                   log_rho: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(grid, weights, H): the distribution of the items' true means, ``sum_g w_g N(grid_g, H)``
     (module docstring, 2), its weights by EM for the maximum likelihood (each round two
-    matrix-vector products)."""
+    matrix-vector products). ``scales``/``log_rho``: each item's noise scale weights (``_loglik_mix``;
+    None: one noise)."""
+    sc = np.ones(1) if scales is None else scales
+    lr = np.zeros((len(x), 1)) if log_rho is None else log_rho
     grid = _grid(x)
     h = _smoothing(grid)
     fit = np.arange(len(x))
     if len(fit) > FIT_ITEMS:
         fit = np.sort(np.random.default_rng(seed).choice(len(x), FIT_ITEMS, replace=False))
-    ll = _loglik(x[fit], n[fit], grid, cov, h)
+    ll = _loglik_mix(x[fit], n[fit], grid, cov, h, sc, lr[fit])
     lik = np.exp(ll - ll.max(axis=1, keepdims=True))
     lik_t = np.ascontiguousarray(lik.T)
     w = np.full(len(grid), 1.0 / len(grid))
@@ -358,23 +455,32 @@ def _logsumexp(t: np.ndarray) -> np.ndarray:
 
 
 def _flips_given_n(x: np.ndarray, removed: np.ndarray, k: float, cov: np.ndarray, sd: tuple[float, float],
-                   rho: float, multi: bool, grid: np.ndarray, log_w: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """log flip probability of items with ``k`` forwards each (module docstring, 2-3): each grid
-    component's posterior share and its posterior normal ``N(a_g, B)`` of the true mean."""
-    s = cov / k
-    gain = h @ np.linalg.inv(h + s)  # a_g = g + gain (x - g)
-    b = h - gain @ h
-    b = (b + b.T) / 2
-    lp = _loglik(x, np.full(len(x), k), grid, cov, h) + log_w[None, :]
+                   rho: float, multi: bool, grid: np.ndarray, log_w: np.ndarray, h: np.ndarray,
+                   scales: np.ndarray, log_rho: np.ndarray) -> np.ndarray:
+    """log flip probability of items with ``k`` forwards each (module docstring, 2-3): each
+    (noise scale, grid component)'s posterior share and its posterior normal ``N(a_g, B)`` of the
+    true mean, the fresh ask's noise at that scale."""
+    lp = np.concatenate([_loglik(x, np.full(len(x), k), grid, sc * cov, h) + log_w[None, :] + log_rho[:, b, None]
+                         for b, sc in enumerate(scales)], axis=1)
     log_post = lp - _logsumexp(lp)[:, None]
     # A component below a share of e^-LOG_SHARE_FLOOR adds less than the smallest float to any
     # flip probability: its outcome is not computed.
     live = log_post > -LOG_SHARE_FLOOR
-    rows, cols = np.nonzero(live)
-    a = grid[cols] + (x[rows] - grid[cols]) @ gain.T
-    yes, no = _remove_prob(a[:, 0], a[:, 1], sd, multi, rho, b, log_post[rows, cols] > math.log(KEEP_SHARE))
     values = np.zeros(lp.shape)
-    values[rows, cols] = np.where(removed[rows], no, yes)
+    for b, sc in enumerate(scales):
+        block = slice(b * len(grid), (b + 1) * len(grid))
+        rows, cols = np.nonzero(live[:, block])
+        if not len(rows):
+            continue
+        s = sc * cov / k
+        gain = h @ np.linalg.inv(h + s)  # a_g = g + gain (x - g)
+        bb = h - gain @ h
+        bb = (bb + bb.T) / 2
+        a = grid[cols] + (x[rows] - grid[cols]) @ gain.T
+        sd_b = (sd[0] * math.sqrt(sc), sd[1] * math.sqrt(sc))
+        yes, no = _remove_prob(a[:, 0], a[:, 1], sd_b, multi, rho, bb,
+                               log_post[:, block][rows, cols] > math.log(KEEP_SHARE))
+        values[rows, cols + b * len(grid)] = np.where(removed[rows], no, yes)
     return _log_mix(log_post, values)
 
 
@@ -385,18 +491,22 @@ def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -
     multi = rows[0].multi
     # A spread of rounding size is no noise: deconvolving it gave a deterministic engine's 4-of-4
     # removals a flip probability of 0.14 and a kept item one of 0.86.
-    real = np.sqrt(np.maximum(np.diag(noise.cov), 0.0)) > ROUNDING_SD
+    real = _real_axes(noise.cov)
     cov = noise.cov * np.outer(real, real)
     sd = (math.sqrt(max(cov[0, 0], 0.0)), math.sqrt(max(cov[1, 1], 0.0)))
-    x = np.array([[_mean(_margins(f, extra=True)), _mean(_leads(f))] for f in rows])
+    x = np.array([_points(f).mean(axis=0) for f in rows])
     n = np.array([len(f.lps) + len(f.extra_lps) for f in rows], dtype=np.float64)
     removed = np.array([f.removed for f in rows])
     if sd[0] <= 0 and sd[1] <= 0:  # a deterministic engine: re-asking gives the same letters
         return [0.5 if abs(float(m) - LOG2) < 1e-12 else 0.0 for m in x[:, 0]]
+    # Each item's noise scale: the noise's spread of scales, weighed by the item's own replicates.
+    scales = noise.scales
+    log_rho = np.log(noise.scale_w)[None, :] + _scale_loglik(*residual_spread(rows, cov), scales)
+    log_rho = log_rho - _logsumexp(log_rho)[:, None]
     floor = 1e-6 * max(sd)
     cov = cov + np.diag([floor**2 if sd[0] <= 0 else 0.0, floor**2 if sd[1] <= 0 else 0.0])
     sd = (max(sd[0], floor), max(sd[1], floor))
-    grid, w, h = mixing_weights(x, n, cov, seed)
+    grid, w, h = mixing_weights(x, n, cov, seed, scales, log_rho)
     rho = float(cov[0, 1] / (sd[0] * sd[1]))
     with np.errstate(divide="ignore"):
         log_w = np.log(w)
@@ -405,32 +515,30 @@ def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -
         idx = np.flatnonzero(n == k)
         for i in range(0, len(idx), POSTERIOR_CHUNK):
             part = idx[i:i + POSTERIOR_CHUNK]
-            log_flip[part] = _flips_given_n(x[part], removed[part], float(k), cov, sd, rho, multi, grid, log_w, h)
+            log_flip[part] = _flips_given_n(x[part], removed[part], float(k), cov, sd, rho, multi, grid, log_w, h,
+                                            scales, log_rho[part])
     return [float(v) for v in np.clip(np.exp(log_flip), 0.0, 1.0)]
 
 
-def _noise_for(rows: Sequence[Forwards], own_multi: dict[str, np.ndarray | None],
-               anyone: np.ndarray | None) -> _Noise | None:
+def _noise_for(rows: Sequence[Forwards], own_multi: dict[str, _Noise | None], anyone: _Noise | None) -> _Noise | None:
     if rows[0].multi:
-        cov = noise_cov(rows)
-        return None if cov is None else _Noise(cov, "permutations")
+        return _noise_of(rows, "permutations")
     with_extra = [f for f in rows if f.extra_perms]
-    if len(with_extra) >= MIN_NOISE_ITEMS and (cov := noise_cov(with_extra)) is not None:
-        return _Noise(cov, "this step's extra permutations")
+    if len(with_extra) >= MIN_NOISE_ITEMS and (own := _noise_of(with_extra, "this step's extra permutations")):
+        return own
     same = own_multi.get(rows[0].model)
     if same is not None:
-        return _Noise(same, "same model's step-1 permutations")
+        return dataclasses.replace(same, source="same model's step-1 permutations")
     if anyone is not None:
-        return _Noise(anyone, "another model's step-1 permutations")
-    few = noise_cov(with_extra)  # fewer than MIN_NOISE_ITEMS, but better than none
-    return None if few is None else _Noise(few, "this step's extra permutations")
+        return dataclasses.replace(anyone, source="another model's step-1 permutations")
+    return _noise_of(with_extra, "this step's extra permutations")  # fewer than MIN_NOISE_ITEMS, but better than none
 
 
 def confidences(by_step: dict[int, list[Forwards]], seed: int = 0) -> list[Confidence]:
     """Every recorded decision's confidence, per model x step (module docstring)."""
     multi = [f for rows in by_step.values() for f in rows if f.multi]
-    own_multi = {m: noise_cov([f for f in multi if f.model == m]) for m in {f.model for f in multi}}
-    anyone = noise_cov(multi) if multi else None
+    own_multi = {m: _noise_of([f for f in multi if f.model == m], "") for m in {f.model for f in multi}}
+    anyone = _noise_of(multi, "") if multi else None
     out = []
     for step in sorted(by_step):
         groups: dict[str, list[Forwards]] = defaultdict(list)
