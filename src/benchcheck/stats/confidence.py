@@ -187,14 +187,14 @@ def _points(f: Forwards) -> np.ndarray:
     return np.column_stack([_margins(f, extra=True), _leads(f)])
 
 
-def noise_cov(forwards: Sequence[Forwards]) -> np.ndarray | None:
-    """The pooled within-item covariance of one forward's (margin, lead), or None with no replicates."""
+def noise_cov(points: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The pooled within-item covariance of one forward's (margin, lead) over the items' ``_points``,
+    or None with no replicates."""
     acc = np.zeros((2, 2))
     df = 0
-    for f in forwards:
-        if len(f.lps) + len(f.extra_lps) < 2:
+    for x in points:
+        if len(x) < 2:
             continue
-        x = _points(f)
         d = x - x.mean(axis=0)
         acc += d.T @ d
         df += len(x) - 1
@@ -207,22 +207,26 @@ def _real_axes(cov: np.ndarray) -> np.ndarray:
     return out
 
 
-def residual_spread(forwards: Sequence[Forwards], cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per item, ``(q, df)``: its forwards' squared deviations from their own mean in units of
-    ``cov`` (``sum_j d_j' cov^-1 d_j`` over the axes with real noise) and their degrees of freedom;
-    at noise ``s cov``, ``q / s`` is chi-square with ``df`` degrees. ``df`` 0: one forward."""
+def residual_spread(points: Sequence[np.ndarray], cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per item (its ``_points``), ``(q, df)``: its forwards' squared deviations from their own mean
+    in units of ``cov`` (``sum_j d_j' cov^-1 d_j`` over the axes with real noise) and their degrees
+    of freedom; at noise ``s cov``, ``q / s`` is chi-square with ``df`` degrees. ``df`` 0: one
+    forward."""
     real = _real_axes(cov)
-    q, df = np.zeros(len(forwards)), np.zeros(len(forwards))
+    q, df = np.zeros(len(points)), np.zeros(len(points))
     if not real.any():
         return q, df
     inv = np.linalg.inv(cov[np.ix_(real, real)])
-    for i, f in enumerate(forwards):
-        if len(f.lps) + len(f.extra_lps) < 2:
+    by_len: dict[int, list[int]] = defaultdict(list)
+    for i, x in enumerate(points):
+        by_len[len(x)].append(i)
+    for n, idx in by_len.items():
+        if n < 2:
             continue
-        d = _points(f)[:, real]
-        d = d - d.mean(axis=0)
-        q[i] = float(np.einsum("ij,jk,ik->", d, inv, d))
-        df[i] = real.sum() * (len(d) - 1)
+        d = np.stack([points[i] for i in idx])[:, :, real]
+        d = d - d.mean(axis=1, keepdims=True)
+        q[idx] = np.einsum("inj,jk,ink->i", d, inv, d)
+        df[idx] = real.sum() * (n - 1)
     return q, df
 
 
@@ -267,11 +271,11 @@ class _Noise:
     scale_w: np.ndarray
 
 
-def _noise_of(rows: Sequence[Forwards], source: str) -> _Noise | None:
-    cov = noise_cov(rows)
+def _noise_of(points: Sequence[np.ndarray], source: str) -> _Noise | None:
+    cov = noise_cov(points)
     if cov is None:
         return None
-    return _Noise(cov, source, *scale_mixture(*residual_spread(rows, cov)))
+    return _Noise(cov, source, *scale_mixture(*residual_spread(points, cov)))
 
 
 _NODES, _WEIGHTS = gauss_legendre(64)  # not numpy's leggauss: LAPACK (stats.quadrature)
@@ -484,24 +488,27 @@ def _flips_given_n(x: np.ndarray, removed: np.ndarray, k: float, cov: np.ndarray
     return _log_mix(log_post, values)
 
 
-def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -> list[float | None]:
-    """Each row's flip probability (module docstring) within one model x step."""
+def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0,
+                points: Sequence[np.ndarray] | None = None) -> list[float | None]:
+    """Each row's flip probability (module docstring) within one model x step (``points``: the
+    rows' ``_points``, when the caller has them)."""
     if noise is None or not rows:
         return [None] * len(rows)
+    pts = [_points(f) for f in rows] if points is None else points
     multi = rows[0].multi
     # A spread of rounding size is no noise: deconvolving it gave a deterministic engine's 4-of-4
     # removals a flip probability of 0.14 and a kept item one of 0.86.
     real = _real_axes(noise.cov)
     cov = noise.cov * np.outer(real, real)
     sd = (math.sqrt(max(cov[0, 0], 0.0)), math.sqrt(max(cov[1, 1], 0.0)))
-    x = np.array([_points(f).mean(axis=0) for f in rows])
+    x = np.array([p.mean(axis=0) for p in pts])
     n = np.array([len(f.lps) + len(f.extra_lps) for f in rows], dtype=np.float64)
     removed = np.array([f.removed for f in rows])
     if sd[0] <= 0 and sd[1] <= 0:  # a deterministic engine: re-asking gives the same letters
         return [0.5 if abs(float(m) - LOG2) < 1e-12 else 0.0 for m in x[:, 0]]
     # Each item's noise scale: the noise's spread of scales, weighed by the item's own replicates.
     scales = noise.scales
-    log_rho = np.log(noise.scale_w)[None, :] + _scale_loglik(*residual_spread(rows, cov), scales)
+    log_rho = np.log(noise.scale_w)[None, :] + _scale_loglik(*residual_spread(pts, cov), scales)
     log_rho = log_rho - _logsumexp(log_rho)[:, None]
     floor = 1e-6 * max(sd)
     cov = cov + np.diag([floor**2 if sd[0] <= 0 else 0.0, floor**2 if sd[1] <= 0 else 0.0])
@@ -520,10 +527,11 @@ def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0) -
     return [float(v) for v in np.clip(np.exp(log_flip), 0.0, 1.0)]
 
 
-def _noise_for(rows: Sequence[Forwards], own_multi: dict[str, _Noise | None], anyone: _Noise | None) -> _Noise | None:
+def _noise_for(rows: Sequence[Forwards], pts: dict[int, np.ndarray], own_multi: dict[str, _Noise | None],
+               anyone: _Noise | None) -> _Noise | None:
     if rows[0].multi:
-        return _noise_of(rows, "permutations")
-    with_extra = [f for f in rows if f.extra_perms]
+        return _noise_of([pts[id(f)] for f in rows], "permutations")
+    with_extra = [pts[id(f)] for f in rows if f.extra_perms]
     if len(with_extra) >= MIN_NOISE_ITEMS and (own := _noise_of(with_extra, "this step's extra permutations")):
         return own
     same = own_multi.get(rows[0].model)
@@ -536,9 +544,10 @@ def _noise_for(rows: Sequence[Forwards], own_multi: dict[str, _Noise | None], an
 
 def confidences(by_step: dict[int, list[Forwards]], seed: int = 0) -> list[Confidence]:
     """Every recorded decision's confidence, per model x step (module docstring)."""
+    pts = {id(f): _points(f) for rows in by_step.values() for f in rows}
     multi = [f for rows in by_step.values() for f in rows if f.multi]
-    own_multi = {m: _noise_of([f for f in multi if f.model == m], "") for m in {f.model for f in multi}}
-    anyone = _noise_of(multi, "") if multi else None
+    own_multi = {m: _noise_of([pts[id(f)] for f in multi if f.model == m], "") for m in {f.model for f in multi}}
+    anyone = _noise_of([pts[id(f)] for f in multi], "") if multi else None
     out = []
     for step in sorted(by_step):
         groups: dict[str, list[Forwards]] = defaultdict(list)
@@ -547,8 +556,8 @@ def confidences(by_step: dict[int, list[Forwards]], seed: int = 0) -> list[Confi
         flips: dict[str, float | None] = {}
         noises: dict[str, _Noise | None] = {}
         for model, rows in groups.items():
-            noises[model] = _noise_for(rows, own_multi, anyone)
-            for f, p in zip(rows, group_flips(rows, noises[model], seed), strict=True):
+            noises[model] = _noise_for(rows, pts, own_multi, anyone)
+            for f, p in zip(rows, group_flips(rows, noises[model], seed, [pts[id(r)] for r in rows]), strict=True):
                 flips[f.item_id] = p
         for f in by_step[step]:
             out.append(_confidence(f, flips[f.item_id], noises[f.model], seed))
