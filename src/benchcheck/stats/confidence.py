@@ -209,24 +209,26 @@ def _real_axes(cov: np.ndarray) -> np.ndarray:
 
 def residual_spread(points: Sequence[np.ndarray], cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per item (its ``_points``), ``(q, df)``: its forwards' squared deviations from their own mean
-    in units of ``cov`` (``sum_j d_j' cov^-1 d_j`` over the axes with real noise) and their degrees
-    of freedom; at noise ``s cov``, ``q / s`` is chi-square with ``df`` degrees. ``df`` 0: one
-    forward."""
-    real = _real_axes(cov)
+    in units of ``cov`` (``sum_j d_j' cov^+ d_j`` over the directions with more than rounding
+    noise) and their degrees of freedom; at noise ``s cov``, ``q / s`` is chi-square with ``df``
+    degrees. ``df`` 0: one forward. With two options the margin and the lead are one number
+    (``cov`` of rank 1): one direction."""
+    vals, vecs = np.linalg.eigh(cov)
+    keep = vals > max(ROUNDING_SD**2, 1e-9 * float(vals.max()))
     q, df = np.zeros(len(points)), np.zeros(len(points))
-    if not real.any():
+    if not keep.any():
         return q, df
-    inv = np.linalg.inv(cov[np.ix_(real, real)])
+    white = vecs[:, keep] / np.sqrt(vals[keep])
     by_len: dict[int, list[int]] = defaultdict(list)
     for i, x in enumerate(points):
         by_len[len(x)].append(i)
     for n, idx in by_len.items():
         if n < 2:
             continue
-        d = np.stack([points[i] for i in idx])[:, :, real]
-        d = d - d.mean(axis=1, keepdims=True)
-        q[idx] = np.einsum("inj,jk,ink->i", d, inv, d)
-        df[idx] = real.sum() * (n - 1)
+        d = np.stack([points[i] for i in idx])
+        z = (d - d.mean(axis=1, keepdims=True)) @ white
+        q[idx] = (z * z).sum(axis=(1, 2))
+        df[idx] = keep.sum() * (n - 1)
     return q, df
 
 
