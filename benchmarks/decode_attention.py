@@ -2,11 +2,13 @@
 
 One new token a row attends over every row's reserved keys and values (8B heads: 32 query heads
 over 8 K/V heads, 128 wide; 54,400 slots a row, the sweep's 582-frame item with its 128 new
-tokens), at the decode batches the sweep's calls make (1, 2 and 5 rows, decision 117):
+tokens), at 1-8 rows (the sweep's calls make batches of 1, 2 and 5 rows, decision 117):
 
   products  ``attention.decode.decode_attention`` as the engine runs it by default: scores and
             values as batched matrix products, a float32 softmax, the values in blocks of 128 keys
-  split     the same through the split Triton kernel (op ``decode_split``, ``kernels.decode_split``)
+  split     the same through the split Triton kernel (``kernels.decode_split``) at every row count
+  chosen    what the engine runs with op ``decode_split`` on: the kernel from ``MIN_ROWS`` rows, the
+            products below
   limit     the keys and values read once at the copy bandwidth measured here
 
 Each row: ms a call (median of alternating rounds of 50 calls), GB/s of keys and values read, and
@@ -64,7 +66,10 @@ def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, roun
     scale = dim**-0.5
     ways: dict[str, Callable[[], torch.Tensor]] = {"products": lambda: decode_attention(q, k, v, mask, scale)}
     if device.type == "cuda" and triton_available():
-        ways["split"] = lambda: decode_attention(q, k, v, mask, scale, split=True)
+        from benchcheck.engines.hf.kernels.decode_split_triton import split_decode_attention
+
+        ways["split"] = lambda: split_decode_attention(q, k, v, mask, scale)
+        ways["chosen"] = lambda: decode_attention(q, k, v, mask, scale, split=True)
     exact = decode_attention(q.float(), k.float(), v.float(), mask, scale)
     diffs = {name: float((fn().float() - exact).abs().max()) for name, fn in ways.items()}
     times: dict[str, list[float]] = {name: [] for name in ways}
@@ -88,7 +93,7 @@ def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, roun
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="the CPU: a small shape, the products alone")
-    ap.add_argument("--rows", default="1,2,5", help="decode batches' rows")
+    ap.add_argument("--rows", default="1,2,3,4,5,8", help="decode batches' rows")
     ap.add_argument("--keys", type=int, default=54_400, help="reserved slots a row")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))

@@ -63,9 +63,9 @@ OPS: dict[str, tuple[str, str]] = {
     "decode_together": ("on", "a generation batch planned by its K/V slots (decode_batch_tokens), its rows prefilled "
                         "apart in forwards of at most max_batch_tokens and decoded together: a step reads the "
                         "weights once for every row (decision 117)"),
-    "decode_split": ("on", "a decode step's attention as one Triton kernel over spans of the keys (flash "
-                     "decoding) instead of batched matrix products: 0-11 % slower at 1-2 rows, 25-32 % faster "
-                     "from 3 on the H100 (decision 119)"),
+    "decode_split": ("on", "a decode step's attention of 4 rows or more as one Triton kernel over spans of the "
+                     "keys (flash decoding) instead of batched matrix products: at 1-3 rows as fast or slower, "
+                     "from 4-5 on 13-33 % faster on the H100 and H200 (decision 119)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
                       "(decision 116)"),
