@@ -127,11 +127,17 @@ def test_confidence_is_shown_filtered_and_sorted(audited_site: tuple[Path, Path]
         assert "confidence" in page.locator("#list thead").inner_text()
         page.select_option("#f-bench", "DemoJson")
         page.select_option("#f-step", "4")
-        # filter: exactly the benchmark's items whose step-4 confidence lies in [0.7, 0.85]
-        page.fill("#f-clo", "0.7")
-        page.fill("#f-chi", "0.85")
+        # filter: exactly the benchmark's items whose step-4 confidence lies in a range that leaves
+        # out its lowest value and, with three or more, its highest (bounds halfway between values)
+        vals = sorted({step4[i] for i in json4})
+        assert len(vals) >= 2
+        lo = (vals[0] + vals[1]) / 2
+        hi = (vals[-2] + vals[-1]) / 2 if len(vals) >= 3 else 1.0
+        page.fill("#f-clo", f"{lo:.4f}")
+        page.fill("#f-chi", f"{hi:.4f}")
         page.click("#f-go")
-        in_range = {i for i in json4 if 0.7 <= step4[i] <= 0.85}
+        in_range = {i for i in json4 if lo <= step4[i] <= hi}
+        assert 0 < len(in_range) < len(json4)
         wait_matches(page, len(in_range))
         shown = page.locator("#list tbody tr").evaluate_all("rs => rs.map(r => r.dataset.id)")
         assert shown and set(shown) <= in_range and len(shown) == min(50, len(in_range))
