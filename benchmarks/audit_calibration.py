@@ -25,16 +25,16 @@ import datetime
 import itertools
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from benchcheck.audit.agreement import bootstrap, posterior_interval
 from benchcheck.audit.prior import EXPLAINED_CUT, estimate_priors, prior_probability
 from benchcheck.audit.profile import accuracy, profile
-from benchcheck.audit.worlds import WorldSpec, build_world, log_prior
+from benchcheck.audit.worlds import World, WorldSpec, build_world, log_prior
 from benchcheck.stats.cluster import mean_interval, rate_interval, wilson
-from benchcheck.stats.confidence import auc, confidences
+from benchcheck.stats.confidence import Confidence, auc, confidences
 
 BINS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0001)
 A4 = log_prior([0.55, 0.15, 0.15, 0.15])
@@ -95,7 +95,9 @@ def prior_table(seeds: int) -> None:
               f"{np.mean(brier) if brier else float('nan'):.3f} | {np.mean(err):.3f} |")
 
 
-def _ece(claimed: np.ndarray, observed: np.ndarray) -> tuple[float, list[tuple[float, float, int, float, float]]]:
+def ece_table(claimed: np.ndarray, observed: np.ndarray) -> tuple[float, list[tuple[float, float, int, float, float]]]:
+    """Expected calibration error over ``BINS`` (|claimed - observed| weighted by the decisions in
+    each), and each bin's (low, high, decisions, mean claimed, observed rate)."""
     out, rows = 0.0, []
     for a, b in itertools.pairwise(BINS):
         sel = (claimed >= a) & (claimed < b)
@@ -103,6 +105,18 @@ def _ece(claimed: np.ndarray, observed: np.ndarray) -> tuple[float, list[tuple[f
             rows.append((a, min(b, 1.0), int(sel.sum()), float(claimed[sel].mean()), float(observed[sel].mean())))
             out += sel.mean() * abs(claimed[sel].mean() - observed[sel].mean())
     return out, rows
+
+
+def reask_claims(spec: WorldSpec, seeds: int) -> Iterator[tuple[World, list[Confidence]]]:
+    """Each world of seeds 0..seeds-1 and the confidences of its step's decisions, to hold against
+    its fresh re-ask (``World.reask_removed``); a single-forward step takes its noise from the same
+    model's step 1 (a world of another seed)."""
+    for s in range(seeds):
+        w = build_world(spec, s)
+        by = {w.step: w.rows}
+        if not spec.multi:
+            by[1] = build_world(dataclasses.replace(spec, multi=True), s + 1000).rows
+        yield w, [c for c in confidences(by) if c.step == w.step]
 
 
 def confidence_table(seeds: int) -> None:
@@ -120,12 +134,7 @@ def confidence_table(seeds: int) -> None:
     for name, spec in cases.items():
         claimed, observed, removed = [], [], []
         a_conf, a_margin, a_old = [], [], []
-        for s in range(seeds):
-            w = build_world(spec, s)
-            by = {w.step: w.rows}
-            if not spec.multi:  # the single step's noise: the same model's step-1 permutations
-                by[1] = build_world(dataclasses.replace(spec, multi=True), s + 1000).rows
-            cs = [c for c in confidences(by) if c.step == w.step]
+        for w, cs in reask_claims(spec, seeds):
             for c in cs:
                 claimed.append(c.flip_prob)
                 observed.append(w.reask_removed[c.item_id] != c.removed)
@@ -139,8 +148,8 @@ def confidence_table(seeds: int) -> None:
                 a_old.append(auc([1 - (c.resampled_flip or 0.0) for c in true],
                                  [1 - (c.resampled_flip or 0.0) for c in false]))
         cl, ob, rm = np.array(claimed, dtype=float), np.array(observed), np.array(removed)
-        e_all, rows = _ece(cl, ob)
-        e_rm, _ = _ece(cl[rm], ob[rm])
+        e_all, rows = ece_table(cl, ob)
+        e_rm, _ = ece_table(cl[rm], ob[rm])
         print(f"**{name}** (all decisions; ECE {e_all:.3f}, removals only {e_rm:.3f})\n")
         print("| claimed flip | decisions | mean claimed | observed flip rate |")
         print("|---|---|---|---|")

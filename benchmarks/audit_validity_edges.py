@@ -17,16 +17,14 @@ golds, and the noise sd per forward as stated (0: a deterministic engine). Table
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import random
 
 import numpy as np
 
 from benchcheck.audit.null import nulls
-from benchcheck.audit.worlds import WorldSpec, build_world
-from benchcheck.stats.confidence import confidences
+from benchcheck.audit.worlds import WorldSpec
 from benchcheck.stats.source import Forwards
-from benchmarks.audit_calibration import _ece
+from benchmarks.audit_calibration import ece_table, reask_claims
 from benchmarks.audit_validity import simulate
 
 Steps = dict[int, list[Forwards]]
@@ -82,19 +80,10 @@ def confidence_rows(seeds: int) -> list[str]:
     for sds in noises:
         for multi in (True, False):
             spec = WorldSpec(n=600, k=4, noise_sd=sds[0], noise_sds=sds if len(sds) > 1 else (), multi=multi)
-            claimed: list[float] = []
-            observed: list[bool] = []
-            for s in range(seeds):
-                w = build_world(spec, s)
-                by = {w.step: w.rows}
-                if not multi:
-                    by[1] = build_world(dataclasses.replace(spec, multi=True), s + 1000).rows
-                for c in confidences(by):
-                    if c.step == w.step and c.flip_prob is not None:
-                        claimed.append(c.flip_prob)
-                        observed.append(w.reask_removed[c.item_id] != c.removed)
-            cl, ob = np.array(claimed), np.array(observed)
-            ece, _ = _ece(cl, ob)
+            pairs = [(c.flip_prob, w.reask_removed[c.item_id] != c.removed)
+                     for w, cs in reask_claims(spec, seeds) for c in cs if c.flip_prob is not None]
+            cl, ob = np.array([p for p, _ in pairs]), np.array([f for _, f in pairs])
+            ece, _ = ece_table(cl, ob)
             sel = cl >= 0.3
             noise = "/".join(f"{v:g}" for v in sds)
             out.append(f"| {'step 1' if multi else 'single forward'} | {noise} | {len(cl)} | {ece:.3f} | "

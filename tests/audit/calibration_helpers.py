@@ -1,27 +1,17 @@
 """Expected calibration error of claimed flip probabilities, and the claims and re-asks of constructed
-worlds it is taken over, shared by the confidence tests."""
+worlds it is taken over (``benchmarks.audit_calibration``'s), shared by the confidence tests."""
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-
 import numpy as np
+from benchmarks.audit_calibration import ece_table, reask_claims
 
-from benchcheck.audit.worlds import WorldSpec, build_world
-from benchcheck.stats.confidence import confidences
-
-BINS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0001)
+from benchcheck.audit.worlds import WorldSpec
 
 
 def ece(claimed: np.ndarray, flipped: np.ndarray) -> float:
-    """Mean over ``BINS`` of |claimed - observed|, weighted by the decisions in each."""
-    out = 0.0
-    for a, b in itertools.pairwise(BINS):
-        sel = (claimed >= a) & (claimed < b)
-        if sel.any():
-            out += sel.mean() * abs(claimed[sel].mean() - flipped[sel].mean())
-    return out
+    """Mean over the bins of |claimed - observed|, weighted by the decisions in each."""
+    return ece_table(claimed, flipped)[0]
 
 
 def claimed_and_flipped(spec: WorldSpec, seeds: int) -> tuple[np.ndarray, np.ndarray]:
@@ -29,14 +19,9 @@ def claimed_and_flipped(spec: WorldSpec, seeds: int) -> tuple[np.ndarray, np.nda
     of seeds 0..seeds-1 (a single-forward step takes its noise from the same model's step 1)."""
     claimed: list[float] = []
     flipped: list[bool] = []
-    for seed in range(seeds):
-        w = build_world(spec, seed)
-        by = {w.step: w.rows}
-        if not spec.multi:
-            by[1] = build_world(dataclasses.replace(spec, multi=True), seed + 1000).rows
-        for c in confidences(by):
-            if c.step == w.step:
-                assert c.flip_prob is not None
-                claimed.append(c.flip_prob)
-                flipped.append(w.reask_removed[c.item_id] != c.removed)
+    for w, cs in reask_claims(spec, seeds):
+        for c in cs:
+            assert c.flip_prob is not None
+            claimed.append(c.flip_prob)
+            flipped.append(w.reask_removed[c.item_id] != c.removed)
     return np.array(claimed), np.array(flipped)

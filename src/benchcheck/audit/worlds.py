@@ -107,8 +107,8 @@ def build_world(spec: WorldSpec, seed: int) -> World:
     def ask(r: np.random.Generator, reps: int = 1, permute: bool = spec.multi) -> tuple[np.ndarray, np.ndarray]:
         perms = _perms(r, n * reps, f, k, permute).reshape(reps, n, f, k)
         shown = np.take_along_axis(np.broadcast_to(content[None, :, None, :], perms.shape), perms, axis=3)
-        noise = (r.normal(0.0, spec.noise_sd, perms.shape) if not spec.noise_sds
-                 else r.normal(0.0, 1.0, perms.shape) * item_sd[None, :, None, None])
+        # numpy draws N(0, sd) as sd times a standard normal: one sd per item draws the same numbers
+        noise = r.normal(0.0, 1.0, perms.shape) * item_sd[None, :, None, None]
         logits = shown + prior + bias[None, :, None, :] + noise
         return perms, _letters(logits, listed)
 

@@ -84,6 +84,7 @@ TABLE_Z = 4.0  # the table's half-width in sd of the mean margin and of a lead
 SCALE_STEP = 2.0  # ratio of neighbouring candidate noise scales (variances) of ``scale_mixture``
 SCALE_RANGE = 0.01  # the scale grid spans these quantiles of the items' own variance ratios
 SCALE_KEEP = 1e-3  # noise-scale atoms of less weight are dropped
+COLLINEAR = 1e-9  # a direction of the noise with less than this share of the largest variance is rounding
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +216,7 @@ def residual_spread(points: Sequence[np.ndarray], cov: np.ndarray) -> tuple[np.n
     degrees. ``df`` 0: one forward. With two options the margin and the lead are one number
     (``cov`` of rank 1): one direction."""
     vals, vecs = np.linalg.eigh(cov)
-    keep = vals > max(ROUNDING_SD**2, 1e-9 * float(vals.max()))
+    keep = vals > max(ROUNDING_SD**2, COLLINEAR * float(vals.max()))
     q, df = np.zeros(len(points)), np.zeros(len(points))
     if not keep.any():
         return q, df
@@ -417,10 +418,8 @@ def _loglik_mix(x: np.ndarray, n: np.ndarray, grid: np.ndarray, cov: np.ndarray,
     scale ``s`` unknown, ``rho_i`` its weights given the item's own replicates."""
     if len(scales) == 1:
         return _loglik(x, n, grid, scales[0] * cov, h)
-    per = np.stack([_loglik(x, n, grid, sc * cov, h) + log_rho[:, b, None] for b, sc in enumerate(scales)])
-    m = per.max(axis=0)
-    out: np.ndarray = m + np.log(np.exp(per - m).sum(axis=0))
-    return out
+    return _logsumexp(np.stack([_loglik(x, n, grid, sc * cov, h) + log_rho[:, b, None]
+                                for b, sc in enumerate(scales)]), axis=0)
 
 
 def fit_subset(rows: Sequence[Forwards], seed: int) -> np.ndarray:
@@ -436,17 +435,15 @@ def fit_subset(rows: Sequence[Forwards], seed: int) -> np.ndarray:
     return np.sort(np.argsort(np.array(keys, dtype=np.uint64), kind="stable")[:FIT_ITEMS])
 
 
-def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, fit: np.ndarray, scales: np.ndarray | None = None,
-                   log_rho: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mixing_weights(x: np.ndarray, n: np.ndarray, cov: np.ndarray, fit: np.ndarray, scales: np.ndarray,
+                   log_rho: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(grid, weights, H): the distribution of the items' true means, ``sum_g w_g N(grid_g, H)``
     (module docstring, 2), its weights by EM for the maximum likelihood (each round two
     matrix-vector products) over the rows ``fit`` (``fit_subset``). ``scales``/``log_rho``: each
-    item's noise scale weights (``_loglik_mix``; None: one noise)."""
-    sc = np.ones(1) if scales is None else scales
-    lr = np.zeros((len(x), 1)) if log_rho is None else log_rho
+    item's noise scale weights (``_loglik_mix``)."""
     grid = _grid(x)
     h = _smoothing(grid)
-    ll = _loglik_mix(x[fit], n[fit], grid, cov, h, sc, lr[fit])
+    ll = _loglik_mix(x[fit], n[fit], grid, cov, h, scales, log_rho[fit])
     lik = np.exp(ll - ll.max(axis=1, keepdims=True))
     lik_t = np.ascontiguousarray(lik.T)
     w = np.full(len(grid), 1.0 / len(grid))
@@ -462,12 +459,12 @@ def _log_mix(log_post: np.ndarray, values: np.ndarray) -> np.ndarray:
         return _logsumexp(log_post + np.log(values))
 
 
-def _logsumexp(t: np.ndarray) -> np.ndarray:
-    """log(sum_g exp(t_g)) per row; -inf for a row of -inf."""
-    m = t.max(axis=1, keepdims=True)
+def _logsumexp(t: np.ndarray, axis: int = 1) -> np.ndarray:
+    """log(sum exp(t)) over ``axis`` (per row by default); -inf where every term is -inf."""
+    m = t.max(axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
-        out: np.ndarray = (m + np.log(np.exp(t - m).sum(axis=1, keepdims=True)))[:, 0]
+        out: np.ndarray = np.squeeze(m + np.log(np.exp(t - m).sum(axis=axis, keepdims=True)), axis=axis)
     return out
 
 
@@ -501,13 +498,12 @@ def _flips_given_n(x: np.ndarray, removed: np.ndarray, k: float, cov: np.ndarray
     return _log_mix(log_post, values)
 
 
-def group_flips(rows: Sequence[Forwards], noise: _Noise | None, seed: int = 0,
-                points: Sequence[np.ndarray] | None = None) -> list[float | None]:
-    """Each row's flip probability (module docstring) within one model x step (``points``: the
-    rows' ``_points``, when the caller has them)."""
+def group_flips(rows: Sequence[Forwards], pts: Sequence[np.ndarray], noise: _Noise | None, seed: int = 0
+                ) -> list[float | None]:
+    """Each row's flip probability (module docstring) within one model x step (``pts``: the rows'
+    ``_points``)."""
     if noise is None or not rows:
         return [None] * len(rows)
-    pts = [_points(f) for f in rows] if points is None else points
     multi = rows[0].multi
     # A spread of rounding size is no noise: deconvolving it gave a deterministic engine's 4-of-4
     # removals a flip probability of 0.14 and a kept item one of 0.86.
@@ -570,7 +566,7 @@ def confidences(by_step: dict[int, list[Forwards]], seed: int = 0) -> list[Confi
         noises: dict[str, _Noise | None] = {}
         for model, rows in groups.items():
             noises[model] = _noise_for(rows, pts, own_multi, anyone)
-            for f, p in zip(rows, group_flips(rows, noises[model], seed, [pts[id(r)] for r in rows]), strict=True):
+            for f, p in zip(rows, group_flips(rows, [pts[id(r)] for r in rows], noises[model], seed), strict=True):
                 flips[f.item_id] = p
         for f in by_step[step]:
             out.append(_confidence(f, flips[f.item_id], noises[f.model], seed))
