@@ -11,7 +11,10 @@ tokens), at 1-8 rows (the sweep's calls make batches of 1, 2 and 5 rows, decisio
             products below
   limit     the keys and values read once at the copy bandwidth measured here
 
-Each row: ms a call (median of alternating rounds of 50 calls), GB/s of keys and values read, and
+Each row: ms a call launched from Python (median of alternating rounds of 50 calls), and on CUDA
+``graph_ms``, a call inside a captured CUDA graph of ``LAYERS`` calls replayed (the engine replays
+its decode steps as graphs, so this is the device time a step pays; the eager time adds the host's
+launches, which at few rows are most of it); GB/s of keys and values read at the graph time, and
 the largest difference to the same attention in float32. On the CPU (``--tiny``): a small shape,
 the products alone (the kernel runs on CUDA).
 
@@ -58,6 +61,26 @@ def timed(fn: Callable[[], object], reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
+LAYERS = 36  # calls a captured graph holds: a step of the 8B's language model
+
+
+def graphed(fn: Callable[[], object], calls: int) -> Callable[[], None]:
+    """``calls`` calls of ``fn`` captured as one CUDA graph; returns its replay. Warmed on a side
+    stream first, as ``torch.cuda.graph`` wants (the kernel compiled, cuBLAS's workspace set)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    replay: Callable[[], None] = graph.replay
+    return replay
+
+
 def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, rounds: int, reps: int,
               shape: tuple[int, int, int]) -> dict[str, Any]:
     heads, kv_heads, dim = shape
@@ -78,15 +101,24 @@ def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, roun
     for r in range(rounds):
         for name in list(ways) if r % 2 == 0 else list(reversed(ways)):
             times[name].append(timed(ways[name], reps))
+    graph_times: dict[str, list[float]] = {name: [] for name in ways}
+    if device.type == "cuda":
+        replays = {name: graphed(fn, LAYERS) for name, fn in ways.items()}
+        for r in range(rounds):
+            for name in list(ways) if r % 2 == 0 else list(reversed(ways)):
+                graph_times[name].append(timed(replays[name], max(1, reps // 5)) / LAYERS)
+        replays.clear()
     read = 2.0 * k.numel() * k.element_size()
     row: dict[str, Any] = {"rows": rows, "keys": keys, "kv_gb": read / 1e9,
                            "limit_ms": 1e3 * read / bandwidth if bandwidth == bandwidth else float("nan")}
     for name, ts in times.items():
         ms = 1e3 * statistics.median(ts)
-        row[name] = {"ms": ms, "gb_s": read / ms / 1e6, "max_diff_fp32": diffs[name]}
-    print(f"rows {rows} keys {keys}: K/V {read / 1e9:.1f} GB, limit {row['limit_ms']:.2f} ms; " + "; ".join(
-        f"{name} {row[name]['ms']:.2f} ms ({row[name]['gb_s']:.0f} GB/s, diff {row[name]['max_diff_fp32']:.1e})"
-        for name in times), flush=True)
+        graph_ms = 1e3 * statistics.median(graph_times[name]) if graph_times[name] else float("nan")
+        row[name] = {"ms": ms, "graph_ms": graph_ms, "gb_s": read / (graph_ms if graph_ms == graph_ms else ms) / 1e6,
+                     "max_diff_fp32": diffs[name]}
+    print(f"rows {rows} keys {keys}: K/V {read / 1e9:.1f} GB, limit {row['limit_ms']:.3f} ms; " + "; ".join(
+        f"{name} {row[name]['ms']:.3f} ms eager, {row[name]['graph_ms']:.3f} in a graph "
+        f"({row[name]['gb_s']:.0f} GB/s, diff {row[name]['max_diff_fp32']:.1e})" for name in times), flush=True)
     return row
 
 
