@@ -648,7 +648,7 @@ SPECIAL_VARIANTS = {
 
 
 # Variant rows of the sweep workload (--variants): name -> the op flipped in them.
-SWEEP_VARIANTS = {"decode-split": "decode_split"}
+SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 
 
@@ -954,7 +954,8 @@ def main() -> None:
                          "workload), decodeN (images decoded in N worker "
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray); "
-                         "decode-split (sweep: the decode steps' attention the other way, split kernel or products)")
+                         "decode-split (sweep: the decode steps' attention the other way, split kernel or products); "
+                         "graph-fused (sweep: the replayed decode steps' norms, rotary and SiLU compiled or plain)")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and v not in SWEEP_VARIANTS)

@@ -20,6 +20,7 @@ from benchcheck.engines.hf.forward.batch import Batch, collate, position_ids
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, DecodeStep, greedy_batch, greedy_start
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.inputs.rope import mrope_positions
+from benchcheck.engines.hf.model.state import state_of
 
 PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
 
@@ -348,6 +349,30 @@ def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
     short = greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, graphs=graphs, pacer=engine.pacer)
     assert graphs.captured == 1
     assert short == greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, pacer=engine.pacer)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_a_steps_warm_up_and_capture_run_as_graph_steps_and_eager_steps_do_not(
+        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Op graph_fused: the model state's graph_step is set for the warm-up and the capture alone
+    # (the compiled small-row paths, model.fused.plain), and the replayed tokens are the eager ones.
+    engine, batch, eager = eager_on_cuda(tiny_model)
+    flags: list[bool] = []
+    real = DecodeStep._forward
+
+    def seen(self: DecodeStep) -> torch.Tensor:
+        flags.append(state_of(self.model).graph_step)
+        return real(self)
+
+    monkeypatch.setattr(DecodeStep, "_forward", seen)
+    graphs = DecodeGraphs(enabled=True)
+    assert greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs,
+                        pacer=engine.pacer) == eager
+    assert flags == [True, True] and graphs.captured == 1  # the warm-up and the capture; replays run no Python
+    assert not state_of(engine.model).graph_step
+    flags.clear()
+    assert greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, pacer=engine.pacer) == eager
+    assert flags == [False] * 8
 
 
 def eager_on_cuda(tiny_model: Path) -> tuple[HFEngine, Batch, list[list[int]]]:

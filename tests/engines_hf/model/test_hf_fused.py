@@ -178,3 +178,45 @@ def _counting(fn: Any, seen: list[int]) -> Any:
         seen.append(1)
         return fn(*a, **k)
     return wrapped
+
+
+@pytest.mark.parametrize("op", ["+graph_fused", "-graph_fused"])
+def test_a_step_being_captured_takes_the_compiled_small_row_paths(tiny_model: Path, op: str) -> None:
+    """Decode steps (one row each, far below ``EAGER_ROWS``) run the plain functions, except while
+    a step is warmed up and captured as a CUDA graph (``ModelState.graph_step``, set by
+    ``DecodeStep``) with op ``graph_fused`` on: then the norms, the q/k norm with rotary and
+    SiLU-times-up take the compiled functions (here uncompiled, counted), and the tokens do not
+    move."""
+    from benchcheck.engines.base import GenerateRequest
+    from benchcheck.engines.hf.engine import HFEngine
+
+    base = HFEngine(tiny_model, device="cpu")
+    engine = base.with_config(base.config.with_ops(op))
+    gens = [GenerateRequest("g", "Say something", (), max_tokens=5),
+            GenerateRequest("h", "Say something long" + " please" * 9, (), max_tokens=4)]
+    def texts(out: list[Any]) -> list[tuple[str, int]]:
+        return [(g.text, g.completion_tokens) for g in out]
+
+    before = texts(engine.generate_sync(gens))
+    norms: list[int] = []
+    ropes: list[int] = []
+    acts: list[int] = []
+    layers = engine.model.config.text_config.num_hidden_layers
+    assert use_fused_text_norms(engine.model, compiler=lambda f: _counting(f, norms)) == 2 * layers + 1 + 2 * layers
+    assert use_fused_text_mlp(engine.model, compiler=lambda f: _counting(f, acts)) == layers
+    assert use_fused_text_attention(engine.model, compiler=lambda f: _counting(f, ropes)) == layers
+    assert texts(engine.generate_sync(gens)) == before
+    assert (norms, ropes, acts) == ([], [], [])  # short prompts and eager steps: every call plain
+    state = state_of(engine.model)
+    state.graph_step = True
+    try:
+        captured = engine.generate_sync(gens)
+    finally:
+        state.graph_step = False
+    assert texts(captured) == before
+    if op == "+graph_fused":  # every layer's two norms and the final one, q and k, the activation: at every forward
+        assert len(norms) > 0 and len(norms) % (2 * layers + 1) == 0
+        assert len(ropes) == 2 * len(norms) // (2 * layers + 1) * layers
+        assert len(acts) == len(norms) // (2 * layers + 1) * layers
+    else:
+        assert (norms, ropes, acts) == ([], [], [])

@@ -66,6 +66,9 @@ OPS: dict[str, tuple[str, str]] = {
     "decode_split": ("on", "a decode step's attention of 4 rows or more as one Triton kernel over spans of the "
                      "keys (flash decoding) instead of batched matrix products: at 1-3 rows as fast or slower, "
                      "from 4-5 on 13-33 % faster on the H100 and H200 (decision 119)"),
+    "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms, q/k norm with rotary and "
+                    "SiLU-times-up, as prefills do: the compiled call's host cost is paid once at capture, its "
+                    "fewer kernels at every replay (decision 123)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
                       "(decision 116)"),

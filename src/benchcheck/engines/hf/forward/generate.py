@@ -44,6 +44,7 @@ from benchcheck.engines.hf.attention.sdpa import PLANS_KWARG, PlanMemo, decode_k
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
+from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.runtime.pacing import LaunchPacer
 from benchcheck.engines.hf.runtime.transfer import pinned_empty, to_device
 from benchcheck.errors import first_line
@@ -181,6 +182,10 @@ class DecodeStep:
         paced = self.pacer is not None and self.pacer.enabled
         if self.pacer is not None:
             self.pacer.enabled = False  # its event waits may not run inside a capture
+        # The warm-up and the capture take the compiled small-row paths (op ``graph_fused``): the
+        # warm-up compiles what the capture will launch.
+        state = state_of(self.model)
+        state.graph_step = True
         try:
             # The warm-up runs on a side stream, as torch.cuda.graphs asks: it computes this very
             # step (same inputs, same slot), so its writes to the cache are the step's own.
@@ -212,6 +217,7 @@ class DecodeStep:
                 # writes to the cache (whose blocks belong to the current stream).
                 torch.cuda.current_stream().wait_stream(side)
         finally:
+            state.graph_step = False
             if self.pacer is not None:
                 self.pacer.enabled = paced
         self.graphs.captured += 1

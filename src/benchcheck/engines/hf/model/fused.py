@@ -33,8 +33,17 @@ MLP_CLASS = "Qwen3VLTextMLP"
 LAYER_CLASS = "Qwen3VLTextDecoderLayer"
 # Below this many rows (generation's decode steps: one token per sequence) the fused functions
 # run eagerly: there the cost is the host's, and a compiled call (guards, cache lookup) costs the
-# host more than the few small kernels it saves (H200 profile of 582-frame generation).
+# host more than the few small kernels it saves (H200 profile of 582-frame generation). A step
+# captured as a CUDA graph is the exception (``plain``).
 EAGER_ROWS = 256
+
+
+def plain(rows: int, state: ModelState) -> bool:
+    """Whether a call of ``rows`` rows runs the plain (uncompiled) function: below ``EAGER_ROWS``,
+    unless it is a decode step being captured as a CUDA graph with op ``graph_fused`` on. A replay
+    runs no Python, so the compiled call's host cost is paid once, at the capture, and its fewer
+    kernels save device time at every replay."""
+    return rows < EAGER_ROWS and not (state.graph_step and state.config.op("graph_fused"))
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -57,13 +66,14 @@ def use_fused_text_norms(model: Any, compiler: Callable[..., Any] | None = None)
     returns how many were replaced. ``compiler`` defaults to ``torch.compile(dynamic=True)``
     (batch and length vary from call to call)."""
     fn = (compiler or (lambda f: torch.compile(f, dynamic=True)))(rms_norm)
+    state = state_of(model)
 
     def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
         # Always one 2-D shape (rows, width): the layer norms see (batch, length, hidden) and the
         # q/k norms (batch, length, heads, head_dim); each new rank or a dimension of 1 would
         # cost a recompile (seconds) in the middle of a run, and after 8 a silent fall-back.
         rows = x.reshape(-1, x.shape[-1])
-        if rows.shape[0] < EAGER_ROWS:  # a decode step: the compiled call's overhead would dominate
+        if plain(rows.shape[0], state):  # an eager decode step: the compiled call's overhead would dominate
             return rms_norm(x, self.weight, self.variance_epsilon)
         return fn(rows, self.weight, self.variance_epsilon).view(x.shape)  # type: ignore[no-any-return]
 
@@ -123,7 +133,7 @@ def use_fused_text_mlp(model: Any, compiler: Callable[..., Any] | None = None) -
                         refuse("swiglu", rows.device, err, "cuBLAS for the gate/up products")
         gate, up = self.gate_proj(x), self.up_proj(x)
         gate, up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])  # one rank always
-        if gate.shape[0] < EAGER_ROWS:
+        if plain(gate.shape[0], state):
             return silu_mul(gate, up)
         if state.config.op("silu_kernel") and gate.is_cuda and silu_contract.supported(gate, up):
             from benchcheck.engines.hf.kernels.silu_triton import silu_mul_kernel
@@ -217,7 +227,7 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         hidden_shape = (*input_shape, -1, self.head_dim)
         cos, sin = position_embeddings
         q, k = self.q_proj(hidden_states).view(hidden_shape), self.k_proj(hidden_states).view(hidden_shape)
-        step = fn if input_shape.numel() >= EAGER_ROWS else norm_rope  # decode steps: eager
+        step = norm_rope if plain(input_shape.numel(), state) else fn  # eager decode steps: plain
         q = step(q, self.q_norm.weight, self.q_norm.variance_epsilon, cos, sin).transpose(1, 2)
         k = step(k, self.k_norm.weight, self.k_norm.variance_epsilon, cos, sin).transpose(1, 2)
         v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)

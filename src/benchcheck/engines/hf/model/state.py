@@ -69,6 +69,9 @@ class ModelState:
     plans: PlanMemo = field(default_factory=lambda: PlanMemo(0.0))
     # The one thread that launches the model's device work (op ``launch_thread``), made on first use
     launcher: Launcher | None = None
+    # A decode step is being warmed up and captured as a CUDA graph (``forward.generate.DecodeStep``):
+    # with op ``graph_fused`` its small calls take the compiled paths (``fused.plain``).
+    graph_step: bool = False
     # The config in force: set under the model's lock by the engine whose forward runs
     # (``HFEngine.active``); the installed forwards read their per-call ops from it.
     config: HFConfig = field(default_factory=HFConfig)
