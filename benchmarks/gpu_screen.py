@@ -48,6 +48,7 @@ import torch
 from benchcheck.engines.base import GenerateRequest, Generation, LetterScores, ScoreRequest
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.batch import collate, position_ids
+from benchcheck.engines.hf.forward.generate import MIN_REPLAYED_STEPS
 from benchcheck.engines.hf.forward.packed import pack, packed_logprobs
 from benchcheck.engines.hf.forward.score import score_batch
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
@@ -703,6 +704,8 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         with plain(engine):
             naive_generate(engine, p, 2)
         engine.generate_sync([replace(reqs[0], max_tokens=2)])
+        # And of replayed steps: their captures compile the small-row kernels (op graph_fused).
+        engine.generate_sync([replace(r, max_tokens=MIN_REPLAYED_STEPS + 2) for r in reqs[:3]])
         with plain(engine):
             naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
                                    lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")

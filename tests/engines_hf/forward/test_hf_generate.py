@@ -544,3 +544,25 @@ def test_planless_decode_steps_leave_cudnn_out_and_generate_the_same(tiny_model:
     assert prompt > 1
     assert with_planless == [(prompt, True)] + [(1, False)] * 3  # the prefill as chosen; each step cuDNN off
     assert seen == [(prompt, True)] + [(1, True)] * 3  # the op off: SDPA's choice throughout
+
+
+def test_the_checks_eager_fixed_steps_run_as_captured_steps_do(hf_engine: HFEngine,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # gpu_screen's check compares graph texts with the same steps run eagerly (fixed_steps): those
+    # steps must take the captured steps' kernels (graph_step, op graph_fused), the prefill not.
+    batch = collate(encoded(hf_engine), hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
+    flags: list[bool] = []
+    real = DecodeStep._forward
+
+    def seen(self: DecodeStep) -> torch.Tensor:
+        flags.append(state_of(self.model).graph_step)
+        return real(self)
+
+    monkeypatch.setattr(DecodeStep, "_forward", seen)
+    plain = greedy_batch(hf_engine.model, batch, [5, 4, 6], set(), hf_engine.pad_id)
+    assert flags and not any(flags)
+    flags.clear()
+    fixed = greedy_batch(hf_engine.model, batch, [5, 4, 6], set(), hf_engine.pad_id,
+                         graphs=DecodeGraphs(fixed_steps=True))
+    assert flags == [True] * 5 and fixed == plain
+    assert not state_of(hf_engine.model).graph_step

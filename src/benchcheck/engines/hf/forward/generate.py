@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,10 +182,6 @@ class DecodeStep:
         paced = self.pacer is not None and self.pacer.enabled
         if self.pacer is not None:
             self.pacer.enabled = False  # its event waits may not run inside a capture
-        # The warm-up and the capture take the compiled small-row paths (op ``graph_fused``): the
-        # warm-up compiles what the capture will launch.
-        state = state_of(self.model)
-        state.graph_step = True
         try:
             # The warm-up runs on a side stream, as torch.cuda.graphs asks: it computes this very
             # step (same inputs, same slot), so its writes to the cache are the step's own.
@@ -193,7 +189,9 @@ class DecodeStep:
             side.wait_stream(torch.cuda.current_stream())
             graph = torch.cuda.CUDAGraph()
             try:
-                with torch.cuda.stream(side):
+                # The warm-up and the capture take the compiled small-row paths (op graph_fused):
+                # the warm-up compiles what the capture launches.
+                with torch.cuda.stream(side), graph_kernels(self.model):
                     if warm:
                         self._forward()
                     # Captured on the side stream without ``torch.cuda.graph``'s set-up: it waits
@@ -217,7 +215,6 @@ class DecodeStep:
                 # writes to the cache (whose blocks belong to the current stream).
                 torch.cuda.current_stream().wait_stream(side)
         finally:
-            state.graph_step = False
             if self.pacer is not None:
                 self.pacer.enabled = paced
         self.graphs.captured += 1
@@ -225,6 +222,21 @@ class DecodeStep:
         self.graph, self.logits = graph, logits
         graph.replay()
         return logits
+
+
+@contextlib.contextmanager
+def graph_kernels(model: Any, on: bool = True) -> Iterator[None]:
+    """With ``on``: the block's forwards run as a step being captured as a CUDA graph does (the
+    model state's ``graph_step``: with op ``graph_fused`` the compiled small-row paths)."""
+    if not on:
+        yield
+        return
+    state = state_of(model)
+    state.graph_step = True
+    try:
+        yield
+    finally:
+        state.graph_step = False
 
 
 class FinishWatch:
@@ -391,7 +403,9 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     default = DEFAULTS.decode_lookback if dev.type == "cuda" else 0
     watch = FinishWatch(dev, default if lookback is None else lookback)
     ran = 0  # steps whose tokens are written
-    with decode_kernels(planless):
+    # The check's eager fixed-shape steps run the kernels a captured step runs (op graph_fused).
+    mimic = graphs is not None and graphs.fixed_steps and not replay
+    with decode_kernels(planless), graph_kernels(model, mimic):
         for s in range(steps):
             tokens[:, s] = nxt
             ran = s + 1
