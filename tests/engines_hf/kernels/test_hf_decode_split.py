@@ -131,11 +131,12 @@ def test_a_refused_launch_falls_back_to_the_products_with_one_warning(
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernel is chosen on CUDA only")
 def test_the_kernel_runs_from_min_rows_and_the_products_below() -> None:
-    """Fewer rows than ``MIN_ROWS``: the products read the cache as fast (decision 119), so the
-    op leaves them; from ``MIN_ROWS`` rows the step is the kernel's, bit for bit."""
-    for rows in (1, MIN_ROWS - 1):
+    """Fewer rows than ``MIN_ROWS`` (none since decision 119's graph timings): the products; from
+    ``MIN_ROWS`` rows on the step is the kernel's, bit for bit."""
+    for rows in range(1, MIN_ROWS):
         q, k, v, mask = _inputs(rows, 32, 8, 128, 1_024, torch.bfloat16)
         assert torch.equal(decode_attention(q, k, v, mask, 0.125, split=True), decode_attention(q, k, v, mask, 0.125))
-    q, k, v, mask = _inputs(MIN_ROWS, 32, 8, 128, 1_024, torch.bfloat16)
-    assert torch.equal(decode_attention(q, k, v, mask, 0.125, split=True),
-                       _kernel().split_decode_attention(q, k, v, mask, 0.125))
+    for rows in (MIN_ROWS, MIN_ROWS + 1):
+        q, k, v, mask = _inputs(rows, 32, 8, 128, 1_024, torch.bfloat16)
+        assert torch.equal(decode_attention(q, k, v, mask, 0.125, split=True),
+                           _kernel().split_decode_attention(q, k, v, mask, 0.125))
