@@ -62,7 +62,7 @@ def step_for(engine: HFEngine, cache: ReservedCache, inputs: _StepInputs, ops: t
     launches is fixed there; eager elsewhere)."""
     state_of(engine.model).config = engine.config.with_ops(*ops)
     graphs = DecodeGraphs(enabled=True) if engine.device.type == "cuda" else None
-    step = DecodeStep(engine.model, cache, inputs, graphs)
+    step = DecodeStep(engine.model, cache, inputs, graphs, engine.pacer)  # its event waits off in the capture
     step()
     return step
 
