@@ -7,8 +7,7 @@ tokens), at 1-8 rows (the sweep's calls make batches of 1, 2 and 5 rows, decisio
   products  ``attention.decode.decode_attention`` as the engine runs it by default: scores and
             values as batched matrix products, a float32 softmax, the values in blocks of 128 keys
   split     the same through the split Triton kernel (``kernels.decode_split``) at every row count
-  chosen    what the engine runs with op ``decode_split`` on: the kernel from ``MIN_ROWS`` rows, the
-            products below
+  chosen    what the engine runs with op ``decode_split`` on (``decode_attention(split=True)``)
   limit     the keys and values read once at the copy bandwidth measured here
 
 Each row: ms a call launched from Python (median of alternating rounds of 50 calls), and on CUDA

@@ -63,9 +63,9 @@ OPS: dict[str, tuple[str, str]] = {
     "decode_together": ("on", "a generation batch planned by its K/V slots (decode_batch_tokens), its rows prefilled "
                         "apart in forwards of at most max_batch_tokens and decoded together: a step reads the "
                         "weights once for every row (decision 117)"),
-    "decode_split": ("on", "a decode step's attention of 4 rows or more as one Triton kernel over spans of the "
-                     "keys (flash decoding) instead of batched matrix products: at 1-3 rows as fast or slower, "
-                     "from 4-5 on 13-33 % faster on the H100 and H200 (decision 119)"),
+    "decode_split": ("on", "a decode step's attention as one Triton kernel over spans of the keys (flash decoding) "
+                     "instead of batched matrix products: inside a replayed 8B step 13-23 % faster at 1-5 rows "
+                     "on the H100 (decision 119)"),
     "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms, q/k norm with rotary and "
                     "SiLU-times-up, as prefills do: the compiled call's host cost is paid once at capture, its "
                     "fewer kernels at every replay (decision 123)"),

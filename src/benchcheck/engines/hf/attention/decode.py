@@ -24,10 +24,9 @@ def decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
     spread over the whole device, the cache read once.
 
     ``split`` (op ``decode_split``): on CUDA with Triton, one kernel over spans of the keys instead
-    (``kernels.decode_split``), where it takes the inputs, the device runs it and the step has at
-    least ``decode_split.MIN_ROWS`` rows (with fewer, these products were as fast or faster on the
-    H100 and the H200: decision 119); these products elsewhere."""
-    if (split and query.shape[0] >= decode_split.MIN_ROWS and query.is_cuda
+    (``kernels.decode_split``), where it takes the inputs and the device runs it (inside the
+    replayed steps faster at every row count, decision 119); these products elsewhere."""
+    if (split and query.is_cuda
             and not refused("decode_split", query.device) and triton_available()
             and decode_split.supported(query, key, value, mask)):
         from triton.runtime.errors import OutOfResources

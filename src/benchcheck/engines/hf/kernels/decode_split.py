@@ -22,7 +22,6 @@ HEAD_DIMS = (16, 32, 64, 128, 256)  # the kernel's arange needs a power of two (
 BLOCK_N = 64  # keys an inner step; a reservation for fixed-shape steps is a multiple of it
 GROUP_ROWS = 16  # the query heads of a K/V head padded to a matrix product's smallest row count
 PROGRAMS = 1024  # programs a step aims at: a few per multiprocessor on any current GPU
-MIN_ROWS = 1  # every step: inside a CUDA graph the kernel is faster at every row count (decision 119)
 
 
 def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor) -> bool:
