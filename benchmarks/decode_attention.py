@@ -35,7 +35,7 @@ import torch
 
 from benchcheck.engines.hf.attention.decode import decode_attention
 from benchcheck.engines.hf.kernels import triton_available
-from benchmarks.shared.device import copy_bandwidth, sync
+from benchmarks.shared.device import copy_bandwidth, device_for, sync
 
 
 def inputs(rows: int, keys: int, heads: int, kv_heads: int, dim: int, written: int, device: torch.device,
@@ -129,9 +129,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
-    device = torch.device("cpu" if args.tiny else "cuda")
-    if not args.tiny and not torch.cuda.is_available():
-        raise SystemExit("decode_attention: needs a CUDA device (or --tiny)")
+    device = device_for(args.tiny, "decode_attention")
     bandwidth = copy_bandwidth(device)
     shape = (8, 2, 16) if args.tiny else (32, 8, 128)
     keys = 512 if args.tiny else args.keys

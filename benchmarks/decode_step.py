@@ -18,7 +18,6 @@ Run (CPU): PYTHONPATH=src python -m benchmarks.decode_step --tiny   (plumbing on
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -33,7 +32,8 @@ from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, DecodeStep, _StepInputs, kv_shape
 from benchcheck.engines.hf.model.state import state_of
 from benchmarks.gpu_screen import build, decode_step_bytes
-from benchmarks.shared.device import copy_bandwidth, sync
+from benchmarks.shared.device import copy_bandwidth, device_for, sync
+from benchmarks.shared.results import environment, write
 
 WAYS = {"kernel, fused": (), "kernel, plain": ("-graph_fused",), "products, fused": ("-decode_split",),
         "products, plain": ("-decode_split", "-graph_fused")}
@@ -112,9 +112,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20, help="replays a round")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
-    device = torch.device("cpu" if args.tiny else "cuda")
-    if not args.tiny and not torch.cuda.is_available():
-        raise SystemExit("decode_step: needs a CUDA device (or --tiny)")
+    device = device_for(args.tiny, "decode_step")
     tiny_dir = None
     if args.tiny:
         from benchcheck.testing import build_tiny_model
@@ -126,14 +124,11 @@ def main() -> None:
     with torch.inference_mode():
         batches = [one_batch(engine, int(r), slots, bandwidth, 2 if args.tiny else args.rounds,
                              2 if args.tiny else args.reps) for r in args.rows.split(",")]
-    name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
-    result = {"device": name, "copy_bandwidth_gbs": bandwidth / 1e9, "torch": torch.__version__,
-              "config_hash": engine.config.hash, "batches": batches}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "decode_step.json").write_text(json.dumps(result, indent=1))
-    print(f"wrote {out / 'decode_step.json'}")
-
+    lines = ["| rows | GB a step | limit ms | " + " | ".join(WAYS) + " |", "|---:|---:|---:|" + "---:|" * len(WAYS)]
+    lines += [f"| {b['rows']} | {b['gb_read']:.1f} | {b['limit_ms']:.2f} | " + " | ".join(
+        f"{b[w]['ms']:.2f} ({100 * b[w]['of_limit']:.0f} %)" for w in WAYS) + " |" for b in batches]
+    env = environment(device, copy_bandwidth_gbs=bandwidth / 1e9, config_hash=engine.config.hash)
+    write(Path(args.out), "decode_step.json", {"env": env, "batches": batches}, "decode_step.md", lines)
 
 if __name__ == "__main__":
     main()

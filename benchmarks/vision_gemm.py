@@ -42,7 +42,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from benchmarks.shared.device import matmul_peak, sync
+from benchmarks.shared.device import device_for, matmul_peak, sync
 
 
 @dataclass(frozen=True)
@@ -190,9 +190,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the call part's 96 items")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
-    device = torch.device("cpu" if args.tiny else "cuda")
-    if not args.tiny and not torch.cuda.is_available():
-        raise SystemExit("vision_gemm: needs a CUDA device (or --tiny)")
+    device = device_for(args.tiny, "vision_gemm")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))

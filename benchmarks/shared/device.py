@@ -8,6 +8,13 @@ import time
 import torch
 
 
+def device_for(tiny: bool, script: str) -> torch.device:
+    """The CPU for a ``--tiny`` run, else CUDA; a script that needs CUDA and finds none exits saying so."""
+    if not tiny and not torch.cuda.is_available():
+        raise SystemExit(f"{script}: needs a CUDA device (or --tiny)")
+    return torch.device("cpu" if tiny else "cuda")
+
+
 def sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()

@@ -351,12 +351,8 @@ def test_graph_replay_decodes_as_the_eager_steps(tiny_model: Path) -> None:
     assert short == greedy_batch(engine.model, batch, [3, 2, 1], set(), engine.pad_id, pacer=engine.pacer)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-def test_a_steps_warm_up_and_capture_run_as_graph_steps_and_eager_steps_do_not(
-        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Op graph_fused: the model state's graph_step is set for the warm-up and the capture alone
-    # (the compiled small-row paths, model.fused.plain), and the replayed tokens are the eager ones.
-    engine, batch, eager = eager_on_cuda(tiny_model)
+def graph_step_flags(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The model state's ``graph_step`` at each decode step's forward, recorded from now on."""
     flags: list[bool] = []
     real = DecodeStep._forward
 
@@ -365,6 +361,16 @@ def test_a_steps_warm_up_and_capture_run_as_graph_steps_and_eager_steps_do_not(
         return real(self)
 
     monkeypatch.setattr(DecodeStep, "_forward", seen)
+    return flags
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_a_steps_warm_up_and_capture_run_as_graph_steps_and_eager_steps_do_not(
+        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Op graph_fused: the model state's graph_step is set for the warm-up and the capture alone
+    # (the compiled small-row paths, model.fused.plain), and the replayed tokens are the eager ones.
+    engine, batch, eager = eager_on_cuda(tiny_model)
+    flags = graph_step_flags(monkeypatch)
     graphs = DecodeGraphs(enabled=True)
     assert greedy_batch(engine.model, batch, [9, 4, 6], set(), engine.pad_id, graphs=graphs,
                         pacer=engine.pacer) == eager
@@ -551,14 +557,7 @@ def test_the_checks_eager_fixed_steps_run_as_captured_steps_do(hf_engine: HFEngi
     # gpu_screen's check compares graph texts with the same steps run eagerly (fixed_steps): those
     # steps must take the captured steps' kernels (graph_step, op graph_fused), the prefill not.
     batch = collate(encoded(hf_engine), hf_engine.pad_id, hf_engine.pixels, hf_engine.dtype)
-    flags: list[bool] = []
-    real = DecodeStep._forward
-
-    def seen(self: DecodeStep) -> torch.Tensor:
-        flags.append(state_of(self.model).graph_step)
-        return real(self)
-
-    monkeypatch.setattr(DecodeStep, "_forward", seen)
+    flags = graph_step_flags(monkeypatch)
     plain = greedy_batch(hf_engine.model, batch, [5, 4, 6], set(), hf_engine.pad_id)
     assert flags and not any(flags)
     flags.clear()
