@@ -9,7 +9,7 @@ the engine captures it (``forward.generate.DecodeStep``) and replayed, in altern
 every combination of ops ``decode_split`` (the attention as one Triton kernel or as products) and
 ``graph_fused`` (the norms, q/k norm with rotary and SiLU compiled or plain). The limit: the bytes
 a step reads (the language model's weights and output layer, every row's keys and values) at the
-copy bandwidth measured here.
+copy bandwidth measured here. ``--profile``: the default way's replays by kernel category.
 
 Run (GPU): PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.decode_step --out $OUT
 Run (CPU): PYTHONPATH=src python -m benchmarks.decode_step --tiny   (plumbing only: eager steps)
@@ -18,6 +18,7 @@ Run (CPU): PYTHONPATH=src python -m benchmarks.decode_step --tiny   (plumbing on
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import tempfile
@@ -32,9 +33,11 @@ from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, DecodeStep, _StepInputs, kv_shape
 from benchcheck.engines.hf.model.state import state_of
 from benchmarks.gpu_screen import build, decode_step_bytes
+from benchmarks.long_prefill import device_profile
 from benchmarks.shared.device import copy_bandwidth, device_for, sync
 from benchmarks.shared.results import environment, write
 
+PROFILED = 5  # replays a profile covers (--profile)
 WAYS = {"kernel, fused": (), "kernel, plain": ("-graph_fused",), "products, fused": ("-decode_split",),
         "products, plain": ("-decode_split", "-graph_fused")}
 
@@ -76,7 +79,8 @@ def timed(step: DecodeStep, reps: int) -> float:
     return (time.perf_counter() - t0) / reps
 
 
-def one_batch(engine: HFEngine, rows: int, slots: int, bandwidth: float, rounds: int, reps: int) -> dict[str, Any]:
+def one_batch(engine: HFEngine, rows: int, slots: int, bandwidth: float, rounds: int, reps: int,
+              profiled: bool = False) -> dict[str, Any]:
     cache, inputs = reservation(engine, rows, slots)
     steps = {name: step_for(engine, cache, inputs, ops) for name, ops in WAYS.items()}
     # Each way's logits against the plain products' (the engine before ops decode_split and graph_fused).
@@ -86,6 +90,10 @@ def one_batch(engine: HFEngine, rows: int, slots: int, bandwidth: float, rounds:
     for r in range(rounds):
         for name in list(steps) if r % 2 == 0 else list(reversed(steps)):
             times[name].append(timed(steps[name], reps))
+    if profiled:
+        # The default way's replays by kernel category: where the step's gap to its limit goes.
+        first = next(iter(steps))
+        row_profile = device_profile(lambda: [steps[first]() for _ in range(PROFILED)])
     read = decode_step_bytes(engine, slots, rows)
     limit_ms = 1e3 * read / bandwidth if bandwidth == bandwidth else float("nan")
     row: dict[str, Any] = {"rows": rows, "slots": slots, "gb_read": read / 1e9, "limit_ms": limit_ms}
@@ -93,6 +101,12 @@ def one_batch(engine: HFEngine, rows: int, slots: int, bandwidth: float, rounds:
         ms = 1e3 * statistics.median(ts)
         row[name] = {"ms": ms, "of_limit": limit_ms / ms, "spread_ms": 1e3 * (max(ts) - min(ts)),
                      "logits_max_diff": diffs[name]}
+    if profiled:
+        row["profile"] = {first: row_profile, "steps": PROFILED}
+        print(f"  {first}, {PROFILED} steps: device {row_profile['device_ms']:.1f} ms, "
+              f"{json.dumps({k: round(v, 2) for k, v in row_profile['by_category_ms'].items()})}")
+        for t in row_profile["top"][:12]:
+            print(f"    {t['ms']:8.3f} ms {t['count']:5d}x [{t['cat']}] {t['kernel'][:100]}")
     print(f"rows {rows}: {read / 1e9:.1f} GB a step, limit {limit_ms:.2f} ms; " + "; ".join(
         f"{name} {row[name]['ms']:.2f} ms ({100 * row[name]['of_limit']:.0f} %, logits {diffs[name]:.1e})"
         for name in times), flush=True)
@@ -110,6 +124,7 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=54_400, help="reserved slots a row")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--reps", type=int, default=20, help="replays a round")
+    ap.add_argument("--profile", action="store_true", help="also a device profile of the default way's replays")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
     device = device_for(args.tiny, "decode_step")
@@ -123,7 +138,7 @@ def main() -> None:
     slots = reserved_slots(256 if args.tiny else args.slots)
     with torch.inference_mode():
         batches = [one_batch(engine, int(r), slots, bandwidth, 2 if args.tiny else args.rounds,
-                             2 if args.tiny else args.reps) for r in args.rows.split(",")]
+                             2 if args.tiny else args.reps, args.profile) for r in args.rows.split(",")]
     lines = ["| rows | GB a step | limit ms | " + " | ".join(WAYS) + " |", "|---:|---:|---:|" + "---:|" * len(WAYS)]
     lines += [f"| {b['rows']} | {b['gb_read']:.1f} | {b['limit_ms']:.2f} | " + " | ".join(
         f"{b[w]['ms']:.2f} ({100 * b[w]['of_limit']:.0f} %)" for w in WAYS) + " |" for b in batches]
