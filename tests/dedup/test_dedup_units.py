@@ -34,3 +34,12 @@ def test_guard_words() -> None:
     assert guard_signature("What happens before the 2 dogs bark?") == {"before", "2"}
     assert guard_signature("Which one isn't red?") == {"not"}
     assert guard_signature("What is the man holding?") == frozenset()
+
+
+def test_guard_words_read_typographic_apostrophes_and_full_width_text() -> None:
+    # Web text writes "isn’t" (U+2019): a negation missed would make "isn’t red" pass for "is red".
+    assert guard_signature("Which one isn\u2019t red?") == {"not"}
+    assert guard_signature("Which one isn\u02bct red?") == {"not"}
+    assert guard_signature("What happens \uff21\uff26\uff34\uff25\uff32 the \uff12 dogs bark?") == {"after", "2"}
+    assert guard_signature("What happens after the \uff12 dogs bark?") == guard_signature(
+        "What happens after the 2 dogs bark?")

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -37,9 +38,17 @@ GUARD_WORDS = frozenset(_GUARD_TEXT.split())
 _WORD = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
 
 
+# Apostrophes other than ASCII's: text copied from the web writes "isn’t" (U+2019) as often as
+# "isn't", and a negation missed would let "Which one isn’t red?" pass for "Which one is red?".
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
+
+
 def guard_signature(question: str) -> frozenset[str]:
-    """The guard words and numbers of a question (``n't`` counts as ``not``)."""
-    words = _WORD.findall(question.lower().replace("n't", " not"))
+    """The guard words and numbers of a question (``n't`` counts as ``not``). The question is
+    read in Unicode's compatibility form (NFKC: full-width "ＡＦＴＥＲ" and "２" are "AFTER" and
+    "2") with typographic apostrophes as ASCII ones."""
+    text = unicodedata.normalize("NFKC", question).translate(_APOSTROPHES)
+    words = _WORD.findall(text.lower().replace("n't", " not"))
     return frozenset(w for w in words if w in GUARD_WORDS or w[0].isdigit())
 
 
