@@ -8,6 +8,8 @@ tokens), at 1-8 rows (the sweep's calls make batches of 1, 2 and 5 rows, decisio
             values as batched matrix products, a float32 softmax, the values in blocks of 128 keys
   split     the same through the split Triton kernel (``kernels.decode_split``) at every row count
   chosen    what the engine runs with op ``decode_split`` on (``decode_attention(split=True)``)
+  split@N   with ``--programs N,...``: the kernel aiming at N programs a step instead of
+            ``decode_split.PROGRAMS`` (fewer, longer spans or more, shorter ones)
   limit     the keys and values read once at the copy bandwidth measured here
 
 Each row: ms a call launched from Python (median of alternating rounds of 50 calls), and on CUDA
@@ -28,6 +30,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +84,7 @@ def graphed(fn: Callable[[], object], calls: int) -> Callable[[], None]:
 
 
 def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, rounds: int, reps: int,
-              shape: tuple[int, int, int]) -> dict[str, Any]:
+              shape: tuple[int, int, int], programs: tuple[int, ...] = ()) -> dict[str, Any]:
     heads, kv_heads, dim = shape
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     q, k, v, mask = inputs(rows, keys, heads, kv_heads, dim, keys - 64, device, dtype)
@@ -92,6 +95,8 @@ def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, roun
 
         ways["split"] = lambda: split_decode_attention(q, k, v, mask, scale)
         ways["chosen"] = lambda: decode_attention(q, k, v, mask, scale, split=True)
+        for n in programs:
+            ways[f"split@{n}"] = partial(split_decode_attention, q, k, v, mask, scale, n)
     exact = decode_attention(q.float(), k.float(), v.float(), mask, scale)
     diffs = {name: float((fn().float() - exact).abs().max()) for name, fn in ways.items()}
     times: dict[str, list[float]] = {name: [] for name in ways}
@@ -127,15 +132,17 @@ def main() -> None:
     ap.add_argument("--rows", default="1,2,3,4,5,8", help="decode batches' rows")
     ap.add_argument("--keys", type=int, default=54_400, help="reserved slots a row")
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--programs", default="", help="comma-separated program targets to time the kernel at too")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
     device = device_for(args.tiny, "decode_attention")
     bandwidth = copy_bandwidth(device)
     shape = (8, 2, 16) if args.tiny else (32, 8, 128)
     keys = 512 if args.tiny else args.keys
+    programs = tuple(int(n) for n in args.programs.split(",") if n)
     result = {"copy_bandwidth_gbs": bandwidth / 1e9, "heads": shape, "torch": torch.__version__,
               "batches": [one_batch(int(r), keys, device, bandwidth, 2 if args.tiny else args.rounds,
-                                    2 if args.tiny else 50, shape) for r in args.rows.split(",")]}
+                                    2 if args.tiny else 50, shape, programs) for r in args.rows.split(",")]}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode_attention.json").write_text(json.dumps(result, indent=1))

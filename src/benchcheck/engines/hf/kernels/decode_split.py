@@ -39,9 +39,10 @@ def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask:
             and value.stride(2) == d and mask.stride(3) == 1)
 
 
-def split_keys(rows: int, kv_heads: int, keys: int) -> tuple[int, int]:
-    """(splits, keys a split): about ``PROGRAMS`` programs over rows x K/V heads x splits, each
-    split a whole number of ``BLOCK_N`` key blocks.
+def split_keys(rows: int, kv_heads: int, keys: int, programs: int = PROGRAMS) -> tuple[int, int]:
+    """(splits, keys a split): about ``programs`` programs over rows x K/V heads x splits, each
+    split a whole number of ``BLOCK_N`` key blocks (``benchmarks/decode_attention.py --programs``
+    times other targets than ``PROGRAMS``).
 
     >>> split_keys(1, 8, 54_400)
     (122, 448)
@@ -51,7 +52,7 @@ def split_keys(rows: int, kv_heads: int, keys: int) -> tuple[int, int]:
     (1, 64)
     """
     blocks = keys // BLOCK_N
-    want = max(1, min(blocks, -(-PROGRAMS // max(1, rows * kv_heads))))
+    want = max(1, min(blocks, -(-programs // max(1, rows * kv_heads))))
     per = -(-blocks // want)
     return -(-blocks // per), per * BLOCK_N
 

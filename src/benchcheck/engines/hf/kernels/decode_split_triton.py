@@ -18,7 +18,15 @@ import torch
 import triton
 import triton.language as tl
 
-from benchcheck.engines.hf.kernels.decode_split import BLOCK_N, GROUP_ROWS, HEAD_DIMS, combine, split_keys, supported
+from benchcheck.engines.hf.kernels.decode_split import (
+    BLOCK_N,
+    GROUP_ROWS,
+    HEAD_DIMS,
+    PROGRAMS,
+    combine,
+    split_keys,
+    supported,
+)
 
 WARPS, STAGES = 4, 3
 
@@ -69,16 +77,16 @@ def decode_split_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, acc_ptr, top_ptr, total_p
 
 
 def split_decode_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                           scaling: float) -> torch.Tensor:
+                           scaling: float, programs: int = PROGRAMS) -> torch.Tensor:
     """``attention.decode.decode_attention``'s result, (B, 1, H, D) in the query's dtype, from
-    the split kernel. Float32 inputs multiply in full float32."""
+    the split kernel over about ``programs`` programs. Float32 inputs multiply in full float32."""
     if not supported(query, key, value, mask):
         raise ValueError(f"split decode attention: q {tuple(query.shape)} {query.dtype}, k {tuple(key.shape)} "
                          f"{key.dtype}, mask {tuple(mask.shape)} {mask.dtype}: want (B, H, 1, D) over (B, Hk, S, D) "
                          f"and a (B, 1, 1, S) bool mask, D in {HEAD_DIMS}, S a multiple of {BLOCK_N}")
     b, h, _, d = query.shape
     hk, s = key.shape[1], key.shape[2]
-    splits, per = split_keys(b, hk, s)
+    splits, per = split_keys(b, hk, s, programs)
     acc = torch.empty((b, h, splits, d), dtype=torch.float32, device=query.device)
     top = torch.empty((b, h, splits), dtype=torch.float32, device=query.device)
     total = torch.empty_like(top)
