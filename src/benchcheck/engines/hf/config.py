@@ -66,9 +66,9 @@ OPS: dict[str, tuple[str, str]] = {
     "decode_split": ("on", "a decode step's attention as one Triton kernel over spans of the keys (flash decoding) "
                      "instead of batched matrix products: inside a replayed 8B step 13-23 % faster at 1-5 rows "
                      "on the H100 (decision 119)"),
-    "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms, q/k norm with rotary and "
-                    "SiLU-times-up, as prefills do: the compiled call's host cost is paid once at capture, its "
-                    "fewer kernels at every replay (decision 123)"),
+    "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms and q/k norm with rotary, and "
+                    "SiLU-times-up as one kernel (op silu_kernel's), as prefills do: the compiled call's host "
+                    "cost is paid once at capture, its fewer kernels at every replay (decision 123)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
                       "(decision 116)"),
