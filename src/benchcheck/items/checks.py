@@ -60,6 +60,20 @@ def options_problem(opts: Any, cols: Sequence[str]) -> str | None:
     return None
 
 
+def filled_options(texts: Sequence[str]) -> tuple[list[str], str | None]:
+    """Options without the blank ones a list is padded with at its end (``["a", "b", ""]``: a release
+    that pads every item to one length), and a problem when a blank option stands before a filled one:
+    a model would be shown ``"B. "`` as a choice, and the chance rate would count it."""
+    kept = list(texts)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    blank = next((i for i, t in enumerate(kept) if not t.strip()), None)
+    if blank is None:
+        return kept, None
+    letter = chr(65 + blank) if blank < 26 else str(blank)
+    return kept, f"option {letter} is empty but a later option is not"
+
+
 def bench_name_problem(name: str) -> str | None:
     """A benchmark name becomes a results file name: it must not leave the results folder, must
     not end like a part file (``X.p1.jsonl`` is part 1 of ``X``), and must fit in a file name with

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from benchcheck.items.checks import (
     bench_name_problem,
     field_type_problem,
+    filled_options,
     not_utf8_fields,
     options_problem,
     video_id_problem,
@@ -250,8 +251,13 @@ def row_to_item(
         opts = _options_of(row, cmap.options)
     if (bad_opts := options_problem(opts, cmap.options or ())):
         return None, item_id, [*problems, bad_opts]
-    raw_opts = [str(o) for o in opts]
-    texts, _ = strip_sequential_prefix(raw_opts)
+    # Blank options padding a list are dropped before the letters are read ("A. x", "B. y", "")
+    # and after ("C. " is blank once its letter is stripped).
+    raw_opts, _ = filled_options([str(o) for o in opts])
+    texts, blank_problem = filled_options(strip_sequential_prefix(raw_opts)[0])
+    raw_opts = raw_opts[:len(texts)]
+    if blank_problem:
+        return None, item_id, [*problems, blank_problem]
     if len(texts) < 2:
         problems.append(f"fewer than 2 options ({len(texts)})")
     answer: int | str = _missing_field("answer", _ANSWER_KEYS, row)
