@@ -40,3 +40,21 @@ def test_a_blank_option_before_a_filled_one_is_that_items_error(tmp_path: Path) 
     assert r.returncode == 1
     assert f"{p}:1: g1: option B is empty but a later option is not" in r.stderr
     assert [it.item_id for it in load_items([p]).items] == ["g2"]
+
+
+def test_gold_text_in_another_unicode_form_matches_its_option(tmp_path: Path) -> None:
+    import csv
+
+    p = tmp_path / "Web.csv"
+    with p.open("w", encoding="utf-8-sig", newline="") as f:  # as a spreadsheet saves it: BOM, CRLF
+        w = csv.writer(f, lineterminator="\r\n")
+        w.writerow(["qid", "question", "a0", "a1", "a2", "answer"])
+        w.writerow(["1", "Where is it?", "left of the caf\u00e9", "right", "behind", "left of the cafe\u0301"])
+        w.writerow(["2", "What does he say?", "hello\u00a0there", "bye", "nothing", "hello  there"])
+        w.writerow(["3", "Which animal?", "\uff43\uff41\uff54", "dog", "cow", "cat"])
+        w.writerow(["4", "Which one?", "caf\u00e9", "cafe\u0301", "tea", "cafe\u0301"])  # exact still wins
+        w.writerow(["5", "Which spelling?", "caf\u00e9", "caf\u00e9\u00a0", "tea", "cafe\u0301"])  # two match: refused
+    r = _cli("items", "validate", str(p))
+    items = {it.item_id: it.answer for it in load_items([p]).items}
+    assert items == {"1": 0, "2": 0, "3": 0, "4": 1}, r.stderr
+    assert "matches no option" in r.stderr and ":6: 5:" in r.stderr

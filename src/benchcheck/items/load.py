@@ -10,6 +10,7 @@ import csv
 import difflib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -172,13 +173,18 @@ def _options_of(row: Mapping[str, Any], cols: tuple[str, ...]) -> Any:
     return values
 
 
+def _text_form(s: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", s).split()).casefold()
+
+
 def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind,
                    digits_are_index: bool = False) -> int | str:
     """Gold index from an index, a letter or the gold text; an error message when none fits.
 
     With ``kind="auto"``: an integer is an index; a string is first matched against the option
     texts (so numeric options with a text gold work), then read as an index if it is all digits,
-    then as a letter, then matched case-insensitively. Set ``answer_kind=index`` in the column map
+    then as a letter, then matched case-insensitively, then in one Unicode form (NFKC, whitespace
+    collapsed) when exactly one option matches so. Set ``answer_kind=index`` in the column map
     for a CSV whose options are numbers and whose gold column holds indices. With options spread
     over columns (``a0..a4``), ``digits_are_index`` reads an all-digit gold as an index first: that
     layout stores the gold index (NExT-QA), and its cells are all strings.
@@ -209,6 +215,11 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
         folded = [i for i, t in enumerate(texts) if t.casefold() == s.casefold()]
         if folded:
             return folded[0]
+        # The same text in another form: composed or decomposed accents (NFC/NFD), a no-break or
+        # full-width space, full-width letters, runs of whitespace. One option only, never a guess.
+        same = [i for i, t in enumerate(texts) if _text_form(t) == _text_form(s)]
+        if len(same) == 1:
+            return same[0]
     return f"gold {s!r} matches no option"
 
 
