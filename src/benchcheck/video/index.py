@@ -114,6 +114,21 @@ class StoreIndex:
             return None
         return str(row.get("reason") or "no reason recorded")
 
+    def failures_below(self, rel: str) -> list[str]:
+        """Why the store failed the local sources whose path below their folder is ``rel``, for
+        those still the file that failed (same size and mtime at the path it was read from)."""
+        out = []
+        for key, row in self.failed.items():
+            if not _is_local(key) or key.split("::", 2)[2] != rel or not isinstance(row.get("source"), str):
+                continue
+            try:
+                st = Path(row["source"]).stat()
+            except OSError:
+                continue
+            if (row.get("source_size"), row.get("source_mtime_ns")) == (st.st_size, st.st_mtime_ns):
+                out.append(str(row.get("reason") or "no reason recorded"))
+        return list(dict.fromkeys(out))
+
     def row_matches(self, key: str, size: int, mtime_ns: int) -> bool:
         row = self.rows.get(key)
         return row is not None and (row.get("source_size"), row.get("source_mtime_ns")) == (size, mtime_ns)

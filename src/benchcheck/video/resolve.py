@@ -214,6 +214,10 @@ class VideoResolver:
         if hashes:
             return Resolution(item, rel, "not_found", reason=f"video {rel!r} names {len(hashes)} different "
                               "stored videos (folders normalized apart): give --videos DIR")
+        failed = [r for n in names for r in self.index.failures_below(n)]
+        if len(failed) == 1:  # normalized and failed: normalizing that folder again changes nothing
+            return Resolution(item, rel, "not_found", reason=f"video {rel!r} could not be normalized: "
+                              f"{failed[0]} ({self.store}/failures.jsonl)")
         return Resolution(item, rel, "not_found", reason=f"video {rel!r} is not in {self.store}/index.jsonl: "
                           "give --videos DIR (the folder it is in), or normalize that folder")
 
