@@ -43,6 +43,9 @@ STORE_PRESET = "fast"
 MIN_COVERAGE = 0.95
 # More than this share of output frames that did not decode makes the source corrupt.
 MAX_MISSING = 0.05
+# Frames decoded at the start of a source to see whether its packets' pts are presentation times
+# (docs/video.md, "Sources whose pts are in decode order").
+ORDER_PROBE_FRAMES = 64
 
 
 class NormalizeError(ValueError):
@@ -184,6 +187,13 @@ class OpenSource:
     # True when the frames had no timestamps of their own and were timed by rate or count:
     # decoded frames are then matched by their output order, not their (meaningless) pts.
     retimed: bool = False
+    # True when the packets' pts follow decode order, not presentation order (H.264 with B-frames
+    # in AVI): the decoder's output order is then the frames' order, as for retimed ones.
+    decode_order_pts: bool = False
+
+    @property
+    def by_output_order(self) -> bool:
+        return self.retimed or self.decode_order_pts
 
 
 def probe(path: Path, threads: int) -> OpenSource:
@@ -200,6 +210,7 @@ def probe(path: Path, threads: int) -> OpenSource:
         spacing = sorted(b - a for a, b in itertools.pairwise(times))
         frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
         rotation = _rotation(stream, packets, index)
+        decode_order_pts = not retimed and _pts_in_decode_order(stream.codec_context, packets)
         width, height = _display_width(stream), int(stream.codec_context.height)
         # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
         declared = None if retimed else declared_duration(container, stream)
@@ -212,8 +223,34 @@ def probe(path: Path, threads: int) -> OpenSource:
         raise
     facts = {"width": width, "height": height, "rotation": rotation, "codec": stream.codec_context.name,
              "n_frames": len(times), "duration": round(times[-1] + frame_duration, 6),
-             "fps": round(len(times) / (times[-1] + frame_duration), 6), "retimed": retimed}
-    return OpenSource(container, stream, packets, index, target, facts, retimed)
+             "fps": round(len(times) / (times[-1] + frame_duration), 6), "retimed": retimed,
+             "decode_order_pts": decode_order_pts}
+    return OpenSource(container, stream, packets, index, target, facts, retimed, decode_order_pts)
+
+
+def _pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
+    """True when the decoder gives the first frames out with pts that go back: the container
+    stamped its packets in decode order (AVI has no presentation times; its demuxer rebuilds them
+    for some codecs, not for H.264 with B-frames), so a frame's pts is not its presentation time.
+    The decoder's output order still is."""
+    import av
+
+    last, seen = None, 0
+    try:
+        for p in [*packets, None]:
+            for frame in codec.decode(p):
+                if frame.pts is not None:
+                    if last is not None and frame.pts < last:
+                        return True
+                    last = frame.pts
+                seen += 1
+                if seen >= ORDER_PROBE_FRAMES:
+                    return False
+    except av.error.FFmpegError:  # a damaged start: the pass that converts says so
+        return False
+    finally:
+        codec.flush_buffers()
+    return False
 
 
 def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:
@@ -281,7 +318,7 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
     rank = {pts: i for i, pts in enumerate(index.pts)}
     wanted = set(target.slot_frames)
     missing = 0
-    shown = 0  # frames the decoder gave out so far: their presentation rank when retimed
+    shown = 0  # frames the decoder gave out so far: their presentation rank by output order
     try:
         with av.open(str(dest), "w", format="mp4") as out:
             enc = _encoder(out, target, gop, x264_params)
@@ -298,7 +335,7 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
             def take(frames: Any) -> None:
                 nonlocal last, missing, shown
                 for frame in frames:
-                    r = shown if src.retimed else rank.get(frame.pts)
+                    r = shown if src.by_output_order else rank.get(frame.pts)
                     shown += 1
                     if r is None or r not in wanted:
                         continue
@@ -313,8 +350,8 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
             wanted_packets = {index.packet_of[r] for r in wanted}
             for pos, p in enumerate(packets):
                 # Most source frames fill no slot; those no other frame references are not decoded.
-                # (Retimed frames are counted as they come out, so none may be skipped.)
-                codec.skip_frame = "DEFAULT" if src.retimed or pos in wanted_packets else "NONREF"
+                # (Frames matched by output order are counted as they come out: none may be skipped.)
+                codec.skip_frame = "DEFAULT" if src.by_output_order or pos in wanted_packets else "NONREF"
                 take(_decoded(codec, p))
             codec.skip_frame = "DEFAULT"
             take(_decoded(codec, None))
