@@ -232,9 +232,13 @@ def _pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
     """True when the decoder gives the first frames out with pts that go back: the container
     stamped its packets in decode order (AVI has no presentation times; its demuxer rebuilds them
     for some codecs, not for H.264 with B-frames), so a frame's pts is not its presentation time.
-    The decoder's output order still is."""
+    The decoder's output order still is. Packets whose pts already go back (B-frames in mp4, mkv)
+    carry presentation times: nothing is decoded for them."""
     import av
 
+    stamps = [p.pts for p in packets if p.pts is not None]
+    if any(b < a for a, b in itertools.pairwise(stamps)):
+        return False
     last, seen = None, 0
     try:
         for p in [*packets, None]:
