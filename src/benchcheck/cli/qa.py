@@ -5,12 +5,31 @@ Exit codes: 0 every item ok, 2 a precondition failed, 3 any item errored (VLM or
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import click
 
 from benchcheck.cli.common import FiniteFloatRange, die
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``timeout``, Slurm, systemd, ``docker stop``) ends the run as Ctrl-C does: the
+    event loop's tasks are cancelled, so each item in flight kills its ``--vlm-cmd`` processes.
+    Without it the run died at once and its VLM commands ran on with no watchdog."""
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _report(outcome: Any) -> None:
@@ -198,7 +217,8 @@ def run(dataset: str | None, videos: str | None, dataset_name: str | None, datas
             assert dataset is not None and videos is not None and output_dir is not None
             opts = RunOptions(Path(dataset), Path(videos), Path(output_dir), num_frames=num_frames, timeout_s=timeout,
                               watchdog_grace_s=watchdog_grace, concurrency=concurrency, limit=limit)
-        outcome = asyncio.run(run_qa(opts, vlm, judge, redactor, echo=echo))
+        with _sigterm_as_interrupt():
+            outcome = asyncio.run(run_qa(opts, vlm, judge, redactor, echo=echo))
     except PreconditionError as e:
         die(redactor.text(str(e)))
     _report(outcome)
@@ -253,7 +273,8 @@ def judge(output_dir: str, judge_format: str, judge_concurrency: int, judge_max_
     redactor = Masker.from_env()
     try:
         config = _judge_config(False, judge_concurrency, judge_max_tokens, judge_timeout, judge_format)
-        outcome = asyncio.run(judge_stored(Path(output_dir), config, redactor))
+        with _sigterm_as_interrupt():
+            outcome = asyncio.run(judge_stored(Path(output_dir), config, redactor))
     except PreconditionError as e:
         die(redactor.text(str(e)))
     _report(outcome)
