@@ -201,6 +201,7 @@ class OpenAIEngine:
                 raw = await r.read()
                 status = r.status
                 retry_after = r.headers.get("Retry-After")
+                location = r.headers.get("Location")
         except aiohttp.ConnectionTimeoutError as e:
             return _Attempt(failure=Failure(rid, "connection", f"{ep.base}: connect timeout: {e}"), retry=True)
         except TimeoutError:
@@ -216,6 +217,12 @@ class OpenAIEngine:
             if not isinstance(body, dict):
                 return _Attempt(failure=Failure(rid, "internal", f"{ep.base}: a 200 answer that is not a JSON object"))
             return _Attempt(body=body)
+        if 300 <= status < 400:
+            # Said plainly: the bare "307: Temporary Redirect" left the user guessing which URL to give.
+            where = self._masked(location) if location else "another URL"
+            return _Attempt(failure=Failure(rid, "bad_request", f"{ep.base}: redirected to {where}; redirects are "
+                                            "not followed (the key must not travel to another host): give the "
+                                            "final URL", status=status))
         text = self._masked(raw.decode("utf-8", errors="replace"))  # before error_message cuts it short
         message = error_message(text)
         if is_context_too_long(status, text):
