@@ -13,7 +13,8 @@ The judge is asked for a structured verdict, in one of two formats:
 
 The parser is strict and reads either format, whatever was asked: after reasoning blocks
 (``<think>`` and friends) are removed, the reply must be exactly one JSON object (a Markdown
-code fence around it is allowed) whose ``score`` is a JSON number in [0, 1], or its last
+code fence around it is allowed) whose ``score`` is a JSON number in [0, 1] (one value: repeated
+``score`` keys must agree), or its last
 non-empty line must be ``SCORE: <number>`` with the number in [0, 1] and no other ``SCORE:``
 line disagreeing. Nothing else is a verdict: not the last number of the reply ("the reference
 says 0."), not "1/1", "0.5 out of 1", "score: 1.0 (partial 0.5)" or a percentage. A reply
@@ -112,14 +113,29 @@ def _from_json(obj: dict[str, object], visible: str) -> ParsedScore:
     return ParsedScore(parsed.score, reasoning if isinstance(reasoning, str) and reasoning.strip() else visible)
 
 
+class _DisagreeingScores(ValueError):
+    """A JSON object with two ``score`` keys of different values."""
+
+
+def _no_disagreeing_scores(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """``json.loads`` keeps the last of repeated keys: ``{"score": 0, ..., "score": 1}`` read as 1,
+    where two disagreeing ``SCORE:`` lines are no verdict. The same rule for both formats."""
+    if len({json.dumps(v, sort_keys=True) for k, v in pairs if k == "score"}) > 1:
+        raise _DisagreeingScores
+    return dict(pairs)
+
+
 def _json_object(body: str) -> dict[str, object] | None:
-    """The reply as one JSON object (bare or in one code fence), else None."""
+    """The reply as one JSON object (bare or in one code fence), else None; raises
+    :class:`_DisagreeingScores` for an object whose ``score`` keys disagree."""
     fenced = _FENCE.fullmatch(body)
     candidate = (fenced.group(1) if fenced else body).strip()
     if not candidate.startswith("{"):
         return None
     try:
-        obj = json.loads(candidate)
+        obj = json.loads(candidate, object_pairs_hook=_no_disagreeing_scores)
+    except _DisagreeingScores:
+        raise
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
@@ -137,7 +153,10 @@ def parse_verdict(text: str) -> ParsedScore:
     when the reply holds none."""
     visible = strip_reasoning(text)
     shown = repr(visible[-200:]) if visible else "(empty after removing reasoning)"
-    obj = _json_object(visible)
+    try:
+        obj = _json_object(visible)
+    except _DisagreeingScores:
+        return ParsedScore(None, visible, f"judge verdict JSON has disagreeing 'score' keys: {shown}")
     if obj is not None:
         return _from_json(obj, visible)
     score_lines, last = _score_lines(visible)
