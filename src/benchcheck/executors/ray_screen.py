@@ -88,7 +88,7 @@ def run_step_ray(ctx: ScreenContext, recipe: EngineRecipe, cfg: RunConfig, addre
     plan = ctx.plan(cfg.step, include_own=False)
     summary = RunSummary(cfg.step)
     summary.missing_frames = record_missing_frames(ctx.results, cfg.step, plan.missing_frames)
-    units = my_units(plan, cfg.shard, cfg.max_unit)
+    units = my_units(plan, cfg.shard, cfg.max_unit, ctx.unit_basis())
     task = ScoreTask(spec, cfg.step, ctx.frames, cfg.extra)
     books = [StepUnitBook(spec, u, store, cfg.policy.max_errors) for u in units]
     total = sum(len(u.items) for u in units)

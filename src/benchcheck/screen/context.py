@@ -29,6 +29,14 @@ class ScreenContext:
     chain: tuple[int, ...]
     frames: FrameSource | None = None
     keep: set[str] | None = None
+    # Every item id of each benchmark as loaded, before --limit: what units are planned over, so an
+    # item is in the same unit (file, lease) whatever part of its benchmark a run asks for.
+    # None: the ids of ``items``.
+    all_ids: dict[str, tuple[str, ...]] | None = None
+
+    def unit_basis(self) -> dict[str, tuple[str, ...]]:
+        """Each benchmark's item ids that units are planned over (see ``all_ids``)."""
+        return self.all_ids if self.all_ids is not None else ids_by_bench(self.items)
 
     def states(self, upto: int, include_own: bool = True, compact: bool = False) -> dict[int, StepState]:
         """The chain's step states up to ``upto`` (without it when ``include_own`` is false), each
@@ -53,6 +61,13 @@ class ScreenContext:
         return plan_step(self.items, step, self.chain, states, self.has_frames, self.keep)
 
 
+def ids_by_bench(items: Sequence[Item]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for i in items:
+        out.setdefault(i.bench, []).append(i.item_id)
+    return {b: tuple(ids) for b, ids in out.items()}
+
+
 def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, ...],
                  frames: FrameSource | None, keep_file: str | Path | None,
                  benches: Sequence[str] | None = None, limit: int | None = None) -> ScreenContext:
@@ -62,6 +77,7 @@ def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, .
         present = sorted({i.bench for i in items})
         raise ValueError(f"--bench: no items for {', '.join(unknown)} (have {', '.join(present)})")
     chosen = [i for i in items if not benches or i.bench in benches]
+    all_ids = ids_by_bench(chosen)
     if limit is not None:
         seen: dict[str, int] = {}
         kept = []
@@ -71,4 +87,4 @@ def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, .
                 kept.append(i)
         chosen = kept
     keep = load_keep(keep_file) if keep_file else None
-    return ScreenContext(list(chosen), Path(results), chain, frames, keep)
+    return ScreenContext(list(chosen), Path(results), chain, frames, keep, all_ids)

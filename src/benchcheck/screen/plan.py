@@ -57,7 +57,7 @@ class StepPlan:
 
     step: int
     todo: list[Item] = field(default_factory=list)
-    eligible: list[Item] = field(default_factory=list)  # todo + done + failed here: the stable shard basis
+    eligible: list[Item] = field(default_factory=list)  # todo + done + failed here (units: ScreenContext.unit_basis)
     counts: Counter[str] = field(default_factory=Counter)
     missing_frames: list[Item] = field(default_factory=list)
     by_bench: dict[str, Counter[str]] = field(default_factory=dict)

@@ -13,7 +13,7 @@ import socket
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,16 +98,25 @@ def record_missing_frames(results: Path, step: int, items: list[Item]) -> int:
     return append_rows(results / "failures.jsonl", rows, unique_by=lambda r: (r.get("item_id"), r.get("step")))
 
 
-def my_units(plan: StepPlan, shard: tuple[int, int], max_unit: int) -> list[WorkUnit]:
-    """This shard's units with their eligible items. Units are planned over every eligible item
-    (not only the remaining ones) so all shards agree however far each got."""
-    by_bench: dict[str, list[str]] = {}
+def my_units(plan: StepPlan, shard: tuple[int, int], max_unit: int,
+             basis: Mapping[str, Sequence[str]] | None = None) -> list[WorkUnit]:
+    """This shard's units with their eligible items. Units are planned over ``basis``, every item
+    of each benchmark (``ScreenContext.unit_basis``; default: the eligible items), not over the
+    eligible or remaining ones: an item stays in one unit (its file and lease) however far the
+    earlier steps got and whatever ``--limit`` a run had, and all shards agree. Units with no
+    eligible item are left out."""
+    work: dict[str, set[str]] = {b: set(ids) for b, ids in (basis or {}).items()}
     for it in plan.eligible:
-        by_bench.setdefault(it.bench, []).append(it.item_id)
-    units = plan_units(sorted(by_bench.items()), max_unit)
+        work.setdefault(it.bench, set()).add(it.item_id)
+    units = plan_units([(b, sorted(ids)) for b, ids in sorted(work.items())], max_unit)
     mine, _ = assign_units(units, shard[1], shard[0])
-    by_id = {i.item_id: i for i in plan.eligible}
-    return [WorkUnit(plan.step, u.bench, u.part, u.n_parts, tuple(by_id[i] for i in u.ids)) for u in mine]
+    eligible = {(i.bench, i.item_id): i for i in plan.eligible}
+    out = []
+    for u in mine:
+        items = tuple(eligible[(u.bench, i)] for i in u.ids if (u.bench, i) in eligible)
+        if items:
+            out.append(WorkUnit(plan.step, u.bench, u.part, u.n_parts, items))
+    return out
 
 
 def held_by_other(ctx: ScreenContext, plan: StepPlan, shard: tuple[int, int], max_unit: int) -> int:
@@ -115,7 +124,7 @@ def held_by_other(ctx: ScreenContext, plan: StepPlan, shard: tuple[int, int], ma
     todo = {i.item_id for i in plan.todo}
     store = step_store(ctx.results, plan.step)
     n = 0
-    for u in my_units(plan, shard, max_unit):
+    for u in my_units(plan, shard, max_unit, ctx.unit_basis()):
         if store.held(store.unit_path(u.bench, u.part, u.n_parts)):
             n += sum(1 for i in u.items if i.item_id in todo)
     return n
@@ -132,7 +141,7 @@ async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Ech
     plan = plan or ctx.plan(cfg.step, include_own=False)  # the earlier steps, read once; own rows: per unit
     summary = RunSummary(cfg.step)
     summary.missing_frames = record_missing_frames(ctx.results, cfg.step, plan.missing_frames)
-    units = my_units(plan, cfg.shard, cfg.max_unit)
+    units = my_units(plan, cfg.shard, cfg.max_unit, ctx.unit_basis())
     # A few units at once, their engine calls sharing one limit: a unit's tail overlaps the next
     # unit's start, so the engine is never left idle between units.
     task = ScoreTask(spec, cfg.step, ctx.frames, cfg.extra)
