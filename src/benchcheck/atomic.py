@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -145,6 +146,25 @@ def clear_dead(parent: Path, prefixes: tuple[str, ...]) -> int:
         if pid.isdigit() and _alive(int(pid)):
             continue
         shutil.rmtree(p, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+_FILE_TAG = re.compile(r"\.(\d+)-[0-9a-f]{8}\.tmp(?:\.[A-Za-z]+)?$")
+
+
+def clear_dead_files(parent: Path, prefix: str) -> int:
+    """Remove the files in ``parent`` named ``PREFIX...{writer_tag()}.tmp`` (or with a suffix after
+    it, such as a database's ``.tmp.wal``) whose writer process is gone: a kill before their rename
+    leaves them, and nothing else ever would. A live writer's files are left alone; returns how many."""
+    removed = 0
+    if not parent.is_dir():
+        return 0
+    for p in parent.iterdir():
+        m = _FILE_TAG.search(p.name)
+        if not p.name.startswith(prefix) or m is None or _alive(int(m.group(1))) or not p.is_file():
+            continue
+        p.unlink(missing_ok=True)
         removed += 1
     return removed
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import replace_atomic, write_atomic, write_text_atomic, writer_tag
+from benchcheck.atomic import clear_dead_files, replace_atomic, write_atomic, write_text_atomic, writer_tag
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
@@ -168,10 +168,12 @@ def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[s
     The temp file's name is this process's own (as ``atomic.write_atomic``'s are): with one fixed
     name, a second ``assemble`` on the same folder deleted the first's file while it was written,
     and the first then renamed the second's half-written database over ``pool.duckdb`` (and the
-    second stopped on a FileNotFoundError). A failed build takes its file and WAL with it."""
+    second stopped on a FileNotFoundError). A failed build takes its file and WAL with it; those of
+    a killed build (its process gone) are removed by the next one, as large as the database each."""
     import duckdb
     import pyarrow as pa
 
+    clear_dead_files(res, ".pool.duckdb.")
     tmp = res / f".pool.duckdb.{writer_tag()}.tmp"
     try:
         con = duckdb.connect(str(tmp))
