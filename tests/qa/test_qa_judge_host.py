@@ -88,6 +88,10 @@ def test_judge_redirect_is_not_followed(tmp_path: Path, clips: Path,
     assert judge.requests and not other.requests
     summary = read_json(tmp_path / "out" / "summary.json")
     assert summary["counts"]["judge_errors"] == 1 and summary["accuracy"] is None
+    # The error names where the redirect pointed and that it is not followed (the user gives the final URL).
+    (error,) = summary["errors"]
+    assert error["stage"] == "judge" and "not followed" in error["error"], error
+    assert "redirect" in error["error"] and f"{other_url}/v1/chat/completions" in error["error"], error
 
 
 def test_rerun_and_qa_judge_reuse_cache(tmp_path: Path, clips: Path,
