@@ -229,7 +229,9 @@ def _auth_middleware(api_key: str) -> Middleware:
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path.startswith("/v1"):
-            given = request.headers.get("Authorization", "").encode()
+            # aiohttp decodes header bytes as UTF-8 with surrogateescape: encoding back the same
+            # way gives the bytes sent, so a header that is not UTF-8 is a mismatch (401), not a 500.
+            given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
             if not hmac.compare_digest(given, expected):
                 return json_response({"error": "Unauthorized"}, 401)
         return await handler(request)

@@ -1,0 +1,58 @@
+"""Requests a vLLM client may send that ``benchcheck serve`` must answer with a vLLM-shaped JSON
+error (never a 500, a plain-text page or a traceback in its log): a real server on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from serve_fixtures import cli_server
+
+KEY = "s3cret-key"
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A scripted server with an API key and its log file."""
+    d = tmp_path_factory.mktemp("keyed")
+    rules = d / "rules.json"
+    rules.write_text(json.dumps([{"match": "", "reply": "ok"}]))
+    log = d / "server.log"
+    with cli_server("--engine", "scripted", "--rules", str(rules), "--model", "judge", "--api-key", KEY,
+                    log=log) as (url, _):
+        yield url, log
+
+
+def raw_post(url: str, headers: bytes, body: bytes = b"") -> tuple[int, bytes, bytes]:
+    """POST /v1/chat/completions with these raw header lines: (status, response headers, body)."""
+    parts = urlsplit(url)
+    assert parts.hostname and parts.port
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers
+                  + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), head, rest
+
+
+def chat_body() -> bytes:
+    body: dict[str, Any] = {"model": "judge", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    return json.dumps(body).encode()
+
+
+def test_an_authorization_header_that_is_not_utf8_is_a_401_not_a_500(keyed_server: tuple[str, Path]) -> None:
+    url, log = keyed_server
+    status, _, body = raw_post(url, b"Authorization: Bearer \xff\xfe\r\nContent-Type: application/json\r\n",
+                               chat_body())
+    assert (status, json.loads(body)) == (401, {"error": "Unauthorized"})
+    # The right key still passes, and nothing reached the log as a traceback.
+    status, _, body = raw_post(url, b"Authorization: Bearer " + KEY.encode() + b"\r\n", chat_body())
+    assert status == 200, body
+    assert "Traceback" not in log.read_text()
