@@ -56,3 +56,23 @@ def test_an_authorization_header_that_is_not_utf8_is_a_401_not_a_500(keyed_serve
     status, _, body = raw_post(url, b"Authorization: Bearer " + KEY.encode() + b"\r\n", chat_body())
     assert status == 200, body
     assert "Traceback" not in log.read_text()
+
+
+@pytest.mark.parametrize("part", [{"type": "text", "text": None}, {"type": "text"}, {"type": "text", "text": 5}])
+@pytest.mark.parametrize("role", ["user", "system", "assistant"])
+def test_a_text_part_without_a_string_is_refused_not_rendered_as_none(keyed_server: tuple[str, Path],
+                                                                      part: dict[str, Any], role: str) -> None:
+    # The scripted rule echoes nothing: a prompt of "None" would be answered "ok" (200).
+    url, _ = keyed_server
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [part] if role == "user" else "hi"}]
+    extra: dict[str, Any] = {}
+    if role == "system":
+        messages.insert(0, {"role": "system", "content": [part]})
+    if role == "assistant":
+        messages.append({"role": "assistant", "content": [part]})
+        extra = {"continue_final_message": True, "add_generation_prompt": False}
+    body = json.dumps({"model": "judge", "messages": messages, "max_tokens": 2, **extra}).encode()
+    status, _, answer = raw_post(url, b"Authorization: Bearer " + KEY.encode() + b"\r\n", body)
+    err = json.loads(answer)["error"]
+    assert (status, err["type"], err["code"]) == (400, "BadRequestError", 400)
+    assert "'text' must be a string" in err["message"]

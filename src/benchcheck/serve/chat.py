@@ -50,12 +50,21 @@ class ChatCall:
     default_max_tokens: bool = False
 
 
+def _part_text(part: Mapping[str, Any], where: str) -> str:
+    """A text part's ``text``, which must be a string (as in vLLM's request schema): a missing or
+    null one rendered as "" or "None" would be a different prompt from the one the client sent."""
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise RequestError(f"{where}: a text part's 'text' must be a string (got {type(text).__name__})")
+    return text
+
+
 def _text_of(content: object, where: str) -> str:
     """A system or assistant message's text (a string or text parts)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
-        return "".join(str(p.get("text", "")) for p in content)
+        return "".join(_part_text(p, where) for p in content)
     raise RequestError(f"{where}: content must be a string or text parts")
 
 
@@ -92,7 +101,7 @@ def _user_turn(content: object) -> tuple[str, tuple[bytes, ...]]:
         elif kind == "text" and isinstance(part, Mapping):
             if text is not None:
                 raise RequestError("user message: one text part is supported")
-            text = str(part.get("text", ""))
+            text = _part_text(part, "user message")
         else:
             raise RequestError(f"user message: part {i} has unsupported type {kind!r}")
     if text is None:
