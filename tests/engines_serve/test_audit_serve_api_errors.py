@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,3 +77,22 @@ def test_a_text_part_without_a_string_is_refused_not_rendered_as_none(keyed_serv
     err = json.loads(answer)["error"]
     assert (status, err["type"], err["code"]) == (400, "BadRequestError", 400)
     assert "'text' must be a string" in err["message"]
+
+
+def test_a_body_over_the_limit_is_a_json_413(keyed_server: tuple[str, Path]) -> None:
+    # gzip of spaces that inflate past the server's limit: ~0.5 MB on the wire, the same answer
+    # as a body that large sent as is (aiohttp counts the decompressed bytes).
+    from benchcheck.serve.app import MAX_BODY_BYTES
+
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: gzip framing
+    chunk = b" " * (1 << 20)
+    body = b"".join(z.compress(chunk) for _ in range(MAX_BODY_BYTES // len(chunk) + 1)) + z.flush()
+    url, log = keyed_server
+    status, head, answer = raw_post(url, b"Authorization: Bearer " + KEY.encode() + b"\r\nContent-Encoding: gzip\r\n"
+                                    b"Content-Type: application/json\r\n", body)
+    assert status == 413
+    assert b"application/json" in head.lower()
+    err = json.loads(answer)["error"]
+    assert (err["code"], err["type"]) == (413, "BadRequestError")
+    assert str(MAX_BODY_BYTES) in err["message"]
+    assert "Traceback" not in log.read_text()

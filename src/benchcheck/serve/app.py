@@ -30,7 +30,7 @@ from benchcheck.engines.base import Engine, Failure, GenerateRequest, Generation
 from benchcheck.engines.openai.wire import error_body
 from benchcheck.serve.batch import Batcher, EngineCallError
 from benchcheck.serve.chat import RequestError, generate_completion, parse_chat, score_completion
-from benchcheck.serve.guard import Guard, UnreadableBody, default_max_connections, read_body
+from benchcheck.serve.guard import BodyTooLarge, Guard, UnreadableBody, default_max_connections, read_body
 
 log = logging.getLogger("benchcheck.serve")
 
@@ -141,6 +141,11 @@ async def _chat(request: web.Request) -> web.Response:
     guard = request.app[GUARD]
     try:
         raw = await read_body(request, guard.body_timeout_s)
+    except BodyTooLarge:
+        # The rest of the body is not read: the connection cannot carry another request.
+        resp = error_response(413, f"the request body is over {MAX_BODY_BYTES} bytes")
+        resp.force_close()
+        return resp
     except UnreadableBody as e:
         # What follows on the connection is not a request boundary we can trust: close it.
         resp = error_response(400, f"the request body cannot be read: {e}")

@@ -239,6 +239,10 @@ class UnreadableBody(ValueError):
     """The body's framing or content encoding is broken (a gzip body that is not gzip, a cut chunk)."""
 
 
+class BodyTooLarge(ValueError):
+    """The body (decompressed) is over the application's ``client_max_size``."""
+
+
 async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
     """The request body, or None when it did not arrive within ``timeout_s`` (the caller answers 408).
 
@@ -253,6 +257,9 @@ async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
         return None
     except ConnectionError:  # aiohttp's "Connection lost": nobody is left to answer
         raise asyncio.CancelledError from None
+    except web.HTTPRequestEntityTooLarge:
+        # aiohttp would answer this one itself, in plain text: the caller answers vLLM's JSON shape.
+        raise BodyTooLarge from None
     except web.RequestPayloadError as e:
         # aiohttp words it "400, message:\n  Can not decode content-encoding: gzip".
         words = " ".join(str(e).split())
