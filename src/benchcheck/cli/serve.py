@@ -70,9 +70,13 @@ def serve(
     from benchcheck.engines.capabilities import concurrent_calls
     from benchcheck.engines.options import EngineOptionError, EngineOptions
     from benchcheck.engines.registry import from_options
-    from benchcheck.serve.app import run_server
+    from benchcheck.serve.app import check_host, run_server
     from benchcheck.serve.guard import Guard, default_max_connections
 
+    try:
+        check_host(host)  # before a model is loaded
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--host'") from None
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,
                          max_model_len=max_model_len, hf_config=hf_config)

@@ -301,8 +301,10 @@ def run_server(
     guard: Guard | None = None,
 ) -> None:
     """Serve until interrupted or terminated (blocking). Binds to loopback unless ``host`` says
-    otherwise. ``guard`` (default: the usual limits, the cap within the open-files limit) times out
-    slow headers and bodies and caps connections."""
+    otherwise (an empty ``host`` is a ValueError, not every interface). ``guard`` (default: the
+    usual limits, the cap within the open-files limit) times out slow headers and bodies and caps
+    connections."""
+    check_host(host)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     guard = guard or Guard(max_connections=default_max_connections())
     app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches, guard, access_log)
@@ -341,6 +343,16 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
         await asyncio.gather(accepting, return_exceptions=True)
         listener.close()
         await runner.cleanup()
+
+
+def check_host(host: str) -> str:
+    """``host`` as given, unless it is empty: binding "" listens on every interface, so an unset
+    shell variable (``--host "$HOST"``) would expose the server; exposing it must be said
+    (``0.0.0.0``, ``::``)."""
+    if not host.strip():
+        raise ValueError("the host is empty, which would bind every interface: give an address "
+                         "(127.0.0.1 for loopback, 0.0.0.0 to expose the server deliberately)")
+    return host
 
 
 def _listen(host: str, port: int) -> socket.socket:
