@@ -39,8 +39,8 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     """
     from collections import Counter
 
+    from benchcheck.report.export import empty_benches, export_frames, relative_videos, select, unnamed_videos
     from benchcheck.report.export import export as run
-    from benchcheck.report.export import export_frames, relative_videos, select, unnamed_videos
     from benchcheck.screen.steps import parse_chain
 
     try:
@@ -58,9 +58,14 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                           video_source, finals)
     except ValueError as e:
         die(str(e))
-    paths = run(fmt, Path(out), selected, removed)
     n = sum(len(v) for v in selected.values())
-    click.echo(f"{n} {'removed' if removed else 'kept'} items of {len(selected)} benchmarks -> {out}", err=True)
+    label = "removed" if removed else "kept"
+    paths = run(fmt, Path(out), selected, removed)
+    empty = empty_benches(selected)
+    click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
+    if empty:
+        click.echo(f"note: {len(empty)} benchmarks have no {label} items and are left out of the export "
+                   f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)
     if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
         parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
         hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"

@@ -362,7 +362,29 @@ def write_vlmevalkit(out: Path, selected: Mapping[str, Sequence[Selected]], labe
 WRITERS = {"parquet": write_parquet, "lmms-eval": write_lmms_eval, "vlmevalkit": write_vlmevalkit}
 
 
+def empty_benches(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
+    """Benchmarks with no item in the selection (every item removed, or none, or all failed). They are
+    left out of an export: a harness's loader stops on an empty data file (``datasets`` reads an empty
+    JSONL or a 0-row Parquet as an error), and one such task in the group or one such file in the
+    folder stops the whole export from loading."""
+    return [bench for bench, rows in selected.items() if not rows]
+
+
+def bench_files(fmt: str, bench: str, label: str) -> list[str]:
+    """The files (relative to the export folder) a format writes for one benchmark."""
+    if fmt == "parquet":
+        return [f"data/{slug(bench)}/test-00000-of-00001.parquet"]
+    if fmt == "lmms-eval":
+        return [f"{slug(bench)}.jsonl", f"{task_name(bench, label)}.yaml"]
+    return [f"{slug(bench)}_{label}.tsv", f"{slug(bench)}_{label}.left_out.jsonl"]
+
+
 def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], removed: bool) -> list[Path]:
     if fmt not in WRITERS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    return WRITERS[fmt](out, selected, "removed" if removed else "kept")
+    label = "removed" if removed else "kept"
+    for bench in empty_benches(selected):
+        # an earlier export into this folder may hold this benchmark's items: they are no longer selected
+        for rel in bench_files(fmt, bench, label):
+            (out / rel).unlink(missing_ok=True)
+    return WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)

@@ -1,0 +1,93 @@
+"""A benchmark with nothing to export (every item removed, or none removed under --removed) is left out of
+the export: an empty data file stops a harness's loader (``datasets`` raises on an empty JSONL and on a
+0-row Parquet), and one such task in lmms-eval's group, or one such file under the Parquet folder that
+``load_dataset("parquet", data_dir=...)`` globs, stopped the whole export from loading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from report_helpers import cli
+
+# the option text RIGHT at letter L gets the model's confident pick: the item is removed at step 1
+RULES = [{"match": f"\n{letter}\\. RIGHT\\b", "letters": {letter: -0.01, **{o: -6.0 for o in "ABCD" if o != letter}}}
+         for letter in "ABCD"] + [{"match": "", "letters": {"A": -1.2, "B": -1.5, "C": -1.4, "D": -1.3}}]
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("edges_export")
+    items = root / "items"
+    items.mkdir()
+    gone = [{"item_id": f"Gone_{i}", "question": f"Which one {i}?",
+             "options": ["RIGHT", "w1", "w2", "w3"][i:] + ["RIGHT", "w1", "w2", "w3"][:i], "answer": (4 - i) % 4}
+            for i in range(4)]
+    stay = [{"item_id": f"Stay_{i}", "question": f"Plain {i}?", "options": ["a", "b", "c", "d"], "answer": i % 4}
+            for i in range(4)]
+    for name, rows in (("Gone", gone), ("Stay", stay)):
+        (items / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "rules.json").write_text(json.dumps(RULES))
+    res = root / "results"
+    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(res), "--engine", "scripted",
+            "--rules", str(root / "rules.json"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "Gone: done=4 removed=4" in r.stdout and "Stay: done=4 removed=0" in r.stdout, r.stdout
+    return items, res
+
+
+def export(pool: tuple[Path, Path], fmt: str, out: Path, *extra: str) -> str:
+    r = cli("export", "--results", str(pool[1]), "--items", str(pool[0]), "--format", fmt, "--out", str(out),
+            "--chain", "1", *extra)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+def lines(path: Path) -> int:
+    return len([x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()])
+
+
+@pytest.mark.parametrize(("extra", "empty", "full"), [((), "Gone", "Stay"), (("--removed",), "Stay", "Gone")])
+def test_lmms_eval_group_names_no_empty_task(pool: tuple[Path, Path], tmp_path: Path, extra: tuple[str, ...],
+                                             empty: str, full: str) -> None:
+    label = "removed" if extra else "kept"
+    err = export(pool, "lmms-eval", tmp_path, *extra)
+    assert f"4 {label} items of 1 benchmarks" in err
+    assert f"note: 1 benchmarks have no {label} items and are left out of the export" in err and empty in err
+    group = yaml.safe_load((tmp_path / f"_benchcheck_{label}.yaml").read_text())
+    assert group["task"] == [f"benchcheck_{full.lower()}_{label}"]
+    for name in group["task"]:
+        cfg = yaml.safe_load((tmp_path / f"{name}.yaml").read_text().replace("!function ", ""))
+        assert lines(Path(cfg["dataset_kwargs"]["data_files"]["test"])) == 4
+    assert not (tmp_path / f"{empty}.jsonl").exists()
+    assert all(lines(p) for p in tmp_path.glob("*.jsonl"))
+
+
+def test_parquet_folder_holds_no_empty_file(pool: tuple[Path, Path], tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    export(pool, "parquet", tmp_path)
+    files = sorted(tmp_path.glob("data/**/*.parquet"))
+    assert [p.parent.name for p in files] == ["Stay"]
+    assert all(pq.read_table(p).num_rows for p in files)  # what load_dataset("parquet", data_dir=...) globs
+    configs = yaml.safe_load((tmp_path / "README.md").read_text().split("---")[1])["configs"]
+    assert [c["config_name"] for c in configs] == ["Stay"]
+    try:
+        import datasets
+    except ImportError:
+        return
+    ds = datasets.load_dataset("parquet", data_dir=str(tmp_path), cache_dir=str(tmp_path / ".hf"))
+    assert ds["train"].num_rows == 4
+
+
+def test_an_earlier_export_of_a_now_empty_benchmark_is_removed(pool: tuple[Path, Path], tmp_path: Path) -> None:
+    export(pool, "vlmevalkit", tmp_path, "--removed")
+    assert (tmp_path / "Gone_removed.tsv").is_file()
+    # the same folder, now the kept items: Gone has none; a stale Gone_kept.tsv would be read as kept
+    (tmp_path / "Gone_kept.tsv").write_text("index\tquestion\tA\tB\tanswer\n0\tstale\tx\ty\tA\n")
+    export(pool, "vlmevalkit", tmp_path)
+    assert not (tmp_path / "Gone_kept.tsv").exists()
+    assert lines(tmp_path / "Stay_kept.tsv") == 5
+
