@@ -41,6 +41,21 @@ def _num(v: object, fmt: str = "+.3f") -> str:
     return format(v, fmt) if isinstance(v, float | int) else ""
 
 
+def _interval(value: object, lo: object, hi: object, missing: str, fmt: str = "+.3f") -> str:
+    """``value [lo, hi]``; where no interval exists (one video, one item), ``missing`` says why,
+    never empty brackets that read as a broken table."""
+    if isinstance(lo, float | int) and isinstance(hi, float | int):
+        return f"{_num(value, fmt)} [{_num(lo, fmt)}, {_num(hi, fmt)}]"
+    return f"{_num(value, fmt)} ({missing})"
+
+
+def _shift(mean: object, largest: object) -> str:
+    """The floor's margin shift; none without ``lp_exact`` rows to measure it on."""
+    if not isinstance(mean, float | int) or not isinstance(largest, float | int):
+        return "n/a"
+    return f"{_num(mean, '+.2f')}, {_num(largest, '+.2f')}"
+
+
 NEARLY_ALL = 0.9  # "nearly all" removals: the null expects at least this share of them
 
 
@@ -145,19 +160,20 @@ def markdown(res: AuditResult) -> str:
     for f in res.floor:
         lines.append(f"| {f['bench']} | {_step_name(int(str(f['step'])))} | {f['rows']} | {f['with_exact']} | "
                      f"{f['floored']} | {f['decisions_differ'] if f['with_exact'] else 'n/a (no lp_exact)'} | "
-                     f"{_num(f['mean_margin_shift'], '+.2f')}, {_num(f['max_margin_shift'], '+.2f')} |")
+                     f"{_shift(f['mean_margin_shift'], f['max_margin_shift'])} |")
     if res.agreement:
         lines += ["", "## Cross-model agreement", "", "| step | bench | model A | model B | items | removed A | "
                   "removed B | both | kappa [95%] | bootstrap resamples undefined |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for a in res.agreement:
-            k = "" if a.kappa is None else f"{a.kappa:.3f} [{_num(a.lo, '.3f')}, {_num(a.hi, '.3f')}]"
+            k = "" if a.kappa is None else _interval(a.kappa, a.lo, a.hi, "no interval", ".3f")
             lines.append(f"| {_step_name(a.step)} | {a.bench} | {a.model_a} | {a.model_b} | {a.items} | "
                          f"{a.removed_a} | {a.removed_b} | {len(a.both)} | {k} | {a.boot_undefined} of {a.boot} |")
     lines += ["", "## Shortcut profile (accuracy differences, 95% intervals clustered by video)", "",
               "| bench | figure | items | videos | chance baseline | value [95%] |", "|---|---|---|---|---|---|"]
     for g in res.profile:
-        val = "no rows" if g.value is None else f"{_num(g.value)} [{_num(g.lo)}, {_num(g.hi)}]"
+        val = ("no rows" if g.value is None else
+               _interval(g.value, g.lo, g.hi, f"no interval: {g.videos} video{'s' * (g.videos != 1)}, too few"))
         lines.append(f"| {g.bench} | {g.name} | {g.items} | {g.videos} | {_num(g.baseline, '.3f')} | {val} |")
     return "\n".join(lines) + "\n"
 

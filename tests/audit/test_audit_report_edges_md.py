@@ -1,0 +1,45 @@
+"""audit.md on a pool at the edges: a benchmark of one item (one video) has a profile value but no
+interval, and rows without ``lp_exact`` have no floor shift. audit.md printed ``+0.792 [, ]`` and
+``| ,  |`` there, empty brackets that read as a broken table; it now says why no interval is given."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+RULES = [{"match": f"\n{letter}\\. RIGHT\\b", "letters": {letter: -0.01, **{o: -6.0 for o in "ABCD" if o != letter}}}
+         for letter in "ABCD"] + [{"match": "", "letters": {"A": -1.2, "B": -1.5, "C": -1.4, "D": -1.3}}]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchcheck", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_a_one_item_benchmark_says_it_has_no_interval(tmp_path: Path) -> None:
+    items = tmp_path / "items"
+    items.mkdir()
+    one = [{"item_id": "One_0", "question": "Which is right?", "options": ["RIGHT", "w1", "w2", "w3"], "answer": 0}]
+    many = [{"item_id": f"Many_{i}", "question": f"Plain {i}?", "options": ["a", "b", "c", "d"], "answer": i % 4}
+            for i in range(8)]
+    for name, rows in (("One", one), ("Many", many)):
+        (items / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "rules.json").write_text(json.dumps(RULES))
+    res = tmp_path / "results"
+    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(res), "--engine", "scripted",
+            "--rules", str(tmp_path / "rules.json"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = cli("audit", "--results", str(res), "--items", str(items), "--out", str(tmp_path / "audit"),
+            "--rounds", "50", "--chain", "1")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "audit" / "audit.md").read_text()
+    assert "[, ]" not in md and "| ,  |" not in md
+    profile = md[md.index("## Shortcut profile"):]
+    one = next(line for line in profile.splitlines() if line.startswith("| One | blind_gap |"))
+    assert one.endswith("(no interval: 1 video, too few) |"), one
+    assert one.split("|")[-2].strip().startswith("+")  # the value itself is still shown
+    many = next(line for line in profile.splitlines() if line.startswith("| Many | blind_gap |"))
+    assert "[" in many and "no interval" not in many  # 8 videos: an interval
+    floor = md[md.index("## Exact letter scores"):md.index("## Shortcut profile")]
+    assert all(line.endswith("| n/a |") for line in floor.splitlines() if line.startswith("| One |"))
