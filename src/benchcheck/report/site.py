@@ -25,7 +25,15 @@ from benchcheck.items import Item
 from benchcheck.report import plots, stats
 from benchcheck.report.audit import Confidences, link_tables, read_audit, read_audits, read_confidences
 from benchcheck.report.bench_page import BenchPage, bench_page, copy_thumbs
-from benchcheck.report.browser import FATE_CODE, FATE_MEANING, BenchChunks, write_bench, write_file, write_index
+from benchcheck.report.browser import (
+    FATE_CODE,
+    FATE_MEANING,
+    QUESTION_CHARS,
+    BenchChunks,
+    write_bench,
+    write_file,
+    write_index,
+)
 from benchcheck.report.options import ReportOptions
 from benchcheck.report.probe import ProbeItems, read_probe, read_probe_items
 from benchcheck.report.provenance import step_lines, warnings
@@ -291,7 +299,8 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
     probe = read_probe(opts.results / "probe")
     link_tables(probe, out, "audit/probe")
     page("audit.html", "audit.html", audit=audit, side=side, probe=probe)
-    page("items.html", "items.html", fates=[(FATE_CODE[k], k, FATE_MEANING[k]) for k in FATE_CODE])
+    page("items.html", "items.html", fates=[(FATE_CODE[k], k, FATE_MEANING[k]) for k in FATE_CODE],
+         question_chars=QUESTION_CHARS)
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),
          results=str(opts.results))
 
