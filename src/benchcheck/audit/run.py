@@ -48,6 +48,9 @@ class AuditResult:
     fdr_targets: list[Target] = field(default_factory=list)
     fdr_level: float = DEFAULT_FDR
     target_fdr: float | None = None
+    # benchmarks asked for whose items have no ok row with letter log-probs (only errors, or never
+    # screened): nothing of theirs is in any table, which a reader must be told
+    unaudited: list[str] = field(default_factory=list)
 
 
 def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,
@@ -134,4 +137,7 @@ def run_audit(results: str | Path, item_ids: Iterable[str] | None = None, compar
         why = id_clash(rows) if rows is not None else None
         if why:
             raise ValueError(f"{folder}: {why}")
-    return audit_forwards(by_step, other, rounds, seed, chain, fdr_level, target_fdr)
+    res = audit_forwards(by_step, other, rounds, seed, chain, fdr_level, target_fdr)
+    if only is not None:
+        res.unaudited = sorted(only - {f.bench for rows in by_step.values() for f in rows})
+    return res

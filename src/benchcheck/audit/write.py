@@ -90,10 +90,16 @@ def headline(res: AuditResult) -> str:
             f"of them are chance, so about {max(0.0, removed - est):.0f} rest on a shortcut.")
 
 
+def unaudited_line(benches: Sequence[str]) -> str:
+    return (f"Not audited: {len(benches)} benchmark{'s' * (len(benches) != 1)} of the items given "
+            f"{'have' if len(benches) != 1 else 'has'} no ok row with letter log-probs (only errors, or not "
+            f"screened): {', '.join(benches)}.")
+
+
 def markdown(res: AuditResult) -> str:
     lines = ["# How far to trust each removal", "",
              "Evidence beside the protocol's decisions; nothing here changes a decision.", "",
-             f"**{headline(res)}**", "",
+             f"**{headline(res)}**", "", *([unaudited_line(res.unaudited), ""] if res.unaudited else []),
              f"Rule: {rule_text()}.", "", "## Null of the rule", "",
              "Permutation null: gold answers permuted within each benchmark (unconditioned). Conditioned null: "
              "at step 1 the gold equally likely at any option (the options are shuffled), at the other steps drawn "

@@ -54,7 +54,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
 
     from benchcheck.audit import run_audit
     from benchcheck.audit.null import verdict
-    from benchcheck.audit.write import headline, write_audit
+    from benchcheck.audit.write import headline, unaudited_line, write_audit
     from benchcheck.screen.steps import parse_chain
     from benchcheck.stats.source import steps_in
 
@@ -97,6 +97,9 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     called = sum(r.called for r in res.nulls)
     click.echo(f"CELLS={len(res.nulls)} EXCESS_CALLED={called} FDR_LEVEL={fdr_level:g}")
     click.echo(headline(res))
+    if res.unaudited:
+        line = unaudited_line(res.unaudited)
+        click.echo(f"note: {line[0].lower()}{line[1:]}", err=True)
     for t in res.fdr_targets:
         if t.bench == "*":
             click.echo(t.sentence())
