@@ -5,32 +5,16 @@ A benchmark of the items given whose every row is an error was in no table and n
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-RULES = [{"match": f"\n{letter}\\. RIGHT\\b", "letters": {letter: -0.01, **{o: -6.0 for o in "ABCD" if o != letter}}}
-         for letter in "ABCD"] + [{"match": "", "letters": {"A": -1.2, "B": -1.5, "C": -1.4, "D": -1.3}}]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchcheck", *args], capture_output=True, text=True, timeout=300)
+from scripted_pool import RULES, cli, screened
 
 
 def test_a_one_item_benchmark_says_it_has_no_interval(tmp_path: Path) -> None:
-    items = tmp_path / "items"
-    items.mkdir()
     one = [{"item_id": "One_0", "question": "Which is right?", "options": ["RIGHT", "w1", "w2", "w3"], "answer": 0}]
     many = [{"item_id": f"Many_{i}", "question": f"Plain {i}?", "options": ["a", "b", "c", "d"], "answer": i % 4}
             for i in range(8)]
-    for name, rows in (("One", one), ("Many", many)):
-        (items / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "rules.json").write_text(json.dumps(RULES))
-    res = tmp_path / "results"
-    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(res), "--engine", "scripted",
-            "--rules", str(tmp_path / "rules.json"), "--no-progress")
-    assert r.returncode == 0, r.stderr
+    items, res, _ = screened(tmp_path, {"One": one, "Many": many})
     r = cli("audit", "--results", str(res), "--items", str(items), "--out", str(tmp_path / "audit"),
             "--rounds", "50", "--chain", "1")
     assert r.returncode == 0, r.stderr
@@ -47,20 +31,12 @@ def test_a_one_item_benchmark_says_it_has_no_interval(tmp_path: Path) -> None:
 
 
 def test_a_benchmark_with_only_error_rows_is_named_as_not_audited(tmp_path: Path) -> None:
-    items = tmp_path / "items"
-    items.mkdir()
     errs = [{"item_id": f"Errs_{i}", "question": f"ERRORME {i}?", "options": ["a", "b", "c", "d"], "answer": 0}
             for i in range(3)]
     fine = [{"item_id": f"Fine_{i}", "question": f"Plain {i}?", "options": ["a", "b", "c", "d"], "answer": i % 4}
             for i in range(4)]
-    for name, rows in (("Errs", errs), ("Fine", fine)):
-        (items / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     rules = [{"match": "ERRORME", "error": {"status": 500, "message": "boom"}}, *RULES]
-    (tmp_path / "rules.json").write_text(json.dumps(rules))
-    res = tmp_path / "results"
-    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(res), "--engine", "scripted",
-            "--rules", str(tmp_path / "rules.json"), "--no-progress")
-    assert r.returncode == 0, r.stderr
+    items, res, r = screened(tmp_path, {"Errs": errs, "Fine": fine}, rules)
     assert "Errs: done=0" in r.stdout, r.stdout
     r = cli("audit", "--results", str(res), "--items", str(items), "--out", str(tmp_path / "audit"),
             "--rounds", "50", "--chain", "1")

@@ -5,35 +5,23 @@ the export: an empty data file stops a harness's loader (``datasets`` raises on 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import yaml
-from report_helpers import cli
 
-# the option text RIGHT at letter L gets the model's confident pick: the item is removed at step 1
-RULES = [{"match": f"\n{letter}\\. RIGHT\\b", "letters": {letter: -0.01, **{o: -6.0 for o in "ABCD" if o != letter}}}
-         for letter in "ABCD"] + [{"match": "", "letters": {"A": -1.2, "B": -1.5, "C": -1.4, "D": -1.3}}]
+from scripted_pool import cli, screened
 
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("edges_export")
-    items = root / "items"
-    items.mkdir()
     gone = [{"item_id": f"Gone_{i}", "question": f"Which one {i}?",
              "options": ["RIGHT", "w1", "w2", "w3"][i:] + ["RIGHT", "w1", "w2", "w3"][:i], "answer": (4 - i) % 4}
             for i in range(4)]
     stay = [{"item_id": f"Stay_{i}", "question": f"Plain {i}?", "options": ["a", "b", "c", "d"], "answer": i % 4}
             for i in range(4)]
-    for name, rows in (("Gone", gone), ("Stay", stay)):
-        (items / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (root / "rules.json").write_text(json.dumps(RULES))
-    res = root / "results"
-    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(res), "--engine", "scripted",
-            "--rules", str(root / "rules.json"), "--no-progress")
-    assert r.returncode == 0, r.stderr
+    items, res, r = screened(root, {"Gone": gone, "Stay": stay})
     assert "Gone: done=4 removed=4" in r.stdout and "Stay: done=4 removed=0" in r.stdout, r.stdout
     return items, res
 
