@@ -243,6 +243,9 @@ def plan_frames(spec: PlanSpec | str, timestamps: Sequence[float], width: int, h
         assert spec.fps is not None
         grid = fps_grid(ts, spec.fps)
         cap = n_max(w, h, token_budget, max_images)
+        if cap < 1:  # zero frames would answer a visual condition blind, recorded as if it had seen the video
+            raise ValueError(f"token budget {token_budget} leaves no room for one {w}x{h} frame "
+                             f"({tokens_per_frame(w, h)} tokens after the {PROMPT_RESERVE}-token reserve)")
         indices = grid
         if len(grid) > cap:
             picks = uniform_grid([ts[i] for i in grid], cap)

@@ -1,0 +1,45 @@
+"""A --token-budget too small for one frame of an fps condition: each of its cells is a failure of
+the frame plan that names the budget, never an answer. Before, the plan kept zero frames and the
+model answered the visual condition blind, written as an ``ok`` row the analysis counted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sweep_helpers import item, stored_video, write_items, write_rules
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchcheck", "sweep", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_budget_without_room_for_one_frame_fails_the_fps_cells(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    stored_video(store, "v40", 40, 320, 240)
+    items = write_items(tmp_path / "items", [item("Tiny", 0, "v40"), item("Tiny", 1, "v40")])
+    # a 4:3 frame at s224 is 299x224, 76 tokens; 1,550 - 1,500 reserve leaves 50: no frame fits
+    common = ["--items", str(items[0]), "--store", str(store), "--results", str(tmp_path / "res"),
+              "--conds", "v_1,v_fps1_s224", "--token-budget", "1550"]
+
+    dry = _cli("dry-run", *common)
+    assert dry.returncode == 0, dry.stderr
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in dry.stdout.splitlines()}
+    todo, _na, _reuse, fail = rows[("Tiny", "v_fps1_s224")][:4]
+    assert (todo, fail) == ("0", "2"), dry.stdout
+    assert rows[("Tiny", "v_1")][0] == "2", dry.stdout
+
+    rules = write_rules(tmp_path / "rules.json", [{"match": "", "reply": "The answer is A."}])
+    run = _cli("run", *common, "--engine", "scripted", "--rules", str(rules), "--decode-workers", "0",
+               "--no-progress")
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    written = (tmp_path / "res" / "conditions_results.csv").read_text().splitlines()
+    assert not [r for r in written if ",v_fps1_s224," in r]
+    assert len([r for r in written if ",v_1," in r]) == 2
+    failures = [json.loads(x) for x in (tmp_path / "res" / "data" / "logs" / "failures.jsonl").read_text().splitlines()]
+    assert {f["condition"] for f in failures} == {"v_fps1_s224"}
+    assert all("token budget 1550 leaves no room for one" in f["message"] for f in failures), failures
