@@ -79,8 +79,9 @@ def summary_md(a: Analysis) -> str:
               "|---|---|---|---|---|---|---|---|"]
     for c in a.conditions:
         i = c.accuracy
-        lines.append(f"| {c.bench} | {c.condition} | {_fmt(i.est)} | [{_fmt(i.lo)}, {_fmt(i.hi)}] | {i.n} | "
-                     f"{i.n_videos} | {c.unparsed} | {c.na} |")
+        acc, interval = ((_fmt(i.est), f"[{_fmt(i.lo)}, {_fmt(i.hi)}]") if i.n else ("n/a", "no item applies"))
+        lines.append(f"| {c.bench} | {c.condition} | {acc} | {interval} | {i.n} | {i.n_videos} | {c.unparsed} | "
+                     f"{c.na} |")
     lines += ["", f"## Paired differences (same items; {level} {INTERVAL_METHOD})", "",
               "| benchmark | condition | minus | difference [interval] |", "|---|---|---|---|"]
     lines += [f"| {b} | {x} | {y} | {effect_text(d)} |" for b, x, y, d in a.diffs]
