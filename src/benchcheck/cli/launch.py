@@ -194,8 +194,12 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     if not gpus_per_task and not direct:
         die("--gpus-per-task 0 needs --direct: without it each task runs `benchcheck launch`, which starts "
             "one server per GPU (--gpus at least 1)")
-    text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
-                                  cpus_per_task, None, logs, python))
+    try:
+        text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
+                                      cpus_per_task, None, logs, python))
+    except ValueError as e:
+        die(str(e))
+        return
     if out:
         write_text_atomic(out, text)
         Path(out).chmod(0o755)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,29 +26,49 @@ class SlurmJob:
     extra_sbatch: Sequence[str] = ()
 
 
+def sbatch_value(value: str) -> str:
+    """``value`` as sbatch reads a ``#SBATCH`` directive: it splits on whitespace, groups with
+    double quotes, escapes with a backslash and ends the line at an unescaped ``#``, so a value
+    holding any of these is quoted and escaped (pure)."""
+    if not re.search(r'[\s"\\#]', value):
+        return value
+    return '"' + re.sub(r'(["\\#])', r"\\\1", value) + '"'
+
+
+def shell_dq(value: str) -> str:
+    """``value`` inside bash double quotes, taken literally (``$``, backquotes, ``"`` and ``\\``
+    escaped), so a variable reference can follow it inside the same quotes (pure)."""
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", value) + '"'
+
+
 def render_sbatch(job: SlurmJob) -> str:
     """The script. Ranks come from the array variables (`slurm_task`), so `--array=1-N` works too.
     Each task writes its logs under its own folder and moves its ports by its array index so that
     two tasks on one node do not collide."""
     name = job.job_name or f"benchcheck-s{job.step}"
-    lines = ["#!/usr/bin/env bash", f"#SBATCH --job-name={name}", f"#SBATCH --array=0-{job.array - 1}",
-             f"#SBATCH --output={job.logs}/slurm_s{job.step}_%A_%a.out"]
+    for what, value in (("--logs", job.logs), ("--python", job.python), ("--partition", job.partition),
+                        ("--time", job.time_limit), ("job name", name)):
+        if value is not None and ("\n" in value or "\r" in value):
+            raise ValueError(f"{what} {value!r}: a line break cannot go into a one-line directive or command")
+    lines = ["#!/usr/bin/env bash", f"#SBATCH --job-name={sbatch_value(name)}", f"#SBATCH --array=0-{job.array - 1}",
+             f"#SBATCH --output={sbatch_value(f'{job.logs}/slurm_s{job.step}_%A_%a.out')}"]
     if job.gpus_per_task:
         lines.append(f"#SBATCH --gres=gpu:{job.gpus_per_task}")
     if job.cpus_per_task:
         lines.append(f"#SBATCH --cpus-per-task={job.cpus_per_task}")
     if job.partition:
-        lines.append(f"#SBATCH --partition={job.partition}")
+        lines.append(f"#SBATCH --partition={sbatch_value(job.partition)}")
     if job.time_limit:
-        lines.append(f"#SBATCH --time={job.time_limit}")
+        lines.append(f"#SBATCH --time={sbatch_value(job.time_limit)}")
     lines += [f"#SBATCH {x}" for x in job.extra_sbatch]
     args = shlex.join(job.args)
-    lines += ["set -euo pipefail", f'mkdir -p "{job.logs}"',
-              'TASK_LOGS="' + job.logs + '/task_${SLURM_ARRAY_TASK_ID:-0}"']
+    python = shlex.quote(job.python)
+    lines += ["set -euo pipefail", f"mkdir -p {shell_dq(job.logs)}",
+              "TASK_LOGS=" + shell_dq(job.logs + "/task_")[:-1] + '${SLURM_ARRAY_TASK_ID:-0}"']
     if job.direct:
-        cmd = f"{job.python} -m benchcheck screen --step {job.step} --shard auto --no-progress {args}"
+        cmd = f"{python} -m benchcheck screen --step {job.step} --shard auto --no-progress {args}"
     else:
-        cmd = (f"{job.python} -m benchcheck launch --step {job.step} --gpus {job.gpus_per_task} --shard auto "
+        cmd = (f"{python} -m benchcheck launch --step {job.step} --gpus {job.gpus_per_task} --shard auto "
                f'--logs "$TASK_LOGS" --port0 $(({STEP_PORT0} + 16 * (${{SLURM_ARRAY_TASK_ID:-0}} % 256))) {args}')
     lines += [cmd, ""]
     return "\n".join(lines)
