@@ -218,21 +218,37 @@ class _LogsTally:
 
     include_unchecked: bool
     unchecked: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # left out: links out of the folder, specials
 
 
-def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, masker: Masker, tally: _LogsTally) -> None:
-    """Add a log folder as ``tf.add`` would (sorted, links and specials left out), every file
-    masked (:mod:`benchcheck.data.pack_logs`); one that cannot be checked is listed in ``tally``
-    and left out unless ``include_unchecked``."""
-    ti = _clean(tf.gettarinfo(str(path), arcname=arc))
-    if ti is None:
+def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, masker: Masker, tally: _LogsTally, root: Path,
+              parents: tuple[Path, ...] = ()) -> None:
+    """Add a log folder sorted, every file masked (:mod:`benchcheck.data.pack_logs`); one that
+    cannot be checked is listed in ``tally`` and left out unless ``include_unchecked``. Symlinks are
+    followed while they stay inside ``root`` (the log folder given, resolved, so ``--logs logs``
+    where ``logs`` is a link to other storage packs what it holds); a link out of it, a dangling
+    link, a loop and special files are left out and listed."""
+    real = Path(os.path.realpath(path))
+    if path.is_symlink() and not (real.exists() and real.is_relative_to(root)):
+        why = "dangling" if not real.exists() else f"to {real}, outside the log folder"
+        tally.links.append(f"{arc} (a symlink {why})")
         return
-    if ti.isdir():
+    if real.is_dir():
+        if real in parents:
+            tally.links.append(f"{arc} (a symlink loop back to {real})")
+            return
+        ti = _clean(tf.gettarinfo(str(real), arcname=arc))
+        if ti is None:
+            return
         tf.addfile(ti)
-        for name in sorted(os.listdir(path)):
-            _add_logs(tf, path / name, f"{arc}/{name}", masker, tally)
+        for name in sorted(os.listdir(real)):
+            _add_logs(tf, path / name, f"{arc}/{name}", masker, tally, root, (*parents, real))
         return
-    with path.open("rb") as f, tempfile.SpooledTemporaryFile(max_size=16 << 20) as dst:
+    ti = _clean(tf.gettarinfo(str(real), arcname=arc))
+    if ti is None:
+        tally.links.append(f"{arc} (not a regular file)")
+        return
+    with real.open("rb") as f, tempfile.SpooledTemporaryFile(max_size=16 << 20) as dst:
         try:
             mask_stream(f, dst, masker)
         except Unchecked as e:
@@ -305,8 +321,10 @@ def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, h
                 for m in members:
                     _add_member(tf, m)
                 for d in opts.logs:
-                    _add_logs(tf, d, arcname(d), masker, tally)
+                    _add_logs(tf, d, arcname(d), masker, tally, Path(os.path.realpath(d)))
                 report = pending.result()
+                if tally.links:
+                    report.notes.append(f"{len(tally.links)} log entries left out: " + "; ".join(tally.links))
                 if tally.unchecked:
                     what = ("packed as they are (--include-unchecked)" if opts.include_unchecked
                             else "left out; pass --include-unchecked to pack them as they are")
