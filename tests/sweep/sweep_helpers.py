@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,33 @@ def write_items(folder: Path, rows: list[dict[str, Any]]) -> list[Path]:
 def write_rules(path: Path, rules: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps(rules))
     return path
+
+
+def sweep_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``benchcheck sweep ARGS`` in a child process."""
+    return subprocess.run([sys.executable, "-m", "benchcheck", "sweep", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def dry_rows(common: Sequence[str]) -> dict[tuple[str, str], list[str]]:
+    """``sweep dry-run``'s table: (benchmark, condition) -> its counts (todo, na, reuse, fail, ...)."""
+    dry = sweep_cli("dry-run", *common)
+    assert dry.returncode == 0, dry.stderr
+    return {tuple(line.split()[:2]): line.split()[2:] for line in dry.stdout.splitlines()}  # type: ignore[misc]
+
+
+def scripted_run(tmp: Path, common: Sequence[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """``sweep run`` with the scripted engine answering "A" to everything: the results CSV's lines
+    and the failures logged."""
+    rules = write_rules(tmp / "rules.json", [{"match": "", "reply": "The answer is A."}])
+    run = sweep_cli("run", *common, "--engine", "scripted", "--rules", str(rules), "--decode-workers", "0",
+                    "--no-progress")
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    res = Path(common[list(common).index("--results") + 1])
+    written = (res / "conditions_results.csv").read_text().splitlines()
+    failures = [json.loads(x) for x in (res / "data" / "logs" / "failures.jsonl").read_text().splitlines()]
+    return written, failures
 
 
 # A mixed pool over the stored videos of the sweep tests: two benches, an item without a video, one

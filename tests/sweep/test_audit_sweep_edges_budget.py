@@ -4,17 +4,9 @@ model answered the visual condition blind, written as an ``ok`` row the analysis
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-from sweep_helpers import item, stored_video, write_items, write_rules
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchcheck", "sweep", *args], capture_output=True, text=True,
-                          timeout=300)
+from sweep_helpers import dry_rows, item, scripted_run, stored_video, write_items
 
 
 def test_a_budget_without_room_for_one_frame_fails_the_fps_cells(tmp_path: Path) -> None:
@@ -25,21 +17,13 @@ def test_a_budget_without_room_for_one_frame_fails_the_fps_cells(tmp_path: Path)
     common = ["--items", str(items[0]), "--store", str(store), "--results", str(tmp_path / "res"),
               "--conds", "v_1,v_fps1_s224", "--token-budget", "1550"]
 
-    dry = _cli("dry-run", *common)
-    assert dry.returncode == 0, dry.stderr
-    rows = {tuple(line.split()[:2]): line.split()[2:] for line in dry.stdout.splitlines()}
+    rows = dry_rows(common)
     todo, _na, _reuse, fail = rows[("Tiny", "v_fps1_s224")][:4]
-    assert (todo, fail) == ("0", "2"), dry.stdout
-    assert rows[("Tiny", "v_1")][0] == "2", dry.stdout
+    assert (todo, fail) == ("0", "2"), rows
+    assert rows[("Tiny", "v_1")][0] == "2", rows
 
-    rules = write_rules(tmp_path / "rules.json", [{"match": "", "reply": "The answer is A."}])
-    run = _cli("run", *common, "--engine", "scripted", "--rules", str(rules), "--decode-workers", "0",
-               "--no-progress")
-    assert run.returncode == 0, run.stderr
-    assert "Traceback" not in run.stderr
-    written = (tmp_path / "res" / "conditions_results.csv").read_text().splitlines()
+    written, failures = scripted_run(tmp_path, common)
     assert not [r for r in written if ",v_fps1_s224," in r]
     assert len([r for r in written if ",v_1," in r]) == 2
-    failures = [json.loads(x) for x in (tmp_path / "res" / "data" / "logs" / "failures.jsonl").read_text().splitlines()]
     assert {f["condition"] for f in failures} == {"v_fps1_s224"}
     assert all("token budget 1550 leaves no room for one" in f["message"] for f in failures), failures

@@ -4,15 +4,12 @@ Before, the dry run counted them as todo with a token projection and the run sen
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import av
 import numpy as np
 import pytest
-from sweep_helpers import item, stored_video, write_items, write_rules
+from sweep_helpers import dry_rows, item, scripted_run, stored_video, write_items
 
 from benchcheck.atomic import write_json_atomic
 from benchcheck.engines.hf.inputs.decode import ResizeRule
@@ -40,11 +37,6 @@ def _thin_video(store: Path, video_id: str, n_frames: int, width: int, height: i
     write_json_atomic(d / "meta.json", meta.to_json())
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchcheck", "sweep", *args], capture_output=True, text=True,
-                          timeout=300)
-
-
 @pytest.mark.parametrize(("w", "h"), [(1280, 4), (4, 1280), (448, 2)])
 def test_the_budget_refuses_what_the_processor_refuses(w: int, h: int) -> None:
     with pytest.raises(ValueError, match=f"aspect ratio of {w}x{h} is over {MAX_ASPECT}"):
@@ -68,22 +60,14 @@ def test_an_over_elongated_video_is_a_plan_failure_in_dry_run_and_run(tmp_path: 
     common = [a for p in items for a in ("--items", str(p))] + [
         "--store", str(store), "--results", str(tmp_path / "res"), "--conds", CONDS]
 
-    dry = _cli("dry-run", *common)
-    assert dry.returncode == 0, dry.stderr
-    rows = {tuple(line.split()[:2]): line.split()[2:] for line in dry.stdout.splitlines()}
+    rows = dry_rows(common)
     for cond in CONDS.split(","):
         todo, _na, _reuse, fail = rows[("Thin", cond)][:4]
-        assert (todo, fail) == ("0", "1"), dry.stdout
-        assert rows[("Qcif", cond)][:4] == ["1", "0", "0", "0"], dry.stdout
+        assert (todo, fail) == ("0", "1"), rows
+        assert rows[("Qcif", cond)][:4] == ["1", "0", "0", "0"], rows
 
-    rules = write_rules(tmp_path / "rules.json", [{"match": "", "reply": "The answer is A."}])
-    run = _cli("run", *common, "--engine", "scripted", "--rules", str(rules), "--decode-workers", "0",
-               "--no-progress")
-    assert run.returncode == 0, run.stderr
-    assert "Traceback" not in run.stderr
-    written = (tmp_path / "res" / "conditions_results.csv").read_text().splitlines()
+    written, failures = scripted_run(tmp_path, common)
     assert not [r for r in written if r.startswith("Thin,")]
     assert len([r for r in written if r.startswith("Qcif,")]) == 3
-    failures = [json.loads(x) for x in (tmp_path / "res" / "data" / "logs" / "failures.jsonl").read_text().splitlines()]
     assert sorted(f["condition"] for f in failures) == sorted(CONDS.split(","))
     assert all("aspect ratio of 1280x4 is over 200" in f["message"] for f in failures)
