@@ -49,8 +49,8 @@ def doc_to_target(doc: dict[str, Any]) -> str:
 
 def parse_letter(text: str, n_options: int) -> str | None:
     """The option letter a reply starts with ("B", "(B)", "B. text"); None when there is none.
-    Read as the sweep's parser reads a reply: in NFKC (full-width "Ｂ", "（B）"), without format
-    characters (a zero-width space, a BOM) and without Markdown emphasis ("**B**")."""
+    The reply is read in NFKC (full-width "Ｂ", "（B）"), without format characters (a zero-width
+    space, a BOM) and without Markdown emphasis ("**B**")."""
     plain = "".join(c for c in unicodedata.normalize("NFKC", text or "") if unicodedata.category(c) != "Cf")
     m = _FIRST_LETTER.match(re.sub(r"[*`]", "", plain))
     return m.group(1) if m and LETTERS.index(m.group(1)) < n_options else None
