@@ -649,7 +649,7 @@ SPECIAL_VARIANTS = {
 
 
 # Variant rows of the sweep workload (--variants): name -> the op flipped in them.
-SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused"}
+SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", "scored-last": "scored_last_layer"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 
 
@@ -716,9 +716,11 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
             run_row(rows, name, "ours-apart", apart, n_items, float(p.n_tokens), limit,
                     lambda: apart.generate_sync(reqs), note="variant: each item decoded alone (-decode_together)")
         variant_texts = {}
+        variant_engines: dict[str, HFEngine] = {}
         for v in sorted(VARIANTS & set(SWEEP_VARIANTS)):
             flip = ("-" if engine.config.op(SWEEP_VARIANTS[v]) else "+") + SWEEP_VARIANTS[v]
             other_engine = same_plan(engine.with_config(engine.config.with_ops(flip)), engine)
+            variant_engines[v] = other_engine
             got = batched_row(rows, name, f"ours-{v}", other_engine, reqs, prefill_s, p.n_tokens, limit,
                               partial(other_engine.generate_sync, reqs), f"variant: ops={flip}")
             variant_texts[v] = [g.text if isinstance(g, Generation) else None for g in got]  # type: ignore[attr-defined]
@@ -731,7 +733,7 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         fixed = run_row(rows, name, "fixed-eager", fixed_engine, n_items, float(p.n_tokens), limit,
                         lambda: fixed_engine.generate_sync(reqs), note="check: the graphs' fixed-shape steps, eagerly")
         profile(name, lambda: engine.generate_sync(reqs[:1]))
-        answer_rows(rows, checks, name, engine, reqs, prefill_s, step_s)
+        answer_rows(rows, checks, name, engine, reqs, prefill_s, step_s, variant_engines)
     finally:
         engine.stop_ids = stop
     for v, vt in variant_texts.items():
@@ -800,7 +802,7 @@ ANSWER_TOKENS = 3  # a real answer: a letter (and a word), then the end token
 
 
 def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
-                prefill_s: float, step_s: float) -> None:
+                prefill_s: float, step_s: float, variants: dict[str, HFEngine] | None = None) -> None:
     """The sweep item answered as a real model answers: a few tokens, then its end token. A
     random-weight model never emits one (and repeats its greedy tokens, so a stop token picked
     from them came too early for most items), so the stop is forced as ``sweep_mix
@@ -809,14 +811,16 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
     ``max_tokens`` stays 128, so the steps are reserved and captured as a CUDA graph. Rows:
     ``answer`` (the engine as chosen) and ``answer-lookback4`` (the flag read 4 steps late, the
     previous default); the check: both give the same texts, every answer has ``ANSWER_TOKENS``
-    tokens, and on CUDA graphs were captured, none failing."""
+    tokens, and on CUDA graphs were captured, none failing. ``variants``: an ``answer-NAME`` row
+    for each (the sweep's ``--variants`` engines), after those two."""
     late = same_plan(engine.with_config(replace(engine.config, decode_lookback=4)), engine)
     answer = [replace(r, max_tokens=128) for r in reqs]
     n = len(answer)
     out: dict[str, list[Any]] = {}
     counts: dict[str, tuple[int, int]] = {}
+    runs = [("answer", engine), ("answer-lookback4", late), *((f"answer-{v}", e) for v, e in (variants or {}).items())]
     with answers_stop_after(ANSWER_TOKENS):
-        for mode, eng in (("answer", engine), ("answer-lookback4", late)):
+        for mode, eng in runs:
             res = run_row(rows, name, mode, eng, n, rows[-1].prompt_tokens, 0.0,
                           counted_generate(counts, mode, eng, answer))
             out[mode] = list(res)  # type: ignore[call-overload]
@@ -825,13 +829,16 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
         raise SystemExit(f"{name} answer rows: {len(bad)} failed: {bad[0]}")
     made = [g.completion_tokens for g in out["answer"]]
     limit = 1.0 / (prefill_s + (ANSWER_TOKENS - 1) * step_s) if step_s == step_s else float("nan")
-    for row in rows[-2:]:
+    for row, (mode, eng) in zip(rows[-len(runs):], runs, strict=True):
         row.limit_per_s = limit
         row.ratio = row.items_per_s / limit
         row.ratio_sustained = row.ratio / SUSTAINED[0]
         row.note = (f"a real answer: {ANSWER_TOKENS} new tokens an item, then the stop as a real end token "
                     "ends it (the finish flag forced from that step on; max_tokens 128 kept, so the steps are "
                     "reserved and, on CUDA, captured)")
+        if mode.removeprefix("answer-") in SWEEP_VARIANTS:
+            op = SWEEP_VARIANTS[mode.removeprefix("answer-")]
+            row.note += f"; variant: ops={'+' if eng.config.op(op) else '-'}{op}"
     differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
     caps, fails = counts["answer"]
     ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and graphs_replayed(engine, caps, fails)

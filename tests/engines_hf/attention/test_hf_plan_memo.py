@@ -4,6 +4,7 @@ SDPA's cuDNN kernel off (no plan built), and with it on once the shape recurs (d
 from __future__ import annotations
 
 import asyncio
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -81,14 +82,23 @@ def test_each_thread_meets_a_shape_for_itself() -> None:
 
 
 @pytest.fixture
-def sdpa_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[int, ...], bool]]:
+def scored_calls() -> list[tuple[tuple[int, ...], bool]]:
+    return []
+
+
+@pytest.fixture()
+def sdpa_calls(monkeypatch: pytest.MonkeyPatch,
+               scored_calls: list[tuple[tuple[int, ...], bool]]) -> list[tuple[tuple[int, ...], bool]]:
     """Every SDPA call's query shape and whether cuDNN was allowed there (the library's function,
-    wrapped; transformers and the vision tower call it through ``torch.nn.functional``)."""
+    wrapped; transformers and the vision tower call it through ``torch.nn.functional``), but the
+    scored last layer's calls with one query a row (``model.scored``), which go to ``scored_calls``."""
     seen: list[tuple[tuple[int, ...], bool]] = []
     real = torch.nn.functional.scaled_dot_product_attention
+    from benchcheck.engines.hf.model import scored
 
     def spy(q: torch.Tensor, *a: Any, **kw: Any) -> torch.Tensor:
-        seen.append((tuple(q.shape), bool(torch.backends.cuda.cudnn_sdp_enabled())))  # type: ignore[no-untyped-call]
+        call = (tuple(q.shape), bool(torch.backends.cuda.cudnn_sdp_enabled()))  # type: ignore[no-untyped-call]
+        (scored_calls if sys._getframe(1).f_code.co_filename == scored.__file__ else seen).append(call)
         return real(q, *a, **kw)
 
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
@@ -96,7 +106,8 @@ def sdpa_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[int, ...], b
 
 
 def test_the_engines_prefill_runs_new_small_shapes_without_plans_and_generates_the_same(
-        tiny_model: Path, sdpa_calls: list[tuple[tuple[int, ...], bool]]) -> None:
+        tiny_model: Path, sdpa_calls: list[tuple[tuple[int, ...], bool]],
+        scored_calls: list[tuple[tuple[int, ...], bool]]) -> None:
     # Two requests of unequal length with an image each: a right-padded prefill through the vision
     # tower and the language model. Op on: the first call's attention (vision and prefill) with
     # cuDNN off; the same call again, its shapes recur, cuDNN allowed. Op off: allowed throughout.
@@ -124,7 +135,9 @@ def test_the_engines_prefill_runs_new_small_shapes_without_plans_and_generates_t
     layers = base.model.config.text_config.num_hidden_layers
     depth = base.model.config.vision_config.depth
     assert sum(1 for c in first_calls if c[0][1] == vision_heads) >= depth  # the tower's calls are in
-    assert len(first_calls) == len(again_calls) == len(plain_calls) >= layers + depth
+    assert len(first_calls) == len(again_calls) == len(plain_calls) >= layers - 1 + depth
+    # The scored last layer's single queries (a new key length at almost every prefill) never on cuDNN.
+    assert len(scored_calls) == 3 and not any(allowed for _, allowed in scored_calls)
     assert not any(allowed for _, allowed in first_calls)
     assert all(allowed for _, allowed in again_calls) and all(allowed for _, allowed in plain_calls)
     assert torch.backends.cuda.cudnn_sdp_enabled()  # type: ignore[no-untyped-call]

@@ -55,42 +55,56 @@ def recomputed(engine: HFEngine, prompt: EncodedPrompt, n: int, stop: set[int]) 
 
 
 def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int], stop: set[int],
-             lookback: int | None = None, right: bool = False, apart: list[int] | None = None) -> list[list[int]]:
+             lookback: int | None = None, right: bool = False, apart: list[int] | None = None,
+             scored_only: bool = False) -> list[list[int]]:
     """``apart``: the rows of each batch prefilled apart (padded on the right), in order."""
     if apart:
         cuts = np.cumsum([0, *apart])
         parts = [collate(prompts[a:b], engine.pad_id, engine.pixels, engine.dtype, right=True)
                  for a, b in itertools.pairwise(cuts)]
-        return greedy_batch(engine.model, parts, max_new, stop, engine.pad_id, lookback=lookback)
+        return greedy_batch(engine.model, parts, max_new, stop, engine.pad_id, lookback=lookback,
+                            scored_only=scored_only)
     batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype, right=right)
-    return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback)
+    return greedy_batch(engine.model, batch, max_new, stop, engine.pad_id, lookback=lookback, scored_only=scored_only)
 
 
-@pytest.mark.parametrize("which,max_new,fixed_shapes,right,apart", [
+@pytest.mark.parametrize("which,max_new,fixed_shapes,right,apart,scored_only", [
     # rows of different lengths: left padding, masked steps over the reservation
-    ([0, 1, 2], [7, 3, 5], True, False, None),
-    ([0, 1, 2], [7, 3, 5], True, True, None),  # the same padded on the right: a causal prefill, no mask
-    ([0, 1], [5, 3], True, True, None),  # text alone on the right: M-RoPE goes on from each row's own end
-    ([2], [6], False, False, None),  # no padding: the cache appends, no mask
+    ([0, 1, 2], [7, 3, 5], True, False, None, False),
+    ([0, 1, 2], [7, 3, 5], True, True, None, False),  # the same padded on the right: a causal prefill, no mask
+    ([0, 1], [5, 3], True, True, None, False),  # text alone on the right: M-RoPE goes on from each row's own end
+    ([2], [6], False, False, None, False),  # no padding: the cache appends, no mask
     # prefilled apart (one row, then two), decoded together: masked steps over one reservation
-    ([0, 1, 2], [7, 3, 5], True, True, [1, 2]),
-    ([2, 0, 2], [4, 6, 2], True, True, [1, 1, 1]),  # each row alone, the longest first
+    ([0, 1, 2], [7, 3, 5], True, True, [1, 2], False),
+    ([2, 0, 2], [4, 6, 2], True, True, [1, 1, 1], False),  # each row alone, the longest first
+    # the prefill's last decoder layer at each row's last real token alone (model.scored)
+    ([0, 1, 2], [7, 3, 5], True, True, None, True),
+    ([0, 1, 2], [7, 3, 5], True, True, [1, 2], True),
 ])
 def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[int], max_new: list[int],
                                                fixed_shapes: bool, right: bool, apart: list[int] | None,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+                                               scored_only: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     prompts = [encoded(hf_engine)[i] for i in which]
     assert (len({p.n_tokens for p in prompts}) > 1) == fixed_shapes
     steps: list[torch.Tensor] = []  # the logits of the prefill and of every decode step
     starts: list[int] = []
     real = ReservedCache.start_decoding
     monkeypatch.setattr(ReservedCache, "start_decoding", lambda c, slot: (starts.append(1), real(c, slot))[1])
+    last = hf_engine.model.model.language_model.layers[-1]
+    shapes: list[tuple[int, int]] = []  # the last layer's output (rows, positions), prefills first
+    layer_hook = last.register_forward_hook(lambda m, a, out: shapes.append(tuple(out.shape[:2])))
     hook = hf_engine.model.lm_head.register_forward_hook(lambda m, a, out: steps.append(out[:, -1].clone()))
     try:
-        out = generate(hf_engine, prompts, max_new, set(), right=right, apart=apart)
+        out = generate(hf_engine, prompts, max_new, set(), right=right, apart=apart, scored_only=scored_only)
     finally:
         hook.remove()
+        layer_hook.remove()
     assert bool(starts) == fixed_shapes
+    parts = apart or [len(prompts)]
+    if scored_only:  # each prefill's last layer ran at its rows' last real tokens alone: (1, rows)
+        assert shapes[: len(parts)] == [(1, n) for n in parts], shapes
+    else:
+        assert all(w > 1 for _, w in shapes[: len(parts)]), shapes
     # The prefill's logits come one batch at a time, then every decode step's.
     assert [len(t) for t in out] == max_new and len(steps) == max(max_new) + len(apart or [1]) - 1
     if apart:

@@ -191,7 +191,9 @@ def test_a_step_being_captured_takes_the_compiled_small_row_paths(tiny_model: Pa
     from benchcheck.engines.hf.engine import HFEngine
 
     base = HFEngine(tiny_model, device="cpu")
-    engine = base.with_config(base.config.with_ops(op))
+    # The whole call runs as a captured step here, its prefills too: every layer's full forward
+    # (the scored last layer's prefill calls the plain q/k functions, as it does in any prefill).
+    engine = base.with_config(base.config.with_ops(op, "-scored_last_layer"))
     gens = [GenerateRequest("g", "Say something", (), max_tokens=5),
             GenerateRequest("h", "Say something long" + " please" * 9, (), max_tokens=4)]
     def texts(out: list[Any]) -> list[tuple[str, int]]:

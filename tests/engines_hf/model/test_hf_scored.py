@@ -9,7 +9,7 @@ import pytest
 import torch
 from hf_helpers import make_jpeg, ok, step1_requests, tree_ops, variant
 
-from benchcheck.engines.base import ScoreRequest
+from benchcheck.engines.base import GenerateRequest, Generation, ScoreRequest
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.model.scored import Scored, use_scored_last_layer
 
@@ -77,3 +77,22 @@ def test_a_deepstack_addition_after_the_last_layer_keeps_the_full_layer(engine: 
     model.config.vision_config.deepstack_visual_indexes = list(range(layers))
     assert not use_scored_last_layer(model)
     assert use_scored_last_layer(copy.deepcopy(engine.model))
+
+
+def test_a_generation_prefill_runs_the_last_layer_at_each_rows_last_token(engine: HFEngine) -> None:
+    """Generation too: the prefill's last layer fills the KV cache at every position and runs its
+    MLP at each row's last real token alone; the tokens equal the full layer's."""
+    reqs = [GenerateRequest(r.request_id, r.prompt, r.images, max_tokens=5) for r in image_requests()[:4]]
+    layer = engine.model.model.language_model.layers[-1]
+    rows: list[int] = []
+    hook = layer.mlp.register_forward_hook(lambda m, a, out: rows.append(a[0].reshape(-1, a[0].shape[-1]).shape[0]))
+    try:
+        fast = engine.generate_sync(reqs)
+        scored_rows, rows[:] = rows[0], []
+        full = variant(engine, "-scored_last_layer").generate_sync(reqs)  # type: ignore[attr-defined]
+    finally:
+        hook.remove()
+    assert scored_rows == len(reqs)  # one batch of four rows (padded on the right): four MLP rows
+    assert rows[0] > 2 * len(reqs)  # the full layer: every position
+    assert all(isinstance(g, Generation) for g in fast + full)
+    assert [g.text for g in fast] == [g.text for g in full]  # type: ignore[union-attr]

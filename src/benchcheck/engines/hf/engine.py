@@ -467,7 +467,8 @@ class HFEngine:
                                     self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
                                     lookback=self._lookback(), planless=self._config.op("decode_planless"),
                                     plans=self._plans(),
-                                    stopped=self._cancellations.watcher([reqs[i].request_id for i in idx]))
+                                    stopped=self._cancellations.watcher([reqs[i].request_id for i in idx]),
+                                    scored_only=self.scored_last_layer)
 
             with self.active():
                 read = self._launched(launch)

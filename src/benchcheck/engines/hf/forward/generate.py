@@ -44,6 +44,7 @@ from benchcheck.engines.hf.attention.sdpa import PLANS_KWARG, PlanMemo, decode_k
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
 from benchcheck.engines.hf.forward.batch import Batch, last_real, position_ids
+from benchcheck.engines.hf.model.scored import Scored, installed
 from benchcheck.engines.hf.model.state import state_of
 from benchcheck.engines.hf.runtime.pacing import LaunchPacer
 from benchcheck.engines.hf.runtime.transfer import pinned_empty, to_device
@@ -274,13 +275,19 @@ class FinishWatch:
 
 
 def _prefill(model: Any, batch: Batch, pos: torch.Tensor, cache: ReservedCache,
-             plans: PlanMemo | None) -> torch.Tensor:
+             plans: PlanMemo | None, scored_only: bool = False) -> torch.Tensor:
     """The prefill of ``batch`` (its ``position_ids``: ``pos``) into ``cache``: (B, vocab) logits
-    at each row's last real token."""
+    at each row's last real token. With ``scored_only`` (right padding, ``model.scored`` installed)
+    the last decoder layer fills the cache and runs the rest at those tokens alone."""
     memo: dict[str, Any] = {}
     if plans is not None:  # reaches the vision tower's and the language model's attention calls
         plans.forward()
         memo[PLANS_KWARG] = plans
+    if batch.right and scored_only and installed(model):
+        scored = Scored.right_padded(batch.lengths, batch.input_ids.shape[1], pos.device)
+        hidden = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True, past_key_values=cache,
+                             scored=scored, **memo).last_hidden_state[0]
+        return model.lm_head(hidden[:, None, :])[:, -1, :]  # type: ignore[no-any-return]
     if batch.right:
         # No mask: SDPA's causal kernel, grouped K/V heads as they are. A pad after a row's last
         # token changes nothing before it, and the steps' mask leaves the pads out.
@@ -309,9 +316,10 @@ def check_attention(model: Any) -> None:
 def greedy_batch(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], stop_ids: set[int], pad_id: int,
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None, planless: bool = False, plans: PlanMemo | None = None,
-                 ) -> list[list[int]]:
+                 scored_only: bool = False) -> list[list[int]]:
     """``greedy_start``'s tokens, waited for."""
-    return greedy_start(model, batch, max_new, stop_ids, pad_id, graphs, pacer, lookback, planless, plans)()
+    return greedy_start(model, batch, max_new, stop_ids, pad_id, graphs, pacer, lookback, planless, plans,
+                        scored_only=scored_only)()
 
 
 @torch.inference_mode()
@@ -319,7 +327,8 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
                  graphs: DecodeGraphs | None = None, pacer: LaunchPacer | None = None,
                  lookback: int | None = None, planless: bool = False,
                  plans: PlanMemo | None = None,
-                 stopped: Callable[[], Sequence[bool] | None] | None = None) -> Callable[[], list[list[int]]]:
+                 stopped: Callable[[], Sequence[bool] | None] | None = None,
+                 scored_only: bool = False) -> Callable[[], list[list[int]]]:
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
     row r stops at a stop token or after ``max_new[r]`` tokens. Several batches (each padded on
     the right) are prefilled one after another into one cache and then decoded together, their
@@ -337,7 +346,9 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     ``plans``: the prefill's small new attention shapes run without building a cuDNN plan
     (``attention.sdpa.PlanMemo``, op ``new_shape_flash``); ``stopped``: asked before each step,
     the rows to stop now (their clients went away) or None when nothing changed: they finish as at
-    a stop token, and a batch whose rows are all stopped ends. See the module's docstring."""
+    a stop token, and a batch whose rows are all stopped ends; ``scored_only``: a prefill padded on
+    the right runs the last decoder layer's queries, attention and MLP at each row's last real
+    token alone (op ``scored_last_layer``, ``model.scored``). See the module's docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
@@ -373,7 +384,7 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     for part in parts:
         n = len(part.lengths)
         pos = position_ids(part)
-        firsts.append(_prefill(model, part, pos, cache.rows(lo, lo + n) if apart else cache, plans))
+        firsts.append(_prefill(model, part, pos, cache.rows(lo, lo + n) if apart else cache, plans, scored_only))
         pad = length - part.attention_mask.shape[1]
         masks.append(torch.nn.functional.pad(part.attention_mask.bool(), (0, pad)))
         # The next position of each row: text counts real tokens; M-RoPE continues after the

@@ -15,6 +15,11 @@ the "queries" of one SDPA row, over that request's keys (a boolean mask marks th
 The result has the same function as the full layer at those positions; only the attention's
 reduction order can differ.
 
+A generation's prefill (``forward.generate``, right-padded rows) passes its KV cache too: the
+layer writes every position's keys and values there, as the full layer does, and computes the
+rest at each row's last real token alone, the one whose logits pick the first new token. At the
+sweep's 54,000-token prompts that skips one layer's attention in 36, the costliest part.
+
 The layer's output is (1, N, hidden), one row per scored request in request order; the model's
 final norm runs on it, and the caller reads ``last_hidden_state[0]``. Installed on one model
 instance (``use_scored_last_layer``); a forward without ``scored=`` runs the layer unchanged.
@@ -31,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from benchcheck.engines.hf.attention.sdpa import decode_kernels
 from benchcheck.engines.hf.model.fused import EAGER_ROWS, mlp_residual, norm_rope
 from benchcheck.engines.hf.model.state import ModelState, state_of
 from benchcheck.engines.hf.runtime.transfer import to_device
@@ -106,17 +112,18 @@ def _scored_forward(state: ModelState) -> Callable[..., torch.Tensor]:
                 attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 past_key_values: Any = None, use_cache: bool | None = False, scored: Scored | None = None,
                 **kwargs: Any) -> torch.Tensor:
-        if scored is None or past_key_values is not None:
+        if scored is None:
             return state.full_forward[self](hidden_states, position_embeddings, attention_mask=attention_mask,  # type: ignore[no-any-return]
                                             position_ids=position_ids, past_key_values=past_key_values,
                                             use_cache=use_cache, **kwargs)
-        return _at_scored(self, state, hidden_states, position_embeddings, scored)
+        return _at_scored(self, state, hidden_states, position_embeddings, scored, past_key_values)
 
     return forward
 
 
 def _at_scored(self: Any, state: ModelState, hidden_states: torch.Tensor,
-               position_embeddings: tuple[torch.Tensor, torch.Tensor], scored: Scored) -> torch.Tensor:
+               position_embeddings: tuple[torch.Tensor, torch.Tensor], scored: Scored,
+               cache: Any = None) -> torch.Tensor:
     attn = self.self_attn
     d, hd = hidden_states.shape[-1], attn.head_dim
     flat = hidden_states.reshape(-1, d)
@@ -126,6 +133,12 @@ def _at_scored(self: Any, state: ModelState, hidden_states: torch.Tensor,
     k = (rope or norm_rope)(attn.k_proj(x).view(1, x.shape[1], -1, hd), attn.k_norm.weight,
                             attn.k_norm.variance_epsilon, cos, sin)[0]  # (T, Hk, D)
     v = attn.v_proj(x).view(x.shape[1], -1, hd)
+    if cache is not None:
+        # A generation's prefill: the decode steps after it attend to every position's keys and
+        # values of this layer too, so they go into the cache as the full layer would put them.
+        rows, width = hidden_states.shape[0], hidden_states.shape[1]
+        cache.update(k.view(rows, width, -1, hd).transpose(1, 2), v.view(rows, width, -1, hd).transpose(1, 2),
+                     attn.layer_idx)
     at = scored.query
     q = norm_rope(attn.q_proj(x[0, at]).view(1, len(at), -1, hd), attn.q_norm.weight, attn.q_norm.variance_epsilon,
                   cos[:, at], sin[:, at])[0]  # (N, H, D)
@@ -135,7 +148,11 @@ def _at_scored(self: Any, state: ModelState, hidden_states: torch.Tensor,
     qg = q.view(n, kv_heads, heads // kv_heads, hd)
     kk = k[scored.keys].transpose(1, 2)  # (N, Hk, W, D)
     vv = v[scored.keys].transpose(1, 2)
-    out = F.scaled_dot_product_attention(qg, kk, vv, attn_mask=scored.valid[:, None, None, :], scale=attn.scaling)
+    # In a generation's prefill, without cuDNN: its key length is new at almost every call, and
+    # cuDNN would build a plan for it on the host while the device waits, as for decode steps.
+    with decode_kernels(cache is not None):
+        out = F.scaled_dot_product_attention(qg, kk, vv, attn_mask=scored.valid[:, None, None, :],
+                                             scale=attn.scaling)
     h = flat[at] + attn.o_proj(out.reshape(n, heads * hd))
     h = mlp_residual(self.mlp, self.post_attention_layernorm(h), h, state)
     out_rows: torch.Tensor = h[None]
