@@ -11,6 +11,9 @@ Three parts (random-weight true-shape Qwen3-VL models, bf16, one GPU):
             (the bytes a step reads: the language model's weights and the K/V cache, at the copy
             bandwidth measured here); a device profile of one prefill by kernel category.
   video32   the 2B 32-frame scoring workload: one call's device profile by kernel category.
+  scored    the sweep's prefill (4 items of 582 frames, 1 new token each) with op
+            ``scored_last_layer`` on and off, in alternating rounds: seconds an item (median and
+            spread over the rounds) and each way's device time by kernel category (one call).
   padded    a generation batch of two long rows of unequal length (8B, 416x224 frames, 4 new
             tokens), as the sweep's calls cut its fps ladders: padded on the right with a causal
             prefill (op ``right_prefill``, ours), on the left with a mask (the way before), each
@@ -28,6 +31,7 @@ import contextlib
 import json
 import math
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -294,6 +298,34 @@ def sweep_part(engine: HFEngine, n_frames: int, bw: float, peak: float) -> dict[
     return res
 
 
+def scored_part(engine: HFEngine, n_frames: int, rounds: int, items: int = 4) -> dict[str, Any]:
+    """The sweep's prefill with the last decoder layer at each row's last token (op
+    ``scored_last_layer``, ours) and over every position, alternating (``rounds`` each)."""
+    frames = [jpeg(1000 + s, 416, 224) for s in range(16)]
+    reqs = [GenerateRequest(f"g{i}", f"Question {i}: what happens in the video?\nAnswer in one sentence.",
+                            tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=1)
+            for i in range(items)]
+    ways = {"scored": engine, "full": engine.with_config(engine.config.with_ops("-scored_last_layer"))}
+    secs: dict[str, list[float]] = {w: [] for w in ways}
+    for eng in ways.values():  # warm-up: each way's shapes once
+        eng.generate_sync(reqs[:1])
+    sync()
+    for _ in range(rounds):
+        for way, eng in ways.items():
+            t0 = time.perf_counter()
+            eng.generate_sync(reqs)
+            sync()
+            secs[way].append((time.perf_counter() - t0) / items)
+    res: dict[str, Any] = {"items": items, "frames": n_frames, "rounds": rounds}
+    for way, eng in ways.items():
+        xs = sorted(secs[way])
+        res[way] = {"s_per_item": xs, "median_s": statistics.median(xs),
+                    "profile": device_profile(lambda eng=eng: eng.generate_sync(reqs[:1]))}  # type: ignore[misc]
+        print(f"  scored: {way} {res[way]['median_s']:.3f} s an item (rounds {', '.join(f'{x:.3f}' for x in xs)}); "
+              f"device {res[way]['profile']['device_ms']:.0f} ms for one item", flush=True)
+    return res
+
+
 def padded_part(engine: HFEngine, frames: tuple[int, int], peak: float, rounds: int = 2) -> dict[str, Any]:
     pics = [jpeg(2000 + s, 416, 224) for s in range(16)]
     reqs = [GenerateRequest(f"g{i}", f"Question {i}: what happens in the video?" + " Why?" * i,
@@ -358,6 +390,10 @@ def main() -> None:
         engine = build("qwen3-vl-8b", tiny_dir, device)
         result["sweep"] = sweep_part(engine, 16 if args.tiny else 582, bw, peak)
         free(engine)
+    if "scored" in parts:
+        engine = build("qwen3-vl-8b", tiny_dir, device)
+        result["scored"] = scored_part(engine, 16 if args.tiny else 582, 2 if args.tiny else 5)
+        free(engine)
     if "padded" in parts:
         engine = build("qwen3-vl-8b", tiny_dir, device)
         result["padded"] = padded_part(engine, (12, 9) if args.tiny else (290, 250), peak)
@@ -376,10 +412,11 @@ def main() -> None:
         print(f"  video32: {rate:.2f} items/s, {len(reqs)} items: {result['video32']['split_ms']}", flush=True)
         free(engine)
     (out / "long_prefill.json").write_text(json.dumps(result, indent=1))
-    for key in ("sweep", "video32"):
+    for key in ("sweep", "video32", "scored"):
         if key in result:
-            for prof in ("prefill_profile", "decode4_profile", "eager_fixed_profile", "profile"):
+            for prof in ("prefill_profile", "decode4_profile", "eager_fixed_profile", "profile", "scored", "full"):
                 pr = result[key].get(prof)
+                pr = pr.get("profile") if isinstance(pr, dict) and "profile" in pr else pr
                 if pr:
                     print(f"{key} {prof}: wall {pr['wall_ms']:.0f} ms, device {pr['device_ms']:.0f} ms, "
                           f"{json.dumps({k: round(v, 1) for k, v in pr['by_category_ms'].items()})}")
