@@ -80,6 +80,7 @@ def generate(engine: HFEngine, prompts: list[EncodedPrompt], max_new: list[int],
     # the prefill's last decoder layer at each row's last real token alone (model.scored)
     ([0, 1, 2], [7, 3, 5], True, True, None, True),
     ([0, 1, 2], [7, 3, 5], True, True, [1, 2], True),
+    ([2], [6], False, False, None, True),  # no padding: as a right-padded batch
 ])
 def test_a_batch_decodes_as_each_request_alone(hf_engine: HFEngine, which: list[int], max_new: list[int],
                                                fixed_shapes: bool, right: bool, apart: list[int] | None,

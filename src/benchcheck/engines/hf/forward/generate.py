@@ -277,13 +277,15 @@ class FinishWatch:
 def _prefill(model: Any, batch: Batch, pos: torch.Tensor, cache: ReservedCache,
              plans: PlanMemo | None, scored_only: bool = False) -> torch.Tensor:
     """The prefill of ``batch`` (its ``position_ids``: ``pos``) into ``cache``: (B, vocab) logits
-    at each row's last real token. With ``scored_only`` (right padding, ``model.scored`` installed)
-    the last decoder layer fills the cache and runs the rest at those tokens alone."""
+    at each row's last real token. With ``scored_only`` (right padding or none, ``model.scored``
+    installed) the last decoder layer fills the cache and runs the rest at those tokens alone."""
     memo: dict[str, Any] = {}
     if plans is not None:  # reaches the vision tower's and the language model's attention calls
         plans.forward()
         memo[PLANS_KWARG] = plans
-    if batch.right and scored_only and installed(model):
+    # A batch without padding is laid out as a right-padded one.
+    unpadded = min(batch.lengths, default=0) == batch.input_ids.shape[1]
+    if (batch.right or unpadded) and scored_only and installed(model):
         scored = Scored.right_padded(batch.lengths, batch.input_ids.shape[1], pos.device)
         hidden = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True, past_key_values=cache,
                              scored=scored, **memo).last_hidden_state[0]
@@ -348,7 +350,8 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     the rows to stop now (their clients went away) or None when nothing changed: they finish as at
     a stop token, and a batch whose rows are all stopped ends; ``scored_only``: a prefill padded on
     the right runs the last decoder layer's queries, attention and MLP at each row's last real
-    token alone (op ``scored_last_layer``, ``model.scored``). See the module's docstring."""
+    token alone (op ``scored_last_layer``, ``model.scored``; a batch without padding too). See the
+    module's docstring."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
