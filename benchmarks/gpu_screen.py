@@ -965,7 +965,9 @@ def main() -> None:
                          "processes; decode0: in the encoding threads), firstN (a first chunk of N requests), "
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray); "
                          "decode-split (sweep: the decode steps' attention the other way, split kernel or products); "
-                         "graph-fused (sweep: the replayed decode steps' norms, rotary and SiLU compiled or plain)")
+                         "graph-fused (sweep: the replayed decode steps' norms, rotary and SiLU compiled or plain); "
+                         "scored-last (sweep: the prefill's last layer at each row's last token or everywhere); each "
+                         "sweep variant also gets a real-answer row, answer-NAME")
     args = ap.parse_args()
     VARIANTS.update(v for v in args.variants.split(",") if v)
     unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and v not in SWEEP_VARIANTS)

@@ -46,7 +46,8 @@ OPS: dict[str, tuple[str, str]] = {
     "unpadded": ("on", "short batches that share nothing scored unpadded in the one row (decision 016)"),
     "share_prefixes": ("on", "requests with a common prefix computed once per family (decision 003)"),
     "share_frames": ("on", "one video's questions planned together so they share frames and prefix (decision 022)"),
-    "scored_last_layer": ("on", "the last decoder layer at the scored positions only (decision 019)"),
+    "scored_last_layer": ("on", "the last decoder layer at the scored positions only: in scoring forwards (decision "
+                          "019) and in a generation's prefill, its keys and values still cached (decision 124)"),
     "vision_rotary": ("on", "the vision tower's q/k rotary as one Triton pass over the fused qkv (decision 010)"),
     "vision_block": ("cuda", "vision blocks: norms compiled, fc1's bias and tanh GELU in its product (decision 102)"),
     "vision_pow2": ("off", "the vision tower's images in power-of-two counts per attention call, so cuDNN's plans "
