@@ -263,4 +263,7 @@ async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
     except web.RequestPayloadError as e:
         # aiohttp words it "400, message:\n  Can not decode content-encoding: gzip".
         words = " ".join(str(e).split())
+        # Nothing more of this body can be read: mark it ended, or aiohttp, draining the rest
+        # after the answer, meets the decode error again and logs it as an unhandled traceback.
+        request.content.feed_eof()
         raise UnreadableBody(words.split("message: ", 1)[-1]) from None

@@ -1,0 +1,71 @@
+"""``benchcheck serve`` against vLLM's chat request schema (branch serve-vllm): fields vLLM takes
+or refuses, checked on a real scripted server on loopback."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from serve_fixtures import cli_server, post_chat
+
+
+def _png() -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(buf, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+IMAGE = _png()
+
+
+@pytest.fixture(scope="module")
+def server(rules_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One scripted server for the module (no rule here counts its uses); (URL, its log file)."""
+    log = tmp_path_factory.mktemp("serve") / "server.log"
+    with cli_server("--engine", "scripted", "--rules", str(rules_file), "--model", "judge", log=log) as (url, _):
+        yield url, log
+
+
+def _generate(url: str, **extra: Any) -> tuple[int, dict[str, Any]]:
+    return post_chat(url, {"messages": [{"role": "user", "content": "capital of France"}], "max_tokens": 5, **extra})
+
+
+def _score(url: str, logprobs: object) -> tuple[int, dict[str, Any]]:
+    return post_chat(url, {
+        "messages": [{"role": "user", "content": "Question: sky?"}, {"role": "assistant", "content": "Answer:"}],
+        "max_tokens": 1, "logprobs": logprobs, "top_logprobs": 2,
+        "continue_final_message": True, "add_generation_prompt": False,
+    })
+
+
+def _bad_request(status: int, answer: dict[str, Any]) -> str:
+    assert status == 400, answer
+    error = answer["error"]
+    assert error["type"] == "BadRequestError" and error["code"] == 400
+    return str(error["message"])
+
+
+def test_a_body_that_is_not_the_gzip_it_claims_leaves_no_traceback(server: tuple[str, Path]) -> None:
+    url, log = server
+    host, port = url.removeprefix("http://").split(":")
+    body = b'{"messages": [{"role": "user", "content": "capital of France"}]}'
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Encoding: gzip\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        data = b""
+        while chunk := s.recv(65536):  # the server closes the connection once it is done with it
+            data += chunk
+    head, _, answer = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert json.loads(answer)["error"]["message"].startswith("the request body cannot be read")
+    status, ok = _generate(url)
+    assert status == 200 and ok["choices"][0]["message"]["content"] == "Paris"
+    text = log.read_text()
+    assert "Traceback" not in text and "Unhandled exception" not in text, text
