@@ -52,6 +52,17 @@ def _bad_request(status: int, answer: dict[str, Any]) -> str:
     return str(error["message"])
 
 
+def test_stream_options_without_stream_is_refused_as_vllm_does(server: tuple[str, Path]) -> None:
+    url, _ = server
+    for extra in ({}, {"stream": False}):
+        message = _bad_request(*_generate(url, stream_options={"include_usage": True}, **extra))
+        assert message == "Stream options can only be defined when `stream=True`."
+    # vLLM's check is on truthiness: a null or empty stream_options passes.
+    for empty in (None, {}):
+        status, answer = _generate(url, stream_options=empty)
+        assert status == 200 and answer["choices"][0]["message"]["content"] == "Paris"
+
+
 def test_a_body_that_is_not_the_gzip_it_claims_leaves_no_traceback(server: tuple[str, Path]) -> None:
     url, log = server
     host, port = url.removeprefix("http://").split(":")

@@ -172,6 +172,9 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise RequestError(f"'model': Input should be a valid string (got {type(model).__name__})")
+    if body.get("stream_options") and not body.get("stream"):
+        # vLLM's check, on the raw values, before it validates any field.
+        raise RequestError("Stream options can only be defined when `stream=True`.")
     _refuse_unsupported(body)
     if body.get("stream"):
         raise RequestError("'stream' is not supported by benchcheck serve")
