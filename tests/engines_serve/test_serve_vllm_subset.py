@@ -63,6 +63,24 @@ def test_stream_options_without_stream_is_refused_as_vllm_does(server: tuple[str
         assert status == 200 and answer["choices"][0]["message"]["content"] == "Paris"
 
 
+def test_bool_fields_take_what_vllms_lax_pydantic_bool_takes(server: tuple[str, Path]) -> None:
+    url, _ = server
+    for yes in (True, 1, 1.0, "true", "yes", "On"):
+        status, answer = _score(url, yes)
+        assert status == 200, (yes, answer)
+        assert [e["token"] for e in answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]] == ["A", "B"]
+    for no in (0, "false", "no"):
+        status, answer = _generate(url, logprobs=no)
+        assert status == 200 and answer["choices"][0]["logprobs"] is None, (no, answer)
+    for bad in (2, -1, 0.5, "maybe", " yes", [], {}):
+        message = _bad_request(*_score(url, bad))
+        assert message.startswith("'logprobs': Input should be a valid boolean"), (bad, message)
+    # The same rule for every bool field: "stream": "false" is not streaming.
+    status, answer = _generate(url, stream="false")
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "Paris"
+    assert "'stream' is not supported" in _bad_request(*_generate(url, stream=1))
+
+
 def test_a_body_that_is_not_the_gzip_it_claims_leaves_no_traceback(server: tuple[str, Path]) -> None:
     url, log = server
     host, port = url.removeprefix("http://").split(":")

@@ -118,13 +118,23 @@ def _int_field(body: Mapping[str, Any], key: str, lo: int, default: int | None) 
     return value
 
 
+# What vLLM's pydantic request model takes for a bool field (lax mode): JSON true/false, the
+# numbers 0 and 1, and these strings in any case.
+_TRUE_WORDS = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE_WORDS = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
 def _bool_field(body: Mapping[str, Any], key: str, default: bool) -> bool:
     value = body.get(key, default)
     if value is None:
         return default
-    if not isinstance(value, bool):
-        raise RequestError(f"'{key}' must be a boolean")
-    return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in _TRUE_WORDS | _FALSE_WORDS:
+        return value.lower() in _TRUE_WORDS
+    raise RequestError(f"'{key}': Input should be a valid boolean (got {value!r:.60})")
 
 
 # vLLM fields that would change the answer, each with the values that leave it as greedy decoding
@@ -176,7 +186,7 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
         # vLLM's check, on the raw values, before it validates any field.
         raise RequestError("Stream options can only be defined when `stream=True`.")
     _refuse_unsupported(body)
-    if body.get("stream"):
+    if _bool_field(body, "stream", False):
         raise RequestError("'stream' is not supported by benchcheck serve")
     if _int_field(body, "n", 1, 1) != 1:
         raise RequestError("'n' must be 1")
