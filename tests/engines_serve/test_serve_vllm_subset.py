@@ -81,6 +81,18 @@ def test_bool_fields_take_what_vllms_lax_pydantic_bool_takes(server: tuple[str, 
     assert "'stream' is not supported" in _bad_request(*_generate(url, stream=1))
 
 
+def test_an_image_url_part_must_be_an_object_with_a_url(server: tuple[str, Path]) -> None:
+    url, _ = server
+    for spec in (IMAGE, {"uri": IMAGE}, {"url": 5}, None):
+        content = [{"type": "image_url", "image_url": spec}, {"type": "text", "text": "capital of France"}]
+        status, answer = post_chat(url, {"messages": [{"role": "user", "content": content}], "max_tokens": 5})
+        message = _bad_request(status, answer)
+        assert message.startswith("user message: image part 0: 'image_url' must be an object"), (spec, message)
+    content = [{"type": "image_url", "image_url": {"url": IMAGE}}, {"type": "text", "text": "capital of France"}]
+    status, answer = post_chat(url, {"messages": [{"role": "user", "content": content}], "max_tokens": 5})
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "Paris"
+
+
 def test_a_body_that_is_not_the_gzip_it_claims_leaves_no_traceback(server: tuple[str, Path]) -> None:
     url, log = server
     host, port = url.removeprefix("http://").split(":")

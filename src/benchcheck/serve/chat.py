@@ -70,8 +70,12 @@ def _text_of(content: object, where: str) -> str:
 
 def _decode_image(part: Mapping[str, Any], i: int) -> bytes:
     spec = part.get("image_url")
-    url = spec.get("url") if isinstance(spec, Mapping) else spec
-    if not isinstance(url, str) or not url.startswith("data:image/"):
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("url"), str):
+        # vLLM validates an image_url part against OpenAI's schema: {"url": "..."}, nothing else.
+        raise RequestError(f"user message: image part {i}: 'image_url' must be an object "
+                           f"{{\"url\": \"data:image/...;base64,...\"}} (got {type(spec).__name__})")
+    url = spec["url"]
+    if not url.startswith("data:image/"):
         raise RequestError(f"image part {i}: only data:image/...;base64 URLs are accepted (no fetching)")
     head, _, data = url.partition(",")
     if not head.endswith(";base64"):
