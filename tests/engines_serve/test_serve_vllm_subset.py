@@ -93,6 +93,19 @@ def test_an_image_url_part_must_be_an_object_with_a_url(server: tuple[str, Path]
     assert status == 200 and answer["choices"][0]["message"]["content"] == "Paris"
 
 
+def test_the_developer_role_is_refused_not_rendered_as_system(server: tuple[str, Path]) -> None:
+    """vLLM gives the chat template role "developer" as it is; the tiny model's template renders
+    "<|im_start|>developer", so answering it as a system turn would be a different prompt."""
+    url, _ = server
+    messages = [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "capital of France"}]
+    message = _bad_request(*post_chat(url, {"messages": messages, "max_tokens": 5}))
+    assert message.startswith("messages[0]: role 'developer' is not supported"), message
+    assert "'system'" in message
+    messages[0]["role"] = "system"
+    status, answer = post_chat(url, {"messages": messages, "max_tokens": 5})
+    assert status == 200 and answer["choices"][0]["message"]["content"] == "Paris"
+
+
 def test_a_body_that_is_not_the_gzip_it_claims_leaves_no_traceback(server: tuple[str, Path]) -> None:
     url, log = server
     host, port = url.removeprefix("http://").split(":")

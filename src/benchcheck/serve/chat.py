@@ -216,6 +216,13 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
     if not isinstance(messages, list) or not messages or not all(isinstance(m, Mapping) for m in messages):
         raise RequestError("'messages' must be a non-empty list of message objects")
     roles = [m.get("role") for m in messages]
+    if "developer" in roles:
+        # OpenAI's newer name for "system", but vLLM does not rename it: the chat template gets
+        # role "developer" (Qwen-VL templates: a "<|im_start|>developer" turn, different tokens from
+        # a system turn), which the engines' [system, user, assistant] layout cannot represent.
+        raise RequestError(f"messages[{roles.index('developer')}]: role 'developer' is not supported by "
+                           "benchcheck serve (vLLM renders it through the chat template as its own role, "
+                           "not as 'system'); send the instructions as a 'system' message")
     system = _text_of(messages[0].get("content"), "system message") if roles[0] == "system" else None
     rest = messages[1:] if system is not None else messages
     prefix: str | None = None
