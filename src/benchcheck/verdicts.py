@@ -83,6 +83,7 @@ class StepState:
     counted: dict[str, int] = field(default_factory=dict)  # current error rows that count toward the limit
     stale: dict[str, int] = field(default_factory=dict)  # rows under another config_hash
     stale_hash: dict[str, str] = field(default_factory=dict)  # the last of them: what changed is told from it
+    last_error: dict[str, ErrorRow] = field(default_factory=dict)  # why an item has no answer, when it has none
     max_errors: int = MAX_ERRORS_PER_ITEM
     expect_hash: str | None = None
     compact: bool = False
@@ -98,6 +99,7 @@ class StepState:
             return
         if isinstance(rec, ErrorRow):
             self.errors[iid] = self.errors.get(iid, 0) + 1
+            self.last_error[iid] = rec
             if not rec.retry_free:
                 self.counted[iid] = self.counted.get(iid, 0) + 1
             return

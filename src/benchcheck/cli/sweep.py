@@ -148,14 +148,25 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     opts = SweepEngine(engine, kw["model"], kw["revision"], eps, api_key_env, device, rules, hf_config=hf_config,
                        concurrency=workers or 6 * max(1, len(eps)))
     try:
-        summary = run_sweep_job(_args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
-                            max_model_len=max_model_len, min_context=min_context, progress=not no_progress,
-                            executor=executor, ray_address=ray_address), click.echo)
+        args = _args(kw, opts, workers=workers, decode_workers=decode_workers, chunk=chunk,
+                     max_model_len=max_model_len, min_context=min_context, progress=not no_progress,
+                     executor=executor, ray_address=ray_address)
+        summary = run_sweep_job(args, click.echo)
     except PreconditionError as e:
         die(str(e))
     except ValueError as e:
         die(str(e))
-    raise SystemExit(3 if summary.aborted else 0)
+    if summary.aborted:
+        raise SystemExit(3)
+    from benchcheck.sweep.cli_run import run_outcome
+    from benchcheck.sweep.outcome import outcome_line
+
+    done = run_outcome(args)
+    line = outcome_line(done, args.paths)
+    if done.exit_code:
+        die(line, done.exit_code)
+    if line:
+        click.echo(line)
 
 
 @sweep.command("analyze")

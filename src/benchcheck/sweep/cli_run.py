@@ -22,6 +22,7 @@ from benchcheck.sweep.engine import (
 )
 from benchcheck.sweep.frames import FramePool
 from benchcheck.sweep.job import PreconditionError, SweepArgs
+from benchcheck.sweep.outcome import Outcome, outcome
 from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
 from benchcheck.sweep.results import log_line
@@ -82,6 +83,13 @@ def planned(a: SweepArgs, echo: Echo) -> tuple[list[Cell], dict[str, RunSpec], l
              + (f" ({caught_up} rows caught up into {a.paths.csv.name})" if caught_up else ""))
         return None
     return cells, specs, benches
+
+
+def run_outcome(a: SweepArgs) -> Outcome:
+    """What the folder holds for the planned cells once a run is over (this run's rows and every
+    earlier run's), whichever executor ran it."""
+    cells, _, _ = plan(a)
+    return outcome(cells)
 
 
 def run(a: SweepArgs, echo: Echo) -> SweepSummary:

@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 from benchcheck.items import Item
 from benchcheck.items.record import video_has_frames
 from benchcheck.protocol import build_prompt
+from benchcheck.records import ErrorRow
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.conditions import BLIND, na_if_too_short, plan_of, reuses
 from benchcheck.sweep.results import Key
@@ -47,10 +48,35 @@ class Cell:
     projected_tokens: int = 0
     config_hash: str = ""  # the condition's current spec hash: the rows written for this cell carry it
     stale: str = ""  # the cell's rows were made under another spec: what changed (it is redone)
+    error: tuple[str, str] = ("", "")  # a gave-up cell's last error: (its kind, its message)
 
     @property
     def key(self) -> Key:
         return (self.item.bench, self.item.item_id, self.condition)
+
+
+# How a decode failure's error row begins (``runner.prepare_unit`` writes it as an internal failure).
+DECODE = "decode"
+
+
+def error_label(row: ErrorRow) -> tuple[str, str]:
+    """(kind, message) of an error row, as a run's outcome names it: ``decode`` for frames that could
+    not be decoded, else the engine's failure kind and HTTP status (``http 500``)."""
+    head = f"{row.error_kind} {row.error_status}" if row.error_status is not None else row.error_kind
+    message = row.error.split(": ", 1)[1] if ": " in row.error else row.error
+    if row.error_kind == "internal" and message.startswith(f"{DECODE}: "):
+        return DECODE, message[len(DECODE) + 2:]
+    return head, message
+
+
+def failure_label(cell: Cell) -> tuple[str, str]:
+    """(kind, message) of a cell that has no answer and will get none: no video, a frame plan that
+    cannot be made, or the last error of an item given up."""
+    if cell.kind == "failed":
+        return cell.error if cell.error[0] else ("engine", cell.reason)
+    if cell.reason.startswith("frame plan: "):
+        return "frame plan", cell.reason[len("frame plan: "):]
+    return "no video", cell.reason
 
 
 class MetaCache:
@@ -94,8 +120,9 @@ def settled(item: Item, cond: str, prompt: str, state: StepState | None, why: Re
     if v.done:
         return Cell(item, cond, "done", prompt, config_hash=state.expect_hash or "")
     if v.failed:
+        last = state.last_error.get(item.item_id)
         return Cell(item, cond, "failed", prompt, reason=f"gave up after {v.counted_errors} engine errors",
-                    config_hash=state.expect_hash or "")
+                    config_hash=state.expect_hash or "", error=error_label(last) if last else ("", ""))
     if v.stale and why is not None:
         return why.why_stale(cond, state.stale_hash.get(item.item_id, ""))
     return ""

@@ -25,7 +25,7 @@ from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.store import append_records, append_rows
 from benchcheck.sweep.conditions import source_spec
-from benchcheck.sweep.plan import Cell
+from benchcheck.sweep.plan import DECODE, Cell
 from benchcheck.sweep.results import (
     ALL_CONDITIONS,
     SweepPaths,
@@ -99,8 +99,8 @@ async def prepare_unit(unit: Unit, spec: RunSpec, frames: FrameFn) -> Prepared:
             try:
                 images, decode_s = await frames(cell.item.video_id or "", cell.plan)
             except (ValueError, OSError) as e:
-                failures.append(failure_line(cell, "decode", str(e), spec))
-                errors.append(engine_error(cell, spec, Failure(cell.item.item_id, "internal", f"decode: {e}")))
+                failures.append(failure_line(cell, DECODE, str(e), spec))
+                errors.append(engine_error(cell, spec, Failure(cell.item.item_id, "internal", f"{DECODE}: {e}")))
                 continue
         total += decode_s
         reqs.append(GenerateRequest(request_id=f"{cell.condition}|{cell.item.item_id}", prompt=cell.prompt,
