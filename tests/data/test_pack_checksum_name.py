@@ -56,3 +56,18 @@ def test_the_upload_keeps_the_dated_name(tmp_path: Path, fake_hub: FakeHub) -> N
     assert files[f"returns/{dated}.sha256"] == (tmp_path / "pool_returns.sha256").read_bytes()
     assert files[f"returns/{tarball.name}"] == tarball.read_bytes()
     assert "pool_returns.sha256" in r.stdout
+
+
+def test_the_printed_check_command_runs_where_the_folder_has_spaces_and_dollars(tmp_path: Path) -> None:
+    """The line ``pack`` prints to check the tarball is pasted into a shell: a folder named
+    ``my $HOME runs`` must reach ``cd`` as it is, not split or expanded."""
+    work = tmp_path / "my $HOME runs"
+    work.mkdir()
+    _pool(work)
+    r = subprocess.run([BENCHCHECK, "pack", "--results", "results/pool", "--logs", "logs"], cwd=work,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "(check: " in x)
+    check = line.split("(check: ", 1)[1].removesuffix(")")
+    ok = subprocess.run(["bash", "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "OK" in ok.stdout, (check, ok.stdout, ok.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -56,7 +57,9 @@ def pack_cmd(results: Path, logs: tuple[Path, ...], include_unchecked: bool, out
         return
     for f in res.files:
         click.echo(f"wrote {f}")
-    click.echo(f"sha256 {res.sha256}  (check: cd {res.tarball.parent} && sha256sum -c {res.sha256_file.name})")
+    # Absolute and quoted for the shell: pasted anywhere, a folder with spaces or `$` stays one word.
+    check = f"cd {shlex.quote(str(res.tarball.parent.resolve()))} && sha256sum -c {shlex.quote(res.sha256_file.name)}"
+    click.echo(f"sha256 {res.sha256}  (check: {check})")
     for note in res.report.notes:
         click.echo(f"note: {note}", err=True)
     if repo is None:
