@@ -63,6 +63,8 @@ def test_a_frame_plan_failing_for_every_item_exits_1(tmp_path: Path) -> None:
     run = _run(tmp_path, common, "--conds", "v_fps1_s224", "--token-budget", "1550")
     assert run.returncode == 1
     assert "frame plan (2 cells, e.g. token budget 1550" in _why(run.stderr)
+    lines = [json.loads(x) for x in (tmp_path / "res" / "data" / "logs" / "failures.jsonl").read_text().splitlines()]
+    assert [f["kind"] for f in lines] == ["frame_plan"] * 2  # not "no_video": both videos are there
 
 
 def test_some_answered_exits_0_naming_the_failures_last_and_a_done_rerun_stays_0(tmp_path: Path) -> None:

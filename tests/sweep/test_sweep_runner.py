@@ -137,7 +137,7 @@ def test_two_processes_on_the_same_work_write_each_row_once(tmp_path: Path, stor
     procs = [subprocess.Popen(_cli(tmp_path, store, rules, "--conds", "v_blind,v_1"), stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE) for _ in range(2)]
     for p in procs:
-        assert p.wait(timeout=180) == 0
+        assert p.wait(timeout=180) == 0, p.stderr.read().decode() if p.stderr else ""
     keys = _keys(tmp_path / "fp" / "results" / "conditions_results.csv")
     assert len(keys) == len(set(keys)) == 9 + 7  # blind: all 9; v_1: the 7 items with a stored video
 

@@ -25,7 +25,7 @@ from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.store import append_records, append_rows
 from benchcheck.sweep.conditions import source_spec
-from benchcheck.sweep.plan import DECODE, Cell
+from benchcheck.sweep.plan import DECODE, Cell, failure_label
 from benchcheck.sweep.results import (
     ALL_CONDITIONS,
     SweepPaths,
@@ -212,9 +212,11 @@ def _write_settled(paths: SweepPaths, records: Sequence[GenRow], summary: SweepS
 
 def write_static(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepPaths,
                  summary: SweepSummary) -> None:
-    """NA rows and the failures of items without a usable video (no engine needed)."""
+    """NA rows and the failures of items without a usable video or frame plan (no engine needed):
+    ``no_video`` / ``frame_plan`` lines."""
     _write_settled(paths, [na_record(c, specs[c.condition]) for c in cells if c.kind == "na"], summary, "NA")
-    fails = [failure_line(c, "no_video", c.reason, specs[c.condition]) for c in cells if c.kind == "failure"]
+    fails = [failure_line(c, failure_label(c)[0].replace(" ", "_"), c.reason, specs[c.condition])
+             for c in cells if c.kind == "failure"]
     if fails:
         append_failures(paths, fails)
         summary.failures += len(fails)
