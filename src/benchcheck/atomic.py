@@ -8,11 +8,12 @@ atomic on the same filesystem, and the folder is fsynced so the rename survives 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
 import shutil
-import tempfile
+import socket
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -42,10 +43,19 @@ FILE_MODE = 0o666 & ~_umask()
 
 
 def write_atomic(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, fsync it, rename it over ``path``."""
+    """Call ``write`` on a temporary file beside ``path``, fsync it, rename it over ``path``.
+
+    The temporary file is ``.NAME.{file_tag()}.tmp``: a kill -9 inside ``write`` leaves it behind
+    (nothing runs to remove it), and with the writer's host and PID in its name the next write of
+    the same file removes it once that writer is dead (``clear_dead_files``), while a live writer's
+    file, however long it takes, is left alone. One folder listing per write: a kill leaves at most
+    one file per target, and a rerun writes the same targets again."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    prefix = f".{target.name}."
+    clear_dead_files(target.parent, prefix)
+    tmp = target.parent / f"{prefix}{file_tag()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), FILE_MODE)
@@ -104,6 +114,16 @@ def writer_tag() -> str:
     return f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
+# This machine, in a temporary file's name: a PID says whether a writer is alive only on the host
+# that ran it, and array tasks on several hosts write the same files of a shared results folder.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def file_tag() -> str:
+    """``HOST.PID-RANDOM``, the last part of a writer's temporary file names (``clear_dead_files``)."""
+    return f"{_HOST}.{writer_tag()}"
+
+
 def swap_folder(staging: Path, final: Path, old: Path) -> None:
     """Put the finished folder ``staging`` at ``final`` by renames: a reader, or a kill, finds the
     old folder or the new one whole (between the two renames the old one is at ``old``, a name of
@@ -150,19 +170,23 @@ def clear_dead(parent: Path, prefixes: tuple[str, ...]) -> int:
     return removed
 
 
-_FILE_TAG = re.compile(r"\.(\d+)-[0-9a-f]{8}\.tmp(?:\.[A-Za-z]+)?$")
+_FILE_TAG = re.compile(r"(?:\.([0-9a-f]{8}))?\.(\d+)-[0-9a-f]{8}\.tmp(?:\.[A-Za-z]+)?$")
 
 
 def clear_dead_files(parent: Path, prefix: str) -> int:
-    """Remove the files in ``parent`` named ``PREFIX...{writer_tag()}.tmp`` (or with a suffix after
-    it, such as a database's ``.tmp.wal``) whose writer process is gone: a kill before their rename
-    leaves them, and nothing else ever would. A live writer's files are left alone; returns how many."""
+    """Remove the files in ``parent`` named ``PREFIX...{file_tag()}.tmp`` (or ``{writer_tag()}``;
+    or with a suffix after it, such as a database's ``.tmp.wal``) whose writer process is gone: a
+    kill before their rename leaves them, and nothing else ever would. A live writer's files are
+    left alone, and so are those another host's writer named (its PID is not this host's to
+    test); returns how many."""
     removed = 0
     if not parent.is_dir():
         return 0
     for p in parent.iterdir():
         m = _FILE_TAG.search(p.name)
-        if not p.name.startswith(prefix) or m is None or _alive(int(m.group(1))) or not p.is_file():
+        if not p.name.startswith(prefix) or m is None or m.group(1) not in (None, _HOST):
+            continue
+        if _alive(int(m.group(2))) or not p.is_file():
             continue
         p.unlink(missing_ok=True)
         removed += 1

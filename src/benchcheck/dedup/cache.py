@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchcheck.atomic import write_atomic
+from benchcheck.atomic import clear_dead_files, write_atomic
 from benchcheck.dedup.model import Embeddings
 
 SCHEMA_VERSION = 1
@@ -92,6 +92,7 @@ class BenchCache:
         digest = hashlib.sha256(json.dumps([ids, hashes]).encode()).hexdigest()[:16]
         npy = f"emb-{digest}.npy"
         self.folder.mkdir(parents=True, exist_ok=True)
+        clear_dead_files(self.folder, ".emb-")  # a killed save's matrix, under a name no rerun may write
         write_atomic(self.folder / npy, lambda f: np.save(f, matrix, allow_pickle=False))
         meta = {
             "schema_version": SCHEMA_VERSION,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from benchcheck.atomic import write_atomic
+from benchcheck.atomic import clear_dead_files, write_atomic
 from benchcheck.dedup.model import cache_tag
 
 BUCKETS = 16
@@ -113,6 +113,9 @@ class EmbeddingCache:
             sel = buckets == b
             d = self._bucket_dir(int(b))
             d.mkdir(parents=True, exist_ok=True)
+            # A part's name is new each time, so a killed writer's temporary file is never written
+            # over by a rerun: the bucket (files of this cache alone) is cleared of dead ones here.
+            clear_dead_files(d, ".")
             pid = uuid.uuid4().hex[:12]
             _save(d / f"emb-{pid}.npy", rows[sel].astype(np.float16))
             _save(d / f"keys-{pid}.npy", keys[sel])

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import clear_dead_files, replace_atomic, write_atomic, write_text_atomic, writer_tag
+from benchcheck.atomic import clear_dead_files, file_tag, replace_atomic, write_atomic, write_text_atomic
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
@@ -174,7 +174,7 @@ def _write_duckdb(res: Path, records: list[dict[str, Any]], summary: list[dict[s
     import pyarrow as pa
 
     clear_dead_files(res, ".pool.duckdb.")
-    tmp = res / f".pool.duckdb.{writer_tag()}.tmp"
+    tmp = res / f".pool.duckdb.{file_tag()}.tmp"
     try:
         con = duckdb.connect(str(tmp))
         try:
