@@ -15,7 +15,10 @@
   (``BENCHCHECK_QA_ITEM``). ``benchcheck qa run`` makes its process a child subreaper on Linux
   (:func:`enable_subreaper`, ``prctl(PR_SET_CHILD_SUBREAPER)``), so orphans are re-parented to it
   instead of init: its children that carry the item's token are the item's orphans, and they
-  are killed with their descendants, then reaped. Library callers that do not want their process
+  are killed with their descendants, then reaped. A ``kill -9`` of the run itself cannot be
+  caught: on Linux the command is started through a small exec wrapper (:data:`_DIE_WITH_PARENT`)
+  that sets its parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), so the kernel kills the
+  command when the run dies, however it dies. Library callers that do not want their process
   to become a subreaper (it would adopt every orphan below it) get the same result from a search
   of the whole process table for the token, at a few milliseconds per item. The item's
   descendants are also listed every ``SCAN_S`` while the command runs, so a child that clears
@@ -44,7 +47,35 @@ SCAN_S = 0.25
 # After the main process exits and its processes are killed, how long the pipes may take to close.
 _DRAIN_S = 2.0
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 _subreaper: bool | None = None
+
+# Run as ``python -I -S -c _DIE_WITH_PARENT PARENT_PID ERR_FD ARGV...``: set this process's
+# parent-death signal, then exec the command, which keeps it (it survives execve, except into a
+# set-user-ID program). Why a wrapper: Python's subprocess has no such option, and ``preexec_fn``
+# runs Python between fork and exec, unsafe in a process with threads (the run has the event
+# loop's and asyncio's child watcher); a fresh interpreter has one thread. SIGKILL because the run
+# that would read the answer is gone, and a hung command could ignore SIGTERM. The signal follows
+# the death of the *thread* that started the child: the event loop's, alive while its items run.
+# The parent's PID is checked after the prctl: a run killed before it leaves the wrapper
+# re-parented, and it exits. An exec that fails writes ``errno`` and the message to ERR_FD (closed
+# by a successful exec) so the caller raises ``OSError`` as a direct start would.
+_DIE_WITH_PARENT = f"""
+import ctypes, os, sys
+parent, err = int(sys.argv[1]), int(sys.argv[2])
+try:
+    ctypes.CDLL(None, use_errno=True).prctl({_PR_SET_PDEATHSIG}, {int(signal.SIGKILL)}, 0, 0, 0)
+except (OSError, AttributeError):
+    pass
+if os.getppid() != parent:
+    os._exit(1)
+os.set_inheritable(err, False)
+try:
+    os.execvp(sys.argv[3], sys.argv[3:])
+except OSError as e:
+    os.write(err, f"{{e.errno}} {{e.strerror or ''}}".encode())
+    os._exit(127)
+"""
 
 
 def enable_subreaper() -> bool:
@@ -192,6 +223,13 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def _read_all(fd: int) -> bytes:
+    out = b""
+    while chunk := os.read(fd, 4096):
+        out += chunk
+    return out
+
+
 class _Collect(asyncio.SubprocessProtocol):
     """stdout and stderr as they arrive; events for the main process's exit and the pipes' close."""
 
@@ -235,9 +273,30 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
     child_env = {**(os.environ if env is None else env), ITEM_TOKEN_VAR: token}
     loop = asyncio.get_running_loop()
     start = time.monotonic()
-    transport, proto = await loop.subprocess_exec(
-        _Collect, *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, env=child_env)
+    wrapped = sys.platform.startswith("linux") and bool(sys.executable) and bool(argv)
+    if not wrapped:
+        transport, proto = await loop.subprocess_exec(
+            _Collect, *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, env=child_env)
+    else:
+        err_r, err_w = os.pipe()
+        try:
+            transport, proto = await loop.subprocess_exec(
+                _Collect, sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), str(err_w), *argv,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True, env=child_env, pass_fds=(err_w,))
+        finally:
+            os.close(err_w)
+        try:
+            failed = await asyncio.to_thread(_read_all, err_r)  # empty: the command runs
+        finally:
+            os.close(err_r)
+        if failed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proto.exited.wait(), timeout=_DRAIN_S)
+            transport.close()
+            code, _, message = failed.decode("utf-8", "replace").partition(" ")
+            raise OSError(int(code) if code.isdigit() else 0, message, argv[0])
     pid = transport.get_pid()
     tree = ProcessTree(pid, token)
     killed = False
