@@ -124,6 +124,16 @@ def file_tag() -> str:
     return f"{_HOST}.{writer_tag()}"
 
 
+_TAG = re.compile(r"([0-9a-f]{8})\.(\d+)-[0-9a-f]{8}")
+
+
+def tag_is_dead(tag: str) -> bool:
+    """Whether ``tag`` is a ``file_tag()`` of this host whose process is gone (False for anything
+    else: another host's writer, a live one, a name that is no tag)."""
+    m = _TAG.fullmatch(tag)
+    return m is not None and m.group(1) == _HOST and not _alive(int(m.group(2)))
+
+
 def swap_folder(staging: Path, final: Path, old: Path) -> None:
     """Put the finished folder ``staging`` at ``final`` by renames: a reader, or a kill, finds the
     old folder or the new one whole (between the two renames the old one is at ``old``, a name of

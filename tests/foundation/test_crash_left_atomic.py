@@ -122,3 +122,24 @@ def test_caches_with_new_names_each_write_clear_dead_writers_files(tmp_path: Pat
     bench.save({"i1": ("h1", np.ones(4, dtype=np.float32))})
     assert not dead_matrix.exists()
     assert (bench.folder / "ids.json").is_file()
+
+
+def test_rows_of_a_part_whose_writer_died_before_its_keys_are_removed(tmp_path: Path) -> None:
+    """A kill between a part's rows file and its keys file left the rows for ever (no lookup reads
+    them); the next write to the bucket removes them, unless their writer is alive."""
+    dead = _dead_pid()
+    host = file_tag().split(".")[0]
+    emb = EmbeddingCache(tmp_path / "probe", "m", "fp")
+    bucket = emb.folder / "b0"
+    bucket.mkdir(parents=True)
+    orphan = bucket / f"emb-{host}.{dead}-0badc0de.npy"
+    in_progress = bucket / f"emb-{file_tag()}.npy"  # this live process's part, keys still to come
+    whole_rows, whole_keys = bucket / f"emb-{host}.{dead}-00c0ffee.npy", bucket / f"keys-{host}.{dead}-00c0ffee.npy"
+    for f in (orphan, in_progress):
+        np.save(f, np.ones((1, 4), dtype=np.float16))
+    np.save(whole_rows, np.ones((1, 4), dtype=np.float16))
+    np.save(whole_keys, np.array([7], dtype=np.uint64))
+    emb.add(np.array([1, 2], dtype=np.uint64), np.ones((2, 4), dtype=np.float32))
+    assert not orphan.exists() and in_progress.exists() and whole_rows.exists() and whole_keys.exists()
+    _rows, found = EmbeddingCache(tmp_path / "probe", "m", "fp").lookup(np.array([1, 2, 7], dtype=np.uint64))
+    assert found.all()

@@ -2,10 +2,11 @@
 
 Layout under ``<cache>/<model tag>/``: 16 buckets (the key's top 4 bits), each a set of parts;
 a part is ``keys-<id>.npy`` (sorted uint64 keys) and ``emb-<id>.npy`` (float16 rows in the
-same order). The same text asked by any item of any benchmark is encoded once. A part's rows
-are written before its keys, each by a temporary file and a rename, and a part counts only
-once its keys file exists: a run killed at any moment leaves whole parts, and a rerun encodes
-only what no whole part holds. Lookups read the keys and memory-map the rows, so a lookup
+same order), ``<id>`` its writer's ``atomic.file_tag()``. The same text asked by any item of any
+benchmark is encoded once. A part's rows are written before its keys, each by a temporary file
+and a rename, and a part counts only once its keys file exists: a run killed at any moment
+leaves whole parts, and a rerun encodes only what no whole part holds (and removes the rows of a
+dead writer's part that has no keys). Lookups read the keys and memory-map the rows, so a lookup
 costs 8 bytes per cached text plus the rows asked for. A bucket with more than
 ``MAX_PARTS`` parts is merged into one on the next write.
 """
@@ -13,7 +14,6 @@ costs 8 bytes per cached text plus the rows asked for. A bucket with more than
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from benchcheck.atomic import clear_dead_files, write_atomic
+from benchcheck.atomic import clear_dead_files, file_tag, tag_is_dead, write_atomic
 from benchcheck.dedup.model import cache_tag
 
 BUCKETS = 16
@@ -41,6 +41,16 @@ def _bucket(keys: NDArray[np.uint64]) -> NDArray[np.int64]:
 
 def _save(path: Path, arr: NDArray[np.generic]) -> None:
     write_atomic(path, lambda f: np.save(f, arr, allow_pickle=False))
+
+
+def _clear_orphan_rows(d: Path) -> None:
+    """Remove the rows files whose keys never came because their writer was killed between the two
+    (a part's id is its writer's ``file_tag()``): no lookup reads them, and each kill left one more.
+    A live writer's are its part in progress, left alone."""
+    for ef in d.glob("emb-*.npy"):
+        part = ef.name[len("emb-"):-len(".npy")]
+        if not (d / f"keys-{part}.npy").exists() and tag_is_dead(part):
+            ef.unlink(missing_ok=True)
 
 
 @dataclass(slots=True)
@@ -116,7 +126,8 @@ class EmbeddingCache:
             # A part's name is new each time, so a killed writer's temporary file is never written
             # over by a rerun: the bucket (files of this cache alone) is cleared of dead ones here.
             clear_dead_files(d, ".")
-            pid = uuid.uuid4().hex[:12]
+            _clear_orphan_rows(d)
+            pid = file_tag()
             _save(d / f"emb-{pid}.npy", rows[sel].astype(np.float16))
             _save(d / f"keys-{pid}.npy", keys[sel])
             self._parts.pop(int(b), None)
@@ -130,7 +141,7 @@ class EmbeddingCache:
         keys = np.concatenate([p.keys for p in parts])
         rows = np.concatenate([np.asarray(p.rows) for p in parts])
         keys, first = np.unique(keys, return_index=True)
-        pid = uuid.uuid4().hex[:12]
+        pid = file_tag()
         _save(d / f"emb-{pid}.npy", rows[first])
         _save(d / f"keys-{pid}.npy", keys)
         self._parts.pop(b, None)
