@@ -10,8 +10,9 @@ import click
 from benchcheck.cli.common import die, load_items_reporting
 
 NEXT = """\
-next, in a shell; E is the engine. Real decisions: E="--engine openai --endpoint http://HOST:PORT/v1" (any
-vLLM / OpenAI-compatible server returning log-probs) or E="--engine hf --model CHECKPOINT --device cuda";
+next, in a shell; E is the engine. Real decisions: E="--engine openai --endpoint http://HOST:PORT/v1 --model NAME"
+(any vLLM / OpenAI-compatible server returning log-probs; NAME as its /v1/models lists it) or
+E="--engine hf --model CHECKPOINT --device cuda";
 scripted, reference, reference-prior and tiny random models are for tests and the demo:
   P={p}
   for s in 1 2 3 4 5 6; do benchcheck screen --items $P/items --results $P/results --frames $P/frames --step $s $E; done
