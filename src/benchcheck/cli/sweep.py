@@ -36,8 +36,9 @@ _plan_opts = [
     click.option("--model", default=None, help="Hub name or checkpoint folder (default: Qwen3-VL-8B, pinned)."),
     click.option("--revision", default=None),
     click.option("--token-budget", type=int, default=TOKEN_BUDGET, show_default=True,
-                 help="Prompt tokens the fps ladders may fill (SPEC: do not change)."),
-    click.option("--max-images", type=int, default=1024, show_default=True, help="Images per request (SPEC)."),
+                 help="Prompt tokens the fps ladders may fill (the protocol's value: do not change)."),
+    click.option("--max-images", type=int, default=1024, show_default=True,
+                 help="Images per request (the protocol's value: do not change)."),
 ]
 
 
@@ -111,8 +112,8 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--max-model-len", type=click.IntRange(min=1), default=None,
               help="Declare the engine's context when it cannot report it (never lowers the budget).")
 @click.option("--min-context", type=click.IntRange(min=1), default=65536, show_default=True,
-              help="Stop when the engine's context is below this (seed 001). A lower value is an explicit "
-                   "choice, recorded in logs/runner.log; the budget's own need is never lowered.")
+              help="Stop when the engine's context is below this (site page \"The sweep\", Running). A lower "
+                   "value is an explicit choice, recorded in logs/runner.log; the budget's own need is never lowered.")
 @click.option("--no-progress", is_flag=True)
 @executor_options
 def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str,

@@ -104,7 +104,7 @@ def check_context(known: int | None, declared: int | None, needs_budget: bool,
     if have < min_context:
         return (f"the engine's max model length is {have:,} tokens < {min_context:,}: the protocol's servers "
                 f"serve {MIN_CONTEXT:,} (--max-model-len {MIN_CONTEXT}) and a machine that cannot is to be "
-                "reported, not run (seed 001, section 6). Serve with --max-model-len 65536, or accept this "
+                "reported, not run (docs/sweep.md, 'Running'). Serve with --max-model-len 65536, or accept this "
                 f"context explicitly with --min-context {have} (recorded in logs/runner.log)")
     return None
 
