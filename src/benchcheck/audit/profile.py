@@ -23,7 +23,8 @@ prior it is 1/k.
 **Intervals**: mean +- t(df) x the CR2 standard error clustered by video (df: Bell-McCaffrey)
 (``stats.cluster.mean_interval``), floored at the binomial standard error of the forwards' hits,
 with the baseline's own variance added (the mean baseline over draws of the prior from its
-uncertainty, ``LetterPrior.draws``); none with fewer than two videos.
+uncertainty, ``LetterPrior.draws``), clipped to [-1, 1] (``FIGURE_RANGE``: every figure is a
+difference of two shares); none with fewer than two videos.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from benchcheck.stats.cells import cell
 from benchcheck.stats.cluster import mean_interval
 from benchcheck.stats.source import Forwards
 
+FIGURE_RANGE = (-1.0, 1.0)  # a difference of two shares (accuracy - accuracy or - baseline)
 CHANCE_DRAWS = 20000
 BASELINE_DRAWS = 40  # the fitted prior and draws of it, for the baseline's own variance
 
@@ -137,7 +139,8 @@ def profile(by_step: dict[int, list[Forwards]], boot: int = 1000, seed: int = 0,
             if bases and min(len(b) for b in bases) > 1:
                 depth = min(len(b) for b in bases)
                 extra = float(np.var(np.mean([b[1:depth] for b in bases], axis=0), ddof=1))
-            v, lo, hi = mean_interval(np.array(diffs, dtype=float), videos, _floor(used) if used else 0.0, extra)
+            v, lo, hi = mean_interval(np.array(diffs, dtype=float), videos, _floor(used) if used else 0.0, extra,
+                                      FIGURE_RANGE)
             out.append(Figure(bench, name, len(diffs), v, lo, hi,
                               float(np.mean([b[0] for b in bases])) if bases else None, len(set(videos))))
     return out

@@ -17,7 +17,8 @@ the degrees of freedom fall below videos - 1, and CR1 with videos - 1 undercover
   taken as independent, the interval undercovered; docs/audit.md, table 5).
 - ``mean_interval``: mean +- t(0.975, df) x the clustered standard error, with a floor on the
   standard error (``se_floor``, the caller's binomial one) so identical clusters never give a
-  zero-width interval; None with fewer than two videos.
+  zero-width interval, clipped to ``bounds`` (the range the mean can take: with 2 videos t is 12.7
+  and an accuracy difference read [-5.3, +6.1]); None with fewer than two videos.
 """
 
 from __future__ import annotations
@@ -113,9 +114,11 @@ def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) ->
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str], se_floor: float = 0.0,
-                  extra_var: float = 0.0) -> tuple[float | None, float | None, float | None]:
+                  extra_var: float = 0.0, bounds: tuple[float, float] = (-math.inf, math.inf),
+                  ) -> tuple[float | None, float | None, float | None]:
     """(mean, lo, hi) clustered by video (module docstring); ``extra_var`` adds an independent
-    source of error to the mean's variance (the profile's: the chance baseline's own)."""
+    source of error to the mean's variance (the profile's: the chance baseline's own); the interval
+    is clipped to ``bounds``, the range the mean can take."""
     y = np.asarray(values, dtype=np.float64)
     if len(y) == 0:
         return None, None, None
@@ -124,4 +127,5 @@ def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str],
         return float(y.mean()), None, None
     se, df = cr2(*_cluster_sums(y, clusters))
     half = t975(df) * math.sqrt(max(se, se_floor) ** 2 + extra_var)
-    return float(y.mean()), float(y.mean() - half), float(y.mean() + half)
+    m = float(y.mean())
+    return m, max(bounds[0], m - half), min(bounds[1], m + half)
