@@ -92,7 +92,8 @@ def test_one_noisy_video_never_gives_a_zero_width_interval() -> None:
     d = difference_interval(same, same, many, 30)
     assert d.est == 0 and 0.005 < d.hi < 0.05 and d.lo == -d.hi
     acc = accuracy_interval(same, many, 30)
-    assert acc.hi == 1.0 and 0.95 < acc.lo < 1.0
+    # every answer right: as many effective items as videos (30), Wilson lower bound 0.88
+    assert acc.hi == 1.0 and 0.85 < acc.lo < 1.0
 
 
 def test_one_noisy_video_through_the_cli_has_positive_width(tmp_path: Path) -> None:

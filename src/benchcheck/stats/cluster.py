@@ -105,12 +105,17 @@ def rate_interval(hits: Sequence[bool] | np.ndarray, clusters: Sequence[str]) ->
     y = np.asarray(hits, dtype=np.float64)
     if len(y) == 0:
         return None, None
-    sums, sizes = _cluster_sums(y, clusters)
+    return clustered_wilson(y, *_cluster_sums(y, clusters))
+
+
+def clustered_wilson(y: np.ndarray, sums: np.ndarray, sizes: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """The two-sided ``1 - alpha`` Wilson interval of mean(y) (0/1 values) at the effective sample
+    size, from the per-cluster sums and sizes of y (module docstring, ``rate_interval``)."""
     if len(sizes) < 2:
         return 0.0, 1.0
     se, df = cr2(sums, sizes)
     n_eff = len(y) / _design_effect(y, se, len(sizes))
-    return wilson(float(y.mean()) * n_eff, n_eff, t975(max(df, 1.0)))
+    return wilson(float(y.mean()) * n_eff, n_eff, t_quantile(alpha / 2.0, max(df, 1.0)))
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, clusters: Sequence[str], se_floor: float = 0.0,
