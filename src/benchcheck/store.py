@@ -189,7 +189,15 @@ class StepStore:
         return is_held(path)
 
     def unit_state(self, path: Path, expect_hash: str | None, max_errors: int = MAX_ERRORS_PER_ITEM) -> StepState:
-        return StepState(max_errors=max_errors, expect_hash=expect_hash).add_all(read_records(path))
+        """What is done of the unit whose rows go to ``path``: the rows of every file of its
+        benchmark, not only ``path``. An item's row may sit in another file when the split
+        changed since it was written (another ``--max-unit``, a benchmark grown past it); reading
+        only the unit's own file asked those items again and appended a second row."""
+        state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=True)
+        bench = bench_of_file(path.name)
+        for p in bench_files(self.folder, [bench]) if bench is not None else [path]:
+            state.add_all(read_records(p))
+        return state
 
     def state(self, benches: Iterable[str] | None = None, expect_hash: str | None = None,
               compact: bool = False) -> StepState:
