@@ -41,11 +41,29 @@ def shell_dq(value: str) -> str:
     return '"' + re.sub(r'([\\"$`])', r"\\\1", value) + '"'
 
 
+def script_sets(direct: bool) -> dict[str, str]:
+    """The options the script gives every task itself, and from what. The same option in ARGS
+    would come last on the command line and win (click keeps the last value), so every task
+    would run another step, the same share (``--shard 0/2``: half the work never runs), or one
+    log folder and port range for all."""
+    own = {"--step": "the --step given before --", "--shard": "--shard auto: each task its share"}
+    if not direct:
+        own |= {"--gpus": "from --gpus-per-task", "--logs": "a folder per task under --logs",
+                "--port0": "a port range per task"}
+    return own
+
+
 def render_sbatch(job: SlurmJob) -> str:
     """The script. Ranks come from the array variables (`slurm_task`), so `--array=1-N` works too.
     Each task writes its logs under its own folder and moves its ports by its array index so that
     two tasks on one node do not collide."""
     name = job.job_name or f"benchcheck-s{job.step}"
+    own = script_sets(job.direct)
+    for a in job.args:
+        opt = a.split("=", 1)[0]
+        if opt in own:
+            raise ValueError(f"{opt} in the arguments after --: the script sets it for every task ({own[opt]}); "
+                             "leave it out")
     for what, value in (("--logs", job.logs), ("--python", job.python), ("--partition", job.partition),
                         ("--time", job.time_limit), ("job name", name)):
         if value is not None and ("\n" in value or "\r" in value):
