@@ -84,6 +84,19 @@ def gpu_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
+MAX_PORT = 65535
+
+
+def server_ports(port0: int, n: int) -> list[int]:
+    """The ports of a host's ``n`` servers: ``port0 + i``. Refused (``ValueError``) when the last
+    one is past the highest TCP port: the launcher would otherwise fail with a traceback from
+    ``bind`` after it had started the servers below it. Pure."""
+    if port0 + n - 1 > MAX_PORT:
+        raise ValueError(f"--port0 {port0} with {n} servers needs ports up to {port0 + n - 1}, past {MAX_PORT}; "
+                         "choose a lower --port0")
+    return [port0 + i for i in range(n)]
+
+
 def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[ServerSpec]:
     """The server command lines of a host: server i on GPU ``gpus[i]`` (N CPU servers when
     ``gpus`` is empty). Pure."""
@@ -91,8 +104,7 @@ def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[Serve
         raise ValueError(f"{n} servers asked for but only {len(gpus)} GPUs are visible ({','.join(gpus)})")
     has_gpus = bool(gpus)
     specs = []
-    for i in range(n):
-        port = opts.port0 + i
+    for i, port in enumerate(server_ports(opts.port0, n)):
         env = {"CUDA_VISIBLE_DEVICES": gpus[i]} if has_gpus else {}
         if opts.use_vllm:
             argv = [opts.vllm, "serve", opts.model, "--served-model-name", opts.served_name, "--host", "127.0.0.1",

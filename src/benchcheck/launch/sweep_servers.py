@@ -27,7 +27,7 @@ from benchcheck.defaults import (
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT as SWEEP_WORKERS_PER_GPU
 from benchcheck.launch import knobs
 from benchcheck.launch.lifecycle import with_servers
-from benchcheck.launch.servers import ServerSpec, visible_gpus, vllm_available
+from benchcheck.launch.servers import ServerSpec, server_ports, visible_gpus, vllm_available
 
 SMALL_GPU_GIB = 40  # a 32 GB card (RTX 5090) reports a little under 32 GiB
 SWEEP_GPU_UTIL = GPU_UTIL
@@ -77,8 +77,7 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
     if p.gpus and p.n_servers > len(p.gpus):
         raise ValueError(f"{p.n_servers} servers asked for but only {len(p.gpus)} GPUs are visible")
     specs = []
-    for i in range(p.n_servers):
-        port = p.port0 + i
+    for i, port in enumerate(server_ports(p.port0, p.n_servers)):
         env = {"CUDA_VISIBLE_DEVICES": p.gpus[i]} if p.gpus else {}
         if p.use_vllm:
             argv = [p.vllm, "serve", p.model, "--served-model-name", p.served_name, "--host", "127.0.0.1",
