@@ -38,7 +38,7 @@ _common = [
 F = TypeVar("F", bound=Callable[..., Any])
 # launch's options that only screening steps read (--sweep refuses them).
 _SCREENING_ONLY = {"step": "--step", "chain": "--chain", "intro": "--intro", "frames_root": "--frames",
-                   "keep_file": "--keep", "shard": "--shard"}
+                   "keep_file": "--keep", "shard": "--shard", "max_unit": "--max-unit"}
 
 
 def common(f: F) -> F:
@@ -78,6 +78,9 @@ def common(f: F) -> F:
               help="The vLLM command.")
 @click.option("--logs", type=click.Path(), default="logs", show_default=True)
 @click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
+@click.option("--max-unit", type=click.IntRange(min=1), default=20000, show_default=True,
+              help="Items per shard unit, as `screen --max-unit`: a server whose client shard gets no unit idles, "
+                   "so lower it when benchmarks are fewer than servers.")
 @click.option("--server", type=click.Choice(["auto", "vllm", "benchcheck"]), default="auto", show_default=True)
 @click.option("--server-timeout", type=FiniteFloatRange(min=0, min_open=True), default=900.0, show_default=True)
 @click.option("--plan-only", is_flag=True)
@@ -85,7 +88,8 @@ def common(f: F) -> F:
 def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: int | None, model: str | None,
            revision: str | None, served_model_name: str | None,
            port0: int | None, max_num_seqs: int | None, gpu_util: float | None, max_model_len: int | None,
-           workers: int | None, python_exe: str | None, vllm_cmd: str, logs: str, shard: str | None, server: str,
+           workers: int | None, python_exe: str | None, vllm_cmd: str, logs: str, shard: str | None, max_unit: int,
+           server: str,
            server_timeout: float, plan_only: bool,
            item_paths: tuple[str, ...], results: str, chain: str, intro: str, frames_root: str | None,
            store: str | None, keep_file: str | None, bench: str | None, limit: int | None,
@@ -145,7 +149,7 @@ def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
         return
 
     job = ShardJob(items=item_paths, results=results, step=number, chain=chain, intro=intro, frames_root=frames_root,
-                   store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns)
+                   store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns, max_unit=max_unit)
     try:
         code = run_launch(LaunchArgs(number, gpus, model, revision, served_model_name, port0 or STEP_PORT0,
                                      max_num_seqs or STEP_MAX_SEQS, GPU_UTIL if gpu_util is None else gpu_util,
