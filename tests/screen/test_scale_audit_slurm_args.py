@@ -51,3 +51,18 @@ def test_other_task_arguments_still_pass_through() -> None:
             "--workers", "4", "--max-unit", "500")
     assert r.returncode == 0, r.stderr
     assert r.stdout.rstrip().endswith("--items items/ --results results --workers 4 --max-unit 500")
+
+
+def test_direct_tasks_with_several_gpus_are_refused_unless_ray() -> None:
+    """`--direct --gpus-per-task 4` asked Slurm for 4 GPUs a task whose one `screen` (the in-process
+    hf engine) computes on one: three of every four allocated GPUs sat idle."""
+    base = ("slurm", "script", "--step", "2", "--array", "2", "--direct", "--gpus-per-task", "4", "--",
+            "--items", "items/", "--results", "results")
+    r = cli(*base)
+    assert r.returncode == 2 and "--gpus-per-task 4" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    ray = cli(*base, "--executor", "ray")
+    assert ray.returncode == 0, ray.stderr
+    assert "#SBATCH --gres=gpu:4" in ray.stdout and ray.stdout.rstrip().endswith("--executor ray")
+    one = cli("slurm", "script", "--step", "2", "--array", "2", "--direct", "--gpus-per-task", "1", "--",
+              "--items", "items/", "--results", "results")
+    assert one.returncode == 0 and "#SBATCH --gres=gpu:1" in one.stdout

@@ -6,6 +6,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from benchcheck.defaults import STEP_PORT0
 
@@ -53,11 +54,20 @@ def script_sets(direct: bool) -> dict[str, str]:
     return own
 
 
+def _ray(args: Sequence[str]) -> bool:
+    """Whether the task arguments pick the Ray executor (one engine actor per GPU of the task)."""
+    return "--executor=ray" in args or any(a == "--executor" and b == "ray" for a, b in pairwise(args))
+
+
 def render_sbatch(job: SlurmJob) -> str:
     """The script. Ranks come from the array variables (`slurm_task`), so `--array=1-N` works too.
     Each task writes its logs under its own folder and moves its ports by its array index so that
     two tasks on one node do not collide."""
     name = job.job_name or f"benchcheck-s{job.step}"
+    if job.direct and job.gpus_per_task > 1 and not _ray(job.args):
+        raise ValueError(f"--direct --gpus-per-task {job.gpus_per_task}: each task runs one `screen`, whose in-process "
+                         "engine computes on one GPU, so the others would sit idle; use --gpus-per-task 1 and more "
+                         "tasks, drop --direct (one server per GPU), or pass --executor ray after --")
     own = script_sets(job.direct)
     for a in job.args:
         opt = a.split("=", 1)[0]
