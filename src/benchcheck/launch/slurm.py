@@ -36,6 +36,13 @@ def sbatch_value(value: str) -> str:
     return '"' + re.sub(r'(["\\#])', r"\\\1", value) + '"'
 
 
+def output_pattern(path: str) -> str:
+    """``path`` as a literal part of an sbatch ``--output`` pattern, where ``%`` starts a
+    replacement (``%j``, ``%x``, ``%a``...): each ``%`` doubled, so the task's output goes to the
+    folder the script creates, not to a missing one that fails the task without a word (pure)."""
+    return path.replace("%", "%%")
+
+
 def shell_dq(value: str) -> str:
     """``value`` inside bash double quotes, taken literally (``$``, backquotes, ``"`` and ``\\``
     escaped), so a variable reference can follow it inside the same quotes (pure)."""
@@ -79,7 +86,7 @@ def render_sbatch(job: SlurmJob) -> str:
         if value is not None and ("\n" in value or "\r" in value):
             raise ValueError(f"{what} {value!r}: a line break cannot go into a one-line directive or command")
     lines = ["#!/usr/bin/env bash", f"#SBATCH --job-name={sbatch_value(name)}", f"#SBATCH --array=0-{job.array - 1}",
-             f"#SBATCH --output={sbatch_value(f'{job.logs}/slurm_s{job.step}_%A_%a.out')}"]
+             f"#SBATCH --output={sbatch_value(f'{output_pattern(job.logs)}/slurm_s{job.step}_%A_%a.out')}"]
     if job.gpus_per_task:
         lines.append(f"#SBATCH --gres=gpu:{job.gpus_per_task}")
     if job.cpus_per_task:
