@@ -345,6 +345,10 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
                 continue
             records += 1
             where, start = f"{start}", reader.line_num + 1
+            if None in row:  # more cells than the header: every cell after the stray one is shifted
+                yield where, (f"row has {len(row) - 1 + len(row[None])} cells but the header has "
+                              f"{len(row) - 1} (a comma inside a cell that is not quoted?)")
+                continue
             bad = not_utf8_fields(row)
             yield where, (f"field {bad[0]!r} is not UTF-8" if bad else row)
         if not records and reader.fieldnames and reader.line_num <= 1:

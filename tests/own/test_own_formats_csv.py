@@ -1,0 +1,31 @@
+"""CSV item files as spreadsheets and hand-written scripts really write them."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from tests.own.own_helpers import bc
+
+
+def test_row_with_an_unquoted_comma_is_refused_not_shifted(tmp_path: Path) -> None:
+    # "Which one, first?" unquoted: every later cell moves one column right, so the row would read
+    # as options " first?", a, b, c with gold "d" (letter D: option c) and video "0".
+    path = tmp_path / "mine.csv"
+    path.write_text("item_id,question,a0,a1,a2,a3,answer,video\n"
+                    "q1,What is it?,a,b,c,d,0,a.mp4\n"
+                    "q2,Which one, first?,a,b,c,d,0,a.mp4\n")
+    r = bc("items", "validate", path)
+    assert r.exit_code == 1
+    assert f"{path}:3: row has 9 cells but the header has 8" in r.stderr
+    assert "valid      mc" in r.stdout and " 1       1      0     1" in r.stdout
+
+
+def test_tab_separated_rows_with_commas_are_one_line_each(tmp_path: Path) -> None:
+    path = tmp_path / "tabbed.csv"
+    with path.open("w", newline="", encoding="utf-8-sig") as f:
+        csv.writer(f, delimiter="\t", lineterminator="\r\n").writerows(
+            [["item_id", "question", "options", "answer"], ["q1", "Q?", '["a", "b"]', "1"]])
+    r = bc("items", "validate", path)
+    assert "TypeError" not in r.stderr
+    assert "cannot read file" not in r.stderr
