@@ -17,7 +17,7 @@ def test_row_with_an_unquoted_comma_is_refused_not_shifted(tmp_path: Path) -> No
                     "q2,Which one, first?,a,b,c,d,0,a.mp4\n")
     r = bc("items", "validate", path)
     assert r.exit_code == 1
-    assert f"{path}:3: row has 9 cells but the header has 8" in r.stderr
+    assert f"{path}:3: row has 9 cells but the header has 8 (a separator" in r.stderr
     assert "valid      mc" in r.stdout and " 1       1      0     1" in r.stdout
 
 
@@ -29,3 +29,15 @@ def test_tab_separated_rows_with_commas_are_one_line_each(tmp_path: Path) -> Non
     r = bc("items", "validate", path)
     assert "TypeError" not in r.stderr
     assert "cannot read file" not in r.stderr
+
+
+def test_import_of_a_csv_with_a_shifted_row_is_one_error_line(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text("item_id,question,a0,a1,answer,video\n"
+                    "q1,What is it?,a,b,0,a.mp4\n"
+                    "q2,Which one, first?,a,b,0,a.mp4\n")
+    r = bc("items", "import", path, "--from", "hf-folder", "--out", tmp_path / "out")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (f"error: {path}:3: row has 7 cells but the header has 6 "
+                                "(a separator inside a cell that is not quoted?)")
+    assert not (tmp_path / "out" / "mine.jsonl").exists()

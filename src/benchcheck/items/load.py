@@ -321,6 +321,15 @@ def _json_line(raw: bytes) -> dict[str, Any] | str:
     return obj if isinstance(obj, dict) else "line is not a JSON object"
 
 
+def extra_cells_problem(row: Mapping[Any, Any]) -> str | None:
+    """A ``csv.DictReader`` row with more cells than the header (its ``None`` key): every cell after
+    the stray separator would be read one column off, so the row is refused, never shifted."""
+    if None not in row:
+        return None
+    return (f"row has {len(row) - 1 + len(row[None])} cells but the header has {len(row) - 1} "
+            "(a separator inside a cell that is not quoted?)")
+
+
 def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
     # surrogateescape keeps a stray non-UTF-8 byte visible (instead of U+FFFD) so that its row
     # alone is reported, as in JSONL; utf-8-sig drops the BOM some spreadsheet tools write.
@@ -345,9 +354,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
                 continue
             records += 1
             where, start = f"{start}", reader.line_num + 1
-            if None in row:  # more cells than the header: every cell after the stray one is shifted
-                yield where, (f"row has {len(row) - 1 + len(row[None])} cells but the header has "
-                              f"{len(row) - 1} (a comma inside a cell that is not quoted?)")
+            if (extra := extra_cells_problem(row)):
+                yield where, extra
                 continue
             bad = not_utf8_fields(row)
             yield where, (f"field {bad[0]!r} is not UTF-8" if bad else row)

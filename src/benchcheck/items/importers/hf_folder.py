@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.items.importers import Part, SourceError, long_cells
-from benchcheck.items.load import ColumnMap, resolve_columns
+from benchcheck.items.load import ColumnMap, extra_cells_problem, resolve_columns
 
 DATA_SUFFIXES = (".parquet", ".arrow", ".jsonl", ".json", ".csv")
 
@@ -54,7 +54,13 @@ def read_data_file(path: Path) -> list[dict[str, Any]]:
             return read_arrow(path)
         if suffix == ".csv":
             with long_cells(), path.open(encoding="utf-8-sig", newline="") as f:
-                return [dict(r) for r in csv.DictReader(f)]
+                reader = csv.DictReader(f)
+                rows = []
+                for r in reader:
+                    if (extra := extra_cells_problem(r)):
+                        raise SourceError(f"{path}:{reader.line_num}: {extra}")
+                    rows.append(dict(r))
+                return rows
         text = path.read_text(encoding="utf-8-sig")
         if suffix == ".json":
             try:
