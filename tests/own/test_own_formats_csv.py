@@ -7,6 +7,8 @@ from pathlib import Path
 
 from tests.own.own_helpers import bc
 
+from benchcheck.items.load import load_items
+
 
 def test_row_with_an_unquoted_comma_is_refused_not_shifted(tmp_path: Path) -> None:
     # "Which one, first?" unquoted: every later cell moves one column right, so the row would read
@@ -41,3 +43,25 @@ def test_import_of_a_csv_with_a_shifted_row_is_one_error_line(tmp_path: Path) ->
     assert r.stderr.strip() == (f"error: {path}:3: row has 7 cells but the header has 6 "
                                 "(a separator inside a cell that is not quoted?)")
     assert not (tmp_path / "out" / "mine.jsonl").exists()
+
+
+ROWS = [["item_id", "question", "options", "answer", "video"],
+        ["q1", "What colour?\nSay it, then go", '["red", "blue; dark"]', "blue; dark", "a.mp4"],
+        ["q2", "Which, one?", '["x", "y", "z"]', "C", "sub dir/café.mp4"]]
+
+
+def test_semicolon_and_tab_csv_as_spreadsheets_save_them(tmp_path: Path) -> None:
+    for sep, name in ((";", "semi.csv"), ("\t", "tabs.csv")):
+        path = tmp_path / name
+        with path.open("w", newline="", encoding="utf-8-sig") as f:  # Excel: BOM, CRLF, quoted newlines
+            csv.writer(f, delimiter=sep, lineterminator="\r\n").writerows(ROWS)
+        r = bc("items", "validate", path)
+        assert r.exit_code == 0, r.stderr
+        loaded = load_items([path])
+        assert [(i.item_id, i.question, i.options, i.answer, i.meta["video_key"]) for i in loaded.items] == [
+            ("q1", "What colour?\nSay it, then go", ("red", "blue; dark"), 1, "a.mp4"),
+            ("q2", "Which, one?", ("x", "y", "z"), 2, "sub dir/café.mp4")]
+        out = tmp_path / f"out_{name}"
+        r = bc("items", "import", path, "--from", "hf-folder", "--out", out)
+        assert r.exit_code == 0, r.stderr
+        assert [i.answer for i in load_items([out]).items] == [1, 2]

@@ -321,6 +321,15 @@ def _json_line(raw: bytes) -> dict[str, Any] | str:
     return obj if isinstance(obj, dict) else "line is not a JSON object"
 
 
+def csv_delimiter(header: str) -> str:
+    """The header line's separator: ``,``, else ``;`` (a spreadsheet saving CSV where the decimal
+    mark is a comma) or a tab, whichever the header holds more of. Only the header is looked at:
+    a question may hold any of them."""
+    if "," in header or not (";" in header or "\t" in header):
+        return ","
+    return max(";", "\t", key=header.count)
+
+
 def extra_cells_problem(row: Mapping[Any, Any]) -> str | None:
     """A ``csv.DictReader`` row with more cells than the header (its ``None`` key): every cell after
     the stray separator would be read one column off, so the row is refused, never shifted."""
@@ -334,7 +343,9 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
     # surrogateescape keeps a stray non-UTF-8 byte visible (instead of U+FFFD) so that its row
     # alone is reported, as in JSONL; utf-8-sig drops the BOM some spreadsheet tools write.
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-        reader = csv.DictReader(f)
+        delimiter = csv_delimiter(f.readline())
+        f.seek(0)
+        reader = csv.DictReader(f, delimiter=delimiter)
         rows = iter(reader)
         start, records = 2, 0
         while True:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.items.importers import Part, SourceError, long_cells
-from benchcheck.items.load import ColumnMap, extra_cells_problem, resolve_columns
+from benchcheck.items.load import ColumnMap, csv_delimiter, extra_cells_problem, resolve_columns
 
 DATA_SUFFIXES = (".parquet", ".arrow", ".jsonl", ".json", ".csv")
 
@@ -54,7 +54,9 @@ def read_data_file(path: Path) -> list[dict[str, Any]]:
             return read_arrow(path)
         if suffix == ".csv":
             with long_cells(), path.open(encoding="utf-8-sig", newline="") as f:
-                reader = csv.DictReader(f)
+                delimiter = csv_delimiter(f.readline())
+                f.seek(0)
+                reader = csv.DictReader(f, delimiter=delimiter)
                 rows = []
                 for r in reader:
                     if (extra := extra_cells_problem(r)):
