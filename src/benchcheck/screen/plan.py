@@ -47,8 +47,9 @@ WHY = {
 }
 _ONE = {"s": "s", "es": "es", "them": "it", "ve": "s", "are": "is", "were": "was"}
 _MANY = {"s": "", "es": "", "them": "them", "ve": "ve", "are": "are", "were": "were"}
-# Causes worth a note even when the step runs the other items.
-UNREACHED = ("WAITING_EARLIER", "NO_VIDEO", "MISSING_FRAMES")
+# Causes worth a note even when the step runs the other items (an item naming no video among items
+# that do is as likely a missing cell as a text item).
+UNREACHED = ("WAITING_EARLIER", "NO_VIDEO", "NO_VIDEO_NAMED", "MISSING_FRAMES")
 
 
 @dataclass(slots=True)
