@@ -374,19 +374,31 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
             yield FILE_LEVEL, "header only: no items"
 
 
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    with path.open("rb") as f:
+        for n, raw_line in enumerate(f, 1):
+            if n == 1 and raw_line.startswith(_BOM.encode()):
+                raw_line = raw_line[len(_BOM.encode()):]
+            if raw_line.strip():
+                yield f"{n}", _json_line(raw_line)
+
+
 def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
     """(where, row) per record; row is an error message when the record cannot be read. A message
     whose ``where`` is :data:`FILE_LEVEL` concerns the whole file (no items in it)."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        with path.open("rb") as f:
-            for n, raw_line in enumerate(f, 1):
-                if n == 1 and raw_line.startswith(_BOM.encode()):
-                    raw_line = raw_line[len(_BOM.encode()):]
-                if raw_line.strip():
-                    yield f"{n}", _json_line(raw_line)
+        yield from _jsonl_rows(path)
     elif suffix == ".json":
-        records, refused = json_records(json.loads(path.read_text(encoding="utf-8-sig")))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except json.JSONDecodeError as e:
+            if e.msg != "Extra data":
+                raise
+            # A second value after the first: JSON lines under a .json name (as datasets reads them).
+            yield from _jsonl_rows(path)
+            return
+        records, refused = json_records(data)
         if refused:
             yield FILE_LEVEL, refused
         yield from records
