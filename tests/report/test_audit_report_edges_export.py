@@ -49,7 +49,7 @@ def test_lmms_eval_group_names_no_empty_task(pool: tuple[Path, Path], tmp_path: 
     for name in group["task"]:
         cfg = yaml.safe_load((tmp_path / f"{name}.yaml").read_text().replace("!function ", ""))
         assert lines(Path(cfg["dataset_kwargs"]["data_files"]["test"])) == 4
-    assert not (tmp_path / f"{empty}.jsonl").exists()
+    assert not (tmp_path / f"{empty}_{label}.jsonl").exists()
     assert all(lines(p) for p in tmp_path.glob("*.jsonl"))
 
 

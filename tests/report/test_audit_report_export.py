@@ -78,7 +78,7 @@ def test_lmms_eval_export_names_videos_a_harness_can_open_from_anywhere(
             "--chain", "1"]
     r = cli(*base, "--store", str(proj / "store"), "--out", str(tmp_path / "abs"))
     assert r.returncode == 0, r.stderr
-    docs = [json.loads(x) for x in (tmp_path / "abs" / "mybench.jsonl").read_text().splitlines()]
+    docs = [json.loads(x) for x in (tmp_path / "abs" / "mybench_kept.jsonl").read_text().splitlines()]
     assert docs and all(Path(d["video"]).is_absolute() and Path(d["video"]).is_file() for d in docs)
     monkeypatch.chdir(tmp_path)  # the harness runs elsewhere
     utils = _utils(tmp_path / "abs")
@@ -88,7 +88,7 @@ def test_lmms_eval_export_names_videos_a_harness_can_open_from_anywhere(
     r = cli(*base, "--out", str(tmp_path / "rel"))
     assert r.returncode == 0, r.stderr
     assert "name their video by a relative path" in r.stderr and "--store" in r.stderr
-    docs = [json.loads(x) for x in (tmp_path / "rel" / "mybench.jsonl").read_text().splitlines()]
+    docs = [json.loads(x) for x in (tmp_path / "rel" / "mybench_kept.jsonl").read_text().splitlines()]
     assert docs[0]["video"] == "clip0.mp4"
     with pytest.raises(FileNotFoundError, match=r"clip0\.mp4"):
         _utils(tmp_path / "rel").doc_to_visual(docs[0])

@@ -32,7 +32,7 @@ def test_exported_process_results_reads_bold_and_full_width_letters(tmp_path: Pa
     _cli("export", "--results", str(tmp_path / "res"), "--items", str(items), "--chain", "1",
          "--format", "lmms-eval", "--out", str(tmp_path / "lmms"))
     utils = _utils(tmp_path / "lmms")
-    docs = [json.loads(line) for line in (tmp_path / "lmms" / "Forms.jsonl").read_text().splitlines()]
+    docs = [json.loads(line) for line in (tmp_path / "lmms" / "Forms_kept.jsonl").read_text().splitlines()]
     assert docs
     for reply in ["B", "**B**", "Ｂ", "（B）", "Ｂ．", "\u200bB", "\ufeff(B) blue", "`B`"]:
         assert utils.process_results(docs[0], [reply]) == {"accuracy": 1.0}, reply

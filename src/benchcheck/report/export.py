@@ -3,8 +3,8 @@
 - ``parquet``: a Hugging Face datasets folder: ``data/<bench>/test-00000-of-00001.parquet`` and a
   ``README.md`` whose ``configs`` front matter names one config per benchmark (the Hub's layout);
 - ``lmms-eval``: a task folder: one ``<task>.yaml`` per benchmark (``dataset_path: json`` on a
-  local JSONL, ``doc_to_visual/text/choice/target`` and ``process_results`` from ``utils.py``),
-  and a group YAML over them;
+  local ``<bench>_<kept|removed>.jsonl``, ``doc_to_visual/text/choice/target`` and ``process_results``
+  from ``utils.py``), and a group YAML over them;
 - ``vlmevalkit``: one MCQ TSV per benchmark: ``index, question, A, B, ..., answer, video``
   (+ ``category``, ``item_id``, ``video_id``, ``bench``, ``duration_s``); unused option cells are empty, as
   VLMEvalKit expects.
@@ -188,6 +188,12 @@ def task_name(bench: str, label: str) -> str:
     return f"benchcheck_{slug(bench).lower().replace('-', '_').replace('.', '_')}_{label}"
 
 
+def lmms_data_file(bench: str, label: str) -> str:
+    """The JSONL a task reads, named for the selection as its YAML is: a kept and a removed export
+    into one folder each keep their own items (one ``<bench>.jsonl`` would be the last one written)."""
+    return f"{slug(bench)}_{label}.jsonl"
+
+
 def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
     import yaml
 
@@ -197,7 +203,7 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
     tasks = []
     for bench, rows in selected.items():
         name = task_name(bench, label)
-        data = out / f"{slug(bench)}.jsonl"
+        data = out / lmms_data_file(bench, label)
         write_text_atomic(data, "".join(json.dumps(record(s), ensure_ascii=False) + "\n" for s in rows))
         cfg = {"task": name, "dataset_path": "json",
                "dataset_kwargs": {"data_files": {"test": str(data.resolve())}}, "test_split": "test",
@@ -375,7 +381,7 @@ def bench_files(fmt: str, bench: str, label: str) -> list[str]:
     if fmt == "parquet":
         return [f"data/{slug(bench)}/test-00000-of-00001.parquet"]
     if fmt == "lmms-eval":
-        return [f"{slug(bench)}.jsonl", f"{task_name(bench, label)}.yaml"]
+        return [lmms_data_file(bench, label), f"{task_name(bench, label)}.yaml"]
     return [f"{slug(bench)}_{label}.tsv", f"{slug(bench)}_{label}.left_out.jsonl"]
 
 
