@@ -19,6 +19,7 @@ benchmark on its own videos.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -188,6 +189,17 @@ def task_name(bench: str, label: str) -> str:
     return f"benchcheck_{slug(bench).lower().replace('-', '_').replace('.', '_')}_{label}"
 
 
+def task_names(benches: Sequence[str], label: str) -> dict[str, str]:
+    """Each benchmark's lmms-eval task name. ``task_name`` folds case, ``-`` and ``.``, so two benchmarks
+    (``Video-MME``, ``video_mme``) can fold to one name: one YAML would overwrite the other, its items
+    lost and the group naming one task twice. Those that share a name get a short hash of theirs."""
+    base = {bench: task_name(bench, label) for bench in benches}
+    shared = Counter(base.values())
+    return {bench: name if shared[name] == 1 else
+            f"{name.removesuffix('_' + label)}_{hashlib.sha1(bench.encode()).hexdigest()[:8]}_{label}"
+            for bench, name in base.items()}
+
+
 def lmms_data_file(bench: str, label: str) -> str:
     """The JSONL a task reads, named for the selection as its YAML is: a kept and a removed export
     into one folder each keep their own items (one ``<bench>.jsonl`` would be the last one written)."""
@@ -201,8 +213,9 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
     utils = resources.files("benchcheck.report").joinpath("lmms_eval_utils.py").read_text(encoding="utf-8")
     write_text_atomic(out / "utils.py", utils)
     tasks = []
+    names = task_names(list(selected), label)
     for bench, rows in selected.items():
-        name = task_name(bench, label)
+        name = names[bench]
         data = out / lmms_data_file(bench, label)
         write_text_atomic(data, "".join(json.dumps(record(s), ensure_ascii=False) + "\n" for s in rows))
         cfg = {"task": name, "dataset_path": "json",
