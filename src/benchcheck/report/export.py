@@ -19,6 +19,7 @@ benchmark on its own videos.
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import io
 import json
@@ -219,7 +220,8 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
         data = out / lmms_data_file(bench, label)
         write_text_atomic(data, "".join(json.dumps(record(s), ensure_ascii=False) + "\n" for s in rows))
         cfg = {"task": name, "dataset_path": "json",
-               "dataset_kwargs": {"data_files": {"test": str(data.resolve())}}, "test_split": "test",
+               # datasets reads data_files as glob patterns: a folder named like `export[v2]` matched nothing
+               "dataset_kwargs": {"data_files": {"test": glob.escape(str(data.resolve()))}}, "test_split": "test",
                "output_type": "generate_until",
                "generation_kwargs": {"max_new_tokens": 16, "temperature": 0, "do_sample": False},
                "metric_list": [{"metric": "accuracy", "aggregation": "mean", "higher_is_better": True}],

@@ -18,6 +18,7 @@ instruction included), else ``doc_to_text``; options ``doc_to_choice``; the gold
 from __future__ import annotations
 
 import ast
+import glob
 import importlib.util
 import inspect
 import os
@@ -100,9 +101,15 @@ def _data_files(cfg: dict[str, Any], split: str, yaml_path: Path) -> list[Path]:
     names = [files] if isinstance(files, str) else list(files or [])
     if not names:
         raise SourceError(f"{yaml_path}: dataset_path {cfg.get('dataset_path')!r} without dataset_kwargs.data_files")
-    out = [Path(n) if Path(n).is_absolute() else yaml_path.parent / n for n in map(str, names)]
-    if missing := [p for p in out if not p.is_file()]:
-        raise SourceError(f"{yaml_path}: data file {missing[0]} does not exist")
+    # each name is a glob pattern, as `datasets` (lmms-eval's loader) reads it: `data/*.jsonl`, or an
+    # escaped `[[]` for a folder whose name has a bracket
+    out = []
+    for n in map(str, names):
+        pattern = n if Path(n).is_absolute() else os.path.join(glob.escape(str(yaml_path.parent)), n)
+        found = sorted(p for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+        if not found:
+            raise SourceError(f"{yaml_path}: data file {n} does not exist")
+        out += [Path(p) for p in found]
     return out
 
 
