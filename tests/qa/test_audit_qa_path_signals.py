@@ -1,8 +1,10 @@
-"""SIGTERM to `benchcheck qa run` ends the `--vlm-cmd` processes of the items in flight, as Ctrl-C does.
+"""SIGTERM or kill -9 of `benchcheck qa run` ends the `--vlm-cmd` processes of the items in flight.
 
 Before, SIGTERM (what `timeout`, Slurm, systemd and `docker stop` send) killed the run at once
 and left each VLM command in flight running on its own, for up to `--timeout` or for ever when
-it hangs: the watchdog that would have ended it was gone with the run.
+it hangs: the watchdog that would have ended it was gone with the run. It is now caught and ends
+them as Ctrl-C does. A kill -9 cannot be caught: on Linux the kernel ends them, each started with
+its parent-death signal set (`prctl(PR_SET_PDEATHSIG, SIGKILL)`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from qa_servers import alive, qa_entry
 
 HANG = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
 
 
-def test_sigterm_ends_the_vlm_commands_in_flight(tmp_path: Path, clips: Path,
-                                                 write_dataset: Callable[[list[Any]], Path]) -> None:
+@pytest.mark.parametrize("sig", [
+    signal.SIGTERM,
+    pytest.param(signal.SIGKILL, marks=pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                                          reason="the parent-death signal is Linux's")),
+])
+def test_a_signal_to_the_run_ends_the_vlm_commands_in_flight(tmp_path: Path, clips: Path, sig: signal.Signals,
+                                                             write_dataset: Callable[[list[Any]], Path]) -> None:
     ds = write_dataset([qa_entry("a", "Is it red?"), qa_entry("b", "Is it blue?")])
     pidfile = tmp_path / "vlm.pid"
     template = f"{sys.executable} -c \"{HANG}\" {pidfile} {{video}} {{question}}"
@@ -36,7 +44,7 @@ def test_sigterm_ends_the_vlm_commands_in_flight(tmp_path: Path, clips: Path,
         while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)
         vlm_pid = int(pidfile.read_text())
-        run.send_signal(signal.SIGTERM)
+        run.send_signal(sig)
         run.wait(timeout=20)
         assert run.returncode != 0
         deadline = time.monotonic() + 5
