@@ -177,7 +177,7 @@ def test_kept_list_that_cannot_be_read_is_one_line(tmp_path: Path, tiny_model: P
     notparquet.write_bytes(b"\x00" * 64)
     noid = tmp_path / "noid.parquet"
     pq.write_table(pa.table({"foo": [1]}), noid)
-    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "step1").mkdir(parents=True)  # assemble refuses a folder with no step<k> first
     cases = ((broken, "keep.jsonl:2: line is not JSON"), (notparquet, "keep.parquet: cannot read Parquet"),
              (noid, "noid.parquet: no item_id column"))
     for keep, said in cases:

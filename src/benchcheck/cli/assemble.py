@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import die, load_items_reporting, need_step_results
 
 
 @click.command("assemble")
@@ -32,6 +32,7 @@ def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root:
     from benchcheck.screen.job import frame_source
     from benchcheck.screen.steps import parse_chain
 
+    need_step_results(results)
     try:
         steps = parse_chain(chain)
         frames = frame_source(frames_root, store)

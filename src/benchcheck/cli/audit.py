@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting, need_step_results
 
 
 @click.command("audit")
@@ -16,8 +16,8 @@ from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_report
               help="Output folder: audit.md and one audit_*.csv per table.")
 @click.option("--compare", type=click.Path(file_okay=False), default=None,
               help="A second results folder (a step run with another model) for cross-model agreement.")
-@click.option("--rounds", type=click.IntRange(min=10), default=1000, show_default=True,
-              help="Rounds of the permutation null.")
+@click.option("--rounds", type=click.IntRange(10, 1_000_000), default=1000, show_default=True,
+              help="Rounds of the permutation null (p-values resolve to 1/rounds).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the null and the bootstraps.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True,
               help="The order the steps ran in (an item's chance removal is conditioned on the steps it passed).")
@@ -56,16 +56,14 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     from benchcheck.audit.null import verdict
     from benchcheck.audit.write import headline, unaudited_line, write_audit
     from benchcheck.screen.steps import parse_chain
-    from benchcheck.stats.source import steps_in
 
     try:
         steps = parse_chain(chain)
     except ValueError as e:
         die(str(e))
-    if not steps_in(results):
-        die(f"{results}: no step<k> folders with results")
-    if compare is not None and not steps_in(compare):
-        die(f"{compare}: no step<k> folders with results (--compare)")
+    need_step_results(results)
+    if compare is not None:
+        need_step_results(compare, "--compare")
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
     mc = [it for it in loaded.items if it.format == "mc"]
     ids = [it.item_id for it in mc]

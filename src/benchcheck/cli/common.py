@@ -98,6 +98,17 @@ def executor_options(f: F) -> F:
                         help='Who works the units: this process, or a Ray Data pipeline (site page "Ray").')(f)
 
 
+def need_step_results(results: str, option: str = "--results") -> None:
+    """A screening results folder with no ``step<k>`` folder (an empty folder, a sweep's, a typo of
+    one that exists) ends the command in one line: reading it would assemble, export or report
+    every item as pending and exit 0, as if the screen had run."""
+    from benchcheck.stats.source import steps_in
+
+    if not steps_in(results):
+        die(f"{option} {results or repr(results)}: no step<k> folders with results "
+            "(a folder written by 'benchcheck screen')")
+
+
 def die(msg: str, code: int = 2) -> None:
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)

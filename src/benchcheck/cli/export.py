@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting, say_left_out
+from benchcheck.cli.common import checked_store, die, load_items_reporting, need_step_results, say_left_out
 
 
 @click.command("export")
@@ -43,6 +43,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     from benchcheck.report.export import export as run
     from benchcheck.screen.steps import parse_chain
 
+    need_step_results(results)
     try:
         steps = parse_chain(chain)
     except ValueError as e:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import click
 
-from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting
+from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting, need_step_results
 from benchcheck.items import Item
 
 
@@ -68,10 +68,9 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     from benchcheck.probe.embedder import text_embedder
     from benchcheck.probe.flags import no_flags_reason
     from benchcheck.probe.run import MIN_GROUPS, skip_reason
-    from benchcheck.stats.source import steps_in
 
-    if results is not None and not steps_in(results):
-        die(f"{results}: no step<k> folders with results (--results)")
+    if results is not None:
+        need_step_results(results)
     if out is None and results is None:
         die("give --out, or --results (the probe then writes RESULTS/probe)")
     out = out if out is not None else str(Path(str(results)) / "probe")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting, say_left_out
+from benchcheck.cli.common import checked_store, die, load_items_reporting, need_step_results, say_left_out
 from benchcheck.cli.videos import resolve_reporting, videos_option
 
 # One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
@@ -24,11 +24,13 @@ def default_workers() -> int:
               help="Item files or folders (for question text); without them ids and golds come from the rows.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
-@click.option("--sweep", type=click.Path(), default=None, help="Sweep folder (reads results/conditions_results.csv).")
-@click.option("--qa", "qa_dir", type=click.Path(), default=None, help="Output folder of `benchcheck qa run`.")
-@click.option("--audit", "audit_dir", type=click.Path(), default=None,
+@click.option("--sweep", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Sweep folder (reads results/conditions_results.csv).")
+@click.option("--qa", "qa_dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Output folder of `benchcheck qa run`.")
+@click.option("--audit", "audit_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Output folder of `benchcheck audit` (its tables, and per-item confidence in the browser).")
-@click.option("--side-audit", "side_audits", multiple=True, type=click.Path(),
+@click.option("--side-audit", "side_audits", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Audit folders of other runs on the same items, shown after the main one (repeatable).")
 @click.option("--step0", "step0", type=click.Path(exists=True), default=None,
               help="Step-0 output folder of `benchcheck dedup` (or the kept list given to --keep): duplicates "
@@ -62,6 +64,7 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     from benchcheck.report.site import ReportError
     from benchcheck.screen.steps import parse_chain
 
+    need_step_results(results)
     try:
         steps = parse_chain(chain)
     except ValueError as e:
