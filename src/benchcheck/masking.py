@@ -79,12 +79,13 @@ def is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name.upper()) is not None
 
 
-def child_environment(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
-    """``env`` without the judge's variables and the secret-named ones, except those in ``keep``: the
-    environment of a child process (a ``--vlm-cmd`` child, an engine's decoding workers)."""
-    wanted = set(keep)
+def child_environment(env: Mapping[str, str], keep: Iterable[str] = (), drop: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` without the judge's variables, the secret-named ones and ``drop`` (a key under a name
+    of the user's choosing, ``--vlm-api-key-env``), except those in ``keep``: the environment of a
+    child process (a ``--vlm-cmd`` child, the ``nvdataset`` download, an engine's decoding workers)."""
+    wanted, unwanted = set(keep), set(drop)
     return {k: v for k, v in env.items()
-            if k in wanted or not (k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
+            if k in wanted or not (k in unwanted or k.upper().startswith(JUDGE_PREFIX) or is_secret_name(k))}
 
 
 def drop_secret_variables(*names: str) -> None:

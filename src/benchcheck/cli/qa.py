@@ -205,7 +205,8 @@ def run(dataset: str | None, videos: str | None, dataset_name: str | None, datas
 
             try:
                 prepare(named, os.environ, skip_download=skip_download, force_download=force_download,
-                        nvdataset=nvdataset_bin, timeout_s=download_timeout, echo=echo)
+                        nvdataset=nvdataset_bin, timeout_s=download_timeout, echo=echo,
+                        hidden=(vlm_api_key_env,) if vlm_api_key_env else ())
             except DownloadError as e:
                 die(redactor.text(str(e)), 3)
             out = Path(output_dir) if output_dir else named.default_output

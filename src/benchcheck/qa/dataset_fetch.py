@@ -16,8 +16,10 @@ other files (``gt/`` reports, a multi-turn file) are ignored. Items name their c
 ``NGC_API_KEY`` (then a ``NVDATASET_DOTENV_PATH`` file or a Starfleet token from ``nvdataset auth
 login``); the run prints ``dss credential: <name>`` (the name, never the value). The child gets
 that one credential variable, the ``NVDATASET_*`` settings (tenancy: ``NVDATASET_TENANTID``,
-``NVDATASET_GROUPID``) and the rest of the environment minus every other secret-named variable:
-the judge's key, other keys and tokens never reach it. The benchmark names no tenant of its own.
+``NVDATASET_GROUPID``) and the rest of the environment minus the judge's variables, every other
+secret-named variable and the VLM's key variable (``--vlm-api-key-env``, whatever its name)
+(:func:`benchcheck.masking.child_environment`): the judge's key, other keys and tokens never reach
+it. The benchmark names no tenant of its own.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchcheck.masking import Masker, is_secret_name
+from benchcheck.masking import Masker, child_environment
 from benchcheck.qa.errors import PreconditionError
 
 ENV_DATASET = "VSS_EVAL_DATASET"
@@ -135,12 +137,10 @@ def tenancy(env: Mapping[str, str]) -> str:
     return "dss tenancy: NVDATASET_TENANTID not set; nvdataset's saved context decides (`nvdataset auth context use`)"
 
 
-def child_env(env: Mapping[str, str], credential: str | None) -> dict[str, str]:
-    """``nvdataset``'s environment: no secret-named variable except the chosen credential."""
-    out = {k: v for k, v in env.items() if not is_secret_name(k)}
-    if credential in CREDENTIAL_VARS:
-        out[credential] = env[credential]
-    return out
+def child_env(env: Mapping[str, str], credential: str | None, hidden: tuple[str, ...] = ()) -> dict[str, str]:
+    """``nvdataset``'s environment: no secret-named variable, judge's variable or ``hidden`` one
+    (the VLM's key variable) except the chosen credential."""
+    return child_environment(env, keep=[credential] if credential in CREDENTIAL_VARS else [], drop=hidden)
 
 
 def _pump(stream: object, tail: deque[str], echo: Callable[[str], None], masker: Masker) -> None:
@@ -152,7 +152,7 @@ def _pump(stream: object, tail: deque[str], echo: Callable[[str], None], masker:
 
 def download(p: DatasetPlace, credential: str | None, env: Mapping[str, str], *, nvdataset: str = "nvdataset",
              timeout_s: float = DOWNLOAD_TIMEOUT_S, echo: Callable[[str], None] = lambda _s: None,
-             masker: Masker | None = None) -> None:
+             masker: Masker | None = None, hidden: tuple[str, ...] = ()) -> None:
     """``nvdataset download <name> <dir>`` in its own session, its output echoed (masked), killed
     with its whole group at ``timeout_s``. Raises :class:`PreconditionError` (not installed) or
     :class:`DownloadError` (it ran and failed) with the hint for what it printed."""
@@ -164,7 +164,7 @@ def download(p: DatasetPlace, credential: str | None, env: Mapping[str, str], *,
     argv = [exe, "download", p.name, str(p.root)]
     echo(f"+ {nvdataset} download {p.name} {p.root}")
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=child_env(env, credential), start_new_session=True)
+                            env=child_env(env, credential, hidden), start_new_session=True)
     tail: deque[str] = deque(maxlen=_TAIL_LINES)
     reader = threading.Thread(target=_pump, args=(proc.stdout, tail, echo, masker), daemon=True)
     reader.start()
@@ -208,9 +208,10 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def prepare(p: DatasetPlace, env: Mapping[str, str], *, skip_download: bool = False, force_download: bool = False,
             nvdataset: str = "nvdataset", timeout_s: float = DOWNLOAD_TIMEOUT_S,
-            echo: Callable[[str], None] = lambda _s: None) -> None:
+            echo: Callable[[str], None] = lambda _s: None, hidden: tuple[str, ...] = ()) -> None:
     """Make sure the dataset is on disk: use it when ready (or named by VSS_EVAL_DATASET), else
-    download it. Raises :class:`PreconditionError` (exit 2) or :class:`DownloadError` (exit 3)."""
+    download it; ``hidden``: variables the download must not see besides the secret-named ones.
+    Raises :class:`PreconditionError` (exit 2) or :class:`DownloadError` (exit 3)."""
     if p.from_env or skip_download:
         if not p.ready():
             why = f"{ENV_DATASET}={p.root}" if p.from_env else "--skip-download"
@@ -226,4 +227,4 @@ def prepare(p: DatasetPlace, env: Mapping[str, str], *, skip_download: bool = Fa
         raise PreconditionError(HINT_NO_CREDENTIAL.format(name=p.name))
     echo(f"dss credential: {credential}")
     echo(tenancy(env))
-    download(p, credential, env, nvdataset=nvdataset, timeout_s=timeout_s, echo=echo)
+    download(p, credential, env, nvdataset=nvdataset, timeout_s=timeout_s, echo=echo, hidden=hidden)
