@@ -9,8 +9,9 @@ Two kinds of masking, both applied by :meth:`Masker.text`:
 - *known values*: the values of the secret-named environment variables (and any value passed
   in on purpose, such as the Hub token) that could be secrets (:func:`could_be_secret`: not too
   short, not one ordinary word), replaced wherever they occur in free text;
-- *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``Authorization: Bearer X`` and ``hf_…``
-  tokens, for secrets this process never saw (a log written on another machine). Only the
+- *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``Authorization: Bearer X``, ``hf_…``
+  tokens and the ``user:password@`` part of a URL (``http://***@host``), for secrets this process
+  never saw (a log written on another machine, an endpoint variable with credentials). Only the
   secret itself is replaced: quotes and text around it are kept
   (``-H "Authorization: Bearer ***" http://x``).
 
@@ -59,6 +60,9 @@ _PATTERNS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
      re.compile(rf"([Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz][Aa][Tt][Ii][Oo][Nn][ \t]*:[ \t]*"
                 rf"(?:[Bb]earer|[Bb]asic|[Tt]oken)[ \t]+)({_TOKEN})")),
     (("hf_",), False, re.compile(r"()(?<![A-Za-z0-9_])(hf_[A-Za-z0-9]{16,})")),
+    # A URL's userinfo, whole (a token may be the user name alone): it ends at the last ``@``
+    # before the host, and holds no ``/?#`` nor a space, a quote or a bracket.
+    (("://",), False, re.compile(r"(://)([^\s/?#@\"'`<>()\[\]{}]+)(?=@)")),
 )
 
 

@@ -73,11 +73,15 @@ class ItemsReport:
 
 
 def redact(text: str) -> str:
-    """Remove the configured Hub token from a message (errors must never carry it)."""
+    """Remove the configured Hub token and secret-shaped text (the ``user:password@`` of an
+    ``HF_ENDPOINT`` URL the Hub client quotes) from a message: errors must never carry them."""
     from huggingface_hub import get_token
 
+    from benchcheck.masking import MASK
+    from benchcheck.masking import redact as redact_patterns
+
     token = get_token()
-    return text.replace(token, "***") if token else text
+    return redact_patterns(text.replace(token, MASK) if token else text)
 
 
 @contextmanager

@@ -371,6 +371,8 @@ def upload(result: PackResult, repo: str, path_in_repo: str = "returns", endpoin
     """
     from huggingface_hub import CommitOperationAdd, HfApi, get_token
 
+    from benchcheck.data.fetch import redact  # the token and a credential URL (HF_ENDPOINT)
+
     token = get_token()
     if not token:
         raise UploadError("no Hugging Face token is configured (set HF_TOKEN or run `hf auth login`); "
@@ -384,6 +386,6 @@ def upload(result: PackResult, repo: str, path_in_repo: str = "returns", endpoin
     try:
         info = api.create_commit(repo, ops, repo_type="dataset", commit_message=f"returns: {result.tarball.name}")
     except Exception as e:
-        msg = f"upload to {repo} failed: {type(e).__name__}: {e}".replace(token, "***")
+        msg = redact(f"upload to {repo} failed: {type(e).__name__}: {e}")
         raise UploadError(msg.splitlines()[0]) from e
     return str(info.commit_url)
