@@ -2,6 +2,12 @@
 
 `vllm serve` with the protocol's arguments (docs/PROTOCOL.md, "Launcher") when vLLM is installed,
 otherwise `benchcheck serve` (which speaks the same API subset); on a machine without GPUs, N CPU servers.
+
+A server gets the environment minus the judge's and every secret-named variable
+(:func:`benchcheck.masking.child_environment`), except the Hub token it may need to download a
+gated model (:data:`SERVER_SECRETS`): the servers listen on loopback without a key and their
+clients send none, so a ``BENCHCHECK_API_KEY`` or ``VLLM_API_KEY`` of the user's shell would only
+make every request a 401, and other keys (the judge's, an OpenAI key) are none of theirs.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchcheck.defaults import GPU_UTIL, STEP_MAX_SEQS, STEP_PORT0
+from benchcheck.masking import child_environment
+
+SERVER_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")  # the Hub token: a gated model's download
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +153,12 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def server_environment(env: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
+    """A server's environment (the module's rule): ``env`` without secrets but the Hub token, plus
+    the spec's own variables. Pure."""
+    return {**child_environment(env, keep=SERVER_SECRETS), **spec.env}
+
+
 def start(spec: ServerSpec, log: Path) -> Running:
     """Start a server in its own process group, its output to ``log``. Refuses a port that is
     taken: the health check would otherwise find someone else's server there."""
@@ -151,7 +166,7 @@ def start(spec: ServerSpec, log: Path) -> Running:
         raise RuntimeError(f"port {spec.port} is already in use; choose another --port0")
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as f:
-        proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, **spec.env},
+        proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT, env=server_environment(os.environ, spec),
                                 start_new_session=True)
     return Running(spec, proc, log)
 
