@@ -110,8 +110,10 @@ def _charts(chain: Sequence[int], rates: dict[int, stats.Rate], margins: dict[in
                             ylabel="count", integer=True))
     for s in chain:
         if margins.get(s):
-            counts, edges = stats.histogram(margins[s], bins=30)
-            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=LOG2))
+            # the range always takes in the threshold: margins all on one side of it still show which
+            counts, edges = stats.histogram(margins[s], bins=30, lo=min(*margins[s], LOG2), hi=max(*margins[s], LOG2))
+            out.append(svg.histogram(f"step {s} margin (n={len(margins[s])})", counts, edges, vline=LOG2,
+                                     xlabel="margin (nats)"))
     return out
 
 

@@ -130,6 +130,7 @@ def bench_figure(path: Path, bench: str, steps: Sequence[int], rates: Mapping[in
         ax.axvline(LOG2, color=REMOVED_C, linestyle="--", linewidth=1)
         _integer_axis(ax.yaxis)
         ax.set_title(f"step {s} margin (n={len(margins[s])})")
+        ax.set_xlabel("margin (nats)")
     if not shown:
         ax = fig.add_subplot(grid[1, :])
         ax.text(0.5, 0.5, "no margins yet", ha="center", va="center")

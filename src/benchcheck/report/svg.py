@@ -171,11 +171,12 @@ def bars(title: str, labels: Sequence[str], series: Sequence[tuple[str, str, Seq
 
 
 def histogram(title: str, counts: Sequence[int], edges: Sequence[float], vline: float | None = None,
-              colour: str = "#707070") -> str:
-    """Bars over bin edges, with an optional vertical marker (the log 2 threshold)."""
+              colour: str = "#707070", xlabel: str = "") -> str:
+    """Bars over bin edges, with an optional vertical marker (the log 2 threshold; drawn when the
+    edges span it) and an x-axis title under the ticks."""
     if not counts:
         return bars(title, [], [])
-    frame, _ = _frame(0, [], 0.0, extra_bottom=10 if vline is not None else 0.0)
+    frame, _ = _frame(0, [], 0.0, extra_bottom=(10 if vline is not None else 0.0) + (FONT + 4 if xlabel else 0.0))
     h, w = frame.h, frame.w
     top, lo, hi = max(max(counts), 1), edges[0], edges[-1]
 
@@ -199,6 +200,9 @@ def histogram(title: str, counts: Sequence[int], edges: Sequence[float], vline: 
     if vline is not None and marked:
         parts.append(f'<text x="{x(vline):.1f}" y="{frame.bottom + 2 * FONT + 6:.1f}" text-anchor="middle" '
                      f'font-size="{FONT}" fill="#c03030">log 2</text>')
+    if xlabel:
+        parts.append(f'<text x="{PAD_L + w / 2:.1f}" y="{frame.height - 5:.1f}" text-anchor="middle" '
+                     f'font-size="{FONT}">{escape(xlabel)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
