@@ -39,14 +39,10 @@ def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root:
     except ValueError as e:
         die(str(e))
     loaded = load_items_reporting(item_paths, columns, quiet=True)
-    kept_ids = None
     try:
         ctx = make_context(loaded.items, results, steps, frames, keep_file)
     except ValueError as e:  # a kept list that cannot be read
         return die(str(e))
-    if ctx.keep is not None:
-        kept_ids = ctx.keep
-        ctx.items = [i for i in ctx.items if i.item_id in kept_ids]
     out = run(ctx)
     for name, path in out.paths.items():
         click.echo(f"{name}: {path}")

@@ -140,7 +140,10 @@ def assemble(ctx: ScreenContext) -> Assembled:
     res = ctx.results
     res.mkdir(parents=True, exist_ok=True)
     states = ctx.states(ctx.chain[-1])
-    fates = item_fates(ctx.items, ctx.chain, states, ctx.has_frames)
+    # the pool is what step 0 kept: an item left out of the kept list never enters the chain, so it
+    # is no pending item (the CLI and the demo both come through here)
+    pool = ctx.items if ctx.keep is None else [i for i in ctx.items if i.item_id in ctx.keep]
+    fates = item_fates(pool, ctx.chain, states, ctx.has_frames)
     out = Assembled()
     records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
     add_confidence(records, res)  # how firmly each fate stands (docs/audit.md); never changes it
