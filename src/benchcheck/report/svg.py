@@ -209,9 +209,10 @@ def histogram(title: str, counts: Sequence[int], edges: Sequence[float], vline: 
 
 def lines(title: str, xs: Sequence[float], series: Sequence[tuple[str, str, Sequence[float]]],
           ymax: float | None = None, vline: tuple[float, str] | None = None, xlabel: str = "",
-          ylabel: str = "") -> str:
-    """Polylines over shared ``xs``: ``series`` = (name, colour, ys); ``vline`` = (x, label), a
-    dashed marker (the log 2 threshold). Each point carries its value as a tooltip."""
+          ylabel: str = "", vtext: str = "log 2") -> str:
+    """Polylines over shared ``xs``: ``series`` = (name, colour, ys); ``vline`` = (x, tooltip), a
+    dashed marker (the log 2 threshold) named on the chart by ``vtext`` (a tooltip alone is not
+    seen in print or on a phone). Each point carries its value as a tooltip."""
     if not xs or not series:
         return bars(title, [], [])
     legend, legend_h = _legend([(n, c) for n, c, _ in series], W)
@@ -232,6 +233,8 @@ def lines(title: str, xs: Sequence[float], series: Sequence[tuple[str, str, Sequ
         parts.append(f'<line x1="{x(vline[0]):.1f}" y1="{frame.top:.1f}" x2="{x(vline[0]):.1f}" '
                      f'y2="{frame.bottom:.1f}" stroke="#c03030" stroke-dasharray="4 2"><title>{escape(vline[1])}'
                      f'</title></line>')
+        parts.append(f'<text class="vtext" x="{x(vline[0]) + 3:.1f}" y="{frame.top + FONT:.1f}" font-size="{FONT}" '
+                     f'fill="#c03030">{escape(vtext)}</text>')
     for name, colour, ys in series:
         pts = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in zip(xs, ys, strict=False))
         parts.append(f'<polyline class="series" fill="none" stroke="{colour}" stroke-width="1.5" points="{pts}">'
