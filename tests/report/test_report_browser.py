@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_helpers import browser_page, cli, screened_pool
+from report_helpers import browser_page, cli
 
 from benchcheck.store import load_state
 
@@ -18,14 +18,8 @@ def wait_matches(page: Any, n: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    root = tmp_path_factory.mktemp("report")
-    items, res = screened_pool(root)
-    out = root / "report"
-    r = cli("report", "--results", str(res), "--items", str(items), "--out", str(out), "--no-progress")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == str(out / "index.html")
-    return items, res, out
+def site(scripted_site: tuple[Path, Path, Path]) -> tuple[Path, Path, Path]:
+    return scripted_site
 
 
 def test_overview_renders_without_console_errors(site: tuple[Path, Path, Path], tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from report_helpers import browser_page, cli, screened_pool
+from report_helpers import browser_page
 
 from benchcheck.protocol import LOG2
 from benchcheck.report import stats
@@ -17,13 +17,8 @@ from benchcheck.report.svg import histogram
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("look_margins")
-    items, res = screened_pool(root)
-    out = root / "report"
-    r = cli("report", "--results", str(res), "--items", str(items), "--out", str(out), "--no-progress")
-    assert r.returncode == 0, r.stderr
-    return out
+def site(scripted_site: tuple[Path, Path, Path]) -> Path:
+    return scripted_site[2]
 
 
 def margin_charts(html: str) -> dict[str, str]:

@@ -8,19 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from report_helpers import CHROMIUM, CHROMIUM_ARGS, cli, screened_pool
+from report_helpers import CHROMIUM, CHROMIUM_ARGS
 
 PHONE = 390
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("look_mobile")
-    items, res = screened_pool(root)
-    out = root / "report"
-    r = cli("report", "--results", str(res), "--items", str(items), "--out", str(out), "--no-progress")
-    assert r.returncode == 0, r.stderr
-    return out
+def site(scripted_site: tuple[Path, Path, Path]) -> Path:
+    return scripted_site[2]
 
 
 def test_every_page_fits_a_phone_screen(site: Path, tmp_path: Path) -> None:
