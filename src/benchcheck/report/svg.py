@@ -198,7 +198,10 @@ def histogram(title: str, counts: Sequence[int], edges: Sequence[float], vline: 
         parts.append(f'<text class="xtick" x="{x(v):.1f}" y="{frame.bottom + FONT + 3:.1f}" text-anchor="{anchor}" '
                      f'font-size="{FONT}">{_num(v)}</text>')
     if vline is not None and marked:
-        parts.append(f'<text x="{x(vline):.1f}" y="{frame.bottom + 2 * FONT + 6:.1f}" text-anchor="middle" '
+        # Centred under the line, unless that would cross the chart's edge (the range may end at log 2).
+        half, at = text_width("log 2") / 2, x(vline)
+        anchor = "end" if at + half > frame.width else "start" if at - half < 0 else "middle"
+        parts.append(f'<text x="{at:.1f}" y="{frame.bottom + 2 * FONT + 6:.1f}" text-anchor="{anchor}" '
                      f'font-size="{FONT}" fill="#c03030">log 2</text>')
     if xlabel:
         parts.append(f'<text x="{PAD_L + w / 2:.1f}" y="{frame.height - 5:.1f}" text-anchor="middle" '
@@ -233,8 +236,12 @@ def lines(title: str, xs: Sequence[float], series: Sequence[tuple[str, str, Sequ
         parts.append(f'<line x1="{x(vline[0]):.1f}" y1="{frame.top:.1f}" x2="{x(vline[0]):.1f}" '
                      f'y2="{frame.bottom:.1f}" stroke="#c03030" stroke-dasharray="4 2"><title>{escape(vline[1])}'
                      f'</title></line>')
-        parts.append(f'<text class="vtext" x="{x(vline[0]) + 3:.1f}" y="{frame.top + FONT:.1f}" font-size="{FONT}" '
-                     f'fill="#c03030">{escape(vtext)}</text>')
+        # Beside the line on the side with room: a marker near the right edge is named to its left.
+        at = x(vline[0])
+        right = at + 3 + text_width(vtext) <= frame.left + frame.w
+        anchor = "" if right else ' text-anchor="end"'
+        parts.append(f'<text class="vtext" x="{at + 3 if right else at - 3:.1f}" y="{frame.top + FONT:.1f}" '
+                     f'font-size="{FONT}" fill="#c03030"{anchor}>{escape(vtext)}</text>')
     for name, colour, ys in series:
         pts = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in zip(xs, ys, strict=False))
         parts.append(f'<polyline class="series" fill="none" stroke="{colour}" stroke-width="1.5" points="{pts}">'
