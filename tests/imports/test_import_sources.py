@@ -220,3 +220,14 @@ def test_lmms_eval_task_named_by_a_relative_path(tmp_path: Path, monkeypatch: py
                "--map", "item_id=qid,options=candidates")
     assert r.exit_code == 0, r.output
     assert {i.item_id for i in load_items([tmp_path / "items"]).items} == {"q0", "q1", "q2"}
+
+
+@pytest.mark.parametrize("text", ['["a", "b"]\n', "- task: x\n- task: y\n", "just a string\n"])
+def test_a_task_file_that_is_not_a_mapping_is_one_line(tmp_path: Path, text: str) -> None:
+    """A file given as an lmms-eval task whose top level is no mapping: lmms-eval's own loader (the
+    project installs it) failed inside with "'list' object has no attribute 'get'"."""
+    src = tmp_path / "task.yaml"
+    src.write_text(text)
+    r = invoke("items", "import", str(src), "--from", "lmms-eval", "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    assert r.output.strip() == f"error: {src}: not a task YAML (top level is not a mapping)"

@@ -68,9 +68,23 @@ def _own_loader(path: Path) -> dict[str, Any]:
     return merged
 
 
+def _check_mapping(path: Path) -> None:
+    """A task YAML's top level is a mapping: checked before any loader runs (lmms-eval's, given a
+    list, failed inside with an AttributeError that named nothing the user could act on)."""
+    import yaml
+
+    class Plain(yaml.SafeLoader):  # type: ignore[misc]
+        pass
+
+    Plain.add_constructor("!function", lambda loader, node: None)  # read, never imported here
+    if not isinstance(yaml.load(path.read_text(encoding="utf-8"), Loader=Plain), dict):  # a SafeLoader subclass
+        raise SourceError(f"{path}: not a task YAML (top level is not a mapping)")
+
+
 def load_config(path: Path, use_lmms_eval: bool = True) -> dict[str, Any]:
     """The task's configuration (functions resolved), by lmms-eval's loader when it is installed."""
     try:
+        _check_mapping(path)
         if use_lmms_eval:
             try:
                 from lmms_eval.utils import load_yaml_config  # type: ignore[import-untyped, import-not-found, unused-ignore]
