@@ -62,6 +62,9 @@ CASES = [
      ["--side-audit", "no_such"], "rep"),
     (["audit", "--results", "res", "--items", "items.jsonl", "--out", "au", "--rounds", "99999999999999999999"],
      ["--rounds"], "au"),
+    # a file for the results folder: said so, not "FILE/conditions_results.csv: no rows to analyze"
+    (["sweep", "analyze", "--results", "items.jsonl", "--out", "an"], ["--results", "items.jsonl", "is a file"],
+     "an"),
 ]
 
 
