@@ -131,7 +131,13 @@ def tag_is_dead(tag: str) -> bool:
     """Whether ``tag`` is a ``file_tag()`` of this host whose process is gone (False for anything
     else: another host's writer, a live one, a name that is no tag)."""
     m = _TAG.fullmatch(tag)
-    return m is not None and m.group(1) == _HOST and not _alive(int(m.group(2)))
+    return m is not None and _writer_dead(m.group(1), m.group(2))
+
+
+def _writer_dead(host: str | None, pid: str) -> bool:
+    """The one rule for a tagged writer: gone when it ran on this host (``host`` None: a tag from
+    before hosts were named, taken as this host's) and its process is not alive."""
+    return host in (None, _HOST) and not _alive(int(pid))
 
 
 def swap_folder(staging: Path, final: Path, old: Path) -> None:
@@ -194,9 +200,7 @@ def clear_dead_files(parent: Path, prefix: str) -> int:
         return 0
     for p in parent.iterdir():
         m = _FILE_TAG.search(p.name)
-        if not p.name.startswith(prefix) or m is None or m.group(1) not in (None, _HOST):
-            continue
-        if _alive(int(m.group(2))) or not p.is_file():
+        if not p.name.startswith(prefix) or m is None or not _writer_dead(m.group(1), m.group(2)) or not p.is_file():
             continue
         p.unlink(missing_ok=True)
         removed += 1
