@@ -15,9 +15,9 @@ the "queries" of one SDPA row, over that request's keys (a boolean mask marks th
 The result has the same function as the full layer at those positions; only the attention's
 reduction order can differ.
 
-A generation's prefill (``forward.generate``, right-padded rows) passes its KV cache too: the
-layer writes every position's keys and values there, as the full layer does, and computes the
-rest at each row's last real token alone, the one whose logits pick the first new token. At the
+A generation's prefill (``forward.generate``, rows padded on the right or not at all) passes its
+KV cache too: the layer writes every position's keys and values there, as the full layer does,
+and computes the rest at each row's last real token alone, the one whose logits pick the first new token. At the
 sweep's 54,000-token prompts that skips one layer's attention in 36, the costliest part.
 
 The layer's output is (1, N, hidden), one row per scored request in request order; the model's
