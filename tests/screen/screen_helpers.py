@@ -27,9 +27,10 @@ def write_rules(path: Path, rules: list[dict[str, Any]] | None = None, delay_s: 
     return path
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "benchcheck", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

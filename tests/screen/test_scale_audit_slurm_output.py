@@ -28,7 +28,7 @@ def _sbatch_expand(pattern: str) -> str:
 def test_output_pattern_lands_in_the_logs_folder(tmp_path: Path, logs: str) -> None:
     script = tmp_path / "s.sbatch"
     r = cli("slurm", "script", "--step", "1", "--array", "4", "--logs", logs, "--out", str(script), "--",
-            "--items", "items/", "--results", "results")
+            "--items", "items/", "--results", "results", cwd=tmp_path)  # the relative logs folder lands here
     assert r.returncode == 0, r.stderr
     text = script.read_text()
     line = next(x for x in text.splitlines() if x.startswith("#SBATCH --output="))
