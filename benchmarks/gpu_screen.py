@@ -649,7 +649,8 @@ SPECIAL_VARIANTS = {
 
 
 # Variant rows of the sweep workload (--variants): name -> the op flipped in them.
-SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", "scored-last": "scored_last_layer"}
+SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", "scored-last": "scored_last_layer",
+                  "stage-ahead": "stage_ahead"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 
 
@@ -799,6 +800,7 @@ def graphs_replayed(engine: HFEngine, captured: int, failed: int) -> bool:
 
 
 ANSWER_TOKENS = 3  # a real answer: a letter (and a word), then the end token
+ANSWER_ROUNDS = [1]  # rounds of the answer rows (--answer-rounds; set in main)
 
 
 def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
@@ -819,17 +821,22 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
     out: dict[str, list[Any]] = {}
     counts: dict[str, tuple[int, int]] = {}
     runs = [("answer", engine), ("answer-lookback4", late), *((f"answer-{v}", e) for v, e in (variants or {}).items())]
+    tokens = rows[-1].prompt_tokens
     with answers_stop_after(ANSWER_TOKENS):
-        for mode, eng in runs:
-            res = run_row(rows, name, mode, eng, n, rows[-1].prompt_tokens, 0.0,
-                          counted_generate(counts, mode, eng, answer))
-            out[mode] = list(res)  # type: ignore[call-overload]
+        for r in range(ANSWER_ROUNDS[0]):  # rounds alternate the rows: a difference is not their order's
+            for mode, eng in runs:
+                label = mode if r == 0 else f"{mode}#{r + 1}"
+                res = run_row(rows, name, label, eng, n, tokens, 0.0, counted_generate(counts, label, eng, answer))
+                out.setdefault(mode, list(res))  # type: ignore[call-overload]
     bad = [g for v in out.values() for g in v if not isinstance(g, Generation)]
     if bad:
         raise SystemExit(f"{name} answer rows: {len(bad)} failed: {bad[0]}")
     made = [g.completion_tokens for g in out["answer"]]
     limit = 1.0 / (prefill_s + (ANSWER_TOKENS - 1) * step_s) if step_s == step_s else float("nan")
-    for row, (mode, eng) in zip(rows[-len(runs):], runs, strict=True):
+    engines = dict(runs)
+    for row in rows[-len(runs) * ANSWER_ROUNDS[0]:]:
+        mode = row.mode.split("#")[0]
+        eng = engines[mode]
         row.limit_per_s = limit
         row.ratio = row.items_per_s / limit
         row.ratio_sustained = row.ratio / SUSTAINED[0]
@@ -966,9 +973,15 @@ def main() -> None:
                          "tokensN (batches of up to N tokens); ray (e2e: the same screen on --executor ray); "
                          "decode-split (sweep: the decode steps' attention the other way, split kernel or products); "
                          "graph-fused (sweep: the replayed decode steps' norms, rotary and SiLU compiled or plain); "
-                         "scored-last (sweep: the prefill's last layer at each row's last token or everywhere); each "
+                         "scored-last (sweep: the prefill's last layer at each row's last token or everywhere); "
+                         "stage-ahead (sweep: a batch's host inputs built while the batch before it runs, or at "
+                         "its launch); each "
                          "sweep variant also gets a real-answer row, answer-NAME")
+    ap.add_argument("--answer-rounds", type=int, default=1,
+                    help="rounds of the sweep's answer rows, each round every row once (later rounds' modes "
+                         "end in #N): variant rows then alternate with the engine's")
     args = ap.parse_args()
+    ANSWER_ROUNDS[0] = max(1, args.answer_rounds)
     VARIANTS.update(v for v in args.variants.split(",") if v)
     unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and v not in SWEEP_VARIANTS)
     if unknown:

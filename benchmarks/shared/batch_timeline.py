@@ -2,7 +2,7 @@
 
 The profiler shows itself in a mix of nine calling threads (decision 108), so this records only
 host timestamps and CUDA events at a batch's phase boundaries, through hooks around the engine's
-own functions (none of the engine's code changes): ``collate`` (the batch's start, inside the
+own functions (none of the engine's code changes): ``upload`` (the batch's start, inside the
 engine's lock), ``greedy_start`` (the prefill's call), each decode step's call that is not a
 replay and each of its forwards (a graph's warm-up, its capture), the loop's end (or failure).
 Inside the prefill, hooks on the model's own modules (``PARTS``, put on the first time a model
@@ -187,19 +187,19 @@ def install(path: Path) -> Recorder:
     from benchcheck.engines.hf import engine as engine_mod
     from benchcheck.engines.hf.forward import generate as gen
 
-    names = ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
+    names = ((engine_mod, "upload"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
              (gen.DecodeStep, "_forward"))
     missing = [n for m, n in names if not hasattr(m, n)]
     if missing:
         raise SystemExit(f"batch_timeline: the engine's {missing} are gone; update the hooks")
     rec = Recorder(path)
     ns = vars(engine_mod)  # the names the engine's module calls them by
-    collate, start = ns["collate"], ns["greedy_start"]
+    upload, start = ns["upload"], ns["greedy_start"]
     call, forward = gen.DecodeStep.__call__, gen.DecodeStep._forward
 
-    def collate_hook(items: Any, *a: Any, **kw: Any) -> Any:
-        rec.begin(len(items), "start")
-        out = collate(items, *a, **kw)
+    def upload_hook(host: Any, *a: Any, **kw: Any) -> Any:
+        rec.begin(len(host.lengths), "start")
+        out = upload(host, *a, **kw)
         rec.mark("collated")
         return out
 
@@ -238,7 +238,7 @@ def install(path: Path) -> Recorder:
         rec.mark("capture_fwd_done" if capturing else "eager_fwd_done")
         return out
 
-    ns["collate"], ns["greedy_start"] = collate_hook, start_hook
+    ns["upload"], ns["greedy_start"] = upload_hook, start_hook
     gen.DecodeStep.__call__ = call_hook  # type: ignore[method-assign]
     gen.DecodeStep._forward = forward_hook  # type: ignore[method-assign]
     return rec

@@ -167,7 +167,7 @@ def keep_engine_functions(monkeypatch: pytest.MonkeyPatch) -> None:
     from benchcheck.engines.hf import engine as engine_mod
     from benchcheck.engines.hf.forward import generate as gen
 
-    for owner, name in ((engine_mod, "collate"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
+    for owner, name in ((engine_mod, "upload"), (engine_mod, "greedy_start"), (gen.DecodeStep, "__call__"),
                         (gen.DecodeStep, "_forward")):
         monkeypatch.setattr(owner, name, getattr(owner, name))
 

@@ -70,6 +70,9 @@ OPS: dict[str, tuple[str, str]] = {
     "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms and q/k norm with rotary, and "
                     "SiLU-times-up as one kernel (op silu_kernel's), as prefills do: the compiled call's host "
                     "cost is paid once at capture, its fewer kernels at every replay (decision 123)"),
+    "stage_ahead": ("on", "a generation batch's host inputs (padding, positions, frames in page-locked memory) built "
+                    "on a thread of their own while the batch before it runs: the device stopped waiting for "
+                    "them between batches (decision 125)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
                       "(decision 116)"),

@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ from benchcheck.engines.hf.attention.sdpa import PlanMemo
 from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.config import HFConfig
-from benchcheck.engines.hf.forward.batch import Batch, collate
+from benchcheck.engines.hf.forward.batch import HostBatch, collate, stage, upload
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_start, kv_shape
 from benchcheck.engines.hf.forward.packed import pack
 from benchcheck.engines.hf.forward.pixels import PixelSpec
@@ -228,6 +228,7 @@ class HFEngine:
         self._varlen_fast = flash_available(self.device, self.dtype)
         self._collector_frozen = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hf-encode")  # replaced below
+        self._stager_made = threading.Lock()  # guards the model's staging thread (``_stager``)
         self._configure(config, None)
 
     def _configure(self, config: HFConfig, before: HFEngine | None) -> None:
@@ -356,6 +357,10 @@ class HFEngine:
             launcher, self._state.launcher = self._state.launcher, None
         if launcher is not None:
             launcher.close()
+        with self._stager_made:
+            stager, self._state.stager = self._state.stager, None
+        if stager is not None:
+            stager.shutdown(wait=False, cancel_futures=True)
 
     # -- blocking implementations --------------------------------------------------------
 
@@ -435,6 +440,13 @@ class HFEngine:
             self._state.launcher = Launcher(self.device)
         return self._state.launcher.run(launch)
 
+    def _stager(self) -> ThreadPoolExecutor:
+        """The model's staging thread (op ``stage_ahead``), made on first use."""
+        with self._stager_made:
+            if self._state.stager is None:
+                self._state.stager = ThreadPoolExecutor(1, thread_name_prefix="hf-stage")
+            return self._state.stager
+
     def _plans(self) -> PlanMemo | None:
         """The model's cuDNN plan memo where op ``new_shape_flash`` is on (its limit the config's),
         else None. Called under the model's lock: the memo is the model's, the config in force."""
@@ -447,22 +459,32 @@ class HFEngine:
     def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
+        # Batches staged ahead (op ``stage_ahead``): id -> (the batch, its host inputs being built).
+        staged: dict[int, tuple[PlannedBatch, Future[list[HostBatch] | HostBatch]]] = {}
+
+        def host_inputs(prompts: list[EncodedPrompt]) -> list[HostBatch] | HostBatch:
+            """A batch's inputs on the host. A batch planned by its K/V slots (op
+            ``decode_together``) prefills its rows in groups of at most max_batch_tokens, padded on
+            the right; one group runs as any batch, on the right where its rows are unequal."""
+            groups = prefill_groups([p.n_tokens for p in prompts], self.max_batch_tokens)
+            if len(groups) > 1:
+                return [stage([prompts[j] for j in g], self.device, self.pad_id, right=True) for g in groups]
+            right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
+            return stage(prompts, self.device, self.pad_id, right=right)
+
+        def stage_ahead(planned: PlannedBatch, enc: list[Encoded]) -> None:
+            staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
 
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
             idx = planned.idx
             prompts = [e.prompt for e in enc]
-            right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
-            # A batch planned by its K/V slots (op ``decode_together``) prefills its rows in groups
-            # of at most max_batch_tokens, padded on the right; one group runs as any batch.
-            groups = prefill_groups([p.n_tokens for p in prompts], self.max_batch_tokens)
+            ahead = staged.pop(id(planned), None)
+
             def launch() -> Callable[[], list[list[int]]]:
-                batch: Batch | list[Batch]
-                if len(groups) > 1:
-                    batch = [collate([prompts[j] for j in g], self.pad_id, self.pixels, self.dtype, right=True)
-                             for g in groups]
-                else:
-                    batch = collate(prompts, self.pad_id, self.pixels, self.dtype, right=right)
+                host = ahead[1].result() if ahead is not None and ahead[0] is planned else host_inputs(prompts)
+                batch = ([upload(h, self.pixels, self.dtype) for h in host] if isinstance(host, list)
+                         else upload(host, self.pixels, self.dtype))
                 return greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
                                     self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
                                     lookback=self._lookback(), planless=self._config.op("decode_planless"),
@@ -490,7 +512,8 @@ class HFEngine:
 
         try:
             with self._cancellations.running([r.request_id for r in reqs]):
-                return run_pipeline(jobs, self._encode, self._pool, self._plan(), run)
+                return run_pipeline(jobs, self._encode, self._pool, self._plan(), run,
+                                    stage=stage_ahead if self._config.op("stage_ahead") else None)
         finally:
             self._freeze_once()
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchcheck.engines.hf.forward.pixels import PixelSpec, patchify
+from benchcheck.engines.hf.forward.pixels import PixelSpec, patchify_staged, stage_frames
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.model.vision_inputs import vision_inputs
 from benchcheck.engines.hf.runtime.transfer import to_device
@@ -70,11 +70,25 @@ def padded_width(longest: int) -> int:
     return -(-longest // step) * step
 
 
-def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtype: torch.dtype,
-            right: bool = False) -> Batch:
-    """Pad ``items`` into one batch on the device of ``pixels`` (on the left, or on the right
-    with ``right``, to ``padded_width``); pixel values in ``dtype``."""
-    device = pixels.table.device
+@dataclass(frozen=True, slots=True)
+class HostBatch:
+    """A batch's inputs on the host, laid out as ``collate`` pads them (``stage``), the frames
+    already in the buffers their copies leave from: what ``upload`` needs, built without the
+    device, so a batch can be staged while the device still runs the one before."""
+
+    ids: torch.Tensor  # (B, L) int64
+    mask: torch.Tensor
+    types: torch.Tensor
+    grid: torch.Tensor | None  # (images, 3) int64
+    frames: tuple[torch.Tensor, ...]  # ``pixels.stage_frames``: (N, H, W, C) uint8, page-locked on CUDA
+    lengths: list[int]
+    positions: torch.Tensor  # (4, B, L) (``host_positions``)
+    right: bool
+
+
+def stage(items: Sequence[EncodedPrompt], device: torch.device, pad_id: int, right: bool = False) -> HostBatch:
+    """``items`` padded on the host (on the left, or on the right with ``right``, to
+    ``padded_width``), frames staged for ``device``: ``collate``'s host half."""
     lengths = [it.n_tokens for it in items]
     width = padded_width(max(lengths)) if right else max(lengths)
     ids = np.full((len(items), width), pad_id, np.int64)
@@ -88,21 +102,38 @@ def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtyp
     # Images in row order: the model fills image placeholders row by row, left to right.
     frames = [f for it in items for f in it.frames]
     grids = [it.image_grid_thw for it in items if it.image_grid_thw is not None]
-    pixel_values = patchify(frames, pixels).to(dtype) if frames else None
-    host_grid = torch.from_numpy(np.concatenate(grids)) if grids else None
-    host = (torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types), host_grid)
-    positions = torch.from_numpy(host_positions(items, width, right, images=bool(grids)))
-    return Batch(
-        to_device(host[0], device),
-        to_device(host[1], device),
-        to_device(host[2], device),
-        pixel_values,
-        to_device(host_grid, device) if host_grid is not None else None,
+    return HostBatch(
+        torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types),
+        torch.from_numpy(np.concatenate(grids)) if grids else None,
+        tuple(stage_frames(frames, device)) if frames else (),
         lengths,
-        host,
-        positions,
+        torch.from_numpy(host_positions(items, width, right, images=bool(grids))),
         right,
     )
+
+
+def upload(host: HostBatch, pixels: PixelSpec, dtype: torch.dtype) -> Batch:
+    """The staged batch on the device of ``pixels``, pixel values in ``dtype``: ``collate``'s
+    device half (copies queued without waiting, and the pixel values' kernels)."""
+    device = pixels.table.device
+    return Batch(
+        to_device(host.ids, device),
+        to_device(host.mask, device),
+        to_device(host.types, device),
+        patchify_staged(host.frames, pixels).to(dtype) if host.frames else None,
+        to_device(host.grid, device) if host.grid is not None else None,
+        host.lengths,
+        (host.ids, host.mask, host.types, host.grid),
+        host.positions,
+        host.right,
+    )
+
+
+def collate(items: Sequence[EncodedPrompt], pad_id: int, pixels: PixelSpec, dtype: torch.dtype,
+            right: bool = False) -> Batch:
+    """Pad ``items`` into one batch on the device of ``pixels`` (on the left, or on the right
+    with ``right``, to ``padded_width``); pixel values in ``dtype``: ``upload`` of ``stage``."""
+    return upload(stage(items, pixels.table.device, pad_id, right), pixels, dtype)
 
 
 def host_positions(items: Sequence[EncodedPrompt], width: int, right: bool, images: bool) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,8 @@ class ModelState:
     plans: PlanMemo = field(default_factory=lambda: PlanMemo(0.0))
     # The one thread that launches the model's device work (op ``launch_thread``), made on first use
     launcher: Launcher | None = None
+    # The one thread that stages generation batches' host inputs ahead (op ``stage_ahead``), made on first use
+    stager: ThreadPoolExecutor | None = None
     # A decode step is being warmed up and captured as a CUDA graph (``forward.generate.DecodeStep``):
     # with op ``graph_fused`` its small calls take the compiled paths (``fused.plain``).
     graph_step: bool = False

@@ -116,17 +116,49 @@ Encode = Callable[[Sequence[Job]], list[Encoded | Failure]]
 Run = Callable[[PlannedBatch, list[Encoded]], Callable[[], list[R]]]
 
 
+# Told of the batch that will run after the one about to run, with its requests' encodings, so
+# that it can prepare what needs no device (``HFEngine``'s generation stages its inputs ahead).
+Stage = Callable[[PlannedBatch, list[Encoded]], None]
+
+
 def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan, run: Run[R],
-                 share: bool = False) -> list[R | Failure]:
+                 share: bool = False, stage: Stage | None = None) -> list[R | Failure]:
     """Every job's result in order: encoded by ``encode`` on ``threads``, batched by ``plan``,
     and run by ``run``, which queues one batch and returns the function that waits for and
     builds its results. With ``share``, requests sharing a prefix stay in one batch, and ``run``
-    receives the families each batch was planned with (planned once, per chunk)."""
+    receives the families each batch was planned with (planned once, per chunk). With ``stage``,
+    before each batch runs, the batch after it is staged: the chunk's next, or the next chunk's
+    first where that chunk's requests are all encoded by then (it is planned early; the pipeline
+    never waits for encoding to stage)."""
     slots: list[_Slot] = []
     for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
         fut = threads.submit(encode, [jobs[i] for i in block])
         slots.extend(_Slot(fut, k) for k in range(len(block)))
     out: list[R | Failure | None] = [None] * len(jobs)
+    spans = list(chunk_spans(len(slots), first_chunk(jobs, plan), plan.chunk_growth, partial(_window, jobs, plan)))
+    chunks = _batches(jobs, slots, out, plan, share, spans)
+    planned: list[tuple[list[PlannedBatch], dict[int, Encoded]]] = []  # chunks planned, not yet all run
+    started = 0  # chunks planned so far
+
+    def plan_next(wait: bool) -> bool:
+        """The next chunk planned, if any (without ``wait``: only if its requests are encoded)."""
+        nonlocal started
+        if started >= len(spans) or not (wait or all(slots[i].block.done() for i in range(*spans[started]))):
+            return False
+        planned.append(next(chunks))
+        started += 1
+        return True
+
+    def after(pending: list[PlannedBatch]) -> tuple[PlannedBatch, dict[int, Encoded]] | None:
+        """The batch that will run after the one just taken from ``pending``, if known."""
+        if pending:
+            return pending[0], planned[0][1]
+        if len(planned) == 1:
+            plan_next(wait=False)
+        if len(planned) > 1 and planned[1][0]:
+            return planned[1][0][0], planned[1][1]
+        return None
+
     in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
 
     def fail(idx: list[int], message: str) -> None:
@@ -145,9 +177,12 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         except (RuntimeError, ValueError) as e:
             fail(idx, f"{type(e).__name__}: {e}")
 
-    for pending, ready in _batches(jobs, slots, out, plan, share):
+    while planned or plan_next(wait=True):
+        pending, ready = planned[0]
         while pending:
             batch = pending.pop(0)
+            if stage is not None and (upcoming := after(pending)) is not None:
+                stage(upcoming[0], [upcoming[1][i] for i in upcoming[0].idx])
             try:
                 finish = run(batch, [ready[i] for i in batch.idx])
             except torch.cuda.OutOfMemoryError as e:
@@ -164,12 +199,20 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
                 continue
             land()
             in_flight = (batch.idx, finish)
+        planned.pop(0)
     land()
     return [o for o in out if o is not None]
 
 
+def _window(jobs: Sequence[Job], plan: Plan, lo: int) -> int:
+    """Requests sorted together from request ``lo`` on: the plan's sort window, else 2 batches of
+    requests with images or 8 of text."""
+    with_images = lo < len(jobs) and bool(jobs[lo].images)
+    return plan.sort_window or (2 if with_images else 8) * plan.max_batch_size
+
+
 def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
-             share: bool) -> Iterator[tuple[list[PlannedBatch], dict[int, Encoded]]]:
+             share: bool, spans: Sequence[tuple[int, int]]) -> Iterator[tuple[list[PlannedBatch], dict[int, Encoded]]]:
     """Batches chunk by chunk in arrival order, each chunk sorted by length (less padding).
 
     Chunks grow ``chunk_growth`` times each step up to the sort window: the device starts soon,
@@ -182,11 +225,7 @@ def _batches(jobs: list[Job], slots: list[_Slot], out: list[Any], plan: Plan,
     their families (``schedule.families``); each batch carries its families, so that it runs as planned.
     A chunk's largest batch, by the tokens it was planned with, comes last (``largest_last``).
     """
-    def window(lo: int) -> int:
-        with_images = lo < len(jobs) and bool(jobs[lo].images)
-        return plan.sort_window or (2 if with_images else 8) * plan.max_batch_size
-
-    for lo, hi in chunk_spans(len(slots), first_chunk(jobs, plan), plan.chunk_growth, window):
+    for lo, hi in spans:
         ready: dict[int, Encoded] = {}
         for i in range(lo, hi):
             try:
