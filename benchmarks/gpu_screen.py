@@ -543,6 +543,15 @@ def vision_block_variant(w: Workload, _: str) -> None:
              "variant: transformers' own vision block forward"), check="vision_block_other_way")
 
 
+def vision_norm_variant(w: Workload, _: str) -> None:
+    """The fused vision blocks' LayerNorms the other way than the engine's choice (op
+    ``vision_norm_kernel``): the one-pass Triton kernel or the compiled functions, and the two
+    ways' letters' log-probs compared directly."""
+    op_rows(w, "vision_norm_kernel", ("ours-vision-norm-kernel", "ours-vision-norm-compiled"),
+            ("variant: the vision LayerNorms as one Triton pass", "variant: the vision LayerNorms compiled"),
+            check="vision_norm_other_way")
+
+
 def vision_pow2_variant(w: Workload, _: str) -> None:
     """The vision tower's attention the other way than the engine's choice (op ``vision_pow2``):
     each run of equal images in power-of-two counts per call, or all at once, and the two ways'
@@ -642,6 +651,7 @@ SPECIAL_VARIANTS = {
     "vision-block": Variant("visual", False, vision_block_variant),
     "no-reads": Variant("visual", False, no_reads_variant),
     "vision-pow2": Variant("visual", False, vision_pow2_variant),
+    "vision-norm": Variant("visual", True, vision_norm_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
@@ -650,7 +660,7 @@ SPECIAL_VARIANTS = {
 
 # Variant rows of the sweep workload (--variants): name -> the op flipped in them.
 SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", "scored-last": "scored_last_layer",
-                  "stage-ahead": "stage_ahead"}
+                  "stage-ahead": "stage_ahead", "sweep-vision-norm": "vision_norm_kernel"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 
 
@@ -975,7 +985,8 @@ def main() -> None:
                          "graph-fused (sweep: the replayed decode steps' norms, rotary and SiLU compiled or plain); "
                          "scored-last (sweep: the prefill's last layer at each row's last token or everywhere); "
                          "stage-ahead (sweep: a batch's host inputs built while the batch before it runs, or at "
-                         "its launch); each "
+                         "its launch); vision-norm (visual) and sweep-vision-norm (sweep): the vision LayerNorms "
+                         "as one Triton pass or compiled; each "
                          "sweep variant also gets a real-answer row, answer-NAME")
     ap.add_argument("--answer-rounds", type=int, default=1,
                     help="rounds of the sweep's answer rows, each round every row once (later rounds' modes "

@@ -107,7 +107,8 @@ def test_rows_of_unequal_length_are_padded_on_the_right_and_generate_the_same(
             GenerateRequest("g3", "Describe the scene.", images=(make_jpeg(2),), max_tokens=5)]
     sides: list[bool] = []
     real = engine_module.upload
-    monkeypatch.setattr(engine_module, "upload", lambda host, *a, **kw: (sides.append(host.right), real(host, *a, **kw))[1])
+    monkeypatch.setattr(engine_module, "upload",
+                        lambda host, *a, **kw: (sides.append(host.right), real(host, *a, **kw))[1])
     right = hf_engine.generate_sync(reqs)
     assert True in sides  # a batch of several rows (the planner may send the first alone)
     sides.clear()

@@ -110,7 +110,7 @@ def test_an_engine_stages_its_later_batches_off_the_launching_thread_with_the_sa
     reqs = [GenerateRequest(f"g{i}", f"Describe scene {i}.", images=(make_jpeg(i),), max_tokens=3 + i % 2)
             for i in range(6)]
     # One chunk of every request: each batch after the first is staged whatever the encoding's pace.
-    engine: HFEngine = variant(hf_engine, first_chunk=len(reqs))  # type: ignore[assignment]
+    engine: HFEngine = variant(hf_engine, "+stage_ahead", first_chunk=len(reqs))  # type: ignore[assignment]
     ahead = engine.generate_sync(reqs)
     on_stager = sum(name.startswith("hf-stage") for name in staged_on)
     assert len(staged_on) >= 2 and on_stager == len(staged_on) - 1  # all but the first batch's
@@ -135,7 +135,7 @@ def test_a_staged_batch_that_fails_fails_only_its_own_requests(hf_engine: HFEngi
     monkeypatch.setattr(engine_module, "stage", refuse)
     reqs = [GenerateRequest(f"g{i}", "Describe.", images=(make_jpeg(i),) * (2 if i == 4 else 1), max_tokens=2)
             for i in range(6)]
-    out = hf_engine.generate_sync(reqs)
+    out = variant(hf_engine, "+stage_ahead", first_chunk=len(reqs)).generate_sync(reqs)  # type: ignore[attr-defined]
     assert [type(g).__name__ for g in out].count("Failure") >= 1
     bad = [g for g in out if isinstance(g, Failure)]
     assert any(g.request_id == "g4" for g in bad) and all("cannot stage this one" in g.message for g in bad)

@@ -50,6 +50,9 @@ OPS: dict[str, tuple[str, str]] = {
                           "019) and in a generation's prefill, its keys and values still cached (decision 124)"),
     "vision_rotary": ("on", "the vision tower's q/k rotary as one Triton pass over the fused qkv (decision 010)"),
     "vision_block": ("cuda", "vision blocks: norms compiled, fc1's bias and tanh GELU in its product (decision 102)"),
+    "vision_norm_kernel": ("off", "the fused vision blocks' LayerNorms (and the residual adds before them) as one "
+                           "Triton pass reading each input once, not the compiled looped reduction: built and "
+                           "checked on the CPU, not yet timed on a GPU (decision 125)"),
     "vision_pow2": ("off", "the vision tower's images in power-of-two counts per attention call, so cuDNN's plans "
                     "recur: the mix with it was no busier, and it was not timed alone (decision 108)"),
     "visual_no_reads": ("on", "the visual forward's placeholder check and DeepStack additions without their "
@@ -70,9 +73,9 @@ OPS: dict[str, tuple[str, str]] = {
     "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms and q/k norm with rotary, and "
                     "SiLU-times-up as one kernel (op silu_kernel's), as prefills do: the compiled call's host "
                     "cost is paid once at capture, its fewer kernels at every replay (decision 123)"),
-    "stage_ahead": ("on", "a generation batch's host inputs (padding, positions, frames in page-locked memory) built "
-                    "on a thread of their own while the batch before it runs: the device stopped waiting for "
-                    "them between batches (decision 125)"),
+    "stage_ahead": ("off", "a generation batch's host inputs (padding, positions, frames in page-locked memory) built "
+                    "on a thread of their own while the batch before it runs, so that the device need not wait "
+                    "for them between batches: built and checked on the CPU, not yet timed on a GPU (decision 125)"),
     "launch_thread": ("off", "the engine's device work launched from one thread of the model's own, so thread-local "
                       "caches (cuDNN's attention plans) hit whichever thread calls: no gain on the H200 "
                       "(decision 116)"),

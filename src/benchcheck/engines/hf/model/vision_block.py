@@ -22,25 +22,15 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
+from benchcheck.engines.hf.kernels import layer_norm as norm_contract
+from benchcheck.engines.hf.kernels import triton_available
+from benchcheck.engines.hf.kernels.layer_norm import add_layer_norm, layer_norm
 from benchcheck.engines.hf.model.fused import compile_enabled
 from benchcheck.engines.hf.model.state import state_of
 
 BLOCK_CLASS = "Qwen3VLVisionBlock"
 TANH_GELU = "gelu_pytorch_tanh"  # the activation cuBLASLt's GELU epilogue computes (tanh approximation)
-
-
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
-    """``nn.LayerNorm`` over the last dimension."""
-    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
-
-
-def add_layer_norm(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-                   eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(x + y, layer_norm(x + y))``: the residual add and the next norm, one kernel compiled."""
-    h = x + y
-    return h, F.layer_norm(h, (h.shape[-1],), weight, bias, eps)
 
 
 def fc1_gelu(mlp: Any, x: torch.Tensor, tanh: bool) -> torch.Tensor:
@@ -68,8 +58,29 @@ def use_fused_vision_blocks(model: Any, compiler: Callable[..., Any] | None = No
     if compiler is None:
         on_gpu = compile_enabled(next(model.parameters()).device)
         compiler = (lambda f: torch.compile(f, dynamic=True)) if on_gpu else (lambda f: f)
-    norm, add_norm = compiler(layer_norm), compiler(add_layer_norm)
+    compiled_norm, compiled_add_norm = compiler(layer_norm), compiler(add_layer_norm)
     state = state_of(model)
+
+    def kernel(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, y: torch.Tensor | None = None) -> bool:
+        """The one-pass Triton kernel runs this norm (op ``vision_norm_kernel``, CUDA)."""
+        return (state.config.op("vision_norm_kernel") and x.is_cuda and triton_available()
+                and norm_contract.supported(x, weight, bias, y))
+
+    def norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+        if kernel(x, weight, bias):
+            from benchcheck.engines.hf.kernels.layer_norm_triton import layer_norm_kernel
+
+            return layer_norm_kernel(x, weight, bias, eps)
+        return compiled_norm(x, weight, bias, eps)  # type: ignore[no-any-return]
+
+    def add_norm(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                 eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+        if kernel(x, weight, bias, y):
+            from benchcheck.engines.hf.kernels.layer_norm_triton import add_layer_norm_kernel
+
+            return add_layer_norm_kernel(x, y, weight, bias, eps)
+        return compiled_add_norm(x, y, weight, bias, eps)  # type: ignore[no-any-return]
+
     visual = model.model.visual
     tanh = getattr(visual.config, "hidden_act", None) == TANH_GELU
 
@@ -97,7 +108,7 @@ def use_fused_vision_blocks(model: Any, compiler: Callable[..., Any] | None = No
             return h + mlp_out  # type: ignore[no-any-return]
         out, normed_next = add_norm(h, mlp_out, nxt.norm1.weight, nxt.norm1.bias, nxt.norm1.eps)
         carried[:] = [out, normed_next]
-        return out  # type: ignore[no-any-return]
+        return out
 
     fused = [b for b in visual.blocks if type(b).__name__ == BLOCK_CLASS and _plain(b)]
     for block in fused:
