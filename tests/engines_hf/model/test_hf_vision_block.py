@@ -37,6 +37,16 @@ def frames(engine: HFEngine) -> tuple[torch.Tensor, torch.Tensor]:
     return patchify(got, engine.pixels), torch.from_numpy(grid)
 
 
+def counting_compiler(calls: dict[str, int]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A stand-in for ``torch.compile`` that runs each function eagerly and counts its calls by name."""
+    def counting(f: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*a: Any) -> Any:
+            calls[f.__name__] = calls.get(f.__name__, 0) + 1
+            return f(*a)
+        return run
+    return counting
+
+
 def test_the_fused_block_equals_transformers_block_forward(hf_engine: HFEngine) -> None:
     visual = hf_engine.model.model.visual
     assert visual.config.hidden_act == vision_block.TANH_GELU  # the tiny model's, as the real ones
@@ -59,13 +69,7 @@ def test_each_block_takes_its_norm1_from_the_block_before(tiny_model: Path, hf_e
     # every later one takes it from the residual add of the block before; same tower output.
     model = _fresh(tiny_model)
     calls: dict[str, int] = {}
-
-    def counting(f: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*a: Any) -> Any:
-            calls[f.__name__] = calls.get(f.__name__, 0) + 1
-            return f(*a)
-        return run
-
+    counting = counting_compiler(calls)
     blocks = model.model.visual.blocks
     # The random-weight norms are ones and zeros, the biases zeros: made distinct, so a parameter
     # read from the wrong module (norm1 for norm2, this block's for the next's) shows.

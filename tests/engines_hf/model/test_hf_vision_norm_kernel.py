@@ -4,14 +4,12 @@ functions elsewhere; the tower's output does not move with it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
 from hf_helpers import make_jpeg, variant
-from test_hf_vision_block import _fresh, frames, tower
+from test_hf_vision_block import _fresh, counting_compiler, frames, tower
 
 from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.engine import HFEngine
@@ -22,15 +20,8 @@ from benchcheck.engines.hf.model.state import state_of
 def test_off_cuda_the_op_keeps_the_compiled_norms(tiny_model: Path, hf_engine: HFEngine) -> None:
     model = _fresh(tiny_model)
     calls: dict[str, int] = {}
-
-    def counting(f: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*a: Any) -> Any:
-            calls[f.__name__] = calls.get(f.__name__, 0) + 1
-            return f(*a)
-        return run
-
     blocks = model.model.visual.blocks
-    assert vision_block.use_fused_vision_blocks(model, compiler=counting) == len(blocks)
+    assert vision_block.use_fused_vision_blocks(model, compiler=counting_compiler(calls)) == len(blocks)
     pixels, grid = frames(hf_engine)
     outs = []
     for ops in (("+vision_block",), ("+vision_block", "+vision_norm_kernel")):
