@@ -89,16 +89,21 @@ def test_the_next_chunk_is_staged_only_once_encoded_and_the_pipeline_never_waits
     assert len({tuple(idx) for kind, idx in events if kind == "stage"}) == len([k for k, _ in events if k == "stage"])
 
 
+LOCKS: list[bool] = []  # whether the model's lock was held when each batch's inputs were built
+
+
 @pytest.fixture
-def staged_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def staged_on(monkeypatch: pytest.MonkeyPatch, hf_engine: HFEngine) -> list[str]:
     """Names of the threads that built each batch's host inputs (``forward.batch.stage``)."""
     import benchcheck.engines.hf.engine as engine_module
 
     threads: list[str] = []
     real = engine_module.stage
+    LOCKS.clear()
 
     def spy(*a: Any, **kw: Any) -> Any:
         threads.append(threading.current_thread().name)
+        LOCKS.append(hf_engine._lock.locked())
         return real(*a, **kw)
 
     monkeypatch.setattr(engine_module, "stage", spy)
@@ -114,6 +119,7 @@ def test_an_engine_stages_its_later_batches_off_the_launching_thread_with_the_sa
     ahead = engine.generate_sync(reqs)
     on_stager = sum(name.startswith("hf-stage") for name in staged_on)
     assert len(staged_on) >= 2 and on_stager == len(staged_on) - 1  # all but the first batch's
+    assert LOCKS[0] is False  # the first batch's, by the calling thread before it takes the lock
     staged_on.clear()
     inline = variant(engine, "-stage_ahead").generate_sync(reqs)  # type: ignore[attr-defined]
     assert staged_on and not any(name.startswith("hf-stage") for name in staged_on)

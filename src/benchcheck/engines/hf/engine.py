@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -460,6 +461,7 @@ class HFEngine:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
         # Batches staged ahead (op ``stage_ahead``): id -> (the batch, its host inputs being built).
+        staging = self._config.op("stage_ahead")
         staged: dict[int, tuple[PlannedBatch, Future[list[HostBatch] | HostBatch]]] = {}
 
         def host_inputs(prompts: list[EncodedPrompt]) -> list[HostBatch] | HostBatch:
@@ -480,9 +482,15 @@ class HFEngine:
             idx = planned.idx
             prompts = [e.prompt for e in enc]
             ahead = staged.pop(id(planned), None)
+            inputs: Callable[[], list[HostBatch] | HostBatch] = partial(host_inputs, prompts)
+            if ahead is not None and ahead[0] is planned:
+                inputs = ahead[1].result
+            elif staging:  # a batch not staged ahead (a call's first) is staged before the lock:
+                built = host_inputs(prompts)  # another call's batches may be running meanwhile
+                inputs = lambda: built  # noqa: E731
 
             def launch() -> Callable[[], list[list[int]]]:
-                host = ahead[1].result() if ahead is not None and ahead[0] is planned else host_inputs(prompts)
+                host = inputs()
                 batch = ([upload(h, self.pixels, self.dtype) for h in host] if isinstance(host, list)
                          else upload(host, self.pixels, self.dtype))
                 return greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
@@ -513,7 +521,7 @@ class HFEngine:
         try:
             with self._cancellations.running([r.request_id for r in reqs]):
                 return run_pipeline(jobs, self._encode, self._pool, self._plan(), run,
-                                    stage=stage_ahead if self._config.op("stage_ahead") else None)
+                                    stage=stage_ahead if staging else None)
         finally:
             self._freeze_once()
 
