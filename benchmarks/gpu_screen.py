@@ -543,6 +543,16 @@ def vision_block_variant(w: Workload, _: str) -> None:
              "variant: transformers' own vision block forward"), check="vision_block_other_way")
 
 
+def attention_residual_variant(w: Workload, _: str) -> None:
+    """The text attention's residual the other way than the engine's choice (op
+    ``attention_residual``): in the output projection's product or added after it, and the two
+    ways' letters' log-probs compared directly."""
+    op_rows(w, "attention_residual", ("ours-attention-residual-in", "ours-attention-residual-apart"),
+            ("variant: the attention's residual in its output projection's product",
+             "variant: the attention's residual added after its output projection"),
+            check="attention_residual_other_way")
+
+
 def vision_norm_variant(w: Workload, _: str) -> None:
     """The fused vision blocks' LayerNorms the other way than the engine's choice (op
     ``vision_norm_kernel``): the one-pass Triton kernel or the compiled functions, and the two
@@ -652,6 +662,7 @@ SPECIAL_VARIANTS = {
     "no-reads": Variant("visual", False, no_reads_variant),
     "vision-pow2": Variant("visual", False, vision_pow2_variant),
     "vision-norm": Variant("visual", True, vision_norm_variant),
+    "attention-residual": Variant("both", True, attention_residual_variant),
     "memo-off": Variant("visual", False, memo_variant),
     "tree-mask": Variant("blind", False, tree_mask_variant),
     "batch512": Variant("blind", False, batch512_variant),
@@ -660,7 +671,8 @@ SPECIAL_VARIANTS = {
 
 # Variant rows of the sweep workload (--variants): name -> the op flipped in them.
 SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", "scored-last": "scored_last_layer",
-                  "stage-ahead": "stage_ahead", "sweep-vision-norm": "vision_norm_kernel"}
+                  "stage-ahead": "stage_ahead", "sweep-vision-norm": "vision_norm_kernel",
+                  "sweep-attention-residual": "attention_residual"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 
 
@@ -986,7 +998,9 @@ def main() -> None:
                          "scored-last (sweep: the prefill's last layer at each row's last token or everywhere); "
                          "stage-ahead (sweep: a batch's host inputs built while the batch before it runs, or at "
                          "its launch); vision-norm (visual) and sweep-vision-norm (sweep): the vision LayerNorms "
-                         "as one Triton pass or compiled; each "
+                         "as one Triton pass or compiled; attention-residual (scoring) and sweep-attention-residual "
+                         "(sweep): the text attention's residual in its output projection's product or after it; "
+                         "each "
                          "sweep variant also gets a real-answer row, answer-NAME")
     ap.add_argument("--answer-rounds", type=int, default=1,
                     help="rounds of the sweep's answer rows, each round every row once (later rounds' modes "

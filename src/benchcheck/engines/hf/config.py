@@ -37,6 +37,9 @@ OPS: dict[str, tuple[str, str]] = {
     "silu_kernel": ("on", "SiLU-times-up as a one-pass Triton kernel, not the compiled function (decision 024)"),
     "swiglu": ("on", "gate/up products with SiLU-times-up in their epilogue, one Triton kernel (decision 028)"),
     "residual_epilogue": ("on", "the MLP's residual added in the down projection's product (decision 020)"),
+    "attention_residual": ("off", "the attention's residual added in its output projection's product, as the "
+                           "MLP's (decision 020): one addition a layer fewer in prefills and decode steps; built "
+                           "and checked on the CPU, not yet timed on a GPU (decision 125)"),
     "text_attention": ("on", "the fused text attention forward: decoding without K/V heads repeated (decision 015)"),
     "decode_graphs": ("on", "each batch's decode step captured once as a CUDA graph and replayed (decision 015)"),
     "decode_warm_once": ("on", "a batch's decode step captured without its eager warm-up once a step of as many "

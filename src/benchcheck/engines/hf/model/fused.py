@@ -179,10 +179,15 @@ def use_fused_text_layers(model: Any) -> int:
     def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 past_key_values: Any = None, use_cache: bool | None = False, **kwargs: Any) -> torch.Tensor:
+        # The attention's own residual in its output projection's product (op ``attention_residual``),
+        # where the attention is the fused one, which takes it.
+        into = state.config.op("attention_residual") and takes_residual(self.self_attn, state)
+        if into:
+            kwargs[RESIDUAL] = hidden_states
         attended, _ = self.self_attn(hidden_states=self.input_layernorm(hidden_states), attention_mask=attention_mask,
                                      position_ids=position_ids, past_key_values=past_key_values, use_cache=use_cache,
                                      position_embeddings=position_embeddings, **kwargs)
-        h = hidden_states + attended
+        h = attended if into else hidden_states + attended
         return mlp_residual(self.mlp, self.post_attention_layernorm(h), h, state)
 
     n = 0
@@ -198,6 +203,26 @@ def use_fused_text_layers(model: Any) -> int:
 
 
 ATTENTION_CLASS = "Qwen3VLTextAttention"
+RESIDUAL = "benchcheck_residual"  # the keyword the fused attention takes its layer's residual by
+
+
+def takes_residual(attn: Any, state: ModelState) -> bool:
+    """``attn`` runs the fused attention forward (``use_fused_text_attention``), which adds a
+    residual given as ``RESIDUAL`` in its output projection's product."""
+    bound = vars(attn).get("forward")
+    return bound is not None and getattr(bound, "__func__", None) is state.attention_forward
+
+
+def project_out(o_proj: Any, out: torch.Tensor, residual: torch.Tensor | None) -> torch.Tensor:
+    """The output projection of the attention's ``out`` (rows, width), with ``residual`` (the
+    layer's input, its shape the projection's output's) added: in the product's epilogue
+    (``addmm``, one rounding) where the projection is a plain bias-free linear layer."""
+    if residual is None:
+        return o_proj(out.contiguous())  # type: ignore[no-any-return]
+    if type(o_proj) is not torch.nn.Linear or o_proj.bias is not None:
+        return residual + o_proj(out.contiguous())  # type: ignore[no-any-return]
+    flat = torch.addmm(residual.reshape(-1, residual.shape[-1]), out.reshape(-1, out.shape[-1]), o_proj.weight.t())
+    return flat.view(residual.shape)
 
 
 def norm_rope(x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -223,6 +248,7 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
     def forward(self: Any, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None, past_key_values: Any = None,
                 **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        residual = kwargs.pop(RESIDUAL, None)
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         cos, sin = position_embeddings
@@ -236,14 +262,15 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
             if isinstance(past_key_values, ReservedCache) and past_key_values.decoding:
                 assert attention_mask is not None  # a decode step's mask of the written slots
                 out = decode_attention(q, k, v, attention_mask, self.scaling, state.config.op("decode_split"))
-                return self.o_proj(out.reshape(*input_shape, -1).contiguous()), None
+                return project_out(self.o_proj, out.reshape(*input_shape, -1), residual), None
         attend = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
         out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
-        return self.o_proj(out.reshape(*input_shape, -1).contiguous()), weights
+        return project_out(self.o_proj, out.reshape(*input_shape, -1), residual), weights
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
     if n:  # the scored last layer's keys take the same kernel (model.scored)
         state.norm_rope = fn
+        state.attention_forward = forward
     return n
 
 

@@ -56,6 +56,7 @@ class ModelState:
     # the scored last layer -> the forward of its unscored calls (``scored.use_scored_last_layer``)
     full_forward: dict[Any, Callable[..., Any]] = field(default_factory=dict)
     norm_rope: Callable[..., Any] | None = None  # the compiled q/k norm and rotary (``fused``)
+    attention_forward: Callable[..., Any] | None = None  # the fused text attention's forward (``fused``)
     vision_rotary: Callable[..., Any] | None = None  # transformers' apply_rotary_pos_emb_vision or a replacement
     vision_qkv_rotary: Callable[..., Any] | None = None  # projection -> rotated q, k in one pass
     # [cu_seqlens tensor, its lengths on the host]: one device read per vision forward
