@@ -107,7 +107,11 @@ def _from_json(obj: dict[str, object], visible: str) -> ParsedScore:
     if isinstance(score, bool) or not isinstance(score, int | float):
         return ParsedScore(None, visible, f"judge verdict JSON has no numeric 'score' (got {score!r:.40})")
     reasoning = obj.get("reasoning")
-    parsed = _in_range(float(score), "'score'", visible)
+    try:
+        value = float(score)
+    except OverflowError:  # a JSON integer past float's range: out of range like `SCORE: 1e999`, not a crash
+        value = math.inf
+    parsed = _in_range(value, "'score'", visible)
     if parsed.score is None:
         return parsed
     return ParsedScore(parsed.score, reasoning if isinstance(reasoning, str) and reasoning.strip() else visible)
