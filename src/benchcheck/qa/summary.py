@@ -1,8 +1,8 @@
 """From stored answers and verdicts to the run's numbers (pure).
 
 Accuracy is the mean over scored items only; latency statistics cover items whose VLM call
-succeeded only. An error (VLM, judge, or a qa entry of the dataset that cannot run) is counted
-apart and never enters either number.
+succeeded only (a judge error keeps its item's latency). An error (VLM, judge, or a qa entry of
+the dataset that cannot run) is counted apart and never enters the accuracy.
 """
 
 from __future__ import annotations
