@@ -140,7 +140,7 @@ def _json_object(body: str) -> dict[str, object] | None:
         obj = json.loads(candidate, object_pairs_hook=_no_disagreeing_scores)
     except _DisagreeingScores:
         raise
-    except ValueError:
+    except (ValueError, RecursionError):  # nesting past the decoder's depth is no verdict, not a crash
         return None
     return obj if isinstance(obj, dict) else None
 
