@@ -99,7 +99,7 @@ def parse_vlm_output(stdout: str) -> tuple[str, str | None]:
             continue
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth: bad output
             continue
         if isinstance(obj, dict) and "answer" in obj:
             return _answer_fields(obj)
