@@ -156,7 +156,10 @@ class Judge:
         if hit is not None:
             self.cache_hits += 1
             return hit
-        verdict = await self._ask(item, answer)
+        try:
+            verdict = await self._ask(item, answer)
+        except Exception as e:  # a bug or an OS error costs one item's verdict, never the run
+            verdict = Judgement(item.id, "error", error=self.redactor.text(f"internal: {type(e).__name__}: {e}"))
         self.cache.append(key, verdict)
         if verdict.status == "ok":
             self._hits[key] = verdict
