@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting, need_step_results
+from benchcheck.cli.common import CliPath, die, load_items_reporting, need_step_results
 
 
 @click.command("assemble")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
               help="Item files or folders (repeatable).")
-@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True,
+@click.option("--results", type=CliPath(exists=True, file_okay=False), required=True,
               help="Screening results folder.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
-@click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache (for not-screened).")
-@click.option("--store", type=click.Path(), default=None, help="Normalized store (for not-screened).")
-@click.option("--keep", "keep_file", type=click.Path(exists=True), default=None,
+@click.option("--frames", "frames_root", type=CliPath(), default=None, help="Frame cache (for not-screened).")
+@click.option("--store", type=CliPath(), default=None, help="Normalized store (for not-screened).")
+@click.option("--keep", "keep_file", type=CliPath(exists=True), default=None,
               help="Step-0 kept list (step 0's Parquet, a JSONL of item_id rows, or one id a line): only these items.")
 @click.option("--columns", default=None,
               help="Column map for CSV/Parquet items, e.g. 'item_id=qid,options=a0|a1|a2|a3|a4'.")

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting, need_step_results
+from benchcheck.cli.common import SEED, CliPath, FiniteFloatRange, die, load_items_reporting, need_step_results
 
 
 @click.command("audit")
-@click.option("--results", type=click.Path(file_okay=False), required=True,
+@click.option("--results", type=CliPath(file_okay=False), required=True,
               help="Screening results folder (step<k>/<bench>.jsonl).")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
               help="Item files or folders of the audited pool (repeatable); rows of other items are ignored.")
-@click.option("--out", type=click.Path(file_okay=False), required=True,
+@click.option("--out", type=CliPath(file_okay=False), required=True,
               help="Output folder: audit.md and one audit_*.csv per table.")
-@click.option("--compare", type=click.Path(file_okay=False), default=None,
+@click.option("--compare", type=CliPath(file_okay=False), default=None,
               help="A second results folder (a step run with another model) for cross-model agreement.")
 @click.option("--rounds", type=click.IntRange(10, 1_000_000), default=1000, show_default=True,
               help="Rounds of the permutation null (p-values resolve to 1/rounds).")

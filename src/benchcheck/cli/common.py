@@ -18,6 +18,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 SEED = click.IntRange(0, 2**32 - 1)
 
 
+class CliPath(click.Path):
+    """Every path option and argument of the CLI: ``click.Path`` that also refuses an empty value.
+    ``--out "$OUTDIR"`` with the variable unset passes ``""``, which every ``Path`` and ``open``
+    read as the current folder: a command then wrote its outputs there, or read it, and exit 0."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str | bytes) and not value:
+            self.fail("'' is an empty path (an unset shell variable?); name the folder or file, '.' for this one",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class FiniteFloatRange(click.FloatRange):
     """A float range that also refuses nan and infinities: click's range lets nan through (every
     comparison with it is false), and a nan cut makes every test fail without a word."""

@@ -8,7 +8,7 @@ from typing import cast
 
 import click
 
-from benchcheck.cli.common import die
+from benchcheck.cli.common import CliPath, die
 
 
 @click.group("data")
@@ -20,10 +20,10 @@ def data() -> None:
 @click.argument("repo")
 @click.option("--kind", type=click.Choice(["frames", "videos", "items"]), required=True,
               help="frames/videos: manifest + tar shards, verified and extracted; items: every other file.")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.option("--out", "out", type=CliPath(file_okay=False, path_type=Path), required=True,
               help="Package folder: shards go to OUT/<kind>_tar, items to OUT.")
 @click.option("--revision", default="main", show_default=True, help="Branch, tag or commit of the dataset repo.")
-@click.option("--target", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--target", type=CliPath(file_okay=False, path_type=Path), default=None,
               help="Extract here instead of OUT/frames/pool_frames or OUT/store/normalized.")
 @click.option("--delete-shards", is_flag=True, help="Remove each tar once it is verified and extracted.")
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
@@ -67,8 +67,8 @@ def fetch(repo: str, kind: str, out: Path, revision: str, target: Path | None, d
 
 
 @data.command("verify")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--target", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.argument("path", type=CliPath(exists=True, path_type=Path))
+@click.option("--target", type=CliPath(file_okay=False, path_type=Path), default=None,
               help="Extraction folder to count videos in (default: the one the fetch recorded).")
 def verify(path: Path, target: Path | None) -> None:
     """Check what is on disk: each shard's sha256 (or its logged extraction) and the video count.
@@ -102,8 +102,8 @@ def verify(path: Path, target: Path | None) -> None:
 
 
 @data.command("make-shards")
-@click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+@click.argument("src", type=CliPath(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", type=CliPath(file_okay=False, path_type=Path), required=True,
               help="Folder for the shards and the manifest.")
 @click.option("--shard-size", default="2GB", show_default=True, help="Target shard size (2GB, 500MiB, bytes).")
 @click.option("--kind", type=click.Choice(["frames", "videos"]), default=None,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import FiniteFloatRange, die, load_items_reporting
+from benchcheck.cli.common import CliPath, FiniteFloatRange, die, load_items_reporting
 from benchcheck.defaults import DEDUP_MODEL, DEDUP_REVISION
 
 
 @click.command("dedup")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
               help="Item files or folders (repeatable). Their order ranks the benchmarks: a duplicate "
                    "set keeps the item of the benchmark listed first.")
-@click.option("--out", type=click.Path(file_okay=False), required=True,
+@click.option("--out", type=CliPath(file_okay=False), required=True,
               help="Output folder (step0_kept.parquet, step0_removed.jsonl, screen_counts_full.csv, "
                    "step0_summary.md).")
 @click.option("--model", default=DEDUP_MODEL, show_default=True,
@@ -24,7 +24,7 @@ from benchcheck.defaults import DEDUP_MODEL, DEDUP_REVISION
                    "[default: 0.96 for bge-large-en-v1.5, 0.95 for minilm and other models].")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
               help="Texts per encoder batch.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--cache", "cache_dir", type=CliPath(file_okay=False), default=None,
               help="Embedding cache folder [default: OUT/pool_embeddings].")
 @click.option("--device", default="auto", show_default=True, help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")

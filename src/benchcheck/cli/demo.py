@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import SEED
+from benchcheck.cli.common import SEED, CliPath
 
 
 @click.group("demo")
@@ -13,7 +13,7 @@ def demo() -> None:
 
 
 @demo.command("items")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the demo item files.")
+@click.option("--out", type=CliPath(file_okay=False), required=True, help="Folder for the demo item files.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--videos", is_flag=True,
               help="Instead: the known-kind video benchmarks (clips, store, frame cache, items, ground truth).")
@@ -43,7 +43,7 @@ def items(out: str, seed: int, videos: bool) -> None:
 
 
 @demo.command("run")
-@click.option("--out", type=click.Path(file_okay=False), default="demo_out", show_default=True)
+@click.option("--out", type=CliPath(file_okay=False), default="demo_out", show_default=True)
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True,
               help='Screening chain; the predicted funnel follows it (site page "The demo").')
 @click.option("--qa/--no-qa", default=True, show_default=True, help="Run the QA benchmark part (two local servers).")

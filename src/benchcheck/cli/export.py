@@ -6,28 +6,28 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting, need_step_results, say_left_out
+from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, need_step_results, say_left_out
 
 
 @click.command("export")
-@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True,
+@click.option("--results", type=CliPath(exists=True, file_okay=False), required=True,
               help="Screening results folder (the fates come from it).")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
               help="Item files or folders (repeatable): the question, options and video of each item.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
 @click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True,
               help="Which harness reads the export.")
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
-@click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--frames", "frames_root", type=CliPath(exists=True, file_okay=False), default=None,
               help="Frame cache: visual steps count as not screened for items without frames (as assemble); "
                    "without it, an item a visual step has not screened is pending.")
-@click.option("--store", type=click.Path(), callback=checked_store, default=None,
+@click.option("--store", type=CliPath(), callback=checked_store, default=None,
               help="Normalized store: its index names the source file of a store key or a bare video_id.")
 @click.option("--video-source", type=click.Choice(["original", "store"]), default="original", show_default=True,
               help="original: the video each item came with (its path or URL); store: the normalized re-encode "
                    "the screening saw (needs --store).")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder to write the export into.")
+@click.option("--out", type=CliPath(file_okay=False), required=True, help="Folder to write the export into.")
 def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, fmt: str, removed: bool,
            frames_root: str | None, store: str | None, video_source: str, out: str) -> None:
     """Write the kept items of each benchmark (or --removed ones) for your own harness. Each item's

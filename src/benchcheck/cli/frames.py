@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting
+from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting
 from benchcheck.cli.videos import videos_option
 from benchcheck.video.plans import TOKEN_BUDGET
 
@@ -18,16 +18,16 @@ def frames() -> None:
 
 
 @frames.command("extract")
-@click.option("--store", required=True, type=click.Path(path_type=Path), callback=checked_store,
+@click.option("--store", required=True, type=CliPath(path_type=Path), callback=checked_store,
               help="The normalized store (made by 'benchcheck videos normalize').")
-@click.option("--items", "items", multiple=True, type=click.Path(exists=True),
+@click.option("--items", "items", multiple=True, type=CliPath(exists=True),
               help="Item files or folders (repeatable); their videos are extracted (named by video_id, "
                    'store key or path: site page "Items"). Without --items: every video in the store.')
 @videos_option
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items, e.g. 'video_id=vid'.")
 @click.option("--plan", default="v32", show_default=True,
               help="v32, mid, v_1, v_<N>[_s<S>], v_fps<F>_s<S>; aliases such as fps1_s224, 32_s224.")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", required=True, type=CliPath(file_okay=False, path_type=Path),
               help="Frame cache root: <out>/<video_id>/frame_<k>.jpg + frames.json.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--jpeg-quality", default=85, show_default=True, type=click.IntRange(1, 100))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import CliPath, die, load_items_reporting
 
 NEXT = """\
 next, in a shell; E is the engine. Real decisions: E="--engine openai --endpoint http://HOST:PORT/v1 --model NAME"
@@ -26,14 +26,14 @@ scripted, reference, reference-prior and tiny random models are for tests and th
 
 
 @click.command("init")
-@click.option("--videos", "videos_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--videos", "videos_dir", type=CliPath(file_okay=False, path_type=Path), default=None,
               help="Folder of your videos; the items' 'video' paths are relative to it.")
-@click.option("--items", "item_paths", multiple=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, type=CliPath(exists=True),
               help='Your item files or folders (repeatable): JSONL, JSON, CSV, Parquet (site page "Items").')
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--out", type=CliPath(file_okay=False, path_type=Path), default=None,
               help="Project folder: store/, items/ (video_ids filled in), frames/.")
-@click.option("--example", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--example", type=CliPath(file_okay=False, path_type=Path), default=None,
               help="Instead: write a tiny example benchmark here (videos/*.mp4 + mybench.jsonl) to copy.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")

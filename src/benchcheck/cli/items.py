@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting
+from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting
 from benchcheck.cli.videos import videos_option
 
 
@@ -17,7 +17,7 @@ def items() -> None:
 
 
 @items.command("validate")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=CliPath(exists=True))
 @click.option("--columns", default=None,
               help="Column map, e.g. 'item_id=video+qid,options=a0|a1|a2|a3|a4' (A+B joins columns: {A}_{B}).")
 def validate(paths: tuple[str, ...], columns: str | None) -> None:
@@ -38,10 +38,10 @@ def validate(paths: tuple[str, ...], columns: str | None) -> None:
 
 
 @items.command("stats")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=CliPath(exists=True))
 @click.option("--columns", default=None,
               help="Column map, e.g. 'item_id=video+qid,options=a0|a1|a2|a3|a4' (A+B joins columns: {A}_{B}).")
-@click.option("--store", type=click.Path(), callback=checked_store, default=None,
+@click.option("--store", type=CliPath(), callback=checked_store, default=None,
               help="Normalized store: count the items whose video it holds.")
 @videos_option
 def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos_dir: str | None) -> None:
@@ -64,12 +64,12 @@ def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos
 
 
 @items.command("link")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--store", required=True, type=click.Path(), callback=checked_store,
+@click.argument("paths", nargs=-1, required=True, type=CliPath(exists=True))
+@click.option("--store", required=True, type=CliPath(), callback=checked_store,
               help="The normalized store (made by 'benchcheck videos normalize').")
 @videos_option
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
-@click.option("--out", required=True, type=click.Path(file_okay=False),
+@click.option("--out", required=True, type=CliPath(file_okay=False),
               help="Folder for the linked item files: <bench>.jsonl, each item's video_id filled in.")
 def link(paths: tuple[str, ...], store: str, videos_dir: str | None, columns: str | None, out: str) -> None:
     """Write the items with their videos resolved to video_ids (by path under --videos, store key or
@@ -100,7 +100,7 @@ def link(paths: tuple[str, ...], store: str, videos_dir: str | None, columns: st
 
 # ``items import``: one block, so that edits to the other subcommands merge around it.
 @items.command("import")
-@click.argument("source", type=click.Path(exists=True))
+@click.argument("source", type=CliPath(exists=True))
 @click.option("--from", "fmt", type=click.Choice(["vlmevalkit", "lmms-eval", "hf-folder"]), required=True,
               help="vlmevalkit: an MCQ TSV (or a folder of them); lmms-eval: a task YAML, a group YAML or a "
                    "folder of task YAMLs; hf-folder: a datasets folder (save_to_disk or a Hub snapshot) or file.")
@@ -111,7 +111,7 @@ def link(paths: tuple[str, ...], store: str, videos_dir: str | None, columns: st
 @click.option("--bench", default=None, help="Benchmark name of every item (default: the file, task or config).")
 @click.option("--split", default=None, help="Split to read (default: the task's test split, else 'test', else "
                                             "the only one).")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", required=True, type=CliPath(file_okay=False, path_type=Path),
               help="Folder for the item files: one <bench>.jsonl per benchmark.")
 @click.option("--force", is_flag=True, help="Replace item files that exist in --out.")
 def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, split: str | None, out: Path,

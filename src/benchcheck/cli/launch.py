@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import FiniteFloatRange, checked_store, die
+from benchcheck.cli.common import CliPath, FiniteFloatRange, checked_store, die
 from benchcheck.defaults import (
     GPU_UTIL,
     INTRO_NAME,
@@ -21,14 +21,14 @@ from benchcheck.defaults import (
 )
 
 _common = [
-    click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True)),
-    click.option("--results", type=click.Path(file_okay=False), required=True),
+    click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True)),
+    click.option("--results", type=CliPath(file_okay=False), required=True),
     click.option("--chain", default="1,2,3,4,5,6", show_default=True),
     click.option("--intro", default=INTRO_NAME, show_default=True),
-    click.option("--frames", "frames_root", type=click.Path(), default=None, help="Frame cache."),
-    click.option("--store", type=click.Path(), callback=checked_store, default=None,
+    click.option("--frames", "frames_root", type=CliPath(), default=None, help="Frame cache."),
+    click.option("--store", type=CliPath(), callback=checked_store, default=None,
                  help="Normalized store (frames on the fly)."),
-    click.option("--keep", "keep_file", type=click.Path(), default=None, help="Step-0 kept list."),
+    click.option("--keep", "keep_file", type=CliPath(), default=None, help="Step-0 kept list."),
     click.option("--bench", default=None, envvar="BENCH", show_envvar=True, help="Benchmarks A,B only."),
     click.option("--limit", type=click.IntRange(min=1), default=None),
     click.option("--columns", default=None),
@@ -76,7 +76,7 @@ def common(f: F) -> F:
               help="Python interpreter of the `benchcheck serve` servers and of the clients (default: this one).")
 @click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, envvar="VLLM", show_envvar=True,
               help="The vLLM command.")
-@click.option("--logs", type=click.Path(), default="logs", show_default=True)
+@click.option("--logs", type=CliPath(), default="logs", show_default=True)
 @click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
 @click.option("--max-unit", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Items per shard unit, as `screen --max-unit`: a server whose client shard gets no unit idles, "
@@ -177,7 +177,7 @@ def slurm() -> None:
 @click.option("--cpus-per-task", type=click.IntRange(min=1), default=None)
 @click.option("--logs", default="logs", show_default=True)
 @click.option("--python", default="python3", show_default=True)
-@click.option("--out", type=click.Path(), default=None, help="Write the script here (default: stdout).")
+@click.option("--out", type=CliPath(), default=None, help="Write the script here (default: stdout).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: str | None,
            time_limit: str | None, cpus_per_task: int | None, logs: str, python: str, out: str | None,

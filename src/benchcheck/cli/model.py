@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die
+from benchcheck.cli.common import CliPath, die
 
 
 @click.group("model")
@@ -13,7 +13,7 @@ def model() -> None:
 
 
 @model.command("tiny")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
+@click.option("--out", "out", required=True, type=CliPath(file_okay=False), help="Folder to write.")
 # numpy's seed sequences take no negative seed: refused here, before a partial folder is written.
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Weights and letter prior seed.")

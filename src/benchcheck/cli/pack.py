@@ -8,19 +8,19 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import die
+from benchcheck.cli.common import CliPath, die
 
 
 @click.command("pack")
-@click.option("--results", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+@click.option("--results", type=CliPath(exists=True, file_okay=False, path_type=Path), required=True,
               help="Results folder: step*/ (pool) or conditions_results.csv + p1_raw/ (sweep).")
-@click.option("--logs", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+@click.option("--logs", type=CliPath(exists=True, file_okay=False, path_type=Path), multiple=True,
               help="Log folder to include (repeatable, e.g. --logs logs --logs data/logs); every text "
                    "file in it (decided by content; UTF-8/16/32, gzip/bzip2/xz too) goes in with secrets "
                    "masked, and files that cannot be checked (binary) are left out and listed.")
 @click.option("--include-unchecked", is_flag=True,
               help="Pack the log files that cannot be checked for secrets as they are (still listed).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=CliPath(dir_okay=False, path_type=Path), default=None,
               help="Tarball path (default pool_returns_<host>_<date>.tar.gz or fp_returns_... for a sweep).")
 @click.option("--launcher-changes", default="", help="What you changed in the launcher (goes into the report).")
 @click.option("--upload", "repo", default=None, help="Dataset repo to upload to (needs a configured token).")

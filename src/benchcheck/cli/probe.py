@@ -6,23 +6,23 @@ from collections.abc import Sequence
 
 import click
 
-from benchcheck.cli.common import SEED, FiniteFloatRange, die, load_items_reporting, need_step_results
+from benchcheck.cli.common import SEED, CliPath, FiniteFloatRange, die, load_items_reporting, need_step_results
 from benchcheck.items import Item
 
 
 @click.command("probe")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
               help="Item files or folders (repeatable).")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", type=CliPath(file_okay=False), default=None,
               help="Output folder: probe_items.parquet, probe_benchmarks.csv, probe_ibp.csv, label_flags.csv, "
                    "probe.md [default: RESULTS/probe, where assemble, audit and report read them].")
-@click.option("--results", type=click.Path(file_okay=False), default=None,
+@click.option("--results", type=CliPath(file_okay=False), default=None,
               help="Screening results folder: step 1 gives the blind gain, steps 3, 5, 6 the label flags.")
 @click.option("--model", default="minilm", show_default=True,
               help="Sentence embeddings: 'minilm' (packaged, offline), a local sentence-transformers folder, a hub id, "
                    "or 'none' (hand-built text features only).")
 @click.option("--revision", default=None, help="Hub revision of --model.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--cache", "cache_dir", type=CliPath(file_okay=False), default=None,
               help="Content-addressed embedding cache [default: OUT/probe_embeddings].")
 @click.option("--device", default="cpu", show_default=True, help="Encoder device: cpu, auto, cuda, cuda:1, ...")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,

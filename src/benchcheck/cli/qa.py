@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from benchcheck.cli.common import FiniteFloatRange, die
+from benchcheck.cli.common import CliPath, FiniteFloatRange, die
 
 
 @contextmanager
@@ -86,16 +86,16 @@ def qa() -> None:
 
 
 @qa.command("run")
-@click.option("--dataset", type=click.Path(dir_okay=False), default=None,
+@click.option("--dataset", type=CliPath(dir_okay=False), default=None,
               help="JSON list of {id, query|question, ground_truth, evaluation_method, video} (with --videos).")
-@click.option("--videos", type=click.Path(file_okay=False), default=None,
+@click.option("--videos", type=CliPath(file_okay=False), default=None,
               help="Folder the items' 'video' paths are relative to.")
 @click.option("--dataset-name", default=None,
               help="A Dataset Service dataset (e.g. vss-devx-base), with --dataset-file: downloaded with your "
                    "`nvdataset` CLI, or already extracted where VSS_EVAL_DATASET names it.")
 @click.option("--dataset-file", default=None,
               help="The QA file inside that dataset (e.g. dataset_single_turn.json).")
-@click.option("--dataset-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--dataset-dir", type=CliPath(file_okay=False), default=None,
               help="Where the named dataset is or goes (default: VSS_EVAL_DATASET, else "
                    "agent_eval/dataset/<name>).")
 @click.option("--skip-download", is_flag=True, help="Use the named dataset as it is on disk.")
@@ -104,7 +104,7 @@ def qa() -> None:
               help="Seconds the nvdataset download may take (then it is killed).")
 @click.option("--nvdataset", "nvdataset_bin", default="nvdataset", show_default=True,
               help='The nvdataset CLI (not on PyPI: see site page "QA benchmark").')
-@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--output-dir", type=CliPath(file_okay=False), default=None,
               help="Where answers, verdicts and the output files go (a rerun resumes here); default for a named "
                    "dataset: <dataset>/../../results/vlm_qa.")
 @click.option("--vlm-cmd", default=None, metavar="TEMPLATE",
@@ -250,7 +250,7 @@ def _named_dataset(dataset: str | None, videos: str | None, name: str | None, fi
 
 
 @qa.command("judge")
-@click.option("--output-dir", type=click.Path(file_okay=False, exists=True), required=True,
+@click.option("--output-dir", type=CliPath(file_okay=False, exists=True), required=True,
               help="The folder of a finished `qa run`.")
 @_judge_options
 def judge(output_dir: str, judge_format: str, judge_concurrency: int, judge_max_tokens: int,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import checked_store, die, load_items_reporting, need_step_results, say_left_out
+from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, need_step_results, say_left_out
 from benchcheck.cli.videos import resolve_reporting, videos_option
 
 # One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
@@ -19,31 +19,31 @@ def default_workers() -> int:
 
 
 @click.command("report")
-@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True, help="Screening results.")
-@click.option("--items", "item_paths", multiple=True, type=click.Path(exists=True),
+@click.option("--results", type=CliPath(exists=True, file_okay=False), required=True, help="Screening results.")
+@click.option("--items", "item_paths", multiple=True, type=CliPath(exists=True),
               help="Item files or folders (for question text); without them ids and golds come from the rows.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
-@click.option("--sweep", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--sweep", type=CliPath(exists=True, file_okay=False), default=None,
               help="Sweep folder (reads results/conditions_results.csv).")
-@click.option("--qa", "qa_dir", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--qa", "qa_dir", type=CliPath(exists=True, file_okay=False), default=None,
               help="Output folder of `benchcheck qa run`.")
-@click.option("--audit", "audit_dir", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--audit", "audit_dir", type=CliPath(exists=True, file_okay=False), default=None,
               help="Output folder of `benchcheck audit` (its tables, and per-item confidence in the browser).")
-@click.option("--side-audit", "side_audits", multiple=True, type=click.Path(exists=True, file_okay=False),
+@click.option("--side-audit", "side_audits", multiple=True, type=CliPath(exists=True, file_okay=False),
               help="Audit folders of other runs on the same items, shown after the main one (repeatable).")
-@click.option("--step0", "step0", type=click.Path(exists=True), default=None,
+@click.option("--step0", "step0", type=CliPath(exists=True), default=None,
               help="Step-0 output folder of `benchcheck dedup` (or the kept list given to --keep): duplicates "
                    "shown removed at step 0.")
-@click.option("--frames", "frames_root", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--frames", "frames_root", type=CliPath(exists=True, file_okay=False), default=None,
               help="Frame cache (pool_frames).")
-@click.option("--store", type=click.Path(), callback=checked_store, default=None,
+@click.option("--store", type=CliPath(), callback=checked_store, default=None,
               help="Normalized store: names the items' videos for the thumbnails (with --videos).")
 @videos_option
 @click.option("--copy-frames", is_flag=True, help="Copy the shown frames small into the report instead of linking.")
 @click.option("--no-plots", is_flag=True, help="Skip the figures (fastest).")
 @click.option("--bench-png", is_flag=True, help="Also a matplotlib PNG per benchmark (slow on big pools).")
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Report folder (open its index.html).")
+@click.option("--out", type=CliPath(file_okay=False), required=True, help="Report folder (open its index.html).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None, show_default=DEFAULT_WORKERS,
               help="Processes (benchmarks are built in parallel).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")

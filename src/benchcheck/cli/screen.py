@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import FiniteFloatRange, die, executor_options, load_items_reporting
+from benchcheck.cli.common import CliPath, FiniteFloatRange, die, executor_options, load_items_reporting
 from benchcheck.cli.videos import videos_option
 from benchcheck.defaults import INTRO_NAME
 from benchcheck.engines.registry import engine_names
@@ -17,10 +17,10 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 
 
 @click.command("screen")
-@click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+@click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
               help="Item files or folders (repeatable).")
 @click.option("--step", type=int, required=True, help="Step number (1-6).")
-@click.option("--results", type=click.Path(file_okay=False), required=True, help="Results folder (step<k>/ inside).")
+@click.option("--results", type=CliPath(file_okay=False), required=True, help="Results folder (step<k>/ inside).")
 @click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True,
               help=ENGINE_HELP)
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
@@ -28,19 +28,19 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
 @click.option("--endpoint", "endpoints", multiple=True, help="OpenAI-compatible base URL (repeatable).")
 @click.option("--api-key-env", default=None, help="Environment variable holding the endpoints' API key.")
 @click.option("--device", default="auto", show_default=True, help="hf engine: cpu, cuda, auto.")
-@click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
+@click.option("--rules", default=None, type=CliPath(exists=True), help="scripted engine: rules file.")
 @click.option("--hf-config", "hf_config", multiple=True, metavar="KEY=VALUE|FILE.json",
               help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
                    "(docs/models_hf.md, Configuration). Its hash goes into every row and the run log.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="Order of the steps.")
 @click.option("--intro", default=INTRO_NAME, show_default=True, help="Named set of prompt intros.")
-@click.option("--frames", "frames_root", type=click.Path(), default=None,
+@click.option("--frames", "frames_root", type=CliPath(), default=None,
               help="Frame cache (pool_frames, from 'benchcheck frames extract --plan v32').")
-@click.option("--store", type=click.Path(), default=None,
+@click.option("--store", type=CliPath(), default=None,
               help="Normalized video store: names the items' videos (index.jsonl); without --frames, frames "
                    "are extracted from it on the fly.")
 @videos_option
-@click.option("--keep", "keep_file", type=click.Path(exists=True), default=None, help="Step-0 kept list.")
+@click.option("--keep", "keep_file", type=CliPath(exists=True), default=None, help="Step-0 kept list.")
 @click.option("--bench", default=None, help="Only these benchmarks: A,B.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N items per benchmark.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -58,7 +58,7 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
                    "`benchcheck audit` (extra_perms / extra_lp); the protocol's forwards still decide.")
 @click.option("--extra-band", type=FiniteFloatRange(min=0.0), default=1.0, show_default=True,
               help="With --extra-perms: 'near' = margin within this many nats of log 2 (or one hit from flipping).")
-@click.option("--letter-tokenizer", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--letter-tokenizer", type=CliPath(exists=True, file_okay=False), default=None,
               help="openai engine: the served model's tokenizer folder; asks each server once whether it "
                    "takes logprob_token_ids and, where it does, records lp_exact (every letter variant's "
                    "exact log-prob) beside lp. The hf engine records lp_exact always.")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import FiniteFloatRange
+from benchcheck.cli.common import CliPath, FiniteFloatRange
 from benchcheck.engines.registry import SERVABLE
 
 
 @click.command("serve")
 @click.option("--model", required=True, help="hf: checkpoint folder or hub name; scripted: a label for the model.")
 @click.option("--engine", "engine_name", type=click.Choice(list(SERVABLE)), default="hf", show_default=True)
-@click.option("--rules", type=click.Path(exists=True, dir_okay=False), help="Rules file (JSON) of the scripted engine.")
+@click.option("--rules", type=CliPath(exists=True, dir_okay=False), help="Rules file (JSON) of the scripted engine.")
 @click.option("--revision", default=None, help="hf: pinned revision of a hub model.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
 @click.option("--port", default=8000, show_default=True, type=int)

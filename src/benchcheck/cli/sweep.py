@@ -8,7 +8,15 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import SEED, FiniteFloatRange, check_store, die, executor_options, load_items_reporting
+from benchcheck.cli.common import (
+    SEED,
+    CliPath,
+    FiniteFloatRange,
+    check_store,
+    die,
+    executor_options,
+    load_items_reporting,
+)
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
@@ -17,16 +25,16 @@ from benchcheck.video.plans import TOKEN_BUDGET
 F = TypeVar("F", bound=Callable[..., Any])
 
 _plan_opts = [
-    click.option("--items", "item_paths", multiple=True, required=True, type=click.Path(exists=True),
+    click.option("--items", "item_paths", multiple=True, required=True, type=CliPath(exists=True),
                  help="Item files or folders (repeatable)."),
-    click.option("--store", type=click.Path(file_okay=False), default=None,
+    click.option("--store", type=CliPath(file_okay=False), default=None,
                  help="Normalized video store (normalized/<id>/); `run` needs it to exist."),
-    click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
+    click.option("--videos", "videos_dir", type=CliPath(file_okay=False), default=None,
                  help="Folder the items' 'video' paths are relative to (paths never leave it)."),
-    click.option("--results", type=click.Path(file_okay=False), required=True,
+    click.option("--results", type=CliPath(file_okay=False), required=True,
                  help="Results folder (conditions_results.csv)."),
-    click.option("--logs", type=click.Path(), default=None, help="Run logs (default: RESULTS/logs)."),
-    click.option("--data-logs", type=click.Path(), default=None,
+    click.option("--logs", type=CliPath(), default=None, help="Run logs (default: RESULTS/logs)."),
+    click.option("--data-logs", type=CliPath(), default=None,
                  help="Timing and failures (default: data/logs beside --logs when given, else RESULTS/data/logs)."),
     click.option("--conds", default=None, help="Conditions or ladder names, comma-separated (default: all 13)."),
     click.option("--bench", default=None, help="Only these benchmarks: A,B."),
@@ -101,7 +109,7 @@ def dry_run_cmd(**kw: Any) -> None:
 @click.option("--hf-config", "hf_config", multiple=True, metavar="KEY=VALUE|FILE.json",
               help="hf engine: a knob of HFConfig (repeatable; ops=-swiglu,+pacing) or a JSON file of them "
                    "(docs/models_hf.md, Configuration).")
-@click.option("--rules", default=None, type=click.Path(exists=True), help="scripted engine: rules file.")
+@click.option("--rules", default=None, type=CliPath(exists=True), help="scripted engine: rules file.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help=f"Units in flight (default: {SWEEP_WORKERS_PER_ENDPOINT} per endpoint; hf: enough that each "
                    "frame decoder has 4 items to build, 64 at most).")
@@ -171,9 +179,9 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 
 
 @sweep.command("analyze")
-@click.option("--results", type=click.Path(exists=True, file_okay=False), required=True,
+@click.option("--results", type=CliPath(exists=True, file_okay=False), required=True,
               help="Results folder (conditions_results.csv).")
-@click.option("--out", type=click.Path(), required=True, help="Output folder (CSV, Markdown, PNG plots).")
+@click.option("--out", type=CliPath(), required=True, help="Output folder (CSV, Markdown, PNG plots).")
 @click.option("--n-perm", "--n-boot", "n_perm", type=click.IntRange(min=1), default=2000, show_default=True,
               help="Permutation replicates of each effect's test.")
 @click.option("--seed", type=SEED, default=0, show_default=True)

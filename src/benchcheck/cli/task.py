@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import die, load_items_reporting
+from benchcheck.cli.common import CliPath, die, load_items_reporting
 
 
 @click.group("task", hidden=True)
@@ -13,7 +13,7 @@ def task() -> None:
 
 
 @task.command("run")
-@click.argument("job_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("job_file", type=CliPath(exists=True, dir_okay=False))
 @click.option("--plan-only", is_flag=True, help="Print the plan of the job's step; run nothing.")
 def run(job_file: str, plan_only: bool) -> None:
     """Run one shard job: its units through run_task, rows to the job's results folder.

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from benchcheck.cli.common import CliPath
 from benchcheck.items import Item
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -16,7 +17,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def videos_option(f: F) -> F:
     """``--videos DIR``: the folder the items' ``video`` paths are relative to."""
-    return click.option("--videos", "videos_dir", type=click.Path(file_okay=False), default=None,
+    return click.option("--videos", "videos_dir", type=CliPath(file_okay=False), default=None,
                         help="Folder the items' 'video' paths are relative to (paths never leave it).")(f)
 
 
@@ -42,8 +43,8 @@ def videos() -> None:
 
 
 @videos.command("normalize")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--store", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.argument("sources", nargs=-1, required=True, type=CliPath(exists=True, path_type=Path))
+@click.option("--store", required=True, type=CliPath(file_okay=False, path_type=Path),
               help="Store folder: normalized/<content_hash>/, index.jsonl, failures.jsonl.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Worker processes (each decodes with cores/workers threads).")
