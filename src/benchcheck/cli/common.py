@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 import click
 
@@ -119,6 +120,25 @@ def need_step_results(results: str, option: str = "--results") -> None:
     if not steps_in(results):
         die(f"{option} {results or repr(results)}: no step<k> folders with results "
             "(a folder written by 'benchcheck screen')")
+
+
+def need_own_results(results: str, kind: Literal["screen", "sweep"], option: str = "--results") -> None:
+    """A results folder that holds the other command's results ends the command in one line: a
+    screen run given a sweep's folder (or the reverse) mixed its rows and run log into it, and
+    every later reader of that folder (pack, report, assemble) took it for one kind only. A new or
+    empty folder, or one of ``kind``, passes; ``run_log.jsonl`` alone says nothing (both write it)."""
+    from benchcheck.stats.source import steps_in
+    from benchcheck.sweep.results import CSV_NAME, RAW_DIR, ROWS_DIR
+
+    if kind == "sweep":
+        held = [f"step{k}/" for k in steps_in(results)]
+        other, hint = "screening results", "the sweep's rows go in a folder of their own, e.g. sweep/results"
+    else:
+        held = [name + ("/" if (Path(results) / name).is_dir() else "") for name in (CSV_NAME, ROWS_DIR, RAW_DIR)
+                if (Path(results) / name).exists()]
+        other, hint = "sweep results", "screening rows go in a folder of their own, e.g. results"
+    if held:
+        die(f"{option} {results}: a {other} folder (holds {', '.join(held)}); {hint}")
 
 
 def die(msg: str, code: int = 2) -> None:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from benchcheck.cli.common import CliPath, FiniteFloatRange, checked_store, die
+from benchcheck.cli.common import CliPath, FiniteFloatRange, checked_store, die, need_own_results
 from benchcheck.defaults import (
     GPU_UTIL,
     INTRO_NAME,
@@ -126,6 +126,7 @@ def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     given = {name for name in ctx.params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE}
     # A flag that cannot apply is refused (one line, exit 2), never dropped.
     screening_only = [flag for name, flag in _SCREENING_ONLY.items() if name in given]
+    need_own_results(results, "sweep" if sweep else "screen")  # before any server starts
     if sweep:
         from benchcheck.launch.sweep_servers import SweepKnobs, launch_sweep
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import CliPath, FiniteFloatRange, die, executor_options, load_items_reporting
+from benchcheck.cli.common import (
+    CliPath,
+    FiniteFloatRange,
+    die,
+    executor_options,
+    load_items_reporting,
+    need_own_results,
+)
 from benchcheck.cli.videos import videos_option
 from benchcheck.defaults import INTRO_NAME
 from benchcheck.engines.registry import engine_names
@@ -84,6 +91,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     from benchcheck.executors.registry import run_screen_job
     from benchcheck.screen.job import ShardJob
 
+    need_own_results(results, "screen")
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, hf_config=hf_config,
                    chain=chain,

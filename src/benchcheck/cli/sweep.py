@@ -16,6 +16,7 @@ from benchcheck.cli.common import (
     die,
     executor_options,
     load_items_reporting,
+    need_own_results,
 )
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
@@ -70,6 +71,7 @@ def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
     from benchcheck.sweep.job import SweepArgs
     from benchcheck.sweep.results import SweepPaths
 
+    need_own_results(kw["results"], "sweep")
     loaded = load_items_reporting(kw["item_paths"], kw["columns"])
     items = resolve_reporting(loaded.items, kw["store"], kw.pop("videos_dir"))
     paths = SweepPaths.under(kw["results"], *log_dirs(kw["results"], kw["logs"], kw["data_logs"]))
@@ -140,6 +142,7 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
     from benchcheck.sweep.job import PreconditionError
 
+    need_own_results(kw["results"], "sweep")  # before the executor's refusal and the store's check
     check_store(kw["store"])  # here, not by the shared option: dry-run plans before the store is made
     eps = endpoints_list(endpoints)
     from benchcheck.executors.registry import executor as lookup
@@ -207,6 +210,7 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
     from benchcheck.sweep.analysis import Settings
     from benchcheck.sweep.report import write_analysis
 
+    need_own_results(results, "sweep")
     settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
                         min_items=min_items)
     try:

@@ -41,6 +41,7 @@ from benchcheck.store import append_rows
 
 CSV_NAME = "conditions_results.csv"
 ROWS_DIR = "sweep_rows"
+RAW_DIR = "p1_raw"
 ALL_CONDITIONS = "all"  # run_log.jsonl: the stage of a sweep run's whole-run row (no condition is named so)
 COLUMNS: tuple[str, ...] = (
     "bench", "item_id", "condition", "status", "pred", "gold", "correct", "parse", "video_id", "n_frames",
@@ -70,7 +71,7 @@ class SweepPaths:
         return self.results / CSV_NAME
 
     def raw(self, condition: str, bench: str) -> Path:
-        return self.results / "p1_raw" / condition / f"{bench}__DIAG_V.jsonl"
+        return self.results / RAW_DIR / condition / f"{bench}__DIAG_V.jsonl"
 
     @property
     def timing(self) -> Path:
