@@ -88,9 +88,14 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
       benchcheck screen --items items/ --step 3 --results results --frames pool_frames --executor ray
     """
+    from benchcheck.engines.options import EngineOptions
+    from benchcheck.engines.registry import unread_option
     from benchcheck.executors.registry import run_screen_job
     from benchcheck.screen.job import ShardJob
 
+    why = unread_option(engine, EngineOptions(rules=rules, hf_config=hf_config))
+    if why:  # before the items are read, --plan-only too
+        die(why)
     need_own_results(results, "screen")
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, hf_config=hf_config,

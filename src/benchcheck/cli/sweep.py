@@ -138,10 +138,15 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
         --engine openai --endpoint http://127.0.0.1:8011/v1 --endpoint http://127.0.0.1:8012/v1 --pilot
       benchcheck sweep run --items items/samples --store data/store --results results --executor ray
     """
+    from benchcheck.engines.options import EngineOptions
+    from benchcheck.engines.registry import unread_option
     from benchcheck.executors.registry import run_sweep_job
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
     from benchcheck.sweep.job import PreconditionError
 
+    unread = unread_option(engine, EngineOptions(rules=rules, hf_config=hf_config))
+    if unread:
+        die(unread)
     need_own_results(kw["results"], "sweep")  # before the executor's refusal and the store's check
     check_store(kw["store"])  # here, not by the shared option: dry-run plans before the store is made
     eps = endpoints_list(endpoints)

@@ -11,7 +11,7 @@ import importlib
 from typing import Any, Protocol, cast
 
 from benchcheck.engines.base import Engine
-from benchcheck.engines.options import EngineOptions
+from benchcheck.engines.options import EngineOptionError, EngineOptions
 
 # name -> "module:Class"; the module is imported on first use.
 ENGINES: dict[str, str] = {
@@ -21,6 +21,13 @@ ENGINES: dict[str, str] = {
     "reference": "benchcheck.engines.rules.reference:ReferenceEngine",
     "reference-prior": "benchcheck.engines.rules.reference_prior:PriorReferenceEngine",
 }
+# Options only some engines read: (EngineOptions field, its flag, the engines that read it). Any
+# other engine refuses one that is given: ``--engine openai --hf-config ops=-swiglu`` ran the
+# server's own forwards, and ``--engine reference --rules FILE`` the reference rules, without a word.
+ENGINE_ONLY: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("hf_config", "--hf-config", ("hf",)),
+    ("rules", "--rules", ("scripted",)),
+)
 # Engines that answer without a server of their own (``serve`` can put them behind one).
 SERVABLE = ("hf", "scripted", "reference", "reference-prior")
 
@@ -44,8 +51,21 @@ def engine_class(name: str) -> EngineClass:
     return cast(EngineClass, getattr(importlib.import_module(module), cls))
 
 
+def unread_option(name: str, options: EngineOptions) -> str | None:
+    """One line naming the first given option that engine ``name`` does not read, or None."""
+    for field, flag, readers in ENGINE_ONLY:
+        if getattr(options, field) and name not in readers:
+            only = " or ".join(f"--engine {r}" for r in readers)
+            return f"{flag} has no meaning with --engine {name} (only {only} reads it)"
+    return None
+
+
 def from_options(name: str, options: EngineOptions) -> Engine:
-    """Build the engine registered under ``name`` from the common options (the usual way)."""
+    """Build the engine registered under ``name`` from the common options (the usual way); an
+    option it does not read is an ``EngineOptionError``."""
+    why = unread_option(name, options)
+    if why:
+        raise EngineOptionError(why)
     return engine_class(name).from_options(options)
 
 
