@@ -48,6 +48,7 @@ SCREEN = ("screen", "--items", "items", "--step", "1", "--results", "res", "--no
     (["--engine", "reference", "--hf-config", "max_batch_size=8", "--plan-only"], "--hf-config", "reference"),
     (["--engine", "reference", "--rules", "rules.json"], "--rules", "reference"),
     (["--engine", "scripted", "--rules", "rules.json", "--hf-config", "ops=-swiglu"], "--hf-config", "scripted"),
+    (["--engine", "reference", "--letter-tokenizer", "items"], "--letter-tokenizer", "reference"),
 ])
 def test_screen_refuses_an_option_its_engine_does_not_read(ws: Path, extra: list[str], option: str,
                                                            engine: str) -> None:

@@ -93,7 +93,7 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
     from benchcheck.executors.registry import run_screen_job
     from benchcheck.screen.job import ShardJob
 
-    why = unread_option(engine, EngineOptions(rules=rules, hf_config=hf_config))
+    why = unread_option(engine, EngineOptions(rules=rules, hf_config=hf_config, letter_tokenizer=letter_tokenizer))
     if why:  # before the items are read, --plan-only too
         die(why)
     need_own_results(results, "screen")

@@ -27,6 +27,7 @@ ENGINES: dict[str, str] = {
 ENGINE_ONLY: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("hf_config", "--hf-config", ("hf",)),
     ("rules", "--rules", ("scripted",)),
+    ("letter_tokenizer", "--letter-tokenizer", ("openai",)),
 )
 # Engines that answer without a server of their own (``serve`` can put them behind one).
 SERVABLE = ("hf", "scripted", "reference", "reference-prior")
