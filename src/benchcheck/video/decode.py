@@ -59,9 +59,15 @@ class PacketIndex:
         return len(self.pts) / max(1, len(self.keyframes))
 
 
-def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], time_base: Fraction) -> PacketIndex:
-    """The index of a stream from its packets' pts and keyframe flags (decode order)."""
-    order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None]
+def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], time_base: Fraction,
+                packet_discard: Sequence[bool] | None = None) -> PacketIndex:
+    """The index of a stream from its packets' pts and keyframe flags (decode order).
+
+    A packet flagged discard (outside an mp4's edit list: the lead-in a cut without re-encoding,
+    ``ffmpeg -ss T -c copy``, keeps before its first shown frame) is decoded as a reference but
+    is no frame: the decoder never shows it, and time 0 is the first frame it does show."""
+    discard = packet_discard or [False] * len(packet_pts)
+    order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None and not discard[p]]
     order.sort(key=lambda p: (packet_pts[p], p))
     keyframes = [p for p in range(len(packet_pts)) if packet_key[p]]
     if not order or not keyframes:
@@ -125,7 +131,7 @@ def read_packets(container: Any, stream: Any) -> tuple[list[Any], PacketIndex]:
     """Demux every packet of ``stream`` into memory; returns them with their index."""
     packets = [p for p in container.demux(stream) if p.size > 0]
     index = build_index([p.pts for p in packets], [bool(p.is_keyframe) for p in packets],
-                        Fraction(stream.time_base))
+                        Fraction(stream.time_base), [bool(p.is_discard) for p in packets])
     return packets, index
 
 
