@@ -150,7 +150,9 @@ def open_video(path: Path, threads: int = 1, frame_threads: bool = True) -> tupl
     if not container.streams.video:
         container.close()
         raise ValueError("no video stream")
-    stream = container.streams.video[0]
+    # The stream a player shows (FFmpeg's best video stream), not the file's first: a first track
+    # that is a still or a thumbnail would otherwise be stored as the video.
+    stream = container.streams.best("video") or container.streams.video[0]
     ctx = stream.codec_context
     ctx.thread_count = threads
     ctx.thread_type = "SLICE" if threads == 1 or not frame_threads else "AUTO"
@@ -162,7 +164,8 @@ def open_video(path: Path, threads: int = 1, frame_threads: bool = True) -> tupl
 def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T],
                   strategy: Strategy = "auto", threads: int = 1,
                   stats: DecodeStats | None = None) -> dict[int, T]:
-    """``{frame index: convert(frame)}`` for the wanted frames of the file's first video stream.
+    """``{frame index: convert(frame)}`` for the wanted frames of the video stream
+    :func:`open_video` picks.
 
     Frame indices are presentation-order ranks (0 = first frame shown). Raises ``ValueError``
     when an index is out of range or a wanted frame does not come out of the decoder.
