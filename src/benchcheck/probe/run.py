@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from benchcheck.dedup.units import natural_key
 from benchcheck.items import Item
 from benchcheck.probe.embeddings import EmbeddingCache, EmbedStats, Encode, embed
 from benchcheck.probe.evidence import Pick
@@ -201,11 +202,16 @@ def skip_reason(items: Sequence[Item], cfg: ProbeConfig) -> str | None:
 def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None = None,
               blind: Mapping[str, Pick] | None = None,
               echo: Callable[[str], None] | None = None) -> ProbeResult:
-    """Probe every benchmark of ``items`` (multiple-choice items only), one at a time."""
+    """Probe every benchmark of ``items`` (multiple-choice items only), one at a time.
+
+    A benchmark's items are taken in natural item-id order, not file order: the null's redrawn
+    golds, IBP's ties and the fits follow the item order, so a file re-exported in another row
+    order would otherwise get other p-values (and perhaps another ``learnable``)."""
     by_bench: dict[str, list[Item]] = {}
     for it in items:
         if it.format == "mc" and len(it.options) >= 2:
             by_bench.setdefault(it.bench, []).append(it)
+    by_bench = {b: sorted(its, key=lambda it: natural_key(it.item_id)) for b, its in by_bench.items()}
     proj = None
     if emb is not None and cfg.proj_dims:
         dim = emb.cache.dim or int(np.asarray(emb.encode(["width"])).shape[1])  # the model's width, once
