@@ -147,6 +147,12 @@ class SentenceEmbedder:
         kwargs: dict[str, Any] = {"device": self.device}
         if ref.revision:
             kwargs["revision"] = ref.revision
+        from transformers.utils import logging as hf_logging
+
+        # transformers draws a "Loading weights" bar on stderr, which --quiet promises not to show;
+        # the commands draw their own bar for the slow part (encoding)
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             self._model = SentenceTransformer(ref.source, **kwargs)
         except Exception as e:  # hub, network and file errors of several libraries
@@ -154,6 +160,9 @@ class SentenceEmbedder:
                 f"cannot load embedding model {ref.name!r}: {first_line(e) or type(e).__name__} "
                 "(offline? use --model minilm or a local model folder)"
             ) from e
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
     def encode(self, texts: Sequence[str]) -> Embeddings:
         """L2-normalized embeddings, one float32 row per text, in the order given."""
