@@ -391,7 +391,7 @@ def scoring(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, r
         if bad:
             raise SystemExit(f"{name}: {len(bad)} failed requests, e.g. {bad[0]}")
     w = Workload(rows, checks, name, engine, reqs, prompts[:n_check], tokens, lim_full, lim_shared, unshared)
-    for v in sorted(VARIANTS - set(SWEEP_VARIANTS) - set(E2E_VARIANTS)):  # those run with their workloads
+    for v in sorted(v for v in VARIANTS - set(E2E_VARIANTS) if not is_sweep_variant(v)):  # those run with theirs
         found = variant(v)
         assert found is not None  # names were checked at the start (main)
         if found.on in ("both", "blind" if unshared else "visual") and (engine.device.type == "cuda" or not found.cuda):
@@ -674,6 +674,23 @@ SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", 
                   "stage-ahead": "stage_ahead", "sweep-vision-norm": "vision_norm_kernel",
                   "sweep-attention-residual": "attention_residual"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
+SWEEP_KNOB = "sweep-"  # ``sweep-<knob>N``: a host-side knob (``engine_variant``) in the sweep's rows
+
+
+def is_sweep_variant(name: str) -> bool:
+    """A variant row of the sweep workload: an op flipped (``SWEEP_VARIANTS``) or a knob
+    (``sweep-firstN``: a first chunk of N requests, so 8 items decode as 3 + 5 rows for N = 3)."""
+    return name in SWEEP_VARIANTS or (name.startswith(SWEEP_KNOB) and knob_of(name[len(SWEEP_KNOB):]) is not None)
+
+
+def sweep_variant_engine(engine: HFEngine, name: str) -> tuple[HFEngine, str]:
+    """The sweep variant's engine (decoding in batches of ``engine``'s K/V slots) and its note."""
+    if name in SWEEP_VARIANTS:
+        flip = ("-" if engine.config.op(SWEEP_VARIANTS[name]) else "+") + SWEEP_VARIANTS[name]
+        return same_plan(engine.with_config(engine.config.with_ops(flip)), engine), f"variant: ops={flip}"
+    found = engine_variant(engine, name[len(SWEEP_KNOB):])
+    assert found is not None  # is_sweep_variant
+    return same_plan(found[0], engine), found[1]
 
 
 def variant(name: str) -> Variant | None:
@@ -740,12 +757,11 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
                     lambda: apart.generate_sync(reqs), note="variant: each item decoded alone (-decode_together)")
         variant_texts = {}
         variant_engines: dict[str, HFEngine] = {}
-        for v in sorted(VARIANTS & set(SWEEP_VARIANTS)):
-            flip = ("-" if engine.config.op(SWEEP_VARIANTS[v]) else "+") + SWEEP_VARIANTS[v]
-            other_engine = same_plan(engine.with_config(engine.config.with_ops(flip)), engine)
+        for v in sorted(v for v in VARIANTS if is_sweep_variant(v)):
+            other_engine, note = sweep_variant_engine(engine, v)
             variant_engines[v] = other_engine
             got = batched_row(rows, name, f"ours-{v}", other_engine, reqs, prefill_s, p.n_tokens, limit,
-                              partial(other_engine.generate_sync, reqs), f"variant: ops={flip}")
+                              partial(other_engine.generate_sync, reqs), note)
             variant_texts[v] = [g.text if isinstance(g, Generation) else None for g in got]  # type: ignore[attr-defined]
         other = not chosen
         flipped_mode = "ours-graphs" if other else "ours-eager"
@@ -868,6 +884,8 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
         if mode.removeprefix("answer-") in SWEEP_VARIANTS:
             op = SWEEP_VARIANTS[mode.removeprefix("answer-")]
             row.note += f"; variant: ops={'+' if eng.config.op(op) else '-'}{op}"
+        elif is_sweep_variant(mode.removeprefix("answer-")):
+            row.note += "; " + sweep_variant_engine(engine, mode.removeprefix("answer-"))[1]
     differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
     caps, fails = counts["answer"]
     ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and graphs_replayed(engine, caps, fails)
@@ -1000,6 +1018,7 @@ def main() -> None:
                          "its launch); vision-norm (visual) and sweep-vision-norm (sweep): the vision LayerNorms "
                          "as one Triton pass or compiled; attention-residual (scoring) and sweep-attention-residual "
                          "(sweep): the text attention's residual in its output projection's product or after it; "
+                         "sweep-<knob>N (sweep: a knob as above, e.g. sweep-first3: 8 items decoded as 3 + 5 rows); "
                          "each "
                          "sweep variant also gets a real-answer row, answer-NAME")
     ap.add_argument("--answer-rounds", type=int, default=1,
@@ -1008,7 +1027,7 @@ def main() -> None:
     args = ap.parse_args()
     ANSWER_ROUNDS[0] = max(1, args.answer_rounds)
     VARIANTS.update(v for v in args.variants.split(",") if v)
-    unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and v not in SWEEP_VARIANTS)
+    unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and not is_sweep_variant(v))
     if unknown:
         raise SystemExit(f"--variants: no variant named {', '.join(unknown)} (see --help)")
     device = torch.device("cpu" if args.tiny else "cuda")
