@@ -109,7 +109,7 @@ def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     \b
     Example:
       benchcheck launch --step 1 --gpus 4 --items items/ --results results
-      benchcheck launch --sweep --gpus 4 --items items/samples --store data/store --results results
+      benchcheck launch --sweep --gpus 4 --items items/samples --store data/store --results sweep/results
     """
     import sys
 

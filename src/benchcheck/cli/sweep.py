@@ -92,7 +92,7 @@ def dry_run_cmd(**kw: Any) -> None:
 
     \b
     Example:
-      benchcheck sweep dry-run --items items/samples --store data/store --results results
+      benchcheck sweep dry-run --items items/samples --store data/store --results sweep/results
     """
     from benchcheck.sweep.cli_run import dry_run
 
@@ -134,9 +134,9 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 
     \b
     Example:
-      benchcheck sweep run --items items/samples --store data/store --results results \\
+      benchcheck sweep run --items items/samples --store data/store --results sweep/results \\
         --engine openai --endpoint http://127.0.0.1:8011/v1 --endpoint http://127.0.0.1:8012/v1 --pilot
-      benchcheck sweep run --items items/samples --store data/store --results results --executor ray
+      benchcheck sweep run --items items/samples --store data/store --results sweep/results --executor ray
     """
     from benchcheck.engines.options import EngineOptions
     from benchcheck.engines.registry import unread_option
@@ -208,7 +208,7 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
 
     \b
     Example:
-      benchcheck sweep analyze --results results --out results/sweep_analysis
+      benchcheck sweep analyze --results sweep/results --out sweep/analysis
     """
     from pathlib import Path
 
