@@ -18,6 +18,8 @@ NOT_A_MODEL = {"reference": "the rule-based reference engine (no model: decision
                "reference-prior": "the rule-based letter-prior engine (no model: a planted letter prior)",
                "scripted": "the scripted engine (answers come from a rules file)"}
 
+SWEEP = "the sweep"  # the run name a sweep's run-log rows are judged under
+
 
 @dataclass(frozen=True, slots=True)
 class StepLine:
@@ -78,27 +80,33 @@ class _Kind:
     text: str
     steps: set[int] = field(default_factory=set)
     runs: dict[str, set[int]] = field(default_factory=dict)
+    sweep: bool = False
 
     def line(self) -> str:
         where = [_steps(self.steps)] if self.steps else []
         where += [f"{_steps(s)} of {r}" for r, s in self.runs.items()]
+        where += ["the sweep"] if self.sweep else []
         return f"{self.text}: {'; '.join(where)}"
 
 
 def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]],
              specs: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
-             bases: Sequence[Path] = ()) -> list[str]:
+             bases: Sequence[Path] = (), sweep_log: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """One loud line per kind of thing that is not the protocol's real model (an engine that is no
     model, a random-weight model, another model), each naming the steps and runs it made.
 
     ``specs``: per results folder of another run (the ``results`` key of its run-log rows), its
-    steps' ``run_spec.json`` (their recorded revision tells a random-weight checkpoint)."""
+    steps' ``run_spec.json`` (their recorded revision tells a random-weight checkpoint).
+    ``sweep_log``: the run log of the sweep the report shows: its accuracies and verdicts are as
+    much an engine's word as a step's removals."""
     specs = specs or {}
     kinds: dict[str, _Kind] = {}
 
     def add(key: str, text: str, step: int, run: str | None) -> None:
         k = kinds.setdefault(key, _Kind(text))
-        if run is None:
+        if run == SWEEP:
+            k.sweep = True
+        elif run is None:
             k.steps.add(step)
         else:
             k.runs.setdefault(run, set()).add(step)
@@ -130,4 +138,6 @@ def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]],
         spec = specs.get(run, {}).get(step, {})
         rev = (spec.get("model") or {}).get("revision") if isinstance(spec.get("model"), dict) else None
         judge([str(r.get("engine") or "")], [str(r.get("model") or "")], [rev], step, run)
+    for r in sweep_log:
+        judge([str(r.get("engine") or "")], [str(r.get("model") or "")], [], 0, SWEEP)
     return [k.line() for k in kinds.values()]

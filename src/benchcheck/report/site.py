@@ -159,7 +159,8 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     lines = step_lines(prov)
     log = run_log(opts.results) + [{**r, "results": str(d)} for d in opts.side_results for r in run_log(d)]
     specs = {str(d): run_specs(d, opts.chain) for d in opts.side_results}
-    built.warnings = warnings(lines, log, specs, bases=(opts.results.parent, Path.cwd()))
+    sweep_log = run_log(sweep.path.parent) if sweep.path is not None else []
+    built.warnings = warnings(lines, log, specs, bases=(opts.results.parent, Path.cwd()), sweep_log=sweep_log)
     _render(opts, staging, built, pages, summary, lines, log, sweep, qa)
     return built
 
