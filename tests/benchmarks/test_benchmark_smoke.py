@@ -74,6 +74,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
                    "--answer-stop", "3", "--workdir", "{tmp}/w", "--out", "{tmp}"], "(mean new tokens 3.0)", True),
     "sweep_validity": (["--runs", "1", "--power-runs", "1", "--n-perm", "50"], "", True),
     "sweep_validity_edges": (["--runs", "5"], "| video sizes |", False),
+    "sweep_margin_skew": (["--runs", "3"], "| video sizes |", False),
     "rare_rate_interval": (["--runs", "5", "--only", "rare"], "cells below 0.93", False),
     "varlen_probe": ([], "needs a CUDA device", False),
     "vision_inputs": (["--repeats", "1", "--out", "{tmp}"], "| 2B call |", False),
