@@ -442,10 +442,17 @@ class HFEngine:
         return self._state.launcher.run(launch)
 
     def _stager(self) -> ThreadPoolExecutor:
-        """The model's staging thread (op ``stage_ahead``), made on first use."""
+        """The model's staging thread (op ``stage_ahead``), made on first use, with the model's
+        CUDA device current there (its page-locked buffers are allocated in that device's context)."""
+        device = self.device
+
+        def on_device() -> None:
+            if device.type == "cuda":
+                torch.cuda.set_device(device)
+
         with self._stager_made:
             if self._state.stager is None:
-                self._state.stager = ThreadPoolExecutor(1, thread_name_prefix="hf-stage")
+                self._state.stager = ThreadPoolExecutor(1, thread_name_prefix="hf-stage", initializer=on_device)
             return self._state.stager
 
     def _plans(self) -> PlanMemo | None:
