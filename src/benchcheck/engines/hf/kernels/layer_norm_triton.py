@@ -25,8 +25,10 @@ def add_layer_norm_kernel(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
     if not supported(x, weight, bias, y):
         raise ValueError(f"add_layer_norm: x {tuple(x.shape)} {x.dtype}, y {tuple(y.shape)} {y.dtype}, weight "
                          f"{tuple(weight.shape)}, bias {tuple(bias.shape)}: not inputs the kernel takes")
+    # Contiguous first: ``empty_like`` keeps a dense input's strides, and the kernel writes rows in order.
+    x, y = x.contiguous(), y.contiguous()
     h = torch.empty_like(x)
-    return h, _launch(x.contiguous(), y.contiguous(), weight, bias, eps, h)
+    return h, _launch(x, y, weight, bias, eps, h)
 
 
 def layer_norm_kernel(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
