@@ -129,7 +129,7 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
     receives the families each batch was planned with (planned once, per chunk). With ``stage``,
     before each batch runs, the batch after it is staged: the chunk's next, or the next chunk's
     first where that chunk's requests are all encoded by then (it is planned early; the pipeline
-    never waits for encoding to stage)."""
+    never waits for encoding to stage); each batch is staged at most once."""
     slots: list[_Slot] = []
     for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
         fut = threads.submit(encode, [jobs[i] for i in block])
@@ -160,6 +160,9 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         return None
 
     in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
+    # Batches staged and not yet run, by id (held, so no id is reused): a batch staged behind one
+    # split after running out of memory is named again after the halves, and is not staged twice.
+    staged: dict[int, PlannedBatch] = {}
 
     def fail(idx: list[int], message: str) -> None:
         for i in idx:  # only this batch's requests fail, never the others
@@ -181,7 +184,9 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         pending, ready = planned[0]
         while pending:
             batch = pending.pop(0)
-            if stage is not None and (upcoming := after(pending)) is not None:
+            staged.pop(id(batch), None)
+            if stage is not None and (upcoming := after(pending)) is not None and id(upcoming[0]) not in staged:
+                staged[id(upcoming[0])] = upcoming[0]
                 stage(upcoming[0], [upcoming[1][i] for i in upcoming[0].idx])
             try:
                 finish = run(batch, [ready[i] for i in batch.idx])
