@@ -146,3 +146,35 @@ def test_a_staged_batch_that_fails_fails_only_its_own_requests(hf_engine: HFEngi
     bad = [g for g in out if isinstance(g, Failure)]
     assert any(g.request_id == "g4" for g in bad) and all("cannot stage this one" in g.message for g in bad)
     assert isinstance(out[0], Generation)
+
+
+def test_a_staging_thread_shut_down_mid_call_leaves_each_batch_to_build_its_own(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine closed while a call runs (``aclose`` shuts the staging thread, cancelling what
+    is queued): a batch whose staging was cancelled, and one that could no longer be staged, build
+    their inputs at their launch; the call's texts are those of a call without staging."""
+    import benchcheck.engines.hf.engine as engine_module
+
+    reqs = [GenerateRequest(f"g{i}", f"Describe scene {i}.", images=(make_jpeg(i),), max_tokens=3)
+            for i in range(6)]
+    engine: HFEngine = variant(hf_engine, "+stage_ahead", first_chunk=len(reqs))  # type: ignore[assignment]
+    want = [g.text for g in variant(engine, "-stage_ahead").generate_sync(reqs)]  # type: ignore[attr-defined]
+    stager = engine._stager()
+    hold = threading.Event()
+    stager.submit(hold.wait, 30)  # the one staging thread busy: what is staged next waits in its queue
+    real = engine_module.upload
+
+    def first_upload(host: Any, *a: Any, **kw: Any) -> Any:
+        if not hold.is_set():  # the first batch launches: the next one is queued for staging by now
+            stager.shutdown(wait=False, cancel_futures=True)
+            hold.set()
+        return real(host, *a, **kw)
+
+    monkeypatch.setattr(engine_module, "upload", first_upload)
+    try:
+        got = engine.generate_sync(reqs)
+    finally:
+        state = engine._state
+        state.stager = None  # the next test's engine makes a new one
+    assert all(isinstance(g, Generation) for g in got)
+    assert [g.text for g in got] == want  # type: ignore[union-attr]

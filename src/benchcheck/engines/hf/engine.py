@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -482,7 +482,9 @@ class HFEngine:
             return stage(prompts, self.device, self.pad_id, right=right)
 
         def stage_ahead(planned: PlannedBatch, enc: list[Encoded]) -> None:
-            staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
+            # A staging thread shut down (``aclose``) takes nothing more: the batch builds its own.
+            with contextlib.suppress(RuntimeError):
+                staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
 
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
@@ -491,7 +493,7 @@ class HFEngine:
             ahead = staged.pop(id(planned), None)
             inputs: Callable[[], list[HostBatch] | HostBatch] = partial(host_inputs, prompts)
             if ahead is not None and ahead[0] is planned:
-                inputs = ahead[1].result
+                inputs = partial(_staged_or_built, ahead[1], inputs)
             elif staging:  # a batch not staged ahead (a call's first) is staged before the lock:
                 built = host_inputs(prompts)  # another call's batches may be running meanwhile
                 inputs = lambda: built  # noqa: E731
@@ -599,6 +601,15 @@ class HFEngine:
         if s is None:
             s = self._token_text[token_id] = self.tokenizer.decode([token_id])
         return s
+
+
+def _staged_or_built(staged: Future[T], build: Callable[[], T]) -> T:
+    """A batch's inputs staged ahead, or built now where their staging was cancelled (the engine
+    closed meanwhile): the batch runs or fails on its own, never the whole call."""
+    try:
+        return staged.result()
+    except CancelledError:
+        return build()
 
 
 def _sized(config: HFConfig | None, max_batch_size: int | None, max_batch_tokens: int | None) -> HFConfig:
