@@ -122,6 +122,18 @@ def need_step_results(results: str, option: str = "--results") -> None:
             "(a folder written by 'benchcheck screen')")
 
 
+def need_engine_reads(engine: str, **given: Any) -> None:
+    """An engine-only option (``registry.ENGINE_ONLY``: ``hf_config=``, ``rules=``,
+    ``letter_tokenizer=`` as given) with an engine that does not read it ends the command in one
+    line, before the items are read."""
+    from benchcheck.engines.options import EngineOptions
+    from benchcheck.engines.registry import unread_option
+
+    why = unread_option(engine, EngineOptions(**given))
+    if why:
+        die(why)
+
+
 def need_own_results(results: str, kind: Literal["screen", "sweep"], option: str = "--results") -> None:
     """A results folder that holds the other command's results ends the command in one line: a
     screen run given a sweep's folder (or the reverse) mixed its rows and run log into it, and

@@ -10,6 +10,7 @@ from benchcheck.cli.common import (
     die,
     executor_options,
     load_items_reporting,
+    need_engine_reads,
     need_own_results,
 )
 from benchcheck.cli.videos import videos_option
@@ -88,14 +89,10 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
       benchcheck screen --items items/ --step 1 --results results --model tiny/ --plan-only
       benchcheck screen --items items/ --step 3 --results results --frames pool_frames --executor ray
     """
-    from benchcheck.engines.options import EngineOptions
-    from benchcheck.engines.registry import unread_option
     from benchcheck.executors.registry import run_screen_job
     from benchcheck.screen.job import ShardJob
 
-    why = unread_option(engine, EngineOptions(rules=rules, hf_config=hf_config, letter_tokenizer=letter_tokenizer))
-    if why:  # before the items are read, --plan-only too
-        die(why)
+    need_engine_reads(engine, rules=rules, hf_config=hf_config, letter_tokenizer=letter_tokenizer)  # --plan-only too
     need_own_results(results, "screen")
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, hf_config=hf_config,

@@ -16,6 +16,7 @@ from benchcheck.cli.common import (
     die,
     executor_options,
     load_items_reporting,
+    need_engine_reads,
     need_own_results,
 )
 from benchcheck.cli.videos import resolve_reporting
@@ -71,7 +72,6 @@ def _args(kw: dict[str, Any], engine: Any = None, **extra: Any) -> Any:
     from benchcheck.sweep.job import SweepArgs
     from benchcheck.sweep.results import SweepPaths
 
-    need_own_results(kw["results"], "sweep")
     loaded = load_items_reporting(kw["item_paths"], kw["columns"])
     items = resolve_reporting(loaded.items, kw["store"], kw.pop("videos_dir"))
     paths = SweepPaths.under(kw["results"], *log_dirs(kw["results"], kw["logs"], kw["data_logs"]))
@@ -96,6 +96,7 @@ def dry_run_cmd(**kw: Any) -> None:
     """
     from benchcheck.sweep.cli_run import dry_run
 
+    need_own_results(kw["results"], "sweep")
     try:
         dry_run(_args(kw), click.echo)
     except ValueError as e:
@@ -138,15 +139,11 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
         --engine openai --endpoint http://127.0.0.1:8011/v1 --endpoint http://127.0.0.1:8012/v1 --pilot
       benchcheck sweep run --items items/samples --store data/store --results sweep/results --executor ray
     """
-    from benchcheck.engines.options import EngineOptions
-    from benchcheck.engines.registry import unread_option
     from benchcheck.executors.registry import run_sweep_job
     from benchcheck.sweep.engine import SweepEngine, endpoints_list
     from benchcheck.sweep.job import PreconditionError
 
-    unread = unread_option(engine, EngineOptions(rules=rules, hf_config=hf_config))
-    if unread:
-        die(unread)
+    need_engine_reads(engine, rules=rules, hf_config=hf_config)
     need_own_results(kw["results"], "sweep")  # before the executor's refusal and the store's check
     check_store(kw["store"])  # here, not by the shared option: dry-run plans before the store is made
     eps = endpoints_list(endpoints)
