@@ -756,10 +756,10 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
             run_row(rows, name, "ours-apart", apart, n_items, float(p.n_tokens), limit,
                     lambda: apart.generate_sync(reqs), note="variant: each item decoded alone (-decode_together)")
         variant_texts = {}
-        variant_engines: dict[str, HFEngine] = {}
+        variant_engines: dict[str, tuple[HFEngine, str]] = {}  # name -> (its engine, its rows' note)
         for v in sorted(v for v in VARIANTS if is_sweep_variant(v)):
             other_engine, note = sweep_variant_engine(engine, v)
-            variant_engines[v] = other_engine
+            variant_engines[v] = (other_engine, note)
             got = batched_row(rows, name, f"ours-{v}", other_engine, reqs, prefill_s, p.n_tokens, limit,
                               partial(other_engine.generate_sync, reqs), note)
             variant_texts[v] = [g.text if isinstance(g, Generation) else None for g in got]  # type: ignore[attr-defined]
@@ -842,7 +842,7 @@ ANSWER_ROUNDS = [1]  # rounds of the answer rows (--answer-rounds; set in main)
 
 
 def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
-                prefill_s: float, step_s: float, variants: dict[str, HFEngine] | None = None) -> None:
+                prefill_s: float, step_s: float, variants: dict[str, tuple[HFEngine, str]] | None = None) -> None:
     """The sweep item answered as a real model answers: a few tokens, then its end token. A
     random-weight model never emits one (and repeats its greedy tokens, so a stop token picked
     from them came too early for most items), so the stop is forced as ``sweep_mix
@@ -858,7 +858,9 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
     n = len(answer)
     out: dict[str, list[Any]] = {}
     counts: dict[str, tuple[int, int]] = {}
-    runs = [("answer", engine), ("answer-lookback4", late), *((f"answer-{v}", e) for v, e in (variants or {}).items())]
+    notes = {f"answer-{v}": note for v, (_, note) in (variants or {}).items()}
+    runs = [("answer", engine), ("answer-lookback4", late),
+            *((f"answer-{v}", e) for v, (e, _) in (variants or {}).items())]
     tokens = rows[-1].prompt_tokens
     with answers_stop_after(ANSWER_TOKENS):
         for r in range(ANSWER_ROUNDS[0]):  # rounds alternate the rows: a difference is not their order's
@@ -871,21 +873,16 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
         raise SystemExit(f"{name} answer rows: {len(bad)} failed: {bad[0]}")
     made = [g.completion_tokens for g in out["answer"]]
     limit = 1.0 / (prefill_s + (ANSWER_TOKENS - 1) * step_s) if step_s == step_s else float("nan")
-    engines = dict(runs)
     for row in rows[-len(runs) * ANSWER_ROUNDS[0]:]:
         mode = row.mode.split("#")[0]
-        eng = engines[mode]
         row.limit_per_s = limit
         row.ratio = row.items_per_s / limit
         row.ratio_sustained = row.ratio / SUSTAINED[0]
         row.note = (f"a real answer: {ANSWER_TOKENS} new tokens an item, then the stop as a real end token "
                     "ends it (the finish flag forced from that step on; max_tokens 128 kept, so the steps are "
                     "reserved and, on CUDA, captured)")
-        if mode.removeprefix("answer-") in SWEEP_VARIANTS:
-            op = SWEEP_VARIANTS[mode.removeprefix("answer-")]
-            row.note += f"; variant: ops={'+' if eng.config.op(op) else '-'}{op}"
-        elif is_sweep_variant(mode.removeprefix("answer-")):
-            row.note += "; " + sweep_variant_engine(engine, mode.removeprefix("answer-"))[1]
+        if mode in notes:
+            row.note += "; " + notes[mode]
     differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
     caps, fails = counts["answer"]
     ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and graphs_replayed(engine, caps, fails)
