@@ -746,12 +746,15 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         engine.generate_sync([replace(reqs[0], max_tokens=2)])
         # And of replayed steps: their captures compile the small-row kernels (op graph_fused).
         engine.generate_sync([replace(r, max_tokens=MIN_REPLAYED_STEPS + 2) for r in reqs[:3]])
-        with plain(engine):
-            naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
-                                   lambda: naive_generate(engine, p, 128), note="transformers' generate, one request")
+        naive_tokens: Any = None
+        if not LEAN[0]:
+            with plain(engine):
+                naive_tokens = run_row(rows, name, "naive", engine, 1, float(p.n_tokens), limit,
+                                       lambda: naive_generate(engine, p, 128),
+                                       note="transformers' generate, one request")
         res = batched_row(rows, name, "ours", engine, reqs, prefill_s, p.n_tokens, limit, counted("ours", engine),
                           f"{n_frames} frames, 128 new tokens")
-        if engine.config.op("decode_together") and n_items > 1:
+        if engine.config.op("decode_together") and n_items > 1 and not LEAN[0]:
             apart = engine.with_config(engine.config.with_ops("-decode_together"))
             run_row(rows, name, "ours-apart", apart, n_items, float(p.n_tokens), limit,
                     lambda: apart.generate_sync(reqs), note="variant: each item decoded alone (-decode_together)")
@@ -765,13 +768,15 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
             variant_texts[v] = [g.text if isinstance(g, Generation) else None for g in got]  # type: ignore[attr-defined]
         other = not chosen
         flipped_mode = "ours-graphs" if other else "ours-eager"
-        flipped = run_row(rows, name, flipped_mode, flipped_engine, n_items, float(p.n_tokens),
-                          limit, counted(flipped_mode, flipped_engine),
-                          note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
-                               + ("" if engine.device.type == "cuda" else " (no CUDA: eagerly too)"))
-        fixed = run_row(rows, name, "fixed-eager", fixed_engine, n_items, float(p.n_tokens), limit,
-                        lambda: fixed_engine.generate_sync(reqs), note="check: the graphs' fixed-shape steps, eagerly")
-        profile(name, lambda: engine.generate_sync(reqs[:1]))
+        if not LEAN[0]:
+            flipped = run_row(rows, name, flipped_mode, flipped_engine, n_items, float(p.n_tokens),
+                              limit, counted(flipped_mode, flipped_engine),
+                              note=f"variant: decode steps {'replayed as a CUDA graph' if other else 'run eagerly'}"
+                                   + ("" if engine.device.type == "cuda" else " (no CUDA: eagerly too)"))
+            fixed = run_row(rows, name, "fixed-eager", fixed_engine, n_items, float(p.n_tokens), limit,
+                            lambda: fixed_engine.generate_sync(reqs),
+                            note="check: the graphs' fixed-shape steps, eagerly")
+            profile(name, lambda: engine.generate_sync(reqs[:1]))
         answer_rows(rows, checks, name, engine, reqs, prefill_s, step_s, variant_engines)
     finally:
         engine.stop_ids = stop
@@ -779,6 +784,8 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         same = sum(a == getattr(b, "text", None) for a, b in zip(vt, res, strict=True))  # type: ignore[call-overload]
         print(f"  sweep variant {v}: {same} of {n_items} texts equal the engine's (128 greedy tokens of a random "
               "bf16 model: a different rounding may pick another token)", flush=True)
+    if LEAN[0]:  # no graph-check rows were run
+        return
     runs = {"ours": res, flipped_mode: flipped, "fixed-eager": fixed}
     texts: dict[str, list[str]] = {}
     for mode, out in runs.items():
@@ -839,6 +846,7 @@ def graphs_replayed(engine: HFEngine, captured: int, failed: int) -> bool:
 
 ANSWER_TOKENS = 3  # a real answer: a letter (and a word), then the end token
 ANSWER_ROUNDS = [1]  # rounds of the answer rows (--answer-rounds; set in main)
+LEAN = [False]  # --sweep-lean: the sweep's engine and variant rows only (set in main)
 
 
 def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
@@ -853,14 +861,16 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
     previous default); the check: both give the same texts, every answer has ``ANSWER_TOKENS``
     tokens, and on CUDA graphs were captured, none failing. ``variants``: an ``answer-NAME`` row
     for each (the sweep's ``--variants`` engines), after those two."""
-    late = same_plan(engine.with_config(replace(engine.config, decode_lookback=4)), engine)
     answer = [replace(r, max_tokens=128) for r in reqs]
     n = len(answer)
     out: dict[str, list[Any]] = {}
     counts: dict[str, tuple[int, int]] = {}
     notes = {f"answer-{v}": note for v, (_, note) in (variants or {}).items()}
-    runs = [("answer", engine), ("answer-lookback4", late),
-            *((f"answer-{v}", e) for v, (e, _) in (variants or {}).items())]
+    runs: list[tuple[str, HFEngine]] = [("answer", engine)]
+    if not LEAN[0]:
+        runs.append(("answer-lookback4", same_plan(engine.with_config(replace(engine.config, decode_lookback=4)),
+                                                   engine)))
+    runs += [(f"answer-{v}", e) for v, (e, _) in (variants or {}).items()]
     tokens = rows[-1].prompt_tokens
     with answers_stop_after(ANSWER_TOKENS):
         for r in range(ANSWER_ROUNDS[0]):  # rounds alternate the rows: a difference is not their order's
@@ -883,7 +893,8 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
                     "reserved and, on CUDA, captured)")
         if mode in notes:
             row.note += "; " + notes[mode]
-    differ = sum(a.text != b.text for a, b in zip(out["answer"], out["answer-lookback4"], strict=True))
+    late = out.get("answer-lookback4", out["answer"])  # --sweep-lean: no look-back row to compare
+    differ = sum(a.text != b.text for a, b in zip(out["answer"], late, strict=True))
     caps, fails = counts["answer"]
     ok = differ == 0 and all(m == ANSWER_TOKENS for m in made) and graphs_replayed(engine, caps, fails)
     checks.append(Check(f"{name}_answer", n, float("nan"), 0.0, float(differ), ok,
@@ -1021,8 +1032,13 @@ def main() -> None:
     ap.add_argument("--answer-rounds", type=int, default=1,
                     help="rounds of the sweep's answer rows, each round every row once (later rounds' modes "
                          "end in #N): variant rows then alternate with the engine's")
+    ap.add_argument("--sweep-lean", action="store_true",
+                    help="the sweep's rows that compare variants only: the engine's and each variant's 128-token "
+                         "and answer rows; no naive, apart, graph-check or look-back rows (a variant call that "
+                         "fits a device call's limit)")
     args = ap.parse_args()
     ANSWER_ROUNDS[0] = max(1, args.answer_rounds)
+    LEAN[0] = args.sweep_lean
     VARIANTS.update(v for v in args.variants.split(",") if v)
     unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and not is_sweep_variant(v))
     if unknown:
