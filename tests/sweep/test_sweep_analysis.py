@@ -94,3 +94,16 @@ def test_unparsed_counts_as_wrong_and_na_is_left_out() -> None:
     s = analyze(rows, Settings(n_perm=50)).conditions[0]
     assert s.accuracy.est == 0.5 and s.accuracy.n == 2 and s.unparsed == 1 and s.na == 1
     assert json.dumps(s.accuracy.est)
+
+
+def test_an_effect_whose_rows_are_all_na_says_so() -> None:
+    # Every video too short for the frames ladder: its rows are NA, not absent.
+    rows = _rows("B", "v_8_s224", [1, 0] * 10, 1)
+    for cond in ("v_128_s224", "v_fps1_s224"):
+        rows += [{**r, "condition": cond, "status": "NA", "correct": ""} for r in _rows("B", cond, [0] * 20, 1)]
+    v = analyze(rows, Settings(n_perm=50)).verdicts[0]
+    assert v.verdict == "undetermined"
+    assert "no answered rows for" in v.reason and "(40 NA: videos too short for the condition)" in v.reason
+    # Rows simply missing keep the plain reason.
+    plain = analyze(_rows("B", "v_8_s224", [1, 0] * 10, 1), Settings(n_perm=50)).verdicts[0]
+    assert "no answered rows for" in plain.reason and "NA" not in plain.reason

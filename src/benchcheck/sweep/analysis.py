@@ -213,8 +213,11 @@ def effect(t: BenchTable, name: str, hi: Sequence[str], lo: str, s: Settings) ->
     permutation p-value, or the reason there is none."""
     present = tuple(c for c in hi if t.scores.get(c))
     if not present or not t.scores.get(lo):
+        absent = [*([] if present else hi), *([] if t.scores.get(lo) else [lo])]
+        na = sum(t.na[c] for c in absent)
         missing = [*([] if present else [" / ".join(hi)]), *([] if t.scores.get(lo) else [lo])]
-        return EffectResult(name, None, None, f"no rows for {' and '.join(missing)}")
+        why = f" ({na} NA: videos too short for the condition)" if na else ""
+        return EffectResult(name, None, None, f"no answered rows for {' and '.join(missing)}{why}")
     items = t.common([*present, lo])
     if not items:
         return EffectResult(name, None, None, f"no item answered under all of {', '.join([*present, lo])}", present)
