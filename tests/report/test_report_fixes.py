@@ -18,6 +18,7 @@ from benchcheck.report.audit import TOP_ROWS, link_tables, read_audit
 from benchcheck.report.options import ReportOptions
 from benchcheck.report.provenance import StepLine, random_weights, warnings
 from benchcheck.report.site import build_report
+from benchcheck.report.source import sweep_revisions
 from benchcheck.report.stats import wilson
 
 
@@ -189,3 +190,21 @@ def test_svg_bars_fit_every_label(labels: list[str]) -> None:
         assert f">{lab}</text>" in chart
     assert width <= svg.MAX_W
     assert ('rotate(-35' in chart) == (len(labels) > 2)
+
+
+def test_a_sweep_on_a_random_checkpoint_moved_since_is_named_by_its_run_specs(tmp_path: Path) -> None:
+    # The checkpoint folder the sweep's run log names is gone; its run specs kept the revision.
+    results = tmp_path / "sweep" / "results"
+    for cond in ("v_1", "v_blind"):
+        (results / "sweep_rows" / cond).mkdir(parents=True)
+        (results / "sweep_rows" / cond / "run_spec.json").write_text(json.dumps(
+            {"model": {"name": "/gone/tiny", "revision": "random-weights:tiny-seed0"}}))
+    (results / "sweep_rows" / "v_8").mkdir()
+    (results / "sweep_rows" / "v_8" / "run_spec.json").write_text("{not json")
+    revs = sweep_revisions(results)
+    assert revs == ["random-weights:tiny-seed0", "random-weights:tiny-seed0"]
+    log = [{"engine": "hf", "model": "/gone/tiny"}]
+    assert warnings([], [], sweep_log=log) == []  # the folder alone no longer tells
+    out = warnings([], [], sweep_log=log, sweep_revisions=revs)
+    assert out == ["model '/gone/tiny' is a RANDOM-WEIGHT model (its checkpoint says so): its decisions mean "
+                   "nothing: the sweep"]

@@ -91,14 +91,16 @@ class _Kind:
 
 def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]],
              specs: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
-             bases: Sequence[Path] = (), sweep_log: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+             bases: Sequence[Path] = (), sweep_log: Sequence[Mapping[str, Any]] = (),
+             sweep_revisions: Sequence[str | None] = ()) -> list[str]:
     """One loud line per kind of thing that is not the protocol's real model (an engine that is no
     model, a random-weight model, another model), each naming the steps and runs it made.
 
     ``specs``: per results folder of another run (the ``results`` key of its run-log rows), its
     steps' ``run_spec.json`` (their recorded revision tells a random-weight checkpoint).
     ``sweep_log``: the run log of the sweep the report shows: its accuracies and verdicts are as
-    much an engine's word as a step's removals."""
+    much an engine's word as a step's removals; ``sweep_revisions``: the revisions its run specs
+    recorded."""
     specs = specs or {}
     kinds: dict[str, _Kind] = {}
 
@@ -139,5 +141,5 @@ def warnings(lines: Sequence[StepLine], run_log: Sequence[Mapping[str, Any]],
         rev = (spec.get("model") or {}).get("revision") if isinstance(spec.get("model"), dict) else None
         judge([str(r.get("engine") or "")], [str(r.get("model") or "")], [rev], step, run)
     for r in sweep_log:
-        judge([str(r.get("engine") or "")], [str(r.get("model") or "")], [], 0, SWEEP)
+        judge([str(r.get("engine") or "")], [str(r.get("model") or "")], list(sweep_revisions), 0, SWEEP)
     return [k.line() for k in kinds.values()]

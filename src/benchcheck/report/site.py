@@ -46,6 +46,7 @@ from benchcheck.report.source import (
     read_step0,
     run_log,
     run_specs,
+    sweep_revisions,
 )
 from benchcheck.report.sweep import (
     SweepAnswer,
@@ -160,7 +161,9 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     log = run_log(opts.results) + [{**r, "results": str(d)} for d in opts.side_results for r in run_log(d)]
     specs = {str(d): run_specs(d, opts.chain) for d in opts.side_results}
     sweep_log = run_log(sweep.path.parent) if sweep.path is not None else []
-    built.warnings = warnings(lines, log, specs, bases=(opts.results.parent, Path.cwd()), sweep_log=sweep_log)
+    sweep_revs = sweep_revisions(sweep.path.parent) if sweep.path is not None else []
+    built.warnings = warnings(lines, log, specs, bases=(opts.results.parent, Path.cwd()), sweep_log=sweep_log,
+                              sweep_revisions=sweep_revs)
     _render(opts, staging, built, pages, summary, lines, log, sweep, qa)
     return built
 
