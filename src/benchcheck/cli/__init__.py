@@ -49,9 +49,14 @@ class _Main(click.Group):
         (an output folder that cannot be made, a path that is a file, no permission) that reaches
         here unhandled is one line too, naming the path and the error's kind: never a traceback
         for a path a user typed. Exit 1, not the precondition's 2: it may come after work was
-        written (what was written stays; the same command again resumes)."""
+        written (what was written stays; the same command again resumes). Ctrl-C (and SIGTERM
+        where a command turns it into Ctrl-C: ``qa``, ``launch``) is one line and exit 130, as
+        ``launch`` gives, not click's "Aborted!" and 1, which read as a failed run."""
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted: what was written stays; the same command again resumes", err=True)
+            ctx.exit(130)
         except OSError as e:
             if e.filename is None:
                 raise
