@@ -65,3 +65,22 @@ def test_semicolon_and_tab_csv_as_spreadsheets_save_them(tmp_path: Path) -> None
         r = bc("items", "import", path, "--from", "hf-folder", "--out", out)
         assert r.exit_code == 0, r.stderr
         assert [i.answer for i in load_items([out]).items] == [1, 2]
+
+
+def test_options_in_letter_columns_are_read_as_vlmevalkit_and_mmlu_write_them(tmp_path: Path) -> None:
+    # A lab's CSV with one column per option letter (A, B, C, D; E empty where fewer) was refused
+    # as having no options field.
+    path = tmp_path / "mine.csv"
+    path.write_text("item_id,video,question,A,B,C,D,E,answer\n"
+                    "q1,a.mp4,What color?,red,blue,green,black,,B\n"
+                    "q2,a.mp4,Which one?,x,y,z,w,v,E\n")
+    r = bc("items", "validate", path)
+    assert r.exit_code == 0, r.stderr
+    items = load_items([path]).items
+    assert [it.options for it in items] == [("red", "blue", "green", "black"), ("x", "y", "z", "w", "v")]
+    assert [it.answer for it in items] == [1, 4]
+    # One column named A is no list of options: still refused, naming the key.
+    lone = tmp_path / "lone.csv"
+    lone.write_text("item_id,video,question,A,answer\nq1,a.mp4,Q?,red,A\n")
+    r = bc("items", "validate", lone)
+    assert r.exit_code == 1 and "no options field" in r.stderr

@@ -121,13 +121,26 @@ def _spread_option_columns(columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(c for _, c in sorted(found))
 
 
+def letter_columns(columns: Iterable[str]) -> tuple[str, ...]:
+    """The option columns named by letter, ``A``, ``B``, ... up to the first letter missing
+    (VLMEvalKit's and MMLU's layout); none unless ``A`` and ``B`` both are there: one column
+    named ``A`` is no list of options."""
+    have = set(columns)
+    out: list[str] = []
+    for letter in LETTERS:
+        if letter not in have:
+            break
+        out.append(letter)
+    return tuple(out) if len(out) >= 2 else ()
+
+
 def resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
     """Fill in the auto-detected columns of a map from a file's column names."""
     cols = {c: None for c in columns}
     options = cmap.options
     if options is None:
         one = _first(cols, _OPTIONS_KEYS)
-        options = (one,) if one else _spread_option_columns(columns)
+        options = (one,) if one else _spread_option_columns(columns) or letter_columns(columns)
     return ColumnMap(
         item_id=cmap.item_id or default_id(cols, options),
         bench=cmap.bench or ("bench" if "bench" in cols else None),

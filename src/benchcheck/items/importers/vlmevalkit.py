@@ -12,17 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.items.importers import Part, SourceError, long_cells
-from benchcheck.items.load import ColumnMap
-from benchcheck.protocol import LETTERS
-
-
-def _letter_columns(header: list[str]) -> tuple[str, ...]:
-    out = []
-    for letter in LETTERS:
-        if letter not in header:
-            break
-        out.append(letter)
-    return tuple(out)
+from benchcheck.items.load import ColumnMap, letter_columns
 
 
 def defaults(header: list[str]) -> ColumnMap:
@@ -30,7 +20,7 @@ def defaults(header: list[str]) -> ColumnMap:
         return c if c in header else None
 
     return ColumnMap(item_id=has("item_id"), bench=has("bench"), question=has("question"),
-                     options=_letter_columns(header), answer=has("answer"), answer_kind="letter",
+                     options=letter_columns(header), answer=has("answer"), answer_kind="letter",
                      video_id=has("video_id"), video_key=has("video") or has("video_path"),
                      task=has("category") or has("task"), duration_s=has("duration_s") or has("duration"))
 
@@ -59,7 +49,7 @@ def _read_one(path: Path) -> Part:
                 rows.append((where, dict(row)))
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise SourceError(f"{path}: cannot read the TSV ({type(e).__name__}: {e})") from e
-    if "question" not in header or not _letter_columns(header):
+    if "question" not in header or not letter_columns(header):
         raise SourceError(f"{path}: not a VLMEvalKit MCQ TSV (it needs a 'question' column and option columns "
                           f"A, B, ...; columns: {', '.join(header) or 'none'})")
     name = path.name.removesuffix(".tsv")
