@@ -134,6 +134,11 @@ def letter_columns(columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(out) if len(out) >= 2 else ()
 
 
+def _in_letter_columns(options: tuple[str, ...] | None) -> bool:
+    """Options spread over the columns ``A``, ``B``, ... (:func:`letter_columns`)."""
+    return options is not None and len(options) > 1 and options == LETTERS[:len(options)]
+
+
 def resolve_columns(columns: Sequence[str], cmap: ColumnMap) -> ColumnMap:
     """Fill in the auto-detected columns of a map from a file's column names."""
     cols = {c: None for c in columns}
@@ -191,7 +196,7 @@ def _text_form(s: str) -> str:
 
 
 def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind,
-                   digits_are_index: bool = False) -> int | str:
+                   digits_are_index: bool = False, letter_first: bool = False) -> int | str:
     """Gold index from an index, a letter or the gold text; an error message when none fits.
 
     With ``kind="auto"``: an integer is an index; a string is first matched against the option
@@ -200,7 +205,10 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
     collapsed) when exactly one option matches so. Set ``answer_kind=index`` in the column map
     for a CSV whose options are numbers and whose gold column holds indices. With options spread
     over columns (``a0..a4``), ``digits_are_index`` reads an all-digit gold as an index first: that
-    layout stores the gold index (NExT-QA), and its cells are all strings.
+    layout stores the gold index (NExT-QA), and its cells are all strings. With options in letter
+    columns (``A``, ``B``, ...), ``letter_first`` reads a one-letter gold as a letter first: that
+    layout stores the gold letter (VLMEvalKit, MMLU), and an option whose text is a letter
+    (``B``) must not take it.
     """
     n = len(texts)
     if isinstance(value, bool) or _is_blank(value):
@@ -214,6 +222,8 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
     s = str(value).strip()
     if kind == "auto" and digits_are_index and s.isdigit():
         return resolve_answer(int(s), texts, raw, "index")
+    if kind == "auto" and letter_first and len(s) == 1 and s.upper() in LETTERS:
+        return resolve_answer(s, texts, raw, "letter")
     if kind in ("auto", "text"):
         exact = [i for i, t in enumerate(texts) if t == s] or [i for i, t in enumerate(raw) if t.strip() == s]
         if exact:
@@ -287,7 +297,8 @@ def row_to_item(
     answer: int | str = _missing_field("answer", _ANSWER_KEYS, row)
     if cmap.answer:
         answer = resolve_answer(row.get(cmap.answer), texts, raw_opts, cmap.answer_kind,
-                                digits_are_index=len(cmap.options or ()) > 1)
+                                digits_are_index=len(cmap.options or ()) > 1,
+                                letter_first=_in_letter_columns(cmap.options))
     if isinstance(answer, str) and len(texts) >= 2:
         problems.append(answer)
     if problems:
