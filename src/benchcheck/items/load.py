@@ -235,14 +235,16 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
         idx = LETTERS.index(s.upper())
         return idx if idx < n else f"gold letter {s!r} matches no option ({n} options)"
     if kind in ("auto", "text"):
-        folded = [i for i, t in enumerate(texts) if t.casefold() == s.casefold()]
-        if folded:
-            return folded[0]
-        # The same text in another form: composed or decomposed accents (NFC/NFD), a no-break or
-        # full-width space, full-width letters, runs of whitespace. One option only, never a guess.
-        same = [i for i, t in enumerate(texts) if _text_form(t) == _text_form(s)]
-        if len(same) == 1:
-            return same[0]
+        # Ignoring case, then in another form: composed or decomposed accents (NFC/NFD), a no-break
+        # or full-width space, full-width letters, runs of whitespace. One option only, never a
+        # guess: options that differ only so ("Cat", "cat") leave the gold unknown.
+        for loose in (str.casefold, _text_form):
+            same = [i for i, t in enumerate(texts) if loose(t) == loose(s)]
+            if len(same) == 1:
+                return same[0]
+            if same:
+                return (f"gold {s!r} matches no option exactly and options {', '.join(LETTERS[i] for i in same)} "
+                        "alike (ignoring case or spacing): give the exact text, the letter or the index")
     return f"gold {s!r} matches no option"
 
 

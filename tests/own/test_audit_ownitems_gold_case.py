@@ -1,0 +1,24 @@
+"""Gold answers given as option text in another case: one option only, never a guess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from own_helpers import bc
+
+from benchcheck.items.load import load_items
+
+
+def test_a_gold_matching_two_options_ignoring_case_is_refused_not_the_first(tmp_path: Path) -> None:
+    # Options "US" and "us" (a country, a pronoun): the gold "Us" names neither exactly. It became
+    # option A silently; which one was meant cannot be known.
+    path = tmp_path / "mine.jsonl"
+    rows = [{"item_id": "q1", "question": "Which word?", "options": ["US", "us", "them"], "answer": "Us"},
+            {"item_id": "q2", "question": "Which word?", "options": ["US", "we", "them"], "answer": "Us"},
+            {"item_id": "q3", "question": "Which word?", "options": ["US", "us", "them"], "answer": "us"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = bc("items", "validate", path)
+    assert r.exit_code == 1
+    assert "mine.jsonl:1: q1: gold 'Us' matches no option exactly and options A, B alike" in r.stderr, r.stderr
+    assert [(i.item_id, i.answer) for i in load_items([path]).items] == [("q2", 0), ("q3", 1)]
