@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting
+from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, say_left_out
 from benchcheck.cli.videos import videos_option
 
 
@@ -58,6 +58,7 @@ def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos
     if videos_dir is not None and not Path(videos_dir).is_dir():
         die(f"--videos {videos_dir}: no such folder")
     result = load_items_reporting(paths, columns, quiet=True)
+    say_left_out(result, paths, "counts")
     # Without a store nothing is found by content: reading every file would only count files.
     resolved = resolve_items(result.items, store, videos_dir, hash_files=store is not None)
     click.echo(stats_table(result.items, resolved.resolutions))
