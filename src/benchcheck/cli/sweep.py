@@ -87,7 +87,9 @@ def sweep() -> None:
 
 @sweep.command("dry-run")
 @plan_options
-def dry_run_cmd(**kw: Any) -> None:
+@click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True,
+              help="The engine the run will use: a rule program's rows are its own, never a model's.")
+def dry_run_cmd(engine: str, **kw: Any) -> None:
     """Per benchmark x condition: todo / NA / reuse / failures and projected prompt tokens per item.
 
     \b
@@ -95,10 +97,11 @@ def dry_run_cmd(**kw: Any) -> None:
       benchcheck sweep dry-run --items items/samples --store data/store --results sweep/results
     """
     from benchcheck.sweep.cli_run import dry_run
+    from benchcheck.sweep.engine import SweepEngine
 
     need_own_results(kw["results"], "sweep")
     try:
-        dry_run(_args(kw), click.echo)
+        dry_run(_args(kw, SweepEngine(engine, model=kw["model"], revision=kw["revision"])), click.echo)
     except ValueError as e:
         die(str(e))
 

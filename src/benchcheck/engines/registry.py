@@ -29,6 +29,9 @@ ENGINE_ONLY: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("rules", "--rules", ("scripted",)),
     ("letter_tokenizer", "--letter-tokenizer", ("openai",)),
 )
+# Rule programs, not models: their answers are keyed by their own label and rule version (the
+# engine's ``model_name``/``revision``), so a model's run never takes their rows for its own.
+RULE_PROGRAMS = ("reference", "reference-prior")
 # Engines that answer without a server of their own (``serve`` can put them behind one).
 SERVABLE = ("hf", "scripted", "reference", "reference-prior")
 

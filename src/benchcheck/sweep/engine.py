@@ -13,7 +13,7 @@ from benchcheck.defaults import SWEEP_MAX_MODEL_LEN, SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines import Engine
 from benchcheck.engines.capabilities import max_model_len
 from benchcheck.engines.options import EngineFlags, EngineOptions
-from benchcheck.engines.registry import from_options
+from benchcheck.engines.registry import RULE_PROGRAMS, from_options
 from benchcheck.spec import ModelRef
 from benchcheck.sweep.conditions import MAX_TOKENS, SWEEP_MODEL
 from benchcheck.video.plans import TOKEN_BUDGET
@@ -32,7 +32,12 @@ class SweepEngine(EngineFlags):
 
 
 def model_ref(o: SweepEngine) -> ModelRef:
-    """The sweep's pinned 8B unless another model is given (a given hub name keeps a given revision)."""
+    """The sweep's pinned 8B unless another model is given (a given hub name keeps a given revision);
+    a rule program's own label and rule version (built here: it loads nothing), so its rows are
+    stale to a model's run into the same folder instead of done."""
+    if o.engine in RULE_PROGRAMS:
+        rules = from_options(o.engine, o.options(o.concurrency))
+        return ModelRef(rules.model_name, rules.revision)
     if o.model is None or o.model == SWEEP_MODEL.name:
         return ModelRef(SWEEP_MODEL.name, o.revision or SWEEP_MODEL.revision)
     return ModelRef(o.model, o.revision)
