@@ -140,7 +140,9 @@ def read_csv_all(path: str | Path) -> list[dict[str, str]]:
 
 def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """The row that counts of each key, in the order of those rows: the last one made under its
-    condition's ``current`` hash when there is one, else the last one."""
+    condition's ``current`` hash when there is one; a key with rows under other hashes only is stale
+    (to redo, as the planner says) and counts not at all, so one condition's accuracy never mixes
+    two models' answers. Without a current hash, or a row without a hash (the origin's), the last."""
     current = current or {}
     last: dict[Key, dict[str, str]] = {}
     for r in rows:
@@ -151,7 +153,12 @@ def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = N
             continue  # a row of another spec does not displace one of the current spec
         last.pop(k, None)
         last[k] = r
-    return list(last.values())
+    return [r for k, r in last.items() if not _stale(r, current.get(k[2]))]
+
+
+def _stale(row: Mapping[str, str], now: str | None) -> bool:
+    made = row.get("config_hash")
+    return bool(now and made and made != now)
 
 
 def current_hashes(results: Path) -> dict[str, str]:
@@ -171,8 +178,9 @@ def current_hashes(results: Path) -> dict[str, str]:
 
 def read_csv(path: str | Path) -> list[dict[str, str]]:
     """The row that counts of each key of a conditions CSV (none when the file is absent): the last
-    one under the spec its condition last ran with (``run_spec.json`` beside the typed rows), else
-    the last one. A run that goes back to an earlier spec adds no row (its rows are there)."""
+    one under the spec its condition last ran with (``run_spec.json`` beside the typed rows); none
+    for a key with rows of other specs only (``latest``). A run that goes back to an earlier spec
+    adds no row (its rows are there)."""
     p = Path(path)
     return latest(read_csv_all(p), current_hashes(p.parent))
 
