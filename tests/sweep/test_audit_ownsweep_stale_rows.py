@@ -30,6 +30,7 @@ def test_a_partial_rerun_under_a_new_spec_leaves_the_old_rows_out_of_the_accurac
     out = tmp_path / "analysis"
     ana = sweep_cli("analyze", "--results", str(res), "--out", str(out), "--n-perm", "50")
     assert ana.returncode == 0, ana.stderr
+    assert "warning: 3 cells have rows of an earlier spec only and are left out of the analysis" in ana.stderr
     with (out / "sweep_summary.csv").open() as f:
         acc = [r for r in csv.DictReader(f) if r["kind"] == "accuracy" and r["condition"] == "v_blind"]
     assert [r["n_items"] for r in acc] == ["1"]

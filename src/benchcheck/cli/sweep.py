@@ -214,6 +214,7 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
 
     from benchcheck.sweep.analysis import Settings
     from benchcheck.sweep.report import write_analysis
+    from benchcheck.sweep.results import CSV_NAME, stale_keys
 
     need_own_results(results, "sweep")
     settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
@@ -224,6 +225,11 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
         die(str(e))
     for line in analysis.unparsed_warnings():
         click.echo(f"warning: {line}", err=True)
+    stale = stale_keys(Path(results) / CSV_NAME)
+    if stale:
+        b, i, c = min(stale)
+        click.echo(f"warning: {len(stale)} cells have rows of an earlier spec only and are left out of the analysis "
+                   f"(first: {b} {i} {c}); `sweep dry-run` lists them as stale, `sweep run` redoes them", err=True)
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
 

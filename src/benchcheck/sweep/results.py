@@ -185,6 +185,12 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
     return latest(read_csv_all(p), current_hashes(p.parent))
 
 
+def stale_keys(path: str | Path) -> set[Key]:
+    """The keys of a conditions CSV that count nowhere (``read_csv``): rows of other specs only."""
+    p = Path(path)
+    return done_keys(read_csv_all(p)) - done_keys(read_csv(p))
+
+
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
     return {(str(r["bench"]), str(r["item_id"]), str(r["condition"])) for r in rows}
 
