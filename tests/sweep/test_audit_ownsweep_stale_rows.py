@@ -34,3 +34,24 @@ def test_a_partial_rerun_under_a_new_spec_leaves_the_old_rows_out_of_the_accurac
     with (out / "sweep_summary.csv").open() as f:
         acc = [r for r in csv.DictReader(f) if r["kind"] == "accuracy" and r["condition"] == "v_blind"]
     assert [r["n_items"] for r in acc] == ["1"]
+
+
+def test_conditions_answered_by_different_models_are_named_in_a_warning(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    stored_video(store, "clipA", 40, 320, 180)
+    items = write_items(tmp_path / "items", [item("Own", k, "clipA") for k in range(2)])
+    res = tmp_path / "res"
+    common = ["--items", str(items[0]), "--store", str(store), "--results", str(res)]
+    for engine, cond in (("reference", "v_blind"), ("reference-prior", "v_1")):
+        run = sweep_cli("run", *common, "--conds", cond, "--engine", engine, "--decode-workers", "0", "--no-progress")
+        assert run.returncode == 0, run.stderr
+    ana = sweep_cli("analyze", "--results", str(res), "--out", str(tmp_path / "analysis"), "--n-perm", "50")
+    assert ana.returncode == 0, ana.stderr
+    line = next(ln for ln in ana.stderr.splitlines() if "different models" in ln)
+    assert "v_1: reference:planted-prior-v1" in line and "v_blind: reference:deterministic-rules-v1" in line, line
+    # One engine for every condition: no such warning.
+    one = sweep_cli("run", *common, "--conds", "v_blind", "--engine", "reference-prior", "--decode-workers", "0",
+                    "--no-progress")
+    assert one.returncode == 0, one.stderr
+    ana = sweep_cli("analyze", "--results", str(res), "--out", str(tmp_path / "analysis"), "--n-perm", "50")
+    assert "different models" not in ana.stderr, ana.stderr

@@ -214,7 +214,7 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
 
     from benchcheck.sweep.analysis import Settings
     from benchcheck.sweep.report import write_analysis
-    from benchcheck.sweep.results import CSV_NAME, stale_keys
+    from benchcheck.sweep.results import CSV_NAME, condition_models, stale_keys
 
     need_own_results(results, "sweep")
     settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
@@ -230,6 +230,11 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
         b, i, c = min(stale)
         click.echo(f"warning: {len(stale)} cells have rows of an earlier spec only and are left out of the analysis "
                    f"(first: {b} {i} {c}); `sweep dry-run` lists them as stale, `sweep run` redoes them", err=True)
+    models = condition_models(Path(results))
+    if len(set(models.values())) > 1:
+        by = ", ".join(f"{c}: {n}" + (f"@{r}" if r else "") for c, (n, r) in sorted(models.items()))
+        click.echo(f"warning: the conditions' last runs used different models ({by}): an effect between two "
+                   "of them compares models, not frames or pixels", err=True)
     for name, p in paths.items():
         click.echo(f"{name}: {p}")
 

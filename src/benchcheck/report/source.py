@@ -20,7 +20,7 @@ from benchcheck.records import ErrorRow
 from benchcheck.screen.assemble import sanity_flags, summary_rows
 from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates
 from benchcheck.store import bench_of_file, load_state, read_records, read_rows
-from benchcheck.sweep.results import ROWS_DIR
+from benchcheck.sweep.results import condition_models
 from benchcheck.verdicts import StepState
 
 PROVENANCE_KEYS = ("model", "revision", "engine", "config_hash", "intro", "host")
@@ -268,14 +268,4 @@ def run_specs(results: Path, chain: Sequence[int]) -> dict[int, dict[str, Any]]:
 def sweep_revisions(results: Path) -> list[str | None]:
     """The model revision each condition of a sweep ran with (``run_spec.json`` beside its typed
     rows): a random-weight checkpoint moved or deleted since is still told by it."""
-    import json
-
-    out: list[str | None] = []
-    for p in sorted((results / ROWS_DIR).glob("*/run_spec.json")):
-        try:
-            model = json.loads(p.read_text(encoding="utf-8")).get("model")
-        except (OSError, ValueError, AttributeError):
-            continue
-        rev = model.get("revision") if isinstance(model, dict) else None
-        out.append(rev if isinstance(rev, str) else None)
-    return out
+    return [rev for _, rev in condition_models(results).values()]

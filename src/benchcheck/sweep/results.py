@@ -161,18 +161,35 @@ def _stale(row: Mapping[str, str], now: str | None) -> bool:
     return bool(now and made and made != now)
 
 
-def current_hashes(results: Path) -> dict[str, str]:
-    """Each condition's hash of the last run (``sweep_rows/<condition>/run_spec.json``)."""
-    out: dict[str, str] = {}
+def condition_specs(results: Path) -> dict[str, dict[str, Any]]:
+    """Each condition's spec of its last run (``sweep_rows/<condition>/run_spec.json``); an
+    unreadable one is left out."""
+    out: dict[str, dict[str, Any]] = {}
     root = results / ROWS_DIR
     if root.is_dir():
-        for spec in root.glob("*/run_spec.json"):
+        for spec in sorted(root.glob("*/run_spec.json")):
             try:
-                h = json.loads(spec.read_text(encoding="utf-8")).get("config_hash")
-            except (OSError, ValueError, AttributeError):
+                data = json.loads(spec.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
                 continue
-            if isinstance(h, str):
-                out[spec.parent.name] = h
+            if isinstance(data, dict):
+                out[spec.parent.name] = data
+    return out
+
+
+def current_hashes(results: Path) -> dict[str, str]:
+    """Each condition's hash of the last run (``sweep_rows/<condition>/run_spec.json``)."""
+    return {c: h for c, s in condition_specs(results).items() if isinstance(h := s.get("config_hash"), str)}
+
+
+def condition_models(results: Path) -> dict[str, tuple[str, str | None]]:
+    """Each condition's model of its last run: (name, revision), as its ``run_spec.json`` says."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for c, s in condition_specs(results).items():
+        m = s.get("model")
+        if isinstance(m, dict) and isinstance(m.get("name"), str):
+            rev = m.get("revision")
+            out[c] = (m["name"], rev if isinstance(rev, str) else None)
     return out
 
 
