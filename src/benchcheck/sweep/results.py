@@ -205,7 +205,8 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
 def stale_keys(path: str | Path) -> set[Key]:
     """The keys of a conditions CSV that count nowhere (``read_csv``): rows of other specs only."""
     p = Path(path)
-    return done_keys(read_csv_all(p)) - done_keys(read_csv(p))
+    rows = read_csv_all(p)
+    return done_keys(rows) - done_keys(latest(rows, current_hashes(p.parent)))
 
 
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
