@@ -468,7 +468,7 @@ class HFEngine:
         """``generate`` without the event loop."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
         # Batches staged ahead (op ``stage_ahead``): id -> (the batch, its host inputs being built).
-        staging = self._config.op("stage_ahead")
+        staging = self._config.op("stage_ahead", self.device.type == "cuda")
         staged: dict[int, tuple[PlannedBatch, Future[list[HostBatch] | HostBatch]]] = {}
 
         def host_inputs(prompts: list[EncodedPrompt]) -> list[HostBatch] | HostBatch:
