@@ -14,8 +14,9 @@ the engine's device lock (``HFEngine.active``: its GPU seconds); stopped at the 
 are crash-safe). Report: per condition frames, prompt tokens, GPU s, decode s; over the window
 inferences/s, NVML busy, engine-held fraction; the mix with seed 001's weights, GPU-s per 1,000
 inferences and seed 001's GPU-hours, and its GPU busy as those weights make it (decision 109),
-read over the rounds after the first where a cell has them: the first visits every shape first,
-with the process's compiles and autotuning, which a run of seed 001's size pays once; each
+read over each cell's calls after its first in time where it has them: the first visits every shape
+first, with the process's compiles and autotuning, which a run of seed 001's size pays once (the
+sweep may answer a later round's cell first, so the first visit is found by time, not by round); each
 item's question has its own length, so new prompt lengths still come every round (decision 111).
 
     PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.sweep_mix --out $OUT          # H200, 8B
@@ -25,6 +26,7 @@ item's question has its own length, so new prompt lengths still come every round
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import dataclasses
 import gc
@@ -70,7 +72,7 @@ OPTIONS = ("runs away", "sits down on the sofa", "waves at the camera", "reads a
 # lengths are new in every round as a benchmark's items are (decision 111).
 FILLER = ("in the scene that follows the kitchen and the street where people talk walk cook and wait for "
           "the bus while a dog runs past the camera near the end of the clip")
-STEADY_FROM = 1  # rows of this round on are the steady ones (the process's first visits left out)
+STEADY_FROM = 1  # a cell's calls after its first this many, in time, are its steady ones (first visits left out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,6 +318,20 @@ def token_shares(call: dict[str, Any]) -> list[float]:
     return [(tok or 1) / total for tok in tokens]
 
 
+def call_ranks(calls: dict[str, tuple[float, float, int]], class_of: dict[str, str]) -> dict[str, int]:
+    """request id -> its call's rank in time among its cell's calls (0: the cell's first call in the
+    process). A cell is (condition, video class); a call's time is its end (``read_calls``). The rank,
+    not the round in the id: the sweep may run a later round's call of a cell before an earlier one's."""
+    ends: dict[tuple[str, str], set[float]] = defaultdict(set)
+    cell_of: dict[str, tuple[str, str]] = {}
+    for rid, (_, end, _) in calls.items():
+        cond, _, item = rid.partition("|")
+        cell_of[rid] = (cond, class_of.get(item, "?"))
+        ends[cell_of[rid]].add(end)
+    order = {cell: sorted(e) for cell, e in ends.items()}
+    return {rid: bisect.bisect_left(order[cell], calls[rid][1]) for rid, cell in cell_of.items()}
+
+
 def read_calls(path: Path) -> dict[str, tuple[float, float, int]]:
     """request_id -> (GPU s: its call's held seconds by prompt-token share, its call's end, new tokens)."""
     out: dict[str, tuple[float, float, int]] = {}
@@ -396,12 +412,13 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
     samples, and each condition's over its cells by the GPU time the mix spends in them
     (``busy_in_calls``, ``weighted_busy``).
 
-    With ``steady_from`` > 0 a cell is measured by its rows of that round on where it has any
-    (``steady`` true), else by all its rows: a round visits every cell once, so the first holds
-    each shape's first call in the process (compiles, autotuning, first plans), paid once in a
-    run of seed 001's size and not per inference (decision 111). ``first_extra_s``: the GPU
+    With ``steady_from`` > 0 a cell is measured by its rows whose calls came after its first
+    ``steady_from`` calls in time (``call_ranks``) where it has any (``steady`` true), else by all its
+    rows: a cell's first call holds its shape's first call in the process (compiles, autotuning,
+    first plans), paid once in a run of seed 001's size and not per inference (decision 111). ``first_extra_s``: the GPU
     seconds the cells' earlier rows took beyond their steady cost."""
     share = {vc.name: vc.count / sum(v.count for v in classes) for vc in classes}
+    ranks = call_ranks(calls, class_of)
     cells: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         key = (r["condition"], class_of.get(r["item_id"], "?"))
@@ -413,7 +430,7 @@ def aggregate(rows: list[dict[str, str]], calls: dict[str, tuple[float, float, i
         rid = f"{r['condition']}|{r['item_id']}"
         if rid not in calls:
             continue
-        late = steady_from > 0 and round_of(rid) >= steady_from
+        late = steady_from > 0 and ranks[rid] >= steady_from
         read, samples = (busy or {}).get(rid, (float("nan"), 0.0))
         for k, v in (("gpu_s", calls[rid][0]), ("busy", read), ("samples", samples),
                      *((k, float(r.get(k) or 0)) for k in ("n_frames", "prompt_tokens", "infer_s", "decode_s"))):
@@ -592,7 +609,8 @@ def run(a: argparse.Namespace, work: Path, t_start: float) -> None:
     cells, per_cond, mix = aggregate(rows, by_id, class_of, classes, STEADY_FROM, busy)
     _, per_cond_all, mix_all = aggregate(rows, by_id, class_of, classes, 0, busy)
     ends = sorted((end, g, True) for g, end, _ in by_id.values())
-    first_r1 = min((c[1] for rid, c in by_id.items() if round_of(rid) >= STEADY_FROM), default=None)
+    ranks = call_ranks(by_id, class_of)
+    first_r1 = min((c[1] for rid, c in by_id.items() if ranks[rid] >= STEADY_FROM), default=None)
     new_tokens = float(np.mean([c[2] for c in by_id.values()])) if by_id else float("nan")
     steady = [(e, g, first_r1 is not None and e >= first_r1) for e, g, _ in ends]
     spans = [(a, b) for c in call_lines(calls) for a, b in c.get("spans", [])]
@@ -633,7 +651,7 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
         every = p["all_rows"]["mix"].get("busy") or {}
         out.append(f"- GPU busy over the mix as seed 001 weights it: {mix['busy']['busy']} % "
                    f"({mix['busy']['covered']:.0%} of the mix's GPU time has a reading; each condition's busy in its "
-                   f"calls of round {STEADY_FROM} on where it has them, weighted by the time the mix spends in it; "
+                   f"calls after its first where it has them, weighted by the time the mix spends in it; "
                    f"{mix['weight_steady']:.0%} of the weight from such rows); over all rows, first visits "
                    f"included: {every.get('busy', '-')} %")
         held = p.get("held_fraction")
@@ -643,11 +661,11 @@ def lines(p: dict[str, Any], a: argparse.Namespace) -> list[str]:
                        f"{mix['busy']['busy'] * min(held, 1.0):.1f} % of the run's time")
     if mix.get("gpu_s") and mix.get("weight_steady", 1.0) < 1.0:
         out.append(f"- **{1 - mix['weight_steady']:.0%} of the measured weight is read from first visits only** "
-                   f"(cells the budget cut before round {STEADY_FROM}): their GPU seconds over-stated and their "
+                   f"(cells the budget cut before a second call): their GPU seconds over-stated and their "
                    "busy under-stated by the process's compiles and first plans; a longer --budget-s reaches them")
     if cost:
         out += [f"- mix (seed 001 weights, {mix['weight_measured']:.0%} of the weight measured, "
-                f"{mix['weight_steady']:.0%} of that from rows of round {STEADY_FROM} on): "
+                f"{mix['weight_steady']:.0%} of that from rows after each cell's first call): "
                 f"{cost['gpu_s_per_inference']} GPU s/inference, {mix['n_frames']:.0f} frames, "
                 f"{mix['prompt_tokens']:.0f} prompt tokens, decode {mix['decode_s']:.3f} s",
                 f"- inferences/s {cost['inferences_per_s']} at the held fraction "

@@ -1,5 +1,5 @@
-"""``sweep_mix``'s steady estimate: each cell read over its rows after round 0 where it has any
-(the process's first visits, with their compiles and autotuning, left out), against runs whose
+"""``sweep_mix``'s steady estimate: each cell read over its rows after its first call in time where it
+has any (the process's first visits, with their compiles and autotuning, left out), against runs whose
 steady costs and first-visit extras are known (decision 111)."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from benchmarks.sweep_mix import (
     VideoClass,
     aggregate,
     call_busy,
+    call_ranks,
     filler,
     mix_busy,
     round_of,
@@ -28,35 +29,44 @@ CLASSES = [VideoClass(30.0, (16, 9), 2), VideoClass(900.0, (4, 3), 1), VideoClas
 
 def known_run(rng: np.random.Generator) -> dict[str, Any]:
     """Rows and call seconds of a run whose truth is known: every cell a steady GPU cost an
-    inference and, in round 0 only, an extra of up to 20 times it; 2-4 rounds; a fifth of the
-    cells cut at the budget after round 0 (no steady rows); NA rows cost nothing."""
+    inference and, in its first call in time only, an extra of up to 20 times it; 2-4 rounds, a
+    third of the cells answered out of round order (a later round's call first, as the sweep may
+    run them); a fifth of the cells cut at the budget after their first call (no steady rows); NA
+    rows cost nothing. ``first``: the request ids of each cell's first call."""
     rounds = int(rng.integers(2, 5))
     steady = {(c, v.name): float(np.exp(rng.uniform(np.log(0.03), np.log(2.0))))
               for c in SEED_COUNTS for v in CLASSES}
     extra = {k: float(rng.uniform(0, 20) * s) for k, s in steady.items()}
     cut = {k for k in steady if rng.random() < 0.2}
+    # Each cell's rounds in the order its calls ran; a call's end is its place in that order.
+    order = {k: [int(r) for r in (rng.permutation(rounds) if rng.random() < 1 / 3 else range(rounds))]
+             for k in steady}
     rows: list[dict[str, str]] = []
     calls: dict[str, tuple[float, float, int]] = {}
     class_of: dict[str, str] = {}
+    first: set[str] = set()
     for r in range(rounds):
         for v in CLASSES:
             for k in range(v.count):
                 iid = f"R{r:02d}_{v.name}_{k}"
                 class_of[iid] = v.name
                 for cond in SEED_COUNTS:
-                    if r >= STEADY_FROM and (cond, v.name) in cut:
+                    place = order[(cond, v.name)].index(r)
+                    if place >= STEADY_FROM and (cond, v.name) in cut:
                         continue
                     cost = steady[(cond, v.name)] * rng.uniform(0.8, 1.2)
-                    if r < STEADY_FROM:
+                    if place < STEADY_FROM:
                         cost += extra[(cond, v.name)]
+                        first.add(f"{cond}|{iid}")
                     rows.append({"condition": cond, "item_id": iid, "status": "OK", "meta": "{}",
                                  "n_frames": "32", "prompt_tokens": "900", "infer_s": "1.0", "decode_s": "0.1"})
-                    calls[f"{cond}|{iid}"] = (cost, 0.0, 3)
+                    calls[f"{cond}|{iid}"] = (cost, float(place), 3)
     # A cell whose rows are NA (its condition has no frames there): free, in every round.
     for row in rows:
         if row["condition"] == "v_fps2_s224" and class_of[row["item_id"]] == CLASSES[0].name:
             row["status"] = "NA"
-    return {"rows": rows, "calls": calls, "class_of": class_of, "steady": steady, "cut": cut, "extra": extra}
+    return {"rows": rows, "calls": calls, "class_of": class_of, "steady": steady, "cut": cut, "extra": extra,
+            "first": first}
 
 
 def test_the_steady_mix_recovers_the_cells_known_costs() -> None:
@@ -75,7 +85,7 @@ def test_the_steady_mix_recovers_the_cells_known_costs() -> None:
                     if rid.split("|")[0] == key[0] and run["class_of"][rid.split("|")[1]] == key[1]]
             late = [g for rid, (g, _, _) in run["calls"].items()
                     if rid.split("|")[0] == key[0] and run["class_of"][rid.split("|")[1]] == key[1]
-                    and round_of(rid) >= STEADY_FROM]
+                    and rid not in run["first"]]
             assert c["steady"] == (key not in run["cut"])
             want = float(np.mean(late)) if c["steady"] else float(np.mean(mine))
             assert abs(c["gpu_s"] - want) < 1e-12
@@ -89,18 +99,19 @@ def test_the_steady_mix_recovers_the_cells_known_costs() -> None:
                        if (c, v) not in run["cut"] and (c, v) != ("v_fps2_s224", CLASSES[0].name))
         assert mix["weight_steady"] == round(steady_w / truth_w, 3)
         assert abs(mix["first_extra_s"] - round(got_extra, 2)) < 0.011
-        # Against the construction: each steady cell's round-0 rows carried its known extra, give
+        # Against the construction: each steady cell's first call's rows carried its known extra, give
         # or take the rows' scatter (+-20 % of its cost, and as much in its steady mean).
         known = [(len([r for r in run["rows"] if (r["condition"], run["class_of"][r["item_id"]]) == (c, v)
-                       and round_of(r["item_id"]) < STEADY_FROM]), run["extra"][(c, v)], run["steady"][(c, v)])
+                       and f"{c}|{r['item_id']}" in run["first"]]), run["extra"][(c, v)], run["steady"][(c, v)])
                  for c, v in run["steady"] if (c, v) not in run["cut"] and (c, v) != ("v_fps2_s224", CLASSES[0].name)]
         scatter = sum(0.4 * n * g for n, _, g in known)
         assert abs(mix["first_extra_s"] - sum(n * x for n, x, _ in known)) <= scatter + 0.01
 
 
 def test_first_visits_bias_the_all_rows_mix_and_not_the_steady_one() -> None:
-    # Over 40 runs with no cell cut: the steady mix within the rows' +-20 % scatter of the known
-    # costs, the all-rows mix above them by the first visits' extra (decision 111 has the sizes).
+    # Over 40 runs with no cell cut: the steady mix within 6 % of the known costs (its rows scatter
+    # +-20 %; a cell of two rounds has one steady row), the all-rows mix above them by the first
+    # visits' extra (decision 111 has the sizes).
     steady_err, all_err = [], []
     for seed in range(40):
         run = known_run(np.random.default_rng(seed))
@@ -113,7 +124,7 @@ def test_first_visits_bias_the_all_rows_mix_and_not_the_steady_one() -> None:
         _, _, every = aggregate(uncut, run["calls"], run["class_of"], CLASSES)
         steady_err.append(steady["gpu_s"] / truth - 1)
         all_err.append(every["gpu_s"] / truth - 1)
-    assert max(abs(e) for e in steady_err) < 0.05, steady_err
+    assert max(abs(e) for e in steady_err) < 0.06, steady_err
     assert min(all_err) > 0.5, all_err
 
 
@@ -189,3 +200,20 @@ def test_the_report_states_the_gpu_busy_over_the_run_time_with_the_engines_waits
     assert "over all rows, first visits included: 82.6 %" in text
     assert "engine held 89.2% of the steady window" in text and "about 77.8 % of the run's time" in text
     assert "**28% of the measured weight is read from first visits only**" in text
+
+
+def test_a_later_rounds_call_run_first_is_the_cells_first_visit() -> None:
+    # As on the H100 (2026-12-06): the sweep answered v_8's round-1 call first (5.04 s held, the
+    # process's first call) and its round-0 call after (0.19 s). The cell is measured by the later
+    # call in time, whatever its round.
+    calls = {"v_8_s224|R01_30s_16x9_0": (5.04, 10.0, 3), "v_8_s224|R00_30s_16x9_0": (0.19, 11.0, 3),
+             "v_32_s224|R00_30s_16x9_0": (1.11, 12.0, 3), "v_32_s224|R01_30s_16x9_0": (0.66, 13.0, 3)}
+    rows = [{"condition": rid.split("|")[0], "item_id": rid.split("|")[1], "status": "OK", "meta": "{}"}
+            for rid in calls]
+    of = {r["item_id"]: "30s_16x9" for r in rows}
+    assert call_ranks(calls, of) == {"v_8_s224|R01_30s_16x9_0": 0, "v_8_s224|R00_30s_16x9_0": 1,
+                                     "v_32_s224|R00_30s_16x9_0": 0, "v_32_s224|R01_30s_16x9_0": 1}
+    cells, _, mix = aggregate(rows, calls, of, [VideoClass(30.0, (16, 9), 1)], STEADY_FROM)
+    assert {c["condition"]: c["gpu_s"] for c in cells} == {"v_8_s224": 0.19, "v_32_s224": 0.66}
+    assert all(c["steady"] for c in cells)
+    assert mix["first_extra_s"] == round((5.04 - 0.19) + (1.11 - 0.66), 2)
