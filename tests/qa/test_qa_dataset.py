@@ -116,6 +116,8 @@ def _invoke(args: list[str], env: dict[str, str] | None = None) -> Any:
     (json.dumps([qa_entry("x", "q", video="../../etc/passwd")]), "leaves the videos folder"),
     ("[]", "no runnable qa item"),
     (json.dumps([qa_entry("x", "q", methods=["report"])]), "no runnable qa item"),
+    # Nested past the JSON decoder's depth: the dataset's problem (exit 2), not a traceback (exit 1).
+    ("[" * 100_000 + "]" * 100_000, "nested too deep"),
 ])
 def test_bad_dataset_exits_2(tmp_path: Path, clips: Path, content: str, needle: str) -> None:
     ds = tmp_path / "d.json"

@@ -256,4 +256,6 @@ def load_dataset(path: str | Path, videos_root: str | Path, match_clips: bool = 
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise DatasetError(path, [f"not valid JSON: {e}"]) from e
+    except RecursionError:  # the C decoder's depth guard: a hostile or broken file, not a crash
+        raise DatasetError(path, ["not a usable JSON list: nested too deep to decode"]) from None
     return parse_dataset(data, path, root, ClipIndex(root) if match_clips else None)
