@@ -230,6 +230,13 @@ def _read_all(fd: int) -> bytes:
     return out
 
 
+def _read_until_exec(fd: int) -> tuple[bytes, float]:
+    """The wrapper's error report (empty when the exec succeeded) and the moment the pipe closed:
+    the command's start."""
+    data = _read_all(fd)
+    return data, time.monotonic()
+
+
 class _Collect(asyncio.SubprocessProtocol):
     """stdout and stderr as they arrive; events for the main process's exit and the pipes' close."""
 
@@ -273,6 +280,7 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
     child_env = {**(os.environ if env is None else env), ITEM_TOKEN_VAR: token}
     loop = asyncio.get_running_loop()
     start = time.monotonic()
+    clock = start  # when the command itself started (the latency's origin)
     wrapped = sys.platform.startswith("linux") and bool(sys.executable) and bool(argv)
     if not wrapped:
         transport, proto = await loop.subprocess_exec(
@@ -288,9 +296,13 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
         finally:
             os.close(err_w)
         try:
-            failed = await asyncio.to_thread(_read_all, err_r)  # empty: the command runs
+            failed, exec_at = await asyncio.to_thread(_read_until_exec, err_r)  # empty: the command runs
         finally:
             os.close(err_r)
+        # The item's clock starts at the command's exec, not at the wrapper's: the wrapper's own
+        # interpreter start (15-40 ms) is the harness's time, not the VLM's. The watchdog's
+        # deadline still counts from the launch.
+        clock = exec_at
         if failed:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proto.exited.wait(), timeout=_DRAIN_S)
@@ -311,7 +323,7 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
                 await asyncio.wait_for(proto.exited.wait(), timeout=min(remaining, SCAN_S))
             except TimeoutError:
                 tree.refresh()
-        elapsed = time.monotonic() - start
+        elapsed = time.monotonic() - clock
     finally:
         kill_group(pid)
         await asyncio.to_thread(tree.kill_all)
