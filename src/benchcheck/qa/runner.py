@@ -228,7 +228,7 @@ async def judge_stored(out_dir: Path, judge: JudgeConfig, redactor: Masker) -> R
     except ValueError as e:
         raise PreconditionError(str(e)) from None
     with folder_lease(out_dir):  # it appends verdicts and rewrites the outputs, as a run does
-        store = AnswerStore(out_dir, config.vlm_config_hash, redactor)
+        store = AnswerStore(out_dir, config.vlm_config_hash, redactor, config.answer_keys)
         answers = _with_missing(config, store.latest(config.items))
         outcome = RunOutcome(0, {}, out_dir)
         return await _finish(config, out_dir, answers, judge, redactor, outcome, {"rejudged_at": _now()},

@@ -62,6 +62,10 @@ class RunConfig:
     not_selected: int
     skipped_entries: list[EntryNote] = field(default_factory=list)
     entry_errors: list[EntryNote] = field(default_factory=list)
+    # Per item id, the key its answers are stored under, as read back from run_config.json: the
+    # items are stored masked there, so a question holding secret-shaped text no longer hashes to
+    # the key ``qa run`` computed from the question as asked.
+    answer_keys: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,7 +79,9 @@ class RunConfig:
             "entry_errors": [e.to_json() for e in self.entry_errors],
             "items": [{"id": i.id, "question": i.question, "ground_truth": i.ground_truth,
                        "video": i.video, "video_path": str(i.video_path),
-                       "evaluation_method": list(i.evaluation_method)} for i in self.items],
+                       "evaluation_method": list(i.evaluation_method),
+                       "answer_key": self.answer_keys.get(i.id) or answer_key(self.vlm_config_hash, i)}
+                      for i in self.items],
         }
 
     @classmethod
@@ -83,11 +89,13 @@ class RunConfig:
         items = [QAItem(str(i["id"]), i["question"], i["ground_truth"], i["video"], Path(i["video_path"]),
                         tuple(i.get("evaluation_method", ())))
                  for i in d["items"]]
-        # Folders written before item-level dataset errors existed have neither list.
+        # Folders written before item-level dataset errors existed have neither list, and those
+        # written before answer keys were stored have none (their keys are computed).
+        keys = {str(i["id"]): i["answer_key"] for i in d["items"] if isinstance(i.get("answer_key"), str)}
         return cls(d["vlm_config_hash"], d["settings"], items, int(d["dataset_entries"]),
                    dict(d["skipped"]), int(d["not_selected"]),
                    [EntryNote.from_json(e) for e in d.get("skipped_entries", [])],
-                   [EntryNote.from_json(e) for e in d.get("entry_errors", [])])
+                   [EntryNote.from_json(e) for e in d.get("entry_errors", [])], keys)
 
 
 @contextmanager
@@ -131,14 +139,16 @@ def load_run_config(out_dir: Path) -> RunConfig:
 class AnswerStore:
     """The VLM answers of one configuration, read from and appended to ``answers.jsonl``."""
 
-    def __init__(self, out_dir: Path, vlm_config_hash: str, redactor: Masker) -> None:
+    def __init__(self, out_dir: Path, vlm_config_hash: str, redactor: Masker,
+                 keys: dict[str, str] | None = None) -> None:
         self.path = out_dir / ANSWERS
         self.config_hash = vlm_config_hash
         self.redactor = redactor
+        self.keys = keys or {}  # item id -> stored answer key (RunConfig.answer_keys)
 
     def latest(self, items: list[QAItem]) -> dict[str, VLMAnswer]:
         """Per item id: its last ok answer, else its last error, for this configuration."""
-        wanted = {answer_key(self.config_hash, i): i.id for i in items}
+        wanted = {self.keys.get(i.id) or answer_key(self.config_hash, i): i.id for i in items}
         ok: dict[str, VLMAnswer] = {}
         err: dict[str, VLMAnswer] = {}
         for row in read_rows(self.path):
