@@ -171,10 +171,16 @@ def start(spec: ServerSpec, log: Path) -> Running:
     return Running(spec, proc, log)
 
 
+# The servers are on this host: their health is asked directly, never through the proxy of an
+# ``http_proxy`` variable (common on clusters), which cannot reach this host's loopback; the
+# clients (aiohttp) ignore those variables too.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def healthy(url: str, timeout: float = 2.0) -> bool:
     base = url[: -len("/v1")] if url.endswith("/v1") else url
     try:
-        with urllib.request.urlopen(f"{base}/health", timeout=timeout) as r:
+        with _DIRECT.open(f"{base}/health", timeout=timeout) as r:
             return bool(r.status == 200)
     # HTTPException: not an HTTP server yet. A poll of a port in the ephemeral range before the
     # server listens can connect to itself (TCP simultaneous open) and read its own request back.
