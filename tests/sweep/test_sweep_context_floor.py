@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from aiohttp import web
@@ -83,3 +85,43 @@ def test_the_context_probe_does_not_carry_the_key_through_a_redirect(tmp_path: P
     assert res.returncode == 2, res.stderr  # 1,000 tokens: refused before any request
     assert seen["endpoint"] == ["Bearer sk-sweep-secret-123"]
     assert seen["other"] and not any(seen["other"]), seen["other"]
+
+
+def test_the_context_probe_never_sends_the_key_to_an_http_proxy_of_the_environment(tmp_path: Path,
+                                                                                   store: Path) -> None:
+    """The engine's requests (aiohttp) ignore ``http_proxy``; the context probe (urllib) sent the
+    endpoint's key in clear to that proxy, a host the key was not meant for, and then read no
+    context from the answer."""
+    got: list[bytes] = []
+    proxy = socket.create_server(("127.0.0.1", 0))
+
+    def record() -> None:
+        proxy.settimeout(60)
+        try:
+            conn, _ = proxy.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(5)
+            got.append(conn.recv(65536))
+
+    t = threading.Thread(target=record, daemon=True)
+    t.start()
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"data": [{"id": "small", "max_model_len": 1000}]})
+
+    endpoint = web.Application()
+    endpoint.router.add_get("/v1/models", models)
+    try:
+        with thread_server(endpoint) as url:
+            proxy_url = f"http://127.0.0.1:{proxy.getsockname()[1]}"
+            env = {k: v for k, v in os.environ.items() if k.lower() != "no_proxy"}
+            env |= {"SWEEP_KEY": "sk-sweep-secret-123", "http_proxy": proxy_url, "HTTP_PROXY": proxy_url}
+            res = subprocess.run(_argv(tmp_path, store, url, "--api-key-env", "SWEEP_KEY"), capture_output=True,
+                                 text=True, timeout=120, env=env)
+    finally:
+        proxy.close()
+        t.join(10)
+    assert not got, got
+    assert res.returncode == 2 and "1,000" in res.stderr, res.stderr  # the endpoint's own context, read directly
