@@ -77,6 +77,10 @@ def serve(
         check_host(host)  # before a model is loaded
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="'--host'") from None
+    if api_key is not None and not api_key.strip():
+        # An unset shell variable (``--api-key "$KEY"``) would serve every /v1 route without a key.
+        raise click.BadParameter("the API key is empty, which would serve without one: give a key, or leave "
+                                 "--api-key out to serve without one deliberately", param_hint="'--api-key'")
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,
                          max_model_len=max_model_len, hf_config=hf_config)
