@@ -9,7 +9,8 @@ Two kinds of masking, both applied by :meth:`Masker.text`:
 - *known values*: the values of the secret-named environment variables (and any value passed
   in on purpose, such as the Hub token) that could be secrets (:func:`could_be_secret`: not too
   short, not one ordinary word), replaced wherever they occur in free text;
-- *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``Authorization: Bearer X``, ``hf_…``
+- *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``api_key='X'`` (and ``'api_key': ['X']``, as vLLM
+  logs its arguments), ``Authorization: Bearer X``, ``hf_…``
   tokens and the ``user:password@`` part of a URL (``http://***@host``), for secrets this process
   never saw (a log written on another machine, an endpoint variable with credentials). Only the
   secret itself is replaced: quotes and text around it are kept
@@ -64,6 +65,50 @@ _PATTERNS: tuple[tuple[tuple[str, ...], bool, re.Pattern[str]], ...] = (
     # before the host, and holds no ``/?#`` nor a space, a quote or a bracket.
     (("://",), False, re.compile(r"(://)([^\s/?#@\"'`<>()\[\]{}]+)(?=@)")),
 )
+
+
+# A field named ``api_key`` (any case, ``-``/``_`` or none) given a quoted string or a list of them:
+# vLLM's startup line ``non-default args: {..., 'api_key': ['sk-…']}``, an ``argparse.Namespace``
+# dump ``api_key='sk-…'``, a JSON ``"api_key": "sk-…"``. Each quoted value is the secret; an
+# unquoted one (``None``, ``null``) is not a key and stays.
+_KEY_FIELD_LITERALS = ("api_key", "api-key", "apikey")
+_KEY_FIELD = re.compile(r"api[-_]?key[\"']?[ \t]*[:=][ \t]*", re.I)
+_QUOTED = re.compile(rf"[ \t]*([\"'])({_VALUE})\1")
+_NEXT_ITEM = re.compile(r"[ \t]*,")
+
+
+def _key_field_spans(text: str, at: int) -> list[tuple[int, int]]:
+    """The quoted values of a key field that starts at ``at`` (none when it does not)."""
+    m = _KEY_FIELD.match(text, at)
+    if m is None:
+        return []
+    pos, spans = m.end(), []
+    listed = text.startswith("[", pos)
+    if listed:
+        pos += 1
+    while (q := _QUOTED.match(text, pos)) is not None:
+        spans.append(q.span(2))
+        pos = q.end()
+        if not listed or (sep := _NEXT_ITEM.match(text, pos)) is None:
+            break
+        pos = sep.end()
+    return spans
+
+
+def _key_fields(text: str, hay: str | None) -> list[tuple[int, int]]:
+    """Every key field's quoted values (``hay``: the lower-cased ``text`` of the same length, to find
+    the field names by substring; None to scan ``text`` with the regex)."""
+    spans = []
+    if hay is None:
+        for m in _KEY_FIELD.finditer(text):
+            spans += _key_field_spans(text, m.start())
+        return spans
+    for lit in _KEY_FIELD_LITERALS:
+        i = hay.find(lit)
+        while i != -1:
+            spans += _key_field_spans(text, i)
+            i = hay.find(lit, i + 1)
+    return spans
 
 
 def could_be_secret(value: str) -> bool:
@@ -134,10 +179,15 @@ def redact(text: str) -> str:
     if len(low) != len(text):  # a few characters lower-case to two: positions would not line up
         for _lits, _lowered, pat in _PATTERNS:
             text = pat.sub(lambda m: m.group(1) + MASK, text)
-        return text
-    spans: list[tuple[int, int]] = []
+        return _replace_spans(text, _key_fields(text, None))
+    spans: list[tuple[int, int]] = _key_fields(text, low)
     for literals, lowered, pat in _PATTERNS:
         spans += _secret_spans(text, low if lowered else text, literals, pat)
+    return _replace_spans(text, spans)
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span (overlapping ones once) replaced by the mask."""
     if not spans:
         return text
     out, at = [], 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 import subprocess
@@ -240,6 +241,26 @@ def test_log_files_are_masked_in_the_tarball(tmp_path: Path, monkeypatch: pytest
     assert (logs / "launch_params.txt").read_text().count(sk) == 1  # the originals are left as they were
 
 
+def test_a_key_in_vllms_logged_arguments_is_masked_without_knowing_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM logs its arguments at start, a key given by ``--api-key`` with them
+    (``non-default args: {..., 'api_key': ['sk-…']}``); packed from a shell where the key is in no
+    variable, the server log went into the tarball with the key."""
+    monkeypatch.chdir(tmp_path)
+    _pool(tmp_path)
+    key = "sk-" + "ServerSideKey0123456789"
+    line = (f"INFO 11-29 10:00:01 [api_utils.py:271] non-default args: {{'model_tag': '{M8}', "
+            f"'api_key': ['{key}'], 'port': 8001, 'max_logprobs': 20}}\n")
+    (tmp_path / "logs" / "vllm_s1_gpu0.log").write_text("INFO starting\n" + line)
+    res = pack(PackOptions(Path("results/pool"), (Path("logs"),), Path("out/ret.tar.gz"), "gpu-box", "20261129"))
+    with tarfile.open(res.tarball) as tf:
+        log = tf.extractfile("logs/vllm_s1_gpu0.log").read().decode()  # type: ignore[union-attr]
+    assert log == "INFO starting\n" + line.replace(key, "***")
+    assert key.encode() not in gzip.decompress(res.tarball.read_bytes())
+    for f in (res.report_json, res.report_md):
+        assert key not in f.read_text(), f
+
+
 def _every_decoding(data: bytes) -> bytes:
     """The bytes, plus every compressed stream found in them decompressed (a tar of gz members)."""
     import bz2
@@ -266,7 +287,6 @@ def test_markers_in_logs_of_every_kind_never_reach_the_tarball(tmp_path: Path,
     """The review's files: an extensionless stdout, notes.csv, README.md, UTF-16 text and a .gz
     log went in verbatim; masking a curl line ate the closing quote."""
     import bz2
-    import gzip
     import lzma
 
     monkeypatch.chdir(tmp_path)

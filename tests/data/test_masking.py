@@ -24,6 +24,14 @@ from benchcheck.masking import Masker, is_secret_name, redact, secret_values
     ("İstanbul --api-key abc", "İstanbul --api-key ***"),  # lower() changes the length here
     ("--api-key\nnext line", "--api-key\nnext line"),  # a pattern never crosses a line
     ("TOKENIZERS_PARALLELISM=false", "TOKENIZERS_PARALLELISM=false"),
+    # vLLM's startup line, an argparse dump and JSON: a quoted value of an api_key field, each of a list.
+    ("non-default args: {'model_tag': 'Q/m', 'api_key': ['sk-a1', 'k-b2'], 'port': 8001}",
+     "non-default args: {'model_tag': 'Q/m', 'api_key': ['***', '***'], 'port': 8001}"),
+    ("Namespace(host=None, api_key='sk-a1', port=8001)", "Namespace(host=None, api_key='***', port=8001)"),
+    ('{"openai_api_key": "sk-a1", "api_key_env": "VAR", "apiKey": null}',
+     '{"openai_api_key": "***", "api_key_env": "VAR", "apiKey": null}'),
+    ("İ api_key='sk-a1'", "İ api_key='***'"),  # lower() changes the length here
+    ("api_key=None, 'api_key': [], api_key: ''", "api_key=None, 'api_key': [], api_key: ''"),
 ])
 def test_patterns_keep_what_is_around(text: str, masked: str) -> None:
     assert redact(text) == masked
