@@ -36,3 +36,13 @@ def test_output_pattern_lands_in_the_logs_folder(tmp_path: Path, logs: str) -> N
     out = _sbatch_expand(value)
     assert out == f"{logs}/slurm_s1_777_3.out", (line, out)
     assert f"mkdir -p {shlex.quote(logs)}" in text or f'mkdir -p "{logs}"' in text
+
+
+def test_the_printed_sbatch_command_submits_the_script_written(tmp_path: Path) -> None:
+    """`--out 'step 1.sbatch'` printed `sbatch step 1.sbatch`: pasted, sbatch was given two files."""
+    name = str(tmp_path / "step 1 $HOME.sbatch")
+    r = cli("slurm", "script", "--step", "1", "--array", "2", "--logs", str(tmp_path / "logs"), "--out", name,
+            "--", "--items", "items/", "--results", "results")
+    assert r.returncode == 0, r.stderr
+    command = r.stdout.strip().rsplit("): ", 1)[1]
+    assert shlex.split(command) == ["sbatch", name] and Path(name).is_file()

@@ -189,6 +189,7 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     Example:
       benchcheck slurm script --step 1 --array 8 --out step1.sbatch -- --items items/ --results results
     """
+    import shlex
     from pathlib import Path
 
     from benchcheck.atomic import write_text_atomic
@@ -211,7 +212,8 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
         # Slurm opens #SBATCH --output before the script runs (its mkdir is too late) and fails a
         # task whose output folder is missing, silently: the folder exists once the script does.
         Path(logs).mkdir(parents=True, exist_ok=True)
-        click.echo(f"wrote {out} ({logs}/ holds the tasks' output: submit from this folder): sbatch {out}")
+        # The command to copy: quoted, so an --out with a space or a `$` submits this script.
+        click.echo(f"wrote {out} ({logs}/ holds the tasks' output: submit from this folder): sbatch {shlex.quote(out)}")
     else:
         click.echo(text, nl=False)
 
