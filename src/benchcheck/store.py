@@ -203,6 +203,12 @@ class StepStore:
               compact: bool = False) -> StepState:
         return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact)
 
+    def current_state(self, benches: Iterable[str] | None = None, compact: bool = False) -> StepState:
+        """The rows as the last run's spec judges them (``current_hash``): a row under another
+        ``config_hash`` (another model, intro, frame size) is stale, never done. The one rule of
+        the planner, ``assemble``, the report, ``export`` and the audit."""
+        return self.state(benches, expect_hash=self.current_hash(), compact=compact)
+
     def append(self, path: Path, records: Iterable[Record]) -> int:
         return append_records(path, records)
 

@@ -111,7 +111,7 @@ class _StepTally:
 
 def _tally(step_dir: Path) -> _StepTally:
     store = StepStore(step_dir)
-    return _StepTally(store.state(expect_hash=store.current_hash(), compact=True))
+    return _StepTally(store.current_state(compact=True))
 
 
 def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: list[str],

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchcheck.defaults import GPU_UTIL, STEP_MAX_SEQS, STEP_PORT0
+from benchcheck.direct_http import open_direct
 from benchcheck.masking import child_environment
 
 SERVER_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")  # the Hub token: a gated model's download
@@ -171,16 +172,10 @@ def start(spec: ServerSpec, log: Path) -> Running:
     return Running(spec, proc, log)
 
 
-# The servers are on this host: their health is asked directly, never through the proxy of an
-# ``http_proxy`` variable (common on clusters), which cannot reach this host's loopback; the
-# clients (aiohttp) ignore those variables too.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def healthy(url: str, timeout: float = 2.0) -> bool:
     base = url[: -len("/v1")] if url.endswith("/v1") else url
     try:
-        with _DIRECT.open(f"{base}/health", timeout=timeout) as r:
+        with open_direct(f"{base}/health", timeout=timeout) as r:
             return bool(r.status == 200)
     # HTTPException: not an HTTP server yet. A poll of a port in the ephemeral range before the
     # server listens can connect to itself (TCP simultaneous open) and read its own request back.

@@ -19,7 +19,7 @@ from benchcheck.items import Item
 from benchcheck.records import ErrorRow
 from benchcheck.screen.assemble import sanity_flags, summary_rows
 from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates
-from benchcheck.store import StepStore, bench_of_file, load_state, read_records, read_rows
+from benchcheck.store import StepStore, bench_of_file, read_records, read_rows
 from benchcheck.sweep.results import condition_models
 from benchcheck.verdicts import StepState
 
@@ -150,10 +150,7 @@ def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence
     states: dict[int, StepState] = {}
     last_error: dict[int, dict[str, Mapping[str, Any]]] = {}
     for s in chain:
-        # Judged against the step's run_spec.json, as assemble and the planner judge it: a row under
-        # another config_hash (another model, intro, frame size) is stale, never done.
-        folder = step_dir(results, s)
-        st = load_state(folder, [bench], expect_hash=StepStore(folder).current_hash())
+        st = StepStore(step_dir(results, s)).current_state([bench])
         states[s] = st
         prov = provenance.setdefault(s, StepProvenance())
         for v in st.verdicts():

@@ -46,7 +46,7 @@ class ScreenContext:
         out = {}
         for s in steps:
             store = step_store(self.results, s)
-            out[s] = store.state(benches, expect_hash=store.current_hash(), compact=compact)
+            out[s] = store.current_state(benches, compact=compact)
         return out
 
     def has_frames(self, item: Item) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchcheck.store import StepStore, bench_files, bench_of_file, load_state
+from benchcheck.store import StepStore, bench_files, bench_of_file
 
 _STEP_DIR = re.compile(r"^step(\d+)$")
 
@@ -128,9 +128,7 @@ def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
         for bench in sorted({b for p in bench_files(folder) if (b := bench_of_file(p.name))}):
             if only is not None and bench not in only:
                 continue
-            # judged against the step's run_spec.json (the planner's and assemble's rule): a row
-            # under another config_hash (another model or intro) is stale, not this run's evidence
-            state = load_state(folder, [bench], expect_hash=StepStore(folder).current_hash())
+            state = StepStore(folder).current_state([bench])  # a replaced run's rows are not evidence
             for iid in sorted(state.ok):
                 if wanted is not None and iid not in wanted:
                     continue

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchcheck.defaults import SWEEP_MAX_MODEL_LEN, SWEEP_WORKERS_PER_ENDPOINT
+from benchcheck.direct_http import open_direct
 from benchcheck.engines import Engine
 from benchcheck.engines.capabilities import max_model_len
 from benchcheck.engines.options import EngineFlags, EngineOptions
@@ -54,11 +55,6 @@ def build_sweep_engine(o: SweepEngine) -> Engine:
     return from_options(o.engine, engine_options(o))
 
 
-# Asked directly, as the ``openai`` engine's requests go (aiohttp ignores the proxy variables): an
-# ``http_proxy`` of the environment would otherwise get the key of an ``http://`` endpoint in clear.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def endpoint_max_model_len(url: str, api_key: str | None, timeout: float = 10.0) -> int | None:
     """``max_model_len`` that an OpenAI-compatible server (vLLM, benchcheck serve) reports in ``/models``.
     The key goes to ``url``'s host only: a redirect is followed without it, and no proxy of the
@@ -70,7 +66,7 @@ def endpoint_max_model_len(url: str, api_key: str | None, timeout: float = 10.0)
     if api_key:
         req.add_unredirected_header("Authorization", f"Bearer {api_key}")
     try:
-        with _DIRECT.open(req, timeout=timeout) as r:
+        with open_direct(req, timeout=timeout) as r:
             data = json.loads(r.read())
     except (urllib.error.URLError, OSError, ValueError):
         return None
