@@ -35,3 +35,24 @@ def screened(root: Path, benches: Mapping[str, Sequence[Mapping[str, Any]]],
               "--rules", str(root / "rules.json"), "--no-progress")
     assert run.returncode == 0, run.stderr
     return items, res, run
+
+
+def rescreened_in_part(root: Path) -> tuple[Path, Path]:
+    """``root/items/mine.jsonl`` (8 items, golds 0-2) screened at step 1 whole by the reference
+    engine, then again by the scripted engine (a flat answer, nothing removed) for its first 3
+    items only: the reference engine's rows are stale under the new spec. (items, results)."""
+    items, results = root / "items", root / "results"
+    items.mkdir()
+    with (items / "mine.jsonl").open("w") as f:
+        for i in range(8):
+            f.write(json.dumps({"item_id": f"q{i}", "question": f"What is {i}?", "options": ["a", "b", "c"],
+                                "answer": i % 3}) + "\n")
+    r = cli("screen", "--step", "1", "--items", str(items), "--results", str(results), "--engine", "reference",
+            "--no-progress")
+    assert r.returncode == 0, r.stderr
+    rules = root / "rules.json"
+    rules.write_text(json.dumps([{"match": "", "letters": {"A": -1.1, "B": -1.2, "C": -1.0}}]))
+    r = cli("screen", "--step", "1", "--items", str(items), "--results", str(results), "--engine", "scripted",
+            "--rules", str(rules), "--limit", "3", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    return items, results

@@ -12,29 +12,11 @@ import csv
 import json
 from pathlib import Path
 
-from report_helpers import cli
-
-
-def _items(path: Path) -> Path:
-    path.mkdir()
-    with (path / "mine.jsonl").open("w") as f:
-        for i in range(8):
-            f.write(json.dumps({"item_id": f"q{i}", "question": f"What is {i}?", "options": ["a", "b", "c"],
-                                "answer": i % 3}) + "\n")
-    return path
+from scripted_pool import cli, rescreened_in_part
 
 
 def test_report_and_export_leave_stale_rows_out_as_assemble_does(tmp_path: Path) -> None:
-    items, res = _items(tmp_path / "items"), tmp_path / "results"
-    r = cli("screen", "--step", "1", "--items", str(items), "--results", str(res), "--engine", "reference",
-            "--no-progress")
-    assert r.returncode == 0, r.stderr
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps([{"match": "", "letters": {"A": -1.1, "B": -1.2, "C": -1.0}}]))
-    r = cli("screen", "--step", "1", "--items", str(items), "--results", str(res), "--engine", "scripted",
-            "--rules", str(rules), "--limit", "3", "--no-progress")
-    assert r.returncode == 0, r.stderr
-
+    items, res = rescreened_in_part(tmp_path)
     r = cli("assemble", "--items", str(items), "--results", str(res), "--chain", "1")
     assert r.returncode == 0, r.stderr
     with (res / "pool_summary.csv").open() as f:
