@@ -61,6 +61,13 @@ class _RowView:
         return {**self.fields, "schema_version": SCHEMA_VERSION}
 
     @property
+    def item_hash(self) -> str | None:
+        """The fingerprint of the item as it was asked (``Item.fingerprint``); None in rows
+        written before rows carried it (such rows are not judged by it)."""
+        v = self.fields.get("item_hash")
+        return None if v is None else str(v)
+
+    @property
     def engine_config_hash(self) -> str | None:
         """The hash of the engine's configuration (``HFConfig.hash``), where the engine has one
         (optional, since issue 42: rows of other engines and older rows have none)."""

@@ -21,7 +21,7 @@ import orjson
 from benchcheck.lease import Lease, is_held, try_lease
 from benchcheck.records import Record, RowSchemaError, parse_row
 from benchcheck.spec import RunSpec, write_run_spec
-from benchcheck.verdicts import MAX_ERRORS_PER_ITEM, StepState
+from benchcheck.verdicts import MAX_ERRORS_PER_ITEM, ItemHashes, StepState
 
 __all__ = ["MAX_ERRORS_PER_ITEM", "StepState", "StepStore", "append_records", "append_rows", "bench_files",
            "bench_of_file", "is_ok", "load_state", "read_records", "read_rows", "unit_file"]
@@ -162,9 +162,9 @@ def append_records(path: str | Path, records: Iterable[Record], fsync: bool = Fa
 
 def load_state(step_dir: str | Path, benches: Iterable[str] | None = None,
                max_errors: int = MAX_ERRORS_PER_ITEM, expect_hash: str | None = None,
-               compact: bool = False) -> StepState:
+               compact: bool = False, expect_items: ItemHashes | None = None) -> StepState:
     """Read every result file of a step folder through the reducer (:class:`StepState`)."""
-    state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=compact)
+    state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=compact, expect_items=expect_items)
     for p in bench_files(step_dir, benches):
         state.add_all(read_records(p))
     return state
@@ -188,26 +188,29 @@ class StepStore:
     def held(self, path: Path) -> bool:
         return is_held(path)
 
-    def unit_state(self, path: Path, expect_hash: str | None, max_errors: int = MAX_ERRORS_PER_ITEM) -> StepState:
+    def unit_state(self, path: Path, expect_hash: str | None, max_errors: int = MAX_ERRORS_PER_ITEM,
+                   expect_items: ItemHashes | None = None) -> StepState:
         """What is done of the unit whose rows go to ``path``: the rows of every file of its
         benchmark, not only ``path``. An item's row may sit in another file when the split
         changed since it was written (another ``--max-unit``, a benchmark grown past it); reading
         only the unit's own file asked those items again and appended a second row."""
-        state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=True)
+        state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=True, expect_items=expect_items)
         bench = bench_of_file(path.name)
         for p in bench_files(self.folder, [bench]) if bench is not None else [path]:
             state.add_all(read_records(p))
         return state
 
     def state(self, benches: Iterable[str] | None = None, expect_hash: str | None = None,
-              compact: bool = False) -> StepState:
-        return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact)
+              compact: bool = False, expect_items: ItemHashes | None = None) -> StepState:
+        return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact, expect_items=expect_items)
 
-    def current_state(self, benches: Iterable[str] | None = None, compact: bool = False) -> StepState:
-        """The rows as the last run's spec judges them (``current_hash``): a row under another
-        ``config_hash`` (another model, intro, frame size) is stale, never done. The one rule of
-        the planner, ``assemble``, the report, ``export`` and the audit."""
-        return self.state(benches, expect_hash=self.current_hash(), compact=compact)
+    def current_state(self, benches: Iterable[str] | None = None, compact: bool = False,
+                      items: ItemHashes | None = None) -> StepState:
+        """The rows as the last run's spec and the items now judge them: a row under another
+        ``config_hash`` (another model, intro, frame size) is stale, never done, and so is a row
+        of an item edited since (``items``: ``items.fingerprints`` of the items read). The one
+        rule of the planner, ``assemble``, the report, ``export`` and the audit."""
+        return self.state(benches, expect_hash=self.current_hash(), compact=compact, expect_items=items)
 
     def append(self, path: Path, records: Iterable[Record]) -> int:
         return append_records(path, records)

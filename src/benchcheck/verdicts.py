@@ -9,7 +9,9 @@ tabulates, the pack's returns report, the sweep and later reports. The rules (do
   permanently failed; a ``retry_free`` error row (server unreachable, key or model refused)
   is kept and reported but does not count;
 - a row whose ``config_hash`` differs from the step's current one is stale: reported, never
-  done, never counted toward failure.
+  done, never counted toward failure; so is a row whose ``item_hash`` differs from the item's
+  fingerprint now (the item was edited since: another question, option or gold), where the reader
+  knows the items.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ MAX_ERRORS_PER_ITEM = 3
 
 Status = Literal["kept", "removed", "failed", "error", "pending"]
 OkRow = ScoreRow | GenRow
+# (bench, item id) -> the item's fingerprint now (``items.fingerprints``).
+ItemHashes = Mapping[tuple[str, str], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,9 @@ class StepState:
     """The reducer's accumulator over one step's rows (fed in file order).
 
     ``expect_hash``: the step's current ``config_hash`` (None: not judged, e.g. a folder written
-    before ``run_spec.json`` existed). ``compact`` drops each ok row's evidence and keeps only
+    before ``run_spec.json`` existed). ``expect_items``: the items' fingerprints now (None: rows
+    are not judged by them, for a reader without the items); an item it does not name, and a
+    row without ``item_hash``, are not judged either. ``compact`` drops each ok row's evidence and keeps only
     the typed fields and ``records.COMPACT_FIELDS``: a million-row step is counted without
     holding its log-probs.
     """
@@ -83,10 +89,12 @@ class StepState:
     counted: dict[str, int] = field(default_factory=dict)  # current error rows that count toward the limit
     stale: dict[str, int] = field(default_factory=dict)  # rows under another config_hash
     stale_hash: dict[str, str] = field(default_factory=dict)  # the last of them: what changed is told from it
+    edited: set[str] = field(default_factory=set)  # items with a row of the item as it was before an edit
     last_error: dict[str, ErrorRow] = field(default_factory=dict)  # why an item has no answer, when it has none
     max_errors: int = MAX_ERRORS_PER_ITEM
     expect_hash: str | None = None
     compact: bool = False
+    expect_items: ItemHashes | None = None
 
     def add(self, row: Record | Mapping[str, Any]) -> None:
         rec = row if isinstance(row, ScoreRow | GenRow | ErrorRow) else parse_row(row)
@@ -96,6 +104,11 @@ class StepState:
         if self.expect_hash is not None and rec.config_hash is not None and rec.config_hash != self.expect_hash:
             self.stale[iid] = self.stale.get(iid, 0) + 1
             self.stale_hash[iid] = rec.config_hash
+            return
+        if self.expect_items is not None and rec.item_hash is not None \
+                and self.expect_items.get((rec.bench or "", iid), rec.item_hash) != rec.item_hash:
+            self.stale[iid] = self.stale.get(iid, 0) + 1
+            self.edited.add(iid)
             return
         if isinstance(rec, ErrorRow):
             self.errors[iid] = self.errors.get(iid, 0) + 1

@@ -28,6 +28,7 @@ from benchcheck.screen.steps import DEFAULT_CHAIN
 from benchcheck.stats.confidence import Confidence, confidences
 from benchcheck.stats.source import Forwards, id_clash, read_forwards
 from benchcheck.stats.threads import one_blas_thread
+from benchcheck.verdicts import ItemHashes
 
 Table = list[dict[str, object]]
 
@@ -126,13 +127,14 @@ def curve_items(by_step: dict[int, list[Forwards]], results: Sequence[NullResult
 def run_audit(results: str | Path, item_ids: Iterable[str] | None = None, compare: str | Path | None = None,
               rounds: int = 1000, seed: int = 0, chain: Sequence[int] = DEFAULT_CHAIN,
               fdr_level: float = DEFAULT_FDR, target_fdr: float | None = None,
-              benches: Iterable[str] | None = None) -> AuditResult:
+              benches: Iterable[str] | None = None, current: ItemHashes | None = None) -> AuditResult:
     """Read the rows of ``results`` (and of ``compare``) for the items given (of ``benches``, when
-    given) and audit them."""
+    given) and audit them. ``current``: the items' fingerprints (a row of an item edited since
+    is no evidence)."""
     ids = set(item_ids) if item_ids is not None else None
     only = set(benches) if benches is not None else None
-    by_step = read_forwards(results, ids, benches=only)
-    other = read_forwards(compare, ids, benches=only) if compare is not None else None
+    by_step = read_forwards(results, ids, benches=only, current=current)
+    other = read_forwards(compare, ids, benches=only, current=current) if compare is not None else None
     for folder, rows in ((results, by_step), (compare, other)):
         why = id_clash(rows) if rows is not None else None
         if why:

@@ -55,6 +55,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     from benchcheck.audit import run_audit
     from benchcheck.audit.null import verdict
     from benchcheck.audit.write import headline, unaudited_line, write_audit
+    from benchcheck.items import fingerprints
     from benchcheck.screen.steps import parse_chain
 
     try:
@@ -72,7 +73,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     try:
         # The items' own benchmarks: another benchmark screened into the same folder may use the same ids.
         res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps, fdr_level=fdr_level,
-                        target_fdr=target_fdr, benches={it.bench for it in mc})
+                        target_fdr=target_fdr, benches={it.bench for it in mc}, current=fingerprints(mc))
     except ValueError as e:
         die(str(e))
     if not res.steps:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,6 +45,16 @@ class Item:
         """True when the item names a normalized video (so it can have frames)."""
         return video_has_frames(self.video_id)
 
+    @property
+    def fingerprint(self) -> str:
+        """What the item asks, hashed: question, options in order and gold. Every row carries it
+        (``item_hash``): a row of an item edited since (a gold fixed, an option dropped, a
+        question reworded) is stale, never done (docs/PROTOCOL.md, "Run specs"). The video is
+        not in it: an item's ``video_id`` changes from its ``k:`` placeholder to the content hash
+        when its video is normalized, which edits nothing."""
+        asked = [self.question, list(self.options), self.answer]
+        return hashlib.sha1(json.dumps(asked, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "item_id": self.item_id,
@@ -66,3 +78,8 @@ def key_video_id(key: str) -> str:
 def video_has_frames(video_id: str | None) -> bool:
     """A video can have frames only once normalized: not null and not a ``k:`` placeholder."""
     return bool(video_id) and not str(video_id).startswith("k:")
+
+
+def fingerprints(items: Iterable[Item]) -> dict[tuple[str, str], str]:
+    """(bench, item id) -> the item's ``fingerprint`` now: what rows are judged against."""
+    return {(i.bench, i.item_id): i.fingerprint for i in items}

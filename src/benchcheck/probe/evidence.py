@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from benchcheck.stats.source import Forwards, read_forwards
+from benchcheck.verdicts import ItemHashes
 
 FLAG_STEPS = (3, 5, 6)  # the steps that see the most: 32 frames with the question (in order or shuffled)
 
@@ -42,7 +43,8 @@ def pick_of(source: str, scores: Sequence[float] | np.ndarray) -> Pick:
 
 
 def step_picks(results: str | Path, item_ids: Iterable[str] | None = None,
-               steps: Sequence[int] | None = None) -> dict[int, dict[str, Pick]]:
-    """Per step, item id -> the step's pick (steps without rows are absent)."""
-    by_step = read_forwards(results, item_ids, steps)
+               steps: Sequence[int] | None = None, current: ItemHashes | None = None) -> dict[int, dict[str, Pick]]:
+    """Per step, item id -> the step's pick (steps without rows are absent); ``current``: the
+    items' fingerprints (a row of an item edited since is no evidence)."""
+    by_step = read_forwards(results, item_ids, steps, current=current)
     return {s: {f.item_id: pick_of(f"step {s}", option_scores(f)) for f in rows} for s, rows in by_step.items()}

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchcheck.items import Item
+from benchcheck.items import Item, fingerprints
 from benchcheck.probe.evidence import FLAG_STEPS, Pick, step_picks
 from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, LabelFlag, label_flags, sources_needed
 from benchcheck.probe.outputs import write_probe
@@ -31,7 +31,7 @@ def probe_pool(items: Sequence[Item], out: str | Path, cfg: ProbeConfig, emb: Te
     from steps 3, 5, 6 and the probe; write everything under ``out``."""
     mc = [it for it in items if it.format == "mc"]
     ids = {it.item_id for it in mc}
-    picks = step_picks(results, ids, (BLIND_STEP, *FLAG_STEPS)) if results is not None else {}
+    picks = step_picks(results, ids, (BLIND_STEP, *FLAG_STEPS), fingerprints(mc)) if results is not None else {}
     res = run_probe(mc, cfg, emb, picks.get(BLIND_STEP), echo)
     sources: list[dict[str, Pick]] = [picks[s] for s in FLAG_STEPS if s in picks]
     names = [f"step {s}" for s in FLAG_STEPS if s in picks]

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchcheck.items import Item
+from benchcheck.items import Item, fingerprints
 from benchcheck.records import ErrorRow
 from benchcheck.screen.assemble import sanity_flags, summary_rows
 from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates
 from benchcheck.store import StepStore, bench_of_file, read_records, read_rows
 from benchcheck.sweep.results import condition_models
-from benchcheck.verdicts import StepState
+from benchcheck.verdicts import ItemHashes, StepState
 
 PROVENANCE_KEYS = ("model", "revision", "engine", "config_hash", "intro", "host")
 
@@ -143,14 +143,15 @@ def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[
 
 def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence[int],
                has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance],
-               step0: Step0 | None = None) -> BenchEvidence:
+               step0: Step0 | None = None, current: ItemHashes | None = None) -> BenchEvidence:
     """One benchmark's evidence; provenance of its rows is added to ``provenance``. With ``step0``,
     its duplicates are removed at step 0 (they never enter the chain, as in the screening runs) and
-    a step-0 row opens the summary."""
+    a step-0 row opens the summary. ``current``: the items' fingerprints, when the items are the
+    user's (a row of an item edited since is stale); None for stand-ins made from the rows."""
     states: dict[int, StepState] = {}
     last_error: dict[int, dict[str, Mapping[str, Any]]] = {}
     for s in chain:
-        st = StepStore(step_dir(results, s)).current_state([bench])
+        st = StepStore(step_dir(results, s)).current_state([bench], items=current)
         states[s] = st
         prov = provenance.setdefault(s, StepProvenance())
         for v in st.verdicts():
@@ -234,8 +235,9 @@ def bench_groups(results: Path, items: Sequence[Item] | None, chain: Sequence[in
 def read_group(results: Path, bench: str, items: Sequence[Item] | None, chain: Sequence[int],
                has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance],
                step0: Step0 | None = None) -> BenchEvidence:
-    its = items if items is not None else items_from_rows(results, bench, chain)
-    return read_bench(results, bench, its, chain, has_frames, provenance, step0)
+    if items is None:
+        return read_bench(results, bench, items_from_rows(results, bench, chain), chain, has_frames, provenance, step0)
+    return read_bench(results, bench, items, chain, has_frames, provenance, step0, fingerprints(items))
 
 
 def iter_benches(results: Path, items: Sequence[Item] | None, chain: Sequence[int],

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import clear_dead_files, file_tag, replace_atomic, write_atomic, write_text_atomic
+from benchcheck.items import fingerprints
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
@@ -146,7 +147,7 @@ def assemble(ctx: ScreenContext) -> Assembled:
     fates = item_fates(pool, ctx.chain, states, ctx.has_frames)
     out = Assembled()
     records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
-    add_confidence(records, res)  # how firmly each fate stands (docs/audit.md); never changes it
+    add_confidence(records, res, fingerprints(pool))  # how firmly each fate stands (docs/audit.md); never changes it
     add_probe(records, res / "probe")  # the text-only probe and label flags, when run (docs/probe.md)
     out.paths["pool_items"] = res / "pool_items.parquet"
     write_atomic(out.paths["pool_items"], lambda f: pq.write_table(pa.Table.from_pylist(records), f))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchcheck.items import Item
+from benchcheck.items import Item, fingerprints
 from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.plan import StepPlan, load_keep, plan_step
 from benchcheck.store import StepState, StepStore
@@ -43,11 +43,8 @@ class ScreenContext:
         read once through the reducer and judged against its folder's ``run_spec.json``."""
         benches = {i.bench for i in self.items}
         steps = self.chain[: self.chain.index(upto) + (1 if include_own else 0)]
-        out = {}
-        for s in steps:
-            store = step_store(self.results, s)
-            out[s] = store.current_state(benches, compact=compact)
-        return out
+        hashes = fingerprints(self.items)
+        return {s: step_store(self.results, s).current_state(benches, compact=compact, items=hashes) for s in steps}
 
     def has_frames(self, item: Item) -> bool:
         return self.frames is not None and bool(item.video_id) and self.frames.available(str(item.video_id))

@@ -37,6 +37,7 @@ def _base(item: Item, ctx: RowContext) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "item_id": item.item_id,
         "bench": item.bench,
+        "item_hash": item.fingerprint,
         "step": ctx.step,
         "step_name": ctx.step_name,
         "model": ctx.model,

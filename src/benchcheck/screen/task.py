@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from benchcheck.engines.base import Engine, Failure, LetterScores, engine_config_hash
-from benchcheck.items import Item
+from benchcheck.items import Item, fingerprints
 from benchcheck.lease import Lease, holder
 from benchcheck.records import ErrorRow, ScoreRow
 from benchcheck.screen.extra_perms import ExtraPerms, score_extra
@@ -172,7 +172,8 @@ class StepUnitBook:
 
     def todo(self) -> list[Pending[Item]]:
         """Items without an ok row and not given up, under this spec's hash, in call order."""
-        state = self.store.unit_state(self.path, self.spec.config_hash, self.max_errors)
+        state = self.store.unit_state(self.path, self.spec.config_hash, self.max_errors,
+                                      expect_items=fingerprints(self.unit.items))
         out = []
         for it in call_order(self.spec, self.unit.items, lambda i: i):
             v = state.verdict(it.item_id)

@@ -15,13 +15,16 @@ from benchcheck.stats.cells import cell
 from benchcheck.stats.cluster import rate_interval
 from benchcheck.stats.confidence import confidences
 from benchcheck.stats.source import read_forwards
+from benchcheck.verdicts import ItemHashes
 
 
-def add_confidence(records: Sequence[MutableMapping[str, Any]], results: str | Path) -> None:
-    """Set ``record["confidence"]`` on every pool record (``item_id``, ``removed_at``), in place."""
+def add_confidence(records: Sequence[MutableMapping[str, Any]], results: str | Path,
+                   current: ItemHashes | None = None) -> None:
+    """Set ``record["confidence"]`` on every pool record (``item_id``, ``removed_at``), in place;
+    ``current``: the items' fingerprints (a row of an item edited since is no evidence)."""
     ids = {str(r["item_id"]) for r in records}
     by_item: dict[tuple[str, str], dict[int, float | None]] = {}
-    for c in confidences(read_forwards(results, ids)):  # by benchmark too: one id may be in two
+    for c in confidences(read_forwards(results, ids, current=current)):  # by benchmark too: one id may be in two
         by_item.setdefault((c.bench, c.item_id), {})[c.step] = c.confidence
     for r in records:
         at = r.get("removed_at")

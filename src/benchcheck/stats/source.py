@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.store import StepStore, bench_files, bench_of_file
+from benchcheck.verdicts import ItemHashes
 
 _STEP_DIR = re.compile(r"^step(\d+)$")
 
@@ -109,13 +110,14 @@ def steps_in(results: str | Path) -> list[int]:
 
 
 def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
-                  steps: Sequence[int] | None = None, benches: Iterable[str] | None = None
-                  ) -> dict[int, list[Forwards]]:
+                  steps: Sequence[int] | None = None, benches: Iterable[str] | None = None,
+                  current: ItemHashes | None = None) -> dict[int, list[Forwards]]:
     """Per step, the last ok row of each item (the store's rule), as :class:`Forwards`.
 
     With ``item_ids``, only those items (the audited pool); with ``benches``, only those
     benchmarks' rows (the items' own: another benchmark of the folder may use the same ids);
-    rows that lack log-probs are skipped.
+    rows that lack log-probs are skipped. ``current``: the items' fingerprints, so a row of an
+    item edited since is no evidence (``StepStore.current_state``).
     """
     wanted = set(item_ids) if item_ids is not None else None
     only = set(benches) if benches is not None else None
@@ -128,7 +130,7 @@ def read_forwards(results: str | Path, item_ids: Iterable[str] | None = None,
         for bench in sorted({b for p in bench_files(folder) if (b := bench_of_file(p.name))}):
             if only is not None and bench not in only:
                 continue
-            state = StepStore(folder).current_state([bench])  # a replaced run's rows are not evidence
+            state = StepStore(folder).current_state([bench], items=current)  # a replaced run's rows are not evidence
             for iid in sorted(state.ok):
                 if wanted is not None and iid not in wanted:
                     continue

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchcheck.engines.base import Engine
 from benchcheck.engines.capabilities import concurrent_calls
-from benchcheck.items import Item
+from benchcheck.items import Item, fingerprints
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.conditions import BLIND, condition_specs, parse_conditions
 from benchcheck.sweep.engine import (
@@ -60,7 +60,7 @@ def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
 def plan(a: SweepArgs) -> tuple[list[Cell], dict[str, RunSpec], list[str]]:
     specs = condition_specs(parse_conditions(a.conds), model_ref(a.engine), a.token_budget, a.max_images)
     items, benches = select_items(a)
-    state = load_state(a.paths, specs, {i.bench for i in items})
+    state = load_state(a.paths, specs, {i.bench for i in items}, fingerprints(items))
     return plan_sweep(items, specs, Path(a.store) if a.store else None, state), specs, benches
 
 

@@ -112,6 +112,9 @@ class Reduced(Protocol):
     def why_stale(self, condition: str, old_hash: str) -> str: ...
 
 
+EDITED = "the item changed since its answer (question, options or gold)"
+
+
 def settled(item: Item, cond: str, prompt: str, state: StepState | None, why: Reduced | None) -> Cell | str:
     """The cell when its rows settle it (``done``/``failed``); otherwise why it is stale ("" if not)."""
     if state is None:
@@ -123,6 +126,8 @@ def settled(item: Item, cond: str, prompt: str, state: StepState | None, why: Re
         last = state.last_error.get(item.item_id)
         return Cell(item, cond, "failed", prompt, reason=f"gave up after {v.counted_errors} engine errors",
                     config_hash=state.expect_hash or "", error=error_label(last) if last else ("", ""))
+    if v.stale and item.item_id not in state.stale_hash:
+        return EDITED
     if v.stale and why is not None:
         return why.why_stale(cond, state.stale_hash.get(item.item_id, ""))
     return ""

@@ -49,6 +49,7 @@ COLUMNS: tuple[str, ...] = (
 )
 KEY = ("bench", "item_id", "condition")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+_ITEM_HASH = re.compile(r'"item_hash": "([0-9a-f]+)"')  # in the CSV's ``meta`` (``rows.csv_row``)
 Key = tuple[str, str, str]
 
 
@@ -233,7 +234,11 @@ class _Seen:
 
     def _id(self, row: Mapping[str, Any]) -> tuple[Key, str]:
         k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
-        return k, str(row.get("config_hash") or "") if "config_hash" in self.header else ""
+        if "config_hash" not in self.header:
+            return k, ""
+        # An item edited since its row (``meta``'s ``item_hash``) is answered again under the same hash.
+        edit = _ITEM_HASH.search(str(row.get("meta") or ""))
+        return k, str(row.get("config_hash") or "") + (f"/{edit.group(1)}" if edit else "")
 
     def fresh(self, row: Mapping[str, Any]) -> bool:
         """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash."""

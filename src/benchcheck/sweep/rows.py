@@ -29,7 +29,8 @@ from benchcheck.unit_loop import retry_free
 
 def _base(cell: Cell, spec: RunSpec) -> dict[str, Any]:
     it = cell.item
-    return {"item_id": it.item_id, "bench": it.bench, "step": cell.condition, "condition": cell.condition,
+    return {"item_id": it.item_id, "bench": it.bench, "item_hash": it.fingerprint, "step": cell.condition,
+            "condition": cell.condition,
             "video_id": it.video_id or "", "gold": LETTERS[it.answer],
             "config_hash": cell.config_hash or spec.config_hash}
 
@@ -105,8 +106,15 @@ def csv_row(rec: GenRow) -> dict[str, Any]:
             "video_id": f.get("video_id", ""), "n_frames": f.get("n_frames", ""), "width": f.get("width", ""),
             "height": f.get("height", ""), "prompt_tokens": f.get("prompt_tokens", ""),
             "infer_s": f.get("infer_s", ""), "decode_s": f.get("decode_s", ""), "model": rec.model or "",
-            "config_hash": rec.config_hash or "", "meta": json.dumps(_meta(f.get("meta")), sort_keys=True),
+            "config_hash": rec.config_hash or "", "meta": json.dumps(_csv_meta(rec), sort_keys=True),
             "written_at": f.get("written_at", "")}
+
+
+def _csv_meta(rec: GenRow) -> dict[str, Any]:
+    """The CSV's ``meta``: the row's, with its ``item_hash`` (seed 001's columns have no place of
+    their own for it), so a CSV row of an item edited since is stale as its typed row is."""
+    meta = _meta(rec.get("meta"))
+    return meta if rec.item_hash is None else {**meta, "item_hash": rec.item_hash}
 
 
 assert tuple(csv_row(gen_row({"item_id": "i", "text": ""}))) == COLUMNS
@@ -118,6 +126,8 @@ def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow:
     not judged: they count as done, as seed 001 asks. Any status of the file is an answer."""
     chash = (row.get("config_hash") or "").strip() if judged else ""
     correct = (row.get("correct") or "").strip()
+    meta = _meta(row.get("meta"))
+    item_hash = meta.pop("item_hash", None) if judged else None
     return gen_row({"item_id": row["item_id"], "bench": row["bench"], "step": row["condition"],
                     "condition": row["condition"], "config_hash": chash or None, "status": "ok", "text": "",
                     "parsed": (row.get("pred") or "").strip() or None,
@@ -125,7 +135,7 @@ def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow:
                     "correct": {"1": True, "0": False}.get(correct), "source": "csv",
                     **{k: row.get(k, "") for k in COLUMNS if k not in ("bench", "item_id", "condition", "status",
                                                                         "pred", "correct", "config_hash", "meta")},
-                    "meta": _meta(row.get("meta"))})
+                    "meta": meta, **({"item_hash": str(item_hash)} if item_hash else {})})
 
 
 def raw_of(rec: GenRow) -> dict[str, Any]:

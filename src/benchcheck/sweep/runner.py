@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation
+from benchcheck.items import fingerprints
 from benchcheck.lease import try_lease
 from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec, write_run_spec
@@ -200,7 +201,8 @@ def _write_settled(paths: SweepPaths, records: Sequence[GenRow], summary: SweepS
             summary.held_groups.add((bench, condition))
             continue
         with lease:
-            state = group_state(paths, bench, condition, recs[0].config_hash or "")
+            mine = {(bench, r.item_id): h for r in recs if (h := r.item_hash) is not None}
+            state = group_state(paths, bench, condition, recs[0].config_hash or "", mine)
             recs = [r for r in recs if not state.verdict(r.item_id).done]
             if not recs:
                 continue
@@ -230,7 +232,7 @@ def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swe
     if not pending:
         return
     by_source = {c.reuse_from: source_spec(specs[c.condition], c.reuse_from) for c in pending if c.reuse_from}
-    state = load_state(paths, by_source, {c.item.bench for c in pending})
+    state = load_state(paths, by_source, {c.item.bench for c in pending}, fingerprints(c.item for c in pending))
     rows, waiting = [], []
     for c in pending:
         if (c.item.bench, c.reuse_from) in summary.held_groups:
@@ -251,11 +253,12 @@ def sync_csv(cells: Sequence[Cell], paths: SweepPaths) -> int:
     """Append to the CSV the current answers of the typed rows it lacks (a run killed between a
     row and its CSV row), groups in plan order, items in id order; returns rows added."""
     groups = dict.fromkeys((c.item.bench, c.condition, c.config_hash) for c in cells)
+    hashes = fingerprints(c.item for c in cells)
     added = 0
     for bench, condition, chash in groups:
         if not paths.rows(condition, bench).is_file():
             continue
-        st = group_state(paths, bench, condition, chash)
+        st = group_state(paths, bench, condition, chash, hashes)
         recs = [v.row for v in st.verdicts() if isinstance(v.row, GenRow)]
         added += len(append_csv_fresh(paths.csv, [csv_row(r) for r in recs]))
     return added

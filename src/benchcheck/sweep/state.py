@@ -27,7 +27,7 @@ from benchcheck.spec import RunSpec
 from benchcheck.store import append_rows, read_records, read_rows
 from benchcheck.sweep.results import SweepPaths, read_csv_table
 from benchcheck.sweep.rows import record_of_csv
-from benchcheck.verdicts import StepState
+from benchcheck.verdicts import ItemHashes, StepState
 
 SPECS_FILE = "run_specs.jsonl"
 
@@ -95,13 +95,17 @@ class SweepState:
         return f"made under config_hash {old_hash}, now {new.config_hash}: {changed or 'spec changed'}"
 
 
-def group_state(paths: SweepPaths, bench: str, condition: str, expect_hash: str) -> StepState:
-    """A group's typed rows alone, through the reducer (read again under the group's lease)."""
-    return StepState(expect_hash=expect_hash).add_all(read_records(paths.rows(condition, bench)))
+def group_state(paths: SweepPaths, bench: str, condition: str, expect_hash: str,
+                items: ItemHashes | None = None) -> StepState:
+    """A group's typed rows alone, through the reducer (read again under the group's lease);
+    ``items``: the items' fingerprints now (a row of an item edited since is stale)."""
+    return StepState(expect_hash=expect_hash, expect_items=items).add_all(read_records(paths.rows(condition, bench)))
 
 
-def load_state(paths: SweepPaths, specs: Mapping[str, RunSpec], benches: Iterable[str]) -> SweepState:
-    """The reducer over the typed rows and the CSV of a results folder, for these groups."""
+def load_state(paths: SweepPaths, specs: Mapping[str, RunSpec], benches: Iterable[str],
+               items: ItemHashes | None = None) -> SweepState:
+    """The reducer over the typed rows and the CSV of a results folder, for these groups;
+    ``items``: the items' fingerprints now (a row of an item edited since is stale)."""
     out = SweepState(paths, specs)
     benches = set(benches)
     csv_rows: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
@@ -112,7 +116,7 @@ def load_state(paths: SweepPaths, specs: Mapping[str, RunSpec], benches: Iterabl
     for name, spec in specs.items():
         chash = spec.config_hash
         for bench in sorted(benches):
-            state = group_state(paths, bench, name, chash)
+            state = group_state(paths, bench, name, chash, items)
             typed = state.item_ids()
             for r in csv_rows.get((bench, name), ()):
                 rec = record_of_csv(r, table.ours)

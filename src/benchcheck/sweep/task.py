@@ -21,6 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from benchcheck.engines.base import Engine, Failure, Generation, engine_config_hash
+from benchcheck.items import fingerprints
 from benchcheck.lease import Lease, holder, try_lease
 from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec
@@ -151,7 +152,8 @@ class GroupBook:
     def todo(self) -> list[Pending[Cell]]:
         if not self.cells:
             return []
-        st = group_state(self.paths, self.bench, self.condition, self.cells[0].config_hash)
+        st = group_state(self.paths, self.bench, self.condition, self.cells[0].config_hash,
+                         fingerprints(c.item for c in self.cells))
         out = []
         for c in self.cells:
             v = st.verdict(c.item.item_id)

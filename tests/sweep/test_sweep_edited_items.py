@@ -1,0 +1,57 @@
+"""An item edited after the sweep answered it (its gold fixed) is answered again: its rows, typed
+and in the CSV, carry the item's fingerprint, so they are stale under the edited item; the CSV
+gets the new answer, and its readers take it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from sweep_helpers import RULES, mixed_items, write_rules
+
+from benchcheck.items import load_items
+from benchcheck.sweep.cli_run import SweepArgs, plan, run
+from benchcheck.sweep.engine import SweepEngine
+from benchcheck.sweep.plan import EDITED
+from benchcheck.sweep.results import SweepPaths, read_csv, read_csv_all
+
+CONDS = "v_blind,v_1"
+
+
+def _args(tmp: Path, store: Path, gold_of_beta0: int | None = None) -> SweepArgs:
+    r = write_rules(tmp / "rules.json", RULES)
+    items = load_items(mixed_items(tmp)).items
+    if gold_of_beta0 is not None:
+        items = [replace(i, answer=gold_of_beta0) if i.item_id == "Beta_0" else i for i in items]
+    return SweepArgs(items, str(store), SweepPaths.under(tmp / "fp" / "results"), CONDS,
+                     engine=SweepEngine("scripted", rules=str(r)), progress=False, decode_workers=0)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _beta0(csv: Path) -> dict[str, str]:
+    return {r["condition"]: r["correct"] for r in read_csv(csv) if r["item_id"] == "Beta_0"}
+
+
+def test_an_item_edited_after_its_answer_is_answered_again(tmp_path: Path, store: Path) -> None:
+    first = _args(tmp_path, store)
+    run(first, _quiet)
+    assert _beta0(first.paths.csv) == {"v_blind": "0", "v_1": "0"}  # the engine says A; the gold is B
+    n_rows = len(read_csv_all(first.paths.csv))
+
+    fixed = _args(tmp_path, store, gold_of_beta0=0)  # the gold fixed to A
+    cells, _, _ = plan(fixed)
+    redo = [c for c in cells if c.kind != "done" and c.kind != "failure" and c.kind != "na"]
+    assert sorted((c.item.item_id, c.condition) for c in redo) == [("Beta_0", "v_1"), ("Beta_0", "v_blind")]
+    assert all(c.stale == EDITED for c in redo)
+
+    run(fixed, _quiet)
+    assert _beta0(fixed.paths.csv) == {"v_blind": "1", "v_1": "1"}  # the CSV's readers take the new answer
+    assert len(read_csv_all(fixed.paths.csv)) == n_rows + 2  # the old rows stay, nothing else is added
+    before = fixed.paths.csv.read_bytes()
+    cells, _, _ = plan(fixed)
+    assert not [c for c in cells if c.stale]
+    run(fixed, _quiet)
+    assert fixed.paths.csv.read_bytes() == before  # nothing left to answer
