@@ -140,7 +140,7 @@ async def _chat(request: web.Request) -> web.Response:
     st = request.app[STATE]
     guard = request.app[GUARD]
     try:
-        raw = await read_body(request, guard.body_timeout_s)
+        raw = await read_body(request, guard.body_timeout_s, MAX_BODY_BYTES)
     except BodyTooLarge:
         # The rest of the body is not read: the connection cannot carry another request.
         resp = error_response(413, f"the request body is over {MAX_BODY_BYTES} bytes")
