@@ -10,7 +10,8 @@ Two kinds of masking, both applied by :meth:`Masker.text`:
   in on purpose, such as the Hub token) that could be secrets (:func:`could_be_secret`: not too
   short, not one ordinary word), replaced wherever they occur in free text;
 - *patterns*: ``--api-key X``, ``SOME_API_KEY=X``, ``api_key='X'`` (and ``'api_key': ['X']``, as vLLM
-  logs its arguments), ``Authorization: Bearer X``, ``hf_…``
+  logs its arguments), ``Authorization: Bearer X``, a header or YAML line ``x-api-key: X`` or
+  ``SOME_API_KEY: X``/``SOME_TOKEN: X``, ``hf_…``
   tokens and the ``user:password@`` part of a URL (``http://***@host``), for secrets this process
   never saw (a log written on another machine, an endpoint variable with credentials). Only the
   secret itself is replaced: quotes and text around it are kept
@@ -95,20 +96,67 @@ def _key_field_spans(text: str, at: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _key_fields(text: str, hay: str | None) -> list[tuple[int, int]]:
-    """Every key field's quoted values (``hay``: the lower-cased ``text`` of the same length, to find
-    the field names by substring; None to scan ``text`` with the regex)."""
-    spans = []
-    if hay is None:
-        for m in _KEY_FIELD.finditer(text):
-            spans += _key_field_spans(text, m.start())
-        return spans
-    for lit in _KEY_FIELD_LITERALS:
+# A field written as a line of its own: an HTTP header (``x-api-key: sk-…``, any case, as sent by
+# ``curl -H "…"``, shown by ``curl -v`` as ``> …`` or by ``http.client``'s debug lines after an
+# escaped ``\r\n``) or a YAML/.env entry (``OPENAI_API_KEY: sk-…``, quoted or not). The field
+# names are the ``api_key`` family in any case and ``*TOKEN``/``*SECRET``/``*PASSWORD`` in upper
+# case only, as the ``NAME=X`` pattern: tokenizer configs write ``pad_token: <pad>``. The field must
+# start its line (after indentation, a YAML list dash or curl's ``>``), an escaped newline or a
+# quote, so prose that mentions one (``send the x-api-key: header``) stays. A null word is no key,
+# and a list or mapping (``'api_key': ['sk-…']``) is the quoted fields' above.
+_LINE_FIELD_LITERALS = ("TOKEN", "SECRET", "PASSWORD")  # as is; the api_key family's: lower-cased
+_LINE_FIELD_ANY = re.compile("|".join(_LINE_FIELD_LITERALS))
+_LINE_FIELD = re.compile(
+    rf"(?:(?i:[a-z0-9_-]*api[-_]?key)|[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD))[\"']?[ \t]*:[ \t]*"
+    rf"(?:([\"'])({_VALUE})\1|(?![\[{{])({_VALUE}))")
+_LINE_START = re.compile(r"[ \t]*(?:[-<>][ \t]+)?")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_NULL_WORDS = frozenset({"none", "null", "~"})
+
+
+def _line_field_span(text: str, at: int) -> tuple[int, int] | None:
+    """The value of a line field whose name holds ``at`` (None when there is none)."""
+    start = at
+    while start > 0 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    escaped_newline = start > 0 and text.startswith("\\n", start - 1)
+    if escaped_newline:
+        start += 1  # the ``n`` of ``\n`` is no part of the name
+    # Only the few characters before the name are looked at: a log line may be megabytes long.
+    line = start
+    while line > 0 and text[line - 1] in " \t-<>":
+        line -= 1
+    starts_line = (line == 0 or text[line - 1] == "\n") and _LINE_START.fullmatch(text, line, start) is not None
+    if not (starts_line or escaped_newline or text[start - 1:start] in ("\"", "'")):
+        return None
+    m = _LINE_FIELD.match(text, start)
+    if m is None or (m.group(3) is not None and m.group(3).lower() in _NULL_WORDS):
+        return None
+    return m.span(2) if m.group(2) is not None else m.span(3)
+
+
+def _find_all(hay: str, literals: tuple[str, ...]) -> list[int]:
+    """Where each of ``literals`` starts in ``hay``."""
+    found = []
+    for lit in literals:
         i = hay.find(lit)
         while i != -1:
-            spans += _key_field_spans(text, i)
+            found.append(i)
             i = hay.find(lit, i + 1)
-    return spans
+    return found
+
+
+def _fields(text: str, hay: str | None) -> list[tuple[int, int]]:
+    """Every key field's quoted values and every line field's value (``hay``: the lower-cased
+    ``text`` of the same length, to find the field names by substring; None to scan ``text`` with
+    the regexes). The api_key family's names are found once for both kinds."""
+    if hay is None:
+        keys = [m.start() for m in _KEY_FIELD.finditer(text)]
+        others = [m.start() for m in _LINE_FIELD_ANY.finditer(text)]
+    else:
+        keys, others = _find_all(hay, _KEY_FIELD_LITERALS), _find_all(text, _LINE_FIELD_LITERALS)
+    spans = [span for i in keys for span in _key_field_spans(text, i)]
+    return spans + [span for i in keys + others if (span := _line_field_span(text, i)) is not None]
 
 
 def could_be_secret(value: str) -> bool:
@@ -179,8 +227,8 @@ def redact(text: str) -> str:
     if len(low) != len(text):  # a few characters lower-case to two: positions would not line up
         for _lits, _lowered, pat in _PATTERNS:
             text = pat.sub(lambda m: m.group(1) + MASK, text)
-        return _replace_spans(text, _key_fields(text, None))
-    spans: list[tuple[int, int]] = _key_fields(text, low)
+        return _replace_spans(text, _fields(text, None))
+    spans = _fields(text, low)
     for literals, lowered, pat in _PATTERNS:
         spans += _secret_spans(text, low if lowered else text, literals, pat)
     return _replace_spans(text, spans)

@@ -261,6 +261,26 @@ def test_a_key_in_vllms_logged_arguments_is_masked_without_knowing_it(tmp_path: 
         assert key not in f.read_text(), f
 
 
+def test_a_key_in_a_header_or_yaml_line_is_masked_without_knowing_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A curl -v trace sends the key as ``x-api-key: sk-…`` and a config copied into the logs holds
+    ``OPENAI_API_KEY: sk-…``; packed from a shell where the key is in no variable, both went into
+    the tarball with the key."""
+    monkeypatch.chdir(tmp_path)
+    _pool(tmp_path)
+    key = "sk-" + "HeaderOrYamlKey0123456789"
+    trace = f"> POST /v1/chat/completions HTTP/1.1\n> X-Api-Key: {key}\n> Content-Type: application/json\n"
+    config = f"model: {M8}\nmax_tokens: 16\nenv:\n  OPENAI_API_KEY: {key}\n  HF_TOKEN: '{key}'\n"
+    (tmp_path / "logs" / "curl_trace.log").write_text(trace)
+    (tmp_path / "logs" / "config.yaml").write_text(config)
+    res = pack(PackOptions(Path("results/pool"), (Path("logs"),), Path("out/ret.tar.gz"), "gpu-box", "20261129"))
+    with tarfile.open(res.tarball) as tf:
+        packed = {n: tf.extractfile(f"logs/{n}").read().decode()  # type: ignore[union-attr]
+                  for n in ("curl_trace.log", "config.yaml")}
+    assert packed == {"curl_trace.log": trace.replace(key, "***"), "config.yaml": config.replace(key, "***")}
+    assert key.encode() not in gzip.decompress(res.tarball.read_bytes())
+
+
 def _every_decoding(data: bytes) -> bytes:
     """The bytes, plus every compressed stream found in them decompressed (a tar of gz members)."""
     import bz2

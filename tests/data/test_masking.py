@@ -32,6 +32,25 @@ from benchcheck.masking import Masker, is_secret_name, redact, secret_values
      '{"openai_api_key": "***", "api_key_env": "VAR", "apiKey": null}'),
     ("İ api_key='sk-a1'", "İ api_key='***'"),  # lower() changes the length here
     ("api_key=None, 'api_key': [], api_key: ''", "api_key=None, 'api_key': [], api_key: ''"),
+    # An HTTP header line, any case, as curl sends it, shows it (-v) and http.client's debug prints it.
+    ("x-api-key: sk-a1", "x-api-key: ***"),
+    ("X-Api-Key:sk-a1\nnext", "X-Api-Key:***\nnext"),
+    ("> API-KEY: sk-a1", "> API-KEY: ***"),
+    ('curl -H "x-api-key: sk-a1" http://x', 'curl -H "x-api-key: ***" http://x'),
+    ("send: b'POST /v1 HTTP/1.1\\r\\nX-API-Key: sk-a1\\r\\n'", "send: b'POST /v1 HTTP/1.1\\r\\nX-API-Key: ***\\r\\n'"),
+    ("> Authorization: Bearer sk-a1", "> Authorization: Bearer ***"),
+    # A YAML (or .env-style) line, quoted or not.
+    ("OPENAI_API_KEY: sk-a1", "OPENAI_API_KEY: ***"),
+    ("env:\n  openai_api_key: 'sk-a1'  # c\n  - HF_TOKEN: \"t-1\"\n  GH_TOKEN: ghp_a1",
+     "env:\n  openai_api_key: '***'  # c\n  - HF_TOKEN: \"***\"\n  GH_TOKEN: ***"),
+    ("İ\nMY_API_KEY: sk-a1", "İ\nMY_API_KEY: ***"),  # lower() changes the length here
+    # Ordinary text stays: prose, counts and tokenizer fields, a field that names a variable, nulls.
+    ("the api key: see below; send the x-api-key: header", "the api key: see below; send the x-api-key: header"),
+    ("max_tokens: 16\nMAX_TOKENS: 16\npad_token: <pad>\neos_token: '</s>'",
+     "max_tokens: 16\nMAX_TOKENS: 16\npad_token: <pad>\neos_token: '</s>'"),
+    ("api_key_env: OPENAI_API_KEY\napi_key: null\nx-api-key: None",
+     "api_key_env: OPENAI_API_KEY\napi_key: null\nx-api-key: None"),
+    ("ERROR: INVALID TOKEN: see the logs", "ERROR: INVALID TOKEN: see the logs"),
 ])
 def test_patterns_keep_what_is_around(text: str, masked: str) -> None:
     assert redact(text) == masked

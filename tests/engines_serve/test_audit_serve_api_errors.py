@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +93,33 @@ def test_a_body_over_the_limit_is_a_json_413(keyed_server: tuple[str, Path]) -> 
                                     b"Content-Type: application/json\r\n", body)
     assert status == 413
     assert b"application/json" in head.lower()
+    err = json.loads(answer)["error"]
+    assert (err["code"], err["type"]) == (413, "BadRequestError")
+    assert str(MAX_BODY_BYTES) in err["message"]
+    assert "Traceback" not in log.read_text()
+
+
+def test_a_body_declared_over_the_limit_is_a_413_before_it_is_read(keyed_server: tuple[str, Path]) -> None:
+    """A Content-Length over the limit and a few bytes of body: the 413 came only after the body
+    timeout (aiohttp counts the bytes as they arrive), the connection held for a body it refuses."""
+    from benchcheck.serve.app import MAX_BODY_BYTES
+    from benchcheck.serve.guard import BODY_TIMEOUT_S
+
+    url, log = keyed_server
+    parts = urlsplit(url)
+    assert parts.hostname and parts.port
+    t0 = time.monotonic()
+    with socket.create_connection((parts.hostname, parts.port), timeout=BODY_TIMEOUT_S / 10) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+                  + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY_BYTES + 1)
+                  + b'{"model": "judge", "messages": [')
+        data = b""
+        while chunk := s.recv(65536):  # the server closes the connection after its answer
+            data += chunk
+    assert time.monotonic() - t0 < BODY_TIMEOUT_S / 10
+    head, _, answer = data.partition(b"\r\n\r\n")
+    assert head.split(b" ", 2)[1] == b"413" and b"application/json" in head.lower()
+    assert len(answer.splitlines()) == 1
     err = json.loads(answer)["error"]
     assert (err["code"], err["type"]) == (413, "BadRequestError")
     assert str(MAX_BODY_BYTES) in err["message"]

@@ -135,6 +135,31 @@ def test_access_log_has_no_headers_or_bodies(rules_file: Path, tmp_path: Path) -
     assert "TOPSECRETKEY" not in text and "PRIVATEBODY" not in text
 
 
+def test_access_log_has_no_query_strings(rules_file: Path, tmp_path: Path) -> None:
+    """A client may pass a key in the query (``?api_key=``): the access log wrote it with the path,
+    for answered requests and for those whose client left first."""
+    import socket
+
+    log = tmp_path / "server.log"
+    args = ("--engine", "scripted", "--rules", str(rules_file), "--model", "j", "--access-log")
+    with cli_server(*args, log=log) as (url, _):
+        with urllib.request.urlopen(url + "/v1/models?api_key=QUERYSECRET1&x=1", timeout=30) as r:
+            assert r.status == 200
+        raw = json.dumps({"messages": [{"role": "user", "content": "hang"}]}).encode()  # answered after 30 s
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"POST /v1/chat/completions?api_key=QUERYSECRET2 HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(raw) + raw)
+            time.sleep(0.5)  # the handler waits on the engine
+        deadline = time.monotonic() + 20  # the access lines are written just after the answers
+        while " 499 " not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    text = log.read_text()
+    assert '"GET /v1/models HTTP/1.1" 200 ' in text, text
+    assert '"POST /v1/chat/completions HTTP/1.1" 499 0 ' in text, text
+    assert "QUERYSECRET" not in text and "api_key" not in text
+
+
 def test_cli_errors_are_one_line(rules_file: Path, tmp_path: Path) -> None:
     import subprocess
     import sys

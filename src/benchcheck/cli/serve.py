@@ -34,7 +34,8 @@ from benchcheck.engines.registry import SERVABLE
               help="Open connections at most (default 1000, fewer under a lower open-files limit); at the cap "
                    "a new one closes the connection that has waited longest for headers.")
 @click.option("--access-log/--no-access-log", default=False, show_default=True,
-              help="Log one line per request (request line, status, size, time; never headers or bodies).")
+              help="Log one line per request (request line, status, size, time; never headers, bodies or "
+                   "query strings).")
 def serve(
     model: str,
     engine_name: str,

@@ -4,7 +4,7 @@ Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (see 
 for what a request may hold). Concurrent requests are batched (``serve_batch``). With an API
 key, every ``/v1`` route needs ``Authorization: Bearer <key>`` and answers 401 otherwise, as
 vLLM's ``--api-key`` does. Request bodies and headers are never logged; the access log (off by
-default) has the request line, status, size and time only.
+default) has the method, the path without its query string, status, size and time only.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Middleware
 
 from benchcheck.engines import capabilities
@@ -35,7 +36,9 @@ from benchcheck.serve.guard import BodyTooLarge, Guard, UnreadableBody, default_
 log = logging.getLogger("benchcheck.serve")
 
 MAX_BODY_BYTES = 512 * 1024 * 1024  # 1,024 frames as data URLs fit; aiohttp's default is 1 MiB
-ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs'  # no headers: they may carry the API key
+# Client, request line, status, size, time: no headers (they may carry the API key), and the path
+# without its query string (a client may pass a key as ``?api_key=``).
+ACCESS_LINE = '%s "%s %s HTTP/%d.%d" %d %d %fs'
 ACCESS_LOG = "benchcheck.serve.access"
 CLIENT_GONE = 499  # the status nginx logs for a request whose client closed the connection
 
@@ -140,7 +143,7 @@ async def _chat(request: web.Request) -> web.Response:
     st = request.app[STATE]
     guard = request.app[GUARD]
     try:
-        raw = await read_body(request, guard.body_timeout_s)
+        raw = await read_body(request, guard.body_timeout_s, MAX_BODY_BYTES)
     except BodyTooLarge:
         # The rest of the body is not read: the connection cannot carry another request.
         resp = error_response(413, f"the request body is over {MAX_BODY_BYTES} bytes")
@@ -208,6 +211,20 @@ async def _route_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return json_response({"detail": e.reason}, e.status)
 
 
+def _access_fields(request: web.BaseRequest) -> tuple[str, str, str, int, int]:
+    """The client and request line of an access-log line (``ACCESS_LINE``): the path as sent, its
+    query string left out."""
+    v = request.version
+    return request.remote or "-", request.method, request.rel_url.raw_path, v.major, v.minor
+
+
+class _AccessLogger(AbstractAccessLogger):
+    """aiohttp's access log in ``ACCESS_LINE``'s shape: its own ``%r`` has the query string."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info(ACCESS_LINE, *_access_fields(request), response.status, response.body_length, time)
+
+
 def _gone_middleware() -> Middleware:
     """An access-log line for a request whose client disconnected before its answer: aiohttp
     cancels the handler (``handler_cancellation``) and logs nothing, so the requests an operator
@@ -220,9 +237,7 @@ def _gone_middleware() -> Middleware:
         try:
             return await handler(request)
         except asyncio.CancelledError:
-            v = request.version
-            access.info('%s "%s %s HTTP/%d.%d" %d 0 %fs', request.remote, request.method, request.rel_url,
-                        v.major, v.minor, CLIENT_GONE, time.perf_counter() - t0)
+            access.info(ACCESS_LINE, *_access_fields(request), CLIENT_GONE, 0, time.perf_counter() - t0)
             raise
 
     return gone
@@ -321,7 +336,7 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
     # handler_cancellation: a client that disconnects cancels its handler, as vLLM aborts its
     # request; a queued request is then never handed to the engine, a generation stops decoding.
     runner = web.AppRunner(app, access_log=logging.getLogger(ACCESS_LOG) if access_log else None,
-                           access_log_format=ACCESS_LOG_FORMAT, handle_signals=False, handler_cancellation=True)
+                           access_log_class=_AccessLogger, handle_signals=False, handler_cancellation=True)
     await runner.setup()
     loop = asyncio.get_running_loop()
     assert runner.server is not None

@@ -15,7 +15,8 @@ connection's protocol:
   so the server keeps answering real clients; when every open connection has a request in
   progress, new ones wait for one to end;
 - **body timeout**: the request body must arrive within ``body_timeout_s`` (``read_body``);
-  otherwise 408 and the connection is closed.
+  otherwise 408 and the connection is closed. A body declared over the size limit is refused
+  before it is read, without waiting for it.
 
 A request whose headers have arrived is never cut by the guard: its time is the engine's.
 """
@@ -240,17 +241,22 @@ class UnreadableBody(ValueError):
 
 
 class BodyTooLarge(ValueError):
-    """The body (decompressed) is over the application's ``client_max_size``."""
+    """The body (declared, or decompressed) is over the application's ``client_max_size``."""
 
 
-async def read_body(request: web.Request, timeout_s: float) -> bytes | None:
+async def read_body(request: web.Request, timeout_s: float, max_bytes: int) -> bytes | None:
     """The request body, or None when it did not arrive within ``timeout_s`` (the caller answers 408).
 
-    A body that cannot be decoded is the client's fault: :class:`UnreadableBody` (the caller
+    A body whose ``Content-Length`` is over ``max_bytes`` (the application's ``client_max_size``)
+    is :class:`BodyTooLarge` before any of it is read: aiohttp would count the bytes as they
+    arrive, holding the connection until the body timeout for a body it will refuse anyway. A body
+    that cannot be decoded is the client's fault: :class:`UnreadableBody` (the caller
     answers 400), not an exception that aiohttp would answer with a 500. A client that disconnects
     before its body arrived cancels the handler (``CancelledError``), as it does at any other point
     of the request, not a 500 and a traceback in the server's log.
     """
+    if (request.content_length or 0) > max_bytes:
+        raise BodyTooLarge
     try:
         return await asyncio.wait_for(request.read(), timeout_s)
     except TimeoutError:
