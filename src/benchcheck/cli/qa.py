@@ -43,6 +43,11 @@ def _report(outcome: Any) -> None:
     click.echo(f"accuracy {acc} over {c['scored']} scored items; {c['vlm_errors']} VLM errors, "
                f"{c['judge_errors']} judge errors, {c.get('dataset_errors', 0)} dataset errors, {c['skipped']} "
                f"skipped; latency p50 {p50}, p95 {p95}", err=True)
+    if lat.get("n_other_concurrency"):
+        others = ", ".join(k for k in s.get("latency_s_by_concurrency", {}) if k != str(lat.get("concurrency")))
+        click.echo(f"latency: over the {lat['n']} items measured at --concurrency {lat.get('concurrency')}; "
+                   f"{lat['n_other_concurrency']} answers reused from a run at another --concurrency ({others}) are "
+                   "left out (summary.json latency_s_by_concurrency has each apart)", err=True)
     click.echo(f"model served: {s['model_served']}; judge model: {s['judge_model']}", err=True)
     for e in s["errors"][:10]:
         who = f"item {e['id']}" if e.get("id") is not None else f"entry {e.get('entry')}"

@@ -147,7 +147,7 @@ class Judge:
             timeout_s=config.timeout_s, max_retries=config.max_retries))
 
     def key(self, item: QAItem, answer: str) -> str:
-        return judge_key(self.config.model, JUDGE_PROMPT_VERSION, item, answer)
+        return judge_key(self.config.model, JUDGE_PROMPT_VERSION, item, answer, self.redactor)
 
     async def judge(self, item: QAItem, answer: str) -> Judgement:
         """One verdict: from the cache, or asked now and appended to the cache."""

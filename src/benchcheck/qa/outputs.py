@@ -4,8 +4,9 @@
 - ``qa_evaluator_output.json``: ``{average_score, eval_output_items: [{id, score, reasoning}]}``,
   the shape of the NAT QA evaluator; an item that errored has ``score: null`` and its error as
   the reasoning, so a reader can never average it in as a zero.
-- ``latency_summary.json``: per-item wall clock of the whole VLM call (frame decoding included),
-  plus the statistics.
+- ``latency_summary.json``: per-item wall clock of the whole VLM call (frame decoding included)
+  and the ``--concurrency`` it was measured under, plus the statistics (those of the run's
+  concurrency, and those of each concurrency apart).
 - ``workflow_output.json``: raw answers (NAT field names: ``question``, ``answer`` = reference,
   ``generated_answer``), with status, error, model and latency.
 - ``summary.csv``: one header and one row of the headline numbers, so runs concatenate.
@@ -32,7 +33,7 @@ SUMMARY_CSV = "summary.csv"
 OUTPUT_FILES = (SUMMARY_JSON, EVALUATOR_JSON, LATENCY_JSON, WORKFLOW_JSON, SUMMARY_CSV)
 
 CSV_COLUMNS = (
-    "dataset", "model_served", "judge_model", "judge_prompt_version", "num_frames", "selected",
+    "dataset", "model_served", "judge_model", "judge_prompt_version", "num_frames", "concurrency", "selected",
     "scored", "errors", "vlm_errors", "judge_errors", "skipped", "accuracy", "latency_mean_s",
     "latency_p50_s", "latency_p90_s", "latency_p95_s", "latency_p99_s", "exit_code",
 )
@@ -50,12 +51,13 @@ def evaluator_output(results: Sequence[ItemResult], average: float | None) -> di
     return {"average_score": average, "eval_output_items": items}
 
 
-def latency_output(results: Sequence[ItemResult], stats: dict[str, Any]) -> dict[str, Any]:
+def latency_output(results: Sequence[ItemResult], summary: dict[str, Any]) -> dict[str, Any]:
     return {
-        "stats_over_successful_items": stats,
+        "stats_over_successful_items": summary["latency_s"],
+        "stats_by_concurrency": summary["latency_s_by_concurrency"],
         "items": [
             {"id": r.item.id, "status": r.answer.status, "latency_s": r.answer.latency_s,
-             "prep_s": r.answer.prep_s, "error_kind": r.answer.error_kind}
+             "prep_s": r.answer.prep_s, "error_kind": r.answer.error_kind, "concurrency": r.answer.concurrency}
             for r in results
         ],
     }
@@ -78,7 +80,7 @@ def summary_csv(summary: dict[str, Any]) -> str:
     row = {
         "dataset": settings.get("dataset"), "model_served": summary["model_served"],
         "judge_model": summary["judge_model"], "judge_prompt_version": settings.get("judge_prompt_version"),
-        "num_frames": settings.get("num_frames"),
+        "num_frames": settings.get("num_frames"), "concurrency": lat.get("concurrency"),
         **{k: counts[k] for k in ("selected", "scored", "errors", "vlm_errors", "judge_errors", "skipped")},
         "accuracy": summary["accuracy"], "latency_mean_s": lat["mean"], "latency_p50_s": lat["p50"],
         "latency_p90_s": lat["p90"], "latency_p95_s": lat["p95"], "latency_p99_s": lat["p99"],
@@ -100,7 +102,7 @@ def write_outputs(out_dir: Path, results: Sequence[ItemResult], summary: dict[st
     payloads = {
         SUMMARY_JSON: dump(summary),
         EVALUATOR_JSON: dump(evaluator_output(results, summary["accuracy"])),
-        LATENCY_JSON: dump(latency_output(results, summary["latency_s"])),
+        LATENCY_JSON: dump(latency_output(results, summary)),
         WORKFLOW_JSON: dump(workflow_output(results)),
         SUMMARY_CSV: redactor.text(summary_csv(summary)),
     }

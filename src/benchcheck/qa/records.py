@@ -23,6 +23,9 @@ class VLMAnswer:
     ``latency_s`` is the wall clock of the whole item in both modes (the command; or, in
     endpoint mode, the frame decoding and the HTTP request); ``prep_s`` is the client-side
     preparation part of it (frame decoding in endpoint mode, 0 in command mode).
+    ``concurrency`` is the ``--concurrency`` of the run that measured it (``None`` in rows written
+    before it was recorded): a rerun under another concurrency reuses the answer, but its latency
+    was measured under other load and is reported apart (:func:`benchcheck.qa.summary.build_summary`).
     """
 
     item_id: str
@@ -33,6 +36,7 @@ class VLMAnswer:
     error: str | None = None
     error_kind: VLMErrorKind | None = None
     prep_s: float = 0.0
+    concurrency: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)

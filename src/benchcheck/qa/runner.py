@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,7 @@ async def _ask_all(vlm: VLM, items: Sequence[QAItem], store: AnswerStore, concur
                 ans = await vlm.answer(item)
             except Exception as e:  # a bug or an OS error costs one item, never the run
                 ans = VLMAnswer(item.id, "error", 0.0, error=f"{type(e).__name__}: {e}", error_kind="internal")
-        store.append(item, ans)
+        store.append(item, replace(ans, concurrency=concurrency))
         bar.update(1)
 
     try:

@@ -6,7 +6,7 @@
   the VLM configuration and the item's content; a rerun reuses ok rows and asks again for
   items whose last row is an error (an error row never counts as done).
 - ``judge_cache.jsonl``: one row per verdict, keyed by judge model, prompt version and item
-  (its question, reference and answer); only ok verdicts are reused.
+  (its question, reference and answer, masked: :func:`judge_key`); only ok verdicts are reused.
 
 Both JSONL files are append-only through :func:`benchcheck.store.append_rows` (locked, torn
 tails survived), and every row is redacted before it is written. One ``qa run`` or ``qa judge``
@@ -46,8 +46,13 @@ def answer_key(vlm_config_hash: str, item: QAItem) -> str:
     return digest([vlm_config_hash, item.id, item.question, item.video])
 
 
-def judge_key(judge_model: str, prompt_version: str, item: QAItem, answer: str) -> str:
-    return digest([judge_model, prompt_version, item.id, item.question, item.ground_truth, answer])
+def judge_key(judge_model: str, prompt_version: str, item: QAItem, answer: str, redactor: Masker) -> str:
+    """The key of a verdict, over the item's text masked as the judge is sent it and as
+    ``run_config.json`` stores it: ``qa run`` holds the question as asked, ``qa judge`` the
+    question read back masked, and both must find the same verdict. Masking stored (already
+    masked) text again leaves it as it is, and text without secrets keeps its earlier key."""
+    return digest([judge_model, prompt_version,
+                   *redactor.value([item.id, item.question, item.ground_truth, answer])])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,12 @@
 """From stored answers and verdicts to the run's numbers (pure).
 
 Accuracy is the mean over scored items only; latency statistics cover items whose VLM call
-succeeded only (a judge error keeps its item's latency). An error (VLM, judge, or a qa entry of
-the dataset that cannot run) is counted apart and never enters the accuracy.
+succeeded only (a judge error keeps its item's latency), measured under the run's
+``--concurrency``: a rerun under another concurrency reuses the earlier answers, whose latencies
+were measured under other load, so they are counted apart (``n_other_concurrency``) and summed
+up per concurrency (``latency_s_by_concurrency``), never mixed into the headline percentiles. An
+error (VLM, judge, or a qa entry of the dataset that cannot run) is counted apart and never
+enters the accuracy.
 """
 
 from __future__ import annotations
@@ -46,6 +50,25 @@ def latency_stats(values: Sequence[float]) -> dict[str, float | int | None]:
     stats["min"] = min(values) if values else None
     stats["max"] = max(values) if values else None
     return stats
+
+
+UNRECORDED = "unrecorded"  # answers stored before their concurrency was recorded
+
+
+def concurrency_label(concurrency: int | None) -> str:
+    return UNRECORDED if concurrency is None else str(concurrency)
+
+
+def latency_summary(answers: Sequence[VLMAnswer], concurrency: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headline statistics over the ok answers measured under ``concurrency`` (with that
+    concurrency and how many ok answers were measured under another one), and the statistics of
+    every concurrency found, in increasing order, the unrecorded last."""
+    ok = [a for a in answers if a.status == "ok"]
+    current = [a.latency_s for a in ok if a.concurrency == concurrency]
+    headline = {**latency_stats(current), "concurrency": concurrency, "n_other_concurrency": len(ok) - len(current)}
+    found = sorted({a.concurrency for a in ok}, key=lambda c: (c is None, c or 0))
+    by = {concurrency_label(c): latency_stats([a.latency_s for a in ok if a.concurrency == c]) for c in found}
+    return headline, by
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +126,7 @@ def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skippe
     """The content of ``summary.json``."""
     by = Counter(r.outcome for r in results)
     scores = [s for r in results if (s := r.score) is not None]
-    latencies = [r.answer.latency_s for r in results if r.answer.status == "ok"]
+    latency, latency_by = latency_summary([r.answer for r in results], settings.get("concurrency"))
     model_served, models_served = _names(r.answer.model for r in results if r.answer.status == "ok")
     judge_model, judge_models = _names(
         r.judgement.judge_model for r in results if r.judgement and r.judgement.status == "ok"
@@ -131,7 +154,8 @@ def build_summary(results: Sequence[ItemResult], *, dataset_entries: int, skippe
         },
         "vlm_errors_by_kind": dict(sorted(Counter(
             r.answer.error_kind or "unknown" for r in results if r.outcome == "vlm_error").items())),
-        "latency_s": latency_stats(latencies),
+        "latency_s": latency,
+        "latency_s_by_concurrency": latency_by,
         "model_served": model_served,
         "models_served": models_served,
         "judge_model": judge_model,

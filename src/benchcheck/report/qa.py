@@ -41,9 +41,15 @@ def read_qa(folder: Path | None) -> QAData:
     data = QAData(folder, summary=summary)
     lat = _json(folder / LATENCY_JSON)
     if isinstance(lat, dict):
+        # The histogram shows what the percentiles count: the items measured under the run's
+        # --concurrency, when the file records it (answers reused from a run at another one are not).
+        stats = lat.get("stats_over_successful_items")
+        by_concurrency = isinstance(stats, dict) and "concurrency" in stats
+        current = stats["concurrency"] if isinstance(stats, dict) and by_concurrency else None
         data.latencies = [float(i["latency_s"]) for i in lat.get("items", [])
                           if isinstance(i, dict) and i.get("status") == "ok"
-                          and isinstance(i.get("latency_s"), int | float)]
+                          and isinstance(i.get("latency_s"), int | float)
+                          and (not by_concurrency or i.get("concurrency") == current)]
     kinds: Counter[str] = Counter()
     for e in summary.get("errors") or []:
         if isinstance(e, dict):
