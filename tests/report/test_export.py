@@ -124,3 +124,50 @@ def test_vlmevalkit_tsv_reads_back_with_its_column_rules(pool: Any, tmp_path: Pa
     left_out = [json.loads(line) for f in tmp_path.glob("*.left_out.jsonl") for line in f.read_text().splitlines()]
     assert [x["item_id"] for x in left_out] == ["Tricky_2"] and "'null'" in left_out[0]["reason"]
     assert got == kept - {"Tricky_2"}
+
+
+def _inspect_rows(out: Path) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for f in sorted(out.glob("*.inspect.jsonl"))
+            for row in map(json.loads, f.read_text(encoding="utf-8").splitlines())}
+
+
+def test_inspect_rows_are_sample_records(pool: Any, tmp_path: Path) -> None:
+    """The JSON itself, without Inspect: the fields its ``Sample`` has, the gold as a letter."""
+    _, _, by_id, kept, _ = pool
+    run_export(pool, "inspect", tmp_path)
+    rows = _inspect_rows(tmp_path)
+    assert set(rows) == kept  # every kept item, the null-looking option of Tricky_2 too
+    with_video = 0
+    for iid, row in rows.items():
+        it = by_id[iid]
+        assert set(row) == {"id", "input", "choices", "target", "metadata"}
+        assert row["choices"] == list(it.options) and row["target"] == LETTERS[it.answer]
+        assert row["metadata"] == {"bench": it.bench, "task": it.task, "video_id": it.video_id,
+                                   "duration_s": it.duration_s, "fate": "kept", "removed_at": None}
+        if isinstance(row["input"], str):
+            assert row["input"] == it.question
+            continue
+        with_video += 1
+        [message] = row["input"]
+        assert message["role"] == "user"
+        video, text = message["content"]
+        assert video["type"] == "video" and video["format"] == "mp4" and video["video"]
+        assert text == {"type": "text", "text": it.question}
+    assert with_video  # the pool has items of both kinds
+    assert (tmp_path / "Tricky_kept.inspect.jsonl").is_file()
+
+
+def test_inspect_reads_back_with_json_dataset(pool: Any, tmp_path: Path) -> None:
+    dataset = pytest.importorskip("inspect_ai.dataset", reason="inspect_ai is not installed (pip install inspect_ai)")
+    _, _, by_id, _, removed = pool
+    run_export(pool, "inspect", tmp_path, "--removed")
+    got: set[str] = set()
+    for f in sorted(tmp_path.glob("*_removed.inspect.jsonl")):
+        for sample in dataset.json_dataset(str(f)):
+            it = by_id[str(sample.id)]
+            got.add(it.item_id)
+            assert sample.choices == list(it.options) and sample.target == LETTERS[it.answer]
+            text = sample.input if isinstance(sample.input, str) else sample.input[0].text
+            assert text == it.question
+            assert sample.metadata and sample.metadata["fate"] == "removed" and sample.metadata["removed_at"] in (1, 4)
+    assert got == removed

@@ -1,4 +1,4 @@
-"""``benchcheck export``: the cleaned (or removed) items for lmms-eval, VLMEvalKit or HF datasets."""
+"""``benchcheck export``: the cleaned (or removed) items for lmms-eval, VLMEvalKit, HF datasets or Inspect AI."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from benchcheck.cli.common import CliPath, checked_store, die, load_items_report
               help="Item files or folders (repeatable): the question, options and video of each item.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--chain", default="1,2,3,4,5,6", show_default=True, help="The steps run, in order.")
-@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet"]), required=True,
+@click.option("--format", "fmt", type=click.Choice(["lmms-eval", "vlmevalkit", "parquet", "inspect"]), required=True,
               help="Which harness reads the export.")
 @click.option("--removed", is_flag=True, help="Export the removed items instead of the kept ones.")
 @click.option("--frames", "frames_root", type=CliPath(exists=True, file_okay=False), default=None,
@@ -78,8 +78,11 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         click.echo(f"note: {unnamed} items have an empty video ({hint})", err=True)
     if relative := relative_videos(selected):
         hint = "" if store else "; give --store so its index names their source files by absolute path"
-        click.echo(f"note: {len(relative)} items name their video by a relative path ({relative[0]}): a harness "
-                   f"opens it relative to the folder it runs in{hint}", err=True)
+        # Inspect's json_dataset looks for a relative path beside the data file first
+        where = ("Inspect opens it relative to the export folder when the file is there, else relative to the "
+                 "folder it runs in" if fmt == "inspect" else "a harness opens it relative to the folder it runs in")
+        click.echo(f"note: {len(relative)} items name their video by a relative path ({relative[0]}): {where}{hint}",
+                   err=True)
     for p in paths:
         if p.name.endswith(".left_out.jsonl"):
             n_out = len(p.read_text(encoding="utf-8").splitlines())

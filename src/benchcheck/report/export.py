@@ -8,6 +8,9 @@
 - ``vlmevalkit``: one MCQ TSV per benchmark: ``index, question, A, B, ..., answer, video``
   (+ ``category``, ``item_id``, ``video_id``, ``bench``, ``duration_s``); unused option cells are empty, as
   VLMEvalKit expects.
+- ``inspect``: one ``<bench>_<kept|removed>.inspect.jsonl`` per benchmark whose rows are Inspect AI
+  ``Sample`` records (``id``, ``input``, ``choices``, ``target``, ``metadata``), read by
+  ``inspect_ai.dataset.json_dataset`` with no field mapping.
 
 The ``video`` of each item is the original video, as the item named it (``VIDEO_SOURCES``): the path or
 URL of its ``video`` field, or, for a store key (``local::raw::a.mp4``) or a bare ``video_id``, the
@@ -28,8 +31,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from benchcheck.atomic import write_bytes_atomic, write_text_atomic
 from benchcheck.items import Item, video_has_frames
@@ -37,7 +41,7 @@ from benchcheck.report.browser import slug
 from benchcheck.report.source import StepProvenance, iter_benches
 from benchcheck.screen.fates import KEPT, REMOVED
 
-FORMATS = ("lmms-eval", "vlmevalkit", "parquet")
+FORMATS = ("lmms-eval", "vlmevalkit", "parquet", "inspect")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -380,7 +384,57 @@ def write_vlmevalkit(out: Path, selected: Mapping[str, Sequence[Selected]], labe
     return paths
 
 
-WRITERS = {"parquet": write_parquet, "lmms-eval": write_lmms_eval, "vlmevalkit": write_vlmevalkit}
+def inspect_data_file(bench: str, label: str) -> str:
+    """Not ``<bench>_<label>.jsonl``: that is the lmms-eval task's data file, which an Inspect export into
+    the same folder would overwrite (and, for a benchmark left empty, delete)."""
+    return f"{slug(bench)}_{label}.inspect.jsonl"
+
+
+# Inspect's ContentVideo takes only these formats. The format is a MIME hint: Inspect reads a file's
+# type from its name first, so another container (.webm, .mkv) declared "mp4" is still sent as itself.
+INSPECT_VIDEO_FORMATS = {".mov": "mov", ".mpeg": "mpeg", ".mpg": "mpeg"}
+
+
+def inspect_video_format(video: str) -> str:
+    path = urlsplit(video).path if "://" in video else video
+    return INSPECT_VIDEO_FORMATS.get(PurePosixPath(path).suffix.lower(), "mp4")
+
+
+def inspect_sample(s: Selected, label: str) -> dict[str, Any]:
+    """One Inspect ``Sample`` as ``json_dataset`` reads it: a user message with the video then the
+    question (a multiple-choice solver rewrites the text part and keeps the video), or the question
+    alone for an item without a video; the gold as a letter, as Inspect's ``choice()`` scorer reads it."""
+    it = s.item
+    prompt: str | list[dict[str, Any]] = it.question
+    if s.video:
+        prompt = [{"role": "user", "content": [
+            {"type": "video", "video": s.video, "format": inspect_video_format(s.video)},
+            {"type": "text", "text": it.question}]}]
+    return {"id": it.item_id, "input": prompt, "choices": list(it.options), "target": LETTERS[it.answer],
+            "metadata": {"bench": it.bench, "task": it.task, "video_id": it.video_id, "duration_s": it.duration_s,
+                         "fate": label, "removed_at": s.removed_at}}
+
+
+# Line breaks to Python's str.splitlines (and to JavaScript) that JSON leaves unescaped: a reader that
+# splits the file that way would cut a question holding one in two.
+_UNICODE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def jsonl_line(row: Mapping[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False).translate(_UNICODE_BREAKS) + "\n"
+
+
+def write_inspect(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
+    paths = []
+    for bench, rows in selected.items():
+        p = out / inspect_data_file(bench, label)
+        write_text_atomic(p, "".join(jsonl_line(inspect_sample(s, label)) for s in rows))
+        paths.append(p)
+    return paths
+
+
+WRITERS = {"parquet": write_parquet, "lmms-eval": write_lmms_eval, "vlmevalkit": write_vlmevalkit,
+           "inspect": write_inspect}
 
 
 def empty_benches(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
@@ -397,6 +451,8 @@ def bench_files(fmt: str, bench: str, label: str) -> list[str]:
         return [f"data/{slug(bench)}/test-00000-of-00001.parquet"]
     if fmt == "lmms-eval":
         return [lmms_data_file(bench, label), f"{task_name(bench, label)}.yaml"]
+    if fmt == "inspect":
+        return [inspect_data_file(bench, label)]
     return [f"{slug(bench)}_{label}.tsv", f"{slug(bench)}_{label}.left_out.jsonl"]
 
 
