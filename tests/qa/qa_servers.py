@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -85,6 +86,17 @@ def completion(model: str, text: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
     }
+
+
+def repeat_grader(model: str) -> Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]:
+    """A judge, reporting ``model``, that gives 1 when the candidate repeats the reference, else 0."""
+    def grade(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        prompt = body["messages"][-1]["content"][-1]["text"]
+        ref = re.search(r"Reference answer: (.*)", prompt)
+        cand = re.search(r"Candidate answer: (.*)", prompt)
+        same = ref is not None and cand is not None and ref.group(1).strip() == cand.group(1).strip()
+        return 200, completion(model, json.dumps({"score": 1 if same else 0, "reasoning": "Compared."}))
+    return grade
 
 
 

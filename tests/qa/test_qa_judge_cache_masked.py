@@ -7,26 +7,17 @@ judge again for it (the score was right; the call was not free).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qa_servers import RecordingHost, completion, qa_entry, read_json, run_cli, vlm_cmd
+from qa_servers import RecordingHost, qa_entry, read_json, repeat_grader, run_cli, vlm_cmd
 
 from loopback import thread_server
 
 HF_WORD = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123"
 SK_WORD = "sk-" + "abcdefghijklmnopqrstuvwx"  # masked as the value of OPENAI_API_KEY
-
-
-def _grader(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    prompt = body["messages"][-1]["content"][-1]["text"]
-    ref = re.search(r"Reference answer: (.*)", prompt)
-    cand = re.search(r"Candidate answer: (.*)", prompt)
-    same = ref is not None and cand is not None and ref.group(1).strip() == cand.group(1).strip()
-    return 200, completion("judge-v2", json.dumps({"score": 1 if same else 0, "reasoning": "Compared."}))
+_GRADER = repeat_grader("judge-v2")
 
 
 def _dataset(write_dataset: Callable[[list[Any]], Path]) -> Path:
@@ -47,7 +38,7 @@ def _env(url: str) -> dict[str, str]:
 def test_qa_judge_reuses_the_verdicts_of_qa_run(tmp_path: Path, clips: Path,
                                                 write_dataset: Callable[[list[Any]], Path]) -> None:
     dataset, out = _dataset(write_dataset), tmp_path / "out"
-    host = RecordingHost("judge-v2", _grader)
+    host = RecordingHost("judge-v2", _GRADER)
     with thread_server(host.app()) as url:
         run = _run(dataset, clips, out, _env(url))
         assert run.returncode == 0, run.stderr
@@ -66,7 +57,7 @@ def test_qa_judge_reuses_the_verdicts_of_qa_run(tmp_path: Path, clips: Path,
 def test_a_rerun_reuses_the_verdicts_of_qa_judge(tmp_path: Path, clips: Path,
                                                  write_dataset: Callable[[list[Any]], Path]) -> None:
     dataset, out = _dataset(write_dataset), tmp_path / "out"
-    host = RecordingHost("judge-v2", _grader)
+    host = RecordingHost("judge-v2", _GRADER)
     with thread_server(host.app()) as url:
         latency_only = _run(dataset, clips, out, _env(url), "--skip-judge")
         assert latency_only.returncode == 0, latency_only.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,9 @@ from typing import Any
 import pytest
 from qa_servers import (
     RecordingHost,
-    completion,
     qa_entry,
     read_json,
+    repeat_grader,
     run_cli,
     scripted_server,
     vlm_cmd,
@@ -31,13 +30,7 @@ SECRETS = {
 JUDGE_KEY = "judge-key-only-4242"
 
 
-def _grader(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """A judge that gives 1 when the candidate repeats the reference, else 0."""
-    prompt = body["messages"][-1]["content"][-1]["text"]
-    ref = re.search(r"Reference answer: (.*)", prompt)
-    cand = re.search(r"Candidate answer: (.*)", prompt)
-    same = ref is not None and cand is not None and ref.group(1).strip() == cand.group(1).strip()
-    return 200, completion("judge-reported-v2", json.dumps({"score": 1 if same else 0, "reasoning": "Compared."}))
+_GRADER = repeat_grader("judge-reported-v2")
 
 
 def _run(dataset: Path, clips: Path, out: Path, env: dict[str, str], *extra: str) -> Any:
@@ -49,7 +42,7 @@ def test_only_the_judge_key_reaches_the_judge_host(tmp_path: Path, clips: Path,
                                                    write_dataset: Callable[[list[Any]], Path]) -> None:
     dataset = write_dataset([qa_entry("a", "Is it? [say:yes]"), qa_entry("leak", "Key? [leak]"),
                              qa_entry("crash", "Boom? [crash]"), qa_entry("b", "No? [say:no]")])
-    host = RecordingHost("judge-reported-v2", _grader)
+    host = RecordingHost("judge-reported-v2", _GRADER)
     out = tmp_path / "out"
     with thread_server(host.app()) as url:
         env = {**SECRETS, "EVAL_LLM_JUDGE_BASE_URL": url, "EVAL_LLM_JUDGE_NAME": "judge-x",
@@ -77,9 +70,9 @@ def test_judge_redirect_is_not_followed(tmp_path: Path, clips: Path,
                                         write_dataset: Callable[[list[Any]], Path]) -> None:
     """A judge host that redirects elsewhere: the key must not travel to the other host."""
     dataset = write_dataset([qa_entry("a", "Is it? [say:yes]")])
-    other = RecordingHost("other", _grader)
+    other = RecordingHost("other", _GRADER)
     with thread_server(other.app()) as other_url:
-        judge = RecordingHost("judge", _grader, redirect_to=other_url)
+        judge = RecordingHost("judge", _GRADER, redirect_to=other_url)
         with thread_server(judge.app()) as url:
             env = {**SECRETS, "EVAL_LLM_JUDGE_BASE_URL": url, "EVAL_LLM_JUDGE_NAME": "judge-x",
                    "EVAL_LLM_JUDGE_API_KEY": JUDGE_KEY}
@@ -97,7 +90,7 @@ def test_judge_redirect_is_not_followed(tmp_path: Path, clips: Path,
 def test_rerun_and_qa_judge_reuse_cache(tmp_path: Path, clips: Path,
                                         write_dataset: Callable[[list[Any]], Path]) -> None:
     dataset = write_dataset([qa_entry(str(i), f"Q{i}? [say:{'yes' if i % 2 else 'no'}]") for i in range(4)])
-    host = RecordingHost("judge-reported-v2", _grader)
+    host = RecordingHost("judge-reported-v2", _GRADER)
     out = tmp_path / "out"
     calllog = tmp_path / "vlm_calls.txt"
     with thread_server(host.app()) as url:
