@@ -139,3 +139,17 @@ def test_the_reducer_judges_rows_by_the_item_they_asked() -> None:
     st = StepState(expect_hash="h2", expect_items=now).add_all([_row(old)])
     assert st.verdict("a").stale and st.stale_hash == {"a": "h"} and not st.edited
     assert parse_row(_row(old)) is not None and parse_row(_row(old)).item_hash == old.fingerprint  # type: ignore[union-attr]
+
+
+def test_an_item_with_a_lone_surrogate_is_screened_and_read_back(tmp_path: Path) -> None:
+    # A JSON escape of half an emoji: the loader keeps it, and its fingerprint must not stop the run.
+    rows = [{"item_id": "s0", "question": "Which face? \ud83d", "options": ["a", "b\udc80"], "answer": 0},
+            {"item_id": "s1", "question": "Plain?", "options": ["a", "b"], "answer": 1}]
+    items, res, _ = screened(tmp_path, {"mine": rows})
+    assert {r["item_id"] for r in _rows(res)} == {"s0", "s1"}
+    halves = [Item("s0", "mine", q, ("a", "b"), 0).fingerprint for q in ("\ud83d", "\ud83e")]
+    assert halves[0] != halves[1]
+    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(res), "--engine", "scripted",
+            "--rules", str(tmp_path / "rules.json"), "--plan-only")
+    assert r.returncode == 0, r.stderr
+    assert "REMAINING_TOTAL=0" in r.stdout and "STALE=0" in r.stdout

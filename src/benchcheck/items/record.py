@@ -53,7 +53,10 @@ class Item:
         not in it: an item's ``video_id`` changes from its ``k:`` placeholder to the content hash
         when its video is normalized, which edits nothing."""
         asked = [self.question, list(self.options), self.answer]
-        return hashlib.sha1(json.dumps(asked, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+        # surrogatepass: a JSON item file may hold a lone surrogate (an escaped half of an emoji),
+        # which the loader keeps and plain UTF-8 cannot encode; every other text hashes as before.
+        text = json.dumps(asked, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return hashlib.sha1(text).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
         return {
