@@ -55,3 +55,15 @@ def test_an_item_edited_after_its_answer_is_answered_again(tmp_path: Path, store
     assert not [c for c in cells if c.stale]
     run(fixed, _quiet)
     assert fixed.paths.csv.read_bytes() == before  # nothing left to answer
+
+
+def test_the_dry_run_says_an_item_answered_under_an_earlier_spec_too_was_edited(tmp_path: Path, store: Path) -> None:
+    # Answered by one model, then by another (the first model's rows are stale), then edited: it is
+    # redone because of the edit, not because of the model the current spec already answered with.
+    first = _args(tmp_path, store)
+    run(replace(first, engine=replace(first.engine, model="m1")), _quiet)
+    run(replace(first, engine=replace(first.engine, model="m2")), _quiet)
+    fixed = _args(tmp_path, store, gold_of_beta0=0)
+    cells, _, _ = plan(replace(fixed, engine=replace(fixed.engine, model="m2")))
+    redo = sorted((c.item.item_id, c.condition, c.stale) for c in cells if c.stale)
+    assert redo == [("Beta_0", "v_1", EDITED), ("Beta_0", "v_blind", EDITED)]
