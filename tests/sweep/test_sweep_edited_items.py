@@ -67,3 +67,24 @@ def test_the_dry_run_says_an_item_answered_under_an_earlier_spec_too_was_edited(
     cells, _, _ = plan(replace(fixed, engine=replace(fixed.engine, model="m2")))
     redo = sorted((c.item.item_id, c.condition, c.stale) for c in cells if c.stale)
     assert redo == [("Beta_0", "v_1", EDITED), ("Beta_0", "v_blind", EDITED)]
+
+
+def test_an_edit_undone_puts_the_answer_to_the_item_as_it_is_last_in_the_csv(tmp_path: Path, store: Path) -> None:
+    # A gold fixed, answered again, then the fix undone: the planner's answer is the first one
+    # again (its row is of the item as it is), and the CSV's readers must take that one too, not
+    # the answer to the edit that no longer exists.
+    first = _args(tmp_path, store)
+    run(first, _quiet)
+    run(_args(tmp_path, store, gold_of_beta0=0), _quiet)
+    assert _beta0(first.paths.csv) == {"v_blind": "1", "v_1": "1"}
+    n_rows = len(read_csv_all(first.paths.csv))
+
+    undone = _args(tmp_path, store)
+    cells, _, _ = plan(undone)
+    assert not [c for c in cells if c.stale]  # its first answers stand
+    run(undone, _quiet)
+    assert _beta0(undone.paths.csv) == {"v_blind": "0", "v_1": "0"}  # the gold is B again: "A" is wrong
+    assert len(read_csv_all(undone.paths.csv)) == n_rows + 2
+    before = undone.paths.csv.read_bytes()
+    run(undone, _quiet)
+    assert undone.paths.csv.read_bytes() == before

@@ -8,7 +8,8 @@ rows were made under (``run_specs.jsonl``) sit beside them.
 ``<results>/conditions_results.csv`` is seed 001's exchange file, written from those rows
 (``sweep.rows.csv_row``) and read as input (the origin's rows, folders made before the rows
 existed). It holds one row per (bench, item_id, condition) and config hash: a row redone under a
-new hash is appended after the stale one, and readers take the last complete row of a key
+new hash is appended after the stale one (so is the answer to an item edited since, or to an edit
+undone: ``meta``'s ``item_hash`` differs from the key's last row), and readers take the last complete row of a key
 (:func:`read_csv`). It is append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
 the lock* (so two processes on the same work add each key once), ends a torn last line with a
 newline, and appends whole rows in one write. Existing rows, whoever wrote them, are never
@@ -225,27 +226,31 @@ def _encode(rows: Iterable[Mapping[str, Any]], header: list[str]) -> str:
 @dataclass(slots=True)
 class _Seen:
     """What one process has read of a CSV so far: each (key, ``config_hash``) up to ``offset`` (a
-    line boundary); the hash is "" when the file has no such column (then a key is there once)."""
+    line boundary), with the ``item_hash`` of its last row ("" for none); the hash is "" when the
+    file has no such column (then a key is there once)."""
 
     offset: int
     header: list[str]
-    keys: set[tuple[Key, str]]
+    keys: dict[tuple[Key, str], str]
     inode: int = 0
 
-    def _id(self, row: Mapping[str, Any]) -> tuple[Key, str]:
+    def _id(self, row: Mapping[str, Any]) -> tuple[tuple[Key, str], str]:
         k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
         if "config_hash" not in self.header:
-            return k, ""
-        # An item edited since its row (``meta``'s ``item_hash``) is answered again under the same hash.
+            return (k, ""), ""
         edit = _ITEM_HASH.search(str(row.get("meta") or ""))
-        return k, str(row.get("config_hash") or "") + (f"/{edit.group(1)}" if edit else "")
+        return (k, str(row.get("config_hash") or "")), edit.group(1) if edit else ""
 
     def fresh(self, row: Mapping[str, Any]) -> bool:
-        """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash."""
-        return self._id(row) not in self.keys
+        """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash,
+        or an answer to the item as it is now after the key's last row under that hash answered
+        it as it was (an item edited, or an edit undone: readers take the last row)."""
+        key, item = self._id(row)
+        return self.keys.get(key) != item
 
     def add(self, row: Mapping[str, Any]) -> None:
-        self.keys.add(self._id(row))
+        key, item = self._id(row)
+        self.keys[key] = item
 
 
 _SEEN: dict[Path, _Seen] = {}
@@ -256,7 +261,7 @@ def _catch_up(fd: int, p: Path, size: int) -> _Seen:
     seen = _SEEN.get(p)
     inode = os.fstat(fd).st_ino
     if seen is None or seen.offset > size or seen.inode != inode:  # a new or replaced file: read it all
-        seen = _Seen(0, [], set(), inode)
+        seen = _Seen(0, [], {}, inode)
     chunk = os.pread(fd, size - seen.offset, seen.offset) if size > seen.offset else b""
     end = chunk.rfind(b"\n") + 1
     if end:
