@@ -10,6 +10,7 @@ from pathlib import Path
 from sweep_helpers import RULES, mixed_items, write_rules
 
 from benchcheck.items import load_items
+from benchcheck.report.sweep import read_sweep
 from benchcheck.sweep.cli_run import SweepArgs, plan, run
 from benchcheck.sweep.engine import SweepEngine
 from benchcheck.sweep.plan import EDITED
@@ -18,11 +19,13 @@ from benchcheck.sweep.results import SweepPaths, read_csv, read_csv_all
 CONDS = "v_blind,v_1"
 
 
-def _args(tmp: Path, store: Path, gold_of_beta0: int | None = None) -> SweepArgs:
+def _args(tmp: Path, store: Path, gold_of_beta0: int | None = None, edit_all: bool = False) -> SweepArgs:
     r = write_rules(tmp / "rules.json", RULES)
     items = load_items(mixed_items(tmp)).items
     if gold_of_beta0 is not None:
         items = [replace(i, answer=gold_of_beta0) if i.item_id == "Beta_0" else i for i in items]
+    if edit_all:
+        items = [replace(i, question=i.question + " (reworded)") for i in items]
     return SweepArgs(items, str(store), SweepPaths.under(tmp / "fp" / "results"), CONDS,
                      engine=SweepEngine("scripted", rules=str(r)), progress=False, decode_workers=0)
 
@@ -88,3 +91,21 @@ def test_an_edit_undone_puts_the_answer_to_the_item_as_it_is_last_in_the_csv(tmp
     before = undone.paths.csv.read_bytes()
     run(undone, _quiet)
     assert undone.paths.csv.read_bytes() == before
+
+
+def test_the_reports_sweep_page_shows_and_counts_each_edited_item_once(tmp_path: Path, store: Path) -> None:
+    # Every item reworded and answered again: its first answers (an unreadable reply, an NA, a
+    # wrong letter) are of another question; the page counts and shows the answers that count.
+    first = _args(tmp_path, store)
+    run(first, _quiet)
+    before = read_sweep(first.paths.results)
+    edited = _args(tmp_path, store, gold_of_beta0=0, edit_all=True)
+    run(edited, _quiet)
+    after = read_sweep(edited.paths.results)
+    assert after.rows > before.rows  # the file's rows, old ones included
+    assert after.unparsed == before.unparsed and after.unparsed  # Alpha_3's reply, once per condition
+    assert after.na == before.na
+    beta0 = after.answers["Beta"]["Beta_0"]
+    assert sorted((a.condition, a.correct) for a in beta0) == [("v_1", True), ("v_blind", True)]
+    assert {b: {i: len(a) for i, a in its.items()} for b, its in after.answers.items()} == \
+        {b: {i: len(a) for i, a in its.items()} for b, its in before.answers.items()}

@@ -126,6 +126,7 @@ def _read_file(path_s: str, mtime_ns: int, size: int, settings_mtime_ns: int) ->
     path = Path(path_s)
     data = SweepData(path)
     rows: list[dict[str, Any]] = []
+    own = _own_rows(path)
     try:
         with path.open(newline="", encoding="utf-8", errors="replace") as f:
             reader = csv.DictReader(f)
@@ -142,12 +143,25 @@ def _read_file(path_s: str, mtime_ns: int, size: int, settings_mtime_ns: int) ->
             for row in reader:
                 _add(data, rows, row, cols)
             data.clustered_by = "video" if cols["video"] else "item"
+            if own:
+                _only_counted(data, own, cols)
     except (OSError, csv.Error) as e:
         data.reason = f"{path}: {e}"
-    _analyze_into(data, _own_rows(path) or rows)
+    _analyze_into(data, own or rows)
     if not data.acc and data.reason is None:
         data.reason = f"{path}: no scored rows yet"
     return data
+
+
+def _only_counted(data: SweepData, own: Sequence[Mapping[str, str]], cols: Mapping[str, str | None]) -> None:
+    """Answers, unreadable replies and NA reasons from the rows that count (``read_csv``: a key's
+    last row under its condition's spec), as the accuracy is: an answer redone under a new spec, or
+    for an item edited since, would otherwise be shown and counted twice. The file's row counts stay."""
+    n, skipped = data.rows, data.skipped
+    data.answers, data.unparsed, data.na = {}, {}, {}
+    for row in own:
+        _add(data, [], row, cols)
+    data.rows, data.skipped = n, skipped
 
 
 def _own_rows(path: Path) -> list[dict[str, str]]:
