@@ -94,7 +94,7 @@ def test_outputs(pool_files: tuple[Path, Path], minilm: SentenceEmbedder, tmp_pa
     near = next(r for r in removed if r["item_id"] == "beta_2")
     assert near["duplicate_bench"] == "alpha" and near["text"].startswith("How many people are shown")
     assert (out / "screen_counts_full.csv").read_text().splitlines() == [
-        "bench,items,exact,near,cross_bench,kept", "alpha,9,1,2,0,6", "beta,5,2,1,3,2"]
+        "bench,items,exact,near,cross_bench,kept,gold_conflict", "alpha,9,1,2,0,6,0", "beta,5,2,1,3,2,0"]
     summary = (out / "step0_summary.md").read_text()
     for heading in ("Exact duplicates, within a benchmark", "Exact duplicates across benchmarks",
                     "Near duplicates, within a benchmark", "Near duplicates across benchmarks"):

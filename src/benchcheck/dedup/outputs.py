@@ -16,19 +16,23 @@ from typing import Any, BinaryIO
 from benchcheck.atomic import write_atomic
 from benchcheck.dedup.run import DedupResult
 from benchcheck.dedup.verdict import ItemVerdict
+from benchcheck.protocol import LETTERS
 
 KEPT_FILE = "step0_kept.parquet"
 REMOVED_FILE = "step0_removed.jsonl"
 COUNTS_FILE = "screen_counts_full.csv"
 SUMMARY_FILE = "step0_summary.md"
-COUNT_COLUMNS = ("bench", "items", "exact", "near", "cross_bench", "kept")
+# gold_conflict comes last: a reader of the older columns, by name or by position, reads them unchanged
+COUNT_COLUMNS = ("bench", "items", "exact", "near", "cross_bench", "kept", "gold_conflict")
 EXAMPLES_PER_KIND = 3
+CONFLICTS_LISTED = 20  # the summary lists this many gold conflicts; step0_removed.jsonl has them all
 
 
 @dataclass(frozen=True, slots=True)
 class BenchCounts:
-    """One row of ``screen_counts_full.csv``; ``cross_bench`` counts removed items (exact or
-    near) whose kept original is in another benchmark, so ``items = kept + exact + near``."""
+    """One row of ``screen_counts_full.csv``; ``cross_bench`` counts removed items (exact, near or
+    gold conflicts) whose kept original is in another benchmark, so
+    ``items = kept + exact + near + gold_conflict``."""
 
     bench: str
     items: int
@@ -36,6 +40,7 @@ class BenchCounts:
     near: int
     cross_bench: int
     kept: int
+    gold_conflict: int = 0
 
 
 def bench_counts(verdicts: Sequence[ItemVerdict]) -> list[BenchCounts]:
@@ -46,8 +51,30 @@ def bench_counts(verdicts: Sequence[ItemVerdict]) -> list[BenchCounts]:
         k["items"] += 1
         k[v.verdict] += 1
         k["cross_bench"] += v.kind == "cross"
-    return [BenchCounts(b, k["items"], k["exact"], k["near"], k["cross_bench"], k["kept"]) for b, k in c.items()]
+    return [BenchCounts(b, k["items"], k["exact"], k["near"], k["cross_bench"], k["kept"], k["gold_conflict"])
+            for b, k in c.items()]
 
+
+def gold_label(answer: int) -> str:
+    """The gold as a letter (``A`` for 0), or its index where the item has more options than letters."""
+    return LETTERS[answer] if 0 <= answer < len(LETTERS) else str(answer)
+
+
+def gold_conflicts(verdicts: Sequence[ItemVerdict]) -> list[ItemVerdict]:
+    return [v for v in verdicts if v.verdict == "gold_conflict"]
+
+
+def conflict_warning(verdicts: Sequence[ItemVerdict]) -> str | None:
+    """One line for the command: how many gold conflicts, and the first pair; None without any."""
+    found = gold_conflicts(verdicts)
+    if not found:
+        return None
+    first = found[0]
+    assert first.duplicate_of is not None
+    return (f"{len(found)} gold conflict{'s' if len(found) != 1 else ''} (same question, options and video, "
+            f"another gold), first: {first.item.item_id} ({first.item.bench}) gold {gold_label(first.item.answer)} "
+            f"against {first.duplicate_of.item_id} ({first.duplicate_of.bench}) gold "
+            f"{gold_label(first.duplicate_of.answer)}; both golds are in {REMOVED_FILE}")
 
 
 def _write(data: bytes, f: BinaryIO) -> None:
@@ -75,14 +102,18 @@ def kept_table_bytes(verdicts: Sequence[ItemVerdict]) -> bytes:
 
 
 def removed_record(v: ItemVerdict) -> dict[str, Any]:
-    """One line of ``step0_removed.jsonl``: the removed item, the kept item it duplicates, and both texts."""
+    """One line of ``step0_removed.jsonl``: the removed item, the kept item it duplicates, and both
+    texts; a gold conflict adds both golds (option indexes), which its texts do not show."""
     assert v.duplicate_of is not None
-    return {
+    rec: dict[str, Any] = {
         "item_id": v.item.item_id, "bench": v.item.bench, "video_id": v.item.video_id, "verdict": v.verdict,
         "kind": v.kind, "similarity": None if v.similarity is None else round(v.similarity, 6),
         "duplicate_of": v.duplicate_of.item_id, "duplicate_bench": v.duplicate_of.bench,
         "text": v.text, "duplicate_text": v.duplicate_text,
     }
+    if v.verdict == "gold_conflict":
+        rec["gold"], rec["duplicate_gold"] = v.item.answer, v.duplicate_of.answer
+    return rec
 
 
 def counts_csv(counts: Sequence[BenchCounts]) -> str:
@@ -90,7 +121,7 @@ def counts_csv(counts: Sequence[BenchCounts]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COUNT_COLUMNS)
     for c in counts:
-        w.writerow([c.bench, c.items, c.exact, c.near, c.cross_bench, c.kept])
+        w.writerow([c.bench, c.items, c.exact, c.near, c.cross_bench, c.kept, c.gold_conflict])
     return buf.getvalue()
 
 
@@ -108,15 +139,29 @@ def summary_markdown(result: DedupResult, counts: Sequence[BenchCounts]) -> str:
         "# Step 0: duplicate items",
         "",
         f"Model `{result.model}`, cosine threshold {result.threshold:g}. {len(v)} items: "
-        f"{total['kept']} kept, {total['exact']} exact and {total['near']} near duplicates removed "
-        f"({cross} of them copies of an item in another benchmark).",
+        f"{total['kept']} kept, {total['exact']} exact and {total['near']} near duplicates"
+        + (f" and {total['gold_conflict']} gold conflicts (below)" if total["gold_conflict"] else "")
+        + f" removed ({cross} of them copies of an item in another benchmark).",
         f"{s.groups} groups of one video (or of one benchmark's items without a video) compared; "
         f"the largest held {s.largest_group} distinct texts.",
         "",
-        "| benchmark | items | exact | near | cross-benchmark | kept |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| benchmark | items | exact | near | cross-benchmark | kept | gold conflicts |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {c.bench} | {c.items} | {c.exact} | {c.near} | {c.cross_bench} | {c.kept} |" for c in counts]
+    lines += [f"| {c.bench} | {c.items} | {c.exact} | {c.near} | {c.cross_bench} | {c.kept} | {c.gold_conflict} |"
+              for c in counts]
+    conflicts = gold_conflicts(v)
+    if conflicts:
+        lines += ["", "## Gold conflicts", "",
+                  "The same question, options and video with another gold: at most one of the two is right. "
+                  "The kept item is screened with its gold; fix the wrong file and rerun.", ""]
+        for x in conflicts[:CONFLICTS_LISTED]:
+            assert x.duplicate_of is not None
+            lines.append(f"- `{x.item.item_id}` ({x.item.bench}, gold {gold_label(x.item.answer)}) has the text of "
+                         f"`{x.duplicate_of.item_id}` ({x.duplicate_of.bench}, gold "
+                         f"{gold_label(x.duplicate_of.answer)}): {_quote(x.text)}")
+        if len(conflicts) > CONFLICTS_LISTED:
+            lines.append(f"- ... and {len(conflicts) - CONFLICTS_LISTED} more in `{REMOVED_FILE}`")
     for verdict in ("exact", "near"):
         for kind in ("within", "cross"):
             ex = [x for x in v if x.verdict == verdict and x.kind == kind][:EXAMPLES_PER_KIND]

@@ -9,13 +9,17 @@ from typing import Literal
 from benchcheck.dedup.units import TextUnit
 from benchcheck.items import Item
 
-VerdictName = Literal["kept", "exact", "near"]
+VerdictName = Literal["kept", "exact", "near", "gold_conflict"]
 Kind = Literal["within", "cross"]
 
 
 @dataclass(frozen=True, slots=True)
 class ItemVerdict:
-    """One item's step-0 verdict; ``duplicate_of`` is always a kept item."""
+    """One item's step-0 verdict; ``duplicate_of`` is always a kept item.
+
+    ``gold_conflict``: an exact duplicate (same text, same video) whose gold differs from the kept
+    item's. It is removed as a copy is, but named apart: at most one of the two golds is right.
+    """
 
     item: Item
     text: str
@@ -41,8 +45,10 @@ def decide(units: Sequence[TextUnit], near: Mapping[int, tuple[int, float]], ord
     """Verdicts in the order of ``order``.
 
     ``near`` maps a removed unit's index to (index of the kept unit it duplicates, similarity).
-    A kept unit keeps its leader and makes its other members exact duplicates of the leader;
-    every member of a removed unit is a near duplicate of the kept unit's leader.
+    A kept unit keeps its leader and makes its other members exact duplicates of the leader, or
+    gold conflicts where their gold differs from the leader's (the same text lists the same
+    options in the same order, so the gold indexes compare); every member of a removed unit is a
+    near duplicate of the kept unit's leader.
     """
     by_id: dict[str, ItemVerdict] = {}
     for n, unit in enumerate(units):
@@ -54,5 +60,6 @@ def decide(units: Sequence[TextUnit], near: Mapping[int, tuple[int, float]], ord
             continue
         by_id[unit.leader.item_id] = ItemVerdict(unit.leader, unit.text, "kept")
         for it in unit.members[1:]:
-            by_id[it.item_id] = ItemVerdict(it, unit.text, "exact", unit.leader, unit.text, 1.0)
+            name: VerdictName = "exact" if it.answer == unit.leader.answer else "gold_conflict"
+            by_id[it.item_id] = ItemVerdict(it, unit.text, name, unit.leader, unit.text, 1.0)
     return [by_id[it.item_id] for it in order]
