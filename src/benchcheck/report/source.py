@@ -216,7 +216,8 @@ def read_step0(path: Path, items: Sequence[Item] | None = None) -> Step0:
     return Step0(path, removed)
 
 
-STEP0_FIELDS = ("verdict", "kind", "similarity", "duplicate_of", "duplicate_bench")
+# gold and duplicate_gold: only a gold conflict's row has them (the two golds of one text)
+STEP0_FIELDS = ("verdict", "kind", "similarity", "duplicate_of", "duplicate_bench", "gold", "duplicate_gold")
 
 
 Group = tuple[str, list[Item] | None]

@@ -254,7 +254,10 @@
       var z = rec.step0, why = "removed at step 0 (duplicates): " + (z.verdict || "duplicate") +
         (z.kind ? " (" + z.kind + ")" : "") + (z.duplicate_of ? " duplicate of " + z.duplicate_of : "") +
         (z.duplicate_bench ? " in " + z.duplicate_bench : "") +
-        (z.similarity !== undefined ? ", similarity " + fmt(z.similarity) : "") + "; no later step saw it";
+        (z.similarity !== undefined ? ", similarity " + fmt(z.similarity) : "") +
+        (z.gold !== undefined ? ", gold " + (LETTERS[z.gold] || z.gold) + " here, " +
+          (LETTERS[z.duplicate_gold] || z.duplicate_gold) + " there: at most one is right" : "") +
+        "; no later step saw it";
       d.appendChild(el("p", { id: "d-step0", "class": "fate-removed" }, why));
     }
     if (rec.conf !== undefined && rec.conf !== null) d.appendChild(el("p", { id: "d-conf" }, "confidence of the final decision " + fmt(rec.conf)));
