@@ -59,7 +59,7 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
             click.echo(f"warning: {line}", err=True)
         first = [p for p in result.problems if p.where == "0"]
         for p in [*first, *(p for p in result.problems if p.where != "0")]:
-            click.echo(f"{'bad item' if p.severity == 'error' else 'note'}: {p}", err=True)
+            click.echo(f"{p.label}: {p}", err=True)
     if need_items and paths and not result.items:
         from benchcheck.items.report import no_items_reason
 

@@ -59,6 +59,9 @@ def stats(paths: tuple[str, ...], columns: str | None, store: str | None, videos
         die(f"--videos {videos_dir}: no such folder")
     result = load_items_reporting(paths, columns, quiet=True)
     say_left_out(result, paths, "counts")
+    for p in result.problems:  # a benchmark-level doubt (golds counted from 1) changes what the counts mean
+        if p.severity == "warning":
+            click.echo(f"warning: {p}", err=True)
     # Without a store nothing is found by content: reading every file would only count files.
     resolved = resolve_items(result.items, store, videos_dir, hash_files=store is not None)
     click.echo(stats_table(result.items, resolved.resolutions))
@@ -138,7 +141,7 @@ def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, sp
     except ValueError as e:  # a column map that cannot be read
         raise click.BadParameter(str(e), param_hint="--columns") from e
     for p in result.problems:
-        click.echo(f"{'bad item' if p.severity == 'error' else 'note'}: {p}", err=True)
+        click.echo(f"{p.label}: {p}", err=True)
     if not result.items:
         die(f"no item could be imported from {source} ({len(result.errors)} records refused)")
     try:

@@ -1,4 +1,5 @@
-"""Field checks of one item row (pure): types, safe names, plain video ids.
+"""Field checks of one item row (pure): types, safe names, plain video ids; and one check of a
+whole benchmark's golds (counted from 1 instead of 0).
 
 Each check answers ``None`` when the value is fine and a one-line message naming the field when it
 is not, so the loader can report it as that row's problem and go on with the next row.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # The longest name a results file may get is NAME_MAX (255 bytes on Linux, macOS and the usual
@@ -100,3 +102,50 @@ def video_id_problem(video_id: str) -> str | None:
 def not_utf8_fields(row: dict[str, Any]) -> list[str]:
     """Columns of a CSV row read with ``surrogateescape`` whose cell held bytes that are not UTF-8."""
     return [str(k) for k, v in row.items() if isinstance(v, str) and re.search("[\udc80-\udcff]", v)]
+
+
+# A benchmark-level check needs enough items for "no gold is A" to mean something: with golds spread
+# evenly over k options, a benchmark counted from 0 shows no A in n items with chance ((k-1)/k)**n,
+# which at this many items is about 1 in 300 for four options, 1 in 90 for five, 1 in a million for
+# two. Fewer items (a sample, a demo file) would warn on chance alone.
+ONE_BASED_MIN_ITEMS = 20
+
+
+@dataclass(slots=True)
+class GoldTally:
+    """One benchmark's golds given as an index (a number, not a letter or a text), as read from one
+    file: how many, how many are 0, how many are the item's last option, how many one past it (those
+    rows were refused: the index is out of range), and the chance that a benchmark counted from 0
+    shows no 0 among the loaded ones (the product of (k-1)/k over their option counts k)."""
+
+    items: int = 0
+    zeros: int = 0
+    last: int = 0
+    past_end: int = 0
+    no_zero_chance: float = 1.0
+
+    def add(self, answer: int, n_options: int) -> None:
+        """A gold index as given (``answer == n_options`` is one past the end: a refused row)."""
+        self.items += 1
+        if answer == n_options:
+            self.past_end += 1
+            return
+        self.zeros += answer == 0
+        self.last += answer == n_options - 1
+        self.no_zero_chance *= (n_options - 1) / n_options if n_options else 1.0
+
+
+def one_based_golds_problem(bench: str, tally: GoldTally) -> str | None:
+    """A benchmark whose golds look counted from 1: at least :data:`ONE_BASED_MIN_ITEMS` index golds,
+    none of them 0, and some on the last option or one past it. Loaded as they are, every gold
+    names the option after the right one. A warning, not an error: a benchmark may never have A as
+    its gold, only not by chance at this size."""
+    if tally.items < ONE_BASED_MIN_ITEMS or tally.zeros or not (tally.last or tally.past_end):
+        return None
+    past = f" and {tally.past_end} one past it (refused: out of range)" if tally.past_end else ""
+    # past a million the exact odds of a large benchmark are a number of many digits that says no more
+    odds = f"1 in {1 / tally.no_zero_chance:,.0f}" if tally.no_zero_chance >= 1e-6 else "under 1 in a million"
+    return (f"benchmark {bench!r}: golds look 1-based: none of its {tally.items} gold indexes is 0 (A), "
+            f"{tally.last} are the last option{past}; golds counted from 0 and spread evenly would give no A "
+            f"among the {tally.items - tally.past_end} loaded by chance {odds}. If the file counts from 1, "
+            "subtract 1 from every answer (or write the golds as letters A, B, ...) and load it again")

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchcheck.items.checks import (
+    GoldTally,
     bench_name_problem,
     field_type_problem,
     filled_options,
     not_utf8_fields,
+    one_based_golds_problem,
     options_problem,
     video_id_problem,
 )
@@ -45,13 +47,19 @@ _BOM = "\ufeff"
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One line of a validation report. ``severity="note"`` does not make the item bad."""
+    """One line of a validation report. ``severity="note"`` or ``"warning"`` does not make the item
+    bad; a warning says something looks wrong with a whole benchmark (its golds counted from 1)."""
 
     path: str
     where: str
     item_id: str | None
     message: str
-    severity: Literal["error", "note"] = "error"
+    severity: Literal["error", "note", "warning"] = "error"
+
+    @property
+    def label(self) -> str:
+        """How a command prefixes it on stderr."""
+        return {"error": "bad item", "note": "note", "warning": "warning"}[self.severity]
 
     def __str__(self) -> str:
         who = f" {self.item_id}:" if self.item_id else ""
@@ -195,6 +203,27 @@ def _text_form(s: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", s).split()).casefold()
 
 
+def _out_of_range(idx: int, n: int) -> str:
+    return f"gold index {idx} out of range for {n} options"
+
+
+_OUT_OF_RANGE = re.compile(r"^gold index (\d+) out of range for (\d+) options$")
+
+
+def index_gold(raw: Any) -> int | None:
+    """The gold as the file gives it when that is an index (an integer, or digits in a text cell);
+    None for a letter or an option text."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return None
+
+
 def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: AnswerKind,
                    digits_are_index: bool = False, letter_first: bool = False) -> int | str:
     """Gold index from an index, a letter or the gold text; an error message when none fits.
@@ -218,7 +247,7 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
     if isinstance(value, int):
         if kind not in ("auto", "index"):
             return f"gold {value!r} is not a {kind}"
-        return value if 0 <= value < n else f"gold index {value} out of range for {n} options"
+        return value if 0 <= value < n else _out_of_range(value, n)
     s = str(value).strip()
     if kind == "auto" and digits_are_index and s.isdigit():
         return resolve_answer(int(s), texts, raw, "index")
@@ -230,7 +259,7 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
             return exact[0]
     if kind in ("auto", "index") and s.isdigit():
         idx = int(s)
-        return idx if idx < n else f"gold index {idx} out of range for {n} options"
+        return idx if idx < n else _out_of_range(idx, n)
     if kind in ("auto", "letter") and len(s) == 1 and s.upper() in LETTERS:
         idx = LETTERS.index(s.upper())
         return idx if idx < n else f"gold letter {s!r} matches no option ({n} options)"
@@ -465,6 +494,22 @@ class _File:
     path: Path
     entries: list[Problem | _Read] = field(default_factory=list)
     records: int = 0
+    golds: dict[str, GoldTally] = field(default_factory=dict)  # bench -> its golds given as an index
+
+    def tally_gold(self, row: Mapping[str, Any], cmap: ColumnMap, bench: str, item: Item | None,
+                   problems: Sequence[str]) -> None:
+        """Count a row's gold for the 1-based check: a loaded item's gold read as the index the file
+        gives (not a text that matched an option), or a refused row's gold one past the last option."""
+        given = index_gold(row.get(cmap.answer)) if cmap.answer else None
+        if given is None:
+            return
+        if item is not None:
+            if given == item.answer:
+                self.golds.setdefault(item.bench, GoldTally()).add(item.answer, len(item.options))
+            return
+        for m in problems:
+            if (hit := _OUT_OF_RANGE.match(m)) and int(hit.group(1)) == int(hit.group(2)) == given:
+                self.golds.setdefault(bench, GoldTally()).add(given, given)
 
     def given_ids(self) -> set[str]:
         return {e.item.item_id for e in self.entries if isinstance(e, _Read) and not e.generated}
@@ -501,6 +546,8 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
                                            f"cannot read item: {type(e).__name__}: {e}"))
                 continue
             out.entries.extend(Problem(str(path), where, item_id, m) for m in problems)
+            row_bench = str(row.get(resolved.bench) or bench_default) if resolved.bench else bench_default
+            out.tally_gold(row, resolved, row_bench, item, problems)
             if item is not None:
                 out.entries.append(_Read(where, item, row, resolved, not gives_id(row, resolved.item_id)))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -546,6 +593,9 @@ def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult)
         out.items.append(item)
     if resolved and (hint := ids.hint(resolved.item_id, resolved.video_key or resolved.video_id)):
         out.problems.append(Problem(path, FILE_LEVEL, None, hint, "note"))
+    for bench, tally in read.golds.items():
+        if (one_based := one_based_golds_problem(bench, tally)):
+            out.problems.append(Problem(path, FILE_LEVEL, None, one_based, "warning"))
 
 
 def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
