@@ -87,7 +87,7 @@ class StepState:
     ok: dict[str, OkRow] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)  # every current error row
     counted: dict[str, int] = field(default_factory=dict)  # current error rows that count toward the limit
-    stale: dict[str, int] = field(default_factory=dict)  # rows under another config_hash
+    stale: dict[str, int] = field(default_factory=dict)  # rows under another config_hash, or of the item before an edit
     stale_hash: dict[str, str] = field(default_factory=dict)  # the last of them: what changed is told from it
     edited: set[str] = field(default_factory=set)  # items with a row of the item as it was before an edit
     last_error: dict[str, ErrorRow] = field(default_factory=dict)  # why an item has no answer, when it has none

@@ -126,9 +126,9 @@ def settled(item: Item, cond: str, prompt: str, state: StepState | None, why: Re
         last = state.last_error.get(item.item_id)
         return Cell(item, cond, "failed", prompt, reason=f"gave up after {v.counted_errors} engine errors",
                     config_hash=state.expect_hash or "", error=error_label(last) if last else ("", ""))
-    # Edited before a spec change is told: an item answered under an earlier spec too keeps that
+    # The edit is told before a spec change: an item answered under an earlier spec too keeps that
     # row's hash in ``stale_hash``, yet what sends it back now is its edit.
-    if v.stale and (item.item_id in state.edited or item.item_id not in state.stale_hash):
+    if v.stale and item.item_id in state.edited:
         return EDITED
     if v.stale and why is not None:
         return why.why_stale(cond, state.stale_hash.get(item.item_id, ""))
