@@ -29,6 +29,7 @@ Run (CPU):  PYTHONPATH=src python -m benchmarks.gpu_screen --tiny
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import gc
 import json
@@ -670,7 +671,8 @@ SPECIAL_VARIANTS = {
 
 
 # Variant rows of the sweep workload (--variants): name -> the op flipped in them.
-SWEEP_VARIANTS = {"decode-split": "decode_split", "graph-fused": "graph_fused", "scored-last": "scored_last_layer",
+SWEEP_VARIANTS = {"decode-join": "decode_join", "decode-split": "decode_split", "graph-fused": "graph_fused",
+                  "scored-last": "scored_last_layer",
                   "stage-ahead": "stage_ahead", "sweep-vision-norm": "vision_norm_kernel",
                   "sweep-attention-residual": "attention_residual"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
@@ -920,33 +922,13 @@ def decode_step_bytes(engine: HFEngine, cached: int, rows: int = 1) -> float:
     return float(weights + rows * kv)
 
 
-@contextlib.contextmanager
-def decode_batches() -> Iterator[list[int]]:
-    """The rows of each generation batch the engine decodes while the block runs (batches are
-    planned inside the engine's pipeline; the rows decide a step's bytes, so the row's limit)."""
-    import benchcheck.engines.hf.engine
-
-    engine_module: Any = benchcheck.engines.hf.engine
-    seen: list[int] = []
-    real = engine_module.greedy_start
-
-    def spy(model: Any, batch: Any, *a: Any, **kw: Any) -> Any:
-        seen.append(sum(len(b.lengths) for b in batch) if isinstance(batch, list) else len(batch.lengths))
-        return real(model, batch, *a, **kw)
-
-    engine_module.greedy_start = spy
-    try:
-        yield seen
-    finally:
-        engine_module.greedy_start = real
-
-
 def batched_row(rows: list[Row], name: str, mode: str, engine: HFEngine, reqs: list[GenerateRequest],
                 prefill_s: float, prompt_tokens: int, limit: float, fn: Callable[[], object], note: str) -> object:
     """A sweep row whose limit follows the decode batches the engine ran (``batched_limit``) where
     it decoded rows together (op ``decode_together``), else ``limit`` (every row alone)."""
-    with decode_batches() as seen:
-        res = run_row(rows, name, mode, engine, len(reqs), float(prompt_tokens), limit, fn, note=note)
+    before = collections.Counter(engine.decode_rows)  # the rows of each batch it decodes (joined ones as one)
+    res = run_row(rows, name, mode, engine, len(reqs), float(prompt_tokens), limit, fn, note=note)
+    seen = sorted((engine.decode_rows - before).elements())
     if len(seen) < len(reqs):  # a step's weights read once for several rows
         together = batched_limit(engine, seen, prefill_s, prompt_tokens + 128, 127)
         r = rows[-1]

@@ -13,6 +13,7 @@ requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -34,7 +35,7 @@ from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
 from benchcheck.engines.hf.config import HFConfig
 from benchcheck.engines.hf.forward.batch import HostBatch, collate, stage, upload
-from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_start, kv_shape
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, Prefilled, greedy_start, kv_shape, prefill
 from benchcheck.engines.hf.forward.packed import pack
 from benchcheck.engines.hf.forward.pixels import PixelSpec
 from benchcheck.engines.hf.forward.score import PendingTop, score_batch, score_packed
@@ -49,7 +50,7 @@ from benchcheck.engines.hf.runtime.launcher import Launcher
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.batches import prefill_groups
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
-from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, one_row, run_pipeline
+from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, join_room, one_row, run_pipeline
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.marker import marker_revision, read_marker
 from benchcheck.engines.options import EngineOptionError, EngineOptions
@@ -246,6 +247,8 @@ class HFEngine:
         # counts captures and failures (per engine object).
         self.decode_graphs = DecodeGraphs(enabled=self._fused_attention and config.op("decode_graphs"),
                                           warm_once=config.op("decode_warm_once"))
+        # Decode batches run, by their rows (two batches decoded together, op ``decode_join``, count as one).
+        self.decode_rows: collections.Counter[int] = collections.Counter()
         old = before._config if before is not None else None
         if old is None or old.encode_threads != config.encode_threads:
             self._pool = ThreadPoolExecutor(max_workers=config.encode_threads, thread_name_prefix="hf-encode")
@@ -470,6 +473,12 @@ class HFEngine:
         # Batches staged ahead (op ``stage_ahead``): id -> (the batch, its host inputs being built).
         staging = self._config.op("stage_ahead", self.device.type == "cuda")
         staged: dict[int, tuple[PlannedBatch, Future[list[HostBatch] | HostBatch]]] = {}
+        # Op ``decode_join``: the batch told to run next (the pipeline's ``stage``), and the batch
+        # prefilled and held for it to join (at most one).
+        joining = self._config.op("decode_join", self.device.type == "cuda") and bool(self.decode_batch_tokens) \
+            and self.right_prefill
+        upcoming: list[tuple[PlannedBatch, list[Encoded]] | None] = [None]
+        holding: list[_Held] = []
 
         def host_inputs(prompts: list[EncodedPrompt]) -> list[HostBatch] | HostBatch:
             """A batch's inputs on the host. A batch planned by its K/V slots (op
@@ -481,15 +490,31 @@ class HFEngine:
             right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
             return stage(prompts, self.device, self.pad_id, right=right)
 
-        def stage_ahead(planned: PlannedBatch, enc: list[Encoded]) -> None:
-            # A staging thread shut down (``aclose``) takes nothing more: the batch builds its own.
-            with contextlib.suppress(RuntimeError):
-                staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
+        def told(planned: PlannedBatch, enc: list[Encoded]) -> None:
+            upcoming[0] = (planned, enc)
+            if staging:
+                # A staging thread shut down (``aclose``) takes nothing more: the batch builds its own.
+                with contextlib.suppress(RuntimeError):
+                    staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
+
+        def decode(held: Prefilled, ids: list[str], rows: int | None = None) -> Callable[[], list[list[int]]]:
+            """Queue the decode of ``held``'s first ``rows`` rows (all by default); the function that reads them."""
+            self.decode_rows[rows or held.prefilled] += 1
+            return held.decode(self.stop_ids, self.pad_id, self.decode_graphs, self.pacer, self._lookback(),
+                               self._config.op("decode_planless"), self._cancellations.watcher(ids), rows=rows)
 
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
             idx = planned.idx
+            ids = [reqs[i].request_id for i in idx]
+            max_new = [reqs[i].max_tokens for i in idx]
             prompts = [e.prompt for e in enc]
+            after, upcoming[0] = upcoming[0], None  # each batch is told once, just before the one before it runs
+            joins = holding.pop() if holding else None
+            if joins is not None and joins.expect is not planned:
+                joins = None  # another batch runs first (a split one's half): the held one decodes alone when landed
+            room = (join_room(enc, after[1], self.decode_batch_tokens, self._config.max_batch_size)
+                    if joining and joins is None and after is not None and after[0] is not planned else None)
             ahead = staged.pop(id(planned), None)
             inputs: Callable[[], list[HostBatch] | HostBatch] = partial(host_inputs, prompts)
             if ahead is not None and ahead[0] is planned:
@@ -498,30 +523,56 @@ class HFEngine:
                 built = host_inputs(prompts)  # another call's batches may be running meanwhile
                 inputs = lambda: built  # noqa: E731
 
-            def launch() -> Callable[[], list[list[int]]]:
+            def launch() -> Callable[[], list[list[int]]] | Prefilled:
                 host = inputs()
                 batch = ([upload(h, self.pixels, self.dtype) for h in host] if isinstance(host, list)
                          else upload(host, self.pixels, self.dtype))
-                return greedy_start(self.model, batch, [reqs[i].max_tokens for i in idx], self.stop_ids,
-                                    self.pad_id, graphs=self.decode_graphs, pacer=self.pacer,
-                                    lookback=self._lookback(), planless=self._config.op("decode_planless"),
-                                    plans=self._plans(),
-                                    stopped=self._cancellations.watcher([reqs[i].request_id for i in idx]),
-                                    scored_only=self.scored_last_layer)
+                if joins is not None:
+                    joins.prefilled.join(batch, max_new)
+                    return decode(joins.prefilled, joins.ids + ids)
+                if room is not None:
+                    return prefill(self.model, batch, max_new, self.decode_graphs, self._plans(),
+                                   self.scored_last_layer, room=room)
+                if max(max_new, default=0) > 0:
+                    self.decode_rows[len(idx)] += 1
+                return greedy_start(self.model, batch, max_new, self.stop_ids, self.pad_id,
+                                    graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback(),
+                                    planless=self._config.op("decode_planless"), plans=self._plans(),
+                                    stopped=self._cancellations.watcher(ids), scored_only=self.scored_last_layer)
 
             with self.active():
-                read = self._launched(launch)
+                launched = self._launched(launch)
+            if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it
+                assert after is not None
+                mine = _Held(launched, after[0], ids, t0)
+                holding.append(mine)
+
+                def results() -> list[list[int]]:
+                    if mine.read is None:  # the next batch never joined (another ran, or it failed): alone
+                        with self.active():
+                            mine.decoded(self._launched(lambda: decode(launched, ids, rows=len(ids))))
+                    return mine.tokens()[: len(ids)]
+
+                return partial(built_results, idx, enc, results, lambda: mine.ended - mine.t0)
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
             # at most the look-back's; a loop that never waited for the device has read already).
             dt = time.perf_counter() - t0
-            return lambda: [
+            if joins is not None:
+                joins.decoded(launched)
+                n = len(joins.ids)
+                return partial(built_results, idx, enc, lambda: joins.tokens()[n:], lambda: dt)
+            return partial(built_results, idx, enc, launched, lambda: dt)
+
+        def built_results(idx: list[int], enc: list[Encoded], read: Callable[[], list[list[int]]],
+                          took: Callable[[], float]) -> list[Generation | Failure]:
+            return [
                 Generation(
                     request_id=reqs[i].request_id,
                     text=self.tokenizer.decode(toks, skip_special_tokens=True),
                     prompt_tokens=e.prompt.n_tokens,
                     completion_tokens=len(toks),
-                    latency_s=dt + e.encode_s,
+                    latency_s=took() + e.encode_s,
                     model=self.model_name,
                 )
                 for i, e, toks in zip(idx, enc, read(), strict=True)
@@ -530,7 +581,7 @@ class HFEngine:
         try:
             with self._cancellations.running([r.request_id for r in reqs]):
                 return run_pipeline(jobs, self._encode, self._pool, self._plan(), run,
-                                    stage=stage_ahead if staging else None)
+                                    stage=told if staging or joining else None)
         finally:
             self._freeze_once()
 
@@ -601,6 +652,31 @@ class HFEngine:
         if s is None:
             s = self._token_text[token_id] = self.tokenizer.decode([token_id])
         return s
+
+
+@dataclasses.dataclass(slots=True)
+class _Held:
+    """A generation batch prefilled and held for the batch told to run next (``expect``) to join
+    it (op ``decode_join``): its request ids, when it started, and once decoded (with that batch
+    or alone) the function reading every row's tokens and when its decode loop ended."""
+
+    prefilled: Prefilled
+    expect: PlannedBatch
+    ids: list[str]
+    t0: float
+    read: Callable[[], list[list[int]]] | None = None
+    ended: float = 0.0
+    _tokens: list[list[int]] | None = None
+
+    def decoded(self, read: Callable[[], list[list[int]]]) -> None:
+        self.read, self.ended = read, time.perf_counter()
+
+    def tokens(self) -> list[list[int]]:
+        """Every decoded row's tokens, read once (the joined batch's rows after this one's)."""
+        if self._tokens is None:
+            assert self.read is not None
+            self._tokens = self.read()
+        return self._tokens
 
 
 def _staged_or_built(staged: Future[T], build: Callable[[], T]) -> T:

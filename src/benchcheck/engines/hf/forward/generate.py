@@ -333,7 +333,7 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
                  scored_only: bool = False) -> Callable[[], list[list[int]]]:
     """Greedy decoding of a padded batch (on the left, or on the right: ``collate(right=True)``);
     row r stops at a stop token or after ``max_new[r]`` tokens. Several batches (each padded on
-    the right) are prefilled one after another into one cache and then decoded together, their
+    the right, or unpadded) are prefilled one after another into one cache and then decoded together, their
     rows in order: rows too long to prefill in one forward still share the decode steps, which
     read every weight once a step whatever the rows (op ``decode_together``). Returns the function that reads
     each row's new tokens, stop token excluded: the loop ends with the last ``lookback`` steps
@@ -351,27 +351,57 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     a stop token, and a batch whose rows are all stopped ends; ``scored_only``: a prefill padded on
     the right runs the last decoder layer's queries, attention and MLP at each row's last real
     token alone (op ``scored_last_layer``, ``model.scored``; a batch without padding too). See the
-    module's docstring."""
+    module's docstring. ``prefill`` and ``Prefilled.decode`` are its two halves."""
+    if max(max_new, default=0) <= 0:
+        check_attention(model)
+        return lambda: [[] for _ in max_new]
+    held = prefill(model, batch, max_new, graphs, plans, scored_only)
+    return held.decode(stop_ids, pad_id, graphs, pacer, lookback, planless, stopped)
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """What a prefilled batch keeps free in its reservation for the batch that will join it
+    (``Prefilled.join``, op ``decode_join``): that batch's rows, its widest padded prompt
+    (``forward.batch.padded_width``) and its most new tokens."""
+
+    rows: int
+    width: int
+    new_tokens: int
+
+
+def _joinable(b: Batch) -> bool:
+    """Rows that can share a reservation with other rows: padded on the right, or not padded."""
+    return b.right or min(b.lengths, default=0) == b.input_ids.shape[1]
+
+
+@torch.inference_mode()
+def prefill(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], graphs: DecodeGraphs | None = None,
+            plans: PlanMemo | None = None, scored_only: bool = False, room: Room | None = None) -> Prefilled:
+    """``greedy_start``'s first half: ``batch`` prefilled into a reserved cache, not yet decoded.
+    With ``room``, the reservation also holds the rows of a batch that joins before the decode
+    (``Prefilled.join``; ``batch`` then padded on the right or not padded). Each step
+    reads every weight once whatever its rows: two batches decoded together read them once where
+    apart they read them twice."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
-        return lambda: [[] for _ in max_new]
-    apart = not isinstance(batch, Batch)
+        raise ValueError("a prefill for decoding needs a request with new tokens")
     parts = list(batch) if not isinstance(batch, Batch) else [batch]
-    if apart and not all(b.right for b in parts):
+    apart = not isinstance(batch, Batch) or room is not None
+    if apart and not all(_joinable(b) for b in parts):
         raise ValueError("batches prefilled apart are padded on the right")
     rows = sum(len(b.lengths) for b in parts)
     length = max(b.attention_mask.shape[1] for b in parts)
+    if room is not None:
+        rows, length, steps = rows + room.rows, max(length, room.width), max(steps, room.new_tokens)
     dev = parts[0].input_ids.device
     lengths = [n for b in parts for n in b.lengths]
     # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
     # reservation attended with the mask of the written slots. A batch without padding, run
     # eagerly, instead appends and attends over what is written with no mask, on SDPA's fastest
     # kernels (split over the keys).
-    # A capture costs about two eager steps of host time (its warm-up, then the capture), so
-    # only batches with a few steps to replay are captured (``steps - 1`` step calls follow the
-    # prefill).
-    replay = graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
+    replay = _replays(graphs, dev, steps)
     fixed = apart or min(lengths) < length or replay or (graphs is not None and graphs.fixed_steps)
     # The last token is never fed back, so the prompt and steps - 1 new tokens fill the cache.
     # (Every row reserves the batch's longest prompt plus its largest max_new, as the planner
@@ -382,80 +412,139 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
     if apart:
         cache.reserve(rows, kv_shape(model), model.lm_head.weight.dtype, dev)
-    firsts, masks, nexts = [], [], []
-    lo = 0
-    for part in parts:
-        n = len(part.lengths)
-        pos = position_ids(part)
-        firsts.append(_prefill(model, part, pos, cache.rows(lo, lo + n) if apart else cache, plans, scored_only))
-        pad = length - part.attention_mask.shape[1]
-        masks.append(torch.nn.functional.pad(part.attention_mask.bool(), (0, pad)))
-        # The next position of each row: text counts real tokens; M-RoPE continues after the
-        # maximum over its real tokens (a right-padded batch without images numbers pads on).
-        real = part.attention_mask.bool()
-        nexts.append(torch.stack([real.sum(-1), *[torch.where(real, pos[1:], 0).amax(dim=(0, 2)) + 1] * 3]))
-        lo += n
-    if apart:
-        cache.filled(length)
-    nxt = torch.cat(firsts).argmax(-1)
-    tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
-    # Through page-locked memory, without waiting: a plain copy would wait for the prefill, and
-    # the host's set-up and capture below could no longer overlap it.
-    limit = to_device(torch.tensor(max_new, dtype=torch.long), dev)
-    stop = to_device(torch.tensor(sorted(stop_ids), dtype=torch.long), dev)
-    done = limit <= 0
-    inputs = _StepInputs(
-        ids=torch.empty((rows, 1), dtype=torch.long, device=dev),
-        positions=torch.cat(nexts, dim=1)[:, :, None].clone(),
-        slot=torch.full((1,), length, dtype=torch.long, device=dev),
-        mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
-    )
-    inputs.mask[:, 0, 0, :length] = torch.cat(masks)
-    step = DecodeStep(model, cache, inputs, graphs if replay else None, pacer)
-    if fixed:
-        cache.start_decoding(inputs.slot)
-    default = DEFAULTS.decode_lookback if dev.type == "cuda" else 0
-    watch = FinishWatch(dev, default if lookback is None else lookback)
-    ran = 0  # steps whose tokens are written
-    # The check's eager fixed-shape steps run the kernels a captured step runs (op graph_fused).
-    mimic = graphs is not None and graphs.fixed_steps and not replay
-    with decode_kernels(planless), graph_kernels(model, mimic):
-        for s in range(steps):
-            tokens[:, s] = nxt
-            ran = s + 1
-            # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
-            # for many ids).
-            done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
-            if stopped is not None and (gone := stopped()) is not None:
-                done = done | torch.tensor(list(gone), dtype=torch.bool).to(dev, non_blocking=True)
-            if s + 1 == steps or watch.finished(done):
-                break
-            # Finished rows keep stepping with a pad token; their output is already final.
-            inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
-            inputs.mask[:, 0, 0, length + s] = True
-            nxt = step().argmax(-1)
-            inputs.positions.add_(1)
-            inputs.slot.add_(1)
-    # Copied back without waiting, and read when asked: the read waits for this batch's last step
-    # alone, not for whatever the stream runs after it. Slots past the last step were never
-    # written (a batch ended early: every row stopped).
-    tokens = tokens[:, :ran]
-    cuda = dev.type == "cuda"
-    host = pinned_empty(tuple(tokens.shape), tokens.dtype, dev)
-    host.copy_(tokens, non_blocking=cuda)
-    ready = torch.cuda.current_stream().record_event() if cuda else None
+    held = Prefilled(model, cache, capacity, rows, length, steps, fixed, apart, plans, scored_only)
+    held.add(parts, max_new)
+    return held
 
-    def read() -> list[list[int]]:
-        if ready is not None:
-            ready.synchronize()
-        return _cut(host.tolist(), max_new, stop_ids)
 
-    if not watch.waited:
-        # The loop ended without ever waiting for the device (one or two steps): the prefill may
-        # still be queued, and a caller timing the batch at the return would time its launch.
-        got = read()
-        return lambda: got
-    return read
+def _replays(graphs: DecodeGraphs | None, dev: torch.device, steps: int) -> bool:
+    """Whether a batch's decode steps are captured and replayed: a capture costs about two eager
+    steps of host time (its warm-up, then the capture), so only a batch with a few steps to
+    replay is (``steps - 1`` step calls follow the prefill)."""
+    return graphs is not None and graphs.replays_on(dev) and steps - 1 >= MIN_REPLAYED_STEPS
+
+
+class Prefilled:
+    """Rows prefilled into one reserved K/V cache and not yet decoded (``prefill``): rows may join
+    while there is room (``join``); ``decode`` then decodes every row filled, in order."""
+
+    def __init__(self, model: Any, cache: ReservedCache, capacity: int, rows: int, length: int, steps: int,
+                 fixed: bool, apart: bool, plans: PlanMemo | None, scored_only: bool) -> None:
+        self.model, self.cache, self.capacity = model, cache, capacity
+        self.rows, self.length, self.steps = rows, length, steps
+        self.fixed, self.apart, self.plans, self.scored_only = fixed, apart, plans, scored_only
+        self.firsts: list[torch.Tensor] = []
+        self.masks: list[torch.Tensor] = []
+        self.nexts: list[torch.Tensor] = []
+        self.max_new: list[int] = []
+        self.prefilled = 0  # rows prefilled so far (the first rows of the reservation)
+
+    @torch.inference_mode()
+    def join(self, batch: Batch | Sequence[Batch], max_new: list[int]) -> None:
+        """``batch`` (padded on the right or not padded) prefilled into the free rows, to be decoded
+        with the rows already here; it must fit the room ``prefill`` was given."""
+        parts = list(batch) if not isinstance(batch, Batch) else [batch]
+        n = sum(len(b.lengths) for b in parts)
+        if not self.apart or not all(_joinable(b) for b in parts):
+            raise ValueError("only batches padded on the right join a reservation prefilled apart")
+        if self.prefilled + n > self.rows or max(b.attention_mask.shape[1] for b in parts) > self.length \
+                or max(max_new, default=0) > self.steps:
+            raise ValueError(f"{n} rows do not fit the room left in a reservation of {self.rows} rows of "
+                             f"{self.length} tokens and {self.steps} new")
+        self.add(parts, max_new)
+
+    def add(self, parts: list[Batch], max_new: list[int]) -> None:
+        for part in parts:
+            n = len(part.lengths)
+            pos = position_ids(part)
+            lo = self.prefilled
+            into = self.cache.rows(lo, lo + n) if self.apart else self.cache
+            self.firsts.append(_prefill(self.model, part, pos, into, self.plans, self.scored_only))
+            pad = self.length - part.attention_mask.shape[1]
+            self.masks.append(torch.nn.functional.pad(part.attention_mask.bool(), (0, pad)))
+            # The next position of each row: text counts real tokens; M-RoPE continues after the
+            # maximum over its real tokens (a right-padded batch without images numbers pads on).
+            real = part.attention_mask.bool()
+            self.nexts.append(torch.stack([real.sum(-1), *[torch.where(real, pos[1:], 0).amax(dim=(0, 2)) + 1] * 3]))
+            self.prefilled += n
+        self.max_new += max_new
+
+    @torch.inference_mode()
+    def decode(self, stop_ids: set[int], pad_id: int, graphs: DecodeGraphs | None = None,
+               pacer: LaunchPacer | None = None, lookback: int | None = None, planless: bool = False,
+               stopped: Callable[[], Sequence[bool] | None] | None = None,
+               rows: int | None = None) -> Callable[[], list[list[int]]]:
+        """The first ``rows`` rows prefilled (all by default), decoded together (``greedy_start``'s
+        second half, its arguments). Fewer rows: the room nobody took, or a joining batch whose
+        own decode failed, left out."""
+        rows = self.prefilled if rows is None else min(rows, self.prefilled)
+        max_new, length = self.max_new[:rows], self.length
+        steps = max(max_new, default=0)
+        cache = self.cache if rows == self.rows else self.cache.rows(0, rows)
+        if self.apart:
+            cache.filled(length)
+        capacity = self.capacity
+        dev = self.firsts[0].device
+        nxt = torch.cat(self.firsts)[:rows].argmax(-1)
+        tokens = torch.zeros((rows, steps), dtype=torch.long, device=dev)
+        # Through page-locked memory, without waiting: a plain copy would wait for the prefill, and
+        # the host's set-up and capture below could no longer overlap it.
+        limit = to_device(torch.tensor(max_new, dtype=torch.long), dev)
+        stop = to_device(torch.tensor(sorted(stop_ids), dtype=torch.long), dev)
+        done = limit <= 0
+        inputs = _StepInputs(
+            ids=torch.empty((rows, 1), dtype=torch.long, device=dev),
+            positions=torch.cat(self.nexts, dim=1)[:, :rows, None].clone(),
+            slot=torch.full((1,), length, dtype=torch.long, device=dev),
+            mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
+        )
+        inputs.mask[:, 0, 0, :length] = torch.cat(self.masks)[:rows]
+        replay = _replays(graphs, dev, steps)
+        step = DecodeStep(self.model, cache, inputs, graphs if replay else None, pacer)
+        if self.fixed:
+            cache.start_decoding(inputs.slot)
+        default = DEFAULTS.decode_lookback if dev.type == "cuda" else 0
+        watch = FinishWatch(dev, default if lookback is None else lookback)
+        ran = 0  # steps whose tokens are written
+        # The check's eager fixed-shape steps run the kernels a captured step runs (op graph_fused).
+        mimic = graphs is not None and graphs.fixed_steps and not replay
+        with decode_kernels(planless), graph_kernels(self.model, mimic):
+            for s in range(steps):
+                tokens[:, s] = nxt
+                ran = s + 1
+                # Comparing with every stop id (not ``torch.isin``, which sorts, and reads the device,
+                # for many ids).
+                done = done | (nxt[:, None] == stop).any(-1) | (limit <= s + 1)
+                if stopped is not None and (gone := stopped()) is not None:
+                    done = done | torch.tensor(list(gone), dtype=torch.bool).to(dev, non_blocking=True)
+                if s + 1 == steps or watch.finished(done):
+                    break
+                # Finished rows keep stepping with a pad token; their output is already final.
+                inputs.ids.copy_(torch.where(done, pad_id, nxt)[:, None])
+                inputs.mask[:, 0, 0, length + s] = True
+                nxt = step().argmax(-1)
+                inputs.positions.add_(1)
+                inputs.slot.add_(1)
+        # Copied back without waiting, and read when asked: the read waits for this batch's last step
+        # alone, not for whatever the stream runs after it. Slots past the last step were never
+        # written (a batch ended early: every row stopped).
+        tokens = tokens[:, :ran]
+        cuda = dev.type == "cuda"
+        host = pinned_empty(tuple(tokens.shape), tokens.dtype, dev)
+        host.copy_(tokens, non_blocking=cuda)
+        ready = torch.cuda.current_stream().record_event() if cuda else None
+
+        def read() -> list[list[int]]:
+            if ready is not None:
+                ready.synchronize()
+            return _cut(host.tolist(), max_new, stop_ids)
+
+        if not watch.waited:
+            # The loop ended without ever waiting for the device (one or two steps): the prefill may
+            # still be queued, and a caller timing the batch at the return would time its launch.
+            got = read()
+            return lambda: got
+        return read
 
 
 def _cut(tokens: list[list[int]], max_new: list[int], stop_ids: set[int]) -> list[list[int]]:

@@ -21,6 +21,7 @@ import torch
 from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf.attention.cache import reserved_slots
 from benchcheck.engines.hf.forward.batch import padded_width
+from benchcheck.engines.hf.forward.generate import Room
 from benchcheck.engines.hf.forward.packed import Family
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.schedule.batches import balanced, batch_tokens, chunk_spans, encoding_blocks, plan_batches
@@ -280,6 +281,22 @@ def row_slots(longest: int, most_new: int) -> int:
     longest prompt plus its most new tokens, in whole key blocks (``forward.generate``); a batch
     that generates at most one token holds its prompts only."""
     return reserved_slots(padded_width(longest) + most_new - 1) if most_new > 1 else longest
+
+
+def join_room(held: Sequence[Encoded], joining: Sequence[Encoded], budget: int, max_rows: int) -> Room | None:
+    """The room a generation batch of ``held`` keeps in its K/V reservation for the batch of
+    ``joining`` that runs next, so that both decode together (op ``decode_join``): None where the
+    two would reserve more than ``budget`` slots (``Plan.decode_batch_tokens``, counted as the
+    planner counts one batch: ``row_slots``), hold more than ``max_rows`` rows
+    (``Plan.max_batch_size``) or generate at most one token (no decode steps)."""
+    both = [*held, *joining]
+    new = [e.new_tokens for e in both]
+    if not joining or len(both) > max_rows or max(new) <= 1:
+        return None
+    if batch_tokens([e.prompt.n_tokens for e in both], range(len(both)), new, row_slots) > budget:
+        return None
+    return Room(len(joining), padded_width(max(e.prompt.n_tokens for e in joining)),
+                max(e.new_tokens for e in joining))
 
 
 def largest_last(batches: list[PlannedBatch], tokens: Sequence[int]) -> list[PlannedBatch]:
