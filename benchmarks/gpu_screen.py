@@ -713,6 +713,10 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
     without padding append and attend on other kernels, so a random bf16 model may pick other
     tokens there), and a graph was really replayed; reported: how many leading characters of
     item 0 match ``naive``, for each decoding."""
+    if DECODE_SLOTS[0] and engine.decode_batch_tokens:
+        print(f"  {name}: K/V slots a generation batch {engine.decode_batch_tokens} -> {DECODE_SLOTS[0]} "
+              "(--decode-slots)", flush=True)
+        engine.decode_batch_tokens = DECODE_SLOTS[0]
     frames = [jpeg(1000 + s, *size) for s in range(16)]
     reqs = [GenerateRequest(f"g{i}", "Question: what happens in the video?\nAnswer in one sentence.",
                             tuple(frames[(i + k) % len(frames)] for k in range(n_frames)), max_tokens=128)
@@ -849,6 +853,7 @@ def graphs_replayed(engine: HFEngine, captured: int, failed: int) -> bool:
 ANSWER_TOKENS = 3  # a real answer: a letter (and a word), then the end token
 ANSWER_ROUNDS = [1]  # rounds of the answer rows (--answer-rounds; set in main)
 LEAN = [False]  # --sweep-lean: the sweep's engine and variant rows only (set in main)
+DECODE_SLOTS = [0]  # --decode-slots: the sweep engine's K/V slots a generation batch; 0: its own (set in main)
 
 
 def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, reqs: list[GenerateRequest],
@@ -1022,9 +1027,14 @@ def main() -> None:
                     help="the sweep's rows that compare variants only: the engine's and each variant's 128-token "
                          "and answer rows; no naive, apart, graph-check or look-back rows (a variant call that "
                          "fits a device call's limit)")
+    ap.add_argument("--decode-slots", type=int, default=0,
+                    help="the sweep's K/V slots a generation batch (the engine's decode_batch_tokens as its "
+                         "device's free memory set it; 0: as set): another card's decode plan on this one, e.g. "
+                         "272000 (5 rows of 54,400 slots) for the H200's on an H100")
     args = ap.parse_args()
     ANSWER_ROUNDS[0] = max(1, args.answer_rounds)
     LEAN[0] = args.sweep_lean
+    DECODE_SLOTS[0] = max(0, args.decode_slots)
     VARIANTS.update(v for v in args.variants.split(",") if v)
     unknown = sorted(v for v in VARIANTS if variant(v) is None and v not in E2E_VARIANTS and not is_sweep_variant(v))
     if unknown:

@@ -12,10 +12,10 @@ from hf_helpers import variant
 
 from benchcheck.engines import GenerateRequest, Generation
 from benchcheck.engines.hf.engine import HFEngine
-from benchcheck.engines.hf.forward.batch import padded_width
-from benchcheck.engines.hf.forward.generate import Prefilled, Room
+from benchcheck.engines.hf.forward.batch import Batch, stage, upload
+from benchcheck.engines.hf.forward.generate import Prefilled, prefill
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
-from benchcheck.engines.hf.schedule.pipeline import Encoded, join_room, row_slots
+from benchcheck.engines.hf.schedule.pipeline import Encoded, join_fits, row_slots
 
 NEW = 6
 
@@ -77,30 +77,47 @@ def test_a_held_batch_whose_joiner_fails_first_is_decoded_alone(
     assert calls[0] == 2
 
 
-def test_the_joined_reservation_holds_the_joining_rows_and_refuses_more(hf_engine: HFEngine) -> None:
-    reqs = requests(3)
+def test_a_batch_that_does_not_fit_beside_the_held_one_runs_after_it_alone(hf_engine: HFEngine) -> None:
+    """A budget of three rows: the first request is held (one more row would fit beside it), the
+    next two would not (the held row's reservation and the joint one of three rows, alive together
+    while copied, are four rows), so the held row decodes alone and the two after it."""
+    reqs = requests()
+    budget = five_rows(hf_engine, reqs) // 5 * 3
+    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 3, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    out = engine.generate_sync(reqs)
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert [g.text for g in out if isinstance(g, Generation)] == alone
+    # The held row alone, the two after it, then the last five as the budget plans them (2 + 3).
+    assert engine.decode_rows == Counter({1: 1, 2: 2, 3: 1}), engine.decode_rows
+
+
+def test_joining_rows_grow_the_reservation_to_their_width_and_new_tokens(hf_engine: HFEngine) -> None:
+    """The held row is copied into a reservation wide enough for longer prompts that generate more
+    tokens; every row decodes as it would alone, and the reservation is freed once decoded."""
+    reqs = [GenerateRequest("short", "Hi.", max_tokens=3),
+            GenerateRequest("long1", "Tell me a story about " + "a red ball and " * 9 + "a dog.", max_tokens=NEW + 4),
+            GenerateRequest("long2", "Describe " + "a green field and " * 7 + "the sky.", max_tokens=NEW)]
     engine = variant(hf_engine, "+decode_join")
     assert isinstance(engine, HFEngine)
-    # The engine's own pieces: encode, stage on the host, upload, prefill with room, join, decode.
-    from benchcheck.engines.hf.forward.batch import stage, upload
-    from benchcheck.engines.hf.forward.generate import prefill
-
     prompts = [engine.encoder.encode(r.prompt, r.images, None) for r in reqs]
 
-    def batch(ps: list[EncodedPrompt]) -> object:
+    def batch(ps: list[EncodedPrompt]) -> Batch:
         return upload(stage(ps, engine.device, engine.pad_id, right=True), engine.pixels, engine.dtype)
 
-    width = padded_width(max(p.n_tokens for p in prompts[1:]))
-    held = prefill(engine.model, batch(prompts[:1]), [NEW], room=Room(2, width, NEW))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="do not fit the room"):
-        held.join(batch(prompts[1:]), [NEW + 1, NEW])  # type: ignore[arg-type]
-    held.join(batch(prompts[1:]), [NEW, NEW])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="do not fit the room"):
-        held.join(batch(prompts[1:2]), [NEW])  # type: ignore[arg-type]
+    held = prefill(engine.model, batch(prompts[:1]), [3], apart=True)
+    assert prompts[0].n_tokens < held.length < prompts[1].n_tokens
+    held.join(batch(prompts[1:]), [NEW + 4, NEW])
+    assert held.length >= prompts[1].n_tokens and held.steps == NEW + 4
     tokens = held.decode(engine.stop_ids, engine.pad_id)()
+    assert held.cache is None  # the reservation freed once decoded: the next batch's may take its memory
+    with pytest.raises(AssertionError, match="decoded once"):
+        held.decode(engine.stop_ids, engine.pad_id)
     alone = [g for r in reqs for g in engine.generate_sync([r])]
     assert [engine.tokenizer.decode(t, skip_special_tokens=True) for t in tokens] == \
         [g.text for g in alone if isinstance(g, Generation)]
+    assert [len(t) for t in tokens] == [g.completion_tokens for g in alone if isinstance(g, Generation)]
 
 
 def encoded(n_tokens: int, new: int) -> Encoded:
@@ -108,12 +125,13 @@ def encoded(n_tokens: int, new: int) -> Encoded:
     return Encoded(EncodedPrompt(ids, ids, (), None, None), new, 0.0)
 
 
-def test_join_room_counts_both_batches_as_one_planned_batch() -> None:
+def test_join_fits_counts_the_joint_reservation_and_the_held_one_as_the_planner_counts_rows() -> None:
     a, b = [encoded(100, 8)], [encoded(300, 4), encoded(50, 4)]
-    slots = 3 * row_slots(300, 8)  # every row: the longest prompt plus the most new tokens
-    assert join_room(a, b, slots, 8) == Room(2, padded_width(300), 4)
-    assert join_room(a, b, slots - 1, 8) is None  # over the K/V budget
-    assert join_room(a, b, slots, 2) is None  # more rows than one batch may hold
-    assert join_room(a, [], slots, 8) is None  # nothing joins
-    short = [encoded(100, 1)], [encoded(300, 1)]
-    assert join_room(*short, slots, 8) is None  # no decode steps to share
+    slots = row_slots(300, 8)  # every row: the longest prompt plus the most new tokens
+    assert join_fits(a, b, 4 * slots, 8)  # 3 rows joint + 1 held, alive together while copied
+    assert not join_fits(a, b, 4 * slots - 1, 8)  # over the K/V budget
+    assert not join_fits(a, b, 4 * slots, 2)  # more rows than one batch may hold
+    assert join_fits(a, [], 3 * row_slots(100, 8), 8)  # one more row like the held one would fit
+    assert not join_fits(a, [], 3 * row_slots(100, 8) - 1, 8)
+    assert not join_fits([], b, 10 * slots, 8)  # nothing held
+    assert not join_fits([encoded(100, 1)], [encoded(300, 1)], 10 * slots, 8)  # no decode steps to share

@@ -50,7 +50,7 @@ from benchcheck.engines.hf.runtime.launcher import Launcher
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.batches import prefill_groups
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
-from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, join_room, one_row, run_pipeline
+from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, join_fits, one_row, run_pipeline
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.marker import marker_revision, read_marker
 from benchcheck.engines.options import EngineOptionError, EngineOptions
@@ -473,12 +473,12 @@ class HFEngine:
         # Batches staged ahead (op ``stage_ahead``): id -> (the batch, its host inputs being built).
         staging = self._config.op("stage_ahead", self.device.type == "cuda")
         staged: dict[int, tuple[PlannedBatch, Future[list[HostBatch] | HostBatch]]] = {}
-        # Op ``decode_join``: the batch told to run next (the pipeline's ``stage``), and the batch
-        # prefilled and held for it to join (at most one).
+        # Op ``decode_join``: a batch followed by more of the call's requests is prefilled and held
+        # (at most one at a time); the next batch joins it where both fit, else it decodes alone.
         joining = self._config.op("decode_join", self.device.type == "cuda") and bool(self.decode_batch_tokens) \
             and self.right_prefill
-        upcoming: list[tuple[PlannedBatch, list[Encoded]] | None] = [None]
         holding: list[_Held] = []
+        given: set[int] = set()  # requests given to ``run`` so far (some of the rest may fail to encode)
 
         def host_inputs(prompts: list[EncodedPrompt]) -> list[HostBatch] | HostBatch:
             """A batch's inputs on the host. A batch planned by its K/V slots (op
@@ -490,18 +490,24 @@ class HFEngine:
             right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
             return stage(prompts, self.device, self.pad_id, right=right)
 
-        def told(planned: PlannedBatch, enc: list[Encoded]) -> None:
-            upcoming[0] = (planned, enc)
-            if staging:
-                # A staging thread shut down (``aclose``) takes nothing more: the batch builds its own.
-                with contextlib.suppress(RuntimeError):
-                    staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
+        def stage_ahead(planned: PlannedBatch, enc: list[Encoded]) -> None:
+            # A staging thread shut down (``aclose``) takes nothing more: the batch builds its own.
+            with contextlib.suppress(RuntimeError):
+                staged[id(planned)] = (planned, self._stager().submit(host_inputs, [e.prompt for e in enc]))
+
+        def alone(held: Prefilled, ids: list[str]) -> Callable[[], list[list[int]]]:
+            """A held batch that no batch joined, decoded by itself (its first rows: a joining batch
+            whose own decode failed is left out)."""
+            with self.active():
+                return self._launched(lambda: decode(held, ids, rows=len(ids)))
 
         def decode(held: Prefilled, ids: list[str], rows: int | None = None) -> Callable[[], list[list[int]]]:
             """Queue the decode of ``held``'s first ``rows`` rows (all by default); the function that reads them."""
-            self.decode_rows[rows or held.prefilled] += 1
-            return held.decode(self.stop_ids, self.pad_id, self.decode_graphs, self.pacer, self._lookback(),
+            n = rows or held.prefilled
+            read = held.decode(self.stop_ids, self.pad_id, self.decode_graphs, self.pacer, self._lookback(),
                                self._config.op("decode_planless"), self._cancellations.watcher(ids), rows=rows)
+            self.decode_rows[n] += 1
+            return read
 
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
             t0 = time.perf_counter()
@@ -509,12 +515,16 @@ class HFEngine:
             ids = [reqs[i].request_id for i in idx]
             max_new = [reqs[i].max_tokens for i in idx]
             prompts = [e.prompt for e in enc]
-            after, upcoming[0] = upcoming[0], None  # each batch is told once, just before the one before it runs
+            given.update(idx)
             joins = holding.pop() if holding else None
-            if joins is not None and joins.expect is not planned:
-                joins = None  # another batch runs first (a split one's half): the held one decodes alone when landed
-            room = (join_room(enc, after[1], self.decode_batch_tokens, self._config.max_batch_size)
-                    if joining and joins is None and after is not None and after[0] is not planned else None)
+            budget, most = self.decode_batch_tokens, self._config.max_batch_size
+            if joins is not None and not join_fits(joins.enc, enc, budget, most):
+                # The batch after it does not fit beside it: decoded alone first (if that fails, it
+                # is tried again when landed, and fails as its own batch, not as this one).
+                with contextlib.suppress(RuntimeError, ValueError):
+                    joins.alone()
+                joins = None
+            hold = (joining and joins is None and len(given) < len(reqs) and join_fits(enc, [], budget, most))
             ahead = staged.pop(id(planned), None)
             inputs: Callable[[], list[HostBatch] | HostBatch] = partial(host_inputs, prompts)
             if ahead is not None and ahead[0] is planned:
@@ -530,30 +540,23 @@ class HFEngine:
                 if joins is not None:
                     joins.prefilled.join(batch, max_new)
                     return decode(joins.prefilled, joins.ids + ids)
-                if room is not None:
+                if hold:
                     return prefill(self.model, batch, max_new, self.decode_graphs, self._plans(),
-                                   self.scored_last_layer, room=room)
-                if max(max_new, default=0) > 0:
-                    self.decode_rows[len(idx)] += 1
-                return greedy_start(self.model, batch, max_new, self.stop_ids, self.pad_id,
+                                   self.scored_last_layer, apart=True)
+                read = greedy_start(self.model, batch, max_new, self.stop_ids, self.pad_id,
                                     graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback(),
                                     planless=self._config.op("decode_planless"), plans=self._plans(),
                                     stopped=self._cancellations.watcher(ids), scored_only=self.scored_last_layer)
+                if max(max_new, default=0) > 0:
+                    self.decode_rows[len(idx)] += 1
+                return read
 
             with self.active():
                 launched = self._launched(launch)
-            if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it
-                assert after is not None
-                mine = _Held(launched, after[0], ids, t0)
+            if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it, or alone
+                mine = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
                 holding.append(mine)
-
-                def results() -> list[list[int]]:
-                    if mine.read is None:  # the next batch never joined (another ran, or it failed): alone
-                        with self.active():
-                            mine.decoded(self._launched(lambda: decode(launched, ids, rows=len(ids))))
-                    return mine.tokens()[: len(ids)]
-
-                return partial(built_results, idx, enc, results, lambda: mine.ended - mine.t0)
+                return partial(built_results, idx, enc, lambda: mine.tokens()[: len(ids)], lambda: mine.ended - mine.t0)
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
             # at most the look-back's; a loop that never waited for the device has read already).
@@ -581,7 +584,7 @@ class HFEngine:
         try:
             with self._cancellations.running([r.request_id for r in reqs]):
                 return run_pipeline(jobs, self._encode, self._pool, self._plan(), run,
-                                    stage=told if staging or joining else None)
+                                    stage=stage_ahead if staging else None)
         finally:
             self._freeze_once()
 
@@ -656,14 +659,16 @@ class HFEngine:
 
 @dataclasses.dataclass(slots=True)
 class _Held:
-    """A generation batch prefilled and held for the batch told to run next (``expect``) to join
-    it (op ``decode_join``): its request ids, when it started, and once decoded (with that batch
-    or alone) the function reading every row's tokens and when its decode loop ended."""
+    """A generation batch prefilled and held for the next batch to join (op ``decode_join``): its
+    encodings and request ids, when it started, and how to decode it alone (``alone``: the next
+    batch did not fit, or failed first); once decoded, the function reading every row's tokens
+    (the joined batch's after its own) and when its decode loop ended."""
 
     prefilled: Prefilled
-    expect: PlannedBatch
+    enc: list[Encoded]
     ids: list[str]
     t0: float
+    by_itself: Callable[[], Callable[[], list[list[int]]]]
     read: Callable[[], list[list[int]]] | None = None
     ended: float = 0.0
     _tokens: list[list[int]] | None = None
@@ -671,8 +676,13 @@ class _Held:
     def decoded(self, read: Callable[[], list[list[int]]]) -> None:
         self.read, self.ended = read, time.perf_counter()
 
+    def alone(self) -> None:
+        self.decoded(self.by_itself())
+
     def tokens(self) -> list[list[int]]:
-        """Every decoded row's tokens, read once (the joined batch's rows after this one's)."""
+        """Every decoded row's tokens, read once; decoded alone first if no batch joined it."""
+        if self.read is None:
+            self.alone()
         if self._tokens is None:
             assert self.read is not None
             self._tokens = self.read()

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
+from benchcheck.engines.hf.attention.cache import ReservedCache, ReservedLayer, reserved_slots
 from benchcheck.engines.hf.attention.sdpa import PLANS_KWARG, PlanMemo, decode_kernels
 from benchcheck.engines.hf.attention.varlen import NAME as VARLEN_NAME
 from benchcheck.engines.hf.config import DEFAULTS
@@ -359,42 +359,36 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     return held.decode(stop_ids, pad_id, graphs, pacer, lookback, planless, stopped)
 
 
-@dataclass(frozen=True, slots=True)
-class Room:
-    """What a prefilled batch keeps free in its reservation for the batch that will join it
-    (``Prefilled.join``, op ``decode_join``): that batch's rows, its widest padded prompt
-    (``forward.batch.padded_width``) and its most new tokens."""
-
-    rows: int
-    width: int
-    new_tokens: int
-
-
 def _joinable(b: Batch) -> bool:
     """Rows that can share a reservation with other rows: padded on the right, or not padded."""
     return b.right or min(b.lengths, default=0) == b.input_ids.shape[1]
 
 
+def _reservation(model: Any, rows: int, capacity: int, device: torch.device) -> ReservedCache:
+    """A reservation of ``rows`` rows of ``capacity`` slots, allocated now (rows prefilled apart)."""
+    cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
+    cache.reserve(rows, kv_shape(model), model.lm_head.weight.dtype, device)
+    return cache
+
+
 @torch.inference_mode()
 def prefill(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], graphs: DecodeGraphs | None = None,
-            plans: PlanMemo | None = None, scored_only: bool = False, room: Room | None = None) -> Prefilled:
+            plans: PlanMemo | None = None, scored_only: bool = False, apart: bool = False) -> Prefilled:
     """``greedy_start``'s first half: ``batch`` prefilled into a reserved cache, not yet decoded.
-    With ``room``, the reservation also holds the rows of a batch that joins before the decode
-    (``Prefilled.join``; ``batch`` then padded on the right or not padded). Each step
-    reads every weight once whatever its rows: two batches decoded together read them once where
-    apart they read them twice."""
+    With ``apart`` (and always for several batches, each padded on the right or not padded) its
+    rows are laid out so that another batch may join them before the decode
+    (``Prefilled.join``): each step reads every weight once whatever its rows, so two batches
+    decoded together read them once where apart they read them twice."""
     check_attention(model)
     steps = max(max_new, default=0)
     if steps <= 0:
         raise ValueError("a prefill for decoding needs a request with new tokens")
     parts = list(batch) if not isinstance(batch, Batch) else [batch]
-    apart = not isinstance(batch, Batch) or room is not None
+    apart = apart or not isinstance(batch, Batch)
     if apart and not all(_joinable(b) for b in parts):
         raise ValueError("batches prefilled apart are padded on the right")
     rows = sum(len(b.lengths) for b in parts)
     length = max(b.attention_mask.shape[1] for b in parts)
-    if room is not None:
-        rows, length, steps = rows + room.rows, max(length, room.width), max(steps, room.new_tokens)
     dev = parts[0].input_ids.device
     lengths = [n for b in parts for n in b.lengths]
     # Steps of one shape (a graph needs it; left padding needs a mask anyway): the whole
@@ -409,10 +403,9 @@ def prefill(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], grap
     capacity = length + steps - 1
     if fixed:
         capacity = reserved_slots(capacity)  # decode_attention's value blocks
-    cache = ReservedCache(model.config.text_config.num_hidden_layers, capacity)
-    if apart:
-        cache.reserve(rows, kv_shape(model), model.lm_head.weight.dtype, dev)
-    held = Prefilled(model, cache, capacity, rows, length, steps, fixed, apart, plans, scored_only)
+    cache = (_reservation(model, rows, capacity, dev) if apart
+             else ReservedCache(model.config.text_config.num_hidden_layers, capacity))
+    held = Prefilled(model, cache, capacity, length, steps, fixed, apart, plans, scored_only)
     held.add(parts, max_new)
     return held
 
@@ -425,32 +418,44 @@ def _replays(graphs: DecodeGraphs | None, dev: torch.device, steps: int) -> bool
 
 
 class Prefilled:
-    """Rows prefilled into one reserved K/V cache and not yet decoded (``prefill``): rows may join
-    while there is room (``join``); ``decode`` then decodes every row filled, in order."""
+    """Rows prefilled into one reserved K/V cache and not yet decoded (``prefill``): another
+    batch may join them (``join``); ``decode`` then decodes every row, in order."""
 
-    def __init__(self, model: Any, cache: ReservedCache, capacity: int, rows: int, length: int, steps: int,
+    def __init__(self, model: Any, cache: ReservedCache, capacity: int, length: int, steps: int,
                  fixed: bool, apart: bool, plans: PlanMemo | None, scored_only: bool) -> None:
-        self.model, self.cache, self.capacity = model, cache, capacity
-        self.rows, self.length, self.steps = rows, length, steps
+        self.model, self.capacity = model, capacity
+        # None once decoded: the reservation is freed as soon as the decode loop is queued, as a
+        # batch's own is (the next batch's reservation may take its memory).
+        self.cache: ReservedCache | None = cache
+        self.length, self.steps = length, steps
         self.fixed, self.apart, self.plans, self.scored_only = fixed, apart, plans, scored_only
         self.firsts: list[torch.Tensor] = []
-        self.masks: list[torch.Tensor] = []
+        self.masks: list[torch.Tensor] = []  # each part's own attention mask (bool), padded at the decode
         self.nexts: list[torch.Tensor] = []
         self.max_new: list[int] = []
         self.prefilled = 0  # rows prefilled so far (the first rows of the reservation)
 
     @torch.inference_mode()
     def join(self, batch: Batch | Sequence[Batch], max_new: list[int]) -> None:
-        """``batch`` (padded on the right or not padded) prefilled into the free rows, to be decoded
-        with the rows already here; it must fit the room ``prefill`` was given."""
+        """``batch`` (padded on the right or not padded) prefilled beside the rows here, to be
+        decoded with them: the rows here are copied into a reservation that holds both (their
+        keys and values once more in memory while copied), then theirs is freed."""
         parts = list(batch) if not isinstance(batch, Batch) else [batch]
-        n = sum(len(b.lengths) for b in parts)
         if not self.apart or not all(_joinable(b) for b in parts):
-            raise ValueError("only batches padded on the right join a reservation prefilled apart")
-        if self.prefilled + n > self.rows or max(b.attention_mask.shape[1] for b in parts) > self.length \
-                or max(max_new, default=0) > self.steps:
-            raise ValueError(f"{n} rows do not fit the room left in a reservation of {self.rows} rows of "
-                             f"{self.length} tokens and {self.steps} new")
+            raise ValueError("only batches padded on the right join rows prefilled apart")
+        assert self.cache is not None, "rows join a reservation before its decode"
+        n = sum(len(b.lengths) for b in parts)
+        length = max(self.length, *(b.attention_mask.shape[1] for b in parts))
+        steps = max(self.steps, *max_new)
+        capacity = reserved_slots(length + steps - 1)
+        grown = _reservation(self.model, self.prefilled + n, capacity, parts[0].input_ids.device)
+        for old, new in zip(self.cache.layers, grown.layers, strict=True):
+            assert isinstance(old, ReservedLayer) and isinstance(new, ReservedLayer)
+            assert old.keys is not None and old.values is not None and new.keys is not None
+            assert new.values is not None
+            new.keys[: self.prefilled, :, : self.capacity] = old.keys[: self.prefilled]
+            new.values[: self.prefilled, :, : self.capacity] = old.values[: self.prefilled]
+        self.cache, self.capacity, self.length, self.steps = grown, capacity, length, steps
         self.add(parts, max_new)
 
     def add(self, parts: list[Batch], max_new: list[int]) -> None:
@@ -458,10 +463,10 @@ class Prefilled:
             n = len(part.lengths)
             pos = position_ids(part)
             lo = self.prefilled
+            assert self.cache is not None, "rows join a reservation before its decode"
             into = self.cache.rows(lo, lo + n) if self.apart else self.cache
             self.firsts.append(_prefill(self.model, part, pos, into, self.plans, self.scored_only))
-            pad = self.length - part.attention_mask.shape[1]
-            self.masks.append(torch.nn.functional.pad(part.attention_mask.bool(), (0, pad)))
+            self.masks.append(part.attention_mask.bool())
             # The next position of each row: text counts real tokens; M-RoPE continues after the
             # maximum over its real tokens (a right-padded batch without images numbers pads on).
             real = part.attention_mask.bool()
@@ -480,7 +485,8 @@ class Prefilled:
         rows = self.prefilled if rows is None else min(rows, self.prefilled)
         max_new, length = self.max_new[:rows], self.length
         steps = max(max_new, default=0)
-        cache = self.cache if rows == self.rows else self.cache.rows(0, rows)
+        assert self.cache is not None, "a prefilled batch is decoded once"
+        cache = self.cache if rows == self.prefilled else self.cache.rows(0, rows)
         if self.apart:
             cache.filled(length)
         capacity = self.capacity
@@ -498,7 +504,8 @@ class Prefilled:
             slot=torch.full((1,), length, dtype=torch.long, device=dev),
             mask=torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=dev),
         )
-        inputs.mask[:, 0, 0, :length] = torch.cat(self.masks)[:rows]
+        inputs.mask[:, 0, 0, :length] = torch.cat(
+            [torch.nn.functional.pad(m, (0, length - m.shape[1])) for m in self.masks])[:rows]
         replay = _replays(graphs, dev, steps)
         step = DecodeStep(self.model, cache, inputs, graphs if replay else None, pacer)
         if self.fixed:
@@ -525,6 +532,7 @@ class Prefilled:
                 nxt = step().argmax(-1)
                 inputs.positions.add_(1)
                 inputs.slot.add_(1)
+        self.cache, self.firsts, self.masks, self.nexts = None, [], [], []
         # Copied back without waiting, and read when asked: the read waits for this batch's last step
         # alone, not for whatever the stream runs after it. Slots past the last step were never
         # written (a batch ended early: every row stopped).

@@ -21,7 +21,6 @@ import torch
 from benchcheck.engines.base import Failure, ImageRef
 from benchcheck.engines.hf.attention.cache import reserved_slots
 from benchcheck.engines.hf.forward.batch import padded_width
-from benchcheck.engines.hf.forward.generate import Room
 from benchcheck.engines.hf.forward.packed import Family
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.schedule.batches import balanced, batch_tokens, chunk_spans, encoding_blocks, plan_batches
@@ -283,20 +282,19 @@ def row_slots(longest: int, most_new: int) -> int:
     return reserved_slots(padded_width(longest) + most_new - 1) if most_new > 1 else longest
 
 
-def join_room(held: Sequence[Encoded], joining: Sequence[Encoded], budget: int, max_rows: int) -> Room | None:
-    """The room a generation batch of ``held`` keeps in its K/V reservation for the batch of
-    ``joining`` that runs next, so that both decode together (op ``decode_join``): None where the
-    two would reserve more than ``budget`` slots (``Plan.decode_batch_tokens``, counted as the
-    planner counts one batch: ``row_slots``), hold more than ``max_rows`` rows
-    (``Plan.max_batch_size``) or generate at most one token (no decode steps)."""
+def join_fits(held: Sequence[Encoded], joining: Sequence[Encoded], budget: int, max_rows: int) -> bool:
+    """Whether the generation batch of ``joining`` may join the prefilled batch of ``held``, both
+    then decoded together (op ``decode_join``); with no ``joining``, whether one more row like the
+    held ones could. The rows together at most ``max_rows`` (``Plan.max_batch_size``); the joint
+    reservation and the held one, alive together while the held rows are copied, at most
+    ``budget`` K/V slots (``Plan.decode_batch_tokens``), every row counted as the planner counts
+    it (``row_slots``); and some request generates more than one token (decode steps to share)."""
     both = [*held, *joining]
-    new = [e.new_tokens for e in both]
-    if not joining or len(both) > max_rows or max(new) <= 1:
-        return None
-    if batch_tokens([e.prompt.n_tokens for e in both], range(len(both)), new, row_slots) > budget:
-        return None
-    return Room(len(joining), padded_width(max(e.prompt.n_tokens for e in joining)),
-                max(e.new_tokens for e in joining))
+    rows = len(both) + (0 if joining else 1)
+    most_new = max((e.new_tokens for e in both), default=0)
+    if not held or rows > max_rows or most_new <= 1:
+        return False
+    return (rows + len(held)) * row_slots(max(e.prompt.n_tokens for e in both), most_new) <= budget
 
 
 def largest_last(batches: list[PlannedBatch], tokens: Sequence[int]) -> list[PlannedBatch]:
