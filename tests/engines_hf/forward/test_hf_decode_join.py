@@ -135,3 +135,26 @@ def test_join_fits_counts_the_joint_reservation_and_the_held_one_as_the_planner_
     assert not join_fits(a, [], 3 * row_slots(100, 8) - 1, 8)
     assert not join_fits([], b, 10 * slots, 8)  # nothing held
     assert not join_fits([encoded(100, 1)], [encoded(300, 1)], 10 * slots, 8)  # no decode steps to share
+
+
+def test_a_held_batch_whose_joiner_runs_out_of_memory_in_its_prefill_is_decoded_alone(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The joining rows' prefill runs out of device memory after the held rows were copied into the
+    joint reservation: the held rows decode alone from there (the rows nobody filled left out)."""
+    import benchcheck.engines.hf.forward.generate as generate
+
+    reqs = requests()
+    real = generate._prefill
+    calls = [0]
+
+    def second_prefill_out_of_memory(*a: object, **kw: object) -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == 2:  # the first is the held row's; the second the joining batch's first
+            raise torch.cuda.OutOfMemoryError("injected: no room for the joining rows' prefill")
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(generate, "_prefill", second_prefill_out_of_memory)
+    texts, rows = run(hf_engine, reqs, "+decode_join")
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert texts == alone
+    assert rows == Counter({1: 1, 2: 1, 5: 1}), rows

@@ -406,6 +406,8 @@ def prefill(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], grap
     cache = (_reservation(model, rows, capacity, dev) if apart
              else ReservedCache(model.config.text_config.num_hidden_layers, capacity))
     held = Prefilled(model, cache, capacity, length, steps, fixed, apart, plans, scored_only)
+    if apart:
+        held.reserved = rows
     held.add(parts, max_new)
     return held
 
@@ -427,6 +429,9 @@ class Prefilled:
         # None once decoded: the reservation is freed as soon as the decode loop is queued, as a
         # batch's own is (the next batch's reservation may take its memory).
         self.cache: ReservedCache | None = cache
+        # Rows the reservation holds (apart: allocated up front; else the batch's own, once prefilled):
+        # a join that failed after it grew the reservation leaves more than were prefilled.
+        self.reserved: int | None = None
         self.length, self.steps = length, steps
         self.fixed, self.apart, self.plans, self.scored_only = fixed, apart, plans, scored_only
         self.firsts: list[torch.Tensor] = []
@@ -455,7 +460,8 @@ class Prefilled:
             assert new.values is not None
             new.keys[: self.prefilled, :, : self.capacity] = old.keys[: self.prefilled]
             new.values[: self.prefilled, :, : self.capacity] = old.values[: self.prefilled]
-        self.cache, self.capacity, self.length, self.steps = grown, capacity, length, steps
+        self.cache, self.reserved = grown, self.prefilled + n
+        self.capacity, self.length, self.steps = capacity, length, steps
         self.add(parts, max_new)
 
     def add(self, parts: list[Batch], max_new: list[int]) -> None:
@@ -481,12 +487,13 @@ class Prefilled:
                rows: int | None = None) -> Callable[[], list[list[int]]]:
         """The first ``rows`` rows prefilled (all by default), decoded together (``greedy_start``'s
         second half, its arguments). Fewer rows: the room nobody took, or a joining batch whose
-        own decode failed, left out."""
+        own prefill or decode failed, left out."""
         rows = self.prefilled if rows is None else min(rows, self.prefilled)
         max_new, length = self.max_new[:rows], self.length
         steps = max(max_new, default=0)
         assert self.cache is not None, "a prefilled batch is decoded once"
-        cache = self.cache if rows == self.prefilled else self.cache.rows(0, rows)
+        whole = self.prefilled if self.reserved is None else self.reserved
+        cache = self.cache if rows == whole else self.cache.rows(0, rows)
         if self.apart:
             cache.filled(length)
         capacity = self.capacity
