@@ -158,3 +158,31 @@ def test_a_held_batch_whose_joiner_runs_out_of_memory_in_its_prefill_is_decoded_
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert texts == alone
     assert rows == Counter({1: 1, 2: 1, 5: 1}), rows
+
+
+def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_decode(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held row decodes alone before the next batch runs: that decode is the held row's time,
+    never the next batch's (each batch is timed from its own start)."""
+    import time
+
+    reqs = requests()
+    budget = five_rows(hf_engine, reqs) // 5 * 3  # the held row and the two after it do not fit together
+    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 3, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    real = Prefilled.decode
+    slow = 1.0
+
+    def slow_held_decode(self: Prefilled, *a: object, **kw: object) -> object:
+        if kw.get("rows") == 1:  # the held row decoded alone (a joint decode takes every row)
+            time.sleep(slow)
+        return real(self, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Prefilled, "decode", slow_held_decode)
+    out = engine.generate_sync(reqs)
+    assert all(isinstance(g, Generation) for g in out), out
+    assert engine.decode_rows == Counter({1: 1, 2: 2, 3: 1}), engine.decode_rows
+    latency = [g.latency_s for g in out if isinstance(g, Generation)]
+    assert latency[0] >= slow  # the held row's own decode
+    assert max(latency[1:3]) < slow / 2, latency  # the two after it

@@ -510,7 +510,6 @@ class HFEngine:
             return read
 
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[Generation | Failure]]:
-            t0 = time.perf_counter()
             idx = planned.idx
             ids = [reqs[i].request_id for i in idx]
             max_new = [reqs[i].max_tokens for i in idx]
@@ -524,6 +523,8 @@ class HFEngine:
                 with contextlib.suppress(RuntimeError, ValueError):
                     joins.alone()
                 joins = None
+            # Timed from here: the held batch's decode alone above is its time, not this batch's.
+            t0 = time.perf_counter()
             hold = (joining and joins is None and len(given) < len(reqs) and join_fits(enc, [], budget, most))
             ahead = staged.pop(id(planned), None)
             inputs: Callable[[], list[HostBatch] | HostBatch] = partial(host_inputs, prompts)
