@@ -10,7 +10,7 @@ import pytest
 import torch
 from hf_helpers import variant
 
-from benchcheck.engines import GenerateRequest, Generation
+from benchcheck.engines import Failure, GenerateRequest, Generation
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.batch import Batch, stage, upload
 from benchcheck.engines.hf.forward.generate import Prefilled, prefill
@@ -75,6 +75,36 @@ def test_a_held_batch_whose_joiner_fails_first_is_decoded_alone(
     # The held row alone; the failed batch's halves (1 + 1) joined; then the 5.
     assert rows == Counter({1: 1, 2: 1, 5: 1}), rows
     assert calls[0] == 2
+
+
+def test_a_held_batch_whose_joiner_fails_decodes_before_the_next_batch_reserves(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The joining batch fails (not for memory: it fails as it is, not split): its requests fail
+    alone, and the held batch decodes at once, before the batch after it reserves its own rows,
+    not when landed after it."""
+    reqs = requests()
+    order: list[int] = []  # rows of each decode, in the order they are queued
+    real_decode = Prefilled.decode  # every decode goes through it, a plain batch's too
+
+    def join_fails(self: Prefilled, *a: object, **kw: object) -> None:
+        raise ValueError("injected: the joining rows are refused")
+
+    def decode(self: Prefilled, *a: object, rows: int | None = None, **kw: object) -> object:
+        order.append(rows or self.prefilled)
+        return real_decode(self, *a, rows=rows, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Prefilled, "join", join_fails)
+    monkeypatch.setattr(Prefilled, "decode", decode)
+    budget = five_rows(hf_engine, reqs)
+    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    out = engine.generate_sync(reqs)
+    assert [type(g).__name__ for g in out] == ["Generation"] + ["Failure"] * 2 + ["Generation"] * 5
+    assert all("injected" in g.message for g in out[1:3] if isinstance(g, Failure))
+    assert order == [1, 5]  # the held row, then the last five
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert [g.text for g in out if isinstance(g, Generation)] == [alone[0], *alone[3:]]
 
 
 def test_a_batch_that_does_not_fit_beside_the_held_one_runs_after_it_alone(hf_engine: HFEngine) -> None:

@@ -552,8 +552,16 @@ class HFEngine:
                     self.decode_rows[len(idx)] += 1
                 return read
 
-            with self.active():
-                launched = self._launched(launch)
+            try:
+                with self.active():
+                    launched = self._launched(launch)
+            except BaseException:
+                if joins is not None and joins.read is None:
+                    # The joining batch failed: the held one decodes alone now, so that its
+                    # reservation is not still held while the next batch reserves its own.
+                    with contextlib.suppress(RuntimeError, ValueError):
+                        joins.alone()
+                raise
             if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it, or alone
                 mine = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
                 holding.append(mine)
