@@ -750,8 +750,15 @@ def sweep(rows: list[Row], checks: list[Check], name: str, engine: HFEngine, n_i
         with plain(engine):
             naive_generate(engine, p, 2)
         engine.generate_sync([replace(reqs[0], max_tokens=2)])
-        # And of replayed steps: their captures compile the small-row kernels (op graph_fused).
-        engine.generate_sync([replace(r, max_tokens=MIN_REPLAYED_STEPS + 2) for r in reqs[:3]])
+        # And of replayed steps: their captures compile the small-row kernels (op graph_fused) for
+        # each row count a decode batch has. With variants, every item, through each variant's
+        # engine too: a variant that decodes in other batches (decode_join) would else pay for
+        # its row counts' compiles in its timed row.
+        warm = [replace(r, max_tokens=MIN_REPLAYED_STEPS + 2) for r in reqs]
+        sweep_variants = sorted(v for v in VARIANTS if is_sweep_variant(v))
+        engine.generate_sync(warm if sweep_variants else warm[:3])
+        for v in sweep_variants:
+            sweep_variant_engine(engine, v)[0].generate_sync(warm)
         naive_tokens: Any = None
         if not LEAN[0]:
             with plain(engine):
