@@ -34,11 +34,15 @@ Echo = Callable[[str], None]
 
 
 def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
-    """Items of the chosen benchmarks (``--bench``, ``--pilot``), at most ``--limit`` each."""
+    """Items of the chosen benchmarks (``--bench``, ``--pilot``), at most ``--limit`` each;
+    ``PreconditionError`` when that leaves none (a run of nothing would report itself finished)."""
     present = sorted({i.bench for i in a.items})
     benches = present
     if a.bench:
         benches = [b.strip() for b in a.bench.split(",") if b.strip()]
+        if not benches:
+            raise PreconditionError(f"no items to sweep: --bench {a.bench!r} names no benchmark "
+                                    f"(have {', '.join(present)})")
         unknown = [b for b in benches if b not in present]
         if unknown:
             raise PreconditionError(f"--bench: no items for {', '.join(unknown)} (have {', '.join(present)})")
@@ -54,6 +58,9 @@ def select_items(a: SweepArgs) -> tuple[list[Item], list[str]]:
             if per[i.bench] <= a.limit:
                 out.append(i)
         chosen = out
+    if not chosen:
+        raise PreconditionError(f"no items to sweep: no multiple-choice item in {', '.join(benches) or 'the items'} "
+                                "(an item of more options than letters is not swept)")
     return chosen, benches
 
 

@@ -111,8 +111,9 @@ def ladder(names: Sequence[str], token_budget: int = TOKEN_BUDGET, max_images: i
 
 
 def parse_conditions(text: str | None) -> list[str]:
-    """``--conds``: comma-separated condition or ladder names (default: the thirteen), run order kept."""
-    if not text:
+    """``--conds``: comma-separated condition or ladder names (default: the thirteen), run order kept;
+    a text naming none (only commas or spaces) is an error."""
+    if text is None:
         return list(CONDITIONS)
     names: list[str] = []
     for raw in text.split(","):
@@ -126,6 +127,8 @@ def parse_conditions(text: str | None) -> list[str]:
                 raise ValueError(f"--conds: {e}, or a ladder: {', '.join(LADDERS)}") from None
             if c not in names:
                 names.append(c)
+    if not names:  # a run of no condition would report itself finished
+        raise ValueError(f"--conds: no condition named in {text!r} (conditions or ladders: {', '.join(LADDERS)})")
     order = {c: i for i, c in enumerate(CONDITIONS)}
     return sorted(names, key=lambda c: order.get(c, len(order)))
 

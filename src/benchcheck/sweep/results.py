@@ -301,6 +301,13 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
             raise ValueError(f"{p}: no complete header line; move the file away and rerun")
         if size == 0:
             seen.header = list(COLUMNS)
+        tail = os.pread(fd, size - seen.offset, seen.offset) if size > seen.offset else b""
+        if tail:
+            # A last line without its newline (a crash after the row's bytes) counts for readers
+            # when it is a whole row, so it is already there; a torn one parses short and is skipped.
+            _, whole = _parse(",".join(seen.header) + "\n" + tail.decode("utf-8", errors="replace"))
+            for row in whole:
+                seen.add(row)
         fresh: list[Mapping[str, Any]] = []
         for r in rows:
             if seen.fresh(r):
@@ -313,10 +320,9 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
         out = ""
         if size == 0:
             out = ",".join(COLUMNS) + "\n"
-        elif size > seen.offset:
+        elif tail:
             # A line torn by a killed writer: close an open quote and end it, so it parses as one
-            # short (skipped) row; the bytes before it stay byte-equal.
-            tail = os.pread(fd, size - seen.offset, seen.offset)
+            # short (skipped) row, or as the whole row it was; the bytes before it stay byte-equal.
             out = ('"' if tail.count(b'"') % 2 else "") + "\n"
         out += _encode(fresh, seen.header)
         data = out.encode("utf-8")
