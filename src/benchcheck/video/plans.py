@@ -254,6 +254,8 @@ def plan_frames(spec: PlanSpec | str, timestamps: Sequence[float], width: int, h
         assert spec.fps is not None
         grid = fps_grid(ts, spec.fps)
         cap = n_max(w, h, token_budget, max_images)
+        if max_images < 1:
+            raise ValueError(f"max_images {max_images} leaves no room for one frame")
         if cap < 1:  # zero frames would answer a visual condition blind, recorded as if it had seen the video
             raise ValueError(f"token budget {token_budget} leaves no room for one {w}x{h} frame "
                              f"({tokens_per_frame(w, h)} tokens after the {PROMPT_RESERVE}-token reserve)")
