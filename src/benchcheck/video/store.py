@@ -108,10 +108,12 @@ class NormalizeReport:
 
 
 def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None,
-                    clashes: list[tuple[SourceFile, SourceFile]] | None = None) -> list[SourceFile]:
+                    clashes: list[tuple[SourceFile, SourceFile]] | None = None,
+                    store: Path | None = None) -> list[SourceFile]:
     """The files to normalize with their keys (module doc). A key met again for the same file is
     dropped; for another file (two source folders of the same name), that file is dropped too and,
-    with ``clashes``, listed there as (dropped, kept): the index holds one file per key."""
+    with ``clashes``, listed there as (dropped, kept): the index holds one file per key. A source
+    folder holding ``store`` skips it: each run stored the last run's outputs again as new videos."""
     if keys is not None and len(keys) != len(sources):
         raise ValueError("give one key per source")
     found: dict[str, SourceFile] = {}
@@ -126,7 +128,7 @@ def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None,
         given = keys[n] if keys is not None else None
         if src.is_dir():
             prefix = given or f"local::{src.resolve().name}"
-            for path in _folder_videos(src):
+            for path in _folder_videos(src, store):
                 rel = path.relative_to(src)
                 key = f"{prefix}::{rel.as_posix()}" if given else local_key(src.resolve().name, rel.as_posix())
                 add(SourceFile(path, key))
@@ -139,14 +141,14 @@ def _real(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def _folder_videos(folder: Path) -> list[Path]:
+def _folder_videos(folder: Path, store: Path | None = None) -> list[Path]:
     """The files below ``folder`` with a video extension, sorted, hidden entries skipped. Linked
     folders are followed (each real folder once, so a link loop ends; rglob skipped them, and their
     clips with them, without a word), and a link with a video
     extension is taken even when its target is missing: it fails on its own line instead of
-    vanishing from the run."""
+    vanishing from the run. The folder ``store``, when below, is not walked."""
     out: list[Path] = []
-    seen: set[str] = set()
+    seen: set[str] = {os.path.realpath(store)} if store is not None else set()
     for top, dirs, files in os.walk(folder, followlinks=True):
         real = os.path.realpath(top)
         if real in seen:
@@ -335,7 +337,7 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
     failures = last_failures(store / FAILURES_FILE)
     todo = []
     clashes: list[tuple[SourceFile, SourceFile]] = []
-    found = collect_sources(sources, keys, clashes)
+    found = collect_sources(sources, keys, clashes, store)
     # Dropped without a word, a clip of the second folder was missing from the store and the run
     # still said every source was handled. Not a failures.jsonl row: that file is keyed by the key,
     # which the kept file's success would mark stored.
