@@ -102,10 +102,19 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+def json_utf8(data: Any, **kwargs: Any) -> bytes:
+    """``json.dumps`` as UTF-8 bytes, non-ASCII kept. A string holding a lone surrogate (a file
+    name that is not UTF-8, as Python decodes it) has no UTF-8 form: that text is written with
+    ASCII escapes instead, which every JSON reader turns back into the same string."""
+    try:
+        return json.dumps(data, ensure_ascii=False, **kwargs).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, **kwargs).encode("ascii")
+
+
 def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = None) -> None:
     """JSON (UTF-8, non-ASCII kept, trailing newline), written atomically."""
-    text = json.dumps(data, ensure_ascii=False, indent=indent, sort_keys=False) + "\n"
-    write_text_atomic(path, text)
+    write_bytes_atomic(path, json_utf8(data, indent=indent, sort_keys=False) + b"\n")
 
 
 def writer_tag() -> str:

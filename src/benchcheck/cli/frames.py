@@ -9,7 +9,7 @@ import click
 
 from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting
 from benchcheck.cli.videos import videos_option
-from benchcheck.video.plans import TOKEN_BUDGET
+from benchcheck.video.plans import PROMPT_RESERVE, TOKEN_BUDGET
 
 
 @click.group("frames")
@@ -31,8 +31,10 @@ def frames() -> None:
               help="Frame cache root: <out>/<video_id>/frame_<k>.jpg + frames.json.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--jpeg-quality", default=85, show_default=True, type=click.IntRange(1, 100))
-@click.option("--token-budget", default=TOKEN_BUDGET, show_default=True, type=int, help="fps plans: context budget.")
-@click.option("--max-images", default=1024, show_default=True, type=int, help="fps plans: most frames sent.")
+@click.option("--token-budget", default=TOKEN_BUDGET, show_default=True, type=click.IntRange(min=PROMPT_RESERVE + 1),
+              help="fps plans: context budget.")
+@click.option("--max-images", default=1024, show_default=True, type=click.IntRange(min=1),
+              help="fps plans: most frames sent.")
 @click.option("--force", is_flag=True, help="Replace cache folders that hold another plan.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def extract(store: Path, items: tuple[str, ...], videos_dir: str | None, columns: str | None, plan: str, out: Path,

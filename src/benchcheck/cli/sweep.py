@@ -22,7 +22,7 @@ from benchcheck.cli.common import (
 from benchcheck.cli.videos import resolve_reporting
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT
 from benchcheck.engines.registry import engine_names
-from benchcheck.video.plans import TOKEN_BUDGET
+from benchcheck.video.plans import PROMPT_RESERVE, TOKEN_BUDGET
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,9 +45,9 @@ _plan_opts = [
     click.option("--columns", default=None, help="Column map for CSV/Parquet items."),
     click.option("--model", default=None, help="Hub name or checkpoint folder (default: Qwen3-VL-8B, pinned)."),
     click.option("--revision", default=None),
-    click.option("--token-budget", type=int, default=TOKEN_BUDGET, show_default=True,
+    click.option("--token-budget", type=click.IntRange(min=PROMPT_RESERVE + 1), default=TOKEN_BUDGET, show_default=True,
                  help="Prompt tokens the fps ladders may fill (the protocol's value: do not change)."),
-    click.option("--max-images", type=int, default=1024, show_default=True,
+    click.option("--max-images", type=click.IntRange(min=1), default=1024, show_default=True,
                  help="Images per request (the protocol's value: do not change)."),
 ]
 

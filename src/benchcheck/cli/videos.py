@@ -61,7 +61,7 @@ def normalize(sources: tuple[Path, ...], store: Path, workers: int, no_progress:
     from benchcheck.video.store import VIDEO_EXTENSIONS, StoreBusy, collect_sources, normalize_videos
 
     # Folders without a video file would give "0 normalized" and exit 0: a wrong folder looks like success.
-    if not collect_sources(list(sources)):
+    if not collect_sources(list(sources), store=store):
         die(f"no video file ({', '.join(sorted(VIDEO_EXTENSIONS))}) in {', '.join(map(str, sources))}")
     try:
         report = normalize_videos(list(sources), store, workers=workers, progress=not no_progress)

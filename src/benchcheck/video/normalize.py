@@ -258,14 +258,23 @@ def _pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
 
 
 def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:
-    """The display rotation (degrees counter-clockwise), read from the first decodable frame."""
+    """The display rotation (degrees counter-clockwise), read from the first decodable frame, to
+    the nearest quarter turn: the frames are turned by whole quarter turns and the output size
+    follows the angle, so an angle between quarter turns (an odd matrix, or one a hair off a
+    quarter turn, which PyAV reads rounded down) stretched the picture into a swapped size unturned."""
     codec = stream.codec_context
     for p in packets[index.keyframes[0]:index.keyframes[0] + 16]:
         for frame in codec.decode(p):
             codec.flush_buffers()
-            return int(frame.rotation or 0) % 360
+            return quarter_turn(float(frame.rotation or 0))
     codec.flush_buffers()
     return 0
+
+
+def quarter_turn(degrees: float) -> int:
+    """``degrees`` to the nearest quarter turn, in degrees from zero up to a full turn (exclusive;
+    a tie goes to the smaller turn)."""
+    return int(90 * math.ceil(degrees / 90 - 0.5)) % 360
 
 
 def _encoder(out: Any, target: Target, gop: int, x264_params: str) -> Any:

@@ -150,7 +150,7 @@ def parse_plan(name: str) -> PlanSpec:
     m = _GRID.match(body)
     if m:
         n, s = int(m.group(1)), m.group(2)
-        size = SizeTarget("short", int(s)) if s else SizeTarget("storage")
+        size = _short_side(name, s)
         canonical = f"v_{n}" + (f"_s{s}" if s else "")
         if n < 1:
             raise ValueError(f"plan {name!r}: a grid needs at least one frame")
@@ -162,10 +162,21 @@ def parse_plan(name: str) -> PlanSpec:
         fps, s = float(m.group(1)), m.group(2)
         if fps <= 0:
             raise ValueError(f"plan {name!r}: fps must be positive")
-        size = SizeTarget("short", int(s)) if s else SizeTarget("storage")
+        size = _short_side(name, s)
         canonical = f"v_fps{m.group(1)}" + (f"_s{s}" if s else "")
         return PlanSpec(canonical, "fps", size, fps=fps)
     raise ValueError(f"unknown frame plan {name!r} (try v32, mid, v_1, v_32_s224, v_fps1_s224)")
+
+
+def _short_side(name: str, s: str | None) -> SizeTarget:
+    """The size of a plan's ``_s<S>`` suffix (the stored size without one). A zero short side was
+    taken, and every video then failed on its own line with a decoder's or the aspect check's
+    error that never named the plan."""
+    if not s:
+        return SizeTarget("storage")
+    if int(s) < 1:
+        raise ValueError(f"plan {name!r}: the short side (_s) must be at least 1 pixel")
+    return SizeTarget("short", int(s))
 
 
 def nearest_index(timestamps: Sequence[float], t: float) -> int:
@@ -243,6 +254,8 @@ def plan_frames(spec: PlanSpec | str, timestamps: Sequence[float], width: int, h
         assert spec.fps is not None
         grid = fps_grid(ts, spec.fps)
         cap = n_max(w, h, token_budget, max_images)
+        if max_images < 1:
+            raise ValueError(f"max_images {max_images} leaves no room for one frame")
         if cap < 1:  # zero frames would answer a visual condition blind, recorded as if it had seen the video
             raise ValueError(f"token budget {token_budget} leaves no room for one {w}x{h} frame "
                              f"({tokens_per_frame(w, h)} tokens after the {PROMPT_RESERVE}-token reserve)")

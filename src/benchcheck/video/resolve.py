@@ -45,8 +45,10 @@ SHOWN_LINES = 20
 def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
     """``root / rel``, refusing an absolute ``rel`` and any path that climbs out of ``root``
     (``..``, or a symlink inside it that points outside). The one rule for paths from item files."""
-    if not rel or "\x00" in rel:
+    if not rel:
         raise ValueError("empty video path")
+    if "\x00" in rel:  # no file name holds one: said as such, not as an empty path
+        raise ValueError(f"video path {rel!r} holds a NUL byte")
     pure = PurePosixPath(rel.replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts:
         raise ValueError(f"video path {rel!r} leaves the {what}")

@@ -10,7 +10,8 @@ that could not be normalized, with the reason).
   (hidden entries skipped; linked folders followed; a dangling link fails on its line), keyed
   ``local::<folder name>::<relative path>``; a file given directly is keyed
   ``local::<its folder's name>::<file name>``. ``keys`` (one per source) overrides: a full key
-  for a file, a ``repo::zip_path`` prefix for a folder.
+  for a file, a ``repo::zip_path`` prefix for a folder. A key that a run meets for a second,
+  different file (two source folders of the same name) leaves that file out as failed.
 * **Idempotent**: a key whose last index row is ``done`` for a source of the same size and
   modification time, with its ``meta.json`` present, is skipped without reading the file.
 * **One writer**: a run holds the store's lease (``.leases/`` beside ``index.jsonl``); a second
@@ -106,34 +107,48 @@ class NormalizeReport:
                 f"{self.count('skipped')} skipped (done before), {self.count('failed')} failed")
 
 
-def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None) -> list[SourceFile]:
-    """The files to normalize with their keys (module doc); duplicates of a key are dropped."""
+def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None,
+                    clashes: list[tuple[SourceFile, SourceFile]] | None = None,
+                    store: Path | None = None) -> list[SourceFile]:
+    """The files to normalize with their keys (module doc). A key met again for the same file is
+    dropped; for another file (two source folders of the same name), that file is dropped too and,
+    with ``clashes``, listed there as (dropped, kept): the index holds one file per key. A source
+    folder holding ``store`` skips it: each run stored the last run's outputs again as new videos."""
     if keys is not None and len(keys) != len(sources):
         raise ValueError("give one key per source")
     found: dict[str, SourceFile] = {}
+
+    def add(source: SourceFile) -> None:
+        kept = found.setdefault(source.key, source)
+        if kept is not source and clashes is not None and _real(kept.path) != _real(source.path):
+            clashes.append((source, kept))
+
     for n, src in enumerate(sources):
         src = Path(src)
         given = keys[n] if keys is not None else None
         if src.is_dir():
             prefix = given or f"local::{src.resolve().name}"
-            for path in _folder_videos(src):
+            for path in _folder_videos(src, store):
                 rel = path.relative_to(src)
                 key = f"{prefix}::{rel.as_posix()}" if given else local_key(src.resolve().name, rel.as_posix())
-                found.setdefault(key, SourceFile(path, key))
+                add(SourceFile(path, key))
         else:
-            key = given or local_key(src.resolve().parent.name, src.name)
-            found.setdefault(key, SourceFile(src, key))
+            add(SourceFile(src, given or local_key(src.resolve().parent.name, src.name)))
     return list(found.values())
 
 
-def _folder_videos(folder: Path) -> list[Path]:
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def _folder_videos(folder: Path, store: Path | None = None) -> list[Path]:
     """The files below ``folder`` with a video extension, sorted, hidden entries skipped. Linked
     folders are followed (each real folder once, so a link loop ends; rglob skipped them, and their
     clips with them, without a word), and a link with a video
     extension is taken even when its target is missing: it fails on its own line instead of
-    vanishing from the run."""
+    vanishing from the run. The folder ``store``, when below, is not walked."""
     out: list[Path] = []
-    seen: set[str] = set()
+    seen: set[str] = {os.path.realpath(store)} if store is not None else set()
     for top, dirs, files in os.walk(folder, followlinks=True):
         real = os.path.realpath(top)
         if real in seen:
@@ -321,7 +336,17 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
     done = done_rows(store / INDEX_FILE)
     failures = last_failures(store / FAILURES_FILE)
     todo = []
-    for src in collect_sources(sources, keys):
+    clashes: list[tuple[SourceFile, SourceFile]] = []
+    found = collect_sources(sources, keys, clashes, store)
+    # Dropped without a word, a clip of the second folder was missing from the store and the run
+    # still said every source was handled. Not a failures.jsonl row: that file is keyed by the key,
+    # which the kept file's success would mark stored.
+    for src, kept in clashes:
+        report.outcomes.append(NormalizeOutcome(
+            src.key, str(src.path), "failed",
+            reason=f"not normalized: its key {src.key} is also {kept.path}'s in this run (source folders of "
+                   "the same name); normalize them into different stores, or rename one folder"))
+    for src in found:
         if _is_done(src, done.get(src.key), store):
             o = NormalizeOutcome(src.key, str(src.path), "skipped", str(done[src.key]["content_hash"]))
             report.outcomes.append(o)
