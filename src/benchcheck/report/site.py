@@ -8,13 +8,12 @@ chunks (see :mod:`benchcheck.report.browser`).
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -62,6 +61,7 @@ from benchcheck.report.sweep import (
 )
 from benchcheck.screen.steps import STEPS
 from benchcheck.stats.threads import one_blas_thread_process
+from benchcheck.workers import process_pool
 
 __all__ = ["Built", "ReportError", "ReportOptions", "build_report", "demo_report", "frame_check"]
 
@@ -224,9 +224,7 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
                                          dups(its), probe_of(its))
                 bar.update(1)
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(opts.workers, len(groups)), mp_context=ctx,
-                                     initializer=one_blas_thread_process) as pool:
+            with process_pool(min(opts.workers, len(groups)), one_blas_thread_process) as pool:
                 futures = {pool.submit(_bench_task, light, staging, bench, its, sweep.answers.get(bench, {}),
                                        mine(its), dups(its), probe_of(its)): bench for bench, its in groups}
                 for fut in as_completed(futures):

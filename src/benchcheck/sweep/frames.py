@@ -10,15 +10,15 @@ the plan and return the JPEG bytes and the seconds they spent.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 from benchcheck.masking import drop_secret_variables
 from benchcheck.protocol import JPEG_QUALITY
 from benchcheck.video.plans import FramePlan
+from benchcheck.workers import process_pool
 
 
 def decode_job(store: str, video_id: str, plan: FramePlan, quality: int = JPEG_QUALITY) -> tuple[list[bytes], float]:
@@ -41,11 +41,9 @@ class FramePool:
         self.store = store
         n = default_workers() if workers is None else workers
         self.workers = n
-        # spawn: a forked child would inherit the engine's threads and sockets; the workers drop the
-        # secret-named variables (as the hf engine's decoders do) and ``secret_names`` (the
-        # --api-key-env variable, whatever its name).
-        self._pool: Executor = (ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
-                                                    initializer=drop_secret_variables, initargs=secret_names)
+        # The workers drop the secret-named variables (as the hf engine's decoders do) and
+        # ``secret_names`` (the --api-key-env variable, whatever its name).
+        self._pool: Executor = (process_pool(n, drop_secret_variables, secret_names)
                                 if n > 0 else ThreadPoolExecutor(1))
 
     async def frames(self, video_id: str, plan: FramePlan, quality: int = JPEG_QUALITY) -> tuple[list[bytes], float]:

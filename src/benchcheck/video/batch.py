@@ -8,11 +8,10 @@ and the run goes on.
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from benchcheck.video.cache import clear_stale, frames_present, read_frames_json
 from benchcheck.video.extract import CacheOutcome, extract_to_cache
 from benchcheck.video.meta import META_FILE, video_dir
 from benchcheck.video.plans import MAX_IMAGES, TOKEN_BUDGET, parse_plan
+from benchcheck.workers import process_pool
 
 FAILURES_FILE = "failures.jsonl"
 
@@ -117,8 +117,7 @@ def extract_many(store: Path, video_ids: Sequence[str], plan: str, out: Path, wo
             for vid in todo:
                 record(vid, _one(store, vid, *args))
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=drop_secret_variables) as pool:
+            with process_pool(workers, drop_secret_variables) as pool:
                 futures: dict[Future[CacheOutcome | str], str] = {
                     pool.submit(_one, store, vid, *args): vid for vid in todo}
                 for fut in as_completed(futures):

@@ -24,7 +24,6 @@ that could not be normalized, with the reason).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import sys
@@ -32,7 +31,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ from benchcheck.video.index import (
 )
 from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta
 from benchcheck.video.normalize import NormalizeError, content_hash_of, file_sha256, stored_meta, transcode
+from benchcheck.workers import process_pool
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg",
                               ".ts", ".wmv", ".3gp", ".ogv", ".mts", ".m2ts", ".vob"})
@@ -266,11 +266,10 @@ def _run_pool(todo: Sequence[SourceFile], store: Path, workers: int, threads: in
     killer) and breaks the pool, only those are suspects: each is retried alone in a fresh
     process (a second death is its failure) and the others go on in a new pool.
     """
-    ctx = multiprocessing.get_context("spawn")
     pending = deque(todo)
     while pending:
         suspects: list[SourceFile] = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=drop_secret_variables) as pool:
+        with process_pool(workers, drop_secret_variables) as pool:
             inflight: dict[Future[NormalizeOutcome], SourceFile] = {}
             while (pending or inflight) and not suspects:
                 broken = False
@@ -295,7 +294,7 @@ def _run_pool(todo: Sequence[SourceFile], store: Path, workers: int, threads: in
                         record(src, _died(src, e))
             suspects.extend(inflight.values())
         for src in suspects:
-            with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=drop_secret_variables) as alone:
+            with process_pool(1, drop_secret_variables) as alone:
                 try:
                     record(src, alone.submit(work, src, store, threads).result())
                 except Exception as e:

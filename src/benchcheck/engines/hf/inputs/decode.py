@@ -30,7 +30,6 @@ import contextlib
 import io
 import logging
 import math
-import multiprocessing
 import os
 import signal
 import threading
@@ -48,6 +47,7 @@ from PIL import Image
 
 from benchcheck.engines.base import ImageRef
 from benchcheck.imagesize import processor_size
+from benchcheck.workers import process_pool
 
 log = logging.getLogger("benchcheck.engines.hf.engine")
 
@@ -349,8 +349,7 @@ class FrameDecoder:
             if self._closed or self._processes <= 0:
                 return None
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(self._processes, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_worker_started)
+                self._pool = process_pool(self._processes, _worker_started)
             return self._pool
 
     def _replace(self, broken: ProcessPoolExecutor) -> None:
