@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchcheck.video.decode import display_turns
+
 
 def display_size(frame: Any, max_side: int) -> tuple[int, int]:
     """The frame's display ``(width, height)`` scaled so the long side is at most ``max_side``
     (0 keeps it); rotation metadata swaps the sides."""
-    turns = (frame.rotation // 90) % 4 if frame.rotation else 0
+    turns = display_turns(frame)
     w, h = (frame.height, frame.width) if turns % 2 else (frame.width, frame.height)
     if max_side and max(w, h) > max_side:
         scale = max_side / max(w, h)

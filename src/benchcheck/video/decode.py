@@ -18,6 +18,7 @@ references. Only the wanted frames are converted to RGB, resized and encoded.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -32,6 +33,20 @@ T = TypeVar("T")
 SEEK_COST = 0.5
 
 Strategy = Literal["auto", "seek", "sequential"]
+
+
+def quarter_turn(degrees: float) -> int:
+    """``degrees`` to the nearest quarter turn, in degrees from zero up to a full turn (exclusive;
+    a tie goes to the smaller turn)."""
+    return int(90 * math.ceil(degrees / 90 - 0.5)) % 360
+
+
+def display_turns(frame: Any) -> int:
+    """How many quarter turns counter-clockwise make the decoded ``frame`` upright: its display
+    rotation to the nearest quarter turn. Every reader of a frame's rotation goes through here,
+    so the store, the frame cache and the ``qa`` sampler turn the same clip alike (PyAV reads an
+    angle a hair off a quarter turn rounded down, which rounding down again left unturned)."""
+    return quarter_turn(float(frame.rotation or 0)) // 90
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchcheck.protocol import JPEG_QUALITY
 from benchcheck.video.cache import cache_satisfies, write_frames
-from benchcheck.video.decode import DecodeStats, Strategy, decode_frames
+from benchcheck.video.decode import DecodeStats, Strategy, decode_frames, display_turns
 from benchcheck.video.meta import read_meta, video_path
 from benchcheck.video.plans import (
     MAX_IMAGES,
@@ -80,7 +80,7 @@ def frame_to_jpeg(frame: Any, width: int, height: int, quality: int = JPEG_QUALI
     from av.video.reformatter import Interpolation
     from PIL import Image
 
-    turns = (frame.rotation // 90) % 4 if frame.rotation else 0
+    turns = display_turns(frame)
     w, h = (height, width) if turns % 2 else (width, height)
     flags = Interpolation.AREA | Interpolation.ACCURATE_RND | Interpolation.BITEXACT
     rgb = frame.reformat(width=w, height=h, format="rgb24", interpolation=flags, threads=1).to_ndarray()

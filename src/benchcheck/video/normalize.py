@@ -20,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from benchcheck.video.decode import PacketIndex, open_video, read_packets
+from benchcheck.video.decode import PacketIndex, open_video, quarter_turn, read_packets
 from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
 from benchcheck.video.plans import nearest_index
 
@@ -269,12 +269,6 @@ def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:
             return quarter_turn(float(frame.rotation or 0))
     codec.flush_buffers()
     return 0
-
-
-def quarter_turn(degrees: float) -> int:
-    """``degrees`` to the nearest quarter turn, in degrees from zero up to a full turn (exclusive;
-    a tie goes to the smaller turn)."""
-    return int(90 * math.ceil(degrees / 90 - 0.5)) % 360
 
 
 def _encoder(out: Any, target: Target, gop: int, x264_params: str) -> Any:

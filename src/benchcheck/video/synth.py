@@ -117,7 +117,7 @@ def make_test_video(
     gop: int | None = None,
     *,
     timestamps: Sequence[float] | None = None,
-    rotation: int = 0,
+    rotation: float = 0,
     textured: bool = False,
     crf: int = 23,
     preset: str = "veryfast",
