@@ -15,7 +15,9 @@ name                   frames                                                   
                        capped at ``N_max`` (re-sampled time-uniformly)
 =====================  ==========================================================  ============
 
-Aliases without the ``v_`` prefix are accepted (``fps1_s224``, ``32_s224``, ``1``).
+Aliases without the ``v_`` prefix are accepted (``fps1_s224``, ``32_s224``, ``1``). The canonical
+name (the frame cache's) writes each number in its shortest form: ``v_4_s0224`` is ``v_4_s224``,
+``v_fps01.0`` is ``v_fps1``.
 
 **Time-uniform grid of N frames** over stored timestamps ``t_0 <= ... <= t_{n-1}``: split
 ``[t_0, t_{n-1}]`` into N equal segments and take, for segment i, the stored frame nearest to
@@ -48,6 +50,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Literal
 
 from benchcheck.imagesize import QWEN3_VL_FACTOR, QWEN3_VL_MAX_PIXELS, QWEN3_VL_MIN_PIXELS, processor_size
@@ -151,7 +154,7 @@ def parse_plan(name: str) -> PlanSpec:
     if m:
         n, s = int(m.group(1)), m.group(2)
         size = _short_side(name, s)
-        canonical = f"v_{n}" + (f"_s{s}" if s else "")
+        canonical = f"v_{n}" + _size_suffix(size)
         if n < 1:
             raise ValueError(f"plan {name!r}: a grid needs at least one frame")
         if n == 1:
@@ -163,7 +166,7 @@ def parse_plan(name: str) -> PlanSpec:
         if fps <= 0:
             raise ValueError(f"plan {name!r}: fps must be positive")
         size = _short_side(name, s)
-        canonical = f"v_fps{m.group(1)}" + (f"_s{s}" if s else "")
+        canonical = f"v_fps{_number_name(fps)}" + _size_suffix(size)
         return PlanSpec(canonical, "fps", size, fps=fps)
     raise ValueError(f"unknown frame plan {name!r} (try v32, mid, v_1, v_32_s224, v_fps1_s224)")
 
@@ -177,6 +180,19 @@ def _short_side(name: str, s: str | None) -> SizeTarget:
     if int(s) < 1:
         raise ValueError(f"plan {name!r}: the short side (_s) must be at least 1 pixel")
     return SizeTarget("short", int(s))
+
+
+def _size_suffix(size: SizeTarget) -> str:
+    """The ``_s<S>`` of a canonical name, from the number: the name's own digits kept leading
+    zeros, so one plan had as many frame-cache names as spellings."""
+    return f"_s{size.px}" if size.mode == "short" else ""
+
+
+def _number_name(x: float) -> str:
+    """``x`` in the fewest digits that read back as the same float, positional (the plan grammar
+    has no exponent), without a trailing ``.0``: every spelling of one fps gets one name."""
+    text = format(Decimal(repr(x)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def nearest_index(timestamps: Sequence[float], t: float) -> int:
