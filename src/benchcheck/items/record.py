@@ -75,7 +75,7 @@ class Item:
 
 def key_video_id(key: str) -> str:
     """The placeholder id of a video that is not normalized yet: ``"k:" + sha1(key)[:16]``."""
-    return "k:" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+    return "k:" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def video_has_frames(video_id: str | None) -> bool:

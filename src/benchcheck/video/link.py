@@ -11,13 +11,12 @@ or the new one.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_text_atomic
+from benchcheck.atomic import json_utf8, write_bytes_atomic
 from benchcheck.items.record import Item
 from benchcheck.video.resolve import named_video
 
@@ -50,6 +49,7 @@ def write_linked(items: Sequence[Item], out: Path) -> list[Path]:
     files = []
     for bench in sorted(by):
         path = out / f"{bench}.jsonl"
-        write_text_atomic(path, "".join(json.dumps(linked_row(i), ensure_ascii=False) + "\n" for i in by[bench]))
+        # json_utf8: a video named by a file name that is not UTF-8 is written as JSON escapes
+        write_bytes_atomic(path, b"".join(json_utf8(linked_row(i)) + b"\n" for i in by[bench]))
         files.append(path)
     return files

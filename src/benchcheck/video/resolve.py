@@ -22,6 +22,7 @@ resolved ids into a derived items file, so later runs need no resolution.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,8 @@ def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
         raise ValueError("empty video path")
     if "\x00" in rel:  # no file name holds one: said as such, not as an empty path
         raise ValueError(f"video path {rel!r} holds a NUL byte")
+    if problem := unencodable(rel):
+        raise ValueError(problem)
     pure = PurePosixPath(rel.replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts:
         raise ValueError(f"video path {rel!r} leaves the {what}")
@@ -57,6 +60,17 @@ def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
     if not _within(base, path):
         raise ValueError(f"video path {rel!r} resolves outside the {what}")
     return path
+
+
+def unencodable(named: str) -> str | None:
+    """Why ``named`` is no file name, or None. A name that is not UTF-8 on disk reaches Python with
+    each bad byte as a lone surrogate, and encodes back to those bytes; any other lone surrogate (a
+    JSON escape such as half an emoji) has no bytes, and the file system call raised."""
+    try:
+        os.fsencode(named)
+    except UnicodeEncodeError:
+        return f"video path {named!r} holds a lone surrogate that no file name has"
+    return None
 
 
 def _within(base: Path, path: Path) -> bool:
@@ -82,6 +96,12 @@ class Resolution:
     status: Status
     video_id: str | None = None
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        # a path whose file name is not UTF-8 is said with its bad bytes escaped: every line that
+        # prints a reason goes to a terminal or file that cannot write the lone surrogates
+        # Python holds those bytes as
+        object.__setattr__(self, "reason", self.reason.encode("utf-8", "backslashreplace").decode("utf-8"))
 
     @property
     def found(self) -> bool:
@@ -165,6 +185,8 @@ class VideoResolver:
         path = Path(named)
         if "\x00" in named:
             return Resolution(item, named, "refused", reason="video path holds a NUL byte")
+        if problem := unencodable(named):
+            return Resolution(item, named, "refused", reason=problem)
         if self.videos is not None:
             try:
                 base, real = self.videos.resolve(), _resolved(path, named)
@@ -230,7 +252,7 @@ class VideoResolver:
         nobody normalized; None when that does not hold (the path is refused)."""
         assert self.videos is not None
         pure = PurePosixPath(rel.replace("\\", "/"))
-        if not rel or "\x00" in rel or pure.is_absolute() or ".." in pure.parts:
+        if not rel or "\x00" in rel or unencodable(rel) or pure.is_absolute() or ".." in pure.parts:
             return None
         try:
             st = (self.videos / pure).stat()
