@@ -177,3 +177,14 @@ def test_fps_grid_on_a_2fps_store_takes_every_kth_frame(n: int, fps: float) -> N
     ts = [i * 0.5 for i in range(n)]
     step = int(2 / fps)
     assert fps_grid(ts, fps) == list(range(0, n, step))
+
+
+def test_an_fps_plan_above_the_highest_rate_is_refused_by_name() -> None:
+    """A rate past any source's (up to one that reads as infinity) is refused when the plan is
+    read: its grid of ticks never finished building, or overflowed with a traceback."""
+    from benchcheck.video.plans import MAX_PLAN_FPS, parse_plan
+
+    assert parse_plan(f"v_fps{MAX_PLAN_FPS}").fps == MAX_PLAN_FPS
+    for name in (f"v_fps{MAX_PLAN_FPS + 1}", "v_fps1000000000", "v_fps" + "9" * 400 + "_s224"):
+        with pytest.raises(ValueError, match=rf"plan '{name[:12]}.*at most {MAX_PLAN_FPS}"):
+            parse_plan(name)

@@ -61,6 +61,10 @@ MID_POSITION = 16
 FRAME_LONG_SIDE = 448
 TOKEN_BUDGET = 58000
 PROMPT_RESERVE = 1500
+# The highest fps a plan may name: a common source's highest rate. The store keeps fewer frames a
+# second, so a higher rate only repeats stored frames, and its grid of ticks grows with the rate
+# (an unbounded one never finished building).
+MAX_PLAN_FPS = 60
 MAX_IMAGES = 1024
 SWEEP_SHORT_SIDES = (168, 224, 336, 448)
 
@@ -163,8 +167,8 @@ def parse_plan(name: str) -> PlanSpec:
     m = _FPS.match(body)
     if m:
         fps, s = float(m.group(1)), m.group(2)
-        if fps <= 0:
-            raise ValueError(f"plan {name!r}: fps must be positive")
+        if not 0 < fps <= MAX_PLAN_FPS:
+            raise ValueError(f"plan {name!r}: fps must be above 0 and at most {MAX_PLAN_FPS}")
         size = _short_side(name, s)
         canonical = f"v_fps{_number_name(fps)}" + _size_suffix(size)
         return PlanSpec(canonical, "fps", size, fps=fps)
