@@ -15,7 +15,7 @@ import re
 import shutil
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -110,6 +110,11 @@ def json_utf8(data: Any, **kwargs: Any) -> bytes:
         return json.dumps(data, ensure_ascii=False, **kwargs).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(data, ensure_ascii=True, **kwargs).encode("ascii")
+
+
+def jsonl_bytes(rows: Iterable[Any], **kwargs: Any) -> bytes:
+    """JSON lines as UTF-8 bytes (``json_utf8`` each row, a newline after each)."""
+    return b"".join(json_utf8(r, **kwargs) + b"\n" for r in rows)
 
 
 def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = None) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from benchcheck.atomic import json_utf8
+from benchcheck.atomic import jsonl_bytes
 from benchcheck.lease import Lease, is_held, try_lease
 from benchcheck.records import Record, RowSchemaError, parse_row
 from benchcheck.spec import RunSpec, write_run_spec
@@ -37,7 +37,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def encode_rows(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    return b"".join(json_utf8(r, default=str) + b"\n" for r in rows)
+    return jsonl_bytes(rows, default=str)
 
 
 def append_rows(path: str | Path, rows: Iterable[Mapping[str, Any]], fsync: bool = False,

@@ -35,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchcheck.atomic import write_bytes_atomic, write_text_atomic
+from benchcheck.atomic import jsonl_bytes, write_bytes_atomic, write_text_atomic
 from benchcheck.items import Item, video_has_frames
 from benchcheck.report.browser import slug
 from benchcheck.report.source import StepProvenance, iter_benches
@@ -222,7 +222,7 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
     for bench, rows in selected.items():
         name = names[bench]
         data = out / lmms_data_file(bench, label)
-        write_text_atomic(data, "".join(json.dumps(record(s), ensure_ascii=False) + "\n" for s in rows))
+        write_bytes_atomic(data, jsonl_bytes(record(s) for s in rows))
         cfg = {"task": name, "dataset_path": "json",
                # datasets reads data_files as glob patterns: a folder named like `export[v2]` matched nothing
                "dataset_kwargs": {"data_files": {"test": glob.escape(str(data.resolve()))}}, "test_split": "test",
@@ -376,8 +376,8 @@ def write_vlmevalkit(out: Path, selected: Mapping[str, Sequence[Selected]], labe
         paths.append(p)
         side = p.with_suffix(".left_out.jsonl")
         if bad:
-            write_text_atomic(side, "".join(json.dumps({"item_id": s.item.item_id, "bench": bench, "reason": why},
-                                                       ensure_ascii=False) + "\n" for s, why in bad))
+            write_bytes_atomic(side, jsonl_bytes({"item_id": s.item.item_id, "bench": bench, "reason": why}
+                                                 for s, why in bad))
             paths.append(side)
         else:
             side.unlink(missing_ok=True)

@@ -11,7 +11,6 @@ written as plain item files (:func:`write_items`): later commands read those, no
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import write_text_atomic
+from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
 from benchcheck.items.checks import bench_name_problem
 from benchcheck.items.load import ColumnMap, LoadResult, Problem, row_to_item
 from benchcheck.items.record import Item, video_has_frames
@@ -191,8 +190,7 @@ def write_items(items: Sequence[Item], out: Path, force: bool = False) -> list[P
     if not force and (there := [p for p in paths.values() if p.exists()]):
         raise SourceError(f"{there[0]} exists: pass --force to replace it, or choose another --out")
     for bench, rows in by_bench.items():
-        write_text_atomic(paths[bench], "".join(json.dumps(item_record(i), ensure_ascii=False, default=str) + "\n"
-                                                for i in rows))
+        write_bytes_atomic(paths[bench], jsonl_bytes((item_record(i) for i in rows), default=str))
     return list(paths.values())
 
 
