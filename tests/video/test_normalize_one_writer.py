@@ -18,6 +18,17 @@ from benchcheck.video.synth import make_test_video
 BENCHCHECK = [sys.executable, "-m", "benchcheck"]
 
 
+def flock_held(path: Path, pid: int) -> bool:
+    """Whether process ``pid`` holds a flock on ``path`` (read from /proc/locks: looking takes no lock)."""
+    try:
+        inode = path.stat().st_ino
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return False
+    return any(f.split()[1] == "FLOCK" and f.split()[4] == str(pid) and f.split()[5].endswith(f":{inode}")
+               for f in locks.splitlines() if len(f.split()) > 5)
+
+
 def test_a_second_normalize_on_the_same_store_stops_and_the_index_has_one_row_a_key(tmp_path: Path) -> None:
     src = tmp_path / "clips"
     src.mkdir()
@@ -28,7 +39,9 @@ def test_a_second_normalize_on_the_same_store_stops_and_the_index_has_one_row_a_
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     lock = lock_path(store / INDEX_FILE)
     deadline = time.time() + 120
-    while not lock.exists() and first.poll() is None and time.time() < deadline:
+    # Until the first holds the lease, not merely until its lock file exists: the file is made
+    # before it is locked, and a run paused between the two let the second normalize everything.
+    while not flock_held(lock, first.pid) and first.poll() is None and time.time() < deadline:
         time.sleep(0.005)
     assert first.poll() is None, "the first run ended before it could be paused"
     os.killpg(first.pid, signal.SIGSTOP)  # holding the lease: the second runs to its end meanwhile
