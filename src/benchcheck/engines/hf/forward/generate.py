@@ -283,9 +283,7 @@ def _prefill(model: Any, batch: Batch, pos: torch.Tensor, cache: ReservedCache,
     if plans is not None:  # reaches the vision tower's and the language model's attention calls
         plans.forward()
         memo[PLANS_KWARG] = plans
-    # A batch without padding is laid out as a right-padded one.
-    unpadded = min(batch.lengths, default=0) == batch.input_ids.shape[1]
-    if (batch.right or unpadded) and scored_only and installed(model):
+    if _laid_right(batch) and scored_only and installed(model):
         scored = Scored.right_padded(batch.lengths, batch.input_ids.shape[1], pos.device)
         hidden = model.model(**batch.model_kwargs(model), position_ids=pos, use_cache=True, past_key_values=cache,
                              scored=scored, **memo).last_hidden_state[0]
@@ -359,8 +357,9 @@ def greedy_start(model: Any, batch: Batch | Sequence[Batch], max_new: list[int],
     return held.decode(stop_ids, pad_id, graphs, pacer, lookback, planless, stopped)
 
 
-def _joinable(b: Batch) -> bool:
-    """Rows that can share a reservation with other rows: padded on the right, or not padded."""
+def _laid_right(b: Batch) -> bool:
+    """Rows laid out as a right-padded batch's (padded on the right, or not padded): they can share
+    a reservation with other rows, and their prefill may score the last layer at their last tokens."""
     return b.right or min(b.lengths, default=0) == b.input_ids.shape[1]
 
 
@@ -385,7 +384,7 @@ def prefill(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], grap
         raise ValueError("a prefill for decoding needs a request with new tokens")
     parts = list(batch) if not isinstance(batch, Batch) else [batch]
     apart = apart or not isinstance(batch, Batch)
-    if apart and not all(_joinable(b) for b in parts):
+    if apart and not all(_laid_right(b) for b in parts):
         raise ValueError("batches prefilled apart are padded on the right")
     rows = sum(len(b.lengths) for b in parts)
     length = max(b.attention_mask.shape[1] for b in parts)
@@ -405,9 +404,7 @@ def prefill(model: Any, batch: Batch | Sequence[Batch], max_new: list[int], grap
         capacity = reserved_slots(capacity)  # decode_attention's value blocks
     cache = (_reservation(model, rows, capacity, dev) if apart
              else ReservedCache(model.config.text_config.num_hidden_layers, capacity))
-    held = Prefilled(model, cache, capacity, length, steps, fixed, apart, plans, scored_only)
-    if apart:
-        held.reserved = rows
+    held = Prefilled(model, cache, capacity, rows, length, steps, fixed, apart, plans, scored_only)
     held.add(parts, max_new)
     return held
 
@@ -423,15 +420,15 @@ class Prefilled:
     """Rows prefilled into one reserved K/V cache and not yet decoded (``prefill``): another
     batch may join them (``join``); ``decode`` then decodes every row, in order."""
 
-    def __init__(self, model: Any, cache: ReservedCache, capacity: int, length: int, steps: int,
+    def __init__(self, model: Any, cache: ReservedCache, capacity: int, reserved: int, length: int, steps: int,
                  fixed: bool, apart: bool, plans: PlanMemo | None, scored_only: bool) -> None:
         self.model, self.capacity = model, capacity
         # None once decoded: the reservation is freed as soon as the decode loop is queued, as a
         # batch's own is (the next batch's reservation may take its memory).
         self.cache: ReservedCache | None = cache
-        # Rows the reservation holds (apart: allocated up front; else the batch's own, once prefilled):
-        # a join that failed after it grew the reservation leaves more than were prefilled.
-        self.reserved: int | None = None
+        # Rows the reservation holds: a join that failed after it grew the reservation leaves more
+        # than were prefilled.
+        self.reserved = reserved
         self.length, self.steps = length, steps
         self.fixed, self.apart, self.plans, self.scored_only = fixed, apart, plans, scored_only
         self.firsts: list[torch.Tensor] = []
@@ -446,7 +443,7 @@ class Prefilled:
         decoded with them: the rows here are copied into a reservation that holds both (their
         keys and values once more in memory while copied), then theirs is freed."""
         parts = list(batch) if not isinstance(batch, Batch) else [batch]
-        if not self.apart or not all(_joinable(b) for b in parts):
+        if not self.apart or not all(_laid_right(b) for b in parts):
             raise ValueError("only batches padded on the right join rows prefilled apart")
         assert self.cache is not None, "rows join a reservation before its decode"
         n = sum(len(b.lengths) for b in parts)
@@ -492,8 +489,7 @@ class Prefilled:
         max_new, length = self.max_new[:rows], self.length
         steps = max(max_new, default=0)
         assert self.cache is not None, "a prefilled batch is decoded once"
-        whole = self.prefilled if self.reserved is None else self.reserved
-        cache = self.cache if rows == whole else self.cache.rows(0, rows)
+        cache = self.cache if rows == self.reserved else self.cache.rows(0, rows)
         if self.apart:
             cache.filled(length)
         capacity = self.capacity
