@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchcheck.atomic import json_utf8, write_bytes_atomic
+from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
 from benchcheck.items.record import Item
 from benchcheck.video.resolve import named_video
 
@@ -49,7 +49,7 @@ def write_linked(items: Sequence[Item], out: Path) -> list[Path]:
     files = []
     for bench in sorted(by):
         path = out / f"{bench}.jsonl"
-        # json_utf8: a video named by a file name that is not UTF-8 is written as JSON escapes
-        write_bytes_atomic(path, b"".join(json_utf8(linked_row(i)) + b"\n" for i in by[bench]))
+        # jsonl_bytes: a video named by a file name that is not UTF-8 is written as JSON escapes
+        write_bytes_atomic(path, jsonl_bytes(linked_row(i) for i in by[bench]))
         files.append(path)
     return files

@@ -120,7 +120,7 @@ def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None,
 
     def add(source: SourceFile) -> None:
         kept = found.setdefault(source.key, source)
-        if kept is not source and clashes is not None and _real(kept.path) != _real(source.path):
+        if kept is not source and clashes is not None and os.path.realpath(kept.path) != os.path.realpath(source.path):
             clashes.append((source, kept))
 
     for n, src in enumerate(sources):
@@ -135,10 +135,6 @@ def collect_sources(sources: Sequence[Path], keys: Sequence[str] | None = None,
         else:
             add(SourceFile(src, given or local_key(src.resolve().parent.name, src.name)))
     return list(found.values())
-
-
-def _real(path: Path) -> str:
-    return os.path.realpath(path)
 
 
 def _folder_videos(folder: Path, store: Path | None = None) -> list[Path]:
