@@ -216,3 +216,34 @@ def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_d
     latency = [g.latency_s for g in out if isinstance(g, Generation)]
     assert latency[0] >= slow  # the held row's own decode
     assert max(latency[1:3]) < slow / 2, latency  # the two after it
+
+
+def test_a_held_batch_whose_own_decode_runs_out_of_memory_is_run_again_in_halves(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The held batch of two rows cannot be joined (no room beside it) and its decode alone runs out
+    of device memory, both when the next batch comes and when it is landed: as any batch too large
+    for the device's memory, its halves run again, and every request gets the text it gets alone."""
+    reqs = requests()
+    real = Prefilled.decode
+    first: list[Prefilled] = []
+    failed = [0]
+
+    def held_decode_out_of_memory(self: Prefilled, *a: object, rows: int | None = None, **kw: object) -> object:
+        if rows == 2 and (not first or first[0] is self):  # the first held pair, each time it is decoded alone
+            first[:] = [self]
+            failed[0] += 1
+            raise torch.cuda.OutOfMemoryError("injected: no room to decode the held rows")
+        return real(self, *a, rows=rows, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Prefilled, "decode", held_decode_out_of_memory)
+    budget = five_rows(hf_engine, reqs)  # room to hold the pair; the four after it do not fit beside it
+    engine = variant(hf_engine, "+decode_join", first_chunk=2, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    out = engine.generate_sync(reqs)
+    assert failed[0] == 2
+    assert all(isinstance(g, Generation) for g in out), out
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert [g.text for g in out if isinstance(g, Generation)] == alone
+    # Every row decoded once: the first pair's rows in its halves, however they were batched.
+    assert sum(n * k for n, k in engine.decode_rows.items()) == len(reqs), engine.decode_rows

@@ -5,7 +5,8 @@ device works; they are planned into length-sorted batches chunk by chunk in arri
 (``schedule.batches.chunk_spans``), a chunk's largest batch queued last (``largest_last``); each batch
 is queued on the device before the previous one's results are read and built. A request that
 cannot be encoded, a batch that fails, or a batch too large for the device's memory (split in
-halves, down to one request) fails only its own requests.
+halves, down to one request, whether it ran out when queued or when its results were read) fails
+only its own requests.
 """
 
 from __future__ import annotations
@@ -149,17 +150,10 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         started += 1
         return True
 
-    def after(pending: list[PlannedBatch]) -> tuple[PlannedBatch, dict[int, Encoded]] | None:
-        """The batch that will run after the one just taken from ``pending``, if known."""
-        if pending:
-            return pending[0], planned[0][1]
-        if len(planned) == 1:
-            plan_next(wait=False)
-        if len(planned) > 1 and planned[1][0]:
-            return planned[1][0][0], planned[1][1]
-        return None
-
-    in_flight: tuple[list[int], Callable[[], list[R]]] | None = None
+    in_flight: tuple[PlannedBatch, dict[int, Encoded], Callable[[], list[R]]] | None = None
+    # Halves of a batch that ran out of device memory when its results were read (a generation
+    # batch held for another to join decodes only then), run before the next planned batch.
+    redo: list[tuple[PlannedBatch, dict[int, Encoded]]] = []
     # Batches staged and not yet run, by id (held, so no id is reused): a batch staged behind one
     # split after running out of memory is named again after the halves, and is not staged twice.
     staged: dict[int, PlannedBatch] = {}
@@ -168,44 +162,71 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         for i in idx:  # only this batch's requests fail, never the others
             out[i] = Failure(jobs[i].request_id, "internal", message)
 
+    def split(batch: PlannedBatch, ready: dict[int, Encoded], e: torch.cuda.OutOfMemoryError) -> None:
+        """A batch too large for the device's memory: its halves run next, down to one request,
+        which fails."""
+        torch.cuda.empty_cache()
+        if len(batch.idx) > 1:
+            redo[:0] = [(h, ready) for h in batch.halves()]
+        else:
+            fail(batch.idx, f"out of device memory: {e}")
+
     def land() -> None:
         nonlocal in_flight
         if in_flight is None:
             return
-        idx, finish = in_flight
+        batch, ready, finish = in_flight
         in_flight = None
         try:
-            for i, res in zip(idx, finish(), strict=True):
+            for i, res in zip(batch.idx, finish(), strict=True):
                 out[i] = res
+        except torch.cuda.OutOfMemoryError as e:
+            split(batch, ready, e)
         except (RuntimeError, ValueError) as e:
-            fail(idx, f"{type(e).__name__}: {e}")
+            fail(batch.idx, f"{type(e).__name__}: {e}")
 
-    while planned or plan_next(wait=True):
-        pending, ready = planned[0]
-        while pending:
-            batch = pending.pop(0)
-            staged.pop(id(batch), None)
-            if stage is not None and (upcoming := after(pending)) is not None and id(upcoming[0]) not in staged:
-                staged[id(upcoming[0])] = upcoming[0]
-                stage(upcoming[0], [upcoming[1][i] for i in upcoming[0].idx])
-            try:
-                finish = run(batch, [ready[i] for i in batch.idx])
-            except torch.cuda.OutOfMemoryError as e:
-                # A batch too large for the device's memory is split, down to one request.
-                land()
-                torch.cuda.empty_cache()
-                if len(batch.idx) > 1:
-                    pending[:0] = list(batch.halves())
-                else:
-                    fail(batch.idx, f"out of device memory: {e}")
-                continue
-            except (RuntimeError, ValueError) as e:
-                fail(batch.idx, f"{type(e).__name__}: {e}")
-                continue
+    def take() -> tuple[PlannedBatch, dict[int, Encoded]] | None:
+        """The next batch to run and its chunk's encodings; None when every batch has run and landed."""
+        while True:
+            if redo:
+                return redo.pop(0)
+            if planned and planned[0][0]:
+                return planned[0][0].pop(0), planned[0][1]
+            if planned:
+                planned.pop(0)
+            elif not plan_next(wait=True):
+                if in_flight is None:
+                    return None
+                land()  # the last batch; its halves, if it ran out of memory, run next
+
+    def after() -> tuple[PlannedBatch, dict[int, Encoded]] | None:
+        """The batch ``take`` gives next, if known without waiting for encoding."""
+        if redo:
+            return redo[0]
+        for k in range(2):  # this chunk's next batch, else the next chunk's first
+            if len(planned) <= k:
+                plan_next(wait=False)
+            if len(planned) > k and planned[k][0]:
+                return planned[k][0][0], planned[k][1]
+        return None
+
+    while (taken := take()) is not None:
+        batch, ready = taken
+        staged.pop(id(batch), None)
+        if stage is not None and (upcoming := after()) is not None and id(upcoming[0]) not in staged:
+            staged[id(upcoming[0])] = upcoming[0]
+            stage(upcoming[0], [upcoming[1][i] for i in upcoming[0].idx])
+        try:
+            finish = run(batch, [ready[i] for i in batch.idx])
+        except torch.cuda.OutOfMemoryError as e:
             land()
-            in_flight = (batch.idx, finish)
-        planned.pop(0)
-    land()
+            split(batch, ready, e)
+            continue
+        except (RuntimeError, ValueError) as e:
+            fail(batch.idx, f"{type(e).__name__}: {e}")
+            continue
+        land()
+        in_flight = (batch, ready, finish)
     return [o for o in out if o is not None]
 
 
