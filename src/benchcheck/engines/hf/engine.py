@@ -475,10 +475,9 @@ class HFEngine:
         staged: dict[int, tuple[PlannedBatch, Future[list[HostBatch] | HostBatch]]] = {}
         # Op ``decode_join``: a batch followed by more of the call's requests is prefilled and held
         # (at most one at a time); the next batch joins it where both fit, else it decodes alone.
-        joining = self._config.op("decode_join", self.device.type == "cuda") and bool(self.decode_batch_tokens) \
-            and self.right_prefill
-        holding: list[_Held] = []
-        given: set[int] = set()  # requests given to ``run`` so far (some of the rest may fail to encode)
+        holding = _Holding(self._config.op("decode_join", self.device.type == "cuda")
+                           and bool(self.decode_batch_tokens) and self.right_prefill,
+                           len(reqs), self.decode_batch_tokens, self._config.max_batch_size)
 
         def host_inputs(prompts: list[EncodedPrompt]) -> list[HostBatch] | HostBatch:
             """A batch's inputs on the host. A batch planned by its K/V slots (op
@@ -514,18 +513,9 @@ class HFEngine:
             ids = [reqs[i].request_id for i in idx]
             max_new = [reqs[i].max_tokens for i in idx]
             prompts = [e.prompt for e in enc]
-            given.update(idx)
-            joins = holding.pop() if holding else None
-            budget, most = self.decode_batch_tokens, self._config.max_batch_size
-            if joins is not None and not join_fits(joins.enc, enc, budget, most):
-                # The batch after it does not fit beside it: decoded alone first (if that fails, it
-                # is tried again when landed, and fails as its own batch, not as this one).
-                with contextlib.suppress(RuntimeError, ValueError):
-                    joins.alone()
-                joins = None
-            # Timed from here: the held batch's decode alone above is its time, not this batch's.
+            joins, hold = holding.take(idx, enc)
+            # Timed from here: a held batch decoded alone by ``take`` is that batch's time, not this one's.
             t0 = time.perf_counter()
-            hold = (joining and joins is None and len(given) < len(reqs) and join_fits(enc, [], budget, most))
             ahead = staged.pop(id(planned), None)
             inputs: Callable[[], list[HostBatch] | HostBatch] = partial(host_inputs, prompts)
             if ahead is not None and ahead[0] is planned:
@@ -563,8 +553,7 @@ class HFEngine:
                         joins.alone()
                 raise
             if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it, or alone
-                mine = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
-                holding.append(mine)
+                mine = holding.held = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
                 return partial(built_results, idx, enc, lambda: mine.tokens()[: len(ids)], lambda: mine.ended - mine.t0)
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
@@ -696,6 +685,35 @@ class _Held:
             assert self.read is not None
             self._tokens = self.read()
         return self._tokens
+
+
+@dataclasses.dataclass(slots=True)
+class _Holding:
+    """Op ``decode_join`` in one generation call (``on``): the batch held for the next to join, if
+    any, and the requests given to batches so far, of the call's ``total`` (some of the rest may
+    fail to encode); ``budget`` and ``most`` are the K/V slots and rows one decode may hold."""
+
+    on: bool
+    total: int
+    budget: int
+    most: int
+    held: _Held | None = None
+    given: set[int] = dataclasses.field(default_factory=set)
+
+    def take(self, idx: list[int], enc: list[Encoded]) -> tuple[_Held | None, bool]:
+        """For the batch of requests ``idx`` about to run: the held batch it joins, and whether it
+        is held itself (while more requests follow and one more row would fit beside it). A held
+        batch it does not fit beside is decoded alone first (if that fails, it is tried again when
+        landed, and fails or is split as its own batch, not as this one)."""
+        self.given.update(idx)
+        joins, self.held = self.held, None
+        if joins is not None and not join_fits(joins.enc, enc, self.budget, self.most):
+            with contextlib.suppress(RuntimeError, ValueError):
+                joins.alone()
+            joins = None
+        hold = self.on and joins is None and len(self.given) < self.total \
+            and join_fits(enc, [], self.budget, self.most)
+        return joins, hold
 
 
 def _staged_or_built(staged: Future[T], build: Callable[[], T]) -> T:
