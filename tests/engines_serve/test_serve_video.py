@@ -247,3 +247,28 @@ def test_a_local_file_over_the_body_limit_is_refused_unread(allowed: Path) -> No
     with pytest.raises(RequestError, match=f"is over {size - 1} bytes"):
         load_video(part, MediaOptions.make(4, allowed), size - 1)
     assert len(load_video(part, MediaOptions.make(4, allowed), size)) == 4
+
+
+def test_hf_answers_a_clip_as_the_same_frames_sent_as_image_parts(tiny_model: Path, clips: Path) -> None:
+    """On the hf engine (tiny checkpoint, CPU) a video_url part scores exactly as its frames sent
+    as image_url parts: the video reaches the engine the way images do."""
+    from benchcheck.serve.media import decode_frames
+
+    mp4 = (clips / "long.mp4").read_bytes()
+    frames = decode_frames(mp4, 4)
+    images = [{"type": "image_url", "image_url": {"url": _data_url(f, "image/jpeg")}} for f in frames]
+    video = [{"type": "video_url", "video_url": {"url": _data_url(mp4)}}]
+
+    def score(parts: list[dict[str, Any]]) -> dict[str, Any]:
+        content = [*parts, {"type": "text", "text": "Question: what? A. x B. y"}]
+        status, answer = post_chat(url, {
+            "messages": [{"role": "user", "content": content}, {"role": "assistant", "content": "Answer:"}],
+            "max_tokens": 1, "logprobs": True, "top_logprobs": 5, "continue_final_message": True,
+            "add_generation_prompt": False}, timeout_s=120)
+        assert status == 200, answer
+        return answer
+
+    with cli_server("--model", str(tiny_model), "--device", "cpu", "--video-num-frames", "4") as (url, _):
+        by_video, by_images = score(video), score(images)
+    assert by_video["usage"] == by_images["usage"]
+    assert by_video["choices"][0]["logprobs"] == by_images["choices"][0]["logprobs"]
