@@ -36,6 +36,12 @@ from benchcheck.engines.registry import SERVABLE
 @click.option("--access-log/--no-access-log", default=False, show_default=True,
               help="Log one line per request (request line, status, size, time; never headers, bodies or "
                    "query strings).")
+@click.option("--video-num-frames", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Frames kept of a video_url clip, evenly spaced (vLLM's --media-io-kwargs "
+                   "'{\"video\": {\"num_frames\": N}}'); they reach the engine as images.")
+@click.option("--allowed-local-media-path", type=CliPath(exists=True, file_okay=False), default=None,
+              help="Folder whose files video_url parts may name as file:// URLs (as vLLM's option); "
+                   "without it file:// URLs are refused.")
 def serve(
     model: str,
     engine_name: str,
@@ -53,6 +59,8 @@ def serve(
     body_timeout: float,
     max_connections: int | None,
     access_log: bool,
+    video_num_frames: int,
+    allowed_local_media_path: str | None,
 ) -> None:
     """Serve a model on an OpenAI-compatible API (/v1/models, /v1/chat/completions, /health).
 
@@ -73,6 +81,7 @@ def serve(
     from benchcheck.engines.registry import from_options
     from benchcheck.serve.app import check_host, run_server
     from benchcheck.serve.guard import Guard, default_max_connections
+    from benchcheck.serve.media import MediaOptions
 
     try:
         check_host(host)  # before a model is loaded
@@ -82,6 +91,10 @@ def serve(
         # An unset shell variable (``--api-key "$KEY"``) would serve every /v1 route without a key.
         raise click.BadParameter("the API key is empty, which would serve without one: give a key, or leave "
                                  "--api-key out to serve without one deliberately", param_hint="'--api-key'")
+    try:
+        media = MediaOptions.make(video_num_frames, allowed_local_media_path)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--allowed-local-media-path'") from None
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,
                          served_name=served_model_name or model,
                          max_model_len=max_model_len, hf_config=hf_config)
@@ -95,7 +108,7 @@ def serve(
     guard = Guard(header_timeout, body_timeout, max_connections or default_max_connections())
     try:
         run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log,
-                   guard)
+                   guard, media)
     except OSError as e:  # the port is taken, or the host is not an interface of this machine
         die(f"cannot serve on {host}:{port}: {e}")
 

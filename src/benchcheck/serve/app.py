@@ -1,10 +1,11 @@
 """``benchcheck serve``: any engine behind an OpenAI-compatible (vLLM 0.11-shaped) HTTP server.
 
 Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` (see ``serve_chat``
-for what a request may hold). Concurrent requests are batched (``serve_batch``). With an API
-key, every ``/v1`` route needs ``Authorization: Bearer <key>`` and answers 401 otherwise, as
-vLLM's ``--api-key`` does. Request bodies and headers are never logged; the access log (off by
-default) has the method, the path without its query string, status, size and time only.
+for what a request may hold; ``serve.media`` decodes a ``video_url`` part to frames). Concurrent
+requests are batched (``serve_batch``). With an API key, every ``/v1`` route needs
+``Authorization: Bearer <key>`` and answers 401 otherwise, as vLLM's ``--api-key`` does. Request
+bodies and headers are never logged; the access log (off by default) has the method, the path
+without its query string, status, size and time only.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from benchcheck.engines.openai.wire import error_body
 from benchcheck.serve.batch import Batcher, EngineCallError
 from benchcheck.serve.chat import RequestError, generate_completion, parse_chat, score_completion
 from benchcheck.serve.guard import BodyTooLarge, Guard, UnreadableBody, default_max_connections, read_body
+from benchcheck.serve.media import MediaOptions, load_video
 
 log = logging.getLogger("benchcheck.serve")
 
@@ -86,8 +88,10 @@ async def fill_default_max_tokens(engine: Engine, req: GenerateRequest) -> Gener
 class ServerState:
     """What the handlers share: the engine, its batchers and the names it answers to."""
 
-    def __init__(self, engine: Engine, model_id: str, aliases: set[str], max_batch_size: int, inflight: int):
+    def __init__(self, engine: Engine, model_id: str, aliases: set[str], max_batch_size: int, inflight: int,
+                 media: MediaOptions | None = None):
         self.engine = engine
+        self.media = media or MediaOptions()
         self.model_id = model_id
         self.aliases = aliases
         self.fingerprint = f"benchcheck-{engine.name}"
@@ -172,6 +176,13 @@ async def _chat(request: web.Request) -> web.Response:
         call = parse_chat(body, uuid.uuid4().hex)
     except RequestError as e:
         return error_response(e.status, str(e), e.type_)
+    if call.video is not None:
+        try:
+            # Off the event loop: decoding a clip takes far longer than a request should hold it.
+            frames = await asyncio.to_thread(load_video, call.video, st.media, MAX_BODY_BYTES)
+        except RequestError as e:
+            return error_response(e.status, str(e), e.type_)
+        call = call.with_frames(frames)
     if call.generate is not None and call.default_max_tokens:
         call = replace(call, generate=await fill_default_max_tokens(st.engine, call.generate))
     try:
@@ -267,6 +278,7 @@ def build_app(
     max_inflight_batches: int = 1,
     guard: Guard | None = None,
     access_log: bool = False,
+    media: MediaOptions | None = None,
 ) -> web.Application:
     """The server as an aiohttp application (run it with ``run_server`` or an AppRunner).
 
@@ -275,7 +287,8 @@ def build_app(
     ``guard``: the connection limits (``serve_guard``); its header timeout and cap act only when
     the server is run by ``run_server``, its body timeout always. ``access_log``: a request whose
     client disconnected before its answer is logged with status 499 (aiohttp's access log, which
-    ``run_server`` turns on with it, logs only answered requests).
+    ``run_server`` turns on with it, logs only answered requests). ``media``: how ``video_url``
+    parts are read (frames kept, the folder ``file://`` URLs may name; ``serve.media``).
     """
     model_id = served_id(engine, served_model_name)
     aliases = {model_id, engine.model_name} | ({served_model_name} if served_model_name else set())
@@ -283,7 +296,7 @@ def build_app(
     middlewares = [*([_gone_middleware()] if access_log else []), guard.middleware(), _route_errors,
                    *([_auth_middleware(api_key)] if api_key else [])]
     app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
-    state = ServerState(engine, model_id, aliases, max_batch_size, max_inflight_batches)
+    state = ServerState(engine, model_id, aliases, max_batch_size, max_inflight_batches, media)
     app[STATE] = state
     app[GUARD] = guard
 
@@ -314,6 +327,7 @@ def run_server(
     max_inflight_batches: int = 1,
     access_log: bool = False,
     guard: Guard | None = None,
+    media: MediaOptions | None = None,
 ) -> None:
     """Serve until interrupted or terminated (blocking). Binds to loopback unless ``host`` says
     otherwise (an empty ``host`` is a ValueError, not every interface). ``guard`` (default: the
@@ -322,7 +336,8 @@ def run_server(
     check_host(host)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     guard = guard or Guard(max_connections=default_max_connections())
-    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches, guard, access_log)
+    app = build_app(engine, served_model_name, api_key, max_batch_size, max_inflight_batches, guard, access_log,
+                    media)
     model_id = app[STATE].model_id
     auth = "with API key" if api_key else "no API key"
     log.info("serving %r (engine %s) on http://%s:%d/v1, %s; header timeout %g s, body timeout %g s, "

@@ -4,7 +4,9 @@ Pure functions (no I/O): ``parse_chat`` validates a ``/v1/chat/completions`` bod
 does and turns it into the engine's ``ScoreRequest`` (first-token log-probs) or
 ``GenerateRequest`` (greedy text); ``score_completion`` / ``generate_completion`` build the
 response bodies. Shapes the engine interface cannot represent are refused with a 400 naming what
-is wrong, never silently rendered differently.
+is wrong, never silently rendered differently. A ``video_url`` part is the documented exception
+(docs/serve.md, "Videos"): the engines take frames, so its clip reaches them as images
+(``serve.media``), not as vLLM's video input.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import binascii
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import pybase64
 
@@ -40,6 +44,17 @@ class RequestError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class VideoPart:
+    """A user turn's ``video_url`` part, checked but not read: the clip's bytes (a data URL) or the
+    path a ``file://`` URL names. ``serve.media`` reads and decodes it off the event loop, where
+    the server's options (the allowed folder, the frame count) are known."""
+
+    index: int  # the part's index in the user turn, for error messages
+    data: bytes | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ChatCall:
     """A parsed request: exactly one of ``score`` / ``generate`` is set."""
 
@@ -48,6 +63,14 @@ class ChatCall:
     top_logprobs: int  # what the caller asked for (0 = the chosen token only)
     # No max_tokens was given: ``generate.max_tokens`` is a placeholder for the rest of the context.
     default_max_tokens: bool = False
+    # A video part still to decode: its frames become the request's images (``with_frames``).
+    video: VideoPart | None = None
+
+    def with_frames(self, frames: tuple[bytes, ...]) -> ChatCall:
+        """The call with a video's frames as its images, in order: the engines take frames."""
+        score = replace(self.score, images=frames) if self.score is not None else None
+        generate = replace(self.generate, images=frames) if self.generate is not None else None
+        return replace(self, score=score, generate=generate, video=None)
 
 
 def _part_text(part: Mapping[str, Any], where: str) -> str:
@@ -88,13 +111,54 @@ def _decode_image(part: Mapping[str, Any], i: int) -> bytes:
         raise RequestError(f"image part {i}: invalid base64 data") from None
 
 
-def _user_turn(content: object) -> tuple[str, tuple[bytes, ...]]:
-    """The user turn as the engines take it: images first, then one text."""
+def _video_part(part: Mapping[str, Any], i: int) -> VideoPart:
+    """A ``video_url`` part as vLLM takes it: a base64 data URL of a video, or a ``file://`` URL
+    (read only under ``--allowed-local-media-path``, checked when it is read). vLLM fetches
+    http(s) URLs; this server never reaches the network, so they are refused."""
+    spec = part.get("video_url")
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("url"), str):
+        raise RequestError(f"user message: video part {i}: 'video_url' must be an object "
+                           f"{{\"url\": \"data:video/...;base64,...\"}} (got {type(spec).__name__})")
+    url = spec["url"]
+    scheme = url.partition(":")[0].lower() if ":" in url else ""
+    if scheme == "data":
+        head, comma, data = url.partition(",")
+        mime, _, encoding = head[len("data:"):].partition(";")
+        if not mime.lower().startswith("video/"):
+            raise RequestError(f"video part {i}: a data URL must have a video MIME type "
+                               f"(data:video/...;base64,...; got {mime!r:.40})")
+        if mime.lower() == "video/jpeg":
+            # vLLM reads this type as a comma-separated list of JPEG frames, not as a clip.
+            raise RequestError(f"video part {i}: data:video/jpeg frame lists are not supported; "
+                               "send the frames as image_url parts")
+        if encoding.lower() != "base64" or not comma:
+            raise RequestError(f"video part {i}: the data URL must be base64-encoded")
+        try:
+            raw = pybase64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise RequestError(f"video part {i}: invalid base64 data") from None
+        if not raw:
+            raise RequestError(f"video part {i}: the data URL holds no data")
+        return VideoPart(i, data=raw)
+    if scheme == "file":
+        # As vLLM: the host part, if any, is read as the start of the path.
+        parts = urlsplit(url)
+        return VideoPart(i, path=url2pathname(parts.netloc + parts.path))
+    if scheme in ("http", "https"):
+        raise RequestError(f"video part {i}: benchcheck serve never fetches from the network; send the video "
+                           "as a data:video/...;base64 URL, or as a file:// URL under --allowed-local-media-path")
+    raise RequestError(f"video part {i}: unsupported URL scheme {scheme!r:.20} "
+                       "(data:video/...;base64 or file:// only)")
+
+
+def _user_turn(content: object) -> tuple[str, tuple[bytes, ...], VideoPart | None]:
+    """The user turn as the engines take it: images (or one video) first, then one text."""
     if isinstance(content, str):
-        return content, ()
+        return content, (), None
     if not isinstance(content, list) or not content:
         raise RequestError("user message: content must be a string or a non-empty list of parts")
     images: list[bytes] = []
+    video: VideoPart | None = None
     text: str | None = None
     for i, part in enumerate(content):
         kind = part.get("type") if isinstance(part, Mapping) else None
@@ -102,6 +166,12 @@ def _user_turn(content: object) -> tuple[str, tuple[bytes, ...]]:
             if text is not None:
                 raise RequestError("user message: image parts must come before the text part")
             images.append(_decode_image(part, i))
+        elif kind == "video_url" and isinstance(part, Mapping):
+            if text is not None:
+                raise RequestError("user message: video parts must come before the text part")
+            if video is not None:
+                raise RequestError(f"user message: part {i}: one video part is supported")
+            video = _video_part(part, i)
         elif kind == "text" and isinstance(part, Mapping):
             if text is not None:
                 raise RequestError("user message: one text part is supported")
@@ -110,7 +180,10 @@ def _user_turn(content: object) -> tuple[str, tuple[bytes, ...]]:
             raise RequestError(f"user message: part {i} has unsupported type {kind!r}")
     if text is None:
         raise RequestError("user message: a text part is required")
-    return text, tuple(images)
+    if video is not None and images:
+        # The engines take one sequence of frames: a video's and the images' would run together.
+        raise RequestError("user message: a video part cannot be combined with image parts")
+    return text, tuple(images), video
 
 
 def _int_field(body: Mapping[str, Any], key: str, lo: int, default: int | None) -> int | None:
@@ -235,7 +308,7 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
         raise RequestError("add_generation_prompt=false is supported only with continue_final_message=true")
     if len(rest) != 1 or rest[0].get("role") != "user":
         raise RequestError(f"benchcheck serve takes one user turn (got roles {roles})")
-    text, images = _user_turn(rest[0].get("content"))
+    text, images, video = _user_turn(rest[0].get("content"))
 
     if logprobs:
         if max_tokens != 1:
@@ -249,9 +322,9 @@ def parse_chat(body: object, request_id: str) -> ChatCall:
                 "with continue_final_message=true and no system message"
             )
         score = ScoreRequest(request_id, text, images, prefix, max(top, 1), token_ids)
-        return ChatCall(score=score, generate=None, top_logprobs=top)
+        return ChatCall(score=score, generate=None, top_logprobs=top, video=video)
     gen = GenerateRequest(request_id, text, images, max_tokens or DEFAULT_MAX_TOKENS, prefix, system)
-    return ChatCall(score=None, generate=gen, top_logprobs=0, default_max_tokens=max_tokens is None)
+    return ChatCall(score=None, generate=gen, top_logprobs=0, default_max_tokens=max_tokens is None, video=video)
 
 
 def _token_ids(body: Mapping[str, Any]) -> tuple[int, ...]:

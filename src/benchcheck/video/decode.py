@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -150,8 +150,9 @@ def read_packets(container: Any, stream: Any) -> tuple[list[Any], PacketIndex]:
     return packets, index
 
 
-def open_video(path: Path, threads: int = 1, frame_threads: bool = True) -> tuple[Any, Any]:
-    """Open a video file for decoding; ``threads=1`` keeps one process on one core.
+def open_video(path: Path | BinaryIO, threads: int = 1, frame_threads: bool = True) -> tuple[Any, Any]:
+    """Open a video file (or a file object: a clip in memory) for decoding; ``threads=1`` keeps
+    one process on one core.
 
     ``frame_threads=False`` decodes one frame at a time whatever ``threads`` (slice threads only;
     dav1d with a frame delay of 1). On a damaged source, frame threads change which decode errors
@@ -161,7 +162,7 @@ def open_video(path: Path, threads: int = 1, frame_threads: bool = True) -> tupl
     """
     import av
 
-    container = av.open(str(path))
+    container = av.open(str(path) if isinstance(path, Path) else path)
     if not container.streams.video:
         container.close()
         raise ValueError("no video stream")

@@ -1,0 +1,129 @@
+"""A served request's video part, read and decoded into the frames the engine is handed.
+
+vLLM takes a ``video_url`` part as a ``data:video/...;base64`` URL or, only under
+``--allowed-local-media-path DIR``, a ``file://`` URL of a file inside DIR. Its video loader keeps
+``num_frames`` frames (``--media-io-kwargs '{"video": {"num_frames": N}}'``, 32 by default): the
+frames ``numpy.linspace(0, frames - 1, N)`` truncated to integers, or every frame of a clip that
+has no more than N. The same frames are decoded here with :mod:`benchcheck.video.decode` and
+JPEG-encoded at their display size; the engines take frames, so they become the request's
+images, in order. Decoding is blocking: :func:`load_video` runs on a thread.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchcheck.serve.chat import RequestError, VideoPart
+
+DEFAULT_NUM_FRAMES = 32  # vLLM's VideoMediaIO default
+
+
+@dataclass(frozen=True, slots=True)
+class MediaOptions:
+    """The server's video settings. ``allowed_local_media_path`` is stored resolved (realpath):
+    a ``file://`` path is accepted when its own realpath lies below it."""
+
+    num_frames: int = DEFAULT_NUM_FRAMES
+    allowed_local_media_path: Path | None = None
+
+    @classmethod
+    def make(cls, num_frames: int = DEFAULT_NUM_FRAMES,
+             allowed_local_media_path: str | Path | None = None) -> MediaOptions:
+        """Options with the allowed folder resolved; ``ValueError`` if it is not a folder."""
+        root = None
+        if allowed_local_media_path is not None:
+            root = Path(os.path.realpath(allowed_local_media_path))
+            if not root.is_dir():
+                raise ValueError(f"--allowed-local-media-path {allowed_local_media_path} is not a folder")
+        if num_frames < 1:
+            raise ValueError(f"the number of video frames must be at least 1 (got {num_frames})")
+        return cls(num_frames, root)
+
+
+def sample_indices(total: int, n: int) -> list[int]:
+    """The frames vLLM's video loader keeps of a clip of ``total`` frames (module doc)."""
+    import numpy as np
+
+    if total <= n:
+        return list(range(total))
+    return [int(k) for k in np.linspace(0, total - 1, n, dtype=int)]
+
+
+def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
+    """The bytes of a ``file://`` part's file, which must resolve inside the allowed folder and
+    be no larger than ``max_bytes`` (what a request body may be)."""
+    i, given = part.index, part.path or ""
+    root = opts.allowed_local_media_path
+    if root is None:
+        raise RequestError(f"video part {i}: cannot load local files without `--allowed-local-media-path`")
+    try:
+        real = Path(os.path.realpath(given))
+    except (OSError, ValueError) as e:  # a NUL byte, a symlink loop
+        raise RequestError(f"video part {i}: the file path is not usable ({e})") from None
+    if root not in real.parents:
+        # The folder itself is not named: a client learns only that its path is outside it.
+        raise RequestError(f"video part {i}: the file path {given!r:.200} must be inside "
+                           "`--allowed-local-media-path`")
+    try:
+        # O_NOFOLLOW: the checked path's last step cannot be swapped for a symlink before the open;
+        # O_NONBLOCK: a FIFO placed there is refused below instead of blocking the open.
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        raise RequestError(f"video part {i}: cannot read {given!r:.200}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # a folder opens too
+            raise RequestError(f"video part {i}: cannot read {given!r:.200}: not a regular file")
+        if st.st_size > max_bytes:
+            raise RequestError(f"video part {i}: {given!r:.200} is over {max_bytes} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(max_bytes)
+    except OSError as e:
+        raise RequestError(f"video part {i}: cannot read {given!r:.200}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
+    """The frames of the clip ``data`` that :func:`sample_indices` keeps, in order, as JPEG at
+    display size. ``ValueError`` (one line) when the bytes are no decodable video."""
+    import av
+    from PIL import Image
+
+    from benchcheck.qa.frames import display_size
+    from benchcheck.video.decode import decode_indexed, open_video, read_packets
+    from benchcheck.video.extract import frame_to_jpeg
+
+    try:
+        container, stream = open_video(io.BytesIO(data))
+        try:
+            ctx = stream.codec_context
+            # The cap Pillow puts on an image part: a small clip may declare a huge frame.
+            if Image.MAX_IMAGE_PIXELS and (ctx.width or 0) * (ctx.height or 0) > Image.MAX_IMAGE_PIXELS:
+                raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
+            packets, index = read_packets(container, stream)
+            wanted = sample_indices(len(index.pts), n)
+            frames = decode_indexed(ctx, packets, index, wanted, lambda f: frame_to_jpeg(f, *display_size(f, 0)))
+        finally:
+            container.close()
+    except (av.error.FFmpegError, OSError, ValueError, EOFError, RuntimeError) as e:
+        # Any failure to decode a client's bytes is the client's video: one line, never a 500.
+        # FFmpeg's errors carry their text in strerror (str() adds an errno and a '<none>' file).
+        text = getattr(e, "strerror", None) or str(e)
+        raise ValueError(" ".join(text.split()) or type(e).__name__) from None
+    return tuple(frames[k] for k in wanted)
+
+
+def load_video(part: VideoPart, opts: MediaOptions, max_bytes: int) -> tuple[bytes, ...]:
+    """A video part's frames for the engine (blocking); ``RequestError`` (400) when the part's
+    file may not or cannot be read, or its bytes are no video."""
+    data = part.data if part.data is not None else _read_local(part, opts, max_bytes)
+    try:
+        return decode_frames(data, opts.num_frames)
+    except ValueError as e:
+        raise RequestError(f"video part {part.index} ({len(data)} bytes): not a readable video "
+                           f"({e!s:.300})") from None
