@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_json_atomic
+from benchcheck.errors import shown
 from benchcheck.lease import holder, try_lease
 from benchcheck.masking import drop_secret_variables
 from benchcheck.video.cache import clear_stale
@@ -79,6 +80,10 @@ class NormalizeOutcome:
     too_short: bool = False
     seconds: float = 0.0
     source_sha256: str | None = None
+
+    def failed_line(self) -> str:
+        """The ``failed:`` line a command prints for it: one line whatever the file's name."""
+        return f"failed: {shown(self.path)}: {self.reason}"
 
 
 @dataclass(slots=True)
@@ -179,7 +184,7 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
     try:
         if not src.path.is_file():
             if src.path.is_symlink():
-                raise NormalizeError(f"a link to {os.readlink(src.path)}, which does not exist (or loops)")
+                raise NormalizeError(f"a link to {shown(os.readlink(src.path))}, which does not exist (or loops)")
             raise NormalizeError("not a file (missing or a folder)")
         if src.path.stat().st_size == 0:
             raise NormalizeError("empty file (0 bytes)")
@@ -358,8 +363,8 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
     for src, kept in clashes:
         report.outcomes.append(NormalizeOutcome(
             src.key, str(src.path), "failed",
-            reason=f"not normalized: its key {src.key} is also {kept.path}'s in this run (source folders of "
-                   "the same name); normalize them into different stores, or rename one folder"))
+            reason=f"not normalized: its key {shown(src.key)} is also {shown(kept.path)}'s in this run (source "
+                   "folders of the same name); normalize them into different stores, or rename one folder"))
     for src in found:
         if _is_done(src, done.get(src.key), store):
             o = NormalizeOutcome(src.key, str(src.path), "skipped", str(done[src.key]["content_hash"]))
@@ -370,9 +375,9 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
             # run stored under it: items naming the key silently showed another video.
             report.outcomes.append(NormalizeOutcome(
                 src.key, str(src.path), "failed",
-                reason=f"not normalized: its key {src.key} is already {other}'s in this store (an earlier run; "
-                       "source folders of the same name); normalize them into different stores, or rename "
-                       "one folder"))
+                reason=f"not normalized: its key {shown(src.key)} is already {shown(other)}'s in this store (an "
+                       "earlier run; source folders of the same name); normalize them into different stores, or "
+                       "rename one folder"))
         else:
             todo.append(src)
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
