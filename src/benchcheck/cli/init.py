@@ -75,7 +75,7 @@ def init(videos_dir: Path | None, item_paths: tuple[str, ...], columns: str | No
     except StoreBusy as e:
         die(str(e))
     for f in norm.failures:
-        click.echo(f"failed: {f.path}: {f.reason}", err=True)
+        click.echo(f.failed_line(), err=True)
     click.echo(f"1/3 videos -> {store}: {norm.summary()}")
     resolved = resolve_items(loaded.items, store, videos_dir)
     report_unresolved(resolved, lambda line: click.echo(line, err=True), summary=False)

@@ -58,17 +58,18 @@ def normalize(sources: tuple[Path, ...], store: Path, workers: int, no_progress:
       benchcheck videos normalize raw_videos/ extra/clip.mp4 --store store --workers 2
     """
     from benchcheck.cli.common import die
+    from benchcheck.errors import shown
     from benchcheck.video.store import VIDEO_EXTENSIONS, StoreBusy, collect_sources, normalize_videos
 
     # Folders without a video file would give "0 normalized" and exit 0: a wrong folder looks like success.
     if not collect_sources(list(sources), store=store):
-        die(f"no video file ({', '.join(sorted(VIDEO_EXTENSIONS))}) in {', '.join(map(str, sources))}")
+        die(f"no video file ({', '.join(sorted(VIDEO_EXTENSIONS))}) in {', '.join(map(shown, sources))}")
     try:
         report = normalize_videos(list(sources), store, workers=workers, progress=not no_progress)
     except StoreBusy as e:
         die(str(e))
     for f in report.failures:
-        click.echo(f"failed: {f.path}: {f.reason}", err=True)
+        click.echo(f.failed_line(), err=True)
     click.echo(report.summary())
     click.echo(f"index: {report.index_path}")
     if report.failures:

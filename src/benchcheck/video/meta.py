@@ -94,6 +94,10 @@ def meta_from_json(d: dict[str, Any], content_hash: str) -> VideoMeta:
     if width is None or height is None:
         raise ValueError("meta.json has no width/height")
     n = int(_first(d, "n_frames", "frame_count", "num_frames", "n_stored") or len(timestamps))
+    # Frame i's time is timestamps[i]: with fewer, the plans silently left the last frames out of
+    # every grid; with more, they picked frames the video does not have.
+    if n != len(timestamps):
+        raise ValueError(f"meta.json lists {len(timestamps)} timestamps for its {n} frames")
     duration = _first(d, "duration", "duration_s")
     fps = _first(d, "fps", "stored_fps")
     too_short = _first(d, "too_short")

@@ -46,6 +46,13 @@ MAX_MISSING = 0.05
 # Frames decoded at the start of a source to see whether its packets' pts are presentation times
 # (docs/video.md, "Sources whose pts are in decode order").
 ORDER_PROBE_FRAMES = 64
+# MPEG-TS packet layouts FFmpeg reads, as (packet size, offset of the sync byte): plain, a timecode
+# before each packet (Blu-ray m2ts), error correction after each.
+TS_LAYOUTS = ((188, 0), (192, 4), (204, 0))
+TS_SYNC = 0x47
+# Transport packets whose sync bytes must sit at the end of a whole file: with fewer, a cut could
+# leave a stray sync byte where a packet would start.
+TS_TAIL_PACKETS = 4
 
 
 class NormalizeError(ValueError):
@@ -196,6 +203,23 @@ class OpenSource:
         return self.retimed or self.decode_order_pts
 
 
+def ts_tail_problem(path: Path) -> str | None:
+    """Why an MPEG-TS file's end is not whole, or None. A transport stream declares no duration, so
+    a cut file read as a shorter video; but every muxer writes whole fixed-size packets, each
+    starting with a sync byte, so a file cut (or zeroed) at its end no longer ends on them."""
+    size = path.stat().st_size
+    span = max(n for n, _ in TS_LAYOUTS) * TS_TAIL_PACKETS
+    with path.open("rb") as f:
+        f.seek(max(0, size - span))
+        tail = f.read()
+    for n, sync in TS_LAYOUTS:
+        k = min(TS_TAIL_PACKETS, len(tail) // n)
+        if k and all(tail[len(tail) - j * n + sync] == TS_SYNC for j in range(1, k + 1)):
+            return None
+    return ("truncated: the MPEG-TS file does not end on a whole transport packet (cut or damaged at its "
+            "end; MPEG-TS declares no duration, so how much is missing is unknown)")
+
+
 def probe(path: Path, threads: int) -> OpenSource:
     """Open the source, list its frames and plan the output; the caller closes the container."""
     if not path.is_file():
@@ -205,6 +229,10 @@ def probe(path: Path, threads: int) -> OpenSource:
     # One frame at a time: a damaged source gets one result whatever the threads (open_video).
     container, stream = open_video(path, threads, frame_threads=False)
     try:
+        # the duration check below has nothing to compare with for a transport stream: a cut one
+        # was stored as the shorter video its packets make
+        if container.format.name == "mpegts" and (why := ts_tail_problem(path)):
+            raise NormalizeError(why)
         packets, index = read_packets(container, stream)
         times, retimed = frame_times(index.timestamps, _stream_rate(stream), _declared_duration(stream))
         spacing = sorted(b - a for a, b in itertools.pairwise(times))

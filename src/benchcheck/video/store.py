@@ -11,7 +11,8 @@ that could not be normalized, with the reason).
   ``local::<folder name>::<relative path>``; a file given directly is keyed
   ``local::<its folder's name>::<file name>``. ``keys`` (one per source) overrides: a full key
   for a file, a ``repo::zip_path`` prefix for a folder. A key that a run meets for a second,
-  different file (two source folders of the same name) leaves that file out as failed.
+  different file (two source folders of the same name) leaves that file out as failed, and so
+  does a key an earlier run stored for another file (another path and other bytes).
 * **Idempotent**: a key whose last index row is ``done`` for a source of the same size and
   modification time, with its ``meta.json`` present, is skipped without reading the file.
 * **One writer**: a run holds the store's lease (``.leases/`` beside ``index.jsonl``); a second
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.atomic import write_json_atomic
+from benchcheck.errors import shown
 from benchcheck.lease import holder, try_lease
 from benchcheck.masking import drop_secret_variables
 from benchcheck.video.cache import clear_stale
@@ -78,6 +80,10 @@ class NormalizeOutcome:
     too_short: bool = False
     seconds: float = 0.0
     source_sha256: str | None = None
+
+    def failed_line(self) -> str:
+        """The ``failed:`` line a command prints for it: one line whatever the file's name."""
+        return f"failed: {shown(self.path)}: {self.reason}"
 
 
 @dataclass(slots=True)
@@ -178,7 +184,7 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
     try:
         if not src.path.is_file():
             if src.path.is_symlink():
-                raise NormalizeError(f"a link to {os.readlink(src.path)}, which does not exist (or loops)")
+                raise NormalizeError(f"a link to {shown(os.readlink(src.path))}, which does not exist (or loops)")
             raise NormalizeError("not a file (missing or a folder)")
         if src.path.stat().st_size == 0:
             raise NormalizeError("empty file (0 bytes)")
@@ -244,6 +250,24 @@ def _is_done(src: SourceFile, row: dict[str, Any] | None, store: Path) -> bool:
         return False
     stat = _stat(src.path)
     return stat is not None and (row.get("source_size"), row.get("source_mtime_ns")) == stat
+
+
+def _stored_for_another(src: SourceFile, row: dict[str, Any] | None) -> str | None:
+    """The file an earlier run stored under ``src``'s key when that is another file (another path
+    and other bytes), else None. The same path is the same source, replaced or touched since: it is
+    normalized again. Other bytes are told by the sha256 the row records; a row without one (the
+    original runs' manifest) cannot tell, and is taken as the same source."""
+    if row is None or not isinstance(row.get("source_sha256"), str):
+        return None
+    recorded = row.get("source_path") or row.get("source")
+    if not isinstance(recorded, str):
+        return None
+    try:
+        if os.path.realpath(recorded) == os.path.realpath(src.path) or file_sha256(src.path) == row["source_sha256"]:
+            return None
+    except OSError:  # unreadable now: its own failure says so
+        return None
+    return recorded
 
 
 Work = Callable[[SourceFile, Path, int], NormalizeOutcome]
@@ -339,13 +363,21 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
     for src, kept in clashes:
         report.outcomes.append(NormalizeOutcome(
             src.key, str(src.path), "failed",
-            reason=f"not normalized: its key {src.key} is also {kept.path}'s in this run (source folders of "
-                   "the same name); normalize them into different stores, or rename one folder"))
+            reason=f"not normalized: its key {shown(src.key)} is also {shown(kept.path)}'s in this run (source "
+                   "folders of the same name); normalize them into different stores, or rename one folder"))
     for src in found:
         if _is_done(src, done.get(src.key), store):
             o = NormalizeOutcome(src.key, str(src.path), "skipped", str(done[src.key]["content_hash"]))
             report.outcomes.append(o)
             _clear_failure(store, failures, o)
+        elif (other := _stored_for_another(src, done.get(src.key))) is not None:
+            # Normalized, its row became the key's last and took the key from the file an earlier
+            # run stored under it: items naming the key silently showed another video.
+            report.outcomes.append(NormalizeOutcome(
+                src.key, str(src.path), "failed",
+                reason=f"not normalized: its key {shown(src.key)} is already {shown(other)}'s in this store (an "
+                       "earlier run; source folders of the same name); normalize them into different stores, or "
+                       "rename one folder"))
         else:
             todo.append(src)
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
