@@ -247,3 +247,48 @@ def test_a_held_batch_whose_own_decode_runs_out_of_memory_is_run_again_in_halves
     assert [g.text for g in out if isinstance(g, Generation)] == alone
     # Every row decoded once: the first pair's rows in its halves, however they were batched.
     assert sum(n * k for n, k in engine.decode_rows.items()) == len(reqs), engine.decode_rows
+
+
+
+
+def test_the_halves_of_a_held_batch_whose_decode_ran_out_of_memory_are_not_joined_back(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device cannot decode the first two requests together (any other rows fit): the held
+    pair runs out of memory and is split; its halves must not be joined back into the decode that
+    ran out (the second half, one request, would then run out as a batch of its own and fail).
+    Every request gets the text it gets alone, and the pair's two rows never decode together again."""
+    reqs = requests()
+    budget = five_rows(hf_engine, reqs)
+    engine = variant(hf_engine, "+decode_join", first_chunk=2, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    pair = {"g0", "g1"}
+    tried: list[list[str]] = []  # the requests of each decode, in order
+    watcher = engine._cancellations.watcher  # told every decode's request ids (its rows, in order)
+
+    class Rows:
+        def __init__(self, ids: list[str]) -> None:
+            self.ids, self.stopped = list(ids), watcher(ids)
+
+        def __call__(self) -> list[bool] | None:
+            return self.stopped()
+
+    real = Prefilled.decode
+
+    def pair_out_of_memory(self: Prefilled, *a: object, rows: int | None = None, **kw: object) -> object:
+        stopped = kw.get("stopped", a[6] if len(a) > 6 else None)  # after the stop ids ... planless
+        assert isinstance(stopped, Rows)
+        ids = stopped.ids[: rows or self.prefilled]
+        tried.append(ids)
+        if pair <= set(ids):
+            raise torch.cuda.OutOfMemoryError("injected: no room to decode the first two requests together")
+        return real(self, *a, rows=rows, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine._cancellations, "watcher", Rows)
+    monkeypatch.setattr(Prefilled, "decode", pair_out_of_memory)
+    out = engine.generate_sync(reqs)
+    assert all(isinstance(g, Generation) for g in out), out
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert [g.text for g in out if isinstance(g, Generation)] == alone
+    together = [ids for ids in tried if pair <= set(ids)]
+    assert len(together) == 2, tried  # the held pair's own decode, when the next batch came and when landed
