@@ -292,3 +292,52 @@ def test_the_halves_of_a_held_batch_whose_decode_ran_out_of_memory_are_not_joine
     assert [g.text for g in out if isinstance(g, Generation)] == alone
     together = [ids for ids in tried if pair <= set(ids)]
     assert len(together) == 2, tried  # the held pair's own decode, when the next batch came and when landed
+
+
+@pytest.mark.parametrize(("staging", "launching"), [("+stage_ahead", "+launch_thread"),
+                                                    ("-stage_ahead", "-launch_thread")])
+def test_a_held_batch_split_when_landed_in_a_call_of_several_chunks_with_staging(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch, staging: str, launching: str) -> None:
+    """Chunks of 2, 4 and 8 requests: the held pair's decode runs out of device memory whenever it is
+    tried, while later batches are staged ahead. Its halves run with their own requests' inputs
+    (each built once, staged or not), and every request gets the text it gets alone; so too with
+    the decodes launched from the model's own thread (op ``launch_thread``)."""
+    import threading
+
+    import benchcheck.engines.hf.engine as engine_module
+
+    reqs = requests(14)
+    real = Prefilled.decode
+    first: list[Prefilled] = []
+
+    def held_pair_out_of_memory(self: Prefilled, *a: object, rows: int | None = None, **kw: object) -> object:
+        if (rows or self.prefilled) == 2 and (not first or first[0] is self):
+            first[:] = [self]
+            raise torch.cuda.OutOfMemoryError("injected: no room to decode the held pair")
+        return real(self, *a, rows=rows, **kw)  # type: ignore[arg-type]
+
+    built: list[int] = []  # rows of each batch's host inputs, staged or not
+    ahead = [0]  # of them, built on the staging thread
+    real_stage = engine_module.stage
+
+    def counted(prompts: list[EncodedPrompt], *a: object, **kw: object) -> object:
+        built.append(len(prompts))
+        ahead[0] += threading.current_thread().name.startswith("hf-stage")
+        return real_stage(prompts, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Prefilled, "decode", held_pair_out_of_memory)
+    monkeypatch.setattr(engine_module, "stage", counted)
+    budget = five_rows(hf_engine, reqs)
+    engine = variant(hf_engine, "+decode_join", staging, launching, first_chunk=2, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    out = engine.generate_sync(reqs)
+    rows_built, staged = sum(built), ahead[0]
+    assert first, "no held pair"
+    assert [g.request_id for g in out] == [r.request_id for r in reqs]
+    assert all(isinstance(g, Generation) for g in out), out
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert [g.text for g in out if isinstance(g, Generation)] == alone
+    # Each batch's inputs built once: every request's row once, the held pair's twice (whole, halves).
+    assert rows_built == len(reqs) + 2, built
+    assert (staged > 0) == (staging == "+stage_ahead")
