@@ -72,9 +72,10 @@ def test_a_held_batch_whose_joiner_fails_first_is_decoded_alone(
     texts, rows = run(hf_engine, reqs, "+decode_join")
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert texts == alone
-    # The held row alone; the failed batch's halves (1 + 1) joined; then the 5.
-    assert rows == Counter({1: 1, 2: 1, 5: 1}), rows
-    assert calls[0] == 2
+    # The held row alone; the failed batch's halves each by itself (a batch run again after running
+    # out of memory is neither held nor joined); then the 5.
+    assert rows == Counter({1: 3, 5: 1}), rows
+    assert calls[0] == 1
 
 
 def test_a_held_batch_whose_joiner_fails_decodes_before_the_next_batch_reserves(
@@ -187,7 +188,7 @@ def test_a_held_batch_whose_joiner_runs_out_of_memory_in_its_prefill_is_decoded_
     texts, rows = run(hf_engine, reqs, "+decode_join")
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert texts == alone
-    assert rows == Counter({1: 1, 2: 1, 5: 1}), rows
+    assert rows == Counter({1: 3, 5: 1}), rows  # the held row alone, the joiner's halves each by itself, the 5
 
 
 def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_decode(
@@ -331,7 +332,12 @@ def test_a_held_batch_split_when_landed_in_a_call_of_several_chunks_with_staging
     engine = variant(hf_engine, "+decode_join", staging, launching, first_chunk=2, chunk_growth=2, max_batch_size=8,
                      max_batch_tokens=budget // 5, decode_batch_tokens=budget)
     assert isinstance(engine, HFEngine)
-    out = engine.generate_sync(reqs)
+    try:
+        out = engine.generate_sync(reqs)
+    finally:  # the shared model's launching thread let go: later tests count the model's threads
+        launcher, engine._state.launcher = engine._state.launcher, None
+        if launcher is not None:
+            launcher.close()
     rows_built, staged = sum(built), ahead[0]
     assert first, "no held pair"
     assert [g.request_id for g in out] == [r.request_id for r in reqs]

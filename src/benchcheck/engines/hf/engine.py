@@ -553,7 +553,7 @@ class HFEngine:
                         joins.alone()
                 raise
             if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it, or alone
-                mine = holding.held = _Held(launched, enc, ids, t0, partial(alone, launched, ids), frozenset(idx))
+                mine = holding.held = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
                 return partial(built_results, idx, enc, lambda: mine.tokens()[: len(ids)], lambda: mine.ended - mine.t0)
             # Timed when the decode loop ends, not when the tokens are read: the pipeline queues the
             # next batch first, and that batch's time is not this one's (the steps still queued are
@@ -658,17 +658,15 @@ class HFEngine:
 @dataclasses.dataclass(slots=True)
 class _Held:
     """A generation batch prefilled and held for the next batch to join (op ``decode_join``): its
-    encodings and request ids, when it started, how to decode it alone (``alone``: the next batch
-    did not fit, or failed first) and its requests (indices into the call's); once decoded, the
-    function reading every row's tokens (the joined batch's after its own) and when its decode
-    loop ended."""
+    encodings and request ids, when it started, and how to decode it alone (``alone``: the next
+    batch did not fit, or failed first); once decoded, the function reading every row's tokens
+    (the joined batch's after its own) and when its decode loop ended."""
 
     prefilled: Prefilled
     enc: list[Encoded]
     ids: list[str]
     t0: float
     by_itself: Callable[[], Callable[[], list[list[int]]]]
-    idx: frozenset[int]
     read: Callable[[], list[list[int]]] | None = None
     ended: float = 0.0
     _tokens: list[list[int]] | None = None
@@ -693,12 +691,7 @@ class _Held:
 class _Holding:
     """Op ``decode_join`` in one generation call (``on``): the batch held for the next to join, if
     any, and the requests given to batches so far, of the call's ``total`` (some of the rest may
-    fail to encode); ``budget`` and ``most`` are the K/V slots and rows one decode may hold.
-    ``tried``: the requests of each batch given so far, and of each held batch and its joiner
-    together. A request runs again only after its batch ran out of device memory and was split,
-    so a joint decode holding every request of a batch tried before (the held one's own aside) is
-    at least as large as one that ran out: the halves of a batch whose decode ran out are not
-    joined back into it."""
+    fail to encode); ``budget`` and ``most`` are the K/V slots and rows one decode may hold."""
 
     on: bool
     total: int
@@ -706,25 +699,22 @@ class _Holding:
     most: int
     held: _Held | None = None
     given: set[int] = dataclasses.field(default_factory=set)
-    tried: list[frozenset[int]] = dataclasses.field(default_factory=list)
 
     def take(self, idx: list[int], enc: list[Encoded]) -> tuple[_Held | None, bool]:
         """For the batch of requests ``idx`` about to run: the held batch it joins, and whether it
         is held itself (while more requests follow and one more row would fit beside it). A held
-        batch it does not fit beside is decoded alone first (if that fails, it is tried again when
-        landed, and fails or is split as its own batch, not as this one), as is one whose
-        requests and its own hold every request of a batch tried before."""
-        mine = frozenset(idx)
-        again = not self.given.isdisjoint(mine)  # half of a batch split for memory: checked against ``tried``
-        self.given.update(mine)
+        batch it does not join is decoded alone first (if that fails, it is tried again when
+        landed, and fails or is split as its own batch, not as this one). A batch given before
+        (half of one split after it ran out of device memory) runs by itself, neither held nor
+        joining: joined, it could rebuild the decode that ran out."""
+        again = not self.given.isdisjoint(idx)
+        self.given.update(idx)
         joins, self.held = self.held, None
-        if joins is not None and (not join_fits(joins.enc, enc, self.budget, self.most) or (again and any(
-                t <= joins.idx | mine for t in self.tried if t != joins.idx))):
+        if joins is not None and (again or not join_fits(joins.enc, enc, self.budget, self.most)):
             with contextlib.suppress(RuntimeError, ValueError):
                 joins.alone()
             joins = None
-        self.tried.append(mine if joins is None else joins.idx | mine)
-        hold = self.on and joins is None and len(self.given) < self.total \
+        hold = self.on and not again and joins is None and len(self.given) < self.total \
             and join_fits(enc, [], self.budget, self.most)
         return joins, hold
 
