@@ -47,7 +47,7 @@ def dedup(item_paths: tuple[str, ...], out: str, model: str, revision: str | Non
     from pathlib import Path
 
     from benchcheck.dedup import DedupError, SentenceEmbedder, dedup_items, default_threshold, resolve_model
-    from benchcheck.dedup.outputs import conflict_warning, write_outputs
+    from benchcheck.dedup.outputs import conflict_warning, unchecked_warning, write_outputs
 
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
     if not loaded.items:
@@ -66,9 +66,10 @@ def dedup(item_paths: tuple[str, ...], out: str, model: str, revision: str | Non
     click.echo(f"ITEMS={len(verdicts)} KEPT={verdicts.count('kept')} EXACT={verdicts.count('exact')} "
                f"NEAR={verdicts.count('near')} CROSS={sum(v.kind == 'cross' for v in result.verdicts)} "
                f"INVALID_ITEMS={len(loaded.errors)} GOLD_CONFLICTS={verdicts.count('gold_conflict')}")
-    warning = conflict_warning(result.verdicts)
-    if warning:  # printed even with --quiet: one line for the run, and a label error is no progress note
-        click.echo(f"warning: {warning}", err=True)
+    # printed even with --quiet: one line each for the run, and a label error is no progress note
+    for warning in (conflict_warning(result.verdicts), unchecked_warning(result.verdicts)):
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
     click.echo(f"model={result.model} threshold={result.threshold:g} device={embedder.device} "
                f"encoded={s.encoded} reused={s.reused} embed_s={s.embed_s:.1f} compare_s={s.compare_s:.1f}")
     for p in paths:

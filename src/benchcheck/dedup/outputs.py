@@ -56,8 +56,10 @@ def bench_counts(verdicts: Sequence[ItemVerdict]) -> list[BenchCounts]:
 
 
 def gold_label(answer: int) -> str:
-    """The gold as a letter (``A`` for 0), or its index where the item has more options than letters."""
-    return LETTERS[answer] if 0 <= answer < len(LETTERS) else str(answer)
+    """The gold as a letter (``A`` for 0), or its index where the item has more options than letters
+    (or as given where it is no index: only the Python API can hand step 0 such an item)."""
+    ok = isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(LETTERS)
+    return LETTERS[answer] if ok else str(answer)
 
 
 def gold_conflicts(verdicts: Sequence[ItemVerdict]) -> list[ItemVerdict]:
@@ -75,6 +77,22 @@ def conflict_warning(verdicts: Sequence[ItemVerdict]) -> str | None:
             f"another gold), first: {first.item.item_id} ({first.item.bench}) gold {gold_label(first.item.answer)} "
             f"against {first.duplicate_of.item_id} ({first.duplicate_of.bench}) gold "
             f"{gold_label(first.duplicate_of.answer)}; both golds are in {REMOVED_FILE}")
+
+
+def unchecked_golds(verdicts: Sequence[ItemVerdict]) -> list[ItemVerdict]:
+    return [v for v in verdicts if v.gold_unchecked]
+
+
+def unchecked_warning(verdicts: Sequence[ItemVerdict]) -> str | None:
+    """One line for the duplicates whose golds were not compared; None without any."""
+    found = unchecked_golds(verdicts)
+    if not found:
+        return None
+    first = found[0]
+    assert first.duplicate_of is not None
+    return (f"{len(found)} duplicate{'s' if len(found) != 1 else ''} not checked for a gold conflict (a gold missing "
+            f"or out of range), first: {first.item.item_id} ({first.item.bench}) against "
+            f"{first.duplicate_of.item_id} ({first.duplicate_of.bench})")
 
 
 def _write(data: bytes, f: BinaryIO) -> None:
@@ -150,6 +168,9 @@ def summary_markdown(result: DedupResult, counts: Sequence[BenchCounts]) -> str:
     ]
     lines += [f"| {c.bench} | {c.items} | {c.exact} | {c.near} | {c.cross_bench} | {c.kept} | {c.gold_conflict} |"
               for c in counts]
+    unchecked = unchecked_warning(v)
+    if unchecked:
+        lines += ["", unchecked[0].upper() + unchecked[1:] + "."]
     conflicts = gold_conflicts(v)
     if conflicts:
         lines += ["", "## Gold conflicts", "",
