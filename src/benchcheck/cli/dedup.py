@@ -36,8 +36,9 @@ def dedup(item_paths: tuple[str, ...], out: str, model: str, revision: str | Non
     Exact: the same item text (question with whitespace collapsed, then the options). Near: cosine
     similarity of sentence embeddings at or above the threshold, and the same guard words
     (before/after, first/last, numbers, not, ...). Both only between items of the same video, or
-    of one benchmark when neither has a video. An exact duplicate whose gold differs from the
-    kept item's is a gold conflict: removed as a copy, counted apart, and named in a warning.
+    of one benchmark when neither has a video. A duplicate whose gold differs from the kept
+    item's (by index for an exact one, by the gold option's text for a near one, whose options may
+    be reordered) is a gold conflict: removed as a copy, counted apart, and named in a warning.
     Prints the totals and the output files.
 
     \b
