@@ -34,6 +34,9 @@ BETA = [
     ("beta_4", "What is the woman holding in her hand?", OPTS, "v1"),  # another subject: kept
     ("beta_5", "Why did the boy run to the window?", ["to see the rain", "to call his mother"], None),
 ]
+# Golds are index 0 except where a near duplicate reorders its options: there the gold is the kept
+# item's gold text at its new place, so the pair is a plain near duplicate, not a gold conflict.
+GOLDS = {"alpha_3": 1, "alpha_8": 1, "beta_2": 1}
 EXPECTED = {
     "alpha_2": ("exact", "alpha_1", "within"),
     "alpha_3": ("near", "alpha_1", "within"),
@@ -47,7 +50,7 @@ EXPECTED = {
 def write_bench(path: Path, rows: Sequence[tuple[str, str, list[str], str | None]]) -> Path:
     with path.open("w") as f:
         for item_id, q, opts, video in rows:
-            f.write(json.dumps({"item_id": item_id, "question": q, "options": opts, "answer": 0,
+            f.write(json.dumps({"item_id": item_id, "question": q, "options": opts, "answer": GOLDS.get(item_id, 0),
                                 "video_id": video}) + "\n")
     return path
 

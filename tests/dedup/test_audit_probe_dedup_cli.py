@@ -20,8 +20,8 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-def _item(iid: str, q: str, opts: list[str], video: str) -> dict[str, object]:
-    return {"item_id": iid, "question": q, "options": opts, "answer": 0, "video_id": video}
+def _item(iid: str, q: str, opts: list[str], video: str, answer: int = 0) -> dict[str, object]:
+    return {"item_id": iid, "question": q, "options": opts, "answer": answer, "video_id": video}
 
 
 def _pool(tmp_path: Path) -> tuple[Path, Path]:
@@ -37,7 +37,7 @@ def _pool(tmp_path: Path) -> tuple[Path, Path]:
         _item("b2", "What  does the woman\tdo after\u00a0opening the door?", ["sits", "runs", "waves", "cries"], "v2"),
         _item("b3", "HOW MANY BIRDS FLY OVER THE LAKE?", ["1", "2", "3", "4"], "v3"),
         _item("b4", "What is the person doing?", ["dancing", "walking", "sitting", "waving"], "v99"),
-        _item("b5", "What is the man holding in his hand?", TOOLS[::-1], "v6"),
+        _item("b5", "What is the man holding in his hand?", TOOLS[::-1], "v6", 3),  # a5's gold, "a cup"
         _item("b6", "What colour is the car parked outside the cafe\u0301?", COLOURS, "v1"),
         _item("b7", "What does the woman do before opening the door?", ["sits", "runs", "waves", "cries"], "v2"),
     ])

@@ -23,3 +23,19 @@ def test_step0_recall_and_precision_on_a_small_pool(minilm: SentenceEmbedder, tm
     assert score.recall_by_kind["exact/within"] == score.recall_by_kind["exact/cross"] == 1.0
     assert score.recall >= 0.95 and score.precision >= 0.99
     assert score.must_keep_removed == 0
+
+
+def test_planted_copies_keep_the_original_gold_text() -> None:
+    """A planted copy is the same question: a reworded one moves its gold with its options, so
+    step 0 counts it as a duplicate, not as a gold conflict."""
+    pool = synthetic_pool(800, seed=3)
+    by_id = {it.item_id: it for it in pool.items}
+    for copy_id, original_id in pool.planted.items():
+        copy, original = by_id[copy_id], by_id[original_id]
+        assert copy.options[copy.answer] == original.options[original.answer], copy_id
+
+
+def test_step0_finds_no_gold_conflict_in_the_pool(minilm: SentenceEmbedder, tmp_path: Path) -> None:
+    pool = synthetic_pool(600, seed=1)
+    verdicts = dedup_items(pool.items, minilm, 0.95, tmp_path).verdicts
+    assert [v.item.item_id for v in verdicts if v.verdict == "gold_conflict"] == []

@@ -37,3 +37,34 @@ def test_gold_conflict_shown_on_the_removed_item(tmp_path: Path) -> None:
         assert "gold_conflict (cross) duplicate of alpha_1 in alpha" in why
         assert "gold C here, A there: at most one is right" in why
         assert errors == []
+
+
+def test_near_gold_conflict_shows_both_gold_texts(tmp_path: Path) -> None:
+    """A near duplicate's letters name options of two different lists: the page gives their texts."""
+    items = tmp_path / "items"
+    items.mkdir()
+    door = "What does the woman do after opening the door?"
+    rows = {"alpha": (["she sits down", "she leaves", "she waves", "she laughs"], 1),
+            "beta": (["she waves", "she laughs", "she leaves", "she sits down"], 1)}
+    for bench, (options, gold) in rows.items():
+        row = {"item_id": f"{bench}_1", "question": door, "options": options, "answer": gold, "video_id": "v1"}
+        (items / f"{bench}.jsonl").write_text(json.dumps(row) + "\n")
+    step0, out = tmp_path / "step0", tmp_path / "report"
+    r = cli("dedup", "--items", str(items / "alpha.jsonl"), "--items", str(items / "beta.jsonl"), "--out", str(step0),
+            "--model", "minilm", "--quiet")
+    assert r.returncode == 0, r.stderr
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES))
+    r = cli("screen", "--items", str(items), "--step", "1", "--results", str(tmp_path / "results"), "--engine",
+            "scripted", "--rules", str(rules), "--keep", str(step0 / "step0_kept.parquet"), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = cli("report", "--results", str(tmp_path / "results"), "--items", str(items), "--out", str(out),
+            "--chain", "1", "--step0", str(step0), "--no-progress", "--no-plots")
+    assert r.returncode == 0, r.stderr
+    with browser_page() as (page, errors):
+        page.goto((out / "items.html").as_uri() + "#bench=beta&item=beta_1")
+        page.wait_for_selector("#d-step0")
+        why = page.locator("#d-step0").inner_text()
+        assert "gold_conflict (cross) duplicate of alpha_1 in alpha" in why
+        assert 'gold B "she laughs" here, B "she leaves" there: at most one is right' in why
+        assert errors == []

@@ -36,8 +36,9 @@ def dedup(item_paths: tuple[str, ...], out: str, model: str, revision: str | Non
     Exact: the same item text (question with whitespace collapsed, then the options). Near: cosine
     similarity of sentence embeddings at or above the threshold, and the same guard words
     (before/after, first/last, numbers, not, ...). Both only between items of the same video, or
-    of one benchmark when neither has a video. An exact duplicate whose gold differs from the
-    kept item's is a gold conflict: removed as a copy, counted apart, and named in a warning.
+    of one benchmark when neither has a video. A duplicate whose gold differs from the kept
+    item's (by index for an exact one, by the gold option's text for a near one, whose options may
+    be reordered) is a gold conflict: removed as a copy, counted apart, and named in a warning.
     Prints the totals and the output files.
 
     \b
@@ -47,7 +48,7 @@ def dedup(item_paths: tuple[str, ...], out: str, model: str, revision: str | Non
     from pathlib import Path
 
     from benchcheck.dedup import DedupError, SentenceEmbedder, dedup_items, default_threshold, resolve_model
-    from benchcheck.dedup.outputs import conflict_warning, write_outputs
+    from benchcheck.dedup.outputs import conflict_warning, unchecked_warning, write_outputs
 
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
     if not loaded.items:
@@ -66,9 +67,10 @@ def dedup(item_paths: tuple[str, ...], out: str, model: str, revision: str | Non
     click.echo(f"ITEMS={len(verdicts)} KEPT={verdicts.count('kept')} EXACT={verdicts.count('exact')} "
                f"NEAR={verdicts.count('near')} CROSS={sum(v.kind == 'cross' for v in result.verdicts)} "
                f"INVALID_ITEMS={len(loaded.errors)} GOLD_CONFLICTS={verdicts.count('gold_conflict')}")
-    warning = conflict_warning(result.verdicts)
-    if warning:  # printed even with --quiet: one line for the run, and a label error is no progress note
-        click.echo(f"warning: {warning}", err=True)
+    # printed even with --quiet: one line each for the run, and a label error is no progress note
+    for warning in (conflict_warning(result.verdicts), unchecked_warning(result.verdicts)):
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
     click.echo(f"model={result.model} threshold={result.threshold:g} device={embedder.device} "
                f"encoded={s.encoded} reused={s.reused} embed_s={s.embed_s:.1f} compare_s={s.compare_s:.1f}")
     for p in paths:

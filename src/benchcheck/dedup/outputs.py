@@ -15,7 +15,8 @@ from typing import Any, BinaryIO
 
 from benchcheck.atomic import write_atomic
 from benchcheck.dedup.run import DedupResult
-from benchcheck.dedup.verdict import ItemVerdict
+from benchcheck.dedup.verdict import ItemVerdict, gold_text
+from benchcheck.items import Item
 from benchcheck.protocol import LETTERS
 
 KEPT_FILE = "step0_kept.parquet"
@@ -56,12 +57,20 @@ def bench_counts(verdicts: Sequence[ItemVerdict]) -> list[BenchCounts]:
 
 
 def gold_label(answer: int) -> str:
-    """The gold as a letter (``A`` for 0), or its index where the item has more options than letters."""
-    return LETTERS[answer] if 0 <= answer < len(LETTERS) else str(answer)
+    """The gold as a letter (``A`` for 0), or its index where the item has more options than letters
+    (or as given where it is no index: only the Python API can hand step 0 such an item)."""
+    ok = isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer < len(LETTERS)
+    return LETTERS[answer] if ok else str(answer)
 
 
 def gold_conflicts(verdicts: Sequence[ItemVerdict]) -> list[ItemVerdict]:
     return [v for v in verdicts if v.verdict == "gold_conflict"]
+
+
+def _gold(item: Item, with_text: bool) -> str:
+    """``gold C``, or ``gold C "a book"`` where the letters of two items need not name one list."""
+    text = gold_text(item) if with_text else None
+    return f"gold {gold_label(item.answer)}" + (f" {json.dumps(text, ensure_ascii=False)}" if text is not None else "")
 
 
 def conflict_warning(verdicts: Sequence[ItemVerdict]) -> str | None:
@@ -71,10 +80,29 @@ def conflict_warning(verdicts: Sequence[ItemVerdict]) -> str | None:
         return None
     first = found[0]
     assert first.duplicate_of is not None
-    return (f"{len(found)} gold conflict{'s' if len(found) != 1 else ''} (same question, options and video, "
-            f"another gold), first: {first.item.item_id} ({first.item.bench}) gold {gold_label(first.item.answer)} "
-            f"against {first.duplicate_of.item_id} ({first.duplicate_of.bench}) gold "
-            f"{gold_label(first.duplicate_of.answer)}; both golds are in {REMOVED_FILE}")
+    near = sum(v.near_match for v in found)
+    what = ("same question, options and video, another gold" if not near else
+            f"same question and video, another gold; {near} of them near duplicates whose gold options differ in text")
+    texts = first.near_match  # a near duplicate's letters may name other options: show the texts
+    return (f"{len(found)} gold conflict{'s' if len(found) != 1 else ''} ({what}), first: {first.item.item_id} "
+            f"({first.item.bench}) {_gold(first.item, texts)} against {first.duplicate_of.item_id} "
+            f"({first.duplicate_of.bench}) {_gold(first.duplicate_of, texts)}; both golds are in {REMOVED_FILE}")
+
+
+def unchecked_golds(verdicts: Sequence[ItemVerdict]) -> list[ItemVerdict]:
+    return [v for v in verdicts if v.gold_unchecked]
+
+
+def unchecked_warning(verdicts: Sequence[ItemVerdict]) -> str | None:
+    """One line for the duplicates whose golds were not compared; None without any."""
+    found = unchecked_golds(verdicts)
+    if not found:
+        return None
+    first = found[0]
+    assert first.duplicate_of is not None
+    return (f"{len(found)} duplicate{'s' if len(found) != 1 else ''} not checked for a gold conflict (a gold missing "
+            f"or out of range), first: {first.item.item_id} ({first.item.bench}) against "
+            f"{first.duplicate_of.item_id} ({first.duplicate_of.bench})")
 
 
 def _write(data: bytes, f: BinaryIO) -> None:
@@ -103,7 +131,8 @@ def kept_table_bytes(verdicts: Sequence[ItemVerdict]) -> bytes:
 
 def removed_record(v: ItemVerdict) -> dict[str, Any]:
     """One line of ``step0_removed.jsonl``: the removed item, the kept item it duplicates, and both
-    texts; a gold conflict adds both golds (option indexes), which its texts do not show."""
+    texts; a gold conflict adds both golds (option indexes, which its texts do not show), the gold
+    options' texts, and whether it matched as an exact or a near duplicate."""
     assert v.duplicate_of is not None
     rec: dict[str, Any] = {
         "item_id": v.item.item_id, "bench": v.item.bench, "video_id": v.item.video_id, "verdict": v.verdict,
@@ -113,6 +142,8 @@ def removed_record(v: ItemVerdict) -> dict[str, Any]:
     }
     if v.verdict == "gold_conflict":
         rec["gold"], rec["duplicate_gold"] = v.item.answer, v.duplicate_of.answer
+        rec["gold_text"], rec["duplicate_gold_text"] = gold_text(v.item), gold_text(v.duplicate_of)
+        rec["match"] = v.match
     return rec
 
 
@@ -150,16 +181,27 @@ def summary_markdown(result: DedupResult, counts: Sequence[BenchCounts]) -> str:
     ]
     lines += [f"| {c.bench} | {c.items} | {c.exact} | {c.near} | {c.cross_bench} | {c.kept} | {c.gold_conflict} |"
               for c in counts]
+    unchecked = unchecked_warning(v)
+    if unchecked:
+        lines += ["", unchecked[0].upper() + unchecked[1:] + "."]
     conflicts = gold_conflicts(v)
     if conflicts:
         lines += ["", "## Gold conflicts", "",
-                  "The same question, options and video with another gold: at most one of the two is right. "
+                  "The same question and video with another gold: the same options, or a near duplicate whose "
+                  "gold option reads as another text. At most one of the two golds is right. "
                   "The kept item is screened with its gold; fix the wrong file and rerun.", ""]
         for x in conflicts[:CONFLICTS_LISTED]:
-            assert x.duplicate_of is not None
-            lines.append(f"- `{x.item.item_id}` ({x.item.bench}, gold {gold_label(x.item.answer)}) has the text of "
-                         f"`{x.duplicate_of.item_id}` ({x.duplicate_of.bench}, gold "
-                         f"{gold_label(x.duplicate_of.answer)}): {_quote(x.text)}")
+            assert x.duplicate_of is not None and x.duplicate_text is not None
+            if not x.near_match:
+                lines.append(f"- `{x.item.item_id}` ({x.item.bench}, {_gold(x.item, False)}) has the text of "
+                             f"`{x.duplicate_of.item_id}` ({x.duplicate_of.bench}, {_gold(x.duplicate_of, False)}): "
+                             f"{_quote(x.text)}")
+                continue
+            lines.append(f"- `{x.item.item_id}` ({x.item.bench}, {_gold(x.item, True)}) is a near duplicate of "
+                         f"`{x.duplicate_of.item_id}` ({x.duplicate_of.bench}, {_gold(x.duplicate_of, True)}), "
+                         f"similarity {x.similarity:.3f}")
+            lines.append(f"  - removed: {_quote(x.text)}")
+            lines.append(f"  - kept: {_quote(x.duplicate_text)}")
         if len(conflicts) > CONFLICTS_LISTED:
             lines.append(f"- ... and {len(conflicts) - CONFLICTS_LISTED} more in `{REMOVED_FILE}`")
     for verdict in ("exact", "near"):

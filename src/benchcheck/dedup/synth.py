@@ -88,15 +88,17 @@ def _question(rng: random.Random, template: int) -> _Question:
     return _Question(template, rng.choice(_SUBJECTS), rng.choice(_OBJECTS), rng.choice(_PLACES), opts)
 
 
-def _reword(rng: random.Random, q: _Question) -> tuple[str, list[str]]:
-    """Another phrasing, options shuffled into a different order, sometimes lower-cased."""
+def _reword(rng: random.Random, q: _Question) -> tuple[str, list[str], int]:
+    """Another phrasing, options shuffled into a different order, sometimes lower-cased; and where
+    the gold (the original's first option) went, since a copy is the same question with the same
+    answer (a moved gold left at the first letter would be a gold conflict, not a copy)."""
     text = q.text(rng.randrange(1, 4))
     opts = list(q.options)
     while opts == list(q.options):
         rng.shuffle(opts)
     if rng.random() < 0.3:
         text = text.lower()
-    return text, opts
+    return text, opts, opts.index(q.options[0])
 
 
 def synthetic_pool(n: int, seed: int = 0, n_bench: int = 5, plant_rate: float = 0.15) -> SyntheticPool:
@@ -108,8 +110,8 @@ def synthetic_pool(n: int, seed: int = 0, n_bench: int = 5, plant_rate: float = 
     counters = dict.fromkeys(benches, 0)
     originals: list[tuple[Item, _Question]] = []
 
-    def add(bench: str, question: str, options: Sequence[str], video: str | None) -> Item:
-        item = Item(f"{bench}_{counters[bench]}", bench, question, tuple(options), 0, video)
+    def add(bench: str, question: str, options: Sequence[str], video: str | None, gold: int = 0) -> Item:
+        item = Item(f"{bench}_{counters[bench]}", bench, question, tuple(options), gold, video)
         counters[bench] += 1
         pool.items.append(item)
         return item
@@ -149,11 +151,11 @@ def synthetic_pool(n: int, seed: int = 0, n_bench: int = 5, plant_rate: float = 
         elif r < 0.35:
             copy, kind = add(other, it.question, it.options, it.video_id), "exact/cross"
         elif r < 0.6:
-            text, opts = _reword(rng, q)
-            copy, kind = add(it.bench, text, opts, it.video_id), "near/within"
+            text, opts, gold = _reword(rng, q)
+            copy, kind = add(it.bench, text, opts, it.video_id, gold), "near/within"
         elif r < 0.75:
-            text, opts = _reword(rng, q)
-            copy, kind = add(other, text, opts, it.video_id), "near/cross"
+            text, opts, gold = _reword(rng, q)
+            copy, kind = add(other, text, opts, it.video_id, gold), "near/cross"
         elif r < 0.9 and it.video_id:
             donor = rng.choice(video_items)[0]
             if donor.video_id != it.video_id:

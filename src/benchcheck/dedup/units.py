@@ -52,6 +52,15 @@ def guard_signature(question: str) -> frozenset[str]:
     return frozenset(w for w in words if w in GUARD_WORDS or w[0].isdigit())
 
 
+def answer_form(option: str) -> str:
+    """An option's text as the gold check of near duplicates compares it: read as the guard words
+    are (NFKC, typographic apostrophes as ASCII, case folded) with its whitespace collapsed as in
+    ``item_text``. The embedding model does not see case either, so "A cup" and "a cup" are one
+    answer; anything else (another word, a number written out) is another answer."""
+    text = unicodedata.normalize("NFKC", option).translate(_APOSTROPHES)
+    return " ".join(text.split()).casefold()
+
+
 def natural_key(item_id: str) -> tuple[tuple[tuple[int, int, str], ...], str]:
     """Digits compare as numbers: ``q_2`` < ``q_10``; the raw id breaks ties (``007`` vs ``7``)."""
     parts = tuple((1, int(p), "") if p.isdigit() else (0, 0, p) for p in re.split(r"(\d+)", item_id) if p)

@@ -216,8 +216,10 @@ def read_step0(path: Path, items: Sequence[Item] | None = None) -> Step0:
     return Step0(path, removed)
 
 
-# gold and duplicate_gold: only a gold conflict's row has them (the two golds of one text)
-STEP0_FIELDS = ("verdict", "kind", "similarity", "duplicate_of", "duplicate_bench", "gold", "duplicate_gold")
+# gold, duplicate_gold, their texts and match: only a gold conflict's row has them (a near one's
+# letters name options of two lists, so the page needs the texts)
+STEP0_FIELDS = ("verdict", "kind", "similarity", "duplicate_of", "duplicate_bench", "gold", "duplicate_gold",
+                "gold_text", "duplicate_gold_text", "match")
 
 
 Group = tuple[str, list[Item] | None]

@@ -244,6 +244,11 @@
     return wrap;
   }
 
+  // A step-0 gold: its letter, and for a near duplicate its text too (the two letters index two lists)
+  function goldSide(gold, text, match) {
+    return (LETTERS[gold] || gold) + (match === "near" && typeof text === "string" ? " \"" + text + "\"" : "");
+  }
+
   function showDetail(b, rec) {
     var d = $("detail"); d.textContent = "";
     d.appendChild(el("h2", { id: "d-id" }, rec.id));
@@ -255,8 +260,8 @@
         (z.kind ? " (" + z.kind + ")" : "") + (z.duplicate_of ? " duplicate of " + z.duplicate_of : "") +
         (z.duplicate_bench ? " in " + z.duplicate_bench : "") +
         (z.similarity !== undefined ? ", similarity " + fmt(z.similarity) : "") +
-        (z.gold !== undefined ? ", gold " + (LETTERS[z.gold] || z.gold) + " here, " +
-          (LETTERS[z.duplicate_gold] || z.duplicate_gold) + " there: at most one is right" : "") +
+        (z.gold !== undefined ? ", gold " + goldSide(z.gold, z.gold_text, z.match) + " here, " +
+          goldSide(z.duplicate_gold, z.duplicate_gold_text, z.match) + " there: at most one is right" : "") +
         "; no later step saw it";
       d.appendChild(el("p", { id: "d-step0", "class": "fate-removed" }, why));
     }
