@@ -72,10 +72,30 @@ def test_a_held_batch_whose_joiner_fails_first_is_decoded_alone(
     texts, rows = run(hf_engine, reqs, "+decode_join")
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert texts == alone
-    # The held row alone; the failed batch's halves each by itself (a batch run again after running
-    # out of memory is neither held nor joined); then the 5.
-    assert rows == Counter({1: 3, 5: 1}), rows
+    # The held row alone; the joining pair again by itself (a batch run again after running out of
+    # memory is neither held nor joined); then the 5.
+    assert rows == Counter({1: 1, 2: 1, 5: 1}), rows
     assert calls[0] == 1
+
+
+def test_one_request_that_runs_out_of_memory_joining_runs_again_by_itself(
+        hf_engine: HFEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A joining batch of one request cannot be split: too large together with the held batch, it
+    runs by itself, as it would have without the op, and is answered."""
+    reqs = requests(2)
+
+    def join_out_of_memory(self: Prefilled, *a: object, **kw: object) -> None:
+        raise torch.cuda.OutOfMemoryError("injected: no room for the joining row")
+
+    monkeypatch.setattr(Prefilled, "join", join_out_of_memory)
+    budget = five_rows(hf_engine, reqs)
+    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
+                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
+    assert isinstance(engine, HFEngine)
+    out = engine.generate_sync(reqs)
+    alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
+    assert [g.text if isinstance(g, Generation) else g for g in out] == alone
+    assert engine.decode_rows == Counter({1: 2}), engine.decode_rows
 
 
 def test_a_held_batch_whose_joiner_fails_decodes_before_the_next_batch_reserves(
@@ -188,7 +208,7 @@ def test_a_held_batch_whose_joiner_runs_out_of_memory_in_its_prefill_is_decoded_
     texts, rows = run(hf_engine, reqs, "+decode_join")
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert texts == alone
-    assert rows == Counter({1: 3, 5: 1}), rows  # the held row alone, the joiner's halves each by itself, the 5
+    assert rows == Counter({1: 1, 2: 1, 5: 1}), rows  # the held row alone, the joiner again by itself, the 5
 
 
 def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_decode(

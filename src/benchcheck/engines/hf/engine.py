@@ -545,12 +545,17 @@ class HFEngine:
             try:
                 with self.active():
                     launched = self._launched(launch)
-            except BaseException:
+            except BaseException as e:
                 if joins is not None and joins.read is None:
                     # The joining batch failed: the held one decodes alone now, so that its
                     # reservation is not still held while the next batch reserves its own.
                     with contextlib.suppress(RuntimeError, ValueError):
                         joins.alone()
+                    if isinstance(e, torch.cuda.OutOfMemoryError):
+                        # Too large together; by itself it may fit, as it would have without the op
+                        # (given again, it is neither held nor joined).
+                        torch.cuda.empty_cache()
+                        return run(planned, enc)
                 raise
             if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it, or alone
                 mine = holding.held = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
