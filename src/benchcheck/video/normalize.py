@@ -163,7 +163,12 @@ def _tag_seconds(text: Any) -> float | None:
 def declared_duration(container: Any, stream: Any) -> float | None:
     """The duration a file declares for its video: the stream's own (mp4), else the track's
     ``DURATION`` tag (Matroska keeps none in the stream), else the container's when the video is
-    its only stream (the container's covers every stream: audio may run past the video)."""
+    its only stream (the container's covers every stream: audio may run past the video). An AVI
+    declares its video's frame count in the stream header: FFmpeg shrinks the stream's duration
+    by the share of the file that is there when the file is shorter than its RIFF header says, so
+    a cut AVI declared just the duration its frames cover; the frame count is left as written."""
+    if container.format.name == "avi" and stream.frames and stream.time_base:
+        return float(stream.frames * stream.time_base)
     if (own := _declared_duration(stream)) is not None:
         return own
     tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
