@@ -53,6 +53,12 @@ TS_SYNC = 0x47
 # Transport packets whose sync bytes must sit at the end of a whole file: with fewer, a cut could
 # leave a stray sync byte where a packet would start.
 TS_TAIL_PACKETS = 4
+# MPEG program stream start codes (after the prefix 00 00 01): a pack header, the program end code;
+# every code from the system header's up begins a packet that gives its own length.
+PS_PREFIX = b"\x00\x00\x01"
+PS_PACK = 0xBA
+PS_END = 0xB9
+PS_SYSTEM_HEADER = 0xBB
 
 
 class NormalizeError(ValueError):
@@ -163,7 +169,12 @@ def _tag_seconds(text: Any) -> float | None:
 def declared_duration(container: Any, stream: Any) -> float | None:
     """The duration a file declares for its video: the stream's own (mp4), else the track's
     ``DURATION`` tag (Matroska keeps none in the stream), else the container's when the video is
-    its only stream (the container's covers every stream: audio may run past the video)."""
+    its only stream (the container's covers every stream: audio may run past the video). An AVI
+    declares its video's frame count in the stream header: FFmpeg shrinks the stream's duration
+    by the share of the file that is there when the file is shorter than its RIFF header says, so
+    a cut AVI declared just the duration its frames cover; the frame count is left as written."""
+    if container.format.name == "avi" and stream.frames and stream.time_base:
+        return float(stream.frames * stream.time_base)
     if (own := _declared_duration(stream)) is not None:
         return own
     tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
@@ -220,6 +231,52 @@ def ts_tail_problem(path: Path) -> str | None:
             "end; MPEG-TS declares no duration, so how much is missing is unknown)")
 
 
+def _ps_unit_end(data: Any, i: int) -> int | None:
+    """Where the program-stream unit (pack header, end code or packet) starting at ``i`` ends, or
+    None when no unit starts there (bytes between units: the demuxer skips them to the next pack)."""
+    if data[i:i + 3] != PS_PREFIX or i + 4 > len(data):
+        return None
+    code = data[i + 3]
+    if code == PS_END:
+        return i + 4
+    if code == PS_PACK:
+        if i + 5 > len(data):
+            return len(data) + 1
+        if data[i + 4] >> 6 == 1:  # MPEG-2: longer, and its last byte counts stuffing after it
+            return i + 14 + (data[i + 13] & 7) if i + 14 <= len(data) else len(data) + 1
+        return i + 12  # MPEG-1
+    if code >= PS_SYSTEM_HEADER:
+        return i + 6 + int.from_bytes(data[i + 4:i + 6], "big") if i + 6 <= len(data) else len(data) + 1
+    return None
+
+
+def ps_tail_problem(path: Path) -> str | None:
+    """Why an MPEG program stream's end is not whole, or None. A program stream declares no
+    duration (and FFmpeg writes no end code), so a cut file read as a shorter video; but every unit
+    of it says how long it is, so a file cut inside one ends before that unit does. The units are
+    walked from the start: only that way is a unit's start known, not guessed from bytes that look
+    like one. A cut that falls exactly between two units cannot be told from a whole file."""
+    import mmap
+
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        size, i = len(data), 0
+        while i < size:
+            end = _ps_unit_end(data, i)
+            if end is None:  # bytes no unit starts at: the demuxer reads on from the next pack
+                nxt = data.find(PS_PREFIX + bytes([PS_PACK]), i + 1)
+                if nxt < 0:
+                    break
+                end = nxt
+            if end > size:
+                break
+            i = end
+        whole = i == size
+    if whole:
+        return None
+    return ("truncated: the MPEG-PS file does not end on a whole packet (cut or damaged at its end; "
+            "MPEG-PS declares no duration, so how much is missing is unknown)")
+
+
 def probe(path: Path, threads: int) -> OpenSource:
     """Open the source, list its frames and plan the output; the caller closes the container."""
     if not path.is_file():
@@ -232,6 +289,9 @@ def probe(path: Path, threads: int) -> OpenSource:
         # the duration check below has nothing to compare with for a transport stream: a cut one
         # was stored as the shorter video its packets make
         if container.format.name == "mpegts" and (why := ts_tail_problem(path)):
+            raise NormalizeError(why)
+        # the same for a program stream (.mpg, .mpeg, .vob): a cut one was stored short
+        if container.format.name == "mpeg" and (why := ps_tail_problem(path)):
             raise NormalizeError(why)
         packets, index = read_packets(container, stream)
         times, retimed = frame_times(index.timestamps, _stream_rate(stream), _declared_duration(stream))
