@@ -2,6 +2,12 @@
 
 Every task computes the same plan from the same inputs, so a Slurm array task (or a Ray actor,
 or a local process) knows its share without talking to the others.
+
+A shard is a path of shares, outermost first: ``i/n`` is share i of n of every unit, and
+``i/n:j/m`` is share j of m of share i of n (``launch`` gives each server of an array's host
+its part of the host's share). Nesting lets hosts with different GPU counts split an array
+without knowing each other's counts: a flat ``host rank * servers + server`` of
+``hosts * servers`` only agreed between hosts of equal size.
 """
 
 from __future__ import annotations
@@ -10,6 +16,10 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+Share = tuple[int, int]  # (index, count)
+ShardPath = tuple[Share, ...]  # outermost share first; see nest_shards
+WHOLE: ShardPath = ((0, 1),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +65,43 @@ def assign_units(
     return mine, loads
 
 
+def nest_shards(*levels: Share) -> ShardPath:
+    """The shard that takes ``levels`` in turn, each a share of the one before; shares of one
+    (``0/1``) dropped, since taking all of a set changes nothing (``assign_units`` orders its units
+    itself), so ``0/1:j/m`` is the flat ``j/m`` and a single host's clients keep the flat specs.
+
+    >>> nest_shards((0, 1), (2, 4))
+    ((2, 4),)
+    >>> nest_shards((1, 2), (0, 1))
+    ((1, 2),)
+    """
+    for i, n in levels:
+        if not 0 <= i < n:
+            raise ValueError(f"shard {i}/{n}: expected 0 <= i < n")
+    kept = tuple((i, n) for i, n in levels if n > 1)
+    return kept or WHOLE
+
+
+def shard_units(units: Sequence[Unit], path: ShardPath,
+                weight: Callable[[Unit], float] = lambda u: len(u.ids)) -> list[Unit]:
+    """The units of ``path``: ``assign_units`` level by level over what the level before kept.
+    For every path of one level this is ``assign_units``; the shares of one level together hold
+    the set they split, each unit exactly once, so any tree of shares covers every unit once."""
+    mine = list(units)
+    for i, n in path:
+        mine, _ = assign_units(mine, n, i, weight)
+    return mine
+
+
+def format_shard(path: ShardPath) -> str:
+    """``i/n`` or ``i/n:j/m...``, what :func:`parse_shard_path` reads back.
+
+    >>> format_shard(((1, 2), (3, 8)))
+    '1/2:3/8'
+    """
+    return ":".join(f"{i}/{n}" for i, n in path)
+
+
 def slurm_task(env: Mapping[str, str] | None = None) -> tuple[int, int]:
     """(task rank, task count) of a Slurm job array; (0, 1) outside one.
 
@@ -91,3 +138,22 @@ def parse_shard(spec: str | None, env: Mapping[str, str] | None = None) -> tuple
     if not sep or not i.isdigit() or not n.isdigit() or not 0 <= int(i) < int(n):
         raise ValueError(f"--shard {spec!r}: expected auto or i/n with 0 <= i < n")
     return int(i), int(n)
+
+
+def parse_shard_path(spec: str | None, env: Mapping[str, str] | None = None) -> ShardPath:
+    """``None`` -> the whole; ``"auto"`` -> :func:`slurm_task`; ``"i/n"`` or nested ``"i/n:j/m..."``
+    (see :func:`nest_shards`).
+
+    >>> parse_shard_path("1/2:3/8")
+    ((1, 2), (3, 8))
+    """
+    if spec is None or spec == "auto":
+        return nest_shards(parse_shard(spec, env))
+    levels = []
+    for part in spec.split(":"):
+        i, sep, n = part.partition("/")
+        if not sep or not i.isdigit() or not n.isdigit() or not 0 <= int(i) < int(n):
+            raise ValueError(f"--shard {spec!r}: expected auto, i/n with 0 <= i < n, or shares of shares "
+                             "i/n:j/m")
+        levels.append((int(i), int(n)))
+    return nest_shards(*levels)

@@ -29,11 +29,11 @@ def test_launch_clients_are_job_files_run_through_run_task(tmp_path: Path) -> No
     opts = ServerOptions(model="m", served_name="vlm", revision="abc")
     base = ShardJob(items=("items/",), results="res", step=1, bench="A,B", limit=5)
     plan = LaunchPlan(step=2, n_servers=2, gpus=("0", "1"), options=opts, job=base, workers=16,
-                      logs=tmp_path, shard=(1, 3))
+                      logs=tmp_path, shard=((1, 3),))
     specs = server_specs(2, opts, ["0", "1"])
     job = client_job(plan, specs[1])
     assert (job.step, job.engine, job.endpoints, job.model, job.revision, job.workers, job.shard, job.gpus) == (
-        2, "openai", (specs[1].url,), "vlm", "abc", 16, "3/6", 1)
+        2, "openai", (specs[1].url,), "vlm", "abc", 16, "1/3:1/2", 1)
     assert (job.items, job.results, job.bench, job.limit) == (("items/",), "res", "A,B", 5)
     path = job.write(tmp_path / "c.job.json")
     assert ShardJob.read(path) == job

@@ -77,7 +77,8 @@ def common(f: F) -> F:
 @click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, envvar="VLLM", show_envvar=True,
               help="The vLLM command.")
 @click.option("--logs", type=CliPath(), default="logs", show_default=True)
-@click.option("--shard", default=None, help="This host's share of an array: auto (Slurm) or i/n.")
+@click.option("--shard", default=None,
+              help="This host's share of an array: auto (Slurm) or i/n; its servers split it (client shards i/n:j/m).")
 @click.option("--max-unit", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Items per shard unit, as `screen --max-unit`: a server whose client shard gets no unit idles, "
                    "so lower it when benchmarks are fewer than servers.")

@@ -55,7 +55,8 @@ ENGINE_HELP = ("Real decisions: openai (any vLLM / OpenAI-compatible --endpoint 
               help="Requests in flight per --endpoint (default 32/16/8 by step); in-process: engine calls (2).")
 @click.option("--batch-items", type=click.IntRange(min=1), default=None,
               help="Items per engine call (default: hf 64; step 2 256, step 3 144, steps 5-6 48; served 1).")
-@click.option("--shard", default=None, help="auto (Slurm array) or i/n.")
+@click.option("--shard", default=None,
+              help="auto (Slurm array), i/n, or i/n:j/m (share j of m of share i of n: a launch host's client).")
 @click.option("--max-unit", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Items per shard unit (benchcheck protocol sharding).")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")

@@ -14,6 +14,7 @@ from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.job import ReadyJob, ShardJob, engine_options
 from benchcheck.screen.runner import RunConfig, RunSummary, append_run_log, echo_summary, run_step
 from benchcheck.screen.steps import INTROS, STEPS
+from benchcheck.shard import ShardPath
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.cli_run import run_local
 from benchcheck.sweep.job import SweepArgs
@@ -29,7 +30,7 @@ def refuse_screen(job: ShardJob) -> str | None:
     return None
 
 
-def run_config(job: ShardJob, served: bool, engine_calls: int, shard: tuple[int, int]) -> RunConfig:
+def run_config(job: ShardJob, served: bool, engine_calls: int, shard: ShardPath) -> RunConfig:
     """The job's run settings; items per call and calls in flight from the one table (``call_shape``)."""
     shape = call_shape(engine_kind(served, engine_calls), job.step, job.workers, job.batch_items,
                        len(job.endpoints))

@@ -14,7 +14,7 @@ from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_availabl
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
 from benchcheck.screen.job import ShardJob, plan_lines
 from benchcheck.screen.steps import STEPS
-from benchcheck.shard import parse_shard
+from benchcheck.shard import parse_shard_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     used = {"step": a.step, "gpus": n, "workers": workers, "port0": a.port0, "gpu_util": a.gpu_util,
             "max_num_seqs": a.max_num_seqs, "python_exe": a.python, "vllm_cmd": a.vllm, "bench": job.bench}
     plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, job=job, workers=workers,
-                      logs=Path(a.logs), shard=parse_shard(a.shard), server_timeout_s=a.server_timeout,
+                      logs=Path(a.logs), shard=parse_shard_path(a.shard), server_timeout_s=a.server_timeout,
                       knobs=knobs.note(used, a.sources))
     code = run_host(plan, echo)
     remaining(job, load, echo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,13 +83,29 @@ def accounting_rows(results: Path, done: dict[int, int] | None = None) -> list[d
         logged = sum(r.get("ok", 0) for r in runs)
         ok = done[s] if done is not None and s in done else logged
         busy = sum(r.get("wall_s", 0.0) for r in runs)
-        units = max(max((r.get("n_shards", 1) for r in runs), default=1), 1)
+        units = parallel_units(runs)
         out.append({"step": s, "runs": len(runs), "items_ok": ok, "ok_rows_logged": logged,
                     "error_rows": sum(r.get("errors", 0) for r in runs),
                     "wall_s": round(span, 2), "busy_s": round(busy, 2),
                     "items_per_s": round(ok / span, 3) if span > 0 else None,
                     "items_per_s_per_gpu": round(ok / busy, 3) if busy > 0 else None, "parallel_units": units})
     return out
+
+
+def parallel_units(runs: Sequence[Mapping[str, Any]]) -> int:
+    """How many shards one array of the step's runs had: a flat shard's ``n_shards``; nested ones
+    (``i/n:j/m``, a launch host's servers) by the distinct paths of one array, the hosts' own
+    server counts differing (a nested row's ``n_shards`` is its array's host count)."""
+    widest = 1
+    arrays: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for r in runs:
+        spec = r.get("shard_spec")
+        if isinstance(spec, str) and ":" in spec:
+            levels = spec.split(":")
+            arrays[tuple(level.partition("/")[2] for level in levels[:-1])].add(spec)
+        elif isinstance(r.get("n_shards", 1), int):
+            widest = max(widest, r.get("n_shards", 1))
+    return max([widest, *map(len, arrays.values())])
 
 
 def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:

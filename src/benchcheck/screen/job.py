@@ -22,7 +22,7 @@ from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
 from benchcheck.screen.plan import UNREACHED, WHY, StepPlan
 from benchcheck.screen.runner import held_by_other
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
-from benchcheck.shard import parse_shard
+from benchcheck.shard import ShardPath, parse_shard_path
 from benchcheck.video.meta import store_problem
 
 Echo = Callable[[str], None]
@@ -131,7 +131,7 @@ def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False,
                why: Echo | None = None) -> list[str]:
     """``REMAINING_TOTAL=<n>`` and the other counts of the job's step, read once, in-process;
     ``why`` gets one sentence per cause that leaves items out (kept off the KEY=VALUE lines)."""
-    shard = parse_shard(job.shard)
+    shard = parse_shard_path(job.shard)
     ctx, invalid = job_context(job, load, quiet)
     plan = ctx.plan(job.step)
     if why is not None:
@@ -152,7 +152,7 @@ class ReadyJob:
 
     job: ShardJob
     ctx: ScreenContext
-    shard: tuple[int, int]
+    shard: ShardPath
     first: StepPlan  # the earlier steps' plan (own rows are read per unit, under its lease)
 
 
@@ -160,7 +160,7 @@ def ready_job(job: ShardJob, load: Callable[..., Any], echo: Echo) -> ReadyJob |
     """What every executor does before it runs a job: read the items and the earlier steps, say
     why items are left out; exit code 2 (nothing can run) instead of a ready job, or a
     ``ValueError`` (a one-line usage error) when what was asked cannot happen."""
-    shard = parse_shard(job.shard)
+    shard = parse_shard_path(job.shard)
     ctx, _ = job_context(job, load)
     if STEPS[job.step].visual and ctx.frames is None and any(i.video_id for i in ctx.items):
         raise ValueError(f"step {job.step} shows frames: give --frames DIR (made by 'benchcheck frames extract "

@@ -24,7 +24,7 @@ from benchcheck.screen.extra_perms import ExtraPerms
 from benchcheck.screen.plan import StepPlan
 from benchcheck.screen.steps import STEPS, IntroSet
 from benchcheck.screen.task import ScoreTask, StepUnitBook, WorkUnit
-from benchcheck.shard import assign_units, plan_units
+from benchcheck.shard import WHOLE, ShardPath, format_shard, plan_units, shard_units
 from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.store import append_rows
 from benchcheck.unit_loop import POLICY, LoopOptions, Policy, StopState, TaskSummary, run_task_async
@@ -39,7 +39,7 @@ class RunConfig:
     intro: IntroSet
     workers: int = 4
     batch_items: int = 8
-    shard: tuple[int, int] = (0, 1)
+    shard: ShardPath = WHOLE
     max_unit: int = 20000
     progress: bool = True
     policy: Policy = POLICY
@@ -98,7 +98,7 @@ def record_missing_frames(results: Path, step: int, items: list[Item]) -> int:
     return append_rows(results / "failures.jsonl", rows, unique_by=lambda r: (r.get("item_id"), r.get("step")))
 
 
-def my_units(plan: StepPlan, shard: tuple[int, int], max_unit: int,
+def my_units(plan: StepPlan, shard: ShardPath, max_unit: int,
              basis: Mapping[str, Sequence[str]] | None = None) -> list[WorkUnit]:
     """This shard's units with their eligible items. Units are planned over ``basis``, every item
     of each benchmark (``ScreenContext.unit_basis``; default: the eligible items), not over the
@@ -109,7 +109,7 @@ def my_units(plan: StepPlan, shard: tuple[int, int], max_unit: int,
     for it in plan.eligible:
         work.setdefault(it.bench, set()).add(it.item_id)
     units = plan_units([(b, sorted(ids)) for b, ids in sorted(work.items())], max_unit)
-    mine, _ = assign_units(units, shard[1], shard[0])
+    mine = shard_units(units, shard)
     eligible = {(i.bench, i.item_id): i for i in plan.eligible}
     out = []
     for u in mine:
@@ -119,7 +119,7 @@ def my_units(plan: StepPlan, shard: tuple[int, int], max_unit: int,
     return out
 
 
-def held_by_other(ctx: ScreenContext, plan: StepPlan, shard: tuple[int, int], max_unit: int) -> int:
+def held_by_other(ctx: ScreenContext, plan: StepPlan, shard: ShardPath, max_unit: int) -> int:
     """Remaining items of this shard in units a live process holds now (``--plan-only``)."""
     todo = {i.item_id for i in plan.todo}
     store = step_store(ctx.results, plan.step)
@@ -169,9 +169,12 @@ async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Ech
 
 def append_run_log(results: Path, summary: RunSummary, cfg: RunConfig, engine: Engine,
                    endpoints: list[str], started: float, gpus: int = 0) -> None:
-    """One row per run of a step or shard: what ``pack`` and ``assemble`` report as accounting."""
+    """One row per run of a step or shard: what ``pack`` and ``assemble`` report as accounting.
+    ``shard`` / ``n_shards``: the outermost share (a launch host's share of its array), the numbers
+    every row of one array agrees on; ``shard_spec``: the whole path (``i/n:j/m``)."""
     append_rows(results / "run_log.jsonl", [{
-        "step": summary.step, "shard": cfg.shard[0], "n_shards": cfg.shard[1], "host": socket.gethostname(),
+        "step": summary.step, "shard": cfg.shard[0][0], "n_shards": cfg.shard[0][1],
+        "shard_spec": format_shard(cfg.shard), "host": socket.gethostname(),
         "started": round(started, 3), "ended": round(started + summary.wall_s, 3), "wall_s": summary.wall_s,
         "items_attempted": summary.attempted, "rows_added": summary.ok + summary.error_rows, "ok": summary.ok,
         "removed": summary.removed, "errors": summary.error_rows, "failed": summary.failed, "gpus": gpus,
@@ -199,11 +202,11 @@ def _progress(total: int, desc: str, enabled: bool) -> Callable[..., None]:
     return update
 
 
-def echo_summary(summary: RunSummary, shard: tuple[int, int], echo: Echo, via: str = "") -> None:
+def echo_summary(summary: RunSummary, shard: ShardPath, echo: Echo, via: str = "") -> None:
     """Each benchmark's line, then the step's (``via``: which executor, when not this process)."""
     for line in summary.bench_lines():
         echo(line)
     stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
-    echo(f"step {summary.step} shard {shard[0]}/{shard[1]}{via}: {summary.ok} ok, {summary.removed} removed, "
+    echo(f"step {summary.step} shard {format_shard(shard)}{via}: {summary.ok} ok, {summary.removed} removed, "
          f"{summary.error_rows} error rows, {summary.failed} failed, {summary.missing_frames} new missing-frame "
          f"failures{stale}, {summary.wall_s:.1f}s ({summary.ok / max(summary.wall_s, 1e-9):.1f} items/s)")
