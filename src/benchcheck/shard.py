@@ -134,9 +134,14 @@ def parse_shard(spec: str | None, env: Mapping[str, str] | None = None) -> tuple
         return 0, 1
     if spec == "auto":
         return slurm_task(env)
-    i, sep, n = spec.partition("/")
+    return _share(spec, spec)
+
+
+def _share(part: str, spec: str) -> Share:
+    """One ``i/n`` of the ``--shard`` given as ``spec``; a one-line ValueError naming it otherwise."""
+    i, sep, n = part.partition("/")
     if not sep or not i.isdigit() or not n.isdigit() or not 0 <= int(i) < int(n):
-        raise ValueError(f"--shard {spec!r}: expected auto or i/n with 0 <= i < n")
+        raise ValueError(f"--shard {spec!r}: expected auto, i/n with 0 <= i < n, or shares of shares i/n:j/m")
     return int(i), int(n)
 
 
@@ -149,11 +154,4 @@ def parse_shard_path(spec: str | None, env: Mapping[str, str] | None = None) -> 
     """
     if spec is None or spec == "auto":
         return nest_shards(parse_shard(spec, env))
-    levels = []
-    for part in spec.split(":"):
-        i, sep, n = part.partition("/")
-        if not sep or not i.isdigit() or not n.isdigit() or not 0 <= int(i) < int(n):
-            raise ValueError(f"--shard {spec!r}: expected auto, i/n with 0 <= i < n, or shares of shares "
-                             "i/n:j/m")
-        levels.append((int(i), int(n)))
-    return nest_shards(*levels)
+    return nest_shards(*(_share(part, spec) for part in spec.split(":")))
