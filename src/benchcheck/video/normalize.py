@@ -20,6 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from benchcheck.video.cut_end import cut_end
 from benchcheck.video.decode import PacketIndex, open_video, quarter_turn, read_packets
 from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
 from benchcheck.video.plans import nearest_index
@@ -46,20 +47,6 @@ MAX_MISSING = 0.05
 # Frames decoded at the start of a source to see whether its packets' pts are presentation times
 # (docs/video.md, "Sources whose pts are in decode order").
 ORDER_PROBE_FRAMES = 64
-# MPEG-TS packet layouts FFmpeg reads, as (packet size, offset of the sync byte): plain, a timecode
-# before each packet (Blu-ray m2ts), error correction after each.
-TS_LAYOUTS = ((188, 0), (192, 4), (204, 0))
-TS_SYNC = 0x47
-# Transport packets whose sync bytes must sit at the end of a whole file: with fewer, a cut could
-# leave a stray sync byte where a packet would start.
-TS_TAIL_PACKETS = 4
-# MPEG program stream start codes (after the prefix 00 00 01): a pack header, the program end code;
-# every code from the system header's up begins a packet that gives its own length.
-PS_PREFIX = b"\x00\x00\x01"
-PS_PACK = 0xBA
-PS_END = 0xB9
-PS_SYSTEM_HEADER = 0xBB
-
 
 class NormalizeError(ValueError):
     """The source cannot be normalized; the message says why in one line."""
@@ -214,69 +201,6 @@ class OpenSource:
         return self.retimed or self.decode_order_pts
 
 
-def ts_tail_problem(path: Path) -> str | None:
-    """Why an MPEG-TS file's end is not whole, or None. A transport stream declares no duration, so
-    a cut file read as a shorter video; but every muxer writes whole fixed-size packets, each
-    starting with a sync byte, so a file cut (or zeroed) at its end no longer ends on them."""
-    size = path.stat().st_size
-    span = max(n for n, _ in TS_LAYOUTS) * TS_TAIL_PACKETS
-    with path.open("rb") as f:
-        f.seek(max(0, size - span))
-        tail = f.read()
-    for n, sync in TS_LAYOUTS:
-        k = min(TS_TAIL_PACKETS, len(tail) // n)
-        if k and all(tail[len(tail) - j * n + sync] == TS_SYNC for j in range(1, k + 1)):
-            return None
-    return ("truncated: the MPEG-TS file does not end on a whole transport packet (cut or damaged at its "
-            "end; MPEG-TS declares no duration, so how much is missing is unknown)")
-
-
-def _ps_unit_end(data: Any, i: int) -> int | None:
-    """Where the program-stream unit (pack header, end code or packet) starting at ``i`` ends, or
-    None when no unit starts there (bytes between units: the demuxer skips them to the next pack)."""
-    if data[i:i + 3] != PS_PREFIX or i + 4 > len(data):
-        return None
-    code = data[i + 3]
-    if code == PS_END:
-        return i + 4
-    if code == PS_PACK:
-        if i + 5 > len(data):
-            return len(data) + 1
-        if data[i + 4] >> 6 == 1:  # MPEG-2: longer, and its last byte counts stuffing after it
-            return i + 14 + (data[i + 13] & 7) if i + 14 <= len(data) else len(data) + 1
-        return i + 12  # MPEG-1
-    if code >= PS_SYSTEM_HEADER:
-        return i + 6 + int.from_bytes(data[i + 4:i + 6], "big") if i + 6 <= len(data) else len(data) + 1
-    return None
-
-
-def ps_tail_problem(path: Path) -> str | None:
-    """Why an MPEG program stream's end is not whole, or None. A program stream declares no
-    duration (and FFmpeg writes no end code), so a cut file read as a shorter video; but every unit
-    of it says how long it is, so a file cut inside one ends before that unit does. The units are
-    walked from the start: only that way is a unit's start known, not guessed from bytes that look
-    like one. A cut that falls exactly between two units cannot be told from a whole file."""
-    import mmap
-
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        size, i = len(data), 0
-        while i < size:
-            end = _ps_unit_end(data, i)
-            if end is None:  # bytes no unit starts at: the demuxer reads on from the next pack
-                nxt = data.find(PS_PREFIX + bytes([PS_PACK]), i + 1)
-                if nxt < 0:
-                    break
-                end = nxt
-            if end > size:
-                break
-            i = end
-        whole = i == size
-    if whole:
-        return None
-    return ("truncated: the MPEG-PS file does not end on a whole packet (cut or damaged at its end; "
-            "MPEG-PS declares no duration, so how much is missing is unknown)")
-
-
 def probe(path: Path, threads: int) -> OpenSource:
     """Open the source, list its frames and plan the output; the caller closes the container."""
     if not path.is_file():
@@ -286,12 +210,9 @@ def probe(path: Path, threads: int) -> OpenSource:
     # One frame at a time: a damaged source gets one result whatever the threads (open_video).
     container, stream = open_video(path, threads, frame_threads=False)
     try:
-        # the duration check below has nothing to compare with for a transport stream: a cut one
-        # was stored as the shorter video its packets make
-        if container.format.name == "mpegts" and (why := ts_tail_problem(path)):
-            raise NormalizeError(why)
-        # the same for a program stream (.mpg, .mpeg, .vob): a cut one was stored short
-        if container.format.name == "mpeg" and (why := ps_tail_problem(path)):
+        # the duration check below has nothing to compare with for a stream that declares no
+        # duration: a cut one was stored as the shorter video its packets make
+        if why := cut_end(container.format.name, path):
             raise NormalizeError(why)
         packets, index = read_packets(container, stream)
         times, retimed = frame_times(index.timestamps, _stream_rate(stream), _declared_duration(stream))
