@@ -6,64 +6,26 @@ ends before it does."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 
 import av
 import pytest
-from click.testing import CliRunner
+from truncation_helpers import N_FRAMES, Silence, cut_at, fails_then_stored_whole, make_clip, zeroed_end
 
-from benchcheck.cli import main
-from benchcheck.video.index import FAILURES_FILE, done_rows, last_failures
 from benchcheck.video.normalize import NormalizeError, transcode
-from benchcheck.video.store import normalize_videos
-from benchcheck.video.synth import paint_frame
 
-FPS, N_FRAMES, W, H = 10, 50, 320, 180  # 5.0 s
 PACKET = 2048  # the size of the packets FFmpeg's program-stream muxers write
 
 
 def make_ps(path: Path, fmt: str = "mpeg", codec: str = "mpeg2video", audio: bool = False) -> Path:
-    """A 5 s program stream (frame i paints i over a moving texture, so frames carry real data);
-    ``fmt``: FFmpeg's MPEG-1 system muxer (``mpeg``) or its MPEG-2 one (``vob``)."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    texture = rng.integers(0, 256, size=(2 * H, 2 * W, 3), dtype=np.uint8)
-    with av.open(str(path), "w", format=fmt) as out:
-        stream = out.add_stream(codec, rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
-        if codec == "libx264":
-            stream.codec_context.options = {"preset": "ultrafast"}
-        sound = out.add_stream("mp2", rate=48000) if audio else None
-        for i in range(N_FRAMES):
-            bg = texture[(2 * i) % H:(2 * i) % H + H, (3 * i) % W:(3 * i) % W + W]
-            frame = av.VideoFrame.from_ndarray(paint_frame(i, W, H, bg), format="rgb24")
-            frame.pts, frame.time_base = i, Fraction(1, FPS)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-        if sound is not None:
-            samples = np.zeros((1, 1152), dtype=np.int16)
-            for k in range(5 * 48000 // 1152):
-                a = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-                a.sample_rate, a.pts, a.time_base = 48000, k * 1152, Fraction(1, 48000)
-                for packet in sound.encode(a):
-                    out.mux(packet)
-            for packet in sound.encode():
-                out.mux(packet)
-    return path
+    """A 5 s program stream; ``fmt``: FFmpeg's MPEG-1 system muxer (``mpeg``) or its MPEG-2 one (``vob``)."""
+    return make_clip(path, fmt, codec, codec_options={"preset": "ultrafast"} if codec == "libx264" else None,
+                     audio=Silence("mp2", 48000, "s16", 1152, 5) if audio else None)
 
 
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_ps(tmp_path_factory.mktemp("ps") / "whole.mpg")
-
-
-def _cut_at(src: Path, dest: Path, size: int) -> Path:
-    dest.write_bytes(src.read_bytes()[:size])
-    return dest
 
 
 @pytest.mark.parametrize(("fmt", "codec", "audio", "name"), [
@@ -99,36 +61,22 @@ def _cut_points(size: int) -> list[int]:
 def test_a_cut_program_stream_fails_as_truncated(tmp_path: Path, at: int, fmt: str, codec: str,
                                                  audio: bool) -> None:
     src = make_ps(tmp_path / "whole.mpg", fmt, codec, audio)
-    cut = _cut_at(src, tmp_path / "cut.mpg", _cut_points(src.stat().st_size)[at])
+    cut = cut_at(src, tmp_path / "cut.mpg", _cut_points(src.stat().st_size)[at])
     with pytest.raises(NormalizeError, match=r"^truncated: the MPEG-PS file does not end on a whole packet"):
         transcode(cut, tmp_path / "o.mp4")
 
 
 def test_a_program_stream_with_a_zeroed_end_fails(tmp_path: Path, whole: Path) -> None:
-    data = bytearray(whole.read_bytes())
-    data[-4096:] = bytes(4096)  # a download that stopped: its place kept, never filled
-    (tmp_path / "zeroed.mpg").write_bytes(bytes(data))
     with pytest.raises(NormalizeError, match=r"^truncated: "):
-        transcode(tmp_path / "zeroed.mpg", tmp_path / "o.mp4")
+        transcode(zeroed_end(whole, tmp_path / "zeroed.mpg"), tmp_path / "o.mp4")
 
 
 def test_cut_mpg_is_a_failure_line_and_row_not_a_shorter_video(tmp_path: Path, whole: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     size = whole.stat().st_size
-    cut = _cut_at(whole, raw / "clip.mpg", size // PACKET // 2 * PACKET + 1)
+    clip = cut_at(whole, raw / "clip.mpg", size // PACKET // 2 * PACKET + 1)
     make_ps(raw / "other.vob", "vob")
-    store = tmp_path / "store"
-    res = CliRunner().invoke(main, ["videos", "normalize", str(raw), "--store", str(store), "--no-progress"])
-    assert res.exit_code == 1, res.output
-    [line] = [x for x in res.output.splitlines() if x.startswith("failed: ")]
-    assert line.startswith(f"failed: {cut}: truncated: the MPEG-PS file does not end on a whole packet")
-    # the run went on: the whole file beside it is stored
-    assert set(done_rows(store / "index.jsonl")) == {"local::raw::other.vob"}
-    assert set(last_failures(store / FAILURES_FILE)) == {"local::raw::clip.mpg"}
-    # the whole file in the cut one's place is stored, all of it
-    cut.write_bytes(whole.read_bytes())
-    outcomes = {o.key: o for o in normalize_videos([raw], store).outcomes}
-    o = outcomes["local::raw::clip.mpg"]
-    assert (o.status, o.n_frames) == ("done", N_FRAMES // (FPS // 2))
-    assert not last_failures(store / FAILURES_FILE)
+    # the run goes on past the cut file: the whole one beside it is stored
+    line = fails_then_stored_whole(raw, clip, whole, others=("other.vob",))
+    assert line.startswith(f"failed: {clip}: truncated: the MPEG-PS file does not end on a whole packet")

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import av
 import pytest
+from truncation_helpers import FPS, N_FRAMES, H, Silence, W, cut, make_clip, zeroed
 
 from benchcheck.video.index import FAILURES_FILE, done_rows, last_failures
 from benchcheck.video.normalize import NormalizeError, declared_duration, plan_target, transcode
 from benchcheck.video.store import normalize_videos
 from benchcheck.video.synth import paint_frame
-
-FPS, N_FRAMES, W, H = 10, 50, 320, 180  # 5.0 s
 
 
 def _can_encode(codec: str) -> bool:
@@ -28,41 +27,10 @@ def _can_encode(codec: str) -> bool:
 
 
 def make_mkv(path: Path, codec: str = "libx264", audio: bool = False) -> Path:
-    """A 5 s Matroska file (frame i paints i over a moving texture, so frames carry real data)."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    texture = rng.integers(0, 256, size=(2 * H, 2 * W, 3), dtype=np.uint8)
+    """A 5 s Matroska file; ``audio``: silence running 2 s past the video's end (a longer container)."""
     options = {"libx264": {"preset": "ultrafast"}, "libsvtav1": {"preset": "12"}}.get(codec, {})
-    with av.open(str(path), "w", format="matroska") as out:
-        stream = out.add_stream(codec, rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
-        stream.codec_context.options = options
-        sound = out.add_stream("aac", rate=8000) if audio else None
-        for i in range(N_FRAMES):
-            bg = texture[(2 * i) % H:(2 * i) % H + H, (3 * i) % W:(3 * i) % W + W]
-            frame = av.VideoFrame.from_ndarray(paint_frame(i, W, H, bg), format="rgb24")
-            frame.pts, frame.time_base = i, Fraction(1, FPS)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-        if sound is not None:  # audio running 2 s past the video's end: a longer container
-            samples = np.zeros((1, 1024), dtype=np.float32)
-            for k in range(7 * 8000 // 1024):
-                a = av.AudioFrame.from_ndarray(samples, format="fltp", layout="mono")
-                a.sample_rate, a.pts, a.time_base = 8000, k * 1024, Fraction(1, 8000)
-                for packet in sound.encode(a):
-                    out.mux(packet)
-            for packet in sound.encode():
-                out.mux(packet)
-    return path
-
-
-def _cut(src: Path, dest: Path, keep: float) -> Path:
-    data = src.read_bytes()
-    dest.write_bytes(data[: int(len(data) * keep)])
-    return dest
+    return make_clip(path, "matroska", codec, codec_options=options,
+                     audio=Silence("aac", 8000, "fltp", 1024, 7) if audio else None)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +51,7 @@ def test_mkv_cut_at_half_fails_as_truncated(tmp_path: Path, codec: str) -> None:
         pytest.skip(f"this PyAV cannot encode {codec}")
     whole = make_mkv(tmp_path / "whole.mkv", codec)
     transcode(whole, tmp_path / "ok.mp4")  # the whole file is fine
-    half = _cut(whole, tmp_path / "half.mkv", 0.5)
+    half = cut(whole, tmp_path / "half.mkv", 0.5)
     with pytest.raises(NormalizeError, match=r"truncated: frames end at \d\.\d s of the 5\.0 s declared"):
         transcode(half, tmp_path / "out.mp4")
 
@@ -137,7 +105,7 @@ def test_audio_past_the_video_is_not_truncation(tmp_path: Path) -> None:
 def test_truncated_mkv_is_a_failure_row_not_a_shorter_video(tmp_path: Path, mkv: Path) -> None:
     src = tmp_path / "raw"
     src.mkdir()
-    _cut(mkv, src / "clip.mkv", 0.5)
+    cut(mkv, src / "clip.mkv", 0.5)
     store = tmp_path / "store"
     report = normalize_videos([src], store)
     [o] = report.outcomes
@@ -155,13 +123,6 @@ def _offsets(data: bytes, n: int = 24) -> range:
     return range(1000, len(data) - 4096, max(1500, len(data) // n))
 
 
-def _damaged(data: bytes, offset: int, path: Path) -> Path:
-    d = bytearray(data)
-    d[offset:offset + 4096] = bytes(4096)
-    path.write_bytes(bytes(d))
-    return path
-
-
 def _status(path: Path, out: Path, threads: int) -> str:
     try:
         _, facts = transcode(path, out, threads)
@@ -176,7 +137,7 @@ def test_a_damaged_video_gets_one_result_whatever_the_threads(tmp_path: Path) ->
     data = make_mkv(tmp_path / "av1.mkv", "libsvtav1").read_bytes()
     differ = []
     for offset in _offsets(data):  # 4 KiB zeroed at each place in turn
-        bad = _damaged(data, offset, tmp_path / "bad.mkv")
+        bad = zeroed(data, offset, tmp_path / "bad.mkv")
         results = {threads: _status(bad, tmp_path / "o.mp4", threads) for threads in (1, 4)}
         if len(set(results.values())) > 1:
             differ.append((offset, results))
@@ -190,7 +151,7 @@ def test_normalize_same_outcomes_with_one_or_two_workers(tmp_path: Path) -> None
     src = tmp_path / "raw"
     src.mkdir()
     for offset in _offsets(data):
-        _damaged(data, offset, src / f"z{offset}.mkv")
+        zeroed(data, offset, src / f"z{offset}.mkv")
     outcomes = []
     for workers in (1, 2):
         report = normalize_videos([src], tmp_path / f"store{workers}", workers=workers)

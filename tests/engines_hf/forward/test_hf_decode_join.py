@@ -34,11 +34,19 @@ def five_rows(engine: HFEngine, reqs: list[GenerateRequest]) -> int:
     return 5 * row_slots(longest, NEW)
 
 
-def run(engine: HFEngine, reqs: list[GenerateRequest], *ops: str) -> tuple[list[str], Counter[int]]:
-    budget = five_rows(engine, reqs)
-    other = variant(engine, *ops, first_chunk=1, chunk_growth=2, max_batch_size=8, max_batch_tokens=budget // 5,
-                    decode_batch_tokens=budget)
+def budgeted(engine: HFEngine, reqs: list[GenerateRequest], *ops: str, first_chunk: int = 1,
+             rows: int = 5) -> HFEngine:
+    """``engine`` with ``ops``, chunks of ``first_chunk`` requests doubling: a planned batch has K/V
+    room for one of the longest rows of ``reqs`` (``five_rows``), a decode for ``rows`` of them."""
+    one = five_rows(engine, reqs) // 5
+    other = variant(engine, *ops, first_chunk=first_chunk, chunk_growth=2, max_batch_size=8, max_batch_tokens=one,
+                    decode_batch_tokens=one * rows)
     assert isinstance(other, HFEngine)
+    return other
+
+
+def run(engine: HFEngine, reqs: list[GenerateRequest], *ops: str) -> tuple[list[str], Counter[int]]:
+    other = budgeted(engine, reqs, *ops)
     out = other.generate_sync(reqs)
     assert all(isinstance(g, Generation) for g in out), out
     return [g.text for g in out if isinstance(g, Generation)], other.decode_rows
@@ -88,10 +96,7 @@ def test_one_request_that_runs_out_of_memory_joining_runs_again_by_itself(
         raise torch.cuda.OutOfMemoryError("injected: no room for the joining row")
 
     monkeypatch.setattr(Prefilled, "join", join_out_of_memory)
-    budget = five_rows(hf_engine, reqs)
-    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    engine = budgeted(hf_engine, reqs, "+decode_join")
     out = engine.generate_sync(reqs)
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert [g.text if isinstance(g, Generation) else g for g in out] == alone
@@ -116,10 +121,7 @@ def test_a_held_batch_whose_joiner_fails_decodes_before_the_next_batch_reserves(
 
     monkeypatch.setattr(Prefilled, "join", join_fails)
     monkeypatch.setattr(Prefilled, "decode", decode)
-    budget = five_rows(hf_engine, reqs)
-    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    engine = budgeted(hf_engine, reqs, "+decode_join")
     out = engine.generate_sync(reqs)
     assert [type(g).__name__ for g in out] == ["Generation"] + ["Failure"] * 2 + ["Generation"] * 5
     assert all("injected" in g.message for g in out[1:3] if isinstance(g, Failure))
@@ -133,10 +135,7 @@ def test_a_batch_that_does_not_fit_beside_the_held_one_runs_after_it_alone(hf_en
     next two would not (the held row's reservation and the joint one of three rows, alive together
     while copied, are four rows), so the held row decodes alone and the two after it."""
     reqs = requests()
-    budget = five_rows(hf_engine, reqs) // 5 * 3
-    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 3, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    engine = budgeted(hf_engine, reqs, "+decode_join", rows=3)
     out = engine.generate_sync(reqs)
     alone = [g.text for r in reqs for g in hf_engine.generate_sync([r]) if isinstance(g, Generation)]
     assert [g.text for g in out if isinstance(g, Generation)] == alone
@@ -218,10 +217,8 @@ def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_d
     import time
 
     reqs = requests()
-    budget = five_rows(hf_engine, reqs) // 5 * 3  # the held row and the two after it do not fit together
-    engine = variant(hf_engine, "+decode_join", first_chunk=1, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 3, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    # the held row and the two after it do not fit together
+    engine = budgeted(hf_engine, reqs, "+decode_join", rows=3)
     real = Prefilled.decode
     slow = 1.0
 
@@ -257,10 +254,8 @@ def test_a_held_batch_whose_own_decode_runs_out_of_memory_is_run_again_in_halves
         return real(self, *a, rows=rows, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Prefilled, "decode", held_decode_out_of_memory)
-    budget = five_rows(hf_engine, reqs)  # room to hold the pair; the four after it do not fit beside it
-    engine = variant(hf_engine, "+decode_join", first_chunk=2, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    # room to hold the pair; the four after it do not fit beside it
+    engine = budgeted(hf_engine, reqs, "+decode_join", first_chunk=2)
     out = engine.generate_sync(reqs)
     assert failed[0] == 2
     assert all(isinstance(g, Generation) for g in out), out
@@ -279,10 +274,7 @@ def test_the_halves_of_a_held_batch_whose_decode_ran_out_of_memory_are_not_joine
     ran out (the second half, one request, would then run out as a batch of its own and fail).
     Every request gets the text it gets alone, and the pair's two rows never decode together again."""
     reqs = requests()
-    budget = five_rows(hf_engine, reqs)
-    engine = variant(hf_engine, "+decode_join", first_chunk=2, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    engine = budgeted(hf_engine, reqs, "+decode_join", first_chunk=2)
     pair = {"g0", "g1"}
     tried: list[list[str]] = []  # the requests of each decode, in order
     watcher = engine._cancellations.watcher  # told every decode's request ids (its rows, in order)
@@ -348,10 +340,7 @@ def test_a_held_batch_split_when_landed_in_a_call_of_several_chunks_with_staging
 
     monkeypatch.setattr(Prefilled, "decode", held_pair_out_of_memory)
     monkeypatch.setattr(engine_module, "stage", counted)
-    budget = five_rows(hf_engine, reqs)
-    engine = variant(hf_engine, "+decode_join", staging, launching, first_chunk=2, chunk_growth=2, max_batch_size=8,
-                     max_batch_tokens=budget // 5, decode_batch_tokens=budget)
-    assert isinstance(engine, HFEngine)
+    engine = budgeted(hf_engine, reqs, "+decode_join", staging, launching, first_chunk=2)
     try:
         out = engine.generate_sync(reqs)
     finally:  # the shared model's launching thread let go: later tests count the model's threads

@@ -10,36 +10,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 import pytest
 from hf_helpers import make_jpeg, variant
+from pipeline_fakes import JOBS, PLAN, AtOnce, encode
 
 from benchcheck.engines.base import Failure, GenerateRequest, Generation
 from benchcheck.engines.hf.engine import HFEngine
-from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
-from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
-
-
-class AtOnce(Executor):
-    """Runs each task as it is submitted: every encoding is done before the first batch runs."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        fut: Future[Any] = Future()
-        fut.set_result(fn(*args, **kwargs))
-        return fut
-
-
-def _encode(block: list[Job]) -> list[Encoded | Failure]:
-    ids = np.arange(4, dtype=np.int64)
-    return [Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None, None), 1, 0.0) for _ in block]
-
-
-# One request per encoding block (each names an image), batches of at most 2, chunks of 1, 2, 4.
-JOBS = [Job(f"r{i}", "q", (b"x",), None, None, 1) for i in range(7)]
-PLAN = Plan(max_batch_size=2, max_batch_tokens=1 << 20, first_chunk=1)
+from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, PlannedBatch, run_pipeline
 
 
 def test_each_batch_is_staged_once_before_the_batch_ahead_of_it_runs() -> None:
@@ -53,7 +33,7 @@ def test_each_batch_is_staged_once_before_the_batch_ahead_of_it_runs() -> None:
         assert len(enc) == len(batch.idx)
         events.append(("stage", batch.idx))
 
-    out = run_pipeline(JOBS, _encode, AtOnce(), PLAN, run, stage=stage)  # type: ignore[arg-type]
+    out = run_pipeline(JOBS, encode, AtOnce(), PLAN, run, stage=stage)  # type: ignore[arg-type]
     assert out == [f"ok r{i}" for i in range(7)]
     runs = [idx for kind, idx in events if kind == "run"]
     stages = [idx for kind, idx in events if kind == "stage"]
@@ -66,10 +46,10 @@ def test_each_batch_is_staged_once_before_the_batch_ahead_of_it_runs() -> None:
 def test_the_next_chunk_is_staged_only_once_encoded_and_the_pipeline_never_waits_to_stage() -> None:
     release = threading.Event()  # the second chunk's requests encode only once the first batch ran
 
-    def encode(block: list[Job]) -> list[Encoded | Failure]:
+    def held_encode(block: list[Job]) -> list[Encoded | Failure]:
         if block[0].request_id != "r0":
             assert release.wait(30)
-        return _encode(block)
+        return encode(block)
 
     events: list[tuple[str, list[int]]] = []
 
@@ -82,7 +62,7 @@ def test_the_next_chunk_is_staged_only_once_encoded_and_the_pipeline_never_waits
         events.append(("stage", batch.idx))
 
     with ThreadPoolExecutor(2) as threads:
-        out = run_pipeline(JOBS, encode, threads, PLAN, run, stage=stage)  # type: ignore[arg-type]
+        out = run_pipeline(JOBS, held_encode, threads, PLAN, run, stage=stage)  # type: ignore[arg-type]
     assert out == [f"ok r{i}" for i in range(7)]
     assert events[0] == ("run", [0])  # nothing staged: the next chunk was not encoded yet
     assert [kind for kind, _ in events].count("run") == 4

@@ -6,19 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import torch
 from hf_helpers import make_jpeg, variant
+from pipeline_fakes import encode
 
-from benchcheck.engines.base import Failure, GenerateRequest
+from benchcheck.engines.base import GenerateRequest
 from benchcheck.engines.hf.engine import HFEngine
-from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
 from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
-
-
-def _encode(block: list[Job]) -> list[Encoded | Failure]:
-    ids = np.arange(4, dtype=np.int64)
-    return [Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None, None), 1, 0.0) for _ in block]
 
 
 def test_a_batch_staged_behind_a_split_batch_is_staged_once() -> None:
@@ -39,7 +33,7 @@ def test_a_batch_staged_behind_a_split_batch_is_staged_once() -> None:
         staged.append(batch.idx)
 
     with ThreadPoolExecutor(1) as threads:
-        out = run_pipeline(jobs, _encode, threads, plan, run, stage=stage)
+        out = run_pipeline(jobs, encode, threads, plan, run, stage=stage)
     assert sorted(out) == [f"ok r{i}" for i in range(4)]  # type: ignore[type-var]
     assert len(ran) == 3  # two halves, then the second batch
     assert sorted(map(tuple, staged)) == sorted(map(tuple, ran[1:])), (staged, ran)  # every batch but the first, once

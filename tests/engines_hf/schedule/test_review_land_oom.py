@@ -7,39 +7,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
+from pipeline_fakes import JOBS, PLAN, AtOnce, encode_named
 
 from benchcheck.engines.base import Failure, LetterScores, ScoreRequest
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.score import PendingTop
-from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
-from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, run_pipeline
-
-
-class AtOnce(Executor):
-    """Runs each task as it is submitted: every chunk is encoded before the first batch runs."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        fut: Future[Any] = Future()
-        fut.set_result(fn(*args, **kwargs))
-        return fut
-
-
-def _encode(block: list[Job]) -> list[Encoded | Failure]:
-    """Each request's encoding names it (its ``new_tokens``: the request's number)."""
-    ids = np.arange(4, dtype=np.int64)
-    return [Encoded(EncodedPrompt(ids, np.zeros_like(ids), (), None, None), int(j.request_id[1:]), 0.0)
-            for j in block]
-
-
-# One request per encoding block (each names an image), batches of at most 2, chunks of 1, 2, 4.
-JOBS = [Job(f"r{i}", "q", (b"x",), None, None, 1) for i in range(7)]
-PLAN = Plan(max_batch_size=2, max_batch_tokens=1 << 20, first_chunk=1)
+from benchcheck.engines.hf.schedule.pipeline import Encoded, Plan, PlannedBatch, run_pipeline
 
 
 class Device:
@@ -90,7 +67,7 @@ def _checked(device: Device, out: list[Any]) -> None:
 
 def _plain(staging: bool) -> list[tuple[str, tuple[int, ...]]]:
     plain = Device(set())
-    run_pipeline(JOBS, _encode, AtOnce(), PLAN, plain.run, stage=plain.stage if staging else None)
+    run_pipeline(JOBS, encode_named, AtOnce(), PLAN, plain.run, stage=plain.stage if staging else None)
     return plain.events
 
 
@@ -100,7 +77,7 @@ def test_a_middle_batch_split_when_landed_runs_again_in_halves_before_the_next_p
     plain = [k for kind, k in _plain(staging) if kind == "run"]
     assert plain[:2] == [(0,), (1, 2)] and len(plain) == 4
     device = Device({1, 2})
-    out = run_pipeline(JOBS, _encode, AtOnce(), PLAN, device.run, stage=device.stage if staging else None)
+    out = run_pipeline(JOBS, encode_named, AtOnce(), PLAN, device.run, stage=device.stage if staging else None)
     _checked(device, out)
     # Landed once the batch after it is queued; its halves run next, then the rest as planned.
     assert device.runs() == [(0,), (1, 2), plain[2], (1,), (2,), plain[3]]
@@ -116,7 +93,7 @@ def test_the_last_batch_of_a_call_split_when_landed_runs_again_in_halves(staging
     last = [k for kind, k in _plain(staging) if kind == "run"][-1]
     assert len(last) == 2
     device = Device(set(last))
-    out = run_pipeline(JOBS, _encode, AtOnce(), PLAN, device.run, stage=device.stage if staging else None)
+    out = run_pipeline(JOBS, encode_named, AtOnce(), PLAN, device.run, stage=device.stage if staging else None)
     _checked(device, out)
     tail = [("land", last), ("run", last[:1]), ("run", last[1:]), ("land", last[:1]), ("land", last[1:])]
     if staging:  # the second half staged before the first runs
@@ -128,7 +105,7 @@ def test_a_whole_call_split_when_landed_down_to_one_request_a_batch() -> None:
     """Every batch of more than one request runs out when read, however split: each request is
     answered once, by a batch of its own."""
     device = Device(set(range(len(JOBS))))
-    out = run_pipeline(JOBS, _encode, AtOnce(), PLAN, device.run, stage=device.stage)
+    out = run_pipeline(JOBS, encode_named, AtOnce(), PLAN, device.run, stage=device.stage)
     _checked(device, out)
     assert sorted(k for k in device.runs() if len(k) == 1) == [(i,) for i in range(len(JOBS))]
 
@@ -143,7 +120,8 @@ def test_one_request_that_runs_out_when_landed_fails_alone() -> None:
             return [f"ok {jobs[i].request_id}" for i in batch.idx]
         return land
 
-    out = run_pipeline(jobs, _encode, AtOnce(), Plan(max_batch_size=1, max_batch_tokens=1 << 20, first_chunk=1), run)
+    out = run_pipeline(jobs, encode_named, AtOnce(), Plan(max_batch_size=1, max_batch_tokens=1 << 20, first_chunk=1),
+                       run)
     assert out[:2] == ["ok r0", "ok r1"]
     assert isinstance(out[2], Failure) and out[2].message == "out of device memory: injected: read"
 
@@ -152,7 +130,7 @@ def test_a_batch_split_when_queued_and_the_one_before_it_split_when_landed() -> 
     """The batch queued runs out of memory, and landing the one before it does too: both are
     split, each request answered once."""
     plain = Device(set())
-    run_pipeline(JOBS, _encode, AtOnce(), PLAN, plain.run)
+    run_pipeline(JOBS, encode_named, AtOnce(), PLAN, plain.run)
     pairs = [k for k in plain.runs() if len(k) == 2]
     assert len(pairs) >= 2
     queued, landed = pairs[-1], pairs[-2]
@@ -169,7 +147,7 @@ def test_a_batch_split_when_queued_and_the_one_before_it_split_when_landed() -> 
             return [f"ok {JOBS[i].request_id}" for i in batch.idx]
         return land
 
-    out = run_pipeline(JOBS, _encode, AtOnce(), PLAN, run)
+    out = run_pipeline(JOBS, encode_named, AtOnce(), PLAN, run)
     assert out == [f"ok r{i}" for i in range(len(JOBS))]
     assert Counter(i for k in events for i in k if k not in (queued, landed)) == Counter(range(len(JOBS)))
 
