@@ -220,7 +220,7 @@ def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_d
     # the held row and the two after it do not fit together
     engine = budgeted(hf_engine, reqs, "+decode_join", rows=3)
     real = Prefilled.decode
-    slow = 1.0
+    slow = 3.0  # far above the batches' own time on a loaded machine (1.2 s seen), which must not add it
 
     def slow_held_decode(self: Prefilled, *a: object, **kw: object) -> object:
         if kw.get("rows") == 1:  # the held row decoded alone (a joint decode takes every row)
@@ -233,7 +233,7 @@ def test_a_batch_after_a_held_one_it_does_not_fit_beside_is_not_timed_with_its_d
     assert engine.decode_rows == Counter({1: 1, 2: 2, 3: 1}), engine.decode_rows
     latency = [g.latency_s for g in out if isinstance(g, Generation)]
     assert latency[0] >= slow  # the held row's own decode
-    assert max(latency[1:3]) < slow / 2, latency  # the two after it
+    assert max(latency[1:3]) < slow, latency  # the two after it: their own time only
 
 
 def test_a_held_batch_whose_own_decode_runs_out_of_memory_is_run_again_in_halves(
