@@ -71,3 +71,15 @@ def test_no_long_sentence_is_on_two_docs_pages() -> None:
     names = sorted(found)
     shared = {(a, b): sorted(found[a] & found[b]) for i, a in enumerate(names) for b in names[i + 1:]}
     assert {k: v for k, v in shared.items() if v} == {}
+
+
+def test_the_options_table_names_the_nested_shard_and_the_new_row_fields() -> None:
+    """The README lists options and output fields beside the others of their kind: the nested shard
+    `screen` and `launch`'s clients take, run_log's `shard_spec`, and the fields a gold conflict's
+    line in step0_removed.jsonl adds."""
+    rows = {line.split(" | ")[0]: line for line in README.read_text().splitlines() if line.startswith("| `")}
+    shard = next((row for head, row in rows.items() if head.startswith("| `--shard")), "")
+    assert "i/n:j/m" in shard and "`screen`" in shard and "`launch`" in shard
+    assert "`shard_spec`" in rows.get("| `results/run_log.jsonl`", "")
+    removed = rows.get("| `OUT/step0_removed.jsonl`", "")
+    assert all(f"`{field}`" in removed for field in ("gold_text", "duplicate_gold_text", "match"))

@@ -59,6 +59,8 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     if a.step not in STEPS:
         raise ValueError(f"unknown step {a.step}")
     job = replace(a.job, step=a.step, shard=None)
+    # Read before --plan-only answers: a bad --shard is refused there as it is on a real launch.
+    shard = parse_shard_path(a.shard)
     if a.plan_only:
         return remaining(job, load, echo)
     spec = STEPS[a.step]
@@ -78,7 +80,7 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     used = {"step": a.step, "gpus": n, "workers": workers, "port0": a.port0, "gpu_util": a.gpu_util,
             "max_num_seqs": a.max_num_seqs, "python_exe": a.python, "vllm_cmd": a.vllm, "bench": job.bench}
     plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, job=job, workers=workers,
-                      logs=Path(a.logs), shard=parse_shard_path(a.shard), server_timeout_s=a.server_timeout,
+                      logs=Path(a.logs), shard=shard, server_timeout_s=a.server_timeout,
                       knobs=knobs.note(used, a.sources))
     code = run_host(plan, echo)
     remaining(job, load, echo)
