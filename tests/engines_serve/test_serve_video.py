@@ -272,3 +272,48 @@ def test_hf_answers_a_clip_as_the_same_frames_sent_as_image_parts(tiny_model: Pa
         by_video, by_images = score(video), score(images)
     assert by_video["usage"] == by_images["usage"]
     assert by_video["choices"][0]["logprobs"] == by_images["choices"][0]["logprobs"]
+
+
+def _mjpeg_clip(sizes: Sequence[tuple[int, int]]) -> bytes:
+    """A Matroska MJPEG clip whose stream declares the first frame's size and whose frames have
+    ``sizes``, in order (the MJPEG decoder takes each frame's own size)."""
+    import io
+    from fractions import Fraction
+
+    import av
+
+    def jpeg(w: int, h: int) -> bytes:
+        enc = av.CodecContext.create("mjpeg", "w")
+        enc.width, enc.height, enc.pix_fmt, enc.time_base = w, h, "yuvj420p", Fraction(1, 25)
+        frame = av.VideoFrame(w, h, "yuvj420p")
+        for plane in frame.planes:
+            plane.update(bytes(plane.buffer_size))
+        frame.pts = 0
+        return bytes([*enc.encode(frame), *enc.encode(None)][0])
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="matroska") as out:
+        stream = out.add_stream("mjpeg", rate=25)
+        stream.width, stream.height = sizes[0]
+        stream.pix_fmt, stream.time_base = "yuvj420p", Fraction(1, 25)
+        for k, (w, h) in enumerate(sizes):
+            packet = av.Packet(jpeg(w, h))
+            packet.pts = packet.dts = k
+            packet.time_base, packet.stream, packet.is_keyframe = stream.time_base, stream, True
+            out.mux(packet)
+    return buf.getvalue()
+
+
+def test_a_frame_over_the_pixel_cap_is_refused_when_the_stream_declared_a_small_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream's declared size is checked before decoding, but a later frame may be larger:
+    each decoded frame is checked too, before it is converted."""
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 64 * 64 * 2)
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(num_frames=4))) as url:
+        assert post_chat(url, _body(_data_url(_mjpeg_clip([(64, 64)] * 4))))[0] == 200
+        message = _message(*post_chat(url, _body(_data_url(_mjpeg_clip([(64, 64)] * 2 + [(256, 256)] * 2)))))
+    assert "not a readable video (frames of 256x256 are over 8192 pixels)" in message
+    assert len(engine.seen) == 1

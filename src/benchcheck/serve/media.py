@@ -16,6 +16,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchcheck.serve.chat import RequestError, VideoPart
 
@@ -88,15 +89,27 @@ def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+def _to_jpeg(frame: Any) -> bytes:
+    """A decoded frame as JPEG at display size, refused when over Pillow's pixel cap: the stream's
+    declared size is checked before decoding, but a later frame may change it (a new H.264
+    sequence header, an MJPEG frame of another size)."""
+    from PIL import Image
+
+    from benchcheck.qa.frames import display_size
+    from benchcheck.video.extract import frame_to_jpeg
+
+    if Image.MAX_IMAGE_PIXELS and frame.width * frame.height > Image.MAX_IMAGE_PIXELS:
+        raise ValueError(f"frames of {frame.width}x{frame.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
+    return frame_to_jpeg(frame, *display_size(frame, 0))
+
+
 def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
     """The frames of the clip ``data`` that :func:`sample_indices` keeps, in order, as JPEG at
     display size. ``ValueError`` (one line) when the bytes are no decodable video."""
     import av
     from PIL import Image
 
-    from benchcheck.qa.frames import display_size
     from benchcheck.video.decode import decode_indexed, open_video, read_packets
-    from benchcheck.video.extract import frame_to_jpeg
 
     try:
         container, stream = open_video(io.BytesIO(data))
@@ -107,7 +120,7 @@ def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
                 raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
             packets, index = read_packets(container, stream)
             wanted = sample_indices(len(index.pts), n)
-            frames = decode_indexed(ctx, packets, index, wanted, lambda f: frame_to_jpeg(f, *display_size(f, 0)))
+            frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg)
         finally:
             container.close()
     except (av.error.FFmpegError, OSError, ValueError, EOFError, RuntimeError) as e:
