@@ -317,3 +317,17 @@ def test_a_frame_over_the_pixel_cap_is_refused_when_the_stream_declared_a_small_
         message = _message(*post_chat(url, _body(_data_url(_mjpeg_clip([(64, 64)] * 2 + [(256, 256)] * 2)))))
     assert "not a readable video (frames of 256x256 are over 8192 pixels)" in message
     assert len(engine.seen) == 1
+
+
+def test_a_clip_of_more_packets_than_the_cap_is_refused(clips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every demuxed packet is held in memory, at a cost far above a tiny packet's size in the
+    file: a clip over ``MAX_VIDEO_PACKETS`` is a 400 before the rest is read."""
+    from benchcheck.serve import media
+
+    monkeypatch.setattr(media, "MAX_VIDEO_PACKETS", 20)
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(num_frames=4))) as url:
+        message = _message(*post_chat(url, _body(_data_url((clips / "long.mp4").read_bytes()))))
+        assert "not a readable video (the video stream has over 20 packets)" in message
+        assert post_chat(url, _body(_data_url((clips / "short.mp4").read_bytes())))[0] == 200
+    assert len(engine.seen) == 1

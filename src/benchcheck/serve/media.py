@@ -21,6 +21,10 @@ from typing import Any
 from benchcheck.serve.chat import RequestError, VideoPart
 
 DEFAULT_NUM_FRAMES = 32  # vLLM's VideoMediaIO default
+# The packets a clip may have (about two and a half hours at 30 fps). A held packet costs
+# hundreds of bytes whatever its size in the file, so this bounds the memory and demux time of
+# a clip made of millions of tiny frames (docs/serve.md, "Videos").
+MAX_VIDEO_PACKETS = 1 << 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +122,7 @@ def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
             # The cap Pillow puts on an image part: a small clip may declare a huge frame.
             if Image.MAX_IMAGE_PIXELS and (ctx.width or 0) * (ctx.height or 0) > Image.MAX_IMAGE_PIXELS:
                 raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
-            packets, index = read_packets(container, stream)
+            packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS)
             wanted = sample_indices(len(index.pts), n)
             frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg)
         finally:
