@@ -331,3 +331,51 @@ def test_a_clip_of_more_packets_than_the_cap_is_refused(clips: Path, monkeypatch
         assert "not a readable video (the video stream has over 20 packets)" in message
         assert post_chat(url, _body(_data_url((clips / "short.mp4").read_bytes())))[0] == 200
     assert len(engine.seen) == 1
+
+
+class CountingEngine(RecordingEngine):
+    """A recording engine with a context length that counts prompt tokens (as the hf engine
+    does): a generation without ``max_tokens`` has its prompt counted on a thread."""
+
+    max_model_len = 4096
+
+    def count_tokens(self, req: GenerateRequest) -> int:
+        return 10
+
+
+def test_slow_clips_do_not_hold_the_threads_other_requests_need(
+        clips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More clips than the loop's default executor has threads, all decoding slowly, leave a
+    text request's token count free to run; at most ``VIDEO_DECODE_THREADS`` decode at once."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchcheck.serve import app as serve_app
+    from benchcheck.serve.media import VIDEO_DECODE_THREADS, load_video
+
+    release, lock = threading.Event(), threading.Lock()
+    running, most = 0, 0
+
+    def slow_load(*args: Any) -> tuple[bytes, ...]:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        release.wait(30)
+        with lock:
+            running -= 1
+        return load_video(*args)
+
+    monkeypatch.setattr(serve_app, "load_video", slow_load)
+    engine = CountingEngine(RULES)
+    clip = _body(_data_url((clips / "short.mp4").read_bytes()))
+    text = {"model": "vlm", "messages": [{"role": "user", "content": "hi"}]}
+    with thread_server(build_app(engine, "vlm")) as url, ThreadPoolExecutor(40) as pool:
+        videos = [pool.submit(post_chat, url, clip, None, 60.0) for _ in range(40)]
+        try:
+            status, answer = post_chat(url, text, timeout_s=10)
+            assert status == 200 and answer["choices"][0]["message"]["content"] == "ok", answer
+        finally:
+            release.set()
+        assert [v.result()[0] for v in videos] == [200] * 40
+    assert most <= VIDEO_DECODE_THREADS

@@ -25,6 +25,9 @@ DEFAULT_NUM_FRAMES = 32  # vLLM's VideoMediaIO default
 # hundreds of bytes whatever its size in the file, so this bounds the memory and demux time of
 # a clip made of millions of tiny frames (docs/serve.md, "Videos").
 MAX_VIDEO_PACKETS = 1 << 18
+# Clips decoded at once: each decode holds a core and its clip's packets; more wait their turn
+# (and a queued one whose client has gone is never decoded).
+VIDEO_DECODE_THREADS = min(8, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
