@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -379,3 +380,31 @@ def test_slow_clips_do_not_hold_the_threads_other_requests_need(
             release.set()
         assert [v.result()[0] for v in videos] == [200] * 40
     assert most <= VIDEO_DECODE_THREADS
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race a local user who can write in the allowed folder could win: a folder on the
+    path is replaced by a symlink out of the allowed folder after the realpath check and before
+    the open. The open walks the path from the allowed folder without following symlinks, so
+    the file outside is never read."""
+    media, outside = tmp_path / "media", tmp_path / "outside"
+    make_test_video(media / "sub" / "clip.mp4", 20, fps=10, width=96, height=64)
+    make_test_video(outside / "clip.mp4", 20, fps=10, width=96, height=64)
+    target = str(media / "sub" / "clip.mp4")
+    realpath = os.path.realpath
+
+    def racing_realpath(path: Any, *args: Any, **kwargs: Any) -> Any:
+        real = realpath(path, *args, **kwargs)
+        if path == target:
+            (media / "sub").rename(media / "sub_moved")
+            (media / "sub").symlink_to(outside)
+        return real
+
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(4, media))) as url:
+        assert post_chat(url, _body("file://" + target))[0] == 200  # before the race
+        monkeypatch.setattr(os.path, "realpath", racing_realpath)
+        message = _message(*post_chat(url, _body("file://" + target)))
+    assert f"video part 0: cannot read {target!r}: " in message  # ENOTDIR: a symlink is no folder
+    assert len(engine.seen) == 1

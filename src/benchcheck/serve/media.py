@@ -61,6 +61,24 @@ def sample_indices(total: int, n: int) -> list[int]:
     return [int(k) for k in np.linspace(0, total - 1, n, dtype=int)]
 
 
+def _open_below(root: Path, real: Path) -> int:
+    """A descriptor of ``real`` (a realpath below ``root``), opened one step at a time from
+    ``root`` without following a symlink at any step: a folder on the checked path swapped for a
+    symlink out of ``root`` between the check and the open fails the open (ENOTDIR) instead of
+    being followed. O_NONBLOCK: a FIFO placed there is refused by the caller instead of blocking
+    the open; O_DIRECTORY on the steps before the last: a FIFO there fails at once too."""
+    *folders, name = real.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for folder in folders:
+            step = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = step
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
     """The bytes of a ``file://`` part's file, which must resolve inside the allowed folder and
     be no larger than ``max_bytes`` (what a request body may be)."""
@@ -77,9 +95,7 @@ def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
         raise RequestError(f"video part {i}: the file path {given!r:.200} must be inside "
                            "`--allowed-local-media-path`")
     try:
-        # O_NOFOLLOW: the checked path's last step cannot be swapped for a symlink before the open;
-        # O_NONBLOCK: a FIFO placed there is refused below instead of blocking the open.
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = _open_below(root, real)
     except OSError as e:
         raise RequestError(f"video part {i}: cannot read {given!r:.200}: {e.strerror}") from None
     try:
