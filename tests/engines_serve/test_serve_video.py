@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -272,3 +273,138 @@ def test_hf_answers_a_clip_as_the_same_frames_sent_as_image_parts(tiny_model: Pa
         by_video, by_images = score(video), score(images)
     assert by_video["usage"] == by_images["usage"]
     assert by_video["choices"][0]["logprobs"] == by_images["choices"][0]["logprobs"]
+
+
+def _mjpeg_clip(sizes: Sequence[tuple[int, int]]) -> bytes:
+    """A Matroska MJPEG clip whose stream declares the first frame's size and whose frames have
+    ``sizes``, in order (the MJPEG decoder takes each frame's own size)."""
+    import io
+    from fractions import Fraction
+
+    import av
+
+    def jpeg(w: int, h: int) -> bytes:
+        enc = av.CodecContext.create("mjpeg", "w")
+        enc.width, enc.height, enc.pix_fmt, enc.time_base = w, h, "yuvj420p", Fraction(1, 25)
+        frame = av.VideoFrame(w, h, "yuvj420p")
+        for plane in frame.planes:
+            plane.update(bytes(plane.buffer_size))
+        frame.pts = 0
+        return bytes([*enc.encode(frame), *enc.encode(None)][0])
+
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="matroska") as out:
+        stream = out.add_stream("mjpeg", rate=25)
+        stream.width, stream.height = sizes[0]
+        stream.pix_fmt, stream.time_base = "yuvj420p", Fraction(1, 25)
+        for k, (w, h) in enumerate(sizes):
+            packet = av.Packet(jpeg(w, h))
+            packet.pts = packet.dts = k
+            packet.time_base, packet.stream, packet.is_keyframe = stream.time_base, stream, True
+            out.mux(packet)
+    return buf.getvalue()
+
+
+def test_a_frame_over_the_pixel_cap_is_refused_when_the_stream_declared_a_small_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream's declared size is checked before decoding, but a later frame may be larger:
+    each decoded frame is checked too, before it is converted."""
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 64 * 64 * 2)
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(num_frames=4))) as url:
+        assert post_chat(url, _body(_data_url(_mjpeg_clip([(64, 64)] * 4))))[0] == 200
+        message = _message(*post_chat(url, _body(_data_url(_mjpeg_clip([(64, 64)] * 2 + [(256, 256)] * 2)))))
+    assert "not a readable video (frames of 256x256 are over 8192 pixels)" in message
+    assert len(engine.seen) == 1
+
+
+def test_a_clip_of_more_packets_than_the_cap_is_refused(clips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every demuxed packet is held in memory, at a cost far above a tiny packet's size in the
+    file: a clip over ``MAX_VIDEO_PACKETS`` is a 400 before the rest is read."""
+    from benchcheck.serve import media
+
+    monkeypatch.setattr(media, "MAX_VIDEO_PACKETS", 20)
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(num_frames=4))) as url:
+        message = _message(*post_chat(url, _body(_data_url((clips / "long.mp4").read_bytes()))))
+        assert "not a readable video (the video stream has over 20 packets)" in message
+        assert post_chat(url, _body(_data_url((clips / "short.mp4").read_bytes())))[0] == 200
+    assert len(engine.seen) == 1
+
+
+class CountingEngine(RecordingEngine):
+    """A recording engine with a context length that counts prompt tokens (as the hf engine
+    does): a generation without ``max_tokens`` has its prompt counted on a thread."""
+
+    max_model_len = 4096
+
+    def count_tokens(self, req: GenerateRequest) -> int:
+        return 10
+
+
+def test_slow_clips_do_not_hold_the_threads_other_requests_need(
+        clips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More clips than the loop's default executor has threads, all decoding slowly, leave a
+    text request's token count free to run; at most ``VIDEO_DECODE_THREADS`` decode at once."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchcheck.serve import app as serve_app
+    from benchcheck.serve.media import VIDEO_DECODE_THREADS, load_video
+
+    release, lock = threading.Event(), threading.Lock()
+    running, most = 0, 0
+
+    def slow_load(*args: Any) -> tuple[bytes, ...]:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        release.wait(30)
+        with lock:
+            running -= 1
+        return load_video(*args)
+
+    monkeypatch.setattr(serve_app, "load_video", slow_load)
+    engine = CountingEngine(RULES)
+    clip = _body(_data_url((clips / "short.mp4").read_bytes()))
+    text = {"model": "vlm", "messages": [{"role": "user", "content": "hi"}]}
+    with thread_server(build_app(engine, "vlm")) as url, ThreadPoolExecutor(40) as pool:
+        videos = [pool.submit(post_chat, url, clip, None, 60.0) for _ in range(40)]
+        try:
+            status, answer = post_chat(url, text, timeout_s=10)
+            assert status == 200 and answer["choices"][0]["message"]["content"] == "ok", answer
+        finally:
+            release.set()
+        assert [v.result()[0] for v in videos] == [200] * 40
+    assert most <= VIDEO_DECODE_THREADS
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race a local user who can write in the allowed folder could win: a folder on the
+    path is replaced by a symlink out of the allowed folder after the realpath check and before
+    the open. The open walks the path from the allowed folder without following symlinks, so
+    the file outside is never read."""
+    media, outside = tmp_path / "media", tmp_path / "outside"
+    make_test_video(media / "sub" / "clip.mp4", 20, fps=10, width=96, height=64)
+    make_test_video(outside / "clip.mp4", 20, fps=10, width=96, height=64)
+    target = str(media / "sub" / "clip.mp4")
+    realpath = os.path.realpath
+
+    def racing_realpath(path: Any, *args: Any, **kwargs: Any) -> Any:
+        real = realpath(path, *args, **kwargs)
+        if path == target:
+            (media / "sub").rename(media / "sub_moved")
+            (media / "sub").symlink_to(outside)
+        return real
+
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(4, media))) as url:
+        assert post_chat(url, _body("file://" + target))[0] == 200  # before the race
+        monkeypatch.setattr(os.path, "realpath", racing_realpath)
+        message = _message(*post_chat(url, _body("file://" + target)))
+    assert f"video part 0: cannot read {target!r}: " in message  # ENOTDIR: a symlink is no folder
+    assert len(engine.seen) == 1

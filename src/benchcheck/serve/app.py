@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -33,7 +34,7 @@ from benchcheck.engines.openai.wire import error_body
 from benchcheck.serve.batch import Batcher, EngineCallError
 from benchcheck.serve.chat import RequestError, generate_completion, parse_chat, score_completion
 from benchcheck.serve.guard import BodyTooLarge, Guard, UnreadableBody, default_max_connections, read_body
-from benchcheck.serve.media import MediaOptions, load_video
+from benchcheck.serve.media import VIDEO_DECODE_THREADS, MediaOptions, load_video
 
 log = logging.getLogger("benchcheck.serve")
 
@@ -96,6 +97,9 @@ class ServerState:
         self.aliases = aliases
         self.fingerprint = f"benchcheck-{engine.name}"
         self.created = int(time.time())
+        # Clips are decoded on a pool of their own, not on the loop's default executor: a flood
+        # of slow clips would otherwise hold every thread that token counting needs too.
+        self.video_pool = ThreadPoolExecutor(VIDEO_DECODE_THREADS, thread_name_prefix="serve-video")
         slots = asyncio.Semaphore(inflight)
         # Engines that answer each request on its own (scripted) are asked per request, so one
         # slow or failing request does not hold up or fail the others of its batch.
@@ -179,7 +183,8 @@ async def _chat(request: web.Request) -> web.Response:
     if call.video is not None:
         try:
             # Off the event loop: decoding a clip takes far longer than a request should hold it.
-            frames = await asyncio.to_thread(load_video, call.video, st.media, MAX_BODY_BYTES)
+            frames = await asyncio.get_running_loop().run_in_executor(
+                st.video_pool, load_video, call.video, st.media, MAX_BODY_BYTES)
         except RequestError as e:
             return error_response(e.status, str(e), e.type_)
         call = call.with_frames(frames)
@@ -307,6 +312,7 @@ def build_app(
     async def cleanup(_: web.Application) -> None:
         await state.scores.stop()
         await state.generations.stop()
+        state.video_pool.shutdown(wait=False, cancel_futures=True)
         await engine.aclose()
 
     app.on_startup.append(startup)

@@ -16,10 +16,18 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchcheck.serve.chat import RequestError, VideoPart
 
 DEFAULT_NUM_FRAMES = 32  # vLLM's VideoMediaIO default
+# The packets a clip may have (about two and a half hours at 30 fps). A held packet costs
+# hundreds of bytes whatever its size in the file, so this bounds the memory and demux time of
+# a clip made of millions of tiny frames (docs/serve.md, "Videos").
+MAX_VIDEO_PACKETS = 1 << 18
+# Clips decoded at once: each decode holds a core and its clip's packets; more wait their turn
+# (and a queued one whose client has gone is never decoded).
+VIDEO_DECODE_THREADS = min(8, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,24 @@ def sample_indices(total: int, n: int) -> list[int]:
     return [int(k) for k in np.linspace(0, total - 1, n, dtype=int)]
 
 
+def _open_below(root: Path, real: Path) -> int:
+    """A descriptor of ``real`` (a realpath below ``root``), opened one step at a time from
+    ``root`` without following a symlink at any step: a folder on the checked path swapped for a
+    symlink out of ``root`` between the check and the open fails the open (ENOTDIR) instead of
+    being followed. O_NONBLOCK: a FIFO placed there is refused by the caller instead of blocking
+    the open; O_DIRECTORY on the steps before the last: a FIFO there fails at once too."""
+    *folders, name = real.relative_to(root).parts
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for folder in folders:
+            step = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = step
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
     """The bytes of a ``file://`` part's file, which must resolve inside the allowed folder and
     be no larger than ``max_bytes`` (what a request body may be)."""
@@ -69,9 +95,7 @@ def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
         raise RequestError(f"video part {i}: the file path {given!r:.200} must be inside "
                            "`--allowed-local-media-path`")
     try:
-        # O_NOFOLLOW: the checked path's last step cannot be swapped for a symlink before the open;
-        # O_NONBLOCK: a FIFO placed there is refused below instead of blocking the open.
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = _open_below(root, real)
     except OSError as e:
         raise RequestError(f"video part {i}: cannot read {given!r:.200}: {e.strerror}") from None
     try:
@@ -88,15 +112,27 @@ def _read_local(part: VideoPart, opts: MediaOptions, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+def _to_jpeg(frame: Any) -> bytes:
+    """A decoded frame as JPEG at display size, refused when over Pillow's pixel cap: the stream's
+    declared size is checked before decoding, but a later frame may change it (a new H.264
+    sequence header, an MJPEG frame of another size)."""
+    from PIL import Image
+
+    from benchcheck.qa.frames import display_size
+    from benchcheck.video.extract import frame_to_jpeg
+
+    if Image.MAX_IMAGE_PIXELS and frame.width * frame.height > Image.MAX_IMAGE_PIXELS:
+        raise ValueError(f"frames of {frame.width}x{frame.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
+    return frame_to_jpeg(frame, *display_size(frame, 0))
+
+
 def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
     """The frames of the clip ``data`` that :func:`sample_indices` keeps, in order, as JPEG at
     display size. ``ValueError`` (one line) when the bytes are no decodable video."""
     import av
     from PIL import Image
 
-    from benchcheck.qa.frames import display_size
     from benchcheck.video.decode import decode_indexed, open_video, read_packets
-    from benchcheck.video.extract import frame_to_jpeg
 
     try:
         container, stream = open_video(io.BytesIO(data))
@@ -105,9 +141,9 @@ def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
             # The cap Pillow puts on an image part: a small clip may declare a huge frame.
             if Image.MAX_IMAGE_PIXELS and (ctx.width or 0) * (ctx.height or 0) > Image.MAX_IMAGE_PIXELS:
                 raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
-            packets, index = read_packets(container, stream)
+            packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS)
             wanted = sample_indices(len(index.pts), n)
-            frames = decode_indexed(ctx, packets, index, wanted, lambda f: frame_to_jpeg(f, *display_size(f, 0)))
+            frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg)
         finally:
             container.close()
     except (av.error.FFmpegError, OSError, ValueError, EOFError, RuntimeError) as e:

@@ -142,9 +142,18 @@ class DecodeStats:
     strategy: str = ""
 
 
-def read_packets(container: Any, stream: Any) -> tuple[list[Any], PacketIndex]:
-    """Demux every packet of ``stream`` into memory; returns them with their index."""
-    packets = [p for p in container.demux(stream) if p.size > 0]
+def read_packets(container: Any, stream: Any, max_packets: int | None = None) -> tuple[list[Any], PacketIndex]:
+    """Demux every packet of ``stream`` into memory; returns them with their index.
+
+    ``max_packets``: ``ValueError`` once the stream has more, read no further. Each packet held
+    costs far more memory than a tiny packet takes in the file, so a small clip of millions of
+    tiny frames would otherwise hold gigabytes (and take minutes) before any check could run."""
+    packets = []
+    for count, p in enumerate(container.demux(stream), 1):
+        if max_packets is not None and count > max_packets:
+            raise ValueError(f"the video stream has over {max_packets} packets")
+        if p.size > 0:
+            packets.append(p)
     index = build_index([p.pts for p in packets], [bool(p.is_keyframe) for p in packets],
                         Fraction(stream.time_base), [bool(p.is_discard) for p in packets])
     return packets, index
