@@ -343,10 +343,14 @@ def test_a_held_batch_split_when_landed_in_a_call_of_several_chunks_with_staging
     engine = budgeted(hf_engine, reqs, "+decode_join", staging, launching, first_chunk=2)
     try:
         out = engine.generate_sync(reqs)
-    finally:  # the shared model's launching thread let go: later tests count the model's threads
+    finally:  # the shared model's launching and staging threads let go: later tests count the
+        # model's threads, and one deep-copies the model (an executor's queue cannot be copied)
         launcher, engine._state.launcher = engine._state.launcher, None
         if launcher is not None:
             launcher.close()
+        stager, engine._state.stager = engine._state.stager, None
+        if stager is not None:
+            stager.shutdown(wait=True)
     rows_built, staged = sum(built), ahead[0]
     assert first, "no held pair"
     assert [g.request_id for g in out] == [r.request_id for r in reqs]
