@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from benchcheck.cli import main
-from benchcheck.video.index import done_rows
+from benchcheck.video.index import FAILURES_FILE, done_rows
 from benchcheck.video.synth import make_test_video
 
 
@@ -25,6 +25,10 @@ def test_same_named_folders_say_which_clip_was_left_out(tmp_path: Path) -> None:
     assert line.startswith(f"failed: {b / 'x.mp4'}: ") and str(a / "x.mp4") in line
     assert {k: r["source"] for k, r in done_rows(store / "index.jsonl").items()} == {
         "local::clips::x.mp4": str(a / "x.mp4")}
+    # no failures.jsonl row: that file is keyed by the key, which the kept file holds (docs/video.md
+    # says so: tests/docs/test_video_page_key_clash.py)
+    failures = store / FAILURES_FILE
+    assert not failures.exists() or failures.read_text() == ""
     # the same file named twice (its folder and itself) is one source, not a clash
     again = CliRunner().invoke(main, ["videos", "normalize", str(a), str(a / "x.mp4"), "--store", str(store),
                                       "--no-progress"])
