@@ -43,12 +43,15 @@ _WORD = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
 
 
+def _read(text: str) -> str:
+    """Text in Unicode's compatibility form (NFKC: full-width "ＡＦＴＥＲ" and "２" are "AFTER" and
+    "2") with typographic apostrophes as ASCII ones: how the guard words and the gold check read it."""
+    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+
+
 def guard_signature(question: str) -> frozenset[str]:
-    """The guard words and numbers of a question (``n't`` counts as ``not``). The question is
-    read in Unicode's compatibility form (NFKC: full-width "ＡＦＴＥＲ" and "２" are "AFTER" and
-    "2") with typographic apostrophes as ASCII ones."""
-    text = unicodedata.normalize("NFKC", question).translate(_APOSTROPHES)
-    words = _WORD.findall(text.lower().replace("n't", " not"))
+    """The guard words and numbers of a question (``n't`` counts as ``not``), read by ``_read``."""
+    words = _WORD.findall(_read(question).lower().replace("n't", " not"))
     return frozenset(w for w in words if w in GUARD_WORDS or w[0].isdigit())
 
 
@@ -57,8 +60,7 @@ def answer_form(option: str) -> str:
     are (NFKC, typographic apostrophes as ASCII, case folded) with its whitespace collapsed as in
     ``item_text``. The embedding model does not see case either, so "A cup" and "a cup" are one
     answer; anything else (another word, a number written out) is another answer."""
-    text = unicodedata.normalize("NFKC", option).translate(_APOSTROPHES)
-    return " ".join(text.split()).casefold()
+    return " ".join(_read(option).split()).casefold()
 
 
 def natural_key(item_id: str) -> tuple[tuple[tuple[int, int, str], ...], str]:
