@@ -270,6 +270,14 @@ def _stored_for_another(src: SourceFile, row: dict[str, Any] | None) -> str | No
     return recorded
 
 
+def _key_clash(src: SourceFile, holder: str, whose: str) -> NormalizeOutcome:
+    """``src`` left out: its key is ``holder``'s (``whose`` says since when and where)."""
+    return NormalizeOutcome(
+        src.key, str(src.path), "failed",
+        reason=f"not normalized: its key {shown(src.key)} is {whose.format(shown(holder))}; normalize them into "
+               "different stores, or rename one folder")
+
+
 Work = Callable[[SourceFile, Path, int], NormalizeOutcome]
 
 
@@ -361,10 +369,8 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
     # still said every source was handled. Not a failures.jsonl row: that file is keyed by the key,
     # which the kept file's success would mark stored.
     for src, kept in clashes:
-        report.outcomes.append(NormalizeOutcome(
-            src.key, str(src.path), "failed",
-            reason=f"not normalized: its key {shown(src.key)} is also {shown(kept.path)}'s in this run (source "
-                   "folders of the same name); normalize them into different stores, or rename one folder"))
+        report.outcomes.append(
+            _key_clash(src, str(kept.path), "also {}'s in this run (source folders of the same name)"))
     for src in found:
         if _is_done(src, done.get(src.key), store):
             o = NormalizeOutcome(src.key, str(src.path), "skipped", str(done[src.key]["content_hash"]))
@@ -373,11 +379,8 @@ def _normalize(sources: Sequence[Path], store: Path, workers: int, keys: Sequenc
         elif (other := _stored_for_another(src, done.get(src.key))) is not None:
             # Normalized, its row became the key's last and took the key from the file an earlier
             # run stored under it: items naming the key silently showed another video.
-            report.outcomes.append(NormalizeOutcome(
-                src.key, str(src.path), "failed",
-                reason=f"not normalized: its key {shown(src.key)} is already {shown(other)}'s in this store (an "
-                       "earlier run; source folders of the same name); normalize them into different stores, or "
-                       "rename one folder"))
+            report.outcomes.append(_key_clash(
+                src, other, "already {}'s in this store (an earlier run; source folders of the same name)"))
         else:
             todo.append(src)
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
