@@ -15,6 +15,7 @@ from benchcheck.items import fingerprints
 from benchcheck.screen.context import ScreenContext
 from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
 from benchcheck.screen.pool_text import with_item_text
+from benchcheck.shard import ShardPath, parse_shard_path
 from benchcheck.stats.pool import add_confidence, add_probe, removal_interval
 from benchcheck.store import read_rows
 from benchcheck.verdicts import StepState
@@ -97,12 +98,15 @@ def parallel_units(runs: Sequence[Mapping[str, Any]]) -> int:
     (``i/n:j/m``, a launch host's servers) by the distinct paths of one array, the hosts' own
     server counts differing (a nested row's ``n_shards`` is its array's host count)."""
     widest = 1
-    arrays: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    arrays: dict[tuple[int, ...], set[ShardPath]] = defaultdict(set)
     for r in runs:
         spec = r.get("shard_spec")
-        if isinstance(spec, str) and ":" in spec:
-            levels = spec.split(":")
-            arrays[tuple(level.partition("/")[2] for level in levels[:-1])].add(spec)
+        try:
+            path = parse_shard_path(spec) if isinstance(spec, str) and ":" in spec else None
+        except ValueError:  # a log row written by hand or torn: counted by its n_shards
+            path = None
+        if path is not None and len(path) > 1:
+            arrays[tuple(n for _, n in path[:-1])].add(path)
         elif isinstance(r.get("n_shards", 1), int):
             widest = max(widest, r.get("n_shards", 1))
     return max([widest, *map(len, arrays.values())])
