@@ -542,21 +542,30 @@ class HFEngine:
                     self.decode_rows[len(idx)] += 1
                 return read
 
+            joined_out_of_memory = False
             try:
                 with self.active():
                     launched = self._launched(launch)
-            except BaseException as e:
+            except torch.cuda.OutOfMemoryError:
+                if joins is None or joins.read is not None:
+                    raise
+                # Handled below, once the exception, and the failed attempt's tensors it holds, are gone.
+                joined_out_of_memory = True
+            except BaseException:
                 if joins is not None and joins.read is None:
                     # The joining batch failed: the held one decodes alone now, so that its
                     # reservation is not still held while the next batch reserves its own.
                     with contextlib.suppress(RuntimeError, ValueError):
                         joins.alone()
-                    if isinstance(e, torch.cuda.OutOfMemoryError):
-                        # Too large together; by itself it may fit, as it would have without the op
-                        # (given again, it is neither held nor joined).
-                        torch.cuda.empty_cache()
-                        return run(planned, enc)
                 raise
+            if joined_out_of_memory:
+                assert joins is not None
+                with contextlib.suppress(RuntimeError, ValueError):
+                    joins.alone()
+                # Too large together; by itself it may fit, as it would have without the op (given
+                # again, it is neither held nor joined).
+                torch.cuda.empty_cache()
+                return run(planned, enc)
             if isinstance(launched, Prefilled):  # held for the next batch to join: decoded with it, or alone
                 mine = holding.held = _Held(launched, enc, ids, t0, partial(alone, launched, ids))
                 return partial(built_results, idx, enc, lambda: mine.tokens()[: len(ids)], lambda: mine.ended - mine.t0)

@@ -162,14 +162,15 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         for i in idx:  # only this batch's requests fail, never the others
             out[i] = Failure(jobs[i].request_id, "internal", message)
 
-    def split(batch: PlannedBatch, ready: dict[int, Encoded], e: torch.cuda.OutOfMemoryError) -> None:
+    def split(batch: PlannedBatch, ready: dict[int, Encoded], message: str) -> None:
         """A batch too large for the device's memory: its halves run next, down to one request,
-        which fails."""
+        which fails with ``message``. Called once the exception is gone: it holds the failed
+        attempt's tensors, which the cache could not give back before."""
         torch.cuda.empty_cache()
         if len(batch.idx) > 1:
             redo[:0] = [(h, ready) for h in batch.halves()]
         else:
-            fail(batch.idx, f"out of device memory: {e}")
+            fail(batch.idx, message)
 
     def land() -> None:
         nonlocal in_flight
@@ -177,13 +178,16 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
             return
         batch, ready, finish = in_flight
         in_flight = None
+        oom = None
         try:
             for i, res in zip(batch.idx, finish(), strict=True):
                 out[i] = res
         except torch.cuda.OutOfMemoryError as e:
-            split(batch, ready, e)
+            oom = f"out of device memory: {e}"
         except (RuntimeError, ValueError) as e:
             fail(batch.idx, f"{type(e).__name__}: {e}")
+        if oom is not None:
+            split(batch, ready, oom)
 
     def take() -> tuple[PlannedBatch, dict[int, Encoded]] | None:
         """The next batch to run and its chunk's encodings; None when every batch has run and landed."""
@@ -216,16 +220,18 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         if stage is not None and (upcoming := after()) is not None and id(upcoming[0]) not in staged:
             staged[id(upcoming[0])] = upcoming[0]
             stage(upcoming[0], [upcoming[1][i] for i in upcoming[0].idx])
+        oom = None
         try:
             finish = run(batch, [ready[i] for i in batch.idx])
         except torch.cuda.OutOfMemoryError as e:
-            land()
-            split(batch, ready, e)
-            continue
+            oom = f"out of device memory: {e}"
         except (RuntimeError, ValueError) as e:
             fail(batch.idx, f"{type(e).__name__}: {e}")
             continue
         land()
+        if oom is not None:
+            split(batch, ready, oom)
+            continue
         in_flight = (batch, ready, finish)
     return [o for o in out if o is not None]
 
