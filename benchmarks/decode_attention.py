@@ -8,8 +8,11 @@ tokens), at 1-8 rows (the sweep's calls make batches of 1, 2 and 5 rows, decisio
             values as batched matrix products, a float32 softmax, the values in blocks of 128 keys
   split     the same through the split Triton kernel (``kernels.decode_split``) at every row count
   chosen    what the engine runs with op ``decode_split`` on (``decode_attention(split=True)``)
-  split@N   with ``--programs N,...``: the kernel aiming at N programs a step instead of
-            ``decode_split.PROGRAMS`` (fewer, longer spans or more, shorter ones)
+  split[T]  with ``--tunings T,...`` or ``--grid``: the kernel launched as ``decode_split.Tuning``
+            label T says (keys an inner step / warps / stages, ``@programs``, ``+torch`` for the
+            spans combined by torch's operations instead of the combine kernel); ``--programs N,...``
+            is short for the default launch aiming at N programs a step (fewer, longer spans or
+            more, shorter ones)
   limit     the keys and values read once at the copy bandwidth measured here
 
 Each row: ms a call launched from Python (median of alternating rounds of 50 calls), and on CUDA
@@ -30,6 +33,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,7 @@ import torch
 
 from benchcheck.engines.hf.attention.decode import decode_attention
 from benchcheck.engines.hf.kernels import triton_available
+from benchcheck.engines.hf.kernels.decode_split import TUNING, Tuning
 from benchmarks.shared.device import copy_bandwidth, device_for, sync
 
 
@@ -84,7 +89,7 @@ def graphed(fn: Callable[[], object], calls: int) -> Callable[[], None]:
 
 
 def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, rounds: int, reps: int,
-              shape: tuple[int, int, int], programs: tuple[int, ...] = ()) -> dict[str, Any]:
+              shape: tuple[int, int, int], tunings: tuple[Tuning, ...] = ()) -> dict[str, Any]:
     heads, kv_heads, dim = shape
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     q, k, v, mask = inputs(rows, keys, heads, kv_heads, dim, keys - 64, device, dtype)
@@ -95,8 +100,8 @@ def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, roun
 
         ways["split"] = lambda: split_decode_attention(q, k, v, mask, scale)
         ways["chosen"] = lambda: decode_attention(q, k, v, mask, scale, split=True)
-        for n in programs:
-            ways[f"split@{n}"] = partial(split_decode_attention, q, k, v, mask, scale, n)
+        for tuning in tunings:
+            ways[f"split[{tuning.label()}]"] = partial(split_decode_attention, q, k, v, mask, scale, tuning)
     exact = decode_attention(q.float(), k.float(), v.float(), mask, scale)
     diffs = {name: float((fn().float() - exact).abs().max()) for name, fn in ways.items()}
     times: dict[str, list[float]] = {name: [] for name in ways}
@@ -126,6 +131,14 @@ def one_batch(rows: int, keys: int, device: torch.device, bandwidth: float, roun
     return row
 
 
+def fastest(result: dict[str, Any]) -> list[tuple[str, float]]:
+    """The ways by their graph times summed over the batches' rows (eager times off CUDA), fastest first."""
+    batches = result["batches"]
+    ways = [k for k, v in batches[0].items() if isinstance(v, dict)]
+    key = "graph_ms" if all(b[w]["graph_ms"] == b[w]["graph_ms"] for b in batches for w in ways) else "ms"
+    return sorted(((w, sum(b[w][key] for b in batches)) for w in ways), key=lambda t: t[1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tiny", action="store_true", help="the CPU: a small shape, the products alone")
@@ -133,18 +146,34 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=54_400, help="reserved slots a row")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--programs", default="", help="comma-separated program targets to time the kernel at too")
+    ap.add_argument("--tunings", default="", help="comma-separated kernel launches (decode_split.Tuning labels, "
+                    "e.g. 128/8/2@2048+torch) to time too")
+    ap.add_argument("--grid", action="store_true", help="also every launch of keys 64/128, warps 4/8, stages 2-4, "
+                    "and the default launch with the other combine")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
     device = device_for(args.tiny, "decode_attention")
     bandwidth = copy_bandwidth(device)
     shape = (8, 2, 16) if args.tiny else (32, 8, 128)
     keys = 512 if args.tiny else args.keys
-    programs = tuple(int(n) for n in args.programs.split(",") if n)
-    result = {"copy_bandwidth_gbs": bandwidth / 1e9, "heads": shape, "torch": torch.__version__,
+    try:
+        tunings = [Tuning(programs=int(n)) for n in args.programs.split(",") if n]
+        tunings += [Tuning.parse(t) for t in args.tunings.split(",") if t]
+    except ValueError as err:
+        raise SystemExit(f"decode_attention: {err}") from None
+    if args.grid:
+        tunings += [Tuning(block_n=n, warps=w, stages=st) for n in (64, 128) for w in (4, 8) for st in (2, 3, 4)]
+        tunings += [replace(TUNING, fused_combine=not TUNING.fused_combine)]
+    tunings = list(dict.fromkeys(t for t in tunings if t != TUNING))  # the default runs as ``split``
+    result: dict[str, Any] = {"copy_bandwidth_gbs": bandwidth / 1e9, "heads": shape, "torch": torch.__version__,
+              "default_tuning": TUNING.label(),
               "batches": [one_batch(int(r), keys, device, bandwidth, 2 if args.tiny else args.rounds,
-                                    2 if args.tiny else 50, shape, programs) for r in args.rows.split(",")]}
+                                    2 if args.tiny else 50, shape, tuple(tunings)) for r in args.rows.split(",")]}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if len(result["batches"]) > 1:
+        ranked = fastest(result)[:4]
+        print("fastest over all rows in a graph: " + ", ".join(f"{name} {ms:.3f} ms" for name, ms in ranked))
     (out / "decode_attention.json").write_text(json.dumps(result, indent=1))
     print(f"wrote {out / 'decode_attention.json'}")
 

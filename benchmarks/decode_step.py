@@ -10,6 +10,8 @@ every combination of ops ``decode_split`` (the attention as one Triton kernel or
 ``graph_fused`` (the norms, q/k norm with rotary and SiLU compiled or plain). The limit: the bytes
 a step reads (the language model's weights and output layer, every row's keys and values) at the
 copy bandwidth measured here. ``--profile``: the default way's replays by kernel category.
+``--tunings T,...``: the default way again with the split kernel launched as each
+``decode_split.Tuning`` label says (e.g. ``64/4/3+torch``, decision 119's launch), captured so.
 
 Run (GPU): PYTHONPATH=src:.:/tmp/site python3 -m benchmarks.decode_step --out $OUT
 Run (CPU): PYTHONPATH=src python -m benchmarks.decode_step --tiny   (plumbing only: eager steps)
@@ -31,6 +33,7 @@ import torch
 from benchcheck.engines.hf.attention.cache import ReservedCache, reserved_slots
 from benchcheck.engines.hf.engine import HFEngine
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, DecodeStep, _StepInputs, kv_shape
+from benchcheck.engines.hf.kernels import decode_split
 from benchcheck.engines.hf.model.state import state_of
 from benchmarks.gpu_screen import build, decode_step_bytes
 from benchmarks.long_prefill import device_profile
@@ -60,13 +63,19 @@ def reservation(engine: HFEngine, rows: int, slots: int) -> tuple[ReservedCache,
     return cache, inputs
 
 
-def step_for(engine: HFEngine, cache: ReservedCache, inputs: _StepInputs, ops: tuple[str, ...]) -> DecodeStep:
-    """The step over ``cache`` with ``ops`` in force, captured at its first call on CUDA (what it
-    launches is fixed there; eager elsewhere)."""
+def step_for(engine: HFEngine, cache: ReservedCache, inputs: _StepInputs, ops: tuple[str, ...],
+             tuning: decode_split.Tuning | None = None) -> DecodeStep:
+    """The step over ``cache`` with ``ops`` in force (and the split kernel launched as ``tuning``
+    says), captured at its first call on CUDA (what it launches is fixed there; eager elsewhere)."""
     state_of(engine.model).config = engine.config.with_ops(*ops)
     graphs = DecodeGraphs(enabled=True) if engine.device.type == "cuda" else None
     step = DecodeStep(engine.model, cache, inputs, graphs, engine.pacer)  # its event waits off in the capture
-    step()
+    default = decode_split.TUNING
+    decode_split.TUNING = tuning or default
+    try:
+        step()
+    finally:
+        decode_split.TUNING = default
     return step
 
 
@@ -80,9 +89,10 @@ def timed(step: DecodeStep, reps: int) -> float:
 
 
 def one_batch(engine: HFEngine, rows: int, slots: int, bandwidth: float, rounds: int, reps: int,
-              profiled: bool = False) -> dict[str, Any]:
+              profiled: bool = False, tunings: tuple[decode_split.Tuning, ...] = ()) -> dict[str, Any]:
     cache, inputs = reservation(engine, rows, slots)
     steps = {name: step_for(engine, cache, inputs, ops) for name, ops in WAYS.items()}
+    steps.update({f"kernel [{t.label()}], fused": step_for(engine, cache, inputs, (), t) for t in tunings})
     # Each way's logits against the plain products' (the engine before ops decode_split and graph_fused).
     logits = {name: step().float().clone() for name, step in steps.items()}
     diffs = {name: float((x - logits["products, plain"]).abs().max()) for name, x in logits.items()}
@@ -125,8 +135,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--reps", type=int, default=20, help="replays a round")
     ap.add_argument("--profile", action="store_true", help="also a device profile of the default way's replays")
+    ap.add_argument("--tunings", default="", help="comma-separated split-kernel launches (decode_split.Tuning "
+                    "labels, e.g. 64/4/3+torch) to time the default way at too")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
     args = ap.parse_args()
+    try:
+        tunings = tuple(decode_split.Tuning.parse(t) for t in args.tunings.split(",") if t)
+    except ValueError as err:
+        raise SystemExit(f"decode_step: {err}") from None
     device = device_for(args.tiny, "decode_step")
     tiny_dir = None
     if args.tiny:
@@ -138,11 +154,13 @@ def main() -> None:
     slots = reserved_slots(256 if args.tiny else args.slots)
     with torch.inference_mode():
         batches = [one_batch(engine, int(r), slots, bandwidth, 2 if args.tiny else args.rounds,
-                             2 if args.tiny else args.reps, args.profile) for r in args.rows.split(",")]
-    lines = ["| rows | GB a step | limit ms | " + " | ".join(WAYS) + " |", "|---:|---:|---:|" + "---:|" * len(WAYS)]
+                             2 if args.tiny else args.reps, args.profile, tunings) for r in args.rows.split(",")]
+    ways = [*WAYS, *(f"kernel [{t.label()}], fused" for t in tunings)]
+    lines = ["| rows | GB a step | limit ms | " + " | ".join(ways) + " |", "|---:|---:|---:|" + "---:|" * len(ways)]
     lines += [f"| {b['rows']} | {b['gb_read']:.1f} | {b['limit_ms']:.2f} | " + " | ".join(
-        f"{b[w]['ms']:.2f} ({100 * b[w]['of_limit']:.0f} %)" for w in WAYS) + " |" for b in batches]
-    env = environment(device, copy_bandwidth_gbs=bandwidth / 1e9, config_hash=engine.config.hash)
+        f"{b[w]['ms']:.2f} ({100 * b[w]['of_limit']:.0f} %)" for w in ways) + " |" for b in batches]
+    env = environment(device, copy_bandwidth_gbs=bandwidth / 1e9, config_hash=engine.config.hash,
+                      decode_tuning=decode_split.TUNING.label())
     write(Path(args.out), "decode_step.json", {"env": env, "batches": batches}, "decode_step.md", lines)
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ from benchcheck.engines.hf.forward.generate import MIN_REPLAYED_STEPS
 from benchcheck.engines.hf.forward.packed import pack, packed_logprobs
 from benchcheck.engines.hf.forward.score import score_batch
 from benchcheck.engines.hf.inputs.encoder import EncodedPrompt
+from benchcheck.engines.hf.kernels import decode_split
 from benchcheck.engines.hf.schedule.families import packed_length, plan_families, worth_sharing
 from benchcheck.engines.hf.schedule.pipeline import one_row
 from benchcheck.items import load_items
@@ -1038,7 +1039,15 @@ def main() -> None:
                     help="the sweep's K/V slots a generation batch (the engine's decode_batch_tokens as its "
                          "device's free memory set it; 0: as set): another card's decode plan on this one, e.g. "
                          "272000 (5 rows of 54,400 slots) for the H200's on an H100")
+    ap.add_argument("--decode-tuning", default="",
+                    help="the split decode-attention kernel launched as this decode_split.Tuning label says, for "
+                         "the whole run (e.g. 64/4/3+torch, decision 119's launch; default: the engine's)")
     args = ap.parse_args()
+    if args.decode_tuning:
+        try:
+            decode_split.TUNING = decode_split.Tuning.parse(args.decode_tuning)
+        except ValueError as err:
+            raise SystemExit(f"--decode-tuning: {err}") from None
     ANSWER_ROUNDS[0] = max(1, args.answer_rounds)
     LEAN[0] = args.sweep_lean
     DECODE_SLOTS[0] = max(0, args.decode_slots)
@@ -1155,6 +1164,7 @@ def main() -> None:
         "python": sys.version.split()[0],
         "matmul_peak_tflops": peak,
         "matmul_sustained": held,
+        "decode_tuning": decode_split.TUNING.label(),
         "command": " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "wall_s": time.perf_counter() - t_start,

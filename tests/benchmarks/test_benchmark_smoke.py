@@ -36,8 +36,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
                     "ragged  lm [1, 180]: largest difference to cudnn", True),
     "data_io": (["--shard-mib", "1", "--videos", "2", "--repeat", "1", "--result-rows", "100", "--dir", "{tmp}"],
                 "", True),
-    "decode_attention": (["--tiny", "--out", "{tmp}"], "rows 5 keys 512", False),
-    "decode_step": (["--tiny", "--rows", "1,2", "--out", "{tmp}"], "rows 2: ", True),
+    "decode_attention": (["--tiny", "--grid", "--tunings", "128/8/2@2048", "--out", "{tmp}"], "rows 5 keys 512", False),
+    "decode_step": (["--tiny", "--rows", "1,2", "--tunings", "128/8/2", "--out", "{tmp}"], "rows 2: ", True),
     "dedup": (["--n", "200", "--limit-sample", "100"], "", True),
     # Also run in the normal suite by tests/benchmarks/test_device_reads.py, on the session's tiny model.
     "device_reads": (["--config", "ops=+visual_no_reads", "--out", "{tmp}"],

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from benchcheck.engines.hf.attention.decode import decode_attention
-from benchcheck.engines.hf.kernels.decode_split import BLOCK_N, combine, split_keys, supported
+from benchcheck.engines.hf.kernels.decode_split import BLOCK_N, TUNING, Tuning, combine, split_keys, supported
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -83,17 +83,49 @@ def test_the_engine_falls_back_where_the_kernel_cannot_run() -> None:
                                decode_attention(q, k, v, mask, 0.25), rtol=0, atol=0)
 
 
+def test_a_tuning_label_reads_back_and_a_bad_one_is_named() -> None:
+    for tuning in (TUNING, Tuning(2048, 128, 8, 2, False), Tuning(block_n=128)):
+        assert Tuning.parse(tuning.label()) == tuning
+    assert Tuning.parse("128/8/2@2048+torch") == Tuning(2048, 128, 8, 2, False)
+    for bad in ("128/8", "96/4/3", "64/0/3", "a/b/c", "64/4/3@x", "64/4/3@0"):
+        with pytest.raises(ValueError, match=f"kernel tuning '{bad}'"):
+            Tuning.parse(bad)
+
+
+def test_splits_of_larger_key_blocks_cover_the_keys() -> None:
+    assert split_keys(5, 8, 54_400, block_n=128) == (25, 2_176)
+    assert split_keys(1, 8, 54_400, 2048, 128) == (213, 256)
+
+
 @needs_kernel
+@pytest.mark.parametrize("tuning", [Tuning(), Tuning(block_n=128, warps=8, stages=2), Tuning(fused_combine=False)],
+                         ids=lambda t: t.label())
 @pytest.mark.parametrize("rows,heads,kv_heads,dim,keys", [
     (1, 8, 2, 16, 64), (3, 8, 2, 16, 640), (2, 4, 4, 32, 1_024), (2, 32, 8, 16, 384), (4, 16, 8, 32, 256),
 ])
 def test_kernel_equals_decode_attention_in_float32(rows: int, heads: int, kv_heads: int, dim: int,
-                                                   keys: int) -> None:
+                                                   keys: int, tuning: Tuning) -> None:
+    # 128-key blocks where the keys are a multiple of 128, else the 64-key blocks
     q, k, v, mask = _inputs(rows, heads, kv_heads, dim, keys, torch.float32)
-    got = _kernel().split_decode_attention(q, k, v, mask, 0.3)
+    got = _kernel().split_decode_attention(q, k, v, mask, 0.3, tuning)
     want = decode_attention(q, k, v, mask, 0.3)
     assert got.shape == want.shape == (rows, 1, heads, dim) and got.dtype == torch.float32
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_kernel
+def test_the_combine_kernel_weighs_many_spans_as_torch_does() -> None:
+    """More spans than a combine program reads at a time, not a multiple of it, the first three
+    with nothing written (their maxima stay finite and weigh nothing), and scores past float32's
+    ``exp`` range, which only weighing by the largest maximum keeps finite."""
+    q, k, v, mask = _inputs(2, 4, 1, 16, 40 * BLOCK_N, torch.float32, seed=3)
+    mask[..., : 3 * BLOCK_N] = False
+    fused = _kernel().split_decode_attention(q, k, v, mask, 30.0, Tuning())
+    by_torch = _kernel().split_decode_attention(q, k, v, mask, 30.0, Tuning(fused_combine=False))
+    assert split_keys(2, 1, 40 * BLOCK_N)[0] == 40 > _kernel().COMBINE_SPANS
+    assert fused.isfinite().all()
+    torch.testing.assert_close(fused, by_torch, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(fused, decode_attention(q, k, v, mask, 30.0), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="bf16 products run on CUDA")

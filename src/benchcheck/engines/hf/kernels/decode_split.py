@@ -15,6 +15,8 @@ are the rows of its products, no key repeated per query head), and writes its pa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -22,6 +24,45 @@ HEAD_DIMS = (16, 32, 64, 128, 256)  # the kernel's arange needs a power of two (
 BLOCK_N = 64  # keys an inner step; a reservation for fixed-shape steps is a multiple of it
 GROUP_ROWS = 16  # the query heads of a K/V head padded to a matrix product's smallest row count
 PROGRAMS = 1024  # programs a step aims at: a few per multiprocessor on any current GPU
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """How the kernel is launched: about ``programs`` programs a step, ``block_n`` keys an inner
+    step (a multiple of ``BLOCK_N``; a reservation that is not a multiple of it runs at
+    ``BLOCK_N``), ``warps`` and pipeline ``stages`` a program, and whether the spans are combined
+    by one kernel (``fused_combine``) or by torch's operations (``combine``), which in a replayed
+    step are about ten small kernels a layer. ``benchmarks/decode_attention.py --tunings`` times
+    others."""
+
+    programs: int = PROGRAMS
+    block_n: int = BLOCK_N
+    warps: int = 4
+    stages: int = 3
+    fused_combine: bool = True
+
+    def label(self) -> str:
+        """``block_n/warps/stages`` with ``@programs`` and ``+torch`` where those differ from the default."""
+        text = f"{self.block_n}/{self.warps}/{self.stages}"
+        text += f"@{self.programs}" if self.programs != PROGRAMS else ""
+        return text + ("" if self.fused_combine else "+torch")
+
+    @classmethod
+    def parse(cls, text: str) -> Tuning:
+        """The inverse of ``label``: ``"128/8/2@2048+torch"``."""
+        body, torch_combine = (text[:-len("+torch")], True) if text.endswith("+torch") else (text, False)
+        body, _, programs = body.partition("@")
+        try:
+            block_n, warps, stages = (int(x) for x in body.split("/"))
+            tuning = cls(int(programs) if programs else PROGRAMS, block_n, warps, stages, not torch_combine)
+        except ValueError:
+            raise ValueError(f"kernel tuning {text!r}: want BLOCK_N/WARPS/STAGES[@PROGRAMS][+torch]") from None
+        if block_n % BLOCK_N or block_n <= 0 or warps <= 0 or stages <= 0 or tuning.programs <= 0:
+            raise ValueError(f"kernel tuning {text!r}: block_n a positive multiple of {BLOCK_N}, the rest positive")
+        return tuning
+
+
+TUNING = Tuning(fused_combine=False)  # the engine's launch (decision 119)
 
 
 def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor) -> bool:
@@ -39,10 +80,10 @@ def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask:
             and value.stride(2) == d and mask.stride(3) == 1)
 
 
-def split_keys(rows: int, kv_heads: int, keys: int, programs: int = PROGRAMS) -> tuple[int, int]:
+def split_keys(rows: int, kv_heads: int, keys: int, programs: int = PROGRAMS,
+               block_n: int = BLOCK_N) -> tuple[int, int]:
     """(splits, keys a split): about ``programs`` programs over rows x K/V heads x splits, each
-    split a whole number of ``BLOCK_N`` key blocks (``benchmarks/decode_attention.py --programs``
-    times other targets than ``PROGRAMS``).
+    split a whole number of ``block_n`` key blocks (``keys`` a multiple of it).
 
     >>> split_keys(1, 8, 54_400)
     (122, 448)
@@ -51,10 +92,10 @@ def split_keys(rows: int, kv_heads: int, keys: int, programs: int = PROGRAMS) ->
     >>> split_keys(1, 2, 64)
     (1, 64)
     """
-    blocks = keys // BLOCK_N
+    blocks = keys // block_n
     want = max(1, min(blocks, -(-programs // max(1, rows * kv_heads))))
     per = -(-blocks // want)
-    return -(-blocks // per), per * BLOCK_N
+    return -(-blocks // per), per * block_n
 
 
 def combine(acc: torch.Tensor, top: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
