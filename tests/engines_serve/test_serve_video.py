@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,52 @@ def test_the_allowed_folder_must_be_a_folder(allowed: Path) -> None:
         assert result.exit_code == 2 and "--allowed-local-media-path" in result.output, result.output
     result = CliRunner().invoke(main, ["serve", "--engine", "scripted", "--model", "x", "--video-num-frames", "0"])
     assert result.exit_code == 2 and "--video-num-frames" in result.output
+
+
+def test_a_clip_slower_to_decode_than_its_limit_is_a_400_that_stops_the_decode(
+        clips: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within both caps a clip of large frames can still take minutes to decode: past
+    ``--video-decode-timeout`` the decode stops before its next packet and the request is a
+    400 that says so; the server goes on serving."""
+    import re
+
+    from benchcheck.serve import media
+
+    fast = media._to_jpeg
+
+    def slow(frame: Any) -> bytes:
+        time.sleep(0.4)
+        return fast(frame)
+
+    monkeypatch.setattr(media, "_to_jpeg", slow)
+    engine = RecordingEngine(RULES)
+    with thread_server(build_app(engine, "vlm", media=MediaOptions.make(num_frames=8, decode_timeout_s=1.0))) as url:
+        message = _message(*post_chat(url, _body(_data_url((clips / "long.mp4").read_bytes()))))
+        text_only = {"model": "vlm", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        assert post_chat(url, text_only)[0] == 200
+    found = re.search(r"video part 0 \(\d+ bytes\): its frames took over 1 s to decode "
+                      r"\(--video-decode-timeout; (\d+) of 50 packets decoded\)", message)
+    assert found, message
+    assert 0 < int(found[1]) < 50  # stopped inside the clip, not at its end
+    assert engine.seen == [()]  # the text request only
+
+
+def test_the_decode_timeout_must_be_positive() -> None:
+    from click.testing import CliRunner
+
+    from benchcheck.cli import main
+    from benchcheck.serve import media
+
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="video decode timeout"):
+            MediaOptions.make(decode_timeout_s=bad)
+    for bad in ("0", "-2", "nan"):
+        result = CliRunner().invoke(main, ["serve", "--engine", "scripted", "--model", "x",
+                                           "--video-decode-timeout", bad])
+        assert result.exit_code == 2 and "--video-decode-timeout" in result.output, result.output
+    defaults = {p.name: p.default for p in main.commands["serve"].params}
+    assert defaults["video_decode_timeout"] == media.DEFAULT_DECODE_TIMEOUT_S
+    assert defaults["video_num_frames"] == media.DEFAULT_NUM_FRAMES
 
 
 def test_a_local_file_over_the_body_limit_is_refused_unread(allowed: Path) -> None:

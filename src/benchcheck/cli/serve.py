@@ -42,6 +42,9 @@ from benchcheck.engines.registry import SERVABLE
 @click.option("--allowed-local-media-path", type=CliPath(exists=True, file_okay=False), default=None,
               help="Folder whose files video_url parts may name as file:// URLs (as vLLM's option); "
                    "without it file:// URLs are refused.")
+@click.option("--video-decode-timeout", default=60.0, show_default=True,
+              type=FiniteFloatRange(min=0, min_open=True),
+              help="Seconds a video_url clip's frames may take to decode; a slower clip is a 400.")
 def serve(
     model: str,
     engine_name: str,
@@ -61,6 +64,7 @@ def serve(
     access_log: bool,
     video_num_frames: int,
     allowed_local_media_path: str | None,
+    video_decode_timeout: float,
 ) -> None:
     """Serve a model on an OpenAI-compatible API (/v1/models, /v1/chat/completions, /health).
 
@@ -92,7 +96,7 @@ def serve(
         raise click.BadParameter("the API key is empty, which would serve without one: give a key, or leave "
                                  "--api-key out to serve without one deliberately", param_hint="'--api-key'")
     try:
-        media = MediaOptions.make(video_num_frames, allowed_local_media_path)
+        media = MediaOptions.make(video_num_frames, allowed_local_media_path, video_decode_timeout)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="'--allowed-local-media-path'") from None
     opts = EngineOptions(model=model, revision=revision, device=device, rules=rules, max_batch_size=max_batch_size,

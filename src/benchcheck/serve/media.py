@@ -12,8 +12,10 @@ images, in order. Decoding is blocking: :func:`load_video` runs on a thread.
 from __future__ import annotations
 
 import io
+import math
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,9 @@ MAX_VIDEO_PACKETS = 1 << 18
 # Clips decoded at once: each decode holds a core and its clip's packets; more wait their turn
 # (and a queued one whose client has gone is never decoded).
 VIDEO_DECODE_THREADS = min(8, os.cpu_count() or 1)
+# Seconds one clip's frames may take to decode: within both caps a clip of large frames, whose
+# wanted frames lie far apart, can still hold a decode thread for minutes (docs/serve.md, "Videos").
+DEFAULT_DECODE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +42,11 @@ class MediaOptions:
 
     num_frames: int = DEFAULT_NUM_FRAMES
     allowed_local_media_path: Path | None = None
+    decode_timeout_s: float = DEFAULT_DECODE_TIMEOUT_S
 
     @classmethod
-    def make(cls, num_frames: int = DEFAULT_NUM_FRAMES,
-             allowed_local_media_path: str | Path | None = None) -> MediaOptions:
+    def make(cls, num_frames: int = DEFAULT_NUM_FRAMES, allowed_local_media_path: str | Path | None = None,
+             decode_timeout_s: float = DEFAULT_DECODE_TIMEOUT_S) -> MediaOptions:
         """Options with the allowed folder resolved; ``ValueError`` if it is not a folder."""
         root = None
         if allowed_local_media_path is not None:
@@ -49,7 +55,9 @@ class MediaOptions:
                 raise ValueError(f"--allowed-local-media-path {allowed_local_media_path} is not a folder")
         if num_frames < 1:
             raise ValueError(f"the number of video frames must be at least 1 (got {num_frames})")
-        return cls(num_frames, root)
+        if not (math.isfinite(decode_timeout_s) and decode_timeout_s > 0):
+            raise ValueError(f"the video decode timeout must be a positive number of seconds (got {decode_timeout_s})")
+        return cls(num_frames, root, decode_timeout_s)
 
 
 def sample_indices(total: int, n: int) -> list[int]:
@@ -126,14 +134,16 @@ def _to_jpeg(frame: Any) -> bytes:
     return frame_to_jpeg(frame, *display_size(frame, 0))
 
 
-def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
+def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT_S) -> tuple[bytes, ...]:
     """The frames of the clip ``data`` that :func:`sample_indices` keeps, in order, as JPEG at
-    display size. ``ValueError`` (one line) when the bytes are no decodable video."""
+    display size. ``ValueError`` (one line) when the bytes are no decodable video,
+    ``TimeoutError`` when its frames take more than ``timeout_s`` seconds to decode."""
     import av
     from PIL import Image
 
     from benchcheck.video.decode import decode_indexed, open_video, read_packets
 
+    deadline = time.monotonic() + timeout_s
     try:
         container, stream = open_video(io.BytesIO(data))
         try:
@@ -143,9 +153,11 @@ def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
                 raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
             packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS)
             wanted = sample_indices(len(index.pts), n)
-            frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg)
+            frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg, deadline=deadline)
         finally:
             container.close()
+    except TimeoutError:
+        raise  # an OSError, but the clip's time, not its bytes
     except (av.error.FFmpegError, OSError, ValueError, EOFError, RuntimeError) as e:
         # Any failure to decode a client's bytes is the client's video: one line, never a 500.
         # FFmpeg's errors carry their text in strerror (str() adds an errno and a '<none>' file).
@@ -156,10 +168,13 @@ def decode_frames(data: bytes, n: int) -> tuple[bytes, ...]:
 
 def load_video(part: VideoPart, opts: MediaOptions, max_bytes: int) -> tuple[bytes, ...]:
     """A video part's frames for the engine (blocking); ``RequestError`` (400) when the part's
-    file may not or cannot be read, or its bytes are no video."""
+    file may not or cannot be read, its bytes are no video, or they take too long to decode."""
     data = part.data if part.data is not None else _read_local(part, opts, max_bytes)
     try:
-        return decode_frames(data, opts.num_frames)
+        return decode_frames(data, opts.num_frames, opts.decode_timeout_s)
+    except TimeoutError as e:
+        raise RequestError(f"video part {part.index} ({len(data)} bytes): its frames took over "
+                           f"{opts.decode_timeout_s:g} s to decode (--video-decode-timeout; {e})") from None
     except ValueError as e:
         raise RequestError(f"video part {part.index} ({len(data)} bytes): not a readable video "
                            f"({e!s:.300})") from None

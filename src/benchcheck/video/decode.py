@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -205,8 +206,9 @@ def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T]
 
 def decode_indexed(codec: Any, packets: Sequence[Any], index: PacketIndex, wanted: Sequence[int],
                    convert: Callable[[Any], T], strategy: Strategy = "auto",
-                   stats: DecodeStats | None = None) -> dict[int, T]:
-    """:func:`decode_frames` on packets already in memory."""
+                   stats: DecodeStats | None = None, deadline: float | None = None) -> dict[int, T]:
+    """:func:`decode_frames` on packets already in memory. ``deadline``: a ``time.monotonic()``
+    past which ``TimeoutError`` is raised before the next packet is decoded."""
     n = len(index.pts)
     bad = [i for i in wanted if not 0 <= i < n]
     if bad:
@@ -230,6 +232,8 @@ def decode_indexed(codec: Any, packets: Sequence[Any], index: PacketIndex, wante
     for run in runs:
         codec.flush_buffers()
         for p in range(run.start, run.end + 1):
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"{st.packets} of {len(packets)} packets decoded")
             # Frames nobody wants and nobody references need not be decoded at all.
             codec.skip_frame = "DEFAULT" if p in wanted_packets else "NONREF"
             st.packets += 1
