@@ -29,7 +29,7 @@ PROGRAMS = 1024  # programs a step aims at: a few per multiprocessor on any curr
 @dataclass(frozen=True)
 class Tuning:
     """How the kernel is launched: about ``programs`` programs a step, ``block_n`` keys an inner
-    step (a multiple of ``BLOCK_N``; a reservation that is not a multiple of it runs at
+    step (a power of two from ``BLOCK_N``; a reservation that is not a multiple of it runs at
     ``BLOCK_N``), ``warps`` and pipeline ``stages`` a program, and whether the spans are combined
     by one kernel (``fused_combine``) or by torch's operations (``combine``), which in a replayed
     step are about ten small kernels a layer. ``benchmarks/decode_attention.py --tunings`` times
@@ -57,8 +57,11 @@ class Tuning:
             tuning = cls(int(programs) if programs else PROGRAMS, block_n, warps, stages, not torch_combine)
         except ValueError:
             raise ValueError(f"kernel tuning {text!r}: want BLOCK_N/WARPS/STAGES[@PROGRAMS][+torch]") from None
-        if block_n % BLOCK_N or block_n <= 0 or warps <= 0 or stages <= 0 or tuning.programs <= 0:
-            raise ValueError(f"kernel tuning {text!r}: block_n a positive multiple of {BLOCK_N}, the rest positive")
+        # Triton's ranges and warp counts are powers of two.
+        if (block_n < BLOCK_N or block_n & (block_n - 1) or warps <= 0 or warps & (warps - 1) or stages <= 0
+                or tuning.programs <= 0):
+            raise ValueError(f"kernel tuning {text!r}: keys a step and warps powers of two (keys {BLOCK_N} or more), "
+                             "stages and programs positive")
         return tuning
 
 
