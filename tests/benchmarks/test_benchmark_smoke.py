@@ -37,6 +37,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "data_io": (["--shard-mib", "1", "--videos", "2", "--repeat", "1", "--result-rows", "100", "--dir", "{tmp}"],
                 "", True),
     "decode_attention": (["--tiny", "--grid", "--tunings", "128/8/2@2048", "--out", "{tmp}"], "rows 5 keys 512", False),
+    "decode_overlap": (["--tiny", "--out", "{tmp}"], "| one stream |", True),
     "decode_step": (["--tiny", "--rows", "1,2", "--tunings", "128/8/2", "--out", "{tmp}"], "rows 2: ", True),
     "dedup": (["--n", "200", "--limit-sample", "100"], "", True),
     # Also run in the normal suite by tests/benchmarks/test_device_reads.py, on the session's tiny model.
