@@ -133,6 +133,24 @@ def qa_entry(iid: str, question: str, ground_truth: Any = "yes", video: str = "a
             "evaluation_method": ["qa"] if methods is None else methods, "video": video}
 
 
+def pipe_holders(*pipes: Any) -> str:
+    """Which other processes hold the pipes of these file objects open (this one holds their read
+    ends), with state and command line: what a test that timed out on a killed child's output says."""
+    names = {f"pipe:[{os.fstat(p.fileno()).st_ino}]" for p in pipes}
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in names for fd in os.listdir(f"/proc/{pid}/fd")):
+                state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[:2]
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"pid {pid} (state {state[0]}, ppid {state[1]}): {cmd[:200]}")
+        except OSError:
+            continue
+    return "; ".join(found) or "no process"
+
+
 def alive(pid: int) -> bool:
     """True while the process exists and is not a zombie."""
     try:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from qa_servers import alive, qa_entry
+from qa_servers import alive, pipe_holders, qa_entry
 
 HANG = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
 
@@ -46,7 +46,11 @@ def test_a_signal_to_the_run_ends_the_vlm_commands_in_flight(tmp_path: Path, cli
             time.sleep(0.1)
         vlm_pid = int(pidfile.read_text())
         run.send_signal(sig)
-        _, err = run.communicate(timeout=20)
+        try:
+            _, err = run.communicate(timeout=20)
+        except subprocess.TimeoutExpired:  # name who keeps the killed run's pipes open
+            holders = pipe_holders(run.stdout, run.stderr)
+            pytest.fail(f"the run's output did not end 20 s after {sig.name}: its pipes are held by {holders}")
         if sig == signal.SIGKILL:
             assert run.returncode != 0
         else:  # Ctrl-C and SIGTERM: one line and 130 (as launch gives), not click's "Aborted!" and 1
