@@ -7,7 +7,9 @@ changes it. Here the step alone: the 8B language model (random weights of the tr
 ``ReservedCache`` of 54,400 slots a row, 1, 2 and 5 rows (the sweep's decode batches), captured as
 the engine captures it (``forward.generate.DecodeStep``) and replayed, in alternating rounds for
 every combination of ops ``decode_split`` (the attention as one Triton kernel or as products) and
-``graph_fused`` (the norms, q/k norm with rotary and SiLU compiled or plain). The limit: the bytes
+``graph_fused`` (the norms, q/k norm with rotary and SiLU compiled or plain), and the default with op
+``qkv_packed`` off (q, k and v as three products, not one; "products, plain" has it off too: the
+engine before all three ops). The limit: the bytes
 a step reads (the language model's weights and output layer, every row's keys and values) at the
 copy bandwidth measured here. ``--profile``: the default way's replays by kernel category.
 ``--tunings T,...``: the default way again with the split kernel launched as each
@@ -42,7 +44,8 @@ from benchmarks.shared.results import environment, write
 
 PROFILED = 5  # replays a profile covers (--profile)
 WAYS = {"kernel, fused": (), "kernel, plain": ("-graph_fused",), "products, fused": ("-decode_split",),
-        "products, plain": ("-decode_split", "-graph_fused")}
+        "products, plain": ("-decode_split", "-graph_fused", "-qkv_packed"),
+        "kernel, fused, q/k/v apart": ("-qkv_packed",)}
 
 
 def reservation(engine: HFEngine, rows: int, slots: int) -> tuple[ReservedCache, _StepInputs]:

@@ -675,7 +675,7 @@ SPECIAL_VARIANTS = {
 SWEEP_VARIANTS = {"decode-join": "decode_join", "decode-split": "decode_split", "graph-fused": "graph_fused",
                   "scored-last": "scored_last_layer",
                   "stage-ahead": "stage_ahead", "sweep-vision-norm": "vision_norm_kernel",
-                  "sweep-attention-residual": "attention_residual"}
+                  "sweep-attention-residual": "attention_residual", "qkv-packed": "qkv_packed"}
 E2E_VARIANTS = ("ray",)  # rows of the e2e workload: ``benchcheck screen --executor ray`` as well
 SWEEP_KNOB = "sweep-"  # ``sweep-<knob>N``: a host-side knob (``engine_variant``) in the sweep's rows
 

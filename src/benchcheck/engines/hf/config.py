@@ -80,6 +80,10 @@ OPS: dict[str, tuple[str, str]] = {
     "graph_fused": ("on", "decode steps captured as CUDA graphs run the compiled norms and q/k norm with rotary, and "
                     "SiLU-times-up as one kernel (op silu_kernel's), as prefills do: the compiled call's host "
                     "cost is paid once at capture, its fewer kernels at every replay (decision 123)"),
+    "qkv_packed": ("on", "a fixed-shape decode step's q, k and v projections as one product over one weight whose "
+                   "row blocks the three projections' weights are views of (packed once where the fused attention "
+                   "is installed, no weight stored twice): fewer, larger products than three small ones "
+                   "(decision 131)"),
     "stage_ahead": ("cuda", "a generation batch's host inputs (padding, positions, frames in page-locked memory) "
                     "built on a thread of their own while the batch before it runs, so that the device need not "
                     "wait for them between batches: the sweep's real path cheaper per inference (decision 125)"),

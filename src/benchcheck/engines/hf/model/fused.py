@@ -235,6 +235,45 @@ def norm_rope(x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tens
     return h * cos.unsqueeze(2) + rotated * sin.unsqueeze(2)
 
 
+QKV = ("q_proj", "k_proj", "v_proj")
+
+
+def pack_qkv(attn: Any) -> torch.Tensor | None:
+    """Copy ``attn``'s q, k and v weights once into one (Nq + Nk + Nv, width) tensor and point the
+    three projections' weights at its row blocks (views: no weight is stored twice); returns it.
+    None, and nothing changed, where they are not bias-free ``nn.Linear`` of one dtype, device and width."""
+    projs = [getattr(attn, name) for name in QKV]
+    if not all(type(p) is torch.nn.Linear and p.bias is None for p in projs):
+        return None
+    weights = [p.weight for p in projs]
+    if len({(w.dtype, w.device, w.shape[1]) for w in weights}) != 1:
+        return None
+    with torch.no_grad():
+        packed = torch.cat([w.detach() for w in weights])
+    start = 0
+    for p, w in zip(projs, weights, strict=True):
+        p.weight = torch.nn.Parameter(packed[start:start + w.shape[0]], requires_grad=w.requires_grad)
+        start += w.shape[0]
+    return packed
+
+
+def packed_qkv(attn: Any, state: ModelState) -> torch.Tensor | None:
+    """``attn``'s packed q/k/v weight while the three projections' weights are still its row blocks;
+    None when none was packed or a later cast, move or load replaced them (the packed copy is then
+    dropped: its memory back)."""
+    packed = state.qkv.get(attn)
+    if packed is None:
+        return None
+    start = packed.data_ptr()
+    for name in QKV:
+        w = getattr(attn, name).weight
+        if w.data_ptr() != start or w.dtype != packed.dtype or w.shape[1] != packed.shape[1]:
+            del state.qkv[attn]
+            return None
+        start += w.numel() * w.element_size()
+    return packed  # type: ignore[no-any-return]
+
+
 def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
     """Run each text attention's q/k norms and rotary embedding as one kernel per tensor
     (eagerly about ten kernels and twenty passes over q and k per layer); the projections, the
@@ -252,14 +291,22 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         cos, sin = position_embeddings
-        q, k = self.q_proj(hidden_states).view(hidden_shape), self.k_proj(hidden_states).view(hidden_shape)
+        decoding = isinstance(past_key_values, ReservedCache) and past_key_values.decoding
+        packed = packed_qkv(self, state) if decoding and state.config.op("qkv_packed") else None
+        if packed is not None:  # a fixed-shape decode step: one product for the three (op qkv_packed)
+            q, k, v = torch.split(torch.nn.functional.linear(hidden_states, packed),
+                                  [self.q_proj.out_features, self.k_proj.out_features, self.v_proj.out_features], -1)
+            q, k, v = q.view(hidden_shape), k.view(hidden_shape), v.view(hidden_shape)
+        else:
+            q, k = self.q_proj(hidden_states).view(hidden_shape), self.k_proj(hidden_states).view(hidden_shape)
+            v = self.v_proj(hidden_states).view(hidden_shape)
         step = norm_rope if plain(input_shape.numel(), state) else fn  # eager decode steps: plain
         q = step(q, self.q_norm.weight, self.q_norm.variance_epsilon, cos, sin).transpose(1, 2)
         k = step(k, self.k_norm.weight, self.k_norm.variance_epsilon, cos, sin).transpose(1, 2)
-        v = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        v = v.transpose(1, 2)
         if past_key_values is not None:
             k, v = past_key_values.update(k, v, self.layer_idx)
-            if isinstance(past_key_values, ReservedCache) and past_key_values.decoding:
+            if decoding:
                 assert attention_mask is not None  # a decode step's mask of the written slots
                 out = decode_attention(q, k, v, attention_mask, self.scaling, state.config.op("decode_split"))
                 return project_out(self.o_proj, out.reshape(*input_shape, -1), residual), None
@@ -268,6 +315,9 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         return project_out(self.o_proj, out.reshape(*input_shape, -1), residual), weights
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
+    for module in model.modules():
+        if type(module).__name__ == ATTENTION_CLASS and (packed := pack_qkv(module)) is not None:
+            state.qkv[module] = packed
     if n:  # the scored last layer's keys take the same kernel (model.scored)
         state.norm_rope = fn
         state.attention_forward = forward

@@ -1,0 +1,97 @@
+"""Op ``qkv_packed``: a fixed-shape decode step's q, k and v projections as one product over one
+packed weight, the three projections' weights being its views (decision 131)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from hf_helpers import make_jpeg
+
+from benchcheck.engines.hf.engine import HFEngine
+from benchcheck.engines.hf.forward.batch import collate
+from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
+from benchcheck.engines.hf.model import fused as hf_fused
+from benchcheck.engines.hf.model.state import state_of
+
+PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
+
+
+def attentions(engine: HFEngine) -> list[torch.nn.Module]:
+    return [m for m in engine.model.modules() if type(m).__name__ == hf_fused.ATTENTION_CLASS]
+
+
+def test_the_packed_weight_holds_the_three_weights_and_they_are_its_views(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cpu")
+    before = {id(a): [getattr(a, n).weight.detach().clone() for n in hf_fused.QKV] for a in attentions(engine)}
+    params = sum(p.numel() for p in engine.model.parameters())
+    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+    state = state_of(engine.model)
+    assert set(state.qkv) == set(attentions(engine)) and state.qkv
+    for attn in attentions(engine):
+        packed = state.qkv[attn]
+        assert hf_fused.packed_qkv(attn, state) is packed
+        assert torch.equal(packed, torch.cat(before[id(attn)]))  # the values, copied exactly
+        start = 0
+        for name in hf_fused.QKV:
+            w = getattr(attn, name).weight
+            assert isinstance(w, torch.nn.Parameter)
+            assert w.data_ptr() == packed[start:].data_ptr()  # a view: no weight stored twice
+            start += w.shape[0]
+    assert sum(p.numel() for p in engine.model.parameters()) == params
+
+
+def test_decode_steps_take_one_product_and_generate_as_three_do(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+    state = state_of(engine.model)
+    calls: list[int] = []
+    hooks = [a.q_proj.register_forward_hook(lambda m, i, o: calls.append(1)) for a in attentions(engine)]
+    logits: list[torch.Tensor] = []
+    hooks.append(engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone())))
+    chosen = state.config
+    try:
+        state.config = chosen.with_ops("-qkv_packed")
+        three = greedy_batch(engine.model, batch, [5, 5, 5], set(), engine.pad_id,
+                             graphs=DecodeGraphs(fixed_steps=True))
+        calls_three = len(calls)
+        state.config = chosen.with_ops("+qkv_packed")
+        one = greedy_batch(engine.model, batch, [5, 5, 5], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
+    finally:
+        state.config = chosen
+        for h in hooks:
+            h.remove()
+    layers = len(attentions(engine))
+    assert calls_three == 5 * layers  # the prefill and 4 steps, every layer
+    assert len(calls) - calls_three == layers  # packed: the prefill only
+    assert one == three
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:5], logits[5:], strict=True))
+
+
+def test_a_replaced_weight_falls_back_to_three_products_and_frees_the_packed_copy(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+    state = state_of(engine.model)
+    first = attentions(engine)[0]
+    fixed = DecodeGraphs(fixed_steps=True)
+    reference = greedy_batch(engine.model, batch, [4, 4, 4], set(), engine.pad_id, graphs=fixed)
+    # A load or cast that gives the projection a tensor of its own (here, the same values).
+    first.k_proj.weight = torch.nn.Parameter(first.k_proj.weight.detach().clone())
+    assert hf_fused.packed_qkv(first, state) is None
+    assert first not in state.qkv  # dropped: its memory back
+    assert all(hf_fused.packed_qkv(a, state) is not None for a in attentions(engine)[1:])
+    again = greedy_batch(engine.model, batch, [4, 4, 4], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
+    assert again == reference
+
+
+def test_projections_that_are_not_plain_linear_layers_are_left_as_they_are(tiny_model: Path) -> None:
+    engine = HFEngine(tiny_model, device="cpu")
+    attn = attentions(engine)[0]
+    attn.v_proj = torch.nn.Sequential(attn.v_proj)  # e.g. a quantized or adapted layer
+    pointers = [attn.q_proj.weight.data_ptr(), attn.k_proj.weight.data_ptr()]
+    assert hf_fused.pack_qkv(attn) is None
+    assert [attn.q_proj.weight.data_ptr(), attn.k_proj.weight.data_ptr()] == pointers
