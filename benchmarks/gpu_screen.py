@@ -151,7 +151,10 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
     r = Row(name, mode, n, dt, n / dt, limit, ratio, peak, busy.fraction(), tokens, note, ratio / SUSTAINED[0],
             sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean("mhz"), busy.mean("watts"), engine.config_hash)
     rows.append(r)
-    print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s  limit {limit:8.1f}  ratio {r.ratio:6.1%}  "
+    # Seconds an item and the sustained ratio on the row's own line: a call cut short by its time
+    # limit, before the tables are written, still says what its finished rows measured.
+    print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s ({dt / n:.3f} s an item)  limit {limit:8.1f}  "
+          f"ratio {r.ratio:6.1%} (sustained {r.ratio_sustained:6.1%})  "
           f"peak {peak:6.1f} GiB  busy {r.busy:5.1%}  {r.mhz:5.0f} MHz {r.watts:4.0f} W  "
           f"gc {r.gc_ms:5.0f} ms ({len(pauses)}, longest {r.gc_max_ms:4.0f}) {note}", flush=True)
     return res
