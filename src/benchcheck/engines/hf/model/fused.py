@@ -315,7 +315,7 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
         return project_out(self.o_proj, out.reshape(*input_shape, -1), residual), weights
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
-    for module in model.modules():
+    for module in model.modules() if n else ():  # packed where this forward runs (op qkv_packed)
         if type(module).__name__ == ATTENTION_CLASS and (packed := pack_qkv(module)) is not None:
             state.qkv[module] = packed
     if n:  # the scored last layer's keys take the same kernel (model.scored)
