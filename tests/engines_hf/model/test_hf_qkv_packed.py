@@ -9,16 +9,26 @@ import torch
 from hf_helpers import make_jpeg
 
 from benchcheck.engines.hf.engine import HFEngine
-from benchcheck.engines.hf.forward.batch import collate
+from benchcheck.engines.hf.forward.batch import Batch, collate
 from benchcheck.engines.hf.forward.generate import DecodeGraphs, greedy_batch
 from benchcheck.engines.hf.model import fused as hf_fused
-from benchcheck.engines.hf.model.state import state_of
+from benchcheck.engines.hf.model.state import ModelState, state_of
 
 PROMPTS = [("Describe the scene.", ()), ("Say something" + " longer" * 9, ()), ("What is shown?", (make_jpeg(3),))]
 
 
 def attentions(engine: HFEngine) -> list[torch.nn.Module]:
     return [m for m in engine.model.modules() if type(m).__name__ == hf_fused.ATTENTION_CLASS]
+
+
+def fused_engine(tiny_model: Path) -> tuple[HFEngine, Batch, ModelState]:
+    """The tiny engine with the fused attention forward installed (q, k, v packed), a batch of
+    three prompts (one with an image) and the model's state."""
+    engine = HFEngine(tiny_model, device="cpu")
+    prompts = [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
+    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
+    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
+    return engine, batch, state_of(engine.model)
 
 
 def test_the_packed_weight_holds_the_three_weights_and_they_are_its_views(tiny_model: Path) -> None:
@@ -42,11 +52,7 @@ def test_the_packed_weight_holds_the_three_weights_and_they_are_its_views(tiny_m
 
 
 def test_decode_steps_take_one_product_and_generate_as_three_do(tiny_model: Path) -> None:
-    engine = HFEngine(tiny_model, device="cpu")
-    prompts = [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
-    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
-    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
-    state = state_of(engine.model)
+    engine, batch, state = fused_engine(tiny_model)
     calls: list[int] = []
     hooks = [a.q_proj.register_forward_hook(lambda m, i, o: calls.append(1)) for a in attentions(engine)]
     logits: list[torch.Tensor] = []
@@ -71,11 +77,7 @@ def test_decode_steps_take_one_product_and_generate_as_three_do(tiny_model: Path
 
 
 def test_a_replaced_weight_falls_back_to_three_products_and_frees_the_packed_copy(tiny_model: Path) -> None:
-    engine = HFEngine(tiny_model, device="cpu")
-    prompts = [engine.encoder.encode(text, images, None) for text, images in PROMPTS]
-    batch = collate(prompts, engine.pad_id, engine.pixels, engine.dtype)
-    hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
-    state = state_of(engine.model)
+    engine, batch, state = fused_engine(tiny_model)
     first = attentions(engine)[0]
     fixed = DecodeGraphs(fixed_steps=True)
     reference = greedy_batch(engine.model, batch, [4, 4, 4], set(), engine.pad_id, graphs=fixed)
