@@ -150,3 +150,47 @@ def test_latency_starts_at_the_commands_exec_not_the_wrappers_start() -> None:
     # /bin/true from exec to exit is a millisecond or two; with the wrapper counted, at least
     # one interpreter start.
     assert min(r.elapsed_s for r in runs) < 0.5 * min(wrapper), ([r.elapsed_s for r in runs], wrapper)
+
+
+def test_a_run_cancelled_while_its_command_starts_ends_it_and_leaves_no_transport(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C or SIGTERM cancels the items in flight; one whose command was still starting (the
+    # wrapper's exec handshake) left the command running and its transport open, closed only by
+    # the garbage collector after the loop had ended: "RuntimeError: Event loop is closed" on
+    # stderr after the run's "interrupted:" line (a rare failure of the qa signal test).
+    import gc
+
+    from benchcheck.qa import proc
+
+    real = proc._read_until_exec
+
+    def slow(fd: int) -> tuple[bytes, float]:
+        got = real(fd)
+        time.sleep(1.0)  # the handshake still pending when the task is cancelled
+        return got
+
+    monkeypatch.setattr(proc, "_read_until_exec", slow)
+    pidfile = tmp_path / "pid"
+    noise: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: noise.append(f"{u.exc_type.__name__}: {u.exc_value}"))
+
+    async def main() -> None:
+        task = asyncio.create_task(run_with_watchdog(
+            [sys.executable, "-c", f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); "
+                                   "time.sleep(60)"], 100.0))
+        deadline = time.monotonic() + 10
+        while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError as e:
+            kept.append(e)  # as the CLI's KeyboardInterrupt keeps the frames until the loop is gone
+
+    kept: list[BaseException] = []
+    asyncio.run(main())
+    assert len(kept) == 1
+    kept.clear()
+    gc.collect()
+    assert _wait_gone([int(pidfile.read_text())]) == [], "the command outlived its cancelled run"
+    assert noise == []

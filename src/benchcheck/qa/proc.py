@@ -232,8 +232,12 @@ def _read_all(fd: int) -> bytes:
 
 def _read_until_exec(fd: int) -> tuple[bytes, float]:
     """The wrapper's error report (empty when the exec succeeded) and the moment the pipe closed:
-    the command's start."""
-    data = _read_all(fd)
+    the command's start. Closes ``fd``: a start cancelled meanwhile has left, and its thread must
+    not read from an fd number the process may have given to another file."""
+    try:
+        data = _read_all(fd)
+    finally:
+        os.close(fd)
     return data, time.monotonic()
 
 
@@ -297,8 +301,14 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
             os.close(err_w)
         try:
             failed, exec_at = await asyncio.to_thread(_read_until_exec, err_r)  # empty: the command runs
-        finally:
-            os.close(err_r)
+        except BaseException:
+            # Cancelled (Ctrl-C, SIGTERM) while the command starts: it is ended here, as at its
+            # watchdog, and its pipes closed while the loop runs. Else it ran on, and its
+            # transport, closed by the garbage collector after the loop had ended, printed
+            # "Event loop is closed" under the run's last line.
+            kill_group(transport.get_pid())
+            transport.close()
+            raise
         # The item's clock starts at the command's exec, not at the wrapper's: the wrapper's own
         # interpreter start (15-40 ms) is the harness's time, not the VLM's. The watchdog's
         # deadline still counts from the launch.
