@@ -5,6 +5,7 @@ Exit codes: 0 every item ok, 2 a precondition failed, 3 any item errored (VLM or
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,18 @@ import click
 from benchcheck.cli.common import CliPath, FiniteFloatRange, die
 
 
+class _ReapedAfterTheLoop(logging.Filter):
+    """Drops asyncio's "Loop ... that handles pid N is closed": its child watcher says so when a
+    process exits after the event loop has closed, as a ``--vlm-cmd`` killed while Ctrl-C ends
+    the run can. The process is reaped all the same; the line only followed the run's last one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "that handles pid" not in record.getMessage()
+
+
+_REAPED_AFTER_THE_LOOP = _ReapedAfterTheLoop()
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (``timeout``, Slurm, systemd, ``docker stop``) ends the run as Ctrl-C does: the
@@ -26,6 +39,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_term)
+    # Kept after the run: the watcher's thread may log it after the run has returned.
+    logging.getLogger("asyncio").addFilter(_REAPED_AFTER_THE_LOOP)
     try:
         yield
     finally:

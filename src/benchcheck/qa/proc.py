@@ -336,13 +336,17 @@ async def run_with_watchdog(argv: list[str], hard_limit_s: float,
         elapsed = time.monotonic() - clock
     finally:
         kill_group(pid)
-        await asyncio.to_thread(tree.kill_all)
-        # Every holder of the pipes is gone now: they close and the last bytes arrive.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proto.closed.wait(), timeout=_DRAIN_S)
-        if killed or not proto.exited.is_set():
+        try:
+            await asyncio.to_thread(tree.kill_all)
+            # Every holder of the pipes is gone now: they close and the last bytes arrive.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proto.exited.wait(), timeout=_DRAIN_S)
-        returncode = transport.get_returncode()
-        transport.close()
+                await asyncio.wait_for(proto.closed.wait(), timeout=_DRAIN_S)
+            if killed or not proto.exited.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proto.exited.wait(), timeout=_DRAIN_S)
+            returncode = transport.get_returncode()
+        finally:
+            # Also when cancelled again in these waits (a closing event loop cancels what is left
+            # after Ctrl-C): closed while the loop runs, never by the garbage collector after it.
+            transport.close()
     return CommandResult(None if killed else returncode, bytes(proto.out), bytes(proto.err), elapsed, killed)
