@@ -83,6 +83,7 @@ class Row:
     ratio_sustained: float = float("nan")  # ratio to the limit at the sustained matmul rate
     gc_ms: float = 0.0  # time in Python's cyclic garbage collector during the row (any thread)
     gc_max_ms: float = 0.0  # its longest pause
+    gc_n: int = 0  # collections during the row
     mhz: float = float("nan")  # mean SM clock over the row (NVML)
     watts: float = float("nan")  # mean board power over the row (NVML)
     config_hash: str = ""  # HFConfig.hash of the engine that ran the row (naive: the model's engine)
@@ -133,7 +134,9 @@ def profile(name: str, fn: Callable[[], object]) -> None:
 
 
 def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tokens: float, limit: float,
-            fn: Callable[[], object], note: str = "") -> object:
+            fn: Callable[[], object], note: str = "", echo: bool = True) -> object:
+    """Time ``fn`` as a row of ``n`` items against ``limit`` items a second; ``echo``: print its line
+    now (a caller that sets the row's limit afterwards prints it then, ``row_line``)."""
     busy = Busy(engine.device)
     if engine.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -149,15 +152,21 @@ def run_row(rows: list[Row], name: str, mode: str, engine: HFEngine, n: int, tok
     peak = torch.cuda.max_memory_allocated() / 2**30 if engine.device.type == "cuda" else float("nan")
     ratio = n / dt / limit if limit else float("nan")
     r = Row(name, mode, n, dt, n / dt, limit, ratio, peak, busy.fraction(), tokens, note, ratio / SUSTAINED[0],
-            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, busy.mean("mhz"), busy.mean("watts"), engine.config_hash)
+            sum(pauses) * 1e3, max(pauses, default=0.0) * 1e3, len(pauses), busy.mean("mhz"), busy.mean("watts"),
+            engine.config_hash)
     rows.append(r)
-    # Seconds an item and the sustained ratio on the row's own line: a call cut short by its time
-    # limit, before the tables are written, still says what its finished rows measured.
-    print(f"  {name:10s} {mode:9s} {r.items_per_s:9.2f}/s ({dt / n:.3f} s an item)  limit {limit:8.1f}  "
-          f"ratio {r.ratio:6.1%} (sustained {r.ratio_sustained:6.1%})  "
-          f"peak {peak:6.1f} GiB  busy {r.busy:5.1%}  {r.mhz:5.0f} MHz {r.watts:4.0f} W  "
-          f"gc {r.gc_ms:5.0f} ms ({len(pauses)}, longest {r.gc_max_ms:4.0f}) {note}", flush=True)
+    if echo:
+        row_line(r)
     return res
+
+
+def row_line(r: Row) -> None:
+    """The row's line, with seconds an item and the sustained ratio: a call cut short by its time
+    limit, before the tables are written, still says what its finished rows measured."""
+    print(f"  {r.workload:10s} {r.mode:9s} {r.items_per_s:9.2f}/s ({r.seconds / r.items:.3f} s an item)  "
+          f"limit {r.limit_per_s:8.2f}  ratio {r.ratio:6.1%} (sustained {r.ratio_sustained:6.1%})  "
+          f"peak {r.peak_gib:6.1f} GiB  busy {r.busy:5.1%}  {r.mhz:5.0f} MHz {r.watts:4.0f} W  "
+          f"gc {r.gc_ms:5.0f} ms ({r.gc_n}, longest {r.gc_max_ms:4.0f}) {r.note}", flush=True)
 
 
 @contextlib.contextmanager
@@ -890,27 +899,22 @@ def answer_rows(rows: list[Row], checks: list[Check], name: str, engine: HFEngin
                                                    engine)))
     runs += [(f"answer-{v}", e) for v, (e, _) in (variants or {}).items()]
     tokens = rows[-1].prompt_tokens
+    limit = 1.0 / (prefill_s + (ANSWER_TOKENS - 1) * step_s) if step_s == step_s else float("nan")
+    about = (f"a real answer: {ANSWER_TOKENS} new tokens an item, then the stop as a real end token ends it (the "
+             "finish flag forced from that step on; max_tokens 128 kept, so the steps are reserved and, on CUDA, "
+             "captured)")
     with answers_stop_after(ANSWER_TOKENS):
         for r in range(ANSWER_ROUNDS[0]):  # rounds alternate the rows: a difference is not their order's
             for mode, eng in runs:
                 label = mode if r == 0 else f"{mode}#{r + 1}"
-                res = run_row(rows, name, label, eng, n, tokens, 0.0, counted_generate(counts, label, eng, answer))
+                note = about + (f"; {notes[mode]}" if mode in notes else "")
+                res = run_row(rows, name, label, eng, n, tokens, limit, counted_generate(counts, label, eng, answer),
+                              note=note)
                 out.setdefault(mode, list(res))  # type: ignore[call-overload]
     bad = [g for v in out.values() for g in v if not isinstance(g, Generation)]
     if bad:
         raise SystemExit(f"{name} answer rows: {len(bad)} failed: {bad[0]}")
     made = [g.completion_tokens for g in out["answer"]]
-    limit = 1.0 / (prefill_s + (ANSWER_TOKENS - 1) * step_s) if step_s == step_s else float("nan")
-    for row in rows[-len(runs) * ANSWER_ROUNDS[0]:]:
-        mode = row.mode.split("#")[0]
-        row.limit_per_s = limit
-        row.ratio = row.items_per_s / limit
-        row.ratio_sustained = row.ratio / SUSTAINED[0]
-        row.note = (f"a real answer: {ANSWER_TOKENS} new tokens an item, then the stop as a real end token "
-                    "ends it (the finish flag forced from that step on; max_tokens 128 kept, so the steps are "
-                    "reserved and, on CUDA, captured)")
-        if mode in notes:
-            row.note += "; " + notes[mode]
     late = out.get("answer-lookback4", out["answer"])  # --sweep-lean: no look-back row to compare
     differ = sum(a.text != b.text for a, b in zip(out["answer"], late, strict=True))
     caps, fails = counts["answer"]
@@ -943,14 +947,15 @@ def batched_row(rows: list[Row], name: str, mode: str, engine: HFEngine, reqs: l
     """A sweep row whose limit follows the decode batches the engine ran (``batched_limit``) where
     it decoded rows together (op ``decode_together``), else ``limit`` (every row alone)."""
     before = collections.Counter(engine.decode_rows)  # the rows of each batch it decodes (joined ones as one)
-    res = run_row(rows, name, mode, engine, len(reqs), float(prompt_tokens), limit, fn, note=note)
+    res = run_row(rows, name, mode, engine, len(reqs), float(prompt_tokens), limit, fn, note=note, echo=False)
     seen = sorted((engine.decode_rows - before).elements())
+    r = rows[-1]
     if len(seen) < len(reqs):  # a step's weights read once for several rows
         together = batched_limit(engine, seen, prefill_s, prompt_tokens + 128, 127)
-        r = rows[-1]
         r.limit_per_s, r.ratio = together, r.items_per_s / together
         r.ratio_sustained = r.ratio / SUSTAINED[0]
         r.note += f"; decode batches of {'+'.join(map(str, seen))} rows (limit for these)"
+    row_line(r)
     return res
 
 
