@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from hf_helpers import make_jpeg
 
@@ -97,3 +98,44 @@ def test_projections_that_are_not_plain_linear_layers_are_left_as_they_are(tiny_
     pointers = [attn.q_proj.weight.data_ptr(), attn.k_proj.weight.data_ptr()]
     assert hf_fused.pack_qkv(attn) is None
     assert [attn.q_proj.weight.data_ptr(), attn.k_proj.weight.data_ptr()] == pointers
+
+
+class Adapted(torch.nn.Module):
+    """An adapter over a projection (as LoRA's layers are): the base layer's weight exposed as its
+    own, a low-rank correction added to its output."""
+
+    def __init__(self, base: torch.nn.Linear) -> None:
+        super().__init__()
+        self.base = base
+        self.weight = base.weight
+        self.out_features = base.out_features
+        self.delta = torch.nn.Linear(base.in_features, base.out_features, bias=False)
+        torch.nn.init.normal_(self.delta.weight, std=0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + self.delta(x)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("change", ["adapter", "bias", "wrapper"])
+def test_a_projection_changed_after_packing_decodes_as_its_forward_does(tiny_model: Path, change: str) -> None:
+    """A projection given a bias or wrapped after the weights were packed: its weight may still be
+    the packed rows, but the packed product would skip what the module adds (or find no weight)."""
+    engine, batch, state = fused_engine(tiny_model)
+    torch.manual_seed(0)
+    for attn in attentions(engine):
+        if change == "bias":
+            attn.v_proj.bias = torch.nn.Parameter(torch.randn(attn.v_proj.out_features))
+        else:
+            attn.v_proj = Adapted(attn.v_proj) if change == "adapter" else torch.nn.Sequential(attn.v_proj)
+    logits: list[torch.Tensor] = []
+    hook = engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone()))
+    chosen = state.config
+    try:
+        for ops in ("-qkv_packed", "+qkv_packed"):
+            state.config = chosen.with_ops(ops)
+            greedy_batch(engine.model, batch, [4, 4, 4], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
+    finally:
+        state.config = chosen
+        hook.remove()
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:4], logits[4:], strict=True))
+    assert not state.qkv  # forgotten: the three products from now on

@@ -238,12 +238,20 @@ def norm_rope(x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tens
 QKV = ("q_proj", "k_proj", "v_proj")
 
 
+def _plain_projections(attn: Any) -> list[torch.nn.Linear] | None:
+    """``attn``'s q, k and v projections where all three are bias-free ``nn.Linear``: their product
+    is then the weight's alone (a bias, a wrapper or another layer type adds to it). Read from the
+    modules' own dicts, not through ``Module.__getattr__``: an eager decode step checks every layer."""
+    projs = [attn._modules.get(name) for name in QKV]
+    return projs if all(type(p) is torch.nn.Linear and p._parameters.get("bias") is None for p in projs) else None
+
+
 def pack_qkv(attn: Any) -> torch.Tensor | None:
     """Copy ``attn``'s q, k and v weights once into one (Nq + Nk + Nv, width) tensor and point the
     three projections' weights at its row blocks (views: no weight is stored twice); returns it.
     None, and nothing changed, where they are not bias-free ``nn.Linear`` of one dtype, device and width."""
-    projs = [getattr(attn, name) for name in QKV]
-    if not all(type(p) is torch.nn.Linear and p.bias is None for p in projs):
+    projs = _plain_projections(attn)
+    if projs is None:
         return None
     weights = [p.weight for p in projs]
     if len({(w.dtype, w.device, w.shape[1]) for w in weights}) != 1:
@@ -258,20 +266,29 @@ def pack_qkv(attn: Any) -> torch.Tensor | None:
 
 
 def packed_qkv(attn: Any, state: ModelState) -> torch.Tensor | None:
-    """``attn``'s packed q/k/v weight while the three projections' weights are still its row blocks;
-    None when none was packed or a later cast, move or load replaced them (the packed copy is then
-    dropped: its memory back)."""
+    """``attn``'s packed q/k/v weight while its three projections are still bias-free
+    ``nn.Linear`` whose weights are its row blocks; None when none was packed, or a later cast,
+    move or load replaced a weight, or a projection was since given a bias or replaced (a wrapper,
+    an adapter exposing the same weight: more than the weight's product, which its own forward
+    computes). The packed copy is then dropped: its memory back."""
     packed = state.qkv.get(attn)
     if packed is None:
         return None
+    projs = _plain_projections(attn)
+    if projs is not None and _row_blocks(packed, [p.weight for p in projs]):
+        return packed  # type: ignore[no-any-return]
+    del state.qkv[attn]
+    return None
+
+
+def _row_blocks(packed: torch.Tensor, weights: list[torch.Tensor]) -> bool:
+    """``weights`` are ``packed``'s consecutive row blocks."""
     start = packed.data_ptr()
-    for name in QKV:
-        w = getattr(attn, name).weight
+    for w in weights:
         if w.data_ptr() != start or w.dtype != packed.dtype or w.shape[1] != packed.shape[1]:
-            del state.qkv[attn]
-            return None
+            return False
         start += w.numel() * w.element_size()
-    return packed  # type: ignore[no-any-return]
+    return True
 
 
 def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
