@@ -3,6 +3,9 @@ packed weight, the three projections' weights being its views (decision 131)."""
 
 from __future__ import annotations
 
+import copy
+import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -38,10 +41,10 @@ def test_the_packed_weight_holds_the_three_weights_and_they_are_its_views(tiny_m
     params = sum(p.numel() for p in engine.model.parameters())
     hf_fused.use_fused_text_attention(engine.model, compiler=lambda f: f)
     state = state_of(engine.model)
-    assert set(state.qkv) == set(attentions(engine)) and state.qkv
+    assert state.qkv == set(attentions(engine)) and state.qkv
     for attn in attentions(engine):
-        packed = state.qkv[attn]
-        assert hf_fused.packed_qkv(attn, state) is packed
+        packed = hf_fused.packed_qkv(attn, state)
+        assert packed is not None
         assert torch.equal(packed, torch.cat(before[id(attn)]))  # the values, copied exactly
         start = 0
         for name in hf_fused.QKV:
@@ -139,3 +142,40 @@ def test_a_projection_changed_after_packing_decodes_as_its_forward_does(tiny_mod
         hook.remove()
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:4], logits[4:], strict=True))
     assert not state.qkv  # forgotten: the three products from now on
+
+
+def packed_shape(attn: torch.nn.Module) -> tuple[int, int]:
+    return sum(getattr(attn, n).weight.shape[0] for n in hf_fused.QKV), attn.q_proj.weight.shape[1]
+
+
+def alive(shape: tuple[int, int]) -> int:
+    """Tensors alive of ``shape``."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and tuple(o.shape) == shape)
+
+
+def test_a_cast_or_a_deep_copy_keeps_no_second_copy_of_the_packed_weights(tiny_model: Path) -> None:
+    """A cast or move gives each projection a tensor of its own: the packed memory goes with the old
+    weights at once, not at a later decode step with the op on (a scoring-only run or an engine
+    with the op off takes none). A deep copy's projections are copies of their own, nothing more."""
+    engine, batch, state = fused_engine(tiny_model)
+    shape = packed_shape(attentions(engine)[0])
+    before = alive(shape)
+    copied = copy.deepcopy(engine.model)
+    assert alive(shape) == before + sum(tuple(p.shape) == shape for p in copied.parameters())  # its weights alone
+    del copied
+    storages = [weakref.ref(a.q_proj.weight.untyped_storage()) for a in attentions(engine)]
+    engine.model.to(torch.bfloat16)
+    gc.collect()
+    assert all(s() is None for s in storages)  # the float32 weights' memory back
+    assert all(hf_fused.packed_qkv(a, state) is None for a in attentions(engine))
+    chosen = state.config
+    try:
+        runs = []
+        for ops in ("-qkv_packed", "+qkv_packed"):
+            state.config = chosen.with_ops(ops)
+            runs.append(greedy_batch(engine.model, batch, [4, 4, 4], set(), engine.pad_id,
+                                     graphs=DecodeGraphs(fixed_steps=True)))
+    finally:
+        state.config = chosen
+    assert runs[0] == runs[1]

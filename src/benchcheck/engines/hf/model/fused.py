@@ -248,7 +248,8 @@ def _plain_projections(attn: Any) -> list[torch.nn.Linear] | None:
 
 def pack_qkv(attn: Any) -> torch.Tensor | None:
     """Copy ``attn``'s q, k and v weights once into one (Nq + Nk + Nv, width) tensor and point the
-    three projections' weights at its row blocks (views: no weight is stored twice); returns it.
+    three projections' weights at its row blocks (views: no weight is stored twice, and the weights
+    alone hold it: ``packed_qkv`` takes it from them); returns it.
     None, and nothing changed, where they are not bias-free ``nn.Linear`` of one dtype, device and width."""
     projs = _plain_projections(attn)
     if projs is None:
@@ -266,29 +267,36 @@ def pack_qkv(attn: Any) -> torch.Tensor | None:
 
 
 def packed_qkv(attn: Any, state: ModelState) -> torch.Tensor | None:
-    """``attn``'s packed q/k/v weight while its three projections are still bias-free
-    ``nn.Linear`` whose weights are its row blocks; None when none was packed, or a later cast,
+    """``attn``'s q, k and v weights as one (Nq + Nk + Nv, width) tensor, a view of the memory
+    ``pack_qkv`` gave them, while its three projections are still bias-free ``nn.Linear`` whose
+    weights are that memory's consecutive row blocks; None when none was packed, or a later cast,
     move or load replaced a weight, or a projection was since given a bias or replaced (a wrapper,
     an adapter exposing the same weight: more than the weight's product, which its own forward
-    computes). The packed copy is then dropped: its memory back."""
-    packed = state.qkv.get(attn)
-    if packed is None:
+    computes); the attention is then forgotten. The view is taken at each call and never kept:
+    nothing but the weights holds their memory, so a cast, move or deep copy that gives them
+    tensors of their own leaves no packed copy behind."""
+    if attn not in state.qkv:
         return None
     projs = _plain_projections(attn)
-    if projs is not None and _row_blocks(packed, [p.weight for p in projs]):
-        return packed  # type: ignore[no-any-return]
-    del state.qkv[attn]
-    return None
+    packed = _row_blocks([p._parameters.get("weight") for p in projs]) if projs is not None else None
+    if packed is None:
+        state.qkv.discard(attn)
+    return packed
 
 
-def _row_blocks(packed: torch.Tensor, weights: list[torch.Tensor]) -> bool:
-    """``weights`` are ``packed``'s consecutive row blocks."""
-    start = packed.data_ptr()
+def _row_blocks(weights: list[Any]) -> torch.Tensor | None:
+    """The one tensor whose consecutive row blocks ``weights`` are (None where they are not)."""
+    first = weights[0]
+    if first is None:
+        return None
+    storage, offset, rows, width = first.untyped_storage().data_ptr(), first.storage_offset(), 0, first.shape[1]
     for w in weights:
-        if w.data_ptr() != start or w.dtype != packed.dtype or w.shape[1] != packed.shape[1]:
-            return False
-        start += w.numel() * w.element_size()
-    return True
+        if (w is None or w.dtype != first.dtype or w.device != first.device or w.shape[1] != width
+                or not w.is_contiguous() or w.untyped_storage().data_ptr() != storage or w.storage_offset() != offset):
+            return None
+        offset += w.numel()
+        rows += w.shape[0]
+    return torch.as_strided(first, (rows, width), (width, 1))
 
 
 def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
@@ -333,8 +341,8 @@ def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = N
 
     n = _install(model, forward, lambda m: type(m).__name__ == ATTENTION_CLASS)
     for module in model.modules() if n else ():  # packed where this forward runs (op qkv_packed)
-        if type(module).__name__ == ATTENTION_CLASS and (packed := pack_qkv(module)) is not None:
-            state.qkv[module] = packed
+        if type(module).__name__ == ATTENTION_CLASS and pack_qkv(module) is not None:
+            state.qkv.add(module)
     if n:  # the scored last layer's keys take the same kernel (model.scored)
         state.norm_rope = fn
         state.attention_forward = forward

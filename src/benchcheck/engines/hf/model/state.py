@@ -51,9 +51,9 @@ class ModelState:
 
     # MLP -> ((weight pointers and versions), packed gate/up weights or None): ``fused.packed_gate_up``
     gate_up: dict[Any, tuple[tuple[int, ...], Any] | None] = field(default_factory=dict)
-    # text attention -> its q, k and v weights packed as one, the three projections' weights its views
-    # (``fused.pack_qkv``; op ``qkv_packed``)
-    qkv: dict[Any, Any] = field(default_factory=dict)
+    # text attentions whose q, k and v weights are row blocks of one tensor (``fused.pack_qkv``; op
+    # ``qkv_packed``): taken from the weights at each use, never kept, so that it goes with them
+    qkv: set[Any] = field(default_factory=set)
     # MLP -> its fused activation ``silu(gate(x)) * up(x)`` (``fused.use_fused_text_mlp``)
     activation: dict[Any, Callable[[Any], Any]] = field(default_factory=dict)
     # the scored last layer -> the forward of its unscored calls (``scored.use_scored_last_layer``)
