@@ -55,29 +55,64 @@ def test_the_packed_weight_holds_the_three_weights_and_they_are_its_views(tiny_m
     assert sum(p.numel() for p in engine.model.parameters()) == params
 
 
-def test_decode_steps_take_one_product_and_generate_as_three_do(tiny_model: Path) -> None:
+def test_decode_steps_take_one_product_and_generate_as_three_do(tiny_model: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     engine, batch, state = fused_engine(tiny_model)
-    calls: list[int] = []
-    hooks = [a.q_proj.register_forward_hook(lambda m, i, o: calls.append(1)) for a in attentions(engine)]
+    q_rows, packed_rows = attentions(engine)[0].q_proj.out_features, packed_shape(attentions(engine)[0])[0]
+    starts = {a.q_proj.weight.data_ptr() for a in attentions(engine)}  # the q weight's and the packed one's
+    products: list[int] = []  # the rows of each product over those (a hook would stop the packing)
+    linear = torch.nn.functional.linear
+
+    def counted(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        if weight.data_ptr() in starts:
+            products.append(weight.shape[0])
+        return linear(x, weight, bias)
+
+    monkeypatch.setattr(torch.nn.functional, "linear", counted)
     logits: list[torch.Tensor] = []
-    hooks.append(engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone())))
+    hook = engine.model.lm_head.register_forward_hook(lambda m, a, out: logits.append(out[:, -1].clone()))
     chosen = state.config
     try:
         state.config = chosen.with_ops("-qkv_packed")
         three = greedy_batch(engine.model, batch, [5, 5, 5], set(), engine.pad_id,
                              graphs=DecodeGraphs(fixed_steps=True))
-        calls_three = len(calls)
+        calls_three = products.count(q_rows)
+        packed_three = products.count(packed_rows)
         state.config = chosen.with_ops("+qkv_packed")
         one = greedy_batch(engine.model, batch, [5, 5, 5], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
     finally:
         state.config = chosen
-        for h in hooks:
-            h.remove()
+        hook.remove()
     layers = len(attentions(engine))
-    assert calls_three == 5 * layers  # the prefill and 4 steps, every layer
-    assert len(calls) - calls_three == layers  # packed: the prefill only
+    assert calls_three == 5 * layers and packed_three == 0  # the prefill and 4 steps, every layer
+    assert products.count(q_rows) - calls_three == layers  # packed: the prefill only
+    assert products.count(packed_rows) == 4 * layers  # and one product a step
     assert one == three
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits[:5], logits[5:], strict=True))
+
+
+@pytest.mark.parametrize("where", ["projection", "every module"])
+def test_a_forward_hook_sees_every_projection_call(tiny_model: Path, where: str) -> None:
+    """A hook on a projection (or on every module) would be skipped by the packed product: while
+    one is registered the steps take the three products, and the packing stays for after it."""
+    engine, batch, state = fused_engine(tiny_model)
+    calls: list[int] = []
+
+    def seen(m: torch.nn.Module, i: object, o: object) -> None:
+        if m is attentions(engine)[0].v_proj:
+            calls.append(1)
+
+    if where == "projection":
+        handle = attentions(engine)[0].v_proj.register_forward_hook(seen)
+    else:
+        handle = torch.nn.modules.module.register_module_forward_hook(seen)
+    try:
+        greedy_batch(engine.model, batch, [5, 5, 5], set(), engine.pad_id, graphs=DecodeGraphs(fixed_steps=True))
+    finally:
+        handle.remove()
+    assert len(calls) == 5  # the prefill and every step
+    assert state.qkv == set(attentions(engine))
+    assert all(hf_fused.packed_qkv(a, state) is not None for a in attentions(engine))
 
 
 def test_a_replaced_weight_falls_back_to_three_products_and_frees_the_packed_copy(tiny_model: Path) -> None:
@@ -119,7 +154,7 @@ class Adapted(torch.nn.Module):
         return self.base(x) + self.delta(x)  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("change", ["adapter", "bias", "wrapper"])
+@pytest.mark.parametrize("change", ["adapter", "bias", "wrapper", "forward"])
 def test_a_projection_changed_after_packing_decodes_as_its_forward_does(tiny_model: Path, change: str) -> None:
     """A projection given a bias or wrapped after the weights were packed: its weight may still be
     the packed rows, but the packed product would skip what the module adds (or find no weight)."""
@@ -128,6 +163,9 @@ def test_a_projection_changed_after_packing_decodes_as_its_forward_does(tiny_mod
     for attn in attentions(engine):
         if change == "bias":
             attn.v_proj.bias = torch.nn.Parameter(torch.randn(attn.v_proj.out_features))
+        elif change == "forward":  # a forward set on the instance (as some patching libraries do)
+            proj = attn.v_proj
+            proj.forward = lambda x, proj=proj: torch.nn.Linear.forward(proj, x) * 2
         else:
             attn.v_proj = Adapted(attn.v_proj) if change == "adapter" else torch.nn.Sequential(attn.v_proj)
     logits: list[torch.Tensor] = []

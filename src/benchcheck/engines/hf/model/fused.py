@@ -239,11 +239,23 @@ QKV = ("q_proj", "k_proj", "v_proj")
 
 
 def _plain_projections(attn: Any) -> list[torch.nn.Linear] | None:
-    """``attn``'s q, k and v projections where all three are bias-free ``nn.Linear``: their product
-    is then the weight's alone (a bias, a wrapper or another layer type adds to it). Read from the
-    modules' own dicts, not through ``Module.__getattr__``: an eager decode step checks every layer."""
+    """``attn``'s q, k and v projections where all three are bias-free ``nn.Linear`` running
+    their class's forward: their product is then the weight's alone (a bias, a wrapper, another
+    layer type or a forward set on the instance adds to it). Read from the modules' own dicts, not
+    through ``Module.__getattr__``: an eager decode step checks every layer."""
     projs = [attn._modules.get(name) for name in QKV]
-    return projs if all(type(p) is torch.nn.Linear and p._parameters.get("bias") is None for p in projs) else None
+    plain = all(type(p) is torch.nn.Linear and p._parameters.get("bias") is None and "forward" not in vars(p)
+                for p in projs)
+    return projs if plain else None
+
+
+def _hooked(projs: list[torch.nn.Linear]) -> bool:
+    """A forward hook would see each projection's own call (its own or one for every module): the
+    packed product would skip it."""
+    from torch.nn.modules import module
+
+    return bool(module._global_forward_hooks or module._global_forward_pre_hooks
+                or any(p._forward_hooks or p._forward_pre_hooks for p in projs))
 
 
 def pack_qkv(attn: Any) -> torch.Tensor | None:
@@ -272,16 +284,18 @@ def packed_qkv(attn: Any, state: ModelState) -> torch.Tensor | None:
     weights are that memory's consecutive row blocks; None when none was packed, or a later cast,
     move or load replaced a weight, or a projection was since given a bias or replaced (a wrapper,
     an adapter exposing the same weight: more than the weight's product, which its own forward
-    computes); the attention is then forgotten. The view is taken at each call and never kept:
+    computes); the attention is then forgotten. None too, at that call only, while a forward hook
+    is registered on a projection or on every module. The view is taken at each call and never kept:
     nothing but the weights holds their memory, so a cast, move or deep copy that gives them
     tensors of their own leaves no packed copy behind."""
     if attn not in state.qkv:
         return None
     projs = _plain_projections(attn)
     packed = _row_blocks([p._parameters.get("weight") for p in projs]) if projs is not None else None
-    if packed is None:
+    if projs is None or packed is None:
         state.qkv.discard(attn)
-    return packed
+        return None
+    return None if _hooked(projs) else packed  # a hook may be removed again: the packing is kept
 
 
 def _row_blocks(weights: list[Any]) -> torch.Tensor | None:
