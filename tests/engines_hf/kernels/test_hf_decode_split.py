@@ -7,6 +7,7 @@ kernel was first checked. The splitting and combining rules run everywhere."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pytest
@@ -87,8 +88,9 @@ def test_a_tuning_label_reads_back_and_a_bad_one_is_named() -> None:
     for tuning in (TUNING, Tuning(2048, 128, 8, 2, False), Tuning(block_n=128)):
         assert Tuning.parse(tuning.label()) == tuning
     assert Tuning.parse("128/8/2@2048+torch") == Tuning(2048, 128, 8, 2, False)
-    for bad in ("128/8", "96/4/3", "192/4/3", "32/4/3", "64/0/3", "64/6/3", "a/b/c", "64/4/3@x", "64/4/3@0"):
-        with pytest.raises(ValueError, match=f"kernel tuning '{bad}'"):
+    for bad in ("128/8", "96/4/3", "192/4/3", "32/4/3", "64/0/3", "64/6/3", "a/b/c", "64/4/3@x", "64/4/3@0",
+                "64/4/3@", "64/4/3 ", " 64/4/3", "6_4/4/3", "64/4/3+torch+torch", "64/4/3+Torch"):
+        with pytest.raises(ValueError, match=re.escape(f"kernel tuning '{bad}'")):
             Tuning.parse(bad)
 
 

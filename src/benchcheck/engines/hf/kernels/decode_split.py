@@ -15,6 +15,7 @@ are the rows of its products, no key repeated per query head), and writes its pa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -50,13 +51,12 @@ class Tuning:
     @classmethod
     def parse(cls, text: str) -> Tuning:
         """The inverse of ``label``: ``"128/8/2@2048+torch"``."""
-        body, torch_combine = (text[:-len("+torch")], True) if text.endswith("+torch") else (text, False)
-        body, _, programs = body.partition("@")
-        try:
-            block_n, warps, stages = (int(x) for x in body.split("/"))
-            tuning = cls(int(programs) if programs else PROGRAMS, block_n, warps, stages, not torch_combine)
-        except ValueError:
-            raise ValueError(f"kernel tuning {text!r}: want BLOCK_N/WARPS/STAGES[@PROGRAMS][+torch]") from None
+        form = re.fullmatch(r"(\d+)/(\d+)/(\d+)(?:@(\d+))?(\+torch)?", text)
+        if form is None:
+            raise ValueError(f"kernel tuning {text!r}: want BLOCK_N/WARPS/STAGES[@PROGRAMS][+torch]")
+        block_n, warps, stages = (int(x) for x in form.group(1, 2, 3))
+        programs = form.group(4)
+        tuning = cls(int(programs) if programs else PROGRAMS, block_n, warps, stages, form.group(5) is None)
         # Triton's ranges and warp counts are powers of two.
         if (block_n < BLOCK_N or block_n & (block_n - 1) or warps <= 0 or warps & (warps - 1) or stages <= 0
                 or tuning.programs <= 0):
