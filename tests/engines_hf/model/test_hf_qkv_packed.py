@@ -46,6 +46,7 @@ def test_the_packed_weight_holds_the_three_weights_and_they_are_its_views(tiny_m
         packed = hf_fused.packed_qkv(attn, state)
         assert packed is not None
         assert torch.equal(packed, torch.cat(before[id(attn)]))  # the values, copied exactly
+        assert not packed.requires_grad  # a product over it records no graph, whatever the mode
         start = 0
         for name in hf_fused.QKV:
             w = getattr(attn, name).weight

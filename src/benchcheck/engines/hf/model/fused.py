@@ -310,7 +310,7 @@ def _row_blocks(weights: list[Any]) -> torch.Tensor | None:
             return None
         offset += w.numel()
         rows += w.shape[0]
-    return torch.as_strided(first, (rows, width), (width, 1))
+    return torch.as_strided(first.detach(), (rows, width), (width, 1))  # as the packed copy was: no grad
 
 
 def use_fused_text_attention(model: Any, compiler: Callable[..., Any] | None = None) -> int:
