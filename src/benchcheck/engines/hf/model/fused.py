@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.nn.modules import module as torch_module
 
 from benchcheck.engines.hf.attention.cache import ReservedCache
 from benchcheck.engines.hf.attention.decode import decode_attention
@@ -252,9 +253,7 @@ def _plain_projections(attn: Any) -> list[torch.nn.Linear] | None:
 def _hooked(projs: list[torch.nn.Linear]) -> bool:
     """A forward hook would see each projection's own call (its own or one for every module): the
     packed product would skip it."""
-    from torch.nn.modules import module
-
-    return bool(module._global_forward_hooks or module._global_forward_pre_hooks
+    return bool(torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks
                 or any(p._forward_hooks or p._forward_pre_hooks for p in projs))
 
 
@@ -291,7 +290,7 @@ def packed_qkv(attn: Any, state: ModelState) -> torch.Tensor | None:
     if attn not in state.qkv:
         return None
     projs = _plain_projections(attn)
-    packed = _row_blocks([p._parameters.get("weight") for p in projs]) if projs is not None else None
+    packed = None if projs is None else _row_blocks([p._parameters.get("weight") for p in projs])
     if projs is None or packed is None:
         state.qkv.discard(attn)
         return None
