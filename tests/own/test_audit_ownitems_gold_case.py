@@ -22,3 +22,17 @@ def test_a_gold_matching_two_options_ignoring_case_is_refused_not_the_first(tmp_
     assert r.exit_code == 1
     assert "mine.jsonl:1: q1: gold 'Us' matches no option exactly and options A, B alike" in r.stderr, r.stderr
     assert [(i.item_id, i.answer) for i in load_items([path]).items] == [("q2", 0), ("q3", 1)]
+
+
+def test_a_gold_text_written_as_two_options_is_refused_not_the_first(tmp_path: Path) -> None:
+    # A release with one option written twice: the gold text names both, so which letter is right
+    # cannot be known. It became option A silently.
+    path = tmp_path / "mine.jsonl"
+    rows = [{"item_id": "q1", "question": "Which way?", "options": ["left", "left", "right"], "answer": "left"},
+            {"item_id": "q2", "question": "Which way?", "options": ["left", "left", "right"], "answer": "B"},
+            {"item_id": "q3", "question": "Which way?", "options": ["left", "left", "right"], "answer": "right"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = bc("items", "validate", path)
+    assert r.exit_code == 1
+    assert "mine.jsonl:1: q1: gold 'left' matches options A, B alike" in r.stderr, r.stderr
+    assert [(i.item_id, i.answer) for i in load_items([path]).items] == [("q2", 1), ("q3", 2)]

@@ -255,8 +255,13 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
         return resolve_answer(s, texts, raw, "letter")
     if kind in ("auto", "text"):
         exact = [i for i, t in enumerate(texts) if t == s] or [i for i, t in enumerate(raw) if t.strip() == s]
-        if exact:
+        if len(exact) == 1:
             return exact[0]
+        if exact:
+            # Options written twice ("a", "a"): which of them the gold means cannot be known, and
+            # taking the first makes an answer naming the other one wrong.
+            return (f"gold {s!r} matches options {', '.join(LETTERS[i] for i in exact)} alike (the same text twice): "
+                    "give the letter or the index")
     if kind in ("auto", "index") and s.isdigit():
         idx = int(s)
         return idx if idx < n else _out_of_range(idx, n)
