@@ -36,3 +36,14 @@ def test_a_gold_text_written_as_two_options_is_refused_not_the_first(tmp_path: P
     assert r.exit_code == 1
     assert "mine.jsonl:1: q1: gold 'left' matches options A, B alike" in r.stderr, r.stderr
     assert [(i.item_id, i.answer) for i in load_items([path]).items] == [("q2", 1), ("q3", 2)]
+
+
+def test_a_boolean_gold_says_so_not_that_the_gold_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    rows = [{"item_id": "q1", "question": "Does it fall?", "options": ["yes", "no"], "answer": True},
+            {"item_id": "q2", "question": "Does it fall?", "options": ["yes", "no"], "answer": None}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = bc("items", "validate", path)
+    assert r.exit_code == 1
+    assert "mine.jsonl:1: q1: gold is a boolean (true), not an index, letter or option text" in r.stderr, r.stderr
+    assert "mine.jsonl:2: q2: no gold answer" in r.stderr, r.stderr

@@ -240,7 +240,11 @@ def resolve_answer(value: Any, texts: Sequence[str], raw: Sequence[str], kind: A
     (``B``) must not take it.
     """
     n = len(texts)
-    if isinstance(value, bool) or _is_blank(value):
+    if isinstance(value, bool):
+        # A checkbox or a true/false column mapped as the answer: there is a value, so "no gold
+        # answer" would send the user looking for an empty cell.
+        return f"gold is a boolean ({str(value).lower()}), not an index, letter or option text"
+    if _is_blank(value):
         return "no gold answer"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
