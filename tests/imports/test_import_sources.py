@@ -26,7 +26,7 @@ def test_vlmevalkit_tsv_as_vlmevalkit_keeps_it(tmp_path: Path) -> None:
     r = invoke("items", "import", str(src), "--from", "vlmevalkit", "--out", str(tmp_path / "items"),
                "--map", "video=video_path")
     assert r.exit_code == 0, r.output
-    assert "MyBench.tsv:4: option B is empty but option C is not" in r.output
+    assert "MyBench.tsv:4: MyBench_2: option B is empty but option C is not" in r.output
     assert "MyBench.tsv:5: MyBench_3: gold letter 'D' matches no option (2 options)" in r.output
     assert "3 items of 1 benchmarks imported, 2 refused" in r.output
     items = {i.item_id: i for i in load_items([tmp_path / "items"]).items}

@@ -121,7 +121,7 @@ def to_items(parts: Sequence[Part], user_map: str | None = None, bench: str | No
             if use_index:
                 row["__index_id"] = f"{name}_{row.get(use_index, index)}"
             if (gap := _gap(row, cmap.options or ())) is not None:
-                out.problems.append(Problem(part.path, where, None, gap))
+                out.problems.append(Problem(part.path, where, _item_id(row, cmap, name, index), gap))
                 continue
             _video_fields(row, cmap)
             try:
@@ -141,6 +141,14 @@ def to_items(parts: Sequence[Part], user_map: str | None = None, bench: str | No
             seen[item.item_id] = part.path
             out.items.append(replace(item, source_file=part.path, source_line=where))
     return out
+
+
+def _item_id(row: Mapping[str, Any], cmap: ColumnMap, bench: str, index: int) -> str | None:
+    """The id a refused record would have had, so its line names the item as every other refusal does."""
+    try:
+        return row_to_item(dict(row), cmap, bench, index)[1]
+    except (TypeError, ValueError):
+        return None
 
 
 def _video_fields(row: dict[str, Any], cmap: ColumnMap) -> None:
