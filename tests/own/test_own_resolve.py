@@ -208,3 +208,18 @@ def test_a_bare_id_whose_file_is_a_symlink_out_of_the_videos_folder_is_refused(
         assert [r.status for r in res.resolutions] == ["refused", "refused"], [r.reason for r in res.resolutions]
         assert "resolves outside the videos folder" in res.resolutions[0].reason
         assert ids["clip2.mp4"] not in {i.video_id for i in res.items}
+
+
+def test_a_dotdot_path_that_stays_inside_says_how_to_write_it_not_that_it_leaves(
+        world: tuple[Path, Path, dict[str, str]], tmp_path: Path) -> None:
+    # 'cams/../clip1.mp4' names a clip inside the folder: refused (paths are matched as written),
+    # but "leaves the videos folder" sent the user looking for a folder outside it.
+    root, store, _ = world
+    rows = [item(0, "cams/../clip1.mp4"), item(1, "../clip1.mp4"), item(2, "cams/../../clip1.mp4")]
+    loaded = load_items([write_items(tmp_path / "b.jsonl", rows)])
+    for videos in (root / "raw", None):
+        res = resolve_items(loaded.items, store, videos)
+        assert [r.status for r in res.resolutions] == ["refused"] * 3
+        reasons = [r.reason for r in res.resolutions]
+        assert "'cams/../clip1.mp4' has a '..' part, which item paths may not: write it as 'clip1.mp4'" in reasons[0]
+        assert "leaves the videos folder" in reasons[1] and "leaves the videos folder" in reasons[2]

@@ -23,6 +23,7 @@ resolved ids into a derived items file, so later runs need no resolution.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,12 +55,25 @@ def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
         raise ValueError(problem)
     pure = PurePosixPath(rel.replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts:
-        raise ValueError(f"video path {rel!r} leaves the {what}")
+        raise ValueError(dotdot_problem(rel, what))
     base = root.resolve()
     path = _resolved(base / pure, rel)
     if not _within(base, path):
         raise ValueError(f"video path {rel!r} resolves outside the {what}")
     return path
+
+
+def dotdot_problem(rel: str, what: str = "videos folder") -> str:
+    """Why a path with an absolute start or a ``..`` part is refused. A ``..`` that climbs back
+    inside (``cams/../a.mp4``) is refused too (paths are compared as written, with stored keys),
+    but it leaves nothing: saying so sent the user looking for a folder outside."""
+    pure = PurePosixPath(rel.replace("\\", "/"))
+    inside = posixpath.normpath(pure.as_posix())
+    if pure.is_absolute() or inside == ".." or inside.startswith("../"):
+        return f"video path {rel!r} leaves the {what}"
+    if inside == ".":
+        return f"video path {rel!r} names the {what} itself, not a video"
+    return f"video path {rel!r} has a '..' part, which item paths may not: write it as {inside!r}"
 
 
 def unencodable(named: str) -> str | None:
@@ -226,7 +240,8 @@ class VideoResolver:
             return self._by_file(item, rel, path, f"local::{self.videos.resolve().name}::{posix}")
         pure = PurePosixPath(rel.replace("\\", "/"))
         if ".." in pure.parts or "\x00" in rel:
-            return Resolution(item, rel, "refused", reason=f"video path {rel!r} leaves the videos folder")
+            reason = dotdot_problem(rel) if "\x00" not in rel else f"video path {rel!r} holds a NUL byte"
+            return Resolution(item, rel, "refused", reason=reason)
         if self.store is None:
             return Resolution(item, rel, "not_normalized",
                               reason=f"video {rel!r}: give --videos DIR (the folder it is in) or --store")
