@@ -50,9 +50,12 @@ def init(videos_dir: Path | None, item_paths: tuple[str, ...], columns: str | No
       benchcheck init --example mine
     """
     if example is not None:
-        from benchcheck.demo.example import write_example
+        from benchcheck.demo.example import ExampleExists, write_example
 
-        v, i = write_example(example)
+        try:
+            v, i = write_example(example)
+        except ExampleExists as e:
+            die(str(e))
         click.echo(f"example: {i} names its clips by file name in {v}; next:\n"
                    f"  benchcheck init --videos {v} --items {i} --out proj")
         return
