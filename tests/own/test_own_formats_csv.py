@@ -84,3 +84,23 @@ def test_options_in_letter_columns_are_read_as_vlmevalkit_and_mmlu_write_them(tm
     lone.write_text("item_id,video,question,A,answer\nq1,a.mp4,Q?,red,A\n")
     r = bc("items", "validate", lone)
     assert r.exit_code == 1 and "no options field" in r.stderr
+
+
+def test_a_map_naming_a_column_the_csv_lacks_is_one_file_line_naming_it(tmp_path: Path) -> None:
+    # `--columns answer=ans` on a file whose gold column is `gold`: each row was refused as
+    # "no gold answer", and nothing named the map.
+    path = tmp_path / "mine.csv"
+    path.write_text("item_id,video,question,a0,a1,a2,a3,a4,gold\n"
+                    "q1,a.mp4,What color?,red,blue,green,black,,1\n"
+                    "q2,a.mp4,Which one?,x,y,z,w,,0\n")
+    r = bc("items", "validate", path, "--columns", "answer=ans")
+    assert r.exit_code == 1
+    bad = [line for line in r.stderr.splitlines() if line.startswith("bad item:")]
+    assert bad == [f"bad item: {path}:0: column map: answer column 'ans' is not in this file "
+                   "(columns: item_id, video, question, a0, a1, a2, a3, a4, gold)"], r.stderr
+    # A map written for five options reads a file of four, as before.
+    four = tmp_path / "four.csv"
+    four.write_text("item_id,video,question,a0,a1,a2,a3,gold\nq1,a.mp4,What?,red,blue,green,black,1\n")
+    r = bc("items", "validate", four, "--columns", "options=a0|a1|a2|a3|a4,answer=gold")
+    assert r.exit_code == 0, r.stderr
+    assert load_items([four]).items[0].options == ("red", "blue", "green", "black")

@@ -524,6 +524,18 @@ class _File:
         return {e.item.item_id for e in self.entries if isinstance(e, _Read) and not e.generated}
 
 
+def _absent_mapped(cmap: ColumnMap, columns: Sequence[str]) -> tuple[str, str] | None:
+    """The first (field, column) the user's map names that the file lacks. Option columns count only
+    when none of them is there: a map written for five options reads a file of four."""
+    for name in ("bench", "question", "answer", "video_id", "video_key", "task", "duration_s"):
+        col = getattr(cmap, name)
+        if col and col not in columns:
+            return name, col
+    if cmap.options and not any(c in columns for c in cmap.options):
+        return "options", cmap.options[0]
+    return None
+
+
 def _read_file(path: Path, cmap: ColumnMap) -> _File:
     """Every record of one file parsed; ids are settled later, across files (:func:`_settle`)."""
     out = _File(path)
@@ -545,6 +557,13 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
                         missing := [c for c in id_columns(resolved.item_id, columns) if c not in columns]):
                     out.entries.append(Problem(str(path), FILE_LEVEL, None, f"column map: item_id column "
                                                f"{missing[0]!r} is not in this file (columns: "
+                                               f"{', '.join(map(str, columns))})"))
+                    return out
+                if path.suffix.lower() in (".csv", ".parquet") and (absent := _absent_mapped(cmap, columns)):
+                    # Else each row is refused for the field the map points away from ("no gold
+                    # answer" on every line), and the map itself is never named.
+                    out.entries.append(Problem(str(path), FILE_LEVEL, None, f"column map: {absent[0]} column "
+                                               f"{absent[1]!r} is not in this file (columns: "
                                                f"{', '.join(map(str, columns))})"))
                     return out
             try:
