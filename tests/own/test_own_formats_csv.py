@@ -104,3 +104,11 @@ def test_a_map_naming_a_column_the_csv_lacks_is_one_file_line_naming_it(tmp_path
     r = bc("items", "validate", four, "--columns", "options=a0|a1|a2|a3|a4,answer=gold")
     assert r.exit_code == 0, r.stderr
     assert load_items([four]).items[0].options == ("red", "blue", "green", "black")
+
+
+def test_a_misspelt_field_in_the_column_map_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text("item_id,question,a,b,gold\nq1,What?,red,blue,1\n")
+    r = bc("items", "validate", path, "--columns", "optons=a|b,answer=gold")
+    assert r.exit_code == 2
+    assert "column map: unknown field 'optons' in 'optons=a|b' (fields: item_id, bench, question, options," in r.stderr

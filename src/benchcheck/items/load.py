@@ -93,8 +93,12 @@ class ColumnMap:
         fields: dict[str, Any] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             name, sep, value = part.partition("=")
-            if not sep or name not in cls.__dataclass_fields__:
+            if not sep:
                 raise ValueError(f"column map: cannot read {part!r} (expected FIELD=COLUMN)")
+            if name not in cls.__dataclass_fields__:
+                # The part has the FIELD=COLUMN form: saying "expected FIELD=COLUMN" hid the misspelt field.
+                raise ValueError(f"column map: unknown field {name!r} in {part!r} "
+                                 f"(fields: {', '.join(cls.__dataclass_fields__)})")
             fields[name] = tuple(value.split("|")) if name == "options" else value
         return cls(**fields)
 
