@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from benchcheck.report.stats import diff_interval, wilson
+from benchcheck.items import Item
+from benchcheck.report.source import ItemEvidence
+from benchcheck.report.stats import diff_interval, final_counts, wilson
 from benchcheck.report.sweep import parse_condition, verdict
+from benchcheck.screen.fates import KEPT, NOT_SCREENED, REMOVED
 
 
 def test_wilson_interval_matches_newcombe_1998() -> None:
@@ -36,3 +39,18 @@ def test_conditions_parse_and_verdicts() -> None:
     assert verdict(acc).prefers == "both"
     assert verdict({"v_32_s448": wilson(51, 100), "v_32_s168": wilson(50, 100)}).prefers == "unknown"
     assert verdict({}).prefers == "unknown"
+
+
+def test_final_counts_name_the_kept_items_a_visual_step_never_screened() -> None:
+    # The protocol keeps an item without frames once its text steps keep it; the count under
+    # "not_screened" says how many of the kept had no visual check, so they are not read as passed.
+    item = Item("x", "b", "q?", ("a", "b"), 0)
+    both = {1: KEPT, 2: KEPT, 4: KEPT}
+    skipped = {1: KEPT, 2: NOT_SCREENED, 4: KEPT}
+    evidence = [ItemEvidence(item, KEPT, None, both, {}, {}),
+                ItemEvidence(item, KEPT, None, skipped, {}, {}),
+                ItemEvidence(item, KEPT, None, skipped, {}, {}),
+                ItemEvidence(item, REMOVED, 4, {1: KEPT, 2: NOT_SCREENED, 4: REMOVED}, {}, {})]
+    counts = final_counts(evidence)
+    assert counts == {KEPT: 3, REMOVED: 1, NOT_SCREENED: 2}
+    assert counts[NOT_SCREENED] <= counts[KEPT]  # a part of the kept, never a fate beside them

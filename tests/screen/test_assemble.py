@@ -91,7 +91,8 @@ def test_pool_summary_numbers(run: tuple[Path, Path, str]) -> None:
         ("Gamma", "4"): row(0, 0, 0, 0, 5, 0, 0),
     }
     md = (res / "pool_summary.md").read_text()
-    assert "Items: 70; failed: 2, kept: 35, pending: 5, removed: 28" in md
+    assert ("Items: 70; failed: 2, kept: 35, pending: 5, removed: 28 "
+            "(35 of the kept skipped a visual step: no frames)") in md
     assert "| Alpha | 1 | 38 | 20 | 52.6% | 6 | 2 | 0 | 0 |" in md
     assert "| Alpha | 4 | 18 | 8 | 44.4% | 0 | 0 | 0 | 0 |" in md
     assert "| Gamma | 4 | 0 | 0 |  | 0 | 0 | 5 | 0 |" in md

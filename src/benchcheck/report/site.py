@@ -283,10 +283,10 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         write_file(out / name, html.encode())
 
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
-         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, results=str(opts.results),
-         step0=opts.step0 is not None)
+         flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, labels=stats.FINAL_LABELS,
+         results=str(opts.results), step0=opts.step0 is not None)
     for p in pages:
-        page(f"bench/{p.slug}.html", "bench.html", root="../", b=p)
+        page(f"bench/{p.slug}.html", "bench.html", root="../", b=p, labels=stats.FINAL_LABELS)
     page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),
          unparsed=reasons(totals({f"{b}/{c}": n for b, cs in sweep.unparsed.items() for c, n in cs.items()})),
          na=reasons(totals({f"{b}/{c}": n for b, cs in sweep.na.items() for c, n in cs.items()})))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchcheck.report.source import BenchEvidence, ItemEvidence
-from benchcheck.screen.fates import FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED
+from benchcheck.screen.fates import FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, kept_unscreened
 
 Z95 = 1.959963984540054
 FUNNEL_KEYS = ("screened", "removed", "kept", "failed", "pending", "not_screened")
@@ -106,7 +106,18 @@ def positions(items: Sequence[ItemEvidence], step: int) -> tuple[Counter[int], C
 
 
 def final_counts(items: Iterable[ItemEvidence]) -> Counter[str]:
-    return Counter(it.final for it in items)
+    """Items per final fate, and under ``not_screened`` how many of the kept skipped a visual step
+    (no frames). The protocol keeps such an item (it passed every step it was eligible for), so no
+    final is "not screened": without this count a kept item with no video read as one that passed
+    the visual checks."""
+    out: Counter[str] = Counter()
+    for it in items:
+        out[it.final] += 1
+        if kept_unscreened(it.final, it.fates):
+            out[NOT_SCREENED] += 1
+    return out
 
 
 FINAL_ORDER = (KEPT, REMOVED, FAILED, PENDING, NOT_SCREENED, "open_format")
+# How the final counts are named on the pages: ``not_screened`` is a part of ``kept``, not a fate of its own.
+FINAL_LABELS = {NOT_SCREENED: "kept without a visual step", "open_format": "open format"}

@@ -46,6 +46,12 @@ class ItemFate:
         return out
 
 
+def kept_unscreened(final: str, fates: Mapping[int, str]) -> bool:
+    """Kept, with a visual step it had no frames for. The protocol keeps such an item (it passed
+    every step it was eligible for); counted apart, it is not read as having passed the visual checks."""
+    return final == KEPT and NOT_SCREENED in fates.values()
+
+
 def item_fates(items: Sequence[Item], chain: Sequence[int], states: Mapping[int, StepState],
                has_frames: Callable[[Item], bool]) -> list[ItemFate]:
     """Each item's fate per step, read through the reducer and the planner's chain rule (``gate``)."""
