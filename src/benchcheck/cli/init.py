@@ -15,7 +15,8 @@ next, in a shell; E is the engine. Real decisions: E="--engine openai --endpoint
 E="--engine hf --model CHECKPOINT --device cuda";
 scripted, reference, reference-prior and tiny random models are for tests and the demo:
   P={p}
-  for s in 1 2 3 4 5 6; do benchcheck screen --items $P/items --results $P/results --frames $P/frames --step $s $E; done
+  for s in 1 2 3 4 5 6; do benchcheck screen --items $P/items --results $P/results --frames $P/frames \
+      --store $P/store --step $s $E; done
   benchcheck sweep run --items $P/items --store $P/store --results $P/sweep/results $E
   benchcheck sweep analyze --results $P/sweep/results --out $P/sweep/analysis
   benchcheck audit --results $P/results --items $P/items --out $P/audit
