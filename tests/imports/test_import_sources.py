@@ -28,7 +28,7 @@ def test_vlmevalkit_tsv_as_vlmevalkit_keeps_it(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "MyBench.tsv:4: MyBench_2: option B is empty but option C is not" in r.output
     assert "MyBench.tsv:5: MyBench_3: gold letter 'D' matches no option (2 options)" in r.output
-    assert "3 items of 1 benchmarks imported, 2 refused" in r.output
+    assert "3 items of 1 benchmark imported, 2 refused" in r.output
     items = {i.item_id: i for i in load_items([tmp_path / "items"]).items}
     assert set(items) == {"MyBench_0", "MyBench_1", "MyBench_4"}  # ids from `index`, prefixed: unique per bench
     count = items["MyBench_0"]

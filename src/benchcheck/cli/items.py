@@ -150,7 +150,9 @@ def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, sp
         die(str(e))
         return
     n_bench = len({i.bench for i in result.items})
-    click.echo(f"{len(result.items)} items of {n_bench} benchmarks imported, {len(result.errors)} refused", err=True)
+    n = len(result.items)
+    click.echo(f"{n} item{'s' * (n != 1)} of {n_bench} benchmark{'s' * (n_bench != 1)} imported, "
+               f"{len(result.errors)} refused", err=True)
     for path in paths:
         click.echo(str(path))
 
