@@ -16,7 +16,7 @@ from sweep_helpers import item, write_items, write_rules
 from benchcheck.engines.rules.scripted import ScriptedEngine
 from benchcheck.serve.app import build_app
 from benchcheck.sweep.engine import MIN_CONTEXT, check_context
-from loopback import thread_server
+from loopback import free_port, thread_server
 
 RULES = [{"match": "", "reply": "The answer is A."}]
 
@@ -125,3 +125,30 @@ def test_the_context_probe_never_sends_the_key_to_an_http_proxy_of_the_environme
         t.join(10)
     assert not got, got
     assert res.returncode == 2 and "1,000" in res.stderr, res.stderr  # the endpoint's own context, read directly
+
+
+def test_a_context_that_cannot_be_read_is_refused_naming_why(tmp_path: Path, store: Path) -> None:
+    """A server that refuses the key, a wrong port or a model list of another shape stops the run
+    with the cause, not with 'serve with --max-model-len', a server setting that would not help."""
+    engine = ScriptedEngine(RULES, name="small")
+    with thread_server(build_app(engine, "small", api_key="sk-right-key-123456")) as url:
+        no_key = subprocess.run(_argv(tmp_path, store, url), capture_output=True, text=True, timeout=120)
+    assert no_key.returncode == 2, no_key.stderr
+    assert f"{url}/v1/models answered HTTP 401" in no_key.stderr and "--api-key-env" in no_key.stderr
+    assert "Serve with --max-model-len" not in no_key.stderr
+
+    down = f"http://127.0.0.1:{free_port()}"
+    refused = subprocess.run(_argv(tmp_path, store, down), capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2, refused.stderr
+    assert f"{down}/v1/models cannot be reached" in refused.stderr and "--endpoint" in refused.stderr
+
+    async def a_list(request: web.Request) -> web.Response:
+        return web.json_response([{"id": "small", "max_model_len": 65536}])
+
+    odd = web.Application()
+    odd.router.add_get("/v1/models", a_list)
+    with thread_server(odd) as url:
+        shaped = subprocess.run(_argv(tmp_path, store, url), capture_output=True, text=True, timeout=120)
+    assert shaped.returncode == 2, shaped.stderr
+    assert "Traceback" not in shaped.stderr and f"{url}/v1/models reports no max_model_len" in shaped.stderr
+    assert not (tmp_path / "fp" / "results" / "conditions_results.csv").exists()

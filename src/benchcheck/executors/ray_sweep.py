@@ -25,7 +25,7 @@ from benchcheck.executors.ray_cluster import cluster_failed, connect_announced, 
 from benchcheck.executors.ray_units import run_units
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.cli_run import after_run, check_engine_context, run_gpus, sweep_calls
-from benchcheck.sweep.engine import SweepEngine, build_sweep_engine, engine_max_model_len
+from benchcheck.sweep.engine import SweepEngine, build_sweep_engine, engine_context
 from benchcheck.sweep.job import SweepArgs
 from benchcheck.sweep.plan import Cell
 from benchcheck.sweep.results import log_line
@@ -44,13 +44,15 @@ class EngineFacts:
     max_model_len: int | None
     concurrent_calls: int
     config_hash: str | None = None  # the engine's own configuration (hf: HFConfig.hash), for run_log
+    context_why: str | None = None  # why max_model_len is unknown (an endpoint unreachable, a refused key)
 
 
 def _engine_facts(o: SweepEngine) -> EngineFacts:
     engine = build_sweep_engine(o)
     try:
-        return EngineFacts(engine.name, engine.model_name, engine_max_model_len(engine, o), concurrent_calls(engine),
-                           engine_config_hash(engine))
+        known, why = engine_context(engine, o)
+        return EngineFacts(engine.name, engine.model_name, known, concurrent_calls(engine),
+                           engine_config_hash(engine), why)
     finally:
         asyncio.run(engine.aclose())
 
@@ -87,7 +89,7 @@ def run_sweep(a: SweepArgs, cells: Sequence[Cell], specs: Mapping[str, RunSpec],
     except (ray.exceptions.RayError, ConnectionError) as e:
         echo(cluster_failed("sweep", e))
         return SweepSummary(aborted=True)
-    check_engine_context(a, cells, facts.max_model_len)
+    check_engine_context(a, cells, facts.max_model_len, facts.context_why)
     calls = sweep_calls(a, facts.concurrent_calls)
     log_line(a.paths, f"benches {','.join(benches)}; conditions {','.join(specs)}; "
                       f"ray: {placement.cpu_actors} CPU actors, {placement.engine_actors} engine actors")

@@ -17,7 +17,7 @@ from benchcheck.sweep.engine import (
     MIN_CONTEXT,
     build_sweep_engine,
     check_context,
-    engine_max_model_len,
+    engine_context,
     model_ref,
 )
 from benchcheck.sweep.frames import FramePool
@@ -120,10 +120,11 @@ def run_local(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benche
     return asyncio.run(go())
 
 
-def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None) -> None:
-    """``PreconditionError`` (logged) when the engine's context cannot hold the budget."""
+def check_engine_context(a: SweepArgs, cells: Sequence[Cell], known: int | None, why: str | None = None) -> None:
+    """``PreconditionError`` (logged) when the engine's context cannot hold the budget (``why``: why the
+    engine did not tell it)."""
     visual = any(c.kind == "todo" and c.condition != BLIND for c in cells)
-    problem = check_context(known, a.max_model_len, visual, a.token_budget, min_context=a.min_context)
+    problem = check_context(known, a.max_model_len, visual, a.token_budget, min_context=a.min_context, why=why)
     if visual and not problem and a.min_context < MIN_CONTEXT:
         log_line(a.paths, f"context floor lowered to {a.min_context:,} tokens by --min-context "
                           f"(engine: {known if known is not None else a.max_model_len} tokens)")
@@ -197,7 +198,7 @@ def after_run(a: SweepArgs, benches: Sequence[str], echo: Echo) -> None:
 async def run_planned(a: SweepArgs, cells: list[Cell], specs: dict[str, RunSpec], benches: list[str],
                       engine: Engine, echo: Echo) -> SweepSummary:
     """Run planned cells on an engine the caller owns (and closes)."""
-    check_engine_context(a, cells, engine_max_model_len(engine, a.engine))
+    check_engine_context(a, cells, *engine_context(engine, a.engine))
     pool = FramePool(Path(a.store) if a.store else None, a.decode_workers,
                      (a.engine.api_key_env,) if a.engine.api_key_env else ())
     calls = sweep_calls(a, concurrent_calls(engine), pool.workers)

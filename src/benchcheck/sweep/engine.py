@@ -55,51 +55,71 @@ def build_sweep_engine(o: SweepEngine) -> Engine:
     return from_options(o.engine, engine_options(o))
 
 
-def endpoint_max_model_len(url: str, api_key: str | None, timeout: float = 10.0) -> int | None:
-    """``max_model_len`` that an OpenAI-compatible server (vLLM, benchcheck serve) reports in ``/models``.
-    The key goes to ``url``'s host only: a redirect is followed without it, and no proxy of the
-    environment is used."""
+def endpoint_context(url: str, api_key: str | None, timeout: float = 10.0) -> tuple[int | None, str | None]:
+    """``(max_model_len, None)`` as an OpenAI-compatible server (vLLM, benchcheck serve) reports it in
+    ``/models``, or ``(None, why)``: the precondition names the cause (a wrong port, a refused key)
+    instead of suggesting a server setting that would not help. The key goes to ``url``'s host only:
+    a redirect is followed without it, and no proxy of the environment is used."""
     base = url.rstrip("/")
     if not base.endswith("/v1"):
         base += "/v1"
-    req = urllib.request.Request(f"{base}/models")
+    where = f"{base}/models"
+    req = urllib.request.Request(where)
     if api_key:
         req.add_unredirected_header("Authorization", f"Bearer {api_key}")
     try:
         with open_direct(req, timeout=timeout) as r:
             data = json.loads(r.read())
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-    lens = [m.get("max_model_len") for m in data.get("data", []) if isinstance(m, dict)]
+    except urllib.error.HTTPError as e:
+        key = "; check the key --api-key-env names" if e.code in (401, 403) else ""
+        return None, f"{where} answered HTTP {e.code} {e.reason}{key}"
+    except urllib.error.URLError as e:
+        return None, f"{where} cannot be reached ({e.reason}); check --endpoint"
+    except (OSError, ValueError) as e:
+        return None, f"{where} gave no model list ({type(e).__name__}: {e})"
+    models = data.get("data") if isinstance(data, dict) else None
+    lens = [m.get("max_model_len") for m in models if isinstance(m, dict)] if isinstance(models, list) else []
     known = [int(v) for v in lens if isinstance(v, int)]
-    return min(known) if known else None
+    if not known:
+        return None, f"{where} reports no max_model_len"
+    return min(known), None
 
 
-def engine_max_model_len(engine: Engine, o: SweepEngine) -> int | None:
-    """What the engine can hold: its own capability, or the smallest its endpoints report."""
+def engine_context(engine: Engine, o: SweepEngine) -> tuple[int | None, str | None]:
+    """What the engine can hold (its own capability, or the smallest its endpoints report), or
+    ``(None, why)`` naming the first endpoint that did not tell."""
     own = max_model_len(engine)
     if own is not None:
-        return own
-    if o.endpoints:
-        lens = [endpoint_max_model_len(u, o.api_key()) for u in o.endpoints]
-        if all(v is not None for v in lens):
-            return min(v for v in lens if v is not None)
-    return None
+        return own, None
+    if not o.endpoints:
+        return None, None
+    lens: list[int] = []
+    for u in o.endpoints:
+        n, why = endpoint_context(u, o.api_key())
+        if n is None:
+            return None, why
+        lens.append(n)
+    return min(lens), None
 
 
 def check_context(known: int | None, declared: int | None, needs_budget: bool,
                   budget: int = TOKEN_BUDGET, max_tokens: int = MAX_TOKENS,
-                  min_context: int = MIN_CONTEXT) -> str | None:
+                  min_context: int = MIN_CONTEXT, why: str | None = None) -> str | None:
     """None when the context holds ``budget + max_tokens`` and ``min_context``; else the message to stop with.
 
     The budget is never lowered to fit: a smaller context would silently change the fps ladders.
     ``min_context`` is seed 001's rule (stop when a server cannot serve 65,536 tokens); only an
-    explicit ``--min-context`` lowers it, never below what the budget needs.
+    explicit ``--min-context`` lowers it, never below what the budget needs. ``why``: why the
+    engine did not tell its context (``engine_context``), named first when it is unknown.
     """
     if not needs_budget:
         return None
     need = budget + max_tokens
     have = known if known is not None else declared
+    if have is None and why:
+        return (f"cannot tell the engine's max model length: {why}. The sweep needs {need:,} tokens "
+                f"(--token-budget {budget} + max_tokens {max_tokens}); a server that cannot report it is "
+                "declared with --max-model-len N")
     if have is None:
         return (f"cannot tell the engine's max model length; the sweep needs {need:,} tokens "
                 f"(--token-budget {budget} + max_tokens {max_tokens}). Serve with --max-model-len 65536 "
