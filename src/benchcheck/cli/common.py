@@ -134,6 +134,18 @@ def need_engine_reads(engine: str, **given: Any) -> None:
         die(why)
 
 
+def need_key_variable(api_key_env: str | None, executor: str) -> None:
+    """``--api-key-env VAR`` naming a variable that is unset or empty ends a local run in one line,
+    before any request: the endpoints would get no key, refuse every request with 401, and the run
+    would stop on "check the API key" without saying the variable it was told to read holds none.
+    A Ray run reads the variable on its engine actors' nodes, not here, so it is not checked."""
+    import os
+
+    if api_key_env and executor == "local" and not os.environ.get(api_key_env):
+        die(f"--api-key-env {api_key_env}: that variable is not set in this environment (export it, "
+            "or leave --api-key-env out for a server without a key)")
+
+
 def need_own_results(results: str, kind: Literal["screen", "sweep"], option: str = "--results") -> None:
     """A results folder that holds the other command's results ends the command in one line: a
     screen run given a sweep's folder (or the reverse) mixed its rows and run log into it, and

@@ -11,6 +11,7 @@ from benchcheck.cli.common import (
     executor_options,
     load_items_reporting,
     need_engine_reads,
+    need_key_variable,
     need_own_results,
 )
 from benchcheck.cli.videos import videos_option
@@ -95,6 +96,8 @@ def screen(item_paths: tuple[str, ...], step: int, results: str, engine: str, mo
 
     need_engine_reads(engine, rules=rules, hf_config=hf_config, letter_tokenizer=letter_tokenizer)  # --plan-only too
     need_own_results(results, "screen")
+    if not plan_only:
+        need_key_variable(api_key_env, executor)
     job = ShardJob(items=item_paths, results=results, step=step, engine=engine, model=model, revision=revision,
                    endpoints=endpoints, api_key_env=api_key_env, device=device, rules=rules, hf_config=hf_config,
                    chain=chain,

@@ -17,6 +17,7 @@ from benchcheck.cli.common import (
     executor_options,
     load_items_reporting,
     need_engine_reads,
+    need_key_variable,
     need_own_results,
 )
 from benchcheck.cli.videos import resolve_reporting
@@ -147,6 +148,7 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
     from benchcheck.sweep.job import PreconditionError
 
     need_engine_reads(engine, rules=rules, hf_config=hf_config)
+    need_key_variable(api_key_env, executor)
     need_own_results(kw["results"], "sweep")  # before the executor's refusal and the store's check
     check_store(kw["store"])  # here, not by the shared option: dry-run plans before the store is made
     eps = endpoints_list(endpoints)
