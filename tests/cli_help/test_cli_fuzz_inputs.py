@@ -78,3 +78,19 @@ def test_mistyped_input_is_one_line_naming_it(ws: Path, args: list[str], words: 
     for w in words:
         assert w in last, last
     assert not (ws / unwritten).exists()
+
+
+def test_sweep_analyze_with_a_file_for_out_is_refused_naming_it(ws: Path) -> None:
+    """``--out`` naming a file (an item file, say) was an exit 1 with ``File exists (FileExistsError)``,
+    after the analysis ran; it is a usage error naming the option, as every other ``--out`` folder."""
+    (ws / "store" / "normalized").mkdir(parents=True, exist_ok=True)  # v_blind reads no video
+    r = _cli("sweep", "run", "--items", "items.jsonl", "--store", "store", "--results", "swr", "--engine",
+             "reference", "--conds", "v_blind", "--no-progress", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    before = (ws / "items.jsonl").read_bytes()
+    r = _cli("sweep", "analyze", "--results", "swr", "--out", "items.jsonl", cwd=ws)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error:") and "--out" in last and "items.jsonl" in last and "is a file" in last, r.stderr
+    assert (ws / "items.jsonl").read_bytes() == before
+    assert not (ws / "swr" / "sweep_analysis_settings.json").exists()

@@ -191,7 +191,7 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 @sweep.command("analyze")
 @click.option("--results", type=CliPath(exists=True, file_okay=False), required=True,
               help="Results folder (conditions_results.csv).")
-@click.option("--out", type=CliPath(), required=True, help="Output folder (CSV, Markdown, PNG plots).")
+@click.option("--out", type=CliPath(file_okay=False), required=True, help="Output folder (CSV, Markdown, PNG plots).")
 @click.option("--n-perm", "--n-boot", "n_perm", type=click.IntRange(min=1), default=2000, show_default=True,
               help="Permutation replicates of each effect's test.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
