@@ -34,3 +34,17 @@ def test_an_empty_host_or_key_is_a_usage_error_not_an_open_server(tmp_path: Path
     assert proc.returncode == 2
     assert flag in proc.stderr and says in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(tmp_path: Path, port: str) -> None:
+    """``--port 70000`` (a typo) ended in an ``OverflowError`` traceback from ``bind``, after a log
+    line saying the server was serving."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"match": "", "reply": "ok"}]))
+    cmd = [sys.executable, "-c", "from benchcheck.cli import main; main()", "serve", "--engine", "scripted",
+           "--rules", str(rules), "--model", "judge", "--port", port]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "serving" not in proc.stderr
+    assert "--port" in proc.stderr and port in proc.stderr and "65535" in proc.stderr

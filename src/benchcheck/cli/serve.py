@@ -14,7 +14,7 @@ from benchcheck.engines.registry import SERVABLE
 @click.option("--rules", type=CliPath(exists=True, dir_okay=False), help="Rules file (JSON) of the scripted engine.")
 @click.option("--revision", default=None, help="hf: pinned revision of a hub model.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--served-model-name", default=None, help="Model id reported and accepted (default: --model).")
 @click.option("--api-key", envvar="BENCHCHECK_API_KEY", default=None,
               help="Require 'Authorization: Bearer KEY' on /v1 routes (or set BENCHCHECK_API_KEY).")
