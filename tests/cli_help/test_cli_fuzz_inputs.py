@@ -94,3 +94,20 @@ def test_sweep_analyze_with_a_file_for_out_is_refused_naming_it(ws: Path) -> Non
     assert last.startswith("Error:") and "--out" in last and "items.jsonl" in last and "is a file" in last, r.stderr
     assert (ws / "items.jsonl").read_bytes() == before
     assert not (ws / "swr" / "sweep_analysis_settings.json").exists()
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:abc/v1", "http://127.0.0.1:99999/v1",
+                                      "http://127.0.0.1:8001/v1?x=1"])
+def test_sweep_run_and_screen_refuse_an_endpoint_url_the_client_cannot_use(ws: Path, endpoint: str) -> None:
+    """A port that is not a number was a traceback (``http.client.InvalidURL``) from the sweep's
+    context probe; a port out of range or a query reached the servers as requests that all failed."""
+    (ws / "store" / "normalized").mkdir(parents=True, exist_ok=True)
+    for args in (["sweep", "run", "--items", "items.jsonl", "--store", "store", "--results", "swe",
+                  "--conds", "v_1", "--no-progress"],
+                 ["screen", "--items", "items.jsonl", "--step", "1", "--results", "scr", "--no-progress"]):
+        r = _cli(*args, "--engine", "openai", "--endpoint", endpoint, "--model", "m", cwd=ws)
+        assert r.returncode == 2, (args[0], r.returncode, r.stderr)
+        assert "Traceback" not in r.stderr, r.stderr
+        last = r.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: endpoint ") and endpoint in last, r.stderr
+    assert not (ws / "swe" / "conditions_results.csv").exists() and not (ws / "scr" / "step1").exists()

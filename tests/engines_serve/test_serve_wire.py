@@ -94,6 +94,24 @@ def test_normalize_endpoint() -> None:
         normalize_endpoint("h:8001")
 
 
+@pytest.mark.parametrize(("url", "says"), [
+    ("http://127.0.0.1:abc/v1", "not a valid URL"),
+    ("http://127.0.0.1:99999/v1", "not a valid URL"),
+    ("http://h:0", "not a valid URL"),
+    ("http://h x:8001", "not a valid URL"),
+    ("http://[::1/v1", "not a valid URL"),
+    ("http://h:8001/v1?x=1", "query or fragment"),
+    ("http://h:8001/v1#top", "query or fragment"),
+])
+def test_normalize_endpoint_refuses_a_url_the_client_cannot_use(url: str, says: str) -> None:
+    """A port that is not a number or out of range, a space in the host, an unclosed bracket, a
+    query or fragment: refused up front naming the endpoint, not a failure of every request (or a
+    traceback from the sweep's context probe, which read the port first)."""
+    with pytest.raises(ValueError, match=says) as e:
+        normalize_endpoint(url)
+    assert str(e.value).startswith("endpoint ")
+
+
 ASSISTANT = {"role": "assistant", "content": "Answer:"}
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -64,12 +65,27 @@ def normalize_endpoint(url: str) -> str:
     url = url.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"endpoint {url!r}: must start with http:// or https://")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # an unclosed IPv6 bracket
+        raise ValueError(f"endpoint {re.sub(r'//[^/?#]*@', '//' + MASK + '@', url)!r}: not a valid URL ({e})") from None
     if parts.username is not None or parts.password is not None:
         # The URL is written into run logs and failure messages: a key in it would be too.
         bare = urlunsplit(parts._replace(netloc=MASK + "@" + parts.netloc.rpartition("@")[2]))
         raise ValueError(f"endpoint {bare!r}: credentials in the URL are not taken; give the key with "
                          "--api-key-env (sent only as a bearer token)")
+    # Checked here, before any request: urllib reads the port only when asked (a port that is not a
+    # number was a traceback from the context probe, one out of range a refused connection on
+    # every request), and a query or fragment had the request path appended after it.
+    try:
+        port = parts.port
+    except ValueError as e:
+        raise ValueError(f"endpoint {url!r}: not a valid URL ({e})") from None
+    if not parts.hostname or port == 0 or any(c.isspace() for c in parts.netloc):
+        raise ValueError(f"endpoint {url!r}: not a valid URL (bad host or port)")
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        raise ValueError(f"endpoint {url!r}: a query or fragment cannot take the request path after it; "
+                         "give the base URL only")
     return url if url.endswith("/v1") else url + "/v1"
 
 
