@@ -346,14 +346,20 @@ def run_server(
                     media)
     model_id = app[STATE].model_id
     auth = "with API key" if api_key else "no API key"
-    log.info("serving %r (engine %s) on http://%s:%d/v1, %s; header timeout %g s, body timeout %g s, "
-             "at most %d connections", model_id, engine.name, host, port, auth, guard.header_timeout_s,
-             guard.body_timeout_s, guard.max_connections)
-    asyncio.run(_serve(app, host, port, guard, access_log))
+
+    def announce(bound: int) -> None:
+        log.info("serving %r (engine %s) on http://%s:%d/v1, %s; header timeout %g s, body timeout %g s, "
+                 "at most %d connections", model_id, engine.name, host, bound, auth, guard.header_timeout_s,
+                 guard.body_timeout_s, guard.max_connections)
+
+    asyncio.run(_serve(app, host, port, guard, access_log, announce))
 
 
-async def _serve(app: web.Application, host: str, port: int, guard: Guard, access_log: bool) -> None:
-    """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM."""
+async def _serve(app: web.Application, host: str, port: int, guard: Guard, access_log: bool,
+                 announce: Callable[[int], None]) -> None:
+    """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM. ``announce``
+    gets the bound port once the socket listens: a "serving" line before a failed bind (a port in
+    use) read as a server that had started, and ``--port 0`` is told the port it got."""
     # handler_cancellation: a client that disconnects cancels its handler, as vLLM aborts its
     # request; a queued request is then never handed to the engine, a generation stops decoding.
     runner = web.AppRunner(app, access_log=logging.getLogger(ACCESS_LOG) if access_log else None,
@@ -366,6 +372,7 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
     except OSError:
         await runner.cleanup()
         raise
+    announce(listener.getsockname()[1])
     accepting = asyncio.create_task(guard.accept_loop(listener, runner.server))
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
