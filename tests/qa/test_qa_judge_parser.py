@@ -141,6 +141,15 @@ def test_hint_needs_every_item_refused() -> None:
     assert refusal_hint([], cfg, None) is None
 
 
+def test_a_key_refused_for_every_item_is_named_not_the_model_id() -> None:
+    hint = refusal_hint([_refused(401, "Unauthorized")] * 3, _cfg(), None)
+    assert hint is not None and "HTTP 401" in hint and "EVAL_LLM_JUDGE_API_KEY was not accepted" in hint
+    assert "k" * 10 not in hint  # the key itself is never shown
+    keyless = refusal_hint([_refused(401, "Unauthorized")], JudgeConfig("https://gw.example/v1", "gpt-judge"), None)
+    assert keyless is not None and "EVAL_LLM_JUDGE_API_KEY is not set" in keyless
+    assert refusal_hint([_refused(401, "Unauthorized"), Judgement("j", "ok", score=1.0)], _cfg(), None) is None
+
+
 def test_hint_for_404_naming_the_model() -> None:
     """vLLM and most gateways answer an unknown model id with 404; a 404 for a wrong path is not it."""
     cfg = _cfg()

@@ -113,6 +113,11 @@ def refusal_hint(judgements: Sequence[Judgement], config: JudgeConfig, model_ids
                 or (j.http_status == 400 and _names_model(message, config.model))
                 or (j.http_status == 404 and _names_missing_model(message, config.model)))
 
+    if judgements and all(j.status == "error" and j.http_status == 401 for j in judgements):
+        # Not the model id: the gateway did not take the key, and a list of ids would be refused too.
+        given = f"the key in {ENV_API_KEY} was not accepted" if config.api_key else f"{ENV_API_KEY} is not set"
+        return (f"the judge refused every item (HTTP 401): {given}; set it to a key this gateway takes. "
+                "The VLM answers are kept; rerun `benchcheck qa judge`.")
     if not judgements or not all(refused(j) for j in judgements):
         return None
     codes = "/".join(sorted({str(j.http_status) for j in judgements}))
