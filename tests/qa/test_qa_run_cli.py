@@ -143,16 +143,18 @@ def test_command_errors_are_items_not_the_run(tmp_path: Path, clips: Path,
     marker = tmp_path / "pwned"
     question = f"it's \"$(touch {marker})\" `touch {marker}`; touch {marker} [echo]"
     dataset = write_dataset([qa_entry("garbage", "Say? [garbage]"), qa_entry("missing", "Where? [say:x]",
-                             video="nope.mp4"), qa_entry("quoted", question)])
+                             video="nope.mp4"), qa_entry("quoted", question), qa_entry("folder", "Where? [say:x]",
+                             video="sub")])
     out = tmp_path / "out"
     res = run_cli(["qa", "run", "--dataset", str(dataset), "--videos", str(clips), "--output-dir", str(out),
-                   "--vlm-cmd", vlm_cmd(), "--skip-judge", "--limit", "3"], {})
+                   "--vlm-cmd", vlm_cmd(), "--skip-judge", "--limit", "4"], {})
     assert res.returncode == 3
     assert not marker.exists()
     workflow = {w["id"]: w for w in read_json(out / "workflow_output.json")}
     assert workflow["quoted"]["generated_answer"] == question
     assert workflow["garbage"]["error_kind"] == "bad_output" and "no JSON" in workflow["garbage"]["error"]
     assert workflow["missing"]["error_kind"] == "video" and "nope.mp4" in workflow["missing"]["error"]
+    assert workflow["folder"]["error"] == "video sub is a folder, not a video file"
 
 
 def test_limit_selects_first_items(tmp_path: Path, clips: Path,

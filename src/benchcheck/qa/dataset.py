@@ -64,6 +64,16 @@ class QAItem:
     evaluation_method: tuple[str, ...]
 
 
+def video_problem(item: QAItem) -> str | None:
+    """Why ``item``'s clip cannot be sent (None: it is a file). A folder is named as one: "not
+    found" sent the user looking for a path that is there."""
+    if item.video_path.is_file():
+        return None
+    if item.video_path.is_dir():
+        return f"video {item.video} is a folder, not a video file"
+    return f"video not found: {item.video}"
+
+
 @dataclass(frozen=True, slots=True)
 class EntryNote:
     """One entry that is not run: its position, its id when it has one, and why (a skip

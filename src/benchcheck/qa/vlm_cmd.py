@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchcheck.masking import Masker, child_environment
-from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.dataset import QAItem, video_problem
 from benchcheck.qa.proc import run_with_watchdog
 from benchcheck.qa.records import VLMAnswer
 
@@ -172,8 +172,8 @@ class CommandVLM:
         })
 
     async def answer(self, item: QAItem) -> VLMAnswer:
-        if not item.video_path.is_file():
-            return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
+        if (problem := video_problem(item)) is not None:
+            return VLMAnswer(item.id, "error", 0.0, error=problem, error_kind="video")
         if self.inline_media and item.video_path.stat().st_size > INLINE_WARN_BYTES:
             size = item.video_path.stat().st_size / 2**20
             self.warn(f"{item.id}: {item.video} is {size:.1f} MB inline (--inline-media); VLMs commonly reject "

@@ -34,7 +34,7 @@ from benchcheck.engines.base import Failure, GenerateRequest
 from benchcheck.engines.options import EngineOptions
 from benchcheck.engines.registry import from_options
 from benchcheck.masking import Masker
-from benchcheck.qa.dataset import QAItem
+from benchcheck.qa.dataset import QAItem, video_problem
 from benchcheck.qa.frames import sample_jpegs
 from benchcheck.qa.records import VLMAnswer, VLMErrorKind
 
@@ -101,8 +101,8 @@ class EndpointVLM:
         """``latency_s`` is the wall clock of the whole item, as in command mode: frame decoding
         (also reported alone as ``prep_s``) plus the request."""
         t0 = time.monotonic()
-        if not item.video_path.is_file():
-            return VLMAnswer(item.id, "error", 0.0, error=f"video not found: {item.video}", error_kind="video")
+        if (problem := video_problem(item)) is not None:
+            return VLMAnswer(item.id, "error", 0.0, error=problem, error_kind="video")
         try:
             content = await asyncio.to_thread(self._media, item)
         except (ValueError, OSError) as e:
