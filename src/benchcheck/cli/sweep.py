@@ -90,7 +90,12 @@ def sweep() -> None:
 @plan_options
 @click.option("--engine", type=click.Choice(engine_names()), default="hf", show_default=True,
               help="The engine the run will use: a rule program's rows are its own, never a model's.")
-def dry_run_cmd(engine: str, **kw: Any) -> None:
+# Taken and unused, so that one engine string ($E) fits `run` and `dry-run`: a dry run sends nothing.
+@click.option("--endpoint", "endpoints", multiple=True, help="As `run` takes it; a dry run sends no request.")
+@click.option("--api-key-env", default=None, help="As `run` takes it; a dry run reads no key.")
+@click.option("--device", default=None, help="As `run` takes it; a dry run loads no model.")
+def dry_run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, device: str | None,
+                **kw: Any) -> None:
     """Per benchmark x condition: todo / NA / reuse / failures and projected prompt tokens per item.
 
     \b
