@@ -12,9 +12,18 @@ from typing import Any
 
 from benchcheck.atomic import clear_dead_files, file_tag, replace_atomic, write_atomic, write_text_atomic
 from benchcheck.items import fingerprints
-from benchcheck.screen import fates as fate_rules
 from benchcheck.screen.context import ScreenContext
-from benchcheck.screen.fates import ERROR, FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, ItemFate, item_fates
+from benchcheck.screen.fates import (
+    ERROR,
+    FAILED,
+    KEPT,
+    NOT_SCREENED,
+    PENDING,
+    REMOVED,
+    ItemFate,
+    item_fates,
+    kept_unscreened,
+)
 from benchcheck.screen.pool_text import with_item_text
 from benchcheck.shard import ShardPath, parse_shard_path
 from benchcheck.stats.pool import add_confidence, add_probe, removal_interval
@@ -124,7 +133,7 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def _markdown(summary: Sequence[dict[str, Any]], fates: Sequence[ItemFate], flags: Sequence[str]) -> str:
     final = Counter(f.final for f in fates)
-    unscreened = sum(fate_rules.kept_unscreened(f.final, f.fates) for f in fates)
+    unscreened = sum(kept_unscreened(f.final, f.fates) for f in fates)
     head = f"Items: {len(fates)}; " + ", ".join(f"{k}: {v}" for k, v in sorted(final.items()))
     if unscreened:
         head += f" ({unscreened} of the kept skipped a visual step: no frames)"
