@@ -179,7 +179,7 @@ def slurm() -> None:
 @click.option("--cpus-per-task", type=click.IntRange(min=1), default=None)
 @click.option("--logs", default="logs", show_default=True)
 @click.option("--python", default="python3", show_default=True)
-@click.option("--out", type=CliPath(), default=None, help="Write the script here (default: stdout).")
+@click.option("--out", type=CliPath(dir_okay=False), default=None, help="Write the script here (default: stdout).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: str | None,
            time_limit: str | None, cpus_per_task: int | None, logs: str, python: str, out: str | None,
