@@ -113,19 +113,33 @@ def slurm_task(env: Mapping[str, str] | None = None) -> tuple[int, int]:
     env = os.environ if env is None else env
     if "SLURM_ARRAY_TASK_ID" not in env:
         return 0, 1
-    tid = int(env["SLURM_ARRAY_TASK_ID"])
-    lo = int(env.get("SLURM_ARRAY_TASK_MIN", "0"))
-    step = int(env.get("SLURM_ARRAY_TASK_STEP", "1") or 1)
+    tid = _env_int(env, "SLURM_ARRAY_TASK_ID", None)
+    lo = _env_int(env, "SLURM_ARRAY_TASK_MIN", 0)
+    step = _env_int(env, "SLURM_ARRAY_TASK_STEP", 1) or 1
     if "SLURM_ARRAY_TASK_COUNT" in env:
-        n = int(env["SLURM_ARRAY_TASK_COUNT"])
+        n = _env_int(env, "SLURM_ARRAY_TASK_COUNT", 1)
     elif "SLURM_ARRAY_TASK_MAX" in env:
-        n = (int(env["SLURM_ARRAY_TASK_MAX"]) - lo) // step + 1
+        n = (_env_int(env, "SLURM_ARRAY_TASK_MAX", 0) - lo) // step + 1
     else:
         n = 1
     rank = (tid - lo) // step
     if not 0 <= rank < n:
         raise ValueError(f"Slurm array task {tid} gives rank {rank}, outside 0..{n - 1}")
     return rank, n
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int | None) -> int:
+    """An array variable as an integer (``default`` when it is empty and optional); a one-line
+    ValueError naming the variable and its value otherwise, where ``int`` said only "invalid
+    literal" and left the user to guess which of the array's variables it was."""
+    value = env.get(name, "").strip()
+    if not value and default is not None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"--shard auto: {name}={env[name]!r} is not an integer (a Slurm array task's "
+                         "variables are set by Slurm; unset them to run outside an array)") from None
 
 
 def parse_shard(spec: str | None, env: Mapping[str, str] | None = None) -> tuple[int, int]:

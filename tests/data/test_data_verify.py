@@ -88,3 +88,15 @@ def test_a_shard_not_extracted_yet_lists_the_members_extraction_would_refuse(tmp
     assert "'../escape.txt'" in v.detail and "'vid1/etc'" in v.detail and "symbolic link" in v.detail
     r = subprocess.run([BENCHCHECK, "data", "verify", str(pkg)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "REFUSED MEMBERS" in r.stdout + r.stderr and "escape.txt" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1]", '{"repo": "lab/x"}', '{"target": 5, "manifest": ["x"]}'])
+def test_an_unreadable_fetch_record_is_named_not_called_missing(tmp_path: Path, text: str) -> None:
+    """A fetch record that exists but cannot be read was reported as `no fetch record`: the user
+    looked for a file that is there, with no word of what is wrong with it."""
+    record = tmp_path / ".benchcheck" / "fetch_frames.json"
+    record.parent.mkdir()
+    record.write_text(text)
+    r = subprocess.run([BENCHCHECK, "data", "verify", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert str(record) in r.stderr and "no fetch record" not in r.stderr and "Traceback" not in r.stderr, r.stderr

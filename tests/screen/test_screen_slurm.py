@@ -63,3 +63,13 @@ def test_cpu_tasks_need_direct(tmp_path: Path) -> None:
             "--out", str(script), "--", "--items", "items/", "--results", "results")
     assert r.returncode == 2 and "--gpus-per-task 0 needs --direct" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and not script.exists()
+
+
+def test_out_that_is_a_folder_is_refused_naming_it(tmp_path: Path) -> None:
+    """`--out DIR` (a folder) was exit 1 naming a temporary file beside it (`.DIR.<hex>.tmp -> DIR:
+    Is a directory`), not the option."""
+    r = cli("slurm", "script", "--step", "1", "--array", "2", "--out", str(tmp_path), "--",
+            "--items", "items/", "--results", "results")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "--out" in r.stderr and ".tmp" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not list(tmp_path.parent.glob(f".{tmp_path.name}*"))

@@ -179,7 +179,7 @@ def slurm() -> None:
 @click.option("--cpus-per-task", type=click.IntRange(min=1), default=None)
 @click.option("--logs", default="logs", show_default=True)
 @click.option("--python", default="python3", show_default=True)
-@click.option("--out", type=CliPath(), default=None, help="Write the script here (default: stdout).")
+@click.option("--out", type=CliPath(dir_okay=False), default=None, help="Write the script here (default: stdout).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: str | None,
            time_limit: str | None, cpus_per_task: int | None, logs: str, python: str, out: str | None,
@@ -207,6 +207,8 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
     except ValueError as e:
         die(str(e))
         return
+    if (why := _task_args_problem(direct, args)) is not None:
+        die(why)
     if out:
         write_text_atomic(out, text)
         Path(out).chmod(0o755)
@@ -217,6 +219,31 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
         click.echo(f"wrote {out} ({logs}/ holds the tasks' output: submit from this folder): sbatch {shlex.quote(out)}")
     else:
         click.echo(text, nl=False)
+
+
+def _task_args_problem(direct: bool, args: tuple[str, ...]) -> str | None:
+    """Why the arguments after ``--`` would stop every task's command at its start, or None.
+
+    Only the options are read (no value is converted): the paths may not exist yet where the
+    script is written, but an unknown option, a missing value or a required option left out
+    fails each task the same way, on its node, once the queue starts it."""
+    from benchcheck.cli.screen import screen
+
+    cmd = screen if direct else launch
+    ctx = click.Context(cmd, info_name=f"benchcheck {cmd.name}")
+    try:
+        opts, extra, _ = cmd.make_parser(ctx).parse_args(list(args))
+    except click.ClickException as e:
+        return f"the arguments after -- would stop every task's `benchcheck {cmd.name}`: {e.format_message()}"
+    if extra:
+        return (f"the arguments after -- would stop every task's `benchcheck {cmd.name}`: unexpected argument "
+                f"{extra[0]!r} (every value goes after its option)")
+    own = {"step", "shard"} | (set() if direct else {"gpus", "logs", "port0"})
+    for p in cmd.params:
+        if isinstance(p, click.Option) and p.required and p.name not in opts and p.name not in own:
+            return (f"the arguments after -- would stop every task's `benchcheck {cmd.name}`: "
+                    f"{p.opts[0]} is required")
+    return None
 
 
 COMMANDS = [launch, slurm]

@@ -59,16 +59,33 @@ def write_record(out: str | Path, rec: FetchRecord) -> None:
     write_json_atomic(record_path(out, rec.kind), data, indent=1)
 
 
+class RecordError(ValueError):
+    """A fetch record that is there but cannot be used; the message names the file and why."""
+
+
 def read_record(out: str | Path, kind: ShardKind) -> FetchRecord | None:
-    """The fetch record of ``kind`` under ``out``, or None when there is none (or it is unreadable)."""
+    """The fetch record of ``kind`` under ``out``, or None when there is none; a record that is
+    there but unreadable raises :class:`RecordError` (reporting it as absent sent the user
+    looking for a file that exists)."""
+    path = record_path(out, kind)
     try:
-        data = json.loads(record_path(out, kind).read_text(encoding="utf-8"))
-        o = Path(out).resolve()
-        return FetchRecord(kind=kind, repo=str(data["repo"]), revision=str(data["revision"]),
-                           commit=str(data["commit"]), manifest=str(o / data["manifest"]),
-                           target=str(o / data["target"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: fetch record cannot be read ({type(e).__name__}: {e})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise RecordError(f"{path}: fetch record is not valid JSON ({e}); run the same `data fetch` again "
+                          "to rewrite it") from None
+    fields = ("repo", "revision", "commit", "manifest", "target")
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in fields):
+        raise RecordError(f"{path}: fetch record needs the text fields {', '.join(fields)}; run the same "
+                          "`data fetch` again to rewrite it")
+    o = Path(out).resolve()
+    return FetchRecord(kind=kind, repo=data["repo"], revision=data["revision"], commit=data["commit"],
+                       manifest=str(o / data["manifest"]), target=str(o / data["target"]))
 
 
 def read_extracted(out: str | Path, kind: ShardKind) -> dict[str, dict[str, Any]]:

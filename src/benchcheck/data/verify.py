@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchcheck.data.layout import (
+    RecordError,
     count_videos,
     is_extracted,
     log_extracted,
@@ -211,7 +212,10 @@ def find_targets(path: str | Path, target: str | Path | None = None) -> list[Ver
     p = Path(path)
     found: list[VerifyTarget] = []
     for kind in KINDS:
-        rec = read_record(p, kind)
+        try:
+            rec = read_record(p, kind)
+        except RecordError as e:
+            raise ManifestError(str(e)) from None
         if rec is not None:
             found.append(VerifyTarget(Path(rec.manifest), kind, Path(target) if target else Path(rec.target), p))
     if found:

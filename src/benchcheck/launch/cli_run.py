@@ -12,7 +12,7 @@ from benchcheck.launch import knobs
 from benchcheck.launch.host import LaunchPlan, run_host
 from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_available
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
-from benchcheck.screen.job import ShardJob, plan_lines
+from benchcheck.screen.job import ShardJob, plan_lines, ready_job
 from benchcheck.screen.steps import STEPS
 from benchcheck.shard import parse_shard_path
 
@@ -63,6 +63,12 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     shard = parse_shard_path(a.shard)
     if a.plan_only:
         return remaining(job, load, echo)
+    # The clients' own preconditions, read before any server starts: a visual step without
+    # frames, or a step with nothing eligible, stopped every client at once, but only after
+    # the servers (minutes of model loading per GPU) were up, and the reason was in their logs.
+    ready = ready_job(job, load, echo)
+    if isinstance(ready, int):
+        return ready
     spec = STEPS[a.step]
     model, revision = resolve_model(spec, a.model, a.revision)
     gpus = visible_gpus()
