@@ -100,3 +100,25 @@ def test_an_unreadable_fetch_record_is_named_not_called_missing(tmp_path: Path, 
     r = subprocess.run([BENCHCHECK, "data", "verify", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
     assert str(record) in r.stderr and "no fetch record" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_shard_with_many_refused_members_names_the_first_and_counts_the_rest(tmp_path: Path) -> None:
+    """Extraction named every refused member in its one line: thousands of them for a whole folder."""
+    import io
+    import tarfile
+
+    from benchcheck.data.manifest import ShardEntry, sha256_file
+    from benchcheck.data.verify import unpack_shard
+
+    shard = tmp_path / "frames_000.tar"
+    with tarfile.open(shard, "w", format=tarfile.GNU_FORMAT) as tf:
+        for i in range(25):
+            ti = tarfile.TarInfo(f"../escape_{i}.txt")
+            ti.size = 4
+            tf.addfile(ti, io.BytesIO(b"data"))
+    target = tmp_path / "frames"
+    v = unpack_shard(shard, ShardEntry(shard.name, sha256_file(shard)), target, tmp_path, "frames")
+    assert v.status == "refused"
+    assert "25 refused members: " in v.detail and "escape_0.txt" in v.detail and "... and 15 more" in v.detail
+    assert "escape_24.txt" not in v.detail
+    assert not (tmp_path / "escape_0.txt").exists()

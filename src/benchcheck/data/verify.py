@@ -130,8 +130,15 @@ def unpack_shard(path: Path, entry: ShardEntry, target: Path, out: Path, kind: S
         path.unlink(missing_ok=True)
     detail = f"{len(res.top_level)} videos, {res.files} files"
     if refused:
-        return ShardVerdict(entry.file, "refused", f"{detail}; " + "; ".join(refused))
+        return ShardVerdict(entry.file, "refused", f"{detail}; {len(refused)} refused members: {_first(refused)}")
     return ShardVerdict(entry.file, "ok", detail + (", shard deleted" if delete_after else ""))
+
+
+def _first(members: list[str]) -> str:
+    """The first refused members and how many more: a whole refused folder is thousands of them, and
+    the full list is in the extraction log."""
+    more = f"; ... and {len(members) - _MAX_SHOWN} more" if len(members) > _MAX_SHOWN else ""
+    return "; ".join(members[:_MAX_SHOWN]) + more
 
 
 def check_count(target: Path, manifest: Manifest, kind: ShardKind) -> VideoCount:
@@ -171,10 +178,8 @@ def _verify_shard(entry: ShardEntry, shard_dir: Path, target: Path | None, out: 
     except (tarfile.TarError, EOFError, OSError) as e:
         return ShardVerdict(entry.file, "unreadable", f"hash matches but the tar cannot be read: {e}")
     if unsafe:
-        shown = "; ".join(str(r) for r in unsafe[:_MAX_SHOWN])
-        more = f"; ... and {len(unsafe) - _MAX_SHOWN} more" if len(unsafe) > _MAX_SHOWN else ""
-        return ShardVerdict(entry.file, "refused",
-                            f"not extracted yet; extraction would refuse {len(unsafe)} members: {shown}{more}")
+        return ShardVerdict(entry.file, "refused", f"not extracted yet; extraction would refuse {len(unsafe)} "
+                                                   f"members: {_first([str(r) for r in unsafe])}")
     return ShardVerdict(entry.file, "ok", "not extracted yet")
 
 
