@@ -185,6 +185,14 @@ def write_parquet(out: Path, selected: Mapping[str, Sequence[Selected]], label: 
         write_bytes_atomic(out / rel, buf.getvalue().to_pybytes())
         paths.append(out / rel)
         configs.append(f"- config_name: {json.dumps(slug(bench))}\n  data_files:\n  - split: test\n    path: {rel}")
+    # the folder is one dataset that ``load_dataset("parquet", data_dir=...)`` reads whole: a file
+    # of a benchmark an earlier export held and this one does not would be read as part of it
+    fresh = {p.parent.name for p in paths}
+    for stale in sorted((out / "data").glob("*/test-00000-of-00001.parquet")):
+        if stale.parent.name not in fresh:
+            stale.unlink()
+            if not any(stale.parent.iterdir()):
+                stale.parent.rmdir()
     card = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n\n# BenchCheck export\n\n"
             f"The {label} items of {len(selected)} benchmarks after screening, one config per benchmark. "
             "`answer` is the index of the gold option in `options`.\n")
