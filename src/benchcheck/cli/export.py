@@ -72,6 +72,14 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         die(str(e))
     n = sum(len(v) for v in selected.values())
     label = "removed" if removed else "kept"
+    pending_hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"
+    if step0 is None and finals.get("pending"):
+        pending_hint += "; items that screen --keep left out are pending unless --step0 names the step-0 outcome"
+    if n == 0:
+        # an empty export is no dataset: lmms-eval refuses a group of no task, datasets a folder of no file
+        fates = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(finals.items()) if v) or "no items"
+        die(f"no {label} item to export ({fates}); nothing written to {out}"
+            + (pending_hint if finals.get("pending") else ""))
     paths = run(fmt, Path(out), selected, removed)
     empty = empty_benches(selected)
     click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
@@ -80,10 +88,8 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)
     if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
         parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
-        hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"
-        if step0 is None and finals.get("pending"):
-            hint += "; items that screen --keep left out are pending unless --step0 names the step-0 outcome"
-        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){hint}", err=True)
+        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){pending_hint}",
+                   err=True)
     if unnamed := unnamed_videos(selected):
         hint = ("no normalized video in --store" if video_source == "store" else
                 "only a video_id, which --store's index does not name" if store else
