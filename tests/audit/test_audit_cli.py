@@ -58,3 +58,26 @@ def test_audit_cli_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "r" / "step1").mkdir(parents=True)
     p = _run("--results", str(tmp_path / "r"), "--items", str(items), "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "no ok rows" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_audit_cli_rerun_without_options_leaves_no_stale_tables(tmp_path: Path) -> None:
+    # the report shows every audit_*.csv of the folder: one from an earlier run's --target-fdr or
+    # --compare would be read as this run's
+    rng = random.Random(1)
+    items = make_items("Re", 60, 4, rng)
+    write_items(tmp_path / "items" / "pool.jsonl", items)
+    content = {it.item_id: [2.5 if (j == it.answer and rng.random() < 0.3) else rng.gauss(0, 0.5)
+                            for j in range(len(it.options))] for it in items}
+    run_step(tmp_path / "results", 1, items, SimModel("m8", noise=0.3), content)
+    run_step(tmp_path / "second", 1, items, SimModel("m2", noise=0.3, rng=random.Random(9)), content)
+    out = tmp_path / "audit"
+    base = ("--results", str(tmp_path / "results"), "--items", str(tmp_path / "items"), "--out", str(out),
+            "--rounds", "50")
+    p = _run(*base, "--target-fdr", "0.1", "--compare", str(tmp_path / "second"))
+    assert p.returncode == 0, p.stderr
+    optional = ("audit_fdr_target.csv", "audit_agreement.csv", "audit_agreement_both.csv")
+    assert all((out / name).is_file() for name in optional)
+    p = _run(*base)
+    assert p.returncode == 0, p.stderr
+    assert not [name for name in optional if (out / name).exists()]
+    assert (out / "audit_null.csv").is_file() and (out / "audit_fdr.csv").is_file()

@@ -49,3 +49,19 @@ def test_probe_cli_errors_are_one_line(tmp_path: Path) -> None:
     p = _run("--items", str(small), "--out", str(tmp_path / "o"), "--model", str(tmp_path / "nomodel"),
              "--min-items", "4")
     assert p.returncode == 2 and "Traceback" not in p.stderr and "nomodel" in p.stderr
+
+
+def test_probe_cli_too_few_permutations_is_not_called_at_chance(tmp_path: Path) -> None:
+    # 9 rounds give p >= 0.1: a plain pattern must not read as "at chance" nor as learnable=False
+    items = write_items(tmp_path / "items" / "pool.jsonl", pattern_items("longest", 40, seed=0, bench="Long"))
+    out = tmp_path / "out"
+    p = _run("--items", str(items), "--out", str(out), "--model", "none", "--permutations", "9", "--no-ibp")
+    assert p.returncode == 0, p.stderr
+    assert "--permutations 9 cannot call a benchmark learnable" in p.stderr and "19 or more" in p.stderr
+    row = next(csv.DictReader((out / "probe_benchmarks.csv").open()))
+    assert row["learnable"] == "" and float(row["accuracy"]) > 0.5
+    md = (out / "probe.md").read_text()
+    assert "at chance for the probe" not in md
+    assert "not tested: 9 permutations cannot give p <= 0.05 (the smallest p is 0.1)" in md
+    p = _run("--items", str(items), "--out", str(out), "--model", "none", "--permutations", "0", "--no-ibp")
+    assert p.returncode == 0 and "not tested (no permutations)" in (out / "probe.md").read_text()

@@ -79,3 +79,16 @@ def test_an_earlier_export_of_a_now_empty_benchmark_is_removed(pool: tuple[Path,
     assert not (tmp_path / "Gone_kept.tsv").exists()
     assert lines(tmp_path / "Stay_kept.tsv") == 5
 
+
+
+@pytest.mark.parametrize("fmt", ["lmms-eval", "parquet", "inspect", "vlmevalkit"])
+def test_an_export_with_no_item_is_an_error_and_writes_nothing(pool: tuple[Path, Path], tmp_path: Path,
+                                                               fmt: str) -> None:
+    # every item of Gone is removed: its kept export is empty, which no harness loads (lmms-eval's
+    # group of no task, a Parquet folder of no file)
+    out = tmp_path / "out"
+    r = cli("export", "--results", str(pool[1]), "--items", str(pool[0] / "Gone.jsonl"), "--format", fmt,
+            "--out", str(out), "--chain", "1")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: no kept item to export (4 removed); nothing written to {out}"]
+    assert not out.exists()

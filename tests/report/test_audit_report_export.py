@@ -36,10 +36,9 @@ def test_export_without_frames_never_claims_items_the_visual_steps_have_not_scre
     items, res = step1_only
     r = cli("export", "--results", str(res), "--items", str(items), "--format", "lmms-eval", "--out",
             str(tmp_path / "all"))
-    assert r.returncode == 0, r.stderr
-    # steps 2-6 never ran: nothing is kept yet, and the note says how many wait and why
-    assert _exported(tmp_path / "all") == set()
-    assert "items are neither kept nor removed" in r.stderr and "pending" in r.stderr
+    # steps 2-6 never ran: nothing is kept yet, and the error says how many wait and why
+    assert r.returncode == 2 and not (tmp_path / "all").exists()
+    assert "no kept item to export" in r.stderr and "pending" in r.stderr and "without --frames" in r.stderr
     # the chain actually run decides: step 1's survivors are kept
     r = cli("export", "--results", str(res), "--items", str(items), "--format", "lmms-eval", "--chain", "1",
             "--out", str(tmp_path / "one"))

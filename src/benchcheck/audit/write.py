@@ -220,6 +220,9 @@ def probe_section(probe_dir: str | Path | None) -> str:
                       *body]) + "\n"
 
 
+OPTIONAL_TABLES = ("audit_fdr_target.csv", "audit_agreement.csv", "audit_agreement_both.csv")
+
+
 def write_audit(res: AuditResult, out: str | Path, probe_dir: str | Path | None = None) -> list[Path]:
     """Write every table as CSV plus ``audit.md`` under ``out``; returns the paths written. With
     ``probe_dir`` (a ``benchcheck probe`` folder), ``audit.md`` ends with the probe's section."""
@@ -245,6 +248,11 @@ def write_audit(res: AuditResult, out: str | Path, probe_dir: str | Path | None 
     for name, rows in tables.items():
         write_text_atomic(d / name, csv_text(rows))
         paths.append(d / name)
+    # an earlier run's optional table (another --target-fdr or --compare) would be read, by the
+    # report among them, as this run's
+    for name in OPTIONAL_TABLES:
+        if name not in tables:
+            (d / name).unlink(missing_ok=True)
     write_text_atomic(d / "audit.md", markdown(res) + probe_section(probe_dir))
     paths.append(d / "audit.md")
     return paths

@@ -72,7 +72,9 @@ def say_left_out(result: LoadResult, paths: Sequence[str], what: str) -> None:
     export, and a whole benchmark whose ids another one took would vanish without a word."""
     bad = [p for p in result.problems if p.severity == "error"]
     if bad:
-        click.echo(f"warning: {len(bad)} bad items are left out of the {what} (first: {bad[0]}); "
+        # a record may have several problems (an empty question and one option): it is one item left out
+        records = len({(p.path, p.where) for p in bad})
+        click.echo(f"warning: {records} bad items are left out of the {what} (first: {bad[0]}); "
                    f"'benchcheck items validate {' '.join(paths)}' lists them", err=True)
 
 

@@ -22,6 +22,9 @@ from benchcheck.cli.common import CliPath, checked_store, die, load_items_report
 @click.option("--frames", "frames_root", type=CliPath(exists=True, file_okay=False), default=None,
               help="Frame cache: visual steps count as not screened for items without frames (as assemble); "
                    "without it, an item a visual step has not screened is pending.")
+@click.option("--step0", "step0", type=CliPath(exists=True), default=None,
+              help="Step-0 output folder of `benchcheck dedup` (or the kept list given to screen --keep): its "
+                   "duplicates are removed at step 0 (with --removed, exported with removed_at 0), not pending.")
 @click.option("--store", type=CliPath(), callback=checked_store, default=None,
               help="Normalized store: its index names the source file of a store key or a bare video_id.")
 @click.option("--video-source", type=click.Choice(["original", "store"]), default="original", show_default=True,
@@ -29,7 +32,7 @@ from benchcheck.cli.common import CliPath, checked_store, die, load_items_report
                    "the screening saw (needs --store).")
 @click.option("--out", type=CliPath(file_okay=False), required=True, help="Folder to write the export into.")
 def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, fmt: str, removed: bool,
-           frames_root: str | None, store: str | None, video_source: str, out: str) -> None:
+           frames_root: str | None, step0: str | None, store: str | None, video_source: str, out: str) -> None:
     """Write the kept items of each benchmark (or --removed ones) for your own harness. Each item's
     video is the one it came with (--video-source store: the normalized re-encode).
 
@@ -52,15 +55,31 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     say_left_out(loaded, item_paths, "export")
     if not loaded.items:
         die("no valid items in --items")
+    dups = None
+    if step0 is not None:
+        from benchcheck.report.source import read_step0
+
+        try:
+            dups = read_step0(Path(step0), loaded.items)
+        except Exception as e:  # a damaged kept list: Parquet, JSON, a missing column
+            die(f"--step0 {step0}: cannot read the step-0 outcome ({type(e).__name__}: {str(e)[:200]})")
     finals: Counter[str] = Counter()
     try:
         selected = select(Path(results), loaded.items, steps, removed,
                           export_frames(Path(frames_root) if frames_root else None), Path(store) if store else None,
-                          video_source, finals)
+                          video_source, finals, dups)
     except ValueError as e:
         die(str(e))
     n = sum(len(v) for v in selected.values())
     label = "removed" if removed else "kept"
+    pending_hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"
+    if step0 is None and finals.get("pending"):
+        pending_hint += "; items that screen --keep left out are pending unless --step0 names the step-0 outcome"
+    if n == 0:
+        # an empty export is no dataset: lmms-eval refuses a group of no task, datasets a folder of no file
+        fates = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(finals.items()) if v) or "no items"
+        die(f"no {label} item to export ({fates}); nothing written to {out}"
+            + (pending_hint if finals.get("pending") else ""))
     paths = run(fmt, Path(out), selected, removed)
     empty = empty_benches(selected)
     click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
@@ -69,8 +88,8 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)
     if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
         parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
-        hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"
-        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){hint}", err=True)
+        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){pending_hint}",
+                   err=True)
     if unnamed := unnamed_videos(selected):
         hint = ("no normalized video in --store" if video_source == "store" else
                 "only a video_id, which --store's index does not name" if store else

@@ -100,6 +100,12 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
                f"ENCODED={res.embed.encoded} REUSED={res.embed.reused}")
     if run.flags is None:
         click.echo(no_flags_reason(run.flag_sources, flag_agree))
+    if any(not b.tested for b in res.probed):
+        from benchcheck.probe.run import SIGNIFICANCE, rounds_needed
+
+        click.echo(f"note: --permutations {permutations} cannot call a benchmark learnable (the smallest p-value "
+                   f"is 1/(1 + rounds); p <= {SIGNIFICANCE} needs {rounds_needed()} or more): LEARNABLE counts "
+                   "none, and probe.md says 'not tested'", err=True)
     for p in run.paths:
         click.echo(str(p))
 

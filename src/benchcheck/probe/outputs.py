@@ -9,7 +9,7 @@ from pathlib import Path
 from benchcheck.atomic import write_atomic, write_text_atomic
 from benchcheck.audit.write import csv_text
 from benchcheck.probe.flags import LabelFlag
-from benchcheck.probe.run import SIGNIFICANCE, BenchProbe, ProbeResult
+from benchcheck.probe.run import SIGNIFICANCE, BenchProbe, ProbeResult, min_p_value
 from benchcheck.protocol import LETTERS
 
 ITEMS_FILE = "probe_items.parquet"
@@ -36,7 +36,7 @@ def bench_record(b: BenchProbe) -> dict[str, object]:
             "null_mean": _r(b.uniform.null_mean) if b.uniform else None,
             "p_positions_kept": _r(b.shuffle.p_value) if b.shuffle else None,
             "permutations": b.uniform.rounds if b.uniform else 0,
-            "learnable": b.learnable if b.skipped is None else None,
+            "learnable": b.learnable if b.skipped is None and b.tested else None,
             "blind_items": b.blind_items, "blind_accuracy": _r(b.blind_accuracy),
             "probe_on_blind_items": _r(b.probe_on_blind), "blind_gain": _r(b.blind_gain),
             "ibp_remaining": b.ibp.remaining if b.ibp else None,
@@ -53,6 +53,13 @@ def item_records(res: ProbeResult) -> list[dict[str, object]]:
     return [{"item_id": i.item_id, "bench": i.bench, "video": i.video, "gold": LETTERS[i.gold], "fold": i.fold,
              "probe_pick": LETTERS[i.pick], "probe_p_gold": i.p_gold, "probe_margin": round(i.as_pick.margin, 4),
              "probe_probs": list(i.probs), "ibp_pruned_round": i.ibp_round} for i in res.items]
+
+
+def untested_reading(b: BenchProbe) -> str:
+    if b.uniform is None:
+        return "not tested (no permutations)"
+    return (f"not tested: {b.uniform.rounds} permutations cannot give p <= {SIGNIFICANCE} "
+            f"(the smallest p is {min_p_value(b.uniform.rounds):.2g})")
 
 
 def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: Sequence[str]) -> str:
@@ -74,7 +81,8 @@ def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: 
         def f(v: object, fmt: str = ".3f") -> str:
             return format(v, fmt) if isinstance(v, float | int) and not isinstance(v, bool) else ""
 
-        reading = "learnable from text" if b.learnable else "at chance for the probe"
+        reading = ("learnable from text" if b.learnable else "at chance for the probe" if b.tested
+                   else untested_reading(b))
         ibp = "" if b.ibp is None else f"{b.ibp.remaining}/{b.items}" + ("" if b.ibp.at_chance else " (not at chance)")
         lines.append(f"| {b.bench} | {b.items} | {b.videos} | {b.folds} | {f(b.accuracy)} | {f(b.chance)} | "
                      f"{f(r['p_value'], '.3g')} | {f(r['p_positions_kept'], '.3g')} | {f(b.blind_accuracy)} | "

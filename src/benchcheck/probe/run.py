@@ -100,6 +100,21 @@ class BenchProbe:
     def learnable(self) -> bool:
         return self.uniform is not None and self.uniform.p_value <= SIGNIFICANCE
 
+    @property
+    def tested(self) -> bool:
+        """Whether the uniform-gold null could call this benchmark learnable: its smallest p-value,
+        1/(1 + rounds), must reach the level; with fewer rounds "not learnable" says nothing."""
+        return self.uniform is not None and min_p_value(self.uniform.rounds) <= SIGNIFICANCE
+
+
+def min_p_value(rounds: int) -> float:
+    return 1.0 / (1 + rounds)
+
+
+def rounds_needed() -> int:
+    """The fewest permutation rounds whose smallest p-value reaches the level."""
+    return next(r for r in range(1, 1_000_000) if min_p_value(r) <= SIGNIFICANCE)
+
 
 @dataclass(slots=True)
 class ProbeResult:

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 from benchcheck.atomic import jsonl_bytes, write_bytes_atomic, write_text_atomic
 from benchcheck.items import Item, video_has_frames
 from benchcheck.report.browser import slug
-from benchcheck.report.source import StepProvenance, iter_benches
+from benchcheck.report.source import Step0, StepProvenance, iter_benches
 from benchcheck.screen.fates import KEPT, REMOVED
 
 FORMATS = ("lmms-eval", "vlmevalkit", "parquet", "inspect")
@@ -132,10 +132,12 @@ def relative_videos(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
 
 def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: bool,
            has_frames: Callable[[Item], bool], store: Path | None = None,
-           video_source: str = "original", finals: Counter[str] | None = None) -> dict[str, list[Selected]]:
+           video_source: str = "original", finals: Counter[str] | None = None,
+           step0: Step0 | None = None) -> dict[str, list[Selected]]:
     """Per benchmark, the items whose final fate is kept (or removed): pending, failed or open
     items are in neither set, so an export never claims an item that was not decided. ``finals``,
-    when given, counts every item's final fate."""
+    when given, counts every item's final fate. ``step0``: its duplicates are removed at step 0
+    (``removed_at`` 0), as the report and ``assemble --keep`` count them, never pending."""
     if video_source not in VIDEO_SOURCES:
         raise ValueError(f"video source {video_source!r}: expected one of {', '.join(VIDEO_SOURCES)}")
     if video_source == "store" and store is None:
@@ -145,7 +147,7 @@ def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: 
     want = REMOVED if removed else KEPT
     out: dict[str, list[Selected]] = {}
     prov: dict[int, StepProvenance] = {}
-    for bench in iter_benches(results, items, chain, has_frames, prov):
+    for bench in iter_benches(results, items, chain, has_frames, prov, step0):
         if finals is not None:
             finals.update(ev.final for ev in bench.items)
         out[bench.bench] = [Selected(ev.item, ev.removed_at, pick(ev.item)) for ev in bench.items
@@ -183,6 +185,14 @@ def write_parquet(out: Path, selected: Mapping[str, Sequence[Selected]], label: 
         write_bytes_atomic(out / rel, buf.getvalue().to_pybytes())
         paths.append(out / rel)
         configs.append(f"- config_name: {json.dumps(slug(bench))}\n  data_files:\n  - split: test\n    path: {rel}")
+    # the folder is one dataset that ``load_dataset("parquet", data_dir=...)`` reads whole: a file
+    # of a benchmark an earlier export held and this one does not would be read as part of it
+    fresh = {p.parent.name for p in paths}
+    for stale in sorted((out / "data").glob("*/test-00000-of-00001.parquet")):
+        if stale.parent.name not in fresh:
+            stale.unlink()
+            if not any(stale.parent.iterdir()):
+                stale.parent.rmdir()
     card = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n\n# BenchCheck export\n\n"
             f"The {label} items of {len(selected)} benchmarks after screening, one config per benchmark. "
             "`answer` is the index of the gold option in `options`.\n")

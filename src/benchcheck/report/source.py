@@ -244,10 +244,12 @@ def read_group(results: Path, bench: str, items: Sequence[Item] | None, chain: S
 
 
 def iter_benches(results: Path, items: Sequence[Item] | None, chain: Sequence[int],
-                 has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance]) -> Iterator[BenchEvidence]:
-    """Per benchmark (sorted): with item files, their benchmarks; without, those that have rows."""
+                 has_frames: Callable[[Item], bool], provenance: dict[int, StepProvenance],
+                 step0: Step0 | None = None) -> Iterator[BenchEvidence]:
+    """Per benchmark (sorted): with item files, their benchmarks; without, those that have rows.
+    With ``step0``, its duplicates are removed at step 0, as the report counts them."""
     for bench, its in bench_groups(results, items, chain):
-        yield read_group(results, bench, its, chain, has_frames, provenance)
+        yield read_group(results, bench, its, chain, has_frames, provenance, step0)
 
 
 def run_log(results: Path) -> list[dict[str, Any]]:

@@ -75,7 +75,8 @@ def read_data_file(path: Path) -> list[dict[str, Any]]:
                 keys = ", ".join(list(map(str, data))[:5])
                 raise SourceError(f"{path}: a JSON object (keys: {keys}), not a list of records: "
                                   "give a JSON list or JSON lines, one record each")
-        return [_object(json.loads(line)) for line in text.splitlines() if line.strip()]
+        # JSON lines end at "\n" alone: U+2028 and the like are legal inside a string, where splitlines cuts
+        return [_object(json.loads(line)) for line in text.split("\n") if line.strip()]
     except SourceError:
         raise
     except Exception as e:  # pyarrow, json and csv each raise their own types for a damaged file
