@@ -112,9 +112,19 @@ def json_utf8(data: Any, **kwargs: Any) -> bytes:
         return json.dumps(data, ensure_ascii=True, **kwargs).encode("ascii")
 
 
+# Line breaks to ``str.splitlines`` (and so to many JSON-lines readers) that JSON leaves raw in a
+# string: escaped, each line is still one record to a reader that splits at every line break.
+_SPLITLINES_BREAKS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"), (b"\xc2\x85", b"\\u0085"))
+
+
 def jsonl_bytes(rows: Iterable[Any], **kwargs: Any) -> bytes:
-    """JSON lines as UTF-8 bytes (``json_utf8`` each row, a newline after each)."""
-    return b"".join(json_utf8(r, **kwargs) + b"\n" for r in rows)
+    """JSON lines as UTF-8 bytes (``json_utf8`` each row, a newline after each), with U+2028,
+    U+2029 and U+0085 escaped (the same strings to every JSON reader)."""
+    data = b"".join(json_utf8(r, **kwargs) + b"\n" for r in rows)
+    for raw, escaped in _SPLITLINES_BREAKS:
+        if raw in data:
+            data = data.replace(raw, escaped)
+    return data
 
 
 def write_json_atomic(path: str | Path, data: Any, *, indent: int | None = None) -> None:
