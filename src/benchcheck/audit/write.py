@@ -85,7 +85,8 @@ def headline(res: AuditResult) -> str:
                 f"rest on a shortcut (too few items, or too few removals beyond chance, to tell).")
     was = {(int(str(r["step"])), str(r["item_id"])): bool(r["removed"]) for r in res.items}
     est, lo, hi = chance_removals([(p, was.get((r.step, i), False)) for r in res.nulls for i, p in r.item_p.items()])
-    return (f"{head}; {len(called)} of the {cells} remove more than their null (Benjamini-Hochberg at {level}); "
+    verb = "removes more than its" if len(called) == 1 else "remove more than their"
+    return (f"{head}; {len(called)} of the {cells} {verb} null (Benjamini-Hochberg at {level}); "
             f"counting only the items that are not shortcuts, an estimated {est:.1f} [{lo:.1f}, {hi:.1f}] "
             f"of them are chance, so about {max(0.0, removed - est):.0f} rest on a shortcut.")
 
