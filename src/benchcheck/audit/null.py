@@ -30,7 +30,7 @@ mass on the options that remove it. Per benchmark x step:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -227,12 +227,15 @@ def _order(by_step: Mapping[int, object], chain: Sequence[int]) -> list[int]:
 
 def survival(by_step: Mapping[int, Sequence[Forwards]], chain: Sequence[int] = DEFAULT_CHAIN
              ) -> dict[tuple[int, str, str], np.ndarray]:
-    """(step, bench, item) -> the gold options for which the item would have passed the earlier
-    steps that selected this step's items. An earlier step selects a later one's items when none
-    of the items at both was removed at it (the chain ran on its survivors); a step that ran on
-    every item (removed ones too) says nothing about where the gold is."""
+    """(step, bench, item) -> the gold options consistent with the item's rows at the earlier steps
+    that selected this step's items. An earlier step selects a later one's items unless most of
+    its removals are at the later step too (a step that ran on every item, removed ones too, says
+    nothing about where the gold is). An item at both is conditioned on what its earlier row
+    recorded: kept, on the golds that keep it; removed (screened again at the earlier step after
+    the later step had run on it), on the golds that remove it."""
     order = _order(by_step, chain)
     tables: dict[int, dict[tuple[str, str], tuple[np.ndarray, bool]]] = {}
+    dropped: dict[int, Counter[str]] = {}
     out: dict[tuple[int, str, str], np.ndarray] = {}
     for pos, step in enumerate(order):
         rows = by_step[step]
@@ -242,13 +245,18 @@ def survival(by_step: Mapping[int, Sequence[Forwards]], chain: Sequence[int] = D
             prev = tables[earlier]
             for bench in {b for b, _ in here}:
                 both = [key for key in here if key[0] == bench and key in prev]
-                if not both or any(prev[key][1] for key in both):
+                again = sum(1 for key in both if prev[key][1])
+                # One item re-screened at the earlier step used to drop the conditioning of its
+                # whole benchmark, and the null then expected again the lucky guesses the earlier
+                # step had removed.
+                if not both or 2 * again > dropped[earlier][bench]:
                     continue
                 for key in both:
-                    tab = ~prev[key][0]
+                    tab = prev[key][0] if prev[key][1] else ~prev[key][0]
                     cur = out.get((step, *key))
                     out[(step, *key)] = tab if cur is None or cur.shape != tab.shape else cur & tab
         tables[step] = {(f.bench, f.item_id): (t[f.item_id], f.removed) for f in rows}
+        dropped[step] = Counter(f.bench for f in rows if f.removed)
     return out
 
 
