@@ -153,24 +153,33 @@ def _tag_seconds(text: Any) -> float | None:
     return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
 
 
-def declared_duration(container: Any, stream: Any) -> float | None:
+def declared_duration(container: Any, stream: Any, start: float = 0.0) -> float | None:
     """The duration a file declares for its video: the stream's own (mp4), else the track's
     ``DURATION`` tag (Matroska keeps none in the stream), else the container's when the video is
     its only stream (the container's covers every stream: audio may run past the video). An AVI
     declares its video's frame count in the stream header: FFmpeg shrinks the stream's duration
     by the share of the file that is there when the file is shorter than its RIFF header says, so
-    a cut AVI declared just the duration its frames cover; the frame count is left as written."""
+    a cut AVI declared just the duration its frames cover; the frame count is left as written.
+
+    ``start``: the time of the stream's first frame on the file's timeline (seconds). Matroska's
+    durations (the tag, the segment's, and the stream's FFmpeg fills in from it) are where the
+    track ends on that timeline, not how long it lasts: a clip whose first frame is at ``start``
+    (a stream recording cut with its timestamps kept) declared its start more than its frames
+    cover and was failed as truncated, so the time before ``start`` is taken off them."""
     if container.format.name == "avi" and stream.frames and stream.time_base:
         return float(stream.frames * stream.time_base)
-    if (own := _declared_duration(stream)) is not None:
-        return own
-    tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
-    for key in ("DURATION", *sorted(k for k in tags if k.startswith("DURATION-"))):
-        if key in tags and (seconds := _tag_seconds(tags[key])):
-            return seconds
-    if len(container.streams) == 1 and container.duration:
-        return float(container.duration) / 1_000_000  # AV_TIME_BASE
-    return None
+    declared = _declared_duration(stream)
+    if declared is None:
+        tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
+        for key in ("DURATION", *sorted(k for k in tags if k.startswith("DURATION-"))):
+            if key in tags and (seconds := _tag_seconds(tags[key])):
+                declared = seconds
+                break
+    if declared is None and len(container.streams) == 1 and container.duration:
+        declared = float(container.duration) / 1_000_000  # AV_TIME_BASE
+    if declared is not None and container.format.name.startswith("matroska"):
+        declared -= max(0.0, start)
+    return declared
 
 
 def _display_width(stream: Any) -> int:
@@ -222,7 +231,8 @@ def probe(path: Path, threads: int) -> OpenSource:
         decode_order_pts = not retimed and _pts_in_decode_order(stream.codec_context, packets)
         width, height = _display_width(stream), int(stream.codec_context.height)
         # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
-        declared = None if retimed else declared_duration(container, stream)
+        start = float(index.pts[0] * index.time_base)
+        declared = None if retimed else declared_duration(container, stream, start)
         last = packets[index.packet_of[-1]]
         last_shown = float(last.duration * stream.time_base) if last.duration and stream.time_base else 0.0
         target = plan_target(times, frame_duration, width, height, rotation, declared,
