@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.video.cut_end import cut_end
-from benchcheck.video.decode import PacketIndex, open_video, quarter_turn, read_packets
+from benchcheck.video.decode import PacketIndex, open_video, pts_in_decode_order, quarter_turn, read_packets
 from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
 from benchcheck.video.plans import nearest_index
 
@@ -44,9 +44,6 @@ STORE_PRESET = "fast"
 MIN_COVERAGE = 0.95
 # More than this share of output frames that did not decode makes the source corrupt.
 MAX_MISSING = 0.05
-# Frames decoded at the start of a source to see whether its packets' pts are presentation times
-# (docs/video.md, "Sources whose pts are in decode order").
-ORDER_PROBE_FRAMES = 64
 
 class NormalizeError(ValueError):
     """The source cannot be normalized; the message says why in one line."""
@@ -228,7 +225,7 @@ def probe(path: Path, threads: int) -> OpenSource:
         spacing = sorted(b - a for a, b in itertools.pairwise(times))
         frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
         rotation = _rotation(stream, packets, index)
-        decode_order_pts = not retimed and _pts_in_decode_order(stream.codec_context, packets)
+        decode_order_pts = not retimed and pts_in_decode_order(stream.codec_context, packets)
         width, height = _display_width(stream), int(stream.codec_context.height)
         # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
         start = float(index.pts[0] * index.time_base)
@@ -245,35 +242,6 @@ def probe(path: Path, threads: int) -> OpenSource:
              "fps": round(len(times) / (times[-1] + frame_duration), 6), "retimed": retimed,
              "decode_order_pts": decode_order_pts}
     return OpenSource(container, stream, packets, index, target, facts, retimed, decode_order_pts)
-
-
-def _pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
-    """True when the decoder gives the first frames out with pts that go back: the container
-    stamped its packets in decode order (AVI has no presentation times; its demuxer rebuilds them
-    for some codecs, not for H.264 with B-frames), so a frame's pts is not its presentation time.
-    The decoder's output order still is. Packets whose pts already go back (B-frames in mp4, mkv)
-    carry presentation times: nothing is decoded for them."""
-    import av
-
-    stamps = [p.pts for p in packets if p.pts is not None]
-    if any(b < a for a, b in itertools.pairwise(stamps)):
-        return False
-    last, seen = None, 0
-    try:
-        for p in [*packets, None]:
-            for frame in codec.decode(p):
-                if frame.pts is not None:
-                    if last is not None and frame.pts < last:
-                        return True
-                    last = frame.pts
-                seen += 1
-                if seen >= ORDER_PROBE_FRAMES:
-                    return False
-    except av.error.FFmpegError:  # a damaged start: the pass that converts says so
-        return False
-    finally:
-        codec.flush_buffers()
-    return False
 
 
 def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:
