@@ -154,9 +154,11 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
             packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS)
             wanted = sample_indices(len(index.pts), n)
             # frame k is the k-th shown, also where the packets' pts are in decode order (an AVI
-            # of H.264 with B-frames): taken by pts, it was a neighbour of it
+            # of H.264 with B-frames: taken by pts, it was a neighbour of it) or all the same (a
+            # clip without timestamps: taken by pts, all but one were missing)
+            by_order = index.untimed or pts_in_decode_order(ctx, packets)
             frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg, deadline=deadline,
-                                    output_order=pts_in_decode_order(ctx, packets))
+                                    output_order=by_order)
         finally:
             container.close()
     except TimeoutError:

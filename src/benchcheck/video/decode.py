@@ -76,6 +76,13 @@ class PacketIndex:
         return [float((p - t0) * self.time_base) for p in self.pts]
 
     @property
+    def untimed(self) -> bool:
+        """Every frame has the same pts (a stream written without timestamps): the pts say neither
+        when a frame is shown nor in which order, so its frames are evenly spaced in the decoder's
+        output order (``normalize`` times them by the stream's frame rate alike)."""
+        return len(self.pts) > 1 and len(set(self.pts)) == 1
+
+    @property
     def mean_gop(self) -> float:
         return len(self.pts) / max(1, len(self.keyframes))
 
