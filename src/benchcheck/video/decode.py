@@ -95,6 +95,11 @@ def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], ti
     ``ffmpeg -ss T -c copy``, keeps before its first shown frame) is decoded as a reference but
     is no frame: the decoder never shows it, and time 0 is the first frame it does show."""
     discard = packet_discard or [False] * len(packet_pts)
+    if packet_pts and all(p is None for p in packet_pts):
+        # A raw elementary stream (H.264 or HEVC written as is, whatever its file's extension)
+        # carries no timestamps at all: its frames are untimed, as when every pts is the same.
+        # Dropped for their missing pts, they left none and the file read as having no frames.
+        packet_pts = [0] * len(packet_pts)
     order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None and not discard[p]]
     order.sort(key=lambda p: (packet_pts[p], p))
     keyframes = [p for p in range(len(packet_pts)) if packet_key[p]]

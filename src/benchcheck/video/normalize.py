@@ -129,7 +129,10 @@ def frame_times(pts_times: list[float], rate: float | None, declared: float | No
 
 
 def _stream_rate(stream: Any) -> float | None:
-    for rate in (stream.average_rate, stream.guessed_rate, stream.base_rate):
+    """The frame rate an untimed stream is timed by: FFmpeg's guess first, which weighs the rate
+    the codec declares (an H.264 stream's own timing); a raw stream's average rate is the demuxer's
+    default, not the stream's."""
+    for rate in (stream.guessed_rate, stream.average_rate, stream.base_rate):
         if rate:
             return float(rate)
     return None
