@@ -32,7 +32,7 @@ def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
     """
     import av
 
-    from benchcheck.video.decode import decode_indexed, open_video, read_packets
+    from benchcheck.video.decode import decode_indexed, open_video, pts_in_decode_order, read_packets
     from benchcheck.video.extract import frame_to_jpeg
     from benchcheck.video.plans import dedup, uniform_grid
 
@@ -42,9 +42,17 @@ def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
             packets, index = read_packets(container, stream)
             if not index.pts:
                 raise ValueError("no video frames")
-            grid = dedup(uniform_grid(index.timestamps, n))
+            # A clip without timestamps has its frames evenly spaced (normalize times it alike);
+            # taken by pts, every frame but one was missing and the clip failed.
+            times = [float(i) for i in range(len(index.pts))] if index.untimed else index.timestamps
+            grid = dedup(uniform_grid(times, n))
+            # An AVI of H.264 with B-frames stamps its packets in decode order: taken by pts, a
+            # grid frame was a neighbour of the one its time asks for (normalize's rule, so the
+            # store and the sampler show a clip's frames alike).
+            by_order = index.untimed or pts_in_decode_order(stream.codec_context, packets)
             frames = decode_indexed(stream.codec_context, packets, index, grid,
-                                    lambda f: frame_to_jpeg(f, *display_size(f, max_side)))
+                                    lambda f: frame_to_jpeg(f, *display_size(f, max_side)),
+                                    output_order=by_order)
         finally:
             container.close()
     except (OSError, ValueError, av.error.FFmpegError) as e:

@@ -18,6 +18,7 @@ references. Only the wanted frames are converted to RGB, resized and encoded.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +35,10 @@ T = TypeVar("T")
 SEEK_COST = 0.5
 
 Strategy = Literal["auto", "seek", "sequential"]
+
+# Frames decoded at the start of a source to see whether its packets' pts are presentation times
+# (docs/video.md, "Sources whose pts are in decode order").
+ORDER_PROBE_FRAMES = 64
 
 
 def quarter_turn(degrees: float) -> int:
@@ -71,6 +76,13 @@ class PacketIndex:
         return [float((p - t0) * self.time_base) for p in self.pts]
 
     @property
+    def untimed(self) -> bool:
+        """Every frame has the same pts (a stream written without timestamps): the pts say neither
+        when a frame is shown nor in which order, so its frames are evenly spaced in the decoder's
+        output order (``normalize`` times them by the stream's frame rate alike)."""
+        return len(self.pts) > 1 and len(set(self.pts)) == 1
+
+    @property
     def mean_gop(self) -> float:
         return len(self.pts) / max(1, len(self.keyframes))
 
@@ -83,6 +95,11 @@ def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], ti
     ``ffmpeg -ss T -c copy``, keeps before its first shown frame) is decoded as a reference but
     is no frame: the decoder never shows it, and time 0 is the first frame it does show."""
     discard = packet_discard or [False] * len(packet_pts)
+    if packet_pts and all(p is None for p in packet_pts):
+        # A raw elementary stream (H.264 or HEVC written as is, whatever its file's extension)
+        # carries no timestamps at all: its frames are untimed, as when every pts is the same.
+        # Dropped for their missing pts, they left none and the file read as having no frames.
+        packet_pts = [0] * len(packet_pts)
     order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None and not discard[p]]
     order.sort(key=lambda p: (packet_pts[p], p))
     keyframes = [p for p in range(len(packet_pts)) if packet_key[p]]
@@ -187,6 +204,35 @@ def open_video(path: Path | BinaryIO, threads: int = 1, frame_threads: bool = Tr
     return container, stream
 
 
+def pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
+    """True when the decoder gives the first frames out with pts that go back: the container
+    stamped its packets in decode order (AVI has no presentation times; its demuxer rebuilds them
+    for some codecs, not for H.264 with B-frames), so a frame's pts is not its presentation time.
+    The decoder's output order still is. Packets whose pts already go back (B-frames in mp4, mkv)
+    carry presentation times: nothing is decoded for them."""
+    import av
+
+    stamps = [p.pts for p in packets if p.pts is not None]
+    if any(b < a for a, b in itertools.pairwise(stamps)):
+        return False
+    last, seen = None, 0
+    try:
+        for p in [*packets, None]:
+            for frame in codec.decode(p):
+                if frame.pts is not None:
+                    if last is not None and frame.pts < last:
+                        return True
+                    last = frame.pts
+                seen += 1
+                if seen >= ORDER_PROBE_FRAMES:
+                    return False
+    except av.error.FFmpegError:  # a damaged start: the pass that converts says so
+        return False
+    finally:
+        codec.flush_buffers()
+    return False
+
+
 def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T],
                   strategy: Strategy = "auto", threads: int = 1,
                   stats: DecodeStats | None = None) -> dict[int, T]:
@@ -206,25 +252,38 @@ def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T]
 
 def decode_indexed(codec: Any, packets: Sequence[Any], index: PacketIndex, wanted: Sequence[int],
                    convert: Callable[[Any], T], strategy: Strategy = "auto",
-                   stats: DecodeStats | None = None, deadline: float | None = None) -> dict[int, T]:
+                   stats: DecodeStats | None = None, deadline: float | None = None,
+                   output_order: bool = False) -> dict[int, T]:
     """:func:`decode_frames` on packets already in memory. ``deadline``: a ``time.monotonic()``
-    past which ``TimeoutError`` is raised before the next packet is decoded."""
+    past which ``TimeoutError`` is raised before the next packet is decoded.
+
+    ``output_order``: the packets' pts are in decode order (:func:`pts_in_decode_order`), so a
+    frame's pts is not its presentation rank; every packet is decoded from the first and the
+    decoder's k-th frame out is frame k (its output order is presentation order)."""
     n = len(index.pts)
     bad = [i for i in wanted if not 0 <= i < n]
     if bad:
         raise ValueError(f"frame index {bad[0]} outside 0..{n - 1}")
     rank = {pts: i for i, pts in enumerate(index.pts)}
     want = set(wanted)
-    wanted_packets = {index.packet_of[i] for i in want}
-    runs = schedule_runs(index, want, strategy)
+    if output_order:
+        # Frames are counted as they come out: none may be skipped, and decoding starts at the first.
+        wanted_packets = set(range(len(packets)))
+        runs = [Run(0, len(packets) - 1)] if want else []
+    else:
+        wanted_packets = {index.packet_of[i] for i in want}
+        runs = schedule_runs(index, want, strategy)
     st = stats if stats is not None else DecodeStats()
-    st.strategy, st.runs = strategy, len(runs)
+    st.strategy, st.runs = "output-order" if output_order else strategy, len(runs)
     out: dict[int, T] = {}
+    shown = 0
 
     def take(frames: Iterable[Any]) -> None:
+        nonlocal shown
         for frame in frames:
             st.decoded += 1
-            i = rank.get(frame.pts)
+            i = shown if output_order else rank.get(frame.pts)
+            shown += 1
             if i is not None and i in want and i not in out:
                 out[i] = convert(frame)
                 st.converted += 1

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.video.cut_end import cut_end
-from benchcheck.video.decode import PacketIndex, open_video, quarter_turn, read_packets
+from benchcheck.video.decode import PacketIndex, open_video, pts_in_decode_order, quarter_turn, read_packets
 from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
 from benchcheck.video.plans import nearest_index
 
@@ -44,9 +44,6 @@ STORE_PRESET = "fast"
 MIN_COVERAGE = 0.95
 # More than this share of output frames that did not decode makes the source corrupt.
 MAX_MISSING = 0.05
-# Frames decoded at the start of a source to see whether its packets' pts are presentation times
-# (docs/video.md, "Sources whose pts are in decode order").
-ORDER_PROBE_FRAMES = 64
 
 class NormalizeError(ValueError):
     """The source cannot be normalized; the message says why in one line."""
@@ -132,7 +129,10 @@ def frame_times(pts_times: list[float], rate: float | None, declared: float | No
 
 
 def _stream_rate(stream: Any) -> float | None:
-    for rate in (stream.average_rate, stream.guessed_rate, stream.base_rate):
+    """The frame rate an untimed stream is timed by: FFmpeg's guess first, which weighs the rate
+    the codec declares (an H.264 stream's own timing); a raw stream's average rate is the demuxer's
+    default, not the stream's."""
+    for rate in (stream.guessed_rate, stream.average_rate, stream.base_rate):
         if rate:
             return float(rate)
     return None
@@ -153,24 +153,33 @@ def _tag_seconds(text: Any) -> float | None:
     return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
 
 
-def declared_duration(container: Any, stream: Any) -> float | None:
+def declared_duration(container: Any, stream: Any, start: float = 0.0) -> float | None:
     """The duration a file declares for its video: the stream's own (mp4), else the track's
     ``DURATION`` tag (Matroska keeps none in the stream), else the container's when the video is
     its only stream (the container's covers every stream: audio may run past the video). An AVI
     declares its video's frame count in the stream header: FFmpeg shrinks the stream's duration
     by the share of the file that is there when the file is shorter than its RIFF header says, so
-    a cut AVI declared just the duration its frames cover; the frame count is left as written."""
+    a cut AVI declared just the duration its frames cover; the frame count is left as written.
+
+    ``start``: the time of the stream's first frame on the file's timeline (seconds). Matroska's
+    durations (the tag, the segment's, and the stream's FFmpeg fills in from it) are where the
+    track ends on that timeline, not how long it lasts: a clip whose first frame is at ``start``
+    (a stream recording cut with its timestamps kept) declared its start more than its frames
+    cover and was failed as truncated, so the time before ``start`` is taken off them."""
     if container.format.name == "avi" and stream.frames and stream.time_base:
         return float(stream.frames * stream.time_base)
-    if (own := _declared_duration(stream)) is not None:
-        return own
-    tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
-    for key in ("DURATION", *sorted(k for k in tags if k.startswith("DURATION-"))):
-        if key in tags and (seconds := _tag_seconds(tags[key])):
-            return seconds
-    if len(container.streams) == 1 and container.duration:
-        return float(container.duration) / 1_000_000  # AV_TIME_BASE
-    return None
+    declared = _declared_duration(stream)
+    if declared is None:
+        tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
+        for key in ("DURATION", *sorted(k for k in tags if k.startswith("DURATION-"))):
+            if key in tags and (seconds := _tag_seconds(tags[key])):
+                declared = seconds
+                break
+    if declared is None and len(container.streams) == 1 and container.duration:
+        declared = float(container.duration) / 1_000_000  # AV_TIME_BASE
+    if declared is not None and container.format.name.startswith("matroska"):
+        declared -= max(0.0, start)
+    return declared
 
 
 def _display_width(stream: Any) -> int:
@@ -219,10 +228,11 @@ def probe(path: Path, threads: int) -> OpenSource:
         spacing = sorted(b - a for a, b in itertools.pairwise(times))
         frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
         rotation = _rotation(stream, packets, index)
-        decode_order_pts = not retimed and _pts_in_decode_order(stream.codec_context, packets)
+        decode_order_pts = not retimed and pts_in_decode_order(stream.codec_context, packets)
         width, height = _display_width(stream), int(stream.codec_context.height)
         # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
-        declared = None if retimed else declared_duration(container, stream)
+        start = float(index.pts[0] * index.time_base)
+        declared = None if retimed else declared_duration(container, stream, start)
         last = packets[index.packet_of[-1]]
         last_shown = float(last.duration * stream.time_base) if last.duration and stream.time_base else 0.0
         target = plan_target(times, frame_duration, width, height, rotation, declared,
@@ -235,35 +245,6 @@ def probe(path: Path, threads: int) -> OpenSource:
              "fps": round(len(times) / (times[-1] + frame_duration), 6), "retimed": retimed,
              "decode_order_pts": decode_order_pts}
     return OpenSource(container, stream, packets, index, target, facts, retimed, decode_order_pts)
-
-
-def _pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
-    """True when the decoder gives the first frames out with pts that go back: the container
-    stamped its packets in decode order (AVI has no presentation times; its demuxer rebuilds them
-    for some codecs, not for H.264 with B-frames), so a frame's pts is not its presentation time.
-    The decoder's output order still is. Packets whose pts already go back (B-frames in mp4, mkv)
-    carry presentation times: nothing is decoded for them."""
-    import av
-
-    stamps = [p.pts for p in packets if p.pts is not None]
-    if any(b < a for a, b in itertools.pairwise(stamps)):
-        return False
-    last, seen = None, 0
-    try:
-        for p in [*packets, None]:
-            for frame in codec.decode(p):
-                if frame.pts is not None:
-                    if last is not None and frame.pts < last:
-                        return True
-                    last = frame.pts
-                seen += 1
-                if seen >= ORDER_PROBE_FRAMES:
-                    return False
-    except av.error.FFmpegError:  # a damaged start: the pass that converts says so
-        return False
-    finally:
-        codec.flush_buffers()
-    return False
 
 
 def _rotation(stream: Any, packets: list[Any], index: PacketIndex) -> int:

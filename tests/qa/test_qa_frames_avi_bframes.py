@@ -1,0 +1,47 @@
+"""The samplers that read a raw clip (``qa``'s endpoint frames, ``serve``'s ``video_url`` parts) on
+H.264 with B-frames in AVI: its demuxer stamps the packets in decode order, so a frame taken by
+the rank of its pts was a B-frame's neighbour, not the frame the grid asks for. Frame k is now the
+decoder's k-th frame out, as ``videos normalize`` already took it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import av
+from PIL import Image
+
+from benchcheck.qa.frames import sample_jpegs
+from benchcheck.serve.media import decode_frames, sample_indices
+from benchcheck.video.plans import uniform_grid
+from benchcheck.video.synth import paint_frame, read_frame_index
+
+N, FPS = 40, 10
+
+
+def _avi(path: Path) -> Path:
+    with av.open(str(path), "w", format="avi") as out:
+        stream = out.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+        stream.codec_context.max_b_frames = 3
+        for i in range(N):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(paint_frame(i, 160, 96), format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def _indices(jpegs: tuple[bytes, ...] | list[bytes]) -> list[int]:
+    return [read_frame_index(Image.open(io.BytesIO(j))) for j in jpegs]
+
+
+def test_qa_frames_of_an_avi_with_b_frames_are_the_grid_frames(tmp_path: Path) -> None:
+    clip = _avi(tmp_path / "clip.avi")
+    times = [i / FPS for i in range(N)]
+    assert _indices(sample_jpegs(clip, 12)) == uniform_grid(times, 12)
+
+
+def test_served_frames_of_an_avi_with_b_frames_are_the_kth_frames(tmp_path: Path) -> None:
+    data = _avi(tmp_path / "clip.avi").read_bytes()
+    assert _indices(decode_frames(data, 12)) == sample_indices(N, 12)
