@@ -45,3 +45,28 @@ def test_qa_frames_of_an_avi_with_b_frames_are_the_grid_frames(tmp_path: Path) -
 def test_served_frames_of_an_avi_with_b_frames_are_the_kth_frames(tmp_path: Path) -> None:
     data = _avi(tmp_path / "clip.avi").read_bytes()
     assert _indices(decode_frames(data, 12)) == sample_indices(N, 12)
+
+
+def test_only_an_avi_is_probed_for_decode_order_pts(tmp_path: Path) -> None:
+    # Other containers carry presentation times: probing them decoded frames for nothing on every
+    # clip a request sent (a third of a served 720p request's CPU).
+    from benchcheck.video.decode import by_output_order, open_video, read_packets
+
+    mp4 = tmp_path / "clip.mp4"
+    with av.open(str(mp4), "w") as out:
+        stream = out.add_stream("libx264", rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+        stream.codec_context.max_b_frames = 0
+        for i in range(N):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(paint_frame(i, 160, 96), format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    for path, want in ((_avi(tmp_path / "clip.avi"), True), (mp4, False)):
+        container, stream = open_video(path)
+        try:
+            packets, index = read_packets(container, stream)
+            assert by_output_order(container, stream, packets, index) is want
+        finally:
+            container.close()
+    assert _indices(sample_jpegs(mp4, 12)) == uniform_grid([i / FPS for i in range(N)], 12)

@@ -32,7 +32,7 @@ def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
     """
     import av
 
-    from benchcheck.video.decode import decode_indexed, open_video, pts_in_decode_order, read_packets
+    from benchcheck.video.decode import by_output_order, decode_indexed, open_video, read_packets
     from benchcheck.video.extract import frame_to_jpeg
     from benchcheck.video.plans import dedup, uniform_grid
 
@@ -49,7 +49,7 @@ def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
             # An AVI of H.264 with B-frames stamps its packets in decode order: taken by pts, a
             # grid frame was a neighbour of the one its time asks for (normalize's rule, so the
             # store and the sampler show a clip's frames alike).
-            by_order = index.untimed or pts_in_decode_order(stream.codec_context, packets)
+            by_order = by_output_order(container, stream, packets, index)
             frames = decode_indexed(stream.codec_context, packets, index, grid,
                                     lambda f: frame_to_jpeg(f, *display_size(f, max_side)),
                                     output_order=by_order)

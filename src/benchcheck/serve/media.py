@@ -141,7 +141,7 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
     import av
     from PIL import Image
 
-    from benchcheck.video.decode import decode_indexed, open_video, pts_in_decode_order, read_packets
+    from benchcheck.video.decode import by_output_order, decode_indexed, open_video, read_packets
 
     deadline = time.monotonic() + timeout_s
     try:
@@ -156,7 +156,7 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
             # frame k is the k-th shown, also where the packets' pts are in decode order (an AVI
             # of H.264 with B-frames: taken by pts, it was a neighbour of it) or all the same (a
             # clip without timestamps: taken by pts, all but one were missing)
-            by_order = index.untimed or pts_in_decode_order(ctx, packets)
+            by_order = by_output_order(container, stream, packets, index)
             frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg, deadline=deadline,
                                     output_order=by_order)
         finally:

@@ -233,6 +233,14 @@ def pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
     return False
 
 
+def by_output_order(container: Any, stream: Any, packets: list[Any], index: PacketIndex) -> bool:
+    """Whether a sampler takes frame k as the decoder's k-th frame out rather than by pts: an untimed
+    stream, or an AVI whose packets' pts are in decode order (``pts_in_decode_order``). Only AVI
+    stamps packets so (mp4, Matroska, MPEG-PS/TS and FLV carry presentation times): elsewhere the
+    probe would decode its frames for nothing on every clip a request or an item sends."""
+    return index.untimed or (container.format.name == "avi" and pts_in_decode_order(stream.codec_context, packets))
+
+
 def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T],
                   strategy: Strategy = "auto", threads: int = 1,
                   stats: DecodeStats | None = None) -> dict[int, T]:
