@@ -70,3 +70,26 @@ def test_only_an_avi_is_probed_for_decode_order_pts(tmp_path: Path) -> None:
         finally:
             container.close()
     assert _indices(sample_jpegs(mp4, 12)) == uniform_grid([i / FPS for i in range(N)], 12)
+
+
+def test_the_decode_order_check_keeps_the_decode_time_limit_and_stops_when_frames_are_out(tmp_path: Path) -> None:
+    # serve's --video-decode-timeout covered only the frames' decode: the check before it read up
+    # to every packet of a clip that gives no frame. And counted from the first frame, a decode
+    # in output order went on to the clip's end after the wanted frames were out.
+    import time
+
+    import pytest
+
+    from benchcheck.video.decode import DecodeStats, decode_indexed, open_video, pts_in_decode_order, read_packets
+
+    container, stream = open_video(_avi(tmp_path / "clip.avi"))
+    try:
+        packets, index = read_packets(container, stream)
+        with pytest.raises(TimeoutError):
+            pts_in_decode_order(stream.codec_context, packets, deadline=time.monotonic() - 1)
+        stats = DecodeStats()
+        got = decode_indexed(stream.codec_context, packets, index, [0, 3], lambda f: f.pts, stats=stats,
+                             output_order=True)
+    finally:
+        container.close()
+    assert sorted(got) == [0, 3] and stats.packets < len(packets) // 2

@@ -156,7 +156,7 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
             # frame k is the k-th shown, also where the packets' pts are in decode order (an AVI
             # of H.264 with B-frames: taken by pts, it was a neighbour of it) or all the same (a
             # clip without timestamps: taken by pts, all but one were missing)
-            by_order = by_output_order(container, stream, packets, index)
+            by_order = by_output_order(container, stream, packets, index, deadline)
             frames = decode_indexed(ctx, packets, index, wanted, _to_jpeg, deadline=deadline,
                                     output_order=by_order)
         finally:

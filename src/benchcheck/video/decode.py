@@ -204,12 +204,13 @@ def open_video(path: Path | BinaryIO, threads: int = 1, frame_threads: bool = Tr
     return container, stream
 
 
-def pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
+def pts_in_decode_order(codec: Any, packets: list[Any], deadline: float | None = None) -> bool:
     """True when the decoder gives the first frames out with pts that go back: the container
     stamped its packets in decode order (AVI has no presentation times; its demuxer rebuilds them
     for some codecs, not for H.264 with B-frames), so a frame's pts is not its presentation time.
     The decoder's output order still is. Packets whose pts already go back (B-frames in mp4, mkv)
-    carry presentation times: nothing is decoded for them."""
+    carry presentation times: nothing is decoded for them. ``deadline`` (``time.monotonic()``):
+    ``TimeoutError`` past it, as ``decode_indexed`` (a stream that gives no frame is read whole)."""
     import av
 
     stamps = [p.pts for p in packets if p.pts is not None]
@@ -218,6 +219,8 @@ def pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
     last, seen = None, 0
     try:
         for p in [*packets, None]:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the decode-order check ran past the decode's time limit")
             for frame in codec.decode(p):
                 if frame.pts is not None:
                     if last is not None and frame.pts < last:
@@ -233,12 +236,17 @@ def pts_in_decode_order(codec: Any, packets: list[Any]) -> bool:
     return False
 
 
-def by_output_order(container: Any, stream: Any, packets: list[Any], index: PacketIndex) -> bool:
+def by_output_order(container: Any, stream: Any, packets: list[Any], index: PacketIndex,
+                    deadline: float | None = None) -> bool:
     """Whether a sampler takes frame k as the decoder's k-th frame out rather than by pts: an untimed
     stream, or an AVI whose packets' pts are in decode order (``pts_in_decode_order``). Only AVI
     stamps packets so (mp4, Matroska, MPEG-PS/TS and FLV carry presentation times): elsewhere the
-    probe would decode its frames for nothing on every clip a request or an item sends."""
-    return index.untimed or (container.format.name == "avi" and pts_in_decode_order(stream.codec_context, packets))
+    probe would decode its frames for nothing on every clip a request or an item sends. Normalize
+    probes every container (it decodes every frame anyway): a non-AVI file stamped in decode order
+    would be reordered in the store but sampled by pts here."""
+    if index.untimed:
+        return True
+    return container.format.name == "avi" and pts_in_decode_order(stream.codec_context, packets, deadline)
 
 
 def decode_frames(path: Path, wanted: Sequence[int], convert: Callable[[Any], T],
@@ -305,6 +313,8 @@ def decode_indexed(codec: Any, packets: Sequence[Any], index: PacketIndex, wante
             codec.skip_frame = "DEFAULT" if p in wanted_packets else "NONREF"
             st.packets += 1
             take(codec.decode(packets[p]))
+            if output_order and len(out) == len(want):
+                break  # frames are counted from the first: once the wanted ones are out, the rest is not needed
         codec.skip_frame = "DEFAULT"
         take(codec.decode(None))
     missing = sorted(want - out.keys())
