@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.own.own_helpers import bc
 
-from benchcheck.items.load import load_items
+from benchcheck.items.load import ColumnMap, load_items
 
 
 def test_row_with_an_unquoted_comma_is_refused_not_shifted(tmp_path: Path) -> None:
@@ -104,6 +104,14 @@ def test_a_map_naming_a_column_the_csv_lacks_is_one_file_line_naming_it(tmp_path
     r = bc("items", "validate", four, "--columns", "options=a0|a1|a2|a3|a4,answer=gold")
     assert r.exit_code == 0, r.stderr
     assert load_items([four]).items[0].options == ("red", "blue", "green", "black")
+    # One map over files that differ in an optional column, or that give the video by id or by
+    # key: the file without it loads, and a note names the map's column.
+    r = bc("items", "validate", four, "--columns", "answer=gold,task=category,video_id=vid,video_key=video")
+    assert r.exit_code == 0, r.stderr
+    assert (f"note: {four}:0: column map: task column 'category' is not in this file (columns: item_id, video, "
+            "question, a0, a1, a2, a3, gold); its items have no task") in r.stderr, r.stderr
+    (item,) = load_items([four], ColumnMap.parse("answer=gold,task=category")).items
+    assert item.task is None and item.answer == 1
 
 
 def test_a_misspelt_field_in_the_column_map_is_named(tmp_path: Path) -> None:

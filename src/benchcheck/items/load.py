@@ -528,15 +528,32 @@ class _File:
         return {e.item.item_id for e in self.entries if isinstance(e, _Read) and not e.generated}
 
 
-def _absent_mapped(cmap: ColumnMap, columns: Sequence[str]) -> tuple[str, str] | None:
-    """The first (field, column) the user's map names that the file lacks. Option columns count only
-    when none of them is there: a map written for five options reads a file of four."""
-    for name in ("bench", "question", "answer", "video_id", "video_key", "task", "duration_s"):
+# Fields a file's rows cannot do without: a map pointing one of them at a column the file lacks
+# refuses every row for it ("no gold answer" on each line) without naming the map.
+_NEEDED_FIELDS = ("question", "answer")
+# Fields an item may lack: a map naming a column the file lacks leaves them unset (one note), so one
+# map reads several files that differ in them.
+_OPTIONAL_FIELDS = ("bench", "task", "duration_s")
+
+
+def _absent_mapped(cmap: ColumnMap, columns: Sequence[str]) -> tuple[str, str, bool] | None:
+    """The first (field, column, needed) the user's map names that the file lacks; ``needed``: the
+    file's rows cannot be read without it. Option columns count only when none of them is there (a
+    map written for five options reads a file of four); the video columns only when none of the
+    mapped ones is (the id or the key is enough)."""
+    for name in _NEEDED_FIELDS:
         col = getattr(cmap, name)
         if col and col not in columns:
-            return name, col
+            return name, col, True
     if cmap.options and not any(c in columns for c in cmap.options):
-        return "options", cmap.options[0]
+        return "options", cmap.options[0], True
+    videos = [(name, col) for name in ("video_id", "video_key") if (col := getattr(cmap, name))]
+    if videos and not any(col in columns for _, col in videos):
+        return videos[0][0], videos[0][1], True
+    for name in _OPTIONAL_FIELDS:
+        col = getattr(cmap, name)
+        if col and col not in columns:
+            return name, col, False
     return None
 
 
@@ -564,12 +581,14 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
                                                f"{', '.join(map(str, columns))})"))
                     return out
                 if path.suffix.lower() in (".csv", ".parquet") and (absent := _absent_mapped(cmap, columns)):
-                    # Else each row is refused for the field the map points away from ("no gold
-                    # answer" on every line), and the map itself is never named.
-                    out.entries.append(Problem(str(path), FILE_LEVEL, None, f"column map: {absent[0]} column "
-                                               f"{absent[1]!r} is not in this file (columns: "
-                                               f"{', '.join(map(str, columns))})"))
-                    return out
+                    field_name, column, needed = absent
+                    said = (f"column map: {field_name} column {column!r} is not in this file (columns: "
+                            f"{', '.join(map(str, columns))})")
+                    if needed:
+                        out.entries.append(Problem(str(path), FILE_LEVEL, None, said))
+                        return out
+                    out.entries.append(Problem(str(path), FILE_LEVEL, None, f"{said}; its items have no {field_name}",
+                                               severity="note"))
             try:
                 item, item_id, problems = row_to_item(row, resolved, bench_default, index)
             except (TypeError, ValueError) as e:  # a field of the wrong type: this row's problem only
