@@ -132,3 +132,12 @@ def test_a_bad_knob_is_refused_in_one_line_naming_it(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
     res = _launch(["--items", str(items), "--results", str(tmp_path / "res"), "--plan-only"], {"STEP": "abc"})
     assert res.returncode == 2 and "STEP=abc" in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_plan_only_reads_the_port_range_as_a_launch_does(tmp_path: Path) -> None:
+    # --plan-only said the plan was fine for ports a real launch then refused
+    items = _items(tmp_path / "items" / "all.jsonl", ("Alpha",), 1)
+    res = _launch(["--step", "1", "--items", str(items), "--results", str(tmp_path / "res"), "--plan-only",
+                   "--gpus", "2", "--port0", "65535"], {})
+    assert res.returncode == 2 and "--port0 65535 with 2 servers" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

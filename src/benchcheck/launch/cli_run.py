@@ -10,7 +10,7 @@ from typing import Any
 
 from benchcheck.launch import knobs
 from benchcheck.launch.host import LaunchPlan, run_host
-from benchcheck.launch.servers import ServerOptions, visible_gpus, vllm_available
+from benchcheck.launch.servers import ServerOptions, server_ports, visible_gpus, vllm_available
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
 from benchcheck.screen.job import ShardJob, plan_lines, ready_job
 from benchcheck.screen.steps import STEPS
@@ -62,6 +62,8 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     # Read before --plan-only answers: a bad --shard is refused there as it is on a real launch.
     shard = parse_shard_path(a.shard)
     if a.plan_only:
+        # and the ports, as a real launch reads them before it starts a server
+        server_ports(a.port0, a.gpus if a.gpus is not None else max(1, len(visible_gpus())))
         return remaining(job, load, echo)
     # The clients' own preconditions, read before any server starts: a visual step without
     # frames, or a step with nothing eligible, stopped every client at once, but only after
