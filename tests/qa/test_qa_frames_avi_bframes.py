@@ -5,46 +5,29 @@ decoder's k-th frame out, as ``videos normalize`` already took it."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
-
-import av
-from PIL import Image
 
 from benchcheck.qa.frames import sample_jpegs
 from benchcheck.serve.media import decode_frames, sample_indices
 from benchcheck.video.plans import uniform_grid
-from benchcheck.video.synth import paint_frame, read_frame_index
+from benchcheck.video.synth import make_test_video, read_frame_index
 
 N, FPS = 40, 10
 
 
 def _avi(path: Path) -> Path:
-    with av.open(str(path), "w", format="avi") as out:
-        stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
-        stream.codec_context.max_b_frames = 3
-        for i in range(N):
-            for packet in stream.encode(av.VideoFrame.from_ndarray(paint_frame(i, 160, 96), format="rgb24")):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    return path
-
-
-def _indices(jpegs: tuple[bytes, ...] | list[bytes]) -> list[int]:
-    return [read_frame_index(Image.open(io.BytesIO(j))) for j in jpegs]
+    return make_test_video(path, N, fps=FPS, width=160, height=96, bframes=3, container="avi")
 
 
 def test_qa_frames_of_an_avi_with_b_frames_are_the_grid_frames(tmp_path: Path) -> None:
     clip = _avi(tmp_path / "clip.avi")
     times = [i / FPS for i in range(N)]
-    assert _indices(sample_jpegs(clip, 12)) == uniform_grid(times, 12)
+    assert [read_frame_index(j) for j in sample_jpegs(clip, 12)] == uniform_grid(times, 12)
 
 
 def test_served_frames_of_an_avi_with_b_frames_are_the_kth_frames(tmp_path: Path) -> None:
     data = _avi(tmp_path / "clip.avi").read_bytes()
-    assert _indices(decode_frames(data, 12)) == sample_indices(N, 12)
+    assert [read_frame_index(j) for j in decode_frames(data, 12)] == sample_indices(N, 12)
 
 
 def test_only_an_avi_is_probed_for_decode_order_pts(tmp_path: Path) -> None:
@@ -52,16 +35,7 @@ def test_only_an_avi_is_probed_for_decode_order_pts(tmp_path: Path) -> None:
     # clip a request sent (a third of a served 720p request's CPU).
     from benchcheck.video.decode import by_output_order, open_video, read_packets
 
-    mp4 = tmp_path / "clip.mp4"
-    with av.open(str(mp4), "w") as out:
-        stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
-        stream.codec_context.max_b_frames = 0
-        for i in range(N):
-            for packet in stream.encode(av.VideoFrame.from_ndarray(paint_frame(i, 160, 96), format="rgb24")):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
+    mp4 = make_test_video(tmp_path / "clip.mp4", N, fps=FPS, width=160, height=96, bframes=0)
     for path, want in ((_avi(tmp_path / "clip.avi"), True), (mp4, False)):
         container, stream = open_video(path)
         try:
@@ -69,7 +43,7 @@ def test_only_an_avi_is_probed_for_decode_order_pts(tmp_path: Path) -> None:
             assert by_output_order(container, stream, packets, index) is want
         finally:
             container.close()
-    assert _indices(sample_jpegs(mp4, 12)) == uniform_grid([i / FPS for i in range(N)], 12)
+    assert [read_frame_index(j) for j in sample_jpegs(mp4, 12)] == uniform_grid([i / FPS for i in range(N)], 12)
 
 
 def test_the_decode_order_check_keeps_the_decode_time_limit_and_stops_when_frames_are_out(tmp_path: Path) -> None:

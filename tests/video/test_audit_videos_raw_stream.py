@@ -15,22 +15,13 @@ from PIL import Image
 from benchcheck.qa.frames import sample_jpegs
 from benchcheck.video.normalize import transcode
 from benchcheck.video.plans import uniform_grid
-from benchcheck.video.synth import paint_frame, read_frame_index
+from benchcheck.video.synth import make_test_video, read_frame_index
 
 N, FPS = 20, 10
 
 
 def _raw_h264(path: Path) -> Path:
-    with av.open(str(path), "w", format="h264") as out:
-        stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = 96, 64, "yuv420p"
-        stream.codec_context.options = {"preset": "ultrafast", "bf": "2"}
-        for i in range(N):
-            for packet in stream.encode(av.VideoFrame.from_ndarray(paint_frame(i, 96, 64), format="rgb24")):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    return path
+    return make_test_video(path, N, fps=FPS, width=96, height=64, preset="ultrafast", bframes=2, container="h264")
 
 
 def test_a_raw_h264_stream_is_stored_timed_by_its_rate(tmp_path: Path) -> None:

@@ -124,6 +124,7 @@ def make_test_video(
     bframes: int | None = None,
     faststart: bool = False,
     seed: int = 0,
+    container: str = "mp4",
 ) -> Path:
     """Write an H.264 mp4 of ``n_frames`` frames, frame i painting index i (see module doc).
 
@@ -131,7 +132,9 @@ def make_test_video(
     ``gop`` fixes the keyframe interval (scene-cut keyframes off); ``rotation`` writes a
     display matrix (degrees counter-clockwise, as PyAV reads it back); ``textured`` paints a
     panning texture around the code (realistic bitrate and decode cost, for benchmarks);
-    ``faststart`` puts the index (moov) before the media data, as streaming sites do.
+    ``faststart`` puts the index (moov) before the media data, as streaming sites do;
+    ``container``: another muxer (``avi`` stamps packets in decode order, ``h264`` writes a raw
+    stream without timestamps).
     """
     import av
 
@@ -149,7 +152,7 @@ def make_test_video(
         options["bf"] = str(bframes)
     texture = _texture(width, height, seed) if textured else None
     container_options = {"movflags": "+faststart"} if faststart else {}
-    with av.open(str(path), "w", format="mp4", options=container_options) as out:
+    with av.open(str(path), "w", format=container, options=container_options) as out:
         stream = out.add_stream("libx264", rate=Fraction(fps).limit_denominator(1000))
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.time_base = time_base
