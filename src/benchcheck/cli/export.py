@@ -61,8 +61,8 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
 
         try:
             dups = read_step0(Path(step0), loaded.items)
-        except Exception as e:  # a damaged kept list: Parquet, JSON, a missing column
-            die(f"--step0 {step0}: cannot read the step-0 outcome ({type(e).__name__}: {str(e)[:200]})")
+        except ValueError as e:
+            die(str(e))
     finals: Counter[str] = Counter()
     try:
         selected = select(Path(results), loaded.items, steps, removed,

@@ -193,9 +193,8 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     if opts.step0 is not None:
         try:
             step0 = read_step0(opts.step0, opts.items)
-        except Exception as e:  # a damaged kept list: Parquet, JSON, a missing column
-            raise ReportError(f"--step0 {opts.step0}: cannot read the step-0 outcome ({type(e).__name__}: "
-                              f"{str(e)[:200]})") from e
+        except ValueError as e:
+            raise ReportError(str(e)) from e
 
     def dups(its: list[Item] | None) -> Step0 | None:
         """Only this benchmark's step-0 removals travel to its task."""

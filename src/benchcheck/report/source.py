@@ -192,7 +192,16 @@ class Step0:
 def read_step0(path: Path, items: Sequence[Item] | None = None) -> Step0:
     """``benchcheck dedup``'s output folder (``step0_removed.jsonl``, else the complement of
     ``step0_kept.parquet`` among ``items``) or a kept-list file (``--keep``'s formats: Parquet,
-    JSONL, one id a line), whose complement among ``items`` is what step 0 removed."""
+    JSONL, one id a line), whose complement among ``items`` is what step 0 removed. A file that
+    cannot be read is one ``ValueError`` line naming ``--step0`` (report and export show it)."""
+    try:
+        return _read_step0(path, items)
+    except Exception as e:  # a damaged kept list: Parquet, JSON, a missing column, an unreadable file
+        raise ValueError(f"--step0 {path}: cannot read the step-0 outcome ({type(e).__name__}: "
+                         f"{str(e)[:200]})") from e
+
+
+def _read_step0(path: Path, items: Sequence[Item] | None) -> Step0:
     import json
 
     from benchcheck.screen.plan import load_keep
