@@ -536,11 +536,13 @@ _NEEDED_FIELDS = ("question", "answer")
 _OPTIONAL_FIELDS = ("bench", "task", "duration_s")
 
 
-def _absent_mapped(cmap: ColumnMap, columns: Sequence[str]) -> tuple[str, str, bool] | None:
-    """The first (field, column, needed) the user's map names that the file lacks; ``needed``: the
-    file's rows cannot be read without it. Option columns count only when none of them is there (a
-    map written for five options reads a file of four); the video columns only when none of the
-    mapped ones is (the id or the key is enough)."""
+def _absent_mapped(cmap: ColumnMap, resolved: ColumnMap, columns: Sequence[str]) -> tuple[str, str, bool] | None:
+    """The first (field, column, needed) the user's map (``cmap``; ``resolved`` for the id's parts)
+    names that the file lacks; ``needed``: the file's rows cannot be read without it. Option
+    columns count only when none of them is there (a map written for five options reads a file of
+    four); the video columns only when none of the mapped ones is (the id or the key is enough)."""
+    if missing := [c for c in id_columns(resolved.item_id, columns) if c not in columns]:
+        return "item_id", missing[0], True
     for name in _NEEDED_FIELDS:
         col = getattr(cmap, name)
         if col and col not in columns:
@@ -575,12 +577,7 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
                 columns = _columns_of(path, row)
                 resolved = resolve_columns(columns, cmap)
                 if path.suffix.lower() in (".csv", ".parquet") and (
-                        missing := [c for c in id_columns(resolved.item_id, columns) if c not in columns]):
-                    out.entries.append(Problem(str(path), FILE_LEVEL, None, f"column map: item_id column "
-                                               f"{missing[0]!r} is not in this file (columns: "
-                                               f"{', '.join(map(str, columns))})"))
-                    return out
-                if path.suffix.lower() in (".csv", ".parquet") and (absent := _absent_mapped(cmap, columns)):
+                        absent := _absent_mapped(cmap, resolved, columns)):
                     field_name, column, needed = absent
                     said = (f"column map: {field_name} column {column!r} is not in this file (columns: "
                             f"{', '.join(map(str, columns))})")
