@@ -106,7 +106,31 @@ def bench_frames(n_frames: int, pick: int) -> list[dict[str, Any]]:
                         "ms_per_item": 1000 * best_of(fn, 3),
                     }
                 )
+        # A clip without B-frames: its packets' pts never go back, so the decode-order check would
+        # decode its first frames; the samplers run it for AVI alone (video.decode.by_output_order).
+        flat = make_test_video(Path(d) / "flat.mp4", n_frames=n_frames, fps=30.0, width=640, height=360, gop=30,
+                               textured=True, bframes=0)
+        rows += _order_check_rows(flat, n_frames, pick)
     return rows
+
+
+def _order_check_rows(clip: Path, n_frames: int, pick: int) -> list[dict[str, Any]]:
+    from benchcheck.qa.frames import sample_jpegs
+    from benchcheck.video.decode import open_video, pts_in_decode_order, read_packets
+
+    def probed() -> None:
+        container, stream = open_video(clip)
+        try:
+            packets, _ = read_packets(container, stream)
+            pts_in_decode_order(stream.codec_context, packets)
+        finally:
+            container.close()
+        sample_jpegs(clip, pick, 448)
+
+    bench = f"{pick} of {n_frames} frames, 640x360, GOP 30, no B-frames"
+    return [{"bench": bench, "variant": name, "ms_per_item": 1000 * best_of(fn, 3)}
+            for name, fn in (("sample_jpegs (ours: AVI alone checked)", lambda: sample_jpegs(clip, pick, 448)),
+                             ("+ decode-order check on every container", probed))]
 
 
 def _free_port() -> int:
