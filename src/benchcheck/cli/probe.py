@@ -18,6 +18,9 @@ from benchcheck.items import Item
                    "probe.md [default: RESULTS/probe, where assemble, audit and report read them].")
 @click.option("--results", type=CliPath(file_okay=False), default=None,
               help="Screening results folder: step 1 gives the blind gain, steps 3, 5, 6 the label flags.")
+@click.option("--step0", "step0", type=CliPath(exists=True), default=None,
+              help="Step-0 output folder of `benchcheck dedup` (or the kept list given to screen --keep): its "
+                   "duplicates are removed at step 0, neither probed nor flagged, and counted apart per benchmark.")
 @click.option("--model", default="minilm", show_default=True,
               help="Sentence embeddings: 'minilm' (packaged, offline), a local sentence-transformers folder, a hub id, "
                    "or 'none' (hand-built text features only).")
@@ -44,8 +47,8 @@ from benchcheck.items import Item
               help="Seed of the folds, the projection and the nulls.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
-def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, model: str, revision: str | None,
-          cache_dir: str | None, device: str, batch_size: int, folds: int, permutations: int,
+def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, step0: str | None, model: str,
+          revision: str | None, cache_dir: str | None, device: str, batch_size: int, folds: int, permutations: int,
           no_positions_null: bool, min_items: int, no_ibp: bool, flag_margin: float | None, flag_agree: int,
           seed: int, columns: str | None, quiet: bool) -> None:
     """Learn each benchmark's gold from its text alone (k folds by video) and flag likely label errors.
@@ -56,6 +59,8 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     (how many items remain when the most predictable are removed until the probe is at chance).
     Label flags: items where steps 3, 5, 6 and the probe agree on one non-gold option. A learnable
     pattern is evidence of a shortcut, not proof; a flag is a question for a person, never a removal.
+    With --step0, only the items step 0 kept are probed and flagged (as screen --keep screens them);
+    its duplicates are counted apart, as report --step0 counts them.
 
     \b
     Example:
@@ -67,7 +72,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     from benchcheck.probe import FLAG_MARGIN, ProbeConfig, probe_pool
     from benchcheck.probe.embedder import text_embedder
     from benchcheck.probe.flags import no_flags_reason
-    from benchcheck.probe.run import MIN_GROUPS, skip_reason
+    from benchcheck.probe.run import MIN_GROUPS, skip_reason, step0_kept
 
     if results is not None:
         need_step_results(results)
@@ -78,25 +83,35 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, mod
     mc = [it for it in loaded.items if it.format == "mc" and len(it.options) >= 2]
     if not mc:
         die("no valid multiple-choice items to probe")
+    dups = None
+    if step0 is not None:
+        from benchcheck.report.source import read_step0
+
+        try:
+            dups = read_step0(Path(step0), loaded.items).removed
+        except ValueError as e:
+            die(str(e))
     cfg = ProbeConfig(folds=folds, permutations=permutations, shuffle_null=not no_positions_null, seed=seed,
                       min_items=min_items, ibp=not no_ibp)
     by_bench: dict[str, list[Item]] = {}
     for it in mc:
         by_bench.setdefault(it.bench, []).append(it)
-    reasons = {b: skip_reason(its, cfg) for b, its in by_bench.items()}
+    reasons = {b: skip_reason(step0_kept(its, dups or ()), cfg) for b, its in by_bench.items()}
     if all(r is not None for r in reasons.values()):
         die(f"no benchmark has at least {min_items} items on {MIN_GROUPS}+ videos: "
             + "; ".join(f"{b}: {r}" for b, r in reasons.items()))
     try:
         emb = text_embedder(model, cache_dir or Path(out) / "probe_embeddings", revision, device, batch_size)
         run = probe_pool(mc, out, cfg, emb, results, FLAG_MARGIN if flag_margin is None else flag_margin, flag_agree,
-                         echo=click.echo)
+                         echo=click.echo, step0=dups)
     except (DedupError, OSError) as e:
         die(str(e))
     res = run.result
     learn = sum(b.learnable for b in res.probed)
     click.echo(f"BENCHMARKS={len(res.probed)} LEARNABLE={learn} SKIPPED={len(res.benches) - len(res.probed)} "
-               f"ITEMS={len(res.items)} FLAGGED={'n/a' if run.flags is None else len(run.flags)} "
+               f"ITEMS={len(res.items)} "
+               + ("" if dups is None else f"STEP0_REMOVED={sum(b.step0_removed or 0 for b in res.benches)} ")
+               + f"FLAGGED={'n/a' if run.flags is None else len(run.flags)} "
                f"ENCODED={res.embed.encoded} REUSED={res.embed.reused}")
     if run.flags is None:
         click.echo(no_flags_reason(run.flag_sources, flag_agree))

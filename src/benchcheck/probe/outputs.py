@@ -17,9 +17,9 @@ BENCH_FILE = "probe_benchmarks.csv"
 IBP_FILE = "probe_ibp.csv"
 FLAGS_FILE = "label_flags.csv"
 MD_FILE = "probe.md"
-BENCH_FIELDS = ("bench", "items", "videos", "folds", "accuracy", "chance", "p_value", "null_mean", "p_positions_kept",
-                "permutations", "learnable", "blind_items", "blind_accuracy", "probe_on_blind_items", "blind_gain",
-                "ibp_remaining", "ibp_at_chance", "skipped")
+BENCH_FIELDS = ("bench", "items", "step0_removed", "videos", "folds", "accuracy", "chance", "p_value", "null_mean",
+                "p_positions_kept", "permutations", "learnable", "blind_items", "blind_accuracy",
+                "probe_on_blind_items", "blind_gain", "ibp_remaining", "ibp_at_chance", "skipped")
 IBP_FIELDS = ("bench", "round", "items", "accuracy", "chance", "p_above_chance", "pruned_next")
 FLAGS_FIELDS = ("rank", "item_id", "bench", "gold", "flagged_option", "agree", "sources", "for_gold", "min_margin",
                 "evidence")
@@ -30,8 +30,8 @@ def _r(v: float | None, nd: int = 4) -> float | None:
 
 
 def bench_record(b: BenchProbe) -> dict[str, object]:
-    return {"bench": b.bench, "items": b.items, "videos": b.videos, "folds": b.folds,
-            "accuracy": _r(b.accuracy), "chance": _r(b.chance),
+    return {"bench": b.bench, "items": b.items, "step0_removed": b.step0_removed, "videos": b.videos,
+            "folds": b.folds, "accuracy": _r(b.accuracy), "chance": _r(b.chance),
             "p_value": _r(b.uniform.p_value) if b.uniform else None,
             "null_mean": _r(b.uniform.null_mean) if b.uniform else None,
             "p_positions_kept": _r(b.shuffle.p_value) if b.shuffle else None,
@@ -87,6 +87,11 @@ def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: 
         lines.append(f"| {b.bench} | {b.items} | {b.videos} | {b.folds} | {f(b.accuracy)} | {f(b.chance)} | "
                      f"{f(r['p_value'], '.3g')} | {f(r['p_positions_kept'], '.3g')} | {f(b.blind_accuracy)} | "
                      f"{f(b.blind_gain, '+.3f')} | {ibp} | {reading} |")
+    at0 = [b for b in res.benches if b.step0_removed is not None]
+    if at0:
+        per = ", ".join(f"{b.bench} {b.step0_removed}" for b in at0 if b.step0_removed)
+        lines += ["", f"Step 0: {sum(b.step0_removed or 0 for b in at0)} duplicates it removed are left out"
+                  + (f" ({per})" if per else "") + "; items counts the items it kept."]
     lines += ["", f"Learnable: p (uniform gold) <= {SIGNIFICANCE} (each item's gold redrawn uniformly among its "
               "options and the whole k-fold probe refitted). p (positions kept): golds permuted among the "
               "benchmark's items, so a position bias alone is not counted."]

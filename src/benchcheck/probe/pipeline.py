@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,7 +11,7 @@ from benchcheck.items import Item, fingerprints
 from benchcheck.probe.evidence import FLAG_STEPS, Pick, step_picks
 from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, LabelFlag, label_flags, sources_needed
 from benchcheck.probe.outputs import write_probe
-from benchcheck.probe.run import ProbeConfig, ProbeResult, TextEmbedder, run_probe
+from benchcheck.probe.run import ProbeConfig, ProbeResult, TextEmbedder, run_probe, step0_kept
 
 BLIND_STEP = 1
 
@@ -26,13 +26,16 @@ class ProbeRun:
 
 def probe_pool(items: Sequence[Item], out: str | Path, cfg: ProbeConfig, emb: TextEmbedder | None = None,
                results: str | Path | None = None, flag_margin: float = FLAG_MARGIN, flag_agree: int = FLAG_AGREE,
-               echo: Callable[[str], None] | None = None) -> ProbeRun:
+               echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None) -> ProbeRun:
     """Probe every benchmark; with ``results``, the blind gain over step 1 and the label flags
-    from steps 3, 5, 6 and the probe; write everything under ``out``."""
-    mc = [it for it in items if it.format == "mc"]
+    from steps 3, 5, 6 and the probe; write everything under ``out``. With ``step0`` (the ids step 0
+    removed, ``report.source.read_step0``), its duplicates are neither probed nor flagged, and each
+    benchmark counts them apart."""
+    every = [it for it in items if it.format == "mc"]
+    mc = step0_kept(every, step0 or ())
     ids = {it.item_id for it in mc}
     picks = step_picks(results, ids, (BLIND_STEP, *FLAG_STEPS), fingerprints(mc)) if results is not None else {}
-    res = run_probe(mc, cfg, emb, picks.get(BLIND_STEP), echo)
+    res = run_probe(every, cfg, emb, picks.get(BLIND_STEP), echo, step0)
     sources: list[dict[str, Pick]] = [picks[s] for s in FLAG_STEPS if s in picks]
     names = [f"step {s}" for s in FLAG_STEPS if s in picks]
     if res.items:

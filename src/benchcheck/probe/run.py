@@ -8,7 +8,7 @@ grows with the largest benchmark's feature matrix, not with the pool or the embe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,6 +89,7 @@ class BenchProbe:
     probe_on_blind: float | None = None  # the probe's accuracy on those items
     ibp: IbpResult | None = None
     skipped: str | None = None  # why the probe did not run on this benchmark
+    step0_removed: int | None = None  # its duplicates step 0 removed, left out (None: no step 0 given)
 
     @property
     def blind_gain(self) -> float | None:
@@ -206,6 +207,13 @@ def probe_bench(bench: str, items: Sequence[Item], design: Design, cfg: ProbeCon
     return res, out
 
 
+def step0_kept(items: Sequence[Item], step0: Collection[str]) -> list[Item]:
+    """The items step 0 kept: a duplicate it removed (``step0``: their ids, as ``read_step0`` gives
+    them) is in no fold, no null and no flag, as it is in no step of the chain (``screen --keep``),
+    and the report counts it removed at step 0."""
+    return [it for it in items if it.item_id not in step0]
+
+
 def skip_reason(items: Sequence[Item], cfg: ProbeConfig) -> str | None:
     if len(items) < cfg.min_items:
         return f"{len(items)} items, fewer than --min-items {cfg.min_items}"
@@ -216,8 +224,10 @@ def skip_reason(items: Sequence[Item], cfg: ProbeConfig) -> str | None:
 
 def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None = None,
               blind: Mapping[str, Pick] | None = None,
-              echo: Callable[[str], None] | None = None) -> ProbeResult:
-    """Probe every benchmark of ``items`` (multiple-choice items only), one at a time.
+              echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None) -> ProbeResult:
+    """Probe every benchmark of ``items`` (multiple-choice items only), one at a time. With
+    ``step0`` (the ids step 0 removed), a benchmark is probed on the items step 0 kept, and counts
+    the others apart (``step0_removed``).
 
     A benchmark's items are taken in natural item-id order, not file order: the null's redrawn
     golds, IBP's ties and the fits follow the item order, so a file re-exported in another row
@@ -226,7 +236,9 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
     for it in items:
         if it.format == "mc" and len(it.options) >= 2:
             by_bench.setdefault(it.bench, []).append(it)
-    by_bench = {b: sorted(its, key=lambda it: natural_key(it.item_id)) for b, its in by_bench.items()}
+    kept = {b: step0_kept(its, step0 or ()) for b, its in by_bench.items()}
+    at0 = {b: len(its) - len(kept[b]) for b, its in by_bench.items()} if step0 is not None else {}
+    by_bench = {b: sorted(its, key=lambda it: natural_key(it.item_id)) for b, its in kept.items()}
     proj = None
     if emb is not None and cfg.proj_dims:
         dim = emb.cache.dim or int(np.asarray(emb.encode(["width"])).shape[1])  # the model's width, once
@@ -236,12 +248,14 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
     for bench, its in by_bench.items():
         why = skip_reason(its, cfg)
         if why is not None:
-            out.benches.append(BenchProbe(bench, len(its), len({video_of(it) for it in its}), skipped=why))
+            out.benches.append(BenchProbe(bench, len(its), len({video_of(it) for it in its}), skipped=why,
+                                          step0_removed=at0.get(bench)))
             if echo is not None:
                 echo(line(out.benches[-1]))
             continue
         design = design_of(its, emb, proj, stats)
         b, rows = probe_bench(bench, its, design, cfg, blind)
+        b.step0_removed = at0.get(bench)
         out.benches.append(b)
         out.items += rows
         if echo is not None:
@@ -253,11 +267,12 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
 
 def line(b: BenchProbe) -> str:
     """One printed line per benchmark."""
+    at0 = f" ({b.step0_removed} removed at step 0 left out)" if b.step0_removed else ""
     if b.skipped is not None:
-        return f"{b.bench}: skipped ({b.skipped})"
+        return f"{b.bench}: skipped ({b.skipped}){at0}"
     p = "" if b.uniform is None else f", p={b.uniform.p_value:.3g}"
     ps = "" if b.shuffle is None else f" (positions kept: p={b.shuffle.p_value:.3g})"
     gain = "" if b.blind_gain is None else f", blind gain over step 1 {b.blind_gain:+.2f} on {b.blind_items} items"
     ibp = "" if b.ibp is None else f", IBP keeps {b.ibp.remaining}/{b.items}"
-    return (f"{b.bench}: probe accuracy {b.accuracy:.2f} vs chance {b.chance:.2f} over {b.items} items, "
+    return (f"{b.bench}: probe accuracy {b.accuracy:.2f} vs chance {b.chance:.2f} over {b.items} items{at0}, "
             f"{b.videos} videos, {b.folds} folds{p}{ps}{gain}{ibp}")

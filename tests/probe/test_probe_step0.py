@@ -1,0 +1,115 @@
+"""``probe --step0``: the duplicates step 0 removed are neither probed nor flagged and are counted
+apart per benchmark, as ``screen --keep`` leaves them out and ``report --step0`` counts them removed
+at step 0; a ``--step0`` that cannot be read is one error line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from probe_rows import run_step, write_items
+
+from benchcheck.items import Item
+from benchcheck.probe.synth import pattern_items
+
+BIN = [str(Path(sys.executable).with_name("benchcheck"))]
+WRONG = "Null_39"  # an item step 0 keeps whose gold the steps contradict: flagged with or without --step0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BIN, *args], capture_output=True, text=True, timeout=300)
+
+
+def _copies(items: list[Item], n: int, wrong: int) -> list[Item]:
+    """Exact copies (same text, same video) of the first ``n`` items; the first ``wrong`` of them
+    carry another gold (step 0's gold conflicts)."""
+    return [replace(it, item_id=f"{it.item_id}_copy", answer=(it.answer + 1) % len(it.options) if i < wrong
+                    else it.answer) for i, it in enumerate(items[:n])]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, set[str], set[str]]:
+    """Two benchmarks with planted copies, deduplicated by ``benchcheck dedup`` and screened without
+    ``--keep`` (so the copies have rows too): steps 3, 5, 6 see each item's original gold, except
+    on ``WRONG``, whose gold they all contradict. Returns the items folder, the results, the step-0
+    folder, every id, and the gold-conflict copies."""
+    root = tmp_path_factory.mktemp("probe_step0")
+    null = pattern_items("none", 40, seed=0, bench="Null")
+    small = pattern_items("none", 15, seed=0, bench="Small")  # 21 with its copies: probed only with them
+    benches = {"Null": null + _copies(null, 8, 3), "Small": small + _copies(small, 6, 0)}
+    items = root / "items"
+    res = root / "results"
+    for bench, its in benches.items():
+        write_items(items / f"{bench}.jsonl", its)
+        originals = {it.item_id: (it.answer + (it.item_id == WRONG)) % 4 for it in its
+                     if not it.item_id.endswith("_copy")}
+        seen = {it.item_id: [3.0 if j == originals[it.item_id.removesuffix("_copy")] else 0.0 for j in range(4)]
+                for it in its}
+        for s in (1, 3, 5, 6):
+            run_step(res, s, its, seen if s != 1 else {k: [0.0] * 4 for k in seen}, seed=s)
+    step0 = root / "step0"
+    r = _cli("dedup", "--items", str(items / "Null.jsonl"), "--items", str(items / "Small.jsonl"), "--out", str(step0),
+             "--model", "minilm", "--device", "cpu", "--quiet")
+    assert r.returncode == 0, r.stderr
+    every = {it.item_id for its in benches.values() for it in its}
+    return items, res, step0, every, {it.item_id for it in _copies(null, 8, 3)[:3]}
+
+
+def _probe(world: tuple[Path, Path, Path, set[str], set[str]], out: Path, *extra: str
+           ) -> tuple[subprocess.CompletedProcess[str], set[str], dict[str, dict[str, str]], set[str]]:
+    """The run, the probed ids, the per-benchmark rows and the flagged ids."""
+    r = _cli("probe", "--items", str(world[0]), "--results", str(world[1]), "--out", str(out), "--model", "none",
+             "--permutations", "0", "--no-ibp", *extra)
+    assert r.returncode == 0, r.stderr
+    probed = {str(x["item_id"]) for x in pq.read_table(out / "probe_items.parquet").to_pylist()}
+    rows = {x["bench"]: x for x in csv.DictReader((out / "probe_benchmarks.csv").open())}
+    flags = {x["item_id"] for x in csv.DictReader((out / "label_flags.csv").open())}
+    return r, probed, rows, flags
+
+
+def test_step0_duplicates_are_neither_probed_nor_flagged(world: tuple[Path, Path, Path, set[str], set[str]],
+                                                         tmp_path: Path) -> None:
+    _, _, step0, every, conflicts = world
+    removed = {json.loads(x)["item_id"] for x in (step0 / "step0_removed.jsonl").read_text().splitlines()}
+    assert {f"Null_{i}_copy" for i in range(8)} | {f"Small_{i}_copy" for i in range(6)} <= removed
+    per_bench = Counter(i.split("_")[0] for i in removed)
+
+    r, probed, rows, flags = _probe(world, tmp_path / "plain")
+    assert probed == every and "STEP0_REMOVED" not in r.stdout
+    assert rows["Small"]["skipped"] == "" and rows["Null"]["step0_removed"] == ""
+    assert conflicts | {WRONG} <= flags  # the copies' golds are not what steps 3, 5, 6 saw
+
+    r, probed, rows, flags = _probe(world, tmp_path / "step0", "--step0", str(step0))
+    assert probed == {i for i in every - removed if i.startswith("Null_")}  # Small is skipped now
+    assert WRONG in flags and flags.isdisjoint(removed)  # a kept item's flag stays, the copies' go
+    assert {b: int(rows[b]["step0_removed"]) for b in rows} == {"Null": per_bench["Null"], "Small": per_bench["Small"]}
+    assert int(rows["Null"]["items"]) == 40 and rows["Small"]["items"] == "15"
+    assert rows["Small"]["skipped"].startswith("15 items, fewer than --min-items 20")
+    assert f"STEP0_REMOVED={len(removed)} " in r.stdout and "BENCHMARKS=1 " in r.stdout
+    assert f"Small: skipped (15 items, fewer than --min-items 20) ({per_bench['Small']} removed at step 0 left out)" \
+        in r.stdout
+    assert f"over 40 items ({per_bench['Null']} removed at step 0 left out)" in r.stdout
+    assert f"Step 0: {len(removed)} duplicates it removed are left out" in (tmp_path / "step0" / "probe.md").read_text()
+
+    # the kept list given to screen --keep names the same population
+    _, kept_probed, kept_rows, _ = _probe(world, tmp_path / "keep", "--step0", str(step0 / "step0_kept.parquet"))
+    assert kept_probed == probed and kept_rows["Null"]["step0_removed"] == rows["Null"]["step0_removed"]
+
+
+def test_step0_that_cannot_be_read_is_one_line(world: tuple[Path, Path, Path, set[str], set[str]],
+                                               tmp_path: Path) -> None:
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet")
+    for step0 in (bad, tmp_path):  # a damaged kept list; a folder that is no dedup output
+        r = _cli("probe", "--items", str(world[0]), "--out", str(tmp_path / "o"), "--model", "none",
+                 "--step0", str(step0))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.strip().splitlines()[-1].startswith(f"error: --step0 {step0}: cannot read the step-0 outcome")
+        assert not (tmp_path / "o").exists()
