@@ -20,6 +20,9 @@ def test_demo_runs_every_step_matches_the_construction_and_resumes(tmp_path: Pat
     assert funnel["match"] and funnel["observed"] == funnel["predicted"]
     assert funnel["engine"].startswith("reference:")
     assert funnel["observed"]["duplicate"] == {"0": 4}  # step 0 ran
+    # The probe sees what the chain saw: step 0's duplicates are counted apart, not probed.
+    probed = (out / "results" / "probe" / "probe_benchmarks.csv").read_text()
+    assert "4 removed at step 0 left out" in first.stdout and probed.count(",4,") + probed.count(",4\n") >= 1
     truth = [json.loads(line) for line in (out / "truth" / "ground_truth.jsonl").read_text().splitlines()]
     assert {t["kind"] for t in truth} >= {"text_leak", "options_only", "static", "ordered", "brief", "high_res"}
     res = out / "results"

@@ -194,20 +194,24 @@ def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: S
 DEMO_PERMUTATIONS = 39  # rounds of the probe's null in the demo (p >= 1/40): enough to call p <= 0.05, fast
 
 
-def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: Echo, chain: Sequence[int]) -> bool:
+def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: Echo, chain: Sequence[int],
+           keep: Path | None) -> bool:
     """The text-only probe and the label flags on the reference run (``results/probe``), checked
-    against ``truth/probe_truth.json``: the planted pattern and the wrong golds."""
+    against ``truth/probe_truth.json``: the planted pattern and the wrong golds. Step 0's duplicates
+    are left out, as ``probe --step0`` leaves them out, since the chain never saw them."""
     from benchcheck.demo.benchmarks import PROBE_TRUTH
     from benchcheck.demo.probe_check import check_probe
     from benchcheck.probe import ProbeConfig, probe_pool
     from benchcheck.probe.embedder import text_embedder
+    from benchcheck.report.source import read_step0
 
     t0 = time.time()
+    dups = read_step0(keep.parent, items).removed if keep is not None else None
     emb = text_embedder("minilm", out / "probe_embeddings", loaded=minilm) if minilm is not None else None
     echo(f"  + text-only probe ({'MiniLM + ' if emb else ''}text features, 5 folds by video, {DEMO_PERMUTATIONS} "
          "permutations) and label flags (steps 3, 5, 6 + the probe) -> results/probe/")
     run = probe_pool(items, results / "probe", ProbeConfig(permutations=DEMO_PERMUTATIONS, shuffle_null=False),
-                     emb, results, echo=lambda line: echo(f"    {line}"))
+                     emb, results, echo=lambda line: echo(f"    {line}"), step0=dups)
     check = check_probe(run, out / "truth" / PROBE_TRUTH, chain)
     for line in check.lines:
         echo(line)
@@ -273,7 +277,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
         echo(f"  + steps {','.join(map(str, TINY_CHAIN))} with a tiny RANDOM-WEIGHT transformer ({TINY_LABEL}, "
              "real hf engine path; its decisions are noise) -> results_tiny_random/")
         asyncio.run(_tiny_run(loaded.items, out, out / "results_tiny_random", keep, echo, progress))
-    probe_ok = _probe(loaded.items, results, out, minilm, echo, chain)
+    probe_ok = _probe(loaded.items, results, out, minilm, echo, chain, keep)
     echo("4/9 assemble")
     assembled = assemble(ctx)
     for flag in assembled.flags:
