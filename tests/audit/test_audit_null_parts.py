@@ -11,7 +11,15 @@ import numpy as np
 from benchcheck.audit.chance import chance_estimate
 from benchcheck.audit.fdr import bh_adjust
 from benchcheck.audit.golds import leave_one_out, truncated_q
-from benchcheck.audit.poisson_binomial import _normal_bounds, count_bounds, p_value, pmf
+from benchcheck.audit.poisson_binomial import (
+    EXACT_MAX,
+    _normal_bounds,
+    count_bounds,
+    count_quantiles,
+    p_value,
+    pmf,
+    quantiles,
+)
 
 
 def test_pmf_matches_enumeration() -> None:
@@ -52,6 +60,17 @@ def test_normal_bounds_agree_with_exact_on_many_items() -> None:
     exact = count_bounds(kept, rem)
     approx = _normal_bounds(kept, rem, 0.025)
     assert abs(exact[0] - approx[0]) <= 2 and abs(exact[1] - approx[1]) <= 2, (exact, approx)
+
+
+def test_pooled_quantiles_agree_with_exact_past_the_exact_limit() -> None:
+    """The headline pools every cell's items; past ``EXACT_MAX`` the normal approximation stands in
+    for the quadratic convolution and lands on the exact quantiles to within a count."""
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0, 0.6, EXACT_MAX + 200)
+    exact = quantiles(p)
+    approx = count_quantiles(p)
+    assert abs(exact[0] - approx[0]) <= 1 and abs(exact[1] - approx[1]) <= 1, (exact, approx)
+    assert count_quantiles(p[:50]) == quantiles(p[:50])
 
 
 def test_bh_adjust_by_hand() -> None:

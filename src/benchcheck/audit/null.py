@@ -39,13 +39,13 @@ import numpy as np
 from benchcheck.audit.chance import chance_estimate, chance_removals
 from benchcheck.audit.fdr import bh_adjust
 from benchcheck.audit.golds import leave_one_out, prior_centre, truncated_q
-from benchcheck.audit.poisson_binomial import p_value, quantiles
+from benchcheck.audit.poisson_binomial import count_quantiles, p_value, quantiles
 from benchcheck.audit.rule import group_tables, item_tables, rule_text
 from benchcheck.screen.steps import DEFAULT_CHAIN
 from benchcheck.stats.source import Forwards
 
 DEFAULT_FDR = 0.05
-__all__ = ["NullResult", "chance_estimate", "chance_removals", "null_for", "nulls", "verdict"]
+__all__ = ["NullResult", "chance_estimate", "chance_removals", "expected_removals", "null_for", "nulls", "verdict"]
 
 OPTION_LABEL = "option_label"
 GOLD_FREQUENCY = "gold_frequency"
@@ -79,6 +79,8 @@ class NullResult:
     est_false_gold_hi: float = 0.0
     item_gold: dict[str, np.ndarray] = field(default_factory=dict)  # each item's null gold distribution
     null_if_shortcuts: float = 0.0  # removals the permutation null expects were every removal a shortcut
+    # each item's chance removal probability were no item of the cell a shortcut (the p-value's null)
+    item_p_null: dict[str, float] = field(default_factory=dict)
 
     @property
     def observed_rate(self) -> float:
@@ -178,6 +180,7 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
     item_p: dict[str, float] = {}
     item_gold: dict[str, np.ndarray] = {}
     p_null: list[float] = []
+    item_p_null: dict[str, float] = {}
     p_main: list[float] = []
     p_gold: list[float] = []
     removed: list[bool] = []
@@ -195,7 +198,9 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
             item_gold[f.item_id] = main[i]
             item_p[f.item_id] = float(np.clip(main[i] @ t[i], 0.0, 1.0))
         p_main += [item_p[f.item_id] for f in rows_k]
-        p_null += list(np.clip((null_w * t).sum(axis=1), 0.0, 1.0))
+        here = np.clip((null_w * t).sum(axis=1), 0.0, 1.0)
+        item_p_null |= {f.item_id: float(q) for f, q in zip(rows_k, here, strict=True)}
+        p_null += list(here)
         p_gold += list(np.clip((robust * t).sum(axis=1), 0.0, 1.0))
         removed += list(g.removed)
         # A removal removes for its own gold alone (argmax == gold), so a permuted gold removes a
@@ -218,7 +223,7 @@ def null_for(bench: str, step: int, rows: Sequence[Forwards], rounds: int = 1000
                       cond_mean=float(sum(p_null)) / n if n else 0.0, cond_lo=q_lo / n if n else 0.0,
                       cond_hi=q_hi / n if n else 0.0, p_value=p_value(p_null, observed) if n else 1.0,
                       certain=certain, est_false_gold=gold_est, est_false_gold_lo=gold_lo, est_false_gold_hi=gold_hi,
-                      item_gold=item_gold, null_if_shortcuts=if_shortcuts)
+                      item_gold=item_gold, null_if_shortcuts=if_shortcuts, item_p_null=item_p_null)
 
 
 def _order(by_step: Mapping[int, object], chain: Sequence[int]) -> list[int]:
@@ -283,6 +288,16 @@ def nulls(by_step: dict[int, list[Forwards]], rounds: int = 1000, seed: int = 0,
     adjusted = bh_adjust([out[key].p_value for key in keys])
     return [replace(out[key], p_adjusted=a, called=a <= fdr_level and out[key].observed > 0, fdr_level=fdr_level)
             for key, a in zip(keys, adjusted, strict=True)]
+
+
+def expected_removals(results: Sequence[NullResult]) -> tuple[float, int, int]:
+    """(expected, lo, hi): the removals the conditioned null expects over the cells together were no
+    item a shortcut, and the 95 % interval of their number (Poisson-binomial over every item). The
+    permutation null is unconditioned: past a step that removed the model's lucky guesses it
+    expects them again, so a reader's count of chance comes from this one."""
+    p = [q for r in results for q in r.item_p_null.values()]
+    lo, hi = count_quantiles(p)
+    return float(sum(p)), lo, hi
 
 
 def verdict(r: NullResult) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchcheck.stats.normal import norm_sf
+from benchcheck.stats.normal import norm_cdf, norm_sf
 
 CERTAIN = 1.0 - 1e-12  # a probability this close to 1 is a certain removal
 EXACT_MAX = 3000  # Bernoullis up to which the bounds convolve exactly; beyond, a normal approximation
@@ -78,6 +78,18 @@ def quantiles(p: Sequence[float] | np.ndarray, lo: float = 0.025, hi: float = 0.
     """The ``lo`` and ``hi`` quantiles of X (smallest x with P(X <= x) >= level)."""
     c = np.cumsum(pmf(p))
     return int(np.searchsorted(c, lo - 1e-12)), int(np.searchsorted(c, hi - 1e-12))
+
+
+def count_quantiles(p: Sequence[float] | np.ndarray, lo: float = 0.025, hi: float = 0.975) -> tuple[int, int]:
+    """``quantiles``, exact up to ``EXACT_MAX`` Bernoullis and by the normal approximation (with a
+    continuity correction) beyond: pooling every cell of an audit can reach many items, where the
+    exact convolution is quadratic in their number."""
+    q = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    if len(q) <= EXACT_MAX:
+        return quantiles(q, lo, hi)
+    x = np.arange(len(q) + 1, dtype=np.float64)
+    c = norm_cdf((x + 0.5 - q.sum()) / np.sqrt(max(float((q * (1 - q)).sum()), 1e-12)))
+    return int(np.searchsorted(c, lo - 1e-12)), min(int(np.searchsorted(c, hi - 1e-12)), len(q))
 
 
 def count_bounds(p_kept: Sequence[float], p_removed: Sequence[float], alpha: float = 0.025) -> tuple[int, int]:

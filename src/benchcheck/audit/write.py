@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchcheck.atomic import write_text_atomic
 from benchcheck.audit.fdr import ALL
-from benchcheck.audit.null import chance_removals, verdict
+from benchcheck.audit.null import chance_removals, expected_removals, verdict
 from benchcheck.audit.rule import rule_text
 from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
@@ -60,14 +60,15 @@ NEARLY_ALL = 0.9  # "nearly all" removals: the null expects at least this share 
 
 
 def headline(res: AuditResult) -> str:
-    """One plain sentence: how many of the removals the null expects, and what the cells called at
-    the false-discovery level (Benjamini-Hochberg over every benchmark x step) say about them."""
+    """One plain sentence: how many of the removals the null expects (the conditioned null, pooled
+    over the cells, with its 95 % interval), and what the cells called at the false-discovery level
+    (Benjamini-Hochberg over every benchmark x step) say about them."""
     removed = sum(r.observed for r in res.nulls)
-    expected = sum(r.null_mean * r.n for r in res.nulls)
     if not removed:
         return "The rule removed no item, so there is nothing for the null to explain."
+    expected, lo, hi = expected_removals(res.nulls)
     share = expected / removed
-    head = f"The null expects {expected:.1f} of the {removed} removals ({min(share, 1.0):.0%})"
+    head = f"The null expects {expected:.1f} [{lo}, {hi}] of the {removed} removals ({min(share, 1.0):.0%})"
     called = [r for r in res.nulls if r.called]
     cells = f"{len(res.nulls)} benchmark x step cell{'s' if len(res.nulls) != 1 else ''}"
     level = f"FDR {res.fdr_level:g}"
@@ -75,19 +76,20 @@ def headline(res: AuditResult) -> str:
         if share >= NEARLY_ALL and sum(r.null_if_shortcuts for r in res.nulls) >= NEARLY_ALL * removed:
             # The permutation null would expect as many had every removal been a shortcut: its
             # golds cannot move (one option, or one item), so it says nothing either way.
-            return (f"{head}, but it would expect as many were every removal a shortcut (the golds sit at one "
-                    f"option, or too few items to permute), so these rows cannot tell chance from shortcuts "
-                    f"(none of the {cells} removes more than its null at {level}).")
+            return (f"{head}, but the permutation null would expect as many were every removal a shortcut (the "
+                    f"golds sit at one option, or too few items to permute), so these rows cannot tell chance "
+                    f"from shortcuts (none of the {cells} removes more than its null at {level}).")
         if share >= NEARLY_ALL:
             return (f"{head}: chance and the model's letter preference explain nearly all of them; treat them as "
                     f"noise (none of the {cells} removes more than its null at {level}).")
         return (f"{head}; none of the {cells} removes more than its null at {level}, so no removal is shown to "
                 f"rest on a shortcut (too few items, or too few removals beyond chance, to tell).")
     was = {(int(str(r["step"])), str(r["item_id"])): bool(r["removed"]) for r in res.items}
-    est, lo, hi = chance_removals([(p, was.get((r.step, i), False)) for r in res.nulls for i, p in r.item_p.items()])
+    est, e_lo, e_hi = chance_removals([(p, was.get((r.step, i), False)) for r in res.nulls
+                                       for i, p in r.item_p.items()])
     verb = "removes more than its" if len(called) == 1 else "remove more than their"
     return (f"{head}; {len(called)} of the {cells} {verb} null (Benjamini-Hochberg at {level}); "
-            f"counting only the items that are not shortcuts, an estimated {est:.1f} [{lo:.1f}, {hi:.1f}] "
+            f"counting only the items that are not shortcuts, an estimated {est:.1f} [{e_lo:.1f}, {e_hi:.1f}] "
             f"of them are chance, so about {max(0.0, removed - est):.0f} rest on a shortcut.")
 
 
@@ -118,10 +120,13 @@ def markdown(res: AuditResult) -> str:
                      f"{'yes' if r.called else 'no'} | "
                      f"{r.est_false:.1f} [{r.est_false_lo:.1f}, {r.est_false_hi:.1f}] | {verdict(r)} |")
     total_obs = sum(r.observed for r in res.nulls)
-    total_null = sum(r.null_mean * r.n for r in res.nulls)
     if total_obs:
+        total_null, lo, hi = expected_removals(res.nulls)
+        perm = sum(r.null_mean * r.n for r in res.nulls)
         lines += ["", f"Over all benchmarks and steps: {total_obs} removals; chance and letter preference "
-                      f"alone would give {total_null:.1f} ({min(1.0, total_null / total_obs):.0%} of them)."]
+                      f"alone would give {total_null:.1f} [{lo}, {hi}] ({min(1.0, total_null / total_obs):.0%} of "
+                      f"them) under the conditioned null; the permutation null, which does not condition on the "
+                      f"steps an item passed, expects {perm:.1f}."]
     lines += fdr_lines(res)
     lines += ["", "## Letter prior", "", "| model | step | k | source | forwards | dominant | prior margin of "
               "dominant | P(position) | pick share |", "|---|---|---|---|---|---|---|---|---|"]

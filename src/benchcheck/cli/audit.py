@@ -53,7 +53,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     from pathlib import Path
 
     from benchcheck.audit import run_audit
-    from benchcheck.audit.null import verdict
+    from benchcheck.audit.null import expected_removals, verdict
     from benchcheck.audit.write import headline, unaudited_line, write_audit
     from benchcheck.items import fingerprints
     from benchcheck.screen.steps import parse_chain
@@ -88,7 +88,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
                    f"{r.null_mean:.1%} [{r.null_lo:.1%}, {r.null_hi:.1%}]: {verdict(r)}")
     explained = sum(int(str(e["prior_explained"])) for e in res.prior_effects)
     removed = sum(int(str(e["removed"])) for e in res.prior_effects)
-    chance = sum(r.null_mean * r.n for r in res.nulls)
+    chance, _, _ = expected_removals(res.nulls)
     exact_rows = sum(int(str(f["with_exact"])) for f in res.floor)
     differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
     click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
