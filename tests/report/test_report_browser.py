@@ -165,7 +165,7 @@ def test_confidence_is_shown_filtered_and_sorted(audited_site: tuple[Path, Path]
 
 
 def test_audit_page_draws_the_null_and_the_threshold_curves(audited_site: tuple[Path, Path]) -> None:
-    """The audit page's figures are the audit's own numbers: a bar pair (null, observed) per
+    """The audit page's figures are the audit's own numbers: a bar pair (conditioned null, observed) per
     benchmark and step with the null's interval, and one threshold curve per step whose left end
     is the removal rate at threshold 0 and which passes the protocol's log 2 marker."""
     import csv
@@ -177,9 +177,11 @@ def test_audit_page_draws_the_null_and_the_threshold_curves(audited_site: tuple[
     with browser_page() as (page, errors):
         page.goto((out / "audit.html").as_uri())
         charts = page.locator("#audit_charts svg")
-        # a step where nothing was removed and the null expects nothing has a note, not an empty chart
+        # a step where nothing was removed and the null expects nothing has a note, not an empty chart;
+        # the chart's null is the conditioned one, the headline's (the permutation null overstates
+        # chance at a step run on an earlier step's survivors)
         drawn = sorted({int(r["step"]) for r in null
-                        if any(float(r[c] or 0) for c in ("null_rate", "observed_rate", "null_hi"))})
+                        if any(float(r[c] or 0) for c in ("cond_null_rate", "observed_rate", "cond_null_hi"))})
         assert drawn and charts.count() == len(drawn) + 2  # a null chart per step drawn, the threshold and FDR curves
         flat = [s for s in steps if s not in drawn]
         if flat:
@@ -192,7 +194,7 @@ def test_audit_page_draws_the_null_and_the_threshold_curves(audited_site: tuple[
             shown = {t.rsplit(": ", 1)[0]: float(t.rsplit(": ", 1)[1]) for t in tips}
             label = row["bench"]  # whole: a long name slants, it is never cut
             assert label in chart.locator("text.xtick").all_text_contents()
-            for series, column in (("null", "null_rate"), ("observed", "observed_rate")):
+            for series, column in (("null", "cond_null_rate"), ("observed", "observed_rate")):
                 # tooltips show two significant digits
                 assert abs(shown[f"{series} {label}"] - float(row[column])) <= 0.01 * max(1.0, float(row[column])) \
                     + 0.05 * float(row[column]), (row, tips)

@@ -132,7 +132,8 @@ class TableSpec:
 
 
 TABLES = (
-    TableSpec("audit_null.csv", "Removal rule against the permutation null (gold permuted within the benchmark)",
+    TableSpec("audit_null.csv", "Removal rule against the null (conditioned on the steps passed; the permutation "
+                                "null, gold permuted within the benchmark, beside it)",
               columns_first(NULL_FIRST, top_by("est_false_removals", "removed"))),
     TableSpec("audit_thresholds.csv", "Removal rate against the margin threshold (0-3 nats)", thresholds_by_step),
     TableSpec("audit_fdr_target.csv", "--target-fdr: the smallest margin threshold whose false-discovery upper bound "
@@ -317,41 +318,53 @@ def fdr_chart(path: Path) -> str | None:
                      xlabel="margin threshold (nats)", ylabel="share of chance removals")
 
 
+def _null_columns(rows: list[dict[str, str]]) -> tuple[str, str, str, str]:
+    """(rate, lo, hi, name) of the null a chart draws: the conditioned null, the one the audit's
+    headline and calls use; the permutation null, named as such, only for a table written before
+    the conditioned one existed. The permutation null is unconditioned: at a step run on an
+    earlier step's survivors it expects the lucky guesses the earlier step removed."""
+    if any(_f(r, "cond_null_rate") is not None for r in rows):
+        return "cond_null_rate", "cond_null_lo", "cond_null_hi", "null"
+    return "null_rate", "null_lo", "null_hi", "permutation null"
+
+
 def null_charts(rows: list[dict[str, str]]) -> tuple[list[str], list[str]]:
-    """Observed removal rate beside the permutation null's: per step, a bar pair per benchmark with
-    the null's interval (pooled per step when there are many benchmarks). A step where nothing was
-    removed and the null expects nothing gets no (empty) chart, but a note; returns (charts, notes)."""
+    """Observed removal rate beside the null's (the conditioned null, ``_null_columns``): per step, a
+    bar pair per benchmark with the null's interval (pooled per step when there are many benchmarks).
+    A step where nothing was removed and the null expects nothing gets no (empty) chart, but a note;
+    returns (charts, notes)."""
     steps = sorted({int(r["step"]) for r in rows if r.get("step", "").isdigit()})
     benches = sorted({r.get("bench", "") for r in rows})
-    colours = (("null", "#9a9a9a"), ("observed", "#1f77b4"))
+    rate, lo_col, hi_col, name = _null_columns(rows)
+    colours = ((name, "#9a9a9a"), ("observed", "#1f77b4"))
     if len(benches) > MAX_BENCH_BARS:
         null, obs = [], []
         for step in steps:
             here = [r for r in rows if r.get("step") == str(step)]
             n = sum(_f(r, "items") or 0.0 for r in here) or 1.0
-            null.append(sum((_f(r, "null_rate") or 0.0) * (_f(r, "items") or 0.0) for r in here) / n)
+            null.append(sum((_f(r, rate) or 0.0) * (_f(r, "items") or 0.0) for r in here) / n)
             obs.append(sum(_f(r, "removed") or 0.0 for r in here) / n)
-        return [svg.bars("Removal rate: observed vs the null, pooled", [f"step {s}" for s in steps],
+        return [svg.bars(f"Removal rate: observed vs the {name}, pooled", [f"step {s}" for s in steps],
                          [(colours[0][0], colours[0][1], null), (colours[1][0], colours[1][1], obs)],
                          ymax=1.0, ylabel="removed share")], []
     charts, flat = [], []
     for step in steps:
         of_bench = {r.get("bench", ""): r for r in rows if r.get("step") == str(step)}
         labels = [b for b in benches if b in of_bench]
-        null = [_f(of_bench[b], "null_rate") or 0.0 for b in labels]
+        null = [_f(of_bench[b], rate) or 0.0 for b in labels]
         obs = [_f(of_bench[b], "observed_rate") or 0.0 for b in labels]
-        err = [(_f(of_bench[b], "null_lo") or 0.0, _f(of_bench[b], "null_hi") or 0.0) for b in labels]
+        err = [(_f(of_bench[b], lo_col) or 0.0, _f(of_bench[b], hi_col) or 0.0) for b in labels]
         if not any(null + obs + [hi for _, hi in err]):
             flat.append(step)
             continue
-        charts.append(svg.bars(f"Step {step}: observed vs the null (95 %)", labels,
+        charts.append(svg.bars(f"Step {step}: observed vs the {name} (95 %)", labels,
                                [(colours[0][0], colours[0][1], null), (colours[1][0], colours[1][1], obs)],
                                ymax=1.0, err=err, ylabel="removed share"))
     notes = []
     if flat:
         which = ", ".join(map(str, flat))
-        notes.append(f"Step{'s' if len(flat) > 1 else ''} {which}: no chart — nothing removed and the null expects "
-                     "no removal (every rate 0; the table has the rows).")
+        notes.append(f"Step{'s' if len(flat) > 1 else ''} {which}: no chart — nothing removed and the {name} "
+                     "expects no removal (every rate 0; the table has the rows).")
     return charts, notes
 
 
