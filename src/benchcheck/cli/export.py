@@ -80,9 +80,14 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         fates = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(finals.items()) if v) or "no items"
         die(f"no {label} item to export ({fates}); nothing written to {out}"
             + (pending_hint if finals.get("pending") else ""))
-    paths = run(fmt, Path(out), selected, removed)
+    stale: list[Path] = []
+    paths = run(fmt, Path(out), selected, removed, stale)
     empty = empty_benches(selected)
     click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
+    if stale:
+        names = ", ".join(p.relative_to(out).as_posix() for p in stale)
+        click.echo(f"note: removed {len(stale)} files an earlier export wrote for benchmarks not in this one: "
+                   f"{names}", err=True)
     if empty:
         click.echo(f"note: {len(empty)} benchmarks have no {label} items and are left out of the export "
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)

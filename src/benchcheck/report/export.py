@@ -185,14 +185,6 @@ def write_parquet(out: Path, selected: Mapping[str, Sequence[Selected]], label: 
         write_bytes_atomic(out / rel, buf.getvalue().to_pybytes())
         paths.append(out / rel)
         configs.append(f"- config_name: {json.dumps(slug(bench))}\n  data_files:\n  - split: test\n    path: {rel}")
-    # the folder is one dataset that ``load_dataset("parquet", data_dir=...)`` reads whole: a file
-    # of a benchmark an earlier export held and this one does not would be read as part of it
-    fresh = {p.parent.name for p in paths}
-    for stale in sorted((out / "data").glob("*/test-00000-of-00001.parquet")):
-        if stale.parent.name not in fresh:
-            stale.unlink()
-            if not any(stale.parent.iterdir()):
-                stale.parent.rmdir()
     card = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n\n# BenchCheck export\n\n"
             f"The {label} items of {len(selected)} benchmarks after screening, one config per benchmark. "
             "`answer` is the index of the gold option in `options`.\n")
@@ -389,8 +381,6 @@ def write_vlmevalkit(out: Path, selected: Mapping[str, Sequence[Selected]], labe
             write_bytes_atomic(side, jsonl_bytes({"item_id": s.item.item_id, "bench": bench, "reason": why}
                                                  for s, why in bad))
             paths.append(side)
-        else:
-            side.unlink(missing_ok=True)
     return paths
 
 
@@ -455,23 +445,46 @@ def empty_benches(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
     return [bench for bench, rows in selected.items() if not rows]
 
 
-def bench_files(fmt: str, bench: str, label: str) -> list[str]:
-    """The files (relative to the export folder) a format writes for one benchmark."""
-    if fmt == "parquet":
-        return [f"data/{slug(bench)}/test-00000-of-00001.parquet"]
-    if fmt == "lmms-eval":
-        return [lmms_data_file(bench, label), f"{task_name(bench, label)}.yaml"]
-    if fmt == "inspect":
-        return [inspect_data_file(bench, label)]
-    return [f"{slug(bench)}_{label}.tsv", f"{slug(bench)}_{label}.left_out.jsonl"]
+# The files each format writes per benchmark, as glob patterns in the export folder (``{label}``: kept or
+# removed). A pattern matches only its own format's files of its own selection, so a kept and a removed
+# export, or an lmms-eval, a VLMEvalKit and an Inspect export, can share one folder (Parquet's files carry
+# no label: one dataset a folder).
+BENCH_PATTERNS = {"parquet": ("data/*/test-00000-of-00001.parquet",),
+                  "lmms-eval": ("*_{label}.jsonl", "benchcheck_*_{label}.yaml"),
+                  "vlmevalkit": ("*_{label}.tsv", "*_{label}.left_out.jsonl"),
+                  "inspect": ("*_{label}.inspect.jsonl",)}
 
 
-def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], removed: bool) -> list[Path]:
+def remove_stale(out: Path, fmt: str, label: str, wrote: Sequence[Path]) -> list[Path]:
+    """Remove the per-benchmark files of ``fmt`` in ``out`` that this export did not write: those of a
+    benchmark an earlier export into the folder held and this one does not (its item file not given,
+    its items gone, or none selected now). A harness reads the folder whole (lmms-eval's
+    ``--include_path``, ``data_dir``, a glob over the TSVs), so it would take them as part of this
+    export. Nothing outside the format's own patterns is touched. Runs once every new file is in
+    place: a crash between leaves the new export and old files the next run removes, never an index
+    (README, group YAML) naming a file that is gone."""
+    keep = set(wrote)
+    gone = []
+    for pattern in BENCH_PATTERNS[fmt]:
+        for p in sorted(out.glob(pattern.format(label=label))):
+            if p in keep or not p.is_file():
+                continue
+            p.unlink()
+            gone.append(p)
+            if p.parent != out and not any(p.parent.iterdir()):
+                p.parent.rmdir()
+    return gone
+
+
+def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], removed: bool,
+           stale: list[Path] | None = None) -> list[Path]:
+    """Write the export; ``stale``, when given, gets the files of an earlier export it removed."""
     if fmt not in WRITERS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     label = "removed" if removed else "kept"
-    for bench in empty_benches(selected):
-        # an earlier export into this folder may hold this benchmark's items: they are no longer selected
-        for rel in bench_files(fmt, bench, label):
-            (out / rel).unlink(missing_ok=True)
-    return WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
+    # an empty benchmark is written by no format: its files from an earlier export go with the others'
+    paths = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
+    gone = remove_stale(out, fmt, label, paths)
+    if stale is not None:
+        stale.extend(gone)
+    return paths
