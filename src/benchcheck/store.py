@@ -25,7 +25,7 @@ from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.verdicts import MAX_ERRORS_PER_ITEM, ItemHashes, StepState
 
 __all__ = ["MAX_ERRORS_PER_ITEM", "StepState", "StepStore", "append_records", "append_rows", "bench_files",
-           "bench_of_file", "is_ok", "load_state", "read_records", "read_rows", "unit_file"]
+           "bench_of_file", "is_ok", "load_state", "numbered_rows", "read_records", "read_rows", "unit_file"]
 _PART = re.compile(r"^(?P<bench>.+?)(?:\.p(?P<part>\d+))?\.jsonl$")
 
 
@@ -95,20 +95,27 @@ def _loads(line: bytes) -> Any:
         return None
 
 
-def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Every row that parses as a JSON object; torn or foreign lines are skipped."""
+def numbered_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every row that parses as a JSON object, with its line number in the file (from 1); torn or
+    foreign lines are skipped."""
     p = Path(path)
     if not p.is_file():
         return
     with p.open("rb") as f:
-        for line in f:
+        for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             obj = _loads(line)
             if obj is None:
                 continue
             if isinstance(obj, dict):
-                yield obj
+                yield n, obj
+
+
+def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Every row that parses as a JSON object; torn or foreign lines are skipped."""
+    for _, row in numbered_rows(path):
+        yield row
 
 
 def is_ok(row: Mapping[str, Any]) -> bool:
@@ -142,18 +149,22 @@ def bench_files(step_dir: str | Path, benches: Iterable[str] | None = None) -> l
     return out
 
 
-def read_records(path: str | Path) -> Iterator[Record]:
+def read_records(path: str | Path, skipped: list[str] | None = None) -> Iterator[Record]:
     """Every row of a result file as its typed record (torn lines skipped, as ``read_rows``).
 
-    ``RowSchemaError`` names the file and line of a row written by a newer benchcheck."""
+    A row without an item id (``null`` or missing) is no record of any item and is skipped;
+    ``skipped``, when given, gets its ``file:line``. ``RowSchemaError`` names the file and row of a
+    row written by a newer benchcheck."""
     p = Path(path)
-    for n, row in enumerate(read_rows(p), 1):
+    for n, (line, row) in enumerate(numbered_rows(p), 1):
         try:
             rec = parse_row(row)
         except RowSchemaError as e:  # where it is, formatted only when needed
             raise RowSchemaError(f"{p} (row {n}): {e}") from None
         if rec is not None:
             yield rec
+        elif skipped is not None:
+            skipped.append(f"{p}:{line}")
 
 
 def append_records(path: str | Path, records: Iterable[Record], fsync: bool = False) -> int:
@@ -163,11 +174,13 @@ def append_records(path: str | Path, records: Iterable[Record], fsync: bool = Fa
 
 def load_state(step_dir: str | Path, benches: Iterable[str] | None = None,
                max_errors: int = MAX_ERRORS_PER_ITEM, expect_hash: str | None = None,
-               compact: bool = False, expect_items: ItemHashes | None = None) -> StepState:
-    """Read every result file of a step folder through the reducer (:class:`StepState`)."""
+               compact: bool = False, expect_items: ItemHashes | None = None,
+               skipped: list[str] | None = None) -> StepState:
+    """Read every result file of a step folder through the reducer (:class:`StepState`);
+    ``skipped``: as :func:`read_records`."""
     state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=compact, expect_items=expect_items)
     for p in bench_files(step_dir, benches):
-        state.add_all(read_records(p))
+        state.add_all(read_records(p, skipped))
     return state
 
 
@@ -202,16 +215,19 @@ class StepStore:
         return state
 
     def state(self, benches: Iterable[str] | None = None, expect_hash: str | None = None,
-              compact: bool = False, expect_items: ItemHashes | None = None) -> StepState:
-        return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact, expect_items=expect_items)
+              compact: bool = False, expect_items: ItemHashes | None = None,
+              skipped: list[str] | None = None) -> StepState:
+        return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact, expect_items=expect_items,
+                          skipped=skipped)
 
     def current_state(self, benches: Iterable[str] | None = None, compact: bool = False,
-                      items: ItemHashes | None = None) -> StepState:
+                      items: ItemHashes | None = None, skipped: list[str] | None = None) -> StepState:
         """The rows as the last run's spec and the items now judge them: a row under another
         ``config_hash`` (another model, intro, frame size) is stale, never done, and so is a row
         of an item edited since (``items``: ``items.fingerprints`` of the items read). The one
         rule of the planner, ``assemble``, the report, ``export`` and the audit."""
-        return self.state(benches, expect_hash=self.current_hash(), compact=compact, expect_items=items)
+        return self.state(benches, expect_hash=self.current_hash(), compact=compact, expect_items=items,
+                          skipped=skipped)
 
     def append(self, path: Path, records: Iterable[Record]) -> int:
         return append_records(path, records)

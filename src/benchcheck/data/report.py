@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
 from benchcheck.data.runlog import ALL_CONDITIONS, StageTiming, read_run_log
-from benchcheck.store import StepStore, read_rows
+from benchcheck.store import StepStore, numbered_rows, read_rows
 from benchcheck.verdicts import ItemVerdict, StepState
 
 ReportKind = Literal["pool", "sweep"]
@@ -109,17 +109,17 @@ class _StepTally:
         return Counter(r.model for r in self.state.ok.values() if r.model)
 
 
-def _tally(step_dir: Path) -> _StepTally:
+def _tally(step_dir: Path, skipped: list[str]) -> _StepTally:
     store = StepStore(step_dir)
-    return _StepTally(store.current_state(compact=True))
+    return _StepTally(store.current_state(compact=True, skipped=skipped))
 
 
 def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: list[str],
-                 note: str) -> list[StageReport]:
+                 note: str, skipped: list[str]) -> list[StageReport]:
     stages = []
     steps = sorted((int(m.group(1)), p) for p in results.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
     for k, d in steps:
-        st = _tally(d)
+        st = _tally(d, skipped)
         verdicts = st.verdicts()
         examples = (st.unresolved() or sorted(v.item_id for v in verdicts if v.error_rows))[:N_EXAMPLES]
         t = (timings or {}).get(f"step{k}")
@@ -201,16 +201,26 @@ def _timing_table(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, in
     return table, {cond: int(a[0]) for cond, a in acc.items()}
 
 
-def _failures(paths: list[Path]) -> tuple[int | None, list[str]]:
+def _failures(paths: list[Path], skipped: list[str]) -> tuple[int | None, list[str]]:
+    """The failure rows and example ids. A row without an item id is no failure of an item: it
+    goes to ``skipped`` (``file:line``), as the reducer skips such a row of a step."""
     if not paths:
         return None, []
     n, ids = 0, []
     for p in paths:
-        for r in read_rows(p):
+        for line, r in numbered_rows(p):
+            if r.get("item_id") is None:
+                skipped.append(f"{p}:{line}")
+                continue
             n += 1
-            if r.get("item_id") is not None:
-                ids.append(str(r["item_id"]))
+            ids.append(str(r["item_id"]))
     return n, sorted(set(ids))[:N_EXAMPLES]
+
+
+def _skipped_note(skipped: list[str]) -> str:
+    more = f" and {len(skipped) - N_EXAMPLES} more" if len(skipped) > N_EXAMPLES else ""
+    return (f"{len(skipped)} result rows have no item_id (null or missing) and are not counted: "
+            f"{', '.join(skipped[:N_EXAMPLES])}{more}")
 
 
 def build_report(results: Path, logs: list[Path], host: str, date: str, tarball: str,
@@ -225,12 +235,15 @@ def build_report(results: Path, logs: list[Path], host: str, date: str, tarball:
         rep.notes.append(f"no {RUN_LOG} in {results}: wall time, items/s per GPU and rows added are unknown")
     if not lines:
         rep.notes.append("no launch_params.txt in the logs: launch lines unknown")
+    skipped: list[str] = []
     if kind == "pool":
-        rep.stages = _pool_stages(results, timings, lines, launcher_note)
+        rep.stages = _pool_stages(results, timings, lines, launcher_note, skipped)
     else:
         rep.timing, infer = _timing_table(_find(search, "p1_timing.jsonl"))
-        rep.failures, rep.failure_examples = _failures(_find(search, "failures.jsonl"))
+        rep.failures, rep.failure_examples = _failures(_find(search, "failures.jsonl"), skipped)
         rep.stages = _sweep_stages(results, timings, infer, lines, launcher_note)
+    if skipped:
+        rep.notes.append(_skipped_note(skipped))
     if not rep.stages:
         rep.notes.append(f"no step folders and no {SWEEP_CSV} in {results}: nothing to report")
     return rep
