@@ -76,7 +76,7 @@ def test_the_launchers_and_the_pack_report_use_the_same_server_settings() -> Non
     assert EXPECTED["pool:step1"]["--max-num-seqs"] == str(defaults.STEP_MAX_SEQS)
     assert EXPECTED["sweep"]["--max-model-len"] == str(defaults.SWEEP_MAX_MODEL_LEN)
     script = render_sbatch(SlurmJob(step=1, array=2, gpus_per_task=4, args=("--items", "i.jsonl")))
-    assert f"--port0 $(({defaults.STEP_PORT0} + 16" in script
+    assert f"--port0 $(({defaults.STEP_PORT0} + 4 *" in script
 
 
 def test_the_protocol_docs_state_the_same_values() -> None:

@@ -39,7 +39,8 @@ def test_launch_script_moves_ports_and_logs_per_task(tmp_path: Path) -> None:
             "--time", "04:00:00", "--", "--items", "items/", "--results", "results", "--frames", "frames/")
     assert r.returncode == 0
     assert "#SBATCH --gres=gpu:4" in r.stdout and "#SBATCH --partition=gpu" in r.stdout
-    assert "launch --step 2 --gpus 4 --shard auto" in r.stdout and "--port0 $((8001 + 16 *" in r.stdout
+    assert "launch --step 2 --gpus 4 --shard auto" in r.stdout
+    assert "--port0 $((8001 + 4 * (${SLURM_ARRAY_TASK_ID:-0} % 4)))" in r.stdout
     assert 'TASK_LOGS="logs/task_${SLURM_ARRAY_TASK_ID:-0}"' in r.stdout
 
 

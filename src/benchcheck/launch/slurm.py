@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from benchcheck.defaults import STEP_PORT0
+from benchcheck.launch.servers import MAX_PORT
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +67,32 @@ def _ray(args: Sequence[str]) -> bool:
     return "--executor=ray" in args or any(a == "--executor" and b == "ray" for a, b in pairwise(args))
 
 
+def task_port0(array: int, gpus_per_task: int) -> str:
+    """The shell arithmetic for a launch task's ``--port0``: task k's servers take the
+    ``gpus_per_task`` ports from ``STEP_PORT0 + gpus_per_task * k``, so no two tasks of the array
+    share a port whichever of them meet on a node. The stride is the task's own server count: a
+    fixed stride overlapped the next task's ports once a task had more servers than the stride,
+    and a wrap below the array's size gave two tasks the same ports. Refused (``ValueError``)
+    when the last task's ports would pass the highest TCP port."""
+    last = STEP_PORT0 + array * gpus_per_task - 1
+    if last > MAX_PORT:
+        most = (MAX_PORT - STEP_PORT0 + 1) // gpus_per_task
+        raise ValueError(f"--array {array} with --gpus-per-task {gpus_per_task}: the tasks' servers would need ports "
+                         f"{STEP_PORT0}-{last}, past {MAX_PORT}; use at most {most} tasks of {gpus_per_task} GPUs")
+    # The modulus keeps an edited --array (ids from 1, or a step) within the checked range.
+    return f"$(({STEP_PORT0} + {gpus_per_task} * (${{SLURM_ARRAY_TASK_ID:-0}} % {array})))"
+
+
 def render_sbatch(job: SlurmJob) -> str:
     """The script. Ranks come from the array variables (`slurm_task`), so `--array=1-N` works too.
-    Each task writes its logs under its own folder and moves its ports by its array index so that
-    two tasks on one node do not collide."""
+    Each task writes its logs under its own folder and takes ports of its own (`task_port0`) so
+    that two tasks on one node do not collide."""
     name = job.job_name or f"benchcheck-s{job.step}"
     if job.direct and job.gpus_per_task > 1 and not _ray(job.args):
         raise ValueError(f"--direct --gpus-per-task {job.gpus_per_task}: each task runs one `screen`, whose in-process "
                          "engine computes on one GPU, so the others would sit idle; use --gpus-per-task 1 and more "
                          "tasks, drop --direct (one server per GPU), or pass --executor ray after --")
+    port0 = "" if job.direct else task_port0(job.array, job.gpus_per_task)
     own = script_sets(job.direct)
     for a in job.args:
         opt = a.split("=", 1)[0]
@@ -104,6 +122,6 @@ def render_sbatch(job: SlurmJob) -> str:
         cmd = f"{python} -m benchcheck screen --step {job.step} --shard auto --no-progress {args}"
     else:
         cmd = (f"{python} -m benchcheck launch --step {job.step} --gpus {job.gpus_per_task} --shard auto "
-               f'--logs "$TASK_LOGS" --port0 $(({STEP_PORT0} + 16 * (${{SLURM_ARRAY_TASK_ID:-0}} % 256))) {args}')
+               f'--logs "$TASK_LOGS" --port0 {port0} {args}')
     lines += [cmd, ""]
     return "\n".join(lines)

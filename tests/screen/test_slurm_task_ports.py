@@ -1,0 +1,49 @@
+"""Each launch task of a `slurm script` array gets ports no other task of the array has.
+
+The script gave task k ``--port0 8001 + 16 * (k % 256)``: a task of more than 16 GPUs ran its
+servers into the next task's ports, and tasks k and k + 256 had the same ports, so two such tasks
+on one node refused each other's ports (or one found the other's server healthy).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from screen_helpers import cli
+
+from benchcheck.launch.servers import MAX_PORT
+from benchcheck.launch.slurm import SlurmJob, render_sbatch
+
+ARGS = ("--items", "items/", "--results", "results")
+
+
+def task_ports(array: int, gpus: int) -> list[range]:
+    """Every task's server ports, its --port0 evaluated by bash as the task would."""
+    text = render_sbatch(SlurmJob(1, array, gpus, ARGS))
+    expr = re.search(r"--port0 (\$\(\(.*?\)\)\)) ", text)
+    assert expr, text
+    loop = f'for SLURM_ARRAY_TASK_ID in $(seq 0 {array - 1}); do echo {expr.group(1)}; done'
+    out = subprocess.run(["bash", "-c", loop], capture_output=True, text=True, check=True).stdout.split()
+    return [range(int(p), int(p) + gpus) for p in out]
+
+
+@pytest.mark.parametrize(("array", "gpus"), [(2, 32), (3, 17), (300, 1), (2000, 16), (2, 8), (1, 64)])
+def test_no_two_tasks_share_a_port(array: int, gpus: int) -> None:
+    ports = task_ports(array, gpus)
+    used = [p for r in ports for p in r]
+    assert len(used) == len(set(used)) == array * gpus
+    assert max(used) <= MAX_PORT
+
+
+@pytest.mark.parametrize(("array", "gpus"), [(8000, 8), (2, 40000)])
+def test_an_array_whose_ports_pass_the_highest_is_refused_in_one_line(array: int, gpus: int) -> None:
+    r = cli("slurm", "script", "--step", "1", "--array", str(array), "--gpus-per-task", str(gpus), "--", *ARGS)
+    assert r.returncode == 2, r.stdout[-300:]
+    assert r.stderr.count("\n") == 1 and "past 65535" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_direct_tasks_start_no_servers_and_take_no_ports() -> None:
+    text = render_sbatch(SlurmJob(1, 100000, 1, (*ARGS, "--engine", "hf"), direct=True))
+    assert "--port0" not in text
