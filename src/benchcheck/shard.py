@@ -7,7 +7,9 @@ A shard is a path of shares, outermost first: ``i/n`` is share i of n of every u
 ``i/n:j/m`` is share j of m of share i of n (``launch`` gives each server of an array's host
 its part of the host's share). Nesting lets hosts with different GPU counts split an array
 without knowing each other's counts: a flat ``host rank * servers + server`` of
-``hosts * servers`` only agreed between hosts of equal size.
+``hosts * servers`` only agreed between hosts of equal size. But a host's share ``i/n`` is
+``1/n`` of the work whatever its size; a ``launch`` host that names its servers' places among
+all the array's servers (``a-b/N``, :class:`ServerRanks`) gets shares in proportion to them.
 """
 
 from __future__ import annotations
@@ -169,3 +171,53 @@ def parse_shard_path(spec: str | None, env: Mapping[str, str] | None = None) -> 
     if spec is None or spec == "auto":
         return nest_shards(parse_shard(spec, env))
     return nest_shards(*(_share(part, spec) for part in spec.split(":")))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRanks:
+    """A ``launch`` host's servers as ranks ``first..last`` of ``total`` servers on all hosts
+    (``--shard a-b/N``): server j works the flat share ``first + j`` of ``total``, so each host
+    gets work in proportion to its servers, as data-parallel ranks do. ``i/n`` gives every host
+    ``1/n`` whatever its size, and hosts cannot scale it without each other's server counts."""
+
+    first: int
+    last: int
+    total: int
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+    def server(self, index: int) -> ShardPath:
+        """Server ``index``'s shard: share ``first + index`` of ``total``."""
+        if not 0 <= index < self.count:
+            raise ValueError(f"server {index} is outside the {self.count} servers of --shard {self}")
+        return nest_shards((self.first + index, self.total))
+
+    def __str__(self) -> str:
+        return f"{self.first}-{self.last}/{self.total}"
+
+
+HostShard = ShardPath | ServerRanks
+
+
+def parse_host_shard(spec: str | None, env: Mapping[str, str] | None = None) -> HostShard:
+    """``launch --shard``: a :class:`ServerRanks` ``a-b/N``, else :func:`parse_shard_path`.
+
+    >>> parse_host_shard("8-11/12")
+    ServerRanks(first=8, last=11, total=12)
+    """
+    if spec is None or "-" not in spec:
+        return parse_shard_path(spec, env)
+    ranks, sep, total = spec.partition("/")
+    first, _, last = ranks.partition("-")
+    if not (sep and first.isdigit() and last.isdigit() and total.isdigit()
+            and 0 <= int(first) <= int(last) < int(total)):
+        raise ValueError(f"--shard {spec!r}: expected auto, i/n, i/n:j/m, or a-b/N (this host's servers as ranks a "
+                         "to b of N servers on all hosts, 0 <= a <= b < N)")
+    return ServerRanks(int(first), int(last), int(total))
+
+
+def format_host_shard(shard: HostShard) -> str:
+    """What :func:`parse_host_shard` reads back."""
+    return str(shard) if isinstance(shard, ServerRanks) else format_shard(shard)

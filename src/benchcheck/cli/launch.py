@@ -78,7 +78,8 @@ def common(f: F) -> F:
               help="The vLLM command.")
 @click.option("--logs", type=CliPath(), default="logs", show_default=True)
 @click.option("--shard", default=None,
-              help="This host's share of an array: auto (Slurm) or i/n; its servers split it (client shards i/n:j/m).")
+              help="This host's share of an array: auto (Slurm) or i/n, its servers split it (client shards i/n:j/m); "
+                   "or a-b/N, its servers as ranks a-b of N on all hosts, a share per server (hosts of unequal size).")
 @click.option("--max-unit", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Items per shard unit, as `screen --max-unit`: a server whose client shard gets no unit idles, "
                    "so lower it when benchmarks are fewer than servers.")

@@ -14,7 +14,7 @@ from benchcheck.launch.servers import ServerOptions, server_ports, visible_gpus,
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
 from benchcheck.screen.job import ShardJob, plan_lines, ready_job
 from benchcheck.screen.steps import STEPS
-from benchcheck.shard import parse_shard_path
+from benchcheck.shard import HostShard, ServerRanks, parse_host_shard
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +55,26 @@ def remaining(job: ShardJob, load: Callable[..., Any], echo: Callable[[str], Non
     return 0
 
 
+def servers_match(shard: HostShard, n: int) -> None:
+    """Refuse (``ValueError``) server ranks ``a-b/N`` that name another number of servers than
+    the host runs: ranks without a server would leave their share to no client, and servers
+    without a rank would have no share of their own."""
+    if isinstance(shard, ServerRanks) and shard.count != n:
+        raise ValueError(f"--shard {shard} names {shard.count} servers but this host runs {n} (--gpus, or every "
+                         f"visible GPU); give --gpus {shard.count} or ranks of {n} servers")
+
+
 def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], None]) -> int:
     if a.step not in STEPS:
         raise ValueError(f"unknown step {a.step}")
     job = replace(a.job, step=a.step, shard=None)
     # Read before --plan-only answers: a bad --shard is refused there as it is on a real launch.
-    shard = parse_shard_path(a.shard)
+    shard = parse_host_shard(a.shard)
     if a.plan_only:
         # and the ports, as a real launch reads them before it starts a server
-        server_ports(a.port0, a.gpus if a.gpus is not None else max(1, len(visible_gpus())))
+        n = a.gpus if a.gpus is not None else max(1, len(visible_gpus()))
+        servers_match(shard, n)
+        server_ports(a.port0, n)
         return remaining(job, load, echo)
     # The clients' own preconditions, read before any server starts: a visual step without
     # frames, or a step with nothing eligible, stopped every client at once, but only after
@@ -78,6 +89,7 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
     n = a.gpus if a.gpus is not None else max(1, detected)
     if n < 1:
         raise ValueError("--gpus must be at least 1")
+    servers_match(shard, n)
     use_vllm = a.server == "vllm" or (a.server == "auto" and vllm_available(a.vllm) and detected > 0)
     if a.server == "vllm" and not vllm_available(a.vllm):
         raise ValueError(f"--server vllm: {a.vllm} is not installed (set --vllm or VLLM)")

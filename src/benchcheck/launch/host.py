@@ -18,7 +18,7 @@ from pathlib import Path
 from benchcheck.launch.lifecycle import with_servers
 from benchcheck.launch.servers import ServerOptions, ServerSpec, server_specs
 from benchcheck.screen.job import ShardJob
-from benchcheck.shard import WHOLE, ShardPath, format_shard, nest_shards
+from benchcheck.shard import WHOLE, HostShard, ServerRanks, format_host_shard, format_shard, nest_shards
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,19 +32,24 @@ class LaunchPlan:
     job: ShardJob  # items, results and filters; each client's engine and shard are filled in
     workers: int
     logs: Path
-    shard: ShardPath = WHOLE  # this host's share of a Slurm array
+    shard: HostShard = WHOLE  # this host's share of an array, or its servers' ranks among all hosts'
     server_timeout_s: float = 900.0
     knobs: str = ""  # the launcher's settings and where each came from, for launch_params.txt
 
 
 def client_job(plan: LaunchPlan, server: ServerSpec) -> ShardJob:
     """The client shard for one server: its share of this host's share (``i/n:j/m``; ``j/m`` on a
-    host that is the whole array). Pure.
+    host that is the whole array), or its own rank's flat share when the host names its servers'
+    ranks (``a-b/N``: server j works ``a+j/N``). Pure.
 
     Nested, not a global ``host rank * servers + server index`` of ``hosts * servers``: that
     needs every host to have as many servers as this one, and hosts of an array with different
-    GPU counts planned different splits, so items went to two clients or to none."""
-    shard = nest_shards(*plan.shard, (server.index, plan.n_servers))
+    GPU counts planned different splits, so items went to two clients or to none. Ranks the user
+    gives agree between hosts of any size, and weigh each host by its servers."""
+    if isinstance(plan.shard, ServerRanks):
+        shard = plan.shard.server(server.index)
+    else:
+        shard = nest_shards(*plan.shard, (server.index, plan.n_servers))
     return replace(plan.job, step=plan.step, engine="openai", endpoints=(server.url,),
                    model=plan.options.served_name, revision=plan.options.revision, workers=plan.workers,
                    shard=format_shard(shard), progress=False, gpus=1 if plan.gpus else 0)
@@ -75,6 +80,6 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
         return max(codes, default=0)
 
     return with_servers(specs, lambda s: plan.logs / f"vllm_s{plan.step}_gpu{s.index}.log", plan.logs,
-                        f"step {plan.step} shard {format_shard(plan.shard)}"
+                        f"step {plan.step} shard {format_host_shard(plan.shard)}"
                         + (f"; {plan.knobs}" if plan.knobs else ""), plan.server_timeout_s,
                         run_clients, echo)
