@@ -1,6 +1,9 @@
 """Whether a video file that declares no duration (MPEG transport and program streams) ends
 whole: such a file cut short decodes as a shorter video, and only its bytes can tell. Read-only;
-``normalize`` fails a source this finds cut."""
+``normalize`` fails a source this finds cut.
+
+A file cut exactly where one of its units ends reads whole to these checks; the frame whose data
+the cut split is what is left to tell it (:func:`last_frame_cut`): ``normalize`` decodes it."""
 
 from __future__ import annotations
 
@@ -29,9 +32,20 @@ def cut_end(format_name: str, path: Path) -> str | None:
     return check(path) if check is not None else None
 
 
-def _truncated(kind: str, unit: str) -> str:
-    return (f"truncated: the {kind} file does not end on a whole {unit} (cut or damaged at its end; "
+def _truncated(kind: str, what: str) -> str:
+    return (f"truncated: the {kind} file {what} (cut or damaged at its end; "
             f"{kind} declares no duration, so how much is missing is unknown)")
+
+
+def last_frame_cut(format_name: str) -> str | None:
+    """The failure of a program stream (FFmpeg's demuxer ``format_name`` "mpeg") whose last frame
+    does not decode whole, or None for any other format. A program stream cut exactly between two
+    of its units leaves every unit whole, so :func:`cut_end` reads it as whole; but its muxers
+    fill each packet to its size whatever the frames, so such a cut almost always splits the last
+    frame's data, which the demuxer hands on as it is and the decoder conceals or refuses. Only a
+    cut that also falls between two frames goes unseen. (A transport stream's demuxer drops a
+    frame it did not get whole, so this tells nothing there.)"""
+    return _truncated("MPEG-PS", "ends inside its last frame") if format_name == "mpeg" else None
 
 
 def _ts_problem(path: Path) -> str | None:
@@ -47,7 +61,7 @@ def _ts_problem(path: Path) -> str | None:
         k = min(TS_TAIL_PACKETS, len(tail) // n)
         if k and all(tail[len(tail) - j * n + sync] == TS_SYNC for j in range(1, k + 1)):
             return None
-    return _truncated("MPEG-TS", "transport packet")
+    return _truncated("MPEG-TS", "does not end on a whole transport packet")
 
 
 def _ps_unit_end(data: Any, i: int) -> int | None:
@@ -74,7 +88,7 @@ def _ps_problem(path: Path) -> str | None:
     duration (and FFmpeg writes no end code), so a cut file read as a shorter video; but every unit
     of it says how long it is, so a file cut inside one ends before that unit does. The units are
     walked from the start: only that way is a unit's start known, not guessed from bytes that look
-    like one. A cut that falls exactly between two units cannot be told from a whole file."""
+    like one. A cut that falls exactly between two units ends whole here (:func:`last_frame_cut`)."""
     import mmap
 
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -92,4 +106,4 @@ def _ps_problem(path: Path) -> str | None:
         whole = i == size
     if whole:
         return None
-    return _truncated("MPEG-PS", "packet")
+    return _truncated("MPEG-PS", "does not end on a whole packet")

@@ -20,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from benchcheck.video.cut_end import cut_end
+from benchcheck.video.cut_end import cut_end, last_frame_cut
 from benchcheck.video.decode import PacketIndex, open_video, pts_in_decode_order, quarter_turn, read_packets
 from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
 from benchcheck.video.plans import nearest_index
@@ -219,6 +219,11 @@ def probe(path: Path, threads: int) -> OpenSource:
     # One frame at a time: a damaged source gets one result whatever the threads (open_video).
     container, stream = open_video(path, threads, frame_threads=False)
     try:
+        if last_frame_cut(container.format.name) is not None:
+            # A program stream cut between two packets is told by its last frame, which the
+            # decoder flags as concealed only when it decodes without threads (the decoder is not
+            # open yet, so this still takes): with slice threads the cut one was stored.
+            stream.codec_context.thread_count = 1
         # the duration check below has nothing to compare with for a stream that declares no
         # duration: a cut one was stored as the shorter video its packets make
         if why := cut_end(container.format.name, path):
@@ -345,13 +350,34 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
 
             codec.flush_buffers()
             wanted_packets = {index.packet_of[r] for r in wanted}
+            # A program stream cut exactly between two of its units ends whole to cut_end: its last
+            # packet is decoded whatever the slots, and the frames out from it on (the flush gives
+            # the last ones) say whether the cut split its frame.
+            tail_cut = last_frame_cut(container.format.name)
+            end = len(packets) - 1
+            seen_before, whole_before, end_frames, end_refused = False, False, [], False
             for pos, p in enumerate(packets):
                 # Most source frames fill no slot; those no other frame references are not decoded.
                 # (Frames matched by output order are counted as they come out: none may be skipped.)
-                codec.skip_frame = "DEFAULT" if src.by_output_order or pos in wanted_packets else "NONREF"
-                take(_decoded(codec, p))
+                at_end = tail_cut is not None and pos == end
+                codec.skip_frame = "DEFAULT" if src.by_output_order or pos in wanted_packets or at_end else "NONREF"
+                frames = _decoded(codec, p)
+                if at_end:
+                    end_frames, end_refused = list(frames or []), frames is None
+                elif frames:
+                    seen_before = True
+                    whole_before = whole_before or any(not f.is_corrupt for f in frames)
+                take(frames or [])
             codec.skip_frame = "DEFAULT"
-            take(_decoded(codec, None))
+            flushed = _decoded(codec, None) or []
+            end_frames += flushed
+            take(flushed)
+            # A stream whose every earlier frame is flagged too (no keyframe the decoder recovers
+            # at) says nothing by its last one: only a flag that follows whole frames, or that no
+            # frame precedes (a cut inside the first frames), is the cut.
+            damaged_end = end_refused or any(f.is_corrupt for f in end_frames)
+            if tail_cut is not None and damaged_end and (whole_before or not seen_before):
+                raise NormalizeError(tail_cut)
             if last is None:
                 raise NormalizeError("no frame decoded")
             while j < len(target.slot_frames):
@@ -370,15 +396,15 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
     return target, src.facts
 
 
-def _decoded(codec: Any, packet: Any) -> list[Any]:
-    """The frames one packet gives; none when the decoder refuses it as damaged. Its frames are
+def _decoded(codec: Any, packet: Any) -> list[Any] | None:
+    """The frames one packet gives; None when the decoder refuses it as damaged. Its frames are
     then missing from the output and counted (more than :data:`MAX_MISSING` fails the source)."""
     import av
 
     try:
         return list(codec.decode(packet))
     except av.error.InvalidDataError:
-        return []
+        return None
 
 
 def _reason(e: BaseException) -> str:
