@@ -11,7 +11,8 @@ import av
 import pytest
 from truncation_helpers import N_FRAMES, cut, fails_then_stored_whole, make_clip
 
-from benchcheck.video.normalize import NormalizeError, declared_duration, transcode
+from benchcheck.video.normalize import NormalizeError, transcode
+from benchcheck.video.truncation import declared_duration
 
 
 def make_avi(path: Path, codec: str = "libx264", bframes: int = 0, step: int = 1) -> Path:

@@ -13,9 +13,10 @@ import pytest
 from truncation_helpers import FPS, N_FRAMES, H, Silence, W, cut, make_clip, zeroed
 
 from benchcheck.video.index import FAILURES_FILE, done_rows, last_failures
-from benchcheck.video.normalize import NormalizeError, declared_duration, plan_target, transcode
+from benchcheck.video.normalize import NormalizeError, transcode
 from benchcheck.video.store import normalize_videos
 from benchcheck.video.synth import paint_frame
+from benchcheck.video.truncation import declared_duration, frames_short
 
 
 def _can_encode(codec: str) -> bool:
@@ -57,14 +58,13 @@ def test_mkv_cut_at_half_fails_as_truncated(tmp_path: Path, codec: str) -> None:
 
 
 def test_more_than_five_percent_missing_fails_and_less_is_kept() -> None:
-    def plan(n: int) -> None:
-        plan_target([i / FPS for i in range(n)], 1 / FPS, W, H, 0, declared=5.0)
+    def short(n: int) -> str | None:
+        return frames_short([i / FPS for i in range(n)], 1 / FPS, declared=5.0)
 
-    plan(48)  # frames end at 4.8 s of 5.0 s: 4 % missing, kept
-    with pytest.raises(NormalizeError, match=r"truncated: frames end at 4\.7 s of the 5\.0 s declared"):
-        plan(47)  # 6 % missing
+    assert short(48) is None  # frames end at 4.8 s of 5.0 s: 4 % missing, kept
+    assert short(47) == "truncated: frames end at 4.7 s of the 5.0 s declared"  # 6 % missing
     # a last frame the file shows for 0.5 s is not 0.4 s of missing frames
-    plan_target([i / FPS for i in range(46)], 1 / FPS, W, H, 0, declared=5.0, last_shown=0.5)
+    assert frames_short([i / FPS for i in range(46)], 1 / FPS, declared=5.0, last_shown=0.5) is None
 
 
 def _held_end_mp4(path: Path, hold_ms: int) -> Path:

@@ -14,6 +14,10 @@ from typing import Any
 from benchcheck.video.decode import display_turns
 
 
+class TruncatedClip(ValueError):
+    """The clip's frames end well before the duration its file declares; the message names it."""
+
+
 def display_size(frame: Any, max_side: int) -> tuple[int, int]:
     """The frame's display ``(width, height)`` scaled so the long side is at most ``max_side``
     (0 keeps it); rotation metadata swaps the sides."""
@@ -28,13 +32,14 @@ def display_size(frame: Any, max_side: int) -> tuple[int, int]:
 def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
     """``n`` time-uniform frames (fewer when the clip has fewer), in time order, as JPEG.
 
-    Raises ``ValueError`` naming the file when it cannot be decoded.
+    Raises ``ValueError`` naming the file when it cannot be decoded or is truncated.
     """
     import av
 
     from benchcheck.video.decode import by_output_order, decode_indexed, open_video, read_packets
     from benchcheck.video.extract import frame_to_jpeg
     from benchcheck.video.plans import dedup, uniform_grid
+    from benchcheck.video.truncation import truncation
 
     try:
         container, stream = open_video(path)
@@ -42,6 +47,10 @@ def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
             packets, index = read_packets(container, stream)
             if not index.pts:
                 raise ValueError("no video frames")
+            # normalize's rule: a cut clip gave a grid over the part that is there, frames of
+            # other times than the question's clip, without a word
+            if why := truncation(container, stream, packets, index):
+                raise TruncatedClip(f"{path.name}: {why}")
             # A clip without timestamps has its frames evenly spaced (normalize times it alike);
             # taken by pts, every frame but one was missing and the clip failed.
             times = [float(i) for i in range(len(index.pts))] if index.untimed else index.timestamps
@@ -55,6 +64,8 @@ def sample_jpegs(path: Path, n: int, max_side: int = 0) -> list[bytes]:
                                     output_order=by_order)
         finally:
             container.close()
+    except TruncatedClip:
+        raise
     except (OSError, ValueError, av.error.FFmpegError) as e:
         raise ValueError(f"cannot decode {path.name}: {e}") from e
     return [frames[i] for i in grid]

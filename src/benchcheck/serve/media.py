@@ -142,6 +142,7 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
     from PIL import Image
 
     from benchcheck.video.decode import by_output_order, decode_indexed, open_video, read_packets
+    from benchcheck.video.truncation import truncation
 
     deadline = time.monotonic() + timeout_s
     try:
@@ -152,6 +153,9 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
             if Image.MAX_IMAGE_PIXELS and (ctx.width or 0) * (ctx.height or 0) > Image.MAX_IMAGE_PIXELS:
                 raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
             packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS)
+            # normalize's and qa's rule: a cut clip's frames were sampled from the part there is
+            if why := truncation(container, stream, packets, index):
+                raise ValueError(why)
             wanted = sample_indices(len(index.pts), n)
             # frame k is the k-th shown, also where the packets' pts are in decode order (an AVI
             # of H.264 with B-frames: taken by pts, it was a neighbour of it) or all the same (a

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,6 +23,7 @@ from benchcheck.video.cut_end import cut_end, last_frame_cut
 from benchcheck.video.decode import PacketIndex, open_video, pts_in_decode_order, quarter_turn, read_packets
 from benchcheck.video.meta import TOO_SHORT_FRAMES, VideoMeta
 from benchcheck.video.plans import nearest_index
+from benchcheck.video.truncation import stream_duration, truncation
 
 NORMALIZER_VERSION = 1
 STORE_FPS = 2.0
@@ -39,9 +39,6 @@ STORE_GOP = 32
 STORE_X264_PARAMS = "cabac=0"
 STORE_CRF = 23
 STORE_PRESET = "fast"
-# A source whose frames stop this early before the duration its file declares is truncated: more
-# than 5 % of its frames are missing (docs/video.md).
-MIN_COVERAGE = 0.95
 # More than this share of output frames that did not decode makes the source corrupt.
 MAX_MISSING = 0.05
 
@@ -94,16 +91,10 @@ def output_slots(duration: float) -> tuple[float, list[float]]:
     return fps, [j / fps for j in range(n)]
 
 
-def plan_target(times: list[float], frame_duration: float, width: int, height: int, rotation: int,
-                declared: float | None, last_shown: float = 0.0) -> Target:
-    """Match output slots to source frames (pure); raises :class:`NormalizeError` if truncated.
-
-    ``last_shown``: how long the file says its last frame is shown (a frame held at the end is
-    not missing frames), when it says so."""
+def plan_target(times: list[float], frame_duration: float, width: int, height: int, rotation: int) -> Target:
+    """Match output slots to source frames (pure; a truncated source is failed before, by
+    :func:`benchcheck.video.truncation.truncation`)."""
     duration = times[-1] + frame_duration
-    end = times[-1] + max(frame_duration, last_shown)
-    if declared and declared > 1.0 and end < MIN_COVERAGE * declared:
-        raise NormalizeError(f"truncated: frames end at {end:.1f} s of the {declared:.1f} s declared")
     dw, dh = (height, width) if rotation % 180 else (width, height)
     w, h = output_size(dw, dh, duration)
     fps, slots = output_slots(duration)
@@ -136,50 +127,6 @@ def _stream_rate(stream: Any) -> float | None:
         if rate:
             return float(rate)
     return None
-
-
-def _declared_duration(stream: Any) -> float | None:
-    if stream.duration and stream.time_base:
-        return float(stream.duration * stream.time_base)
-    return None
-
-
-_TAG_TIME = re.compile(r"^(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)$")
-
-
-def _tag_seconds(text: Any) -> float | None:
-    """``"00:00:05.000000000"`` (a Matroska ``DURATION`` tag) in seconds."""
-    m = _TAG_TIME.match(str(text).strip())
-    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
-
-
-def declared_duration(container: Any, stream: Any, start: float = 0.0) -> float | None:
-    """The duration a file declares for its video: the stream's own (mp4), else the track's
-    ``DURATION`` tag (Matroska keeps none in the stream), else the container's when the video is
-    its only stream (the container's covers every stream: audio may run past the video). An AVI
-    declares its video's frame count in the stream header: FFmpeg shrinks the stream's duration
-    by the share of the file that is there when the file is shorter than its RIFF header says, so
-    a cut AVI declared just the duration its frames cover; the frame count is left as written.
-
-    ``start``: the time of the stream's first frame on the file's timeline (seconds). Matroska's
-    durations (the tag, the segment's, and the stream's FFmpeg fills in from it) are where the
-    track ends on that timeline, not how long it lasts: a clip whose first frame is at ``start``
-    (a stream recording cut with its timestamps kept) declared its start more than its frames
-    cover and was failed as truncated, so the time before ``start`` is taken off them."""
-    if container.format.name == "avi" and stream.frames and stream.time_base:
-        return float(stream.frames * stream.time_base)
-    declared = _declared_duration(stream)
-    if declared is None:
-        tags = {str(k).upper(): v for k, v in (stream.metadata or {}).items()}
-        for key in ("DURATION", *sorted(k for k in tags if k.startswith("DURATION-"))):
-            if key in tags and (seconds := _tag_seconds(tags[key])):
-                declared = seconds
-                break
-    if declared is None and len(container.streams) == 1 and container.duration:
-        declared = float(container.duration) / 1_000_000  # AV_TIME_BASE
-    if declared is not None and container.format.name.startswith("matroska"):
-        declared -= max(0.0, start)
-    return declared
 
 
 def _display_width(stream: Any) -> int:
@@ -229,19 +176,16 @@ def probe(path: Path, threads: int) -> OpenSource:
         if why := cut_end(container.format.name, path):
             raise NormalizeError(why)
         packets, index = read_packets(container, stream)
-        times, retimed = frame_times(index.timestamps, _stream_rate(stream), _declared_duration(stream))
+        times, retimed = frame_times(index.timestamps, _stream_rate(stream), stream_duration(stream))
         spacing = sorted(b - a for a, b in itertools.pairwise(times))
         frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
         rotation = _rotation(stream, packets, index)
         decode_order_pts = not retimed and pts_in_decode_order(stream.codec_context, packets)
         width, height = _display_width(stream), int(stream.codec_context.height)
-        # a declared duration cannot tell a timestamp-less file truncated: it is what timed it
-        start = float(index.pts[0] * index.time_base)
-        declared = None if retimed else declared_duration(container, stream, start)
-        last = packets[index.packet_of[-1]]
-        last_shown = float(last.duration * stream.time_base) if last.duration and stream.time_base else 0.0
-        target = plan_target(times, frame_duration, width, height, rotation, declared,
-                             0.0 if retimed else last_shown)
+        # the samplers of raw clips (qa, serve) hold a clip to the same rule
+        if why := truncation(container, stream, packets, index):
+            raise NormalizeError(why)
+        target = plan_target(times, frame_duration, width, height, rotation)
     except BaseException:
         container.close()
         raise
