@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,14 @@ def test_audit_cli_writes_tables_and_markdown(tmp_path: Path) -> None:
     nulls = list(csv.DictReader((out / "audit_null.csv").open()))
     assert {(r["bench"], r["step"]) for r in nulls} == {(b, s) for b in ("Cli", "Other") for s in ("1", "4")}
     assert all("margin > log 2" in r["rule"] for r in nulls)
+    # Each cell's printed line leads with the conditioned null its verdict reads (step 4 screens
+    # items step 1 kept, so the two nulls differ there), the permutation null only named beside it.
+    for r in nulls:
+        line = next(ln for ln in p.stdout.splitlines() if ln.startswith(f"{r['bench']} step {r['step']}: "))
+        shown = re.search(r", null ([0-9.]+)% \[.*\] \(permutation null ([0-9.]+)%\): ", line)
+        assert shown is not None, line
+        assert abs(float(shown[1]) / 100 - float(r["cond_null_rate"])) <= 6e-4, line
+        assert abs(float(shown[2]) / 100 - float(r["null_rate"])) <= 6e-4, line
     rows = list(csv.DictReader((out / "audit_items.csv").open()))
     assert len(rows) == 2 * len(items) and "ghost" not in {r["item_id"] for r in rows}
     md = (out / "audit.md").read_text()
