@@ -7,7 +7,6 @@ launcher changes (a note from the operator plus every flag that differs from the
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -18,12 +17,13 @@ from typing import Any, Literal
 from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
 from benchcheck.data.runlog import ALL_CONDITIONS, StageTiming, read_run_log
 from benchcheck.store import StepStore, numbered_rows, read_rows
+from benchcheck.sweep.results import CSV_NAME, read_csv_counted
 from benchcheck.verdicts import ItemVerdict, StepState
 
 ReportKind = Literal["pool", "sweep"]
 SCHEMA_VERSION = 1
 N_EXAMPLES = 5
-SWEEP_CSV = "conditions_results.csv"
+SWEEP_CSV = CSV_NAME
 RUN_LOG = "run_log.jsonl"
 _STEP_DIR = re.compile(r"^step(\d+)$")
 _NA = "NA"
@@ -137,18 +137,29 @@ def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: l
     return stages
 
 
+def _sweep_rows(results: Path, notes: list[str]) -> list[dict[str, str]]:
+    """The rows that count, as the sweep itself reads them (``sweep.results.read_csv``: a key's
+    last complete row under its condition's current spec; a torn line and a key with rows of an
+    earlier spec only count nowhere); the stale keys and a file it cannot read are notes."""
+    try:
+        rows, stale = read_csv_counted(results / SWEEP_CSV)
+    except ValueError as e:  # a header without the key columns: the file goes in, its rows are not counted
+        notes.append(f"{e}: its rows are not counted")
+        return []
+    if stale:
+        b, i, c = min(stale)
+        notes.append(f"{len(stale)} cells have rows of an earlier spec only and are not counted (first: {b} {i} "
+                     f"{c}); `sweep dry-run` lists them as stale, `sweep run` redoes them")
+    return rows
+
+
 def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: dict[str, int],
-                  lines: list[str], note: str) -> list[StageReport]:
+                  lines: list[str], note: str, notes: list[str]) -> list[StageReport]:
     done: dict[str, set[str]] = {}
     na: Counter[str] = Counter()
     errors: dict[str, list[str]] = {}
-    last: dict[tuple[str, str, str], dict[str, str]] = {}  # a key redone under a new spec: its last row counts
-    with (results / SWEEP_CSV).open(newline="", encoding="utf-8", errors="replace") as f:
-        for row in csv.DictReader(f):
-            cond, iid = (row.get("condition") or "").strip(), (row.get("item_id") or "").strip()
-            if cond and iid:
-                last[((row.get("bench") or "").strip(), iid, cond)] = row
-    for (_, iid, cond), row in last.items():
+    for row in _sweep_rows(results, notes):
+        cond, iid = row["condition"], row["item_id"]
         status = (row.get("status") or "ok").strip() or "ok"
         if status == "ok":
             done.setdefault(cond, set()).add(iid)
@@ -241,7 +252,7 @@ def build_report(results: Path, logs: list[Path], host: str, date: str, tarball:
     else:
         rep.timing, infer = _timing_table(_find(search, "p1_timing.jsonl"))
         rep.failures, rep.failure_examples = _failures(_find(search, "failures.jsonl"), skipped)
-        rep.stages = _sweep_stages(results, timings, infer, lines, launcher_note)
+        rep.stages = _sweep_stages(results, timings, infer, lines, launcher_note, rep.notes)
     if skipped:
         rep.notes.append(_skipped_note(skipped))
     if not rep.stages:

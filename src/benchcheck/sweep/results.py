@@ -200,15 +200,21 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
     one under the spec its condition last ran with (``run_spec.json`` beside the typed rows); none
     for a key with rows of other specs only (``latest``). A run that goes back to an earlier spec
     adds no row (its rows are there)."""
-    p = Path(path)
-    return latest(read_csv_all(p), current_hashes(p.parent))
+    return read_csv_counted(path)[0]
 
 
 def stale_keys(path: str | Path) -> set[Key]:
     """The keys of a conditions CSV that count nowhere (``read_csv``): rows of other specs only."""
+    return read_csv_counted(path)[1]
+
+
+def read_csv_counted(path: str | Path) -> tuple[list[dict[str, str]], set[Key]]:
+    """:func:`read_csv` and :func:`stale_keys` from one read of the file (``pack``'s report counts
+    the first and names the second)."""
     p = Path(path)
     rows = read_csv_all(p)
-    return done_keys(rows) - done_keys(latest(rows, current_hashes(p.parent)))
+    counted = latest(rows, current_hashes(p.parent))
+    return counted, done_keys(rows) - done_keys(counted)
 
 
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
