@@ -10,7 +10,8 @@ text (decided by content, any encoding with a BOM, UTF-16, inside gzip/bzip2/xz 
 masked by :mod:`benchcheck.data.pack_logs`, and a file that cannot be checked is left out and
 listed in the report (``include_unchecked`` packs it as it is). The tarball is hashed while it
 is written, goes through ``.partial`` and a rename, and its ``.sha256`` is written last: a kill
-leaves either no tarball or a complete one with its checksum. One ``pack`` writes a tarball name
+leaves either no tarball or a complete one with its checksum, and a pack stopped by an error
+removes its ``.partial``. One ``pack`` writes a tarball name
 at a time (the lease of ``--out``): a second one on the same name stops before it writes.
 """
 
@@ -300,13 +301,23 @@ def pack(opts: PackOptions) -> PackResult:
         raise ValueError(f"{out}: another `benchcheck pack` is writing it{f' ({who})' if who else ''}; "
                          "wait for it to end, then run the same command again")
     with lease:
-        return _pack(opts, results, members, out, host, date)
+        try:
+            return _pack(opts, results, members, out, host, date)
+        except BaseException:
+            # A pack stopped by an error (or Ctrl-C) leaves no half tarball beside the complete ones,
+            # so the folder holds only what a rerun writes; under the lease no other pack writes it.
+            _partial(out).unlink(missing_ok=True)
+            raise
+
+
+def _partial(out: Path) -> Path:
+    return out.with_name(out.name + ".partial")
 
 
 def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, host: str,
           date: str) -> PackResult:
     base = stem(out.name)
-    tmp = out.with_name(out.name + ".partial")
+    tmp = _partial(out)
     masker = secrets_to_mask()
     tally = _LogsTally(opts.include_unchecked)
     # The report (JSON parsing) is built in a thread while the results are compressed (zlib
