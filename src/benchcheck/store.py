@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from benchcheck.records import Record, RowSchemaError, parse_row
 from benchcheck.spec import RunSpec, write_run_spec
 from benchcheck.verdicts import MAX_ERRORS_PER_ITEM, ItemHashes, StepState
 
-__all__ = ["MAX_ERRORS_PER_ITEM", "StepState", "StepStore", "append_records", "append_rows", "bench_files",
+__all__ = ["MAX_ERRORS_PER_ITEM", "Skipped", "StepState", "StepStore", "append_records", "append_rows", "bench_files",
            "bench_of_file", "is_ok", "load_state", "numbered_rows", "read_records", "read_rows", "unit_file"]
 _PART = re.compile(r"^(?P<bench>.+?)(?:\.p(?P<part>\d+))?\.jsonl$")
 
@@ -149,22 +149,38 @@ def bench_files(step_dir: str | Path, benches: Iterable[str] | None = None) -> l
     return out
 
 
-def read_records(path: str | Path, skipped: list[str] | None = None) -> Iterator[Record]:
+@dataclass(slots=True)
+class Skipped:
+    """The rows a report reads past and names (``pack``'s returns report): ``no_id``, rows without
+    an item id (``file:line``), which every reader skips; ``unreadable``, rows whose
+    ``schema_version`` this benchcheck cannot read (``file:line (what is wrong)``), which every
+    other reader refuses."""
+
+    no_id: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+
+def read_records(path: str | Path, skipped: Skipped | None = None) -> Iterator[Record]:
     """Every row of a result file as its typed record (torn lines skipped, as ``read_rows``).
 
     A row without an item id (``null`` or missing) is no record of any item and is skipped;
     ``skipped``, when given, gets its ``file:line``. ``RowSchemaError`` names the file and row of a
-    row written by a newer benchcheck."""
+    row written by a newer benchcheck (or with a ``schema_version`` that is no version), unless
+    ``skipped`` is given: a report that names what it skips counts what it can read, so such a
+    row goes to ``skipped.unreadable`` and the reading goes on."""
     p = Path(path)
     for n, (line, row) in enumerate(numbered_rows(p), 1):
         try:
             rec = parse_row(row)
         except RowSchemaError as e:  # where it is, formatted only when needed
-            raise RowSchemaError(f"{p} (row {n}): {e}") from None
+            if skipped is None:
+                raise RowSchemaError(f"{p} (row {n}): {e}") from None
+            skipped.unreadable.append(f"{p}:{line} ({e})")
+            continue
         if rec is not None:
             yield rec
         elif skipped is not None:
-            skipped.append(f"{p}:{line}")
+            skipped.no_id.append(f"{p}:{line}")
 
 
 def append_records(path: str | Path, records: Iterable[Record], fsync: bool = False) -> int:
@@ -175,7 +191,7 @@ def append_records(path: str | Path, records: Iterable[Record], fsync: bool = Fa
 def load_state(step_dir: str | Path, benches: Iterable[str] | None = None,
                max_errors: int = MAX_ERRORS_PER_ITEM, expect_hash: str | None = None,
                compact: bool = False, expect_items: ItemHashes | None = None,
-               skipped: list[str] | None = None) -> StepState:
+               skipped: Skipped | None = None) -> StepState:
     """Read every result file of a step folder through the reducer (:class:`StepState`);
     ``skipped``: as :func:`read_records`."""
     state = StepState(max_errors=max_errors, expect_hash=expect_hash, compact=compact, expect_items=expect_items)
@@ -216,12 +232,12 @@ class StepStore:
 
     def state(self, benches: Iterable[str] | None = None, expect_hash: str | None = None,
               compact: bool = False, expect_items: ItemHashes | None = None,
-              skipped: list[str] | None = None) -> StepState:
+              skipped: Skipped | None = None) -> StepState:
         return load_state(self.folder, benches, expect_hash=expect_hash, compact=compact, expect_items=expect_items,
                           skipped=skipped)
 
     def current_state(self, benches: Iterable[str] | None = None, compact: bool = False,
-                      items: ItemHashes | None = None, skipped: list[str] | None = None) -> StepState:
+                      items: ItemHashes | None = None, skipped: Skipped | None = None) -> StepState:
         """The rows as the last run's spec and the items now judge them: a row under another
         ``config_hash`` (another model, intro, frame size) is stale, never done, and so is a row
         of an item edited since (``items``: ``items.fingerprints`` of the items read). The one

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
 from benchcheck.data.runlog import ALL_CONDITIONS, StageTiming, read_run_log
-from benchcheck.store import StepStore, numbered_rows, read_rows
+from benchcheck.store import Skipped, StepStore, numbered_rows, read_rows
 from benchcheck.sweep.results import CSV_NAME, read_csv_counted
 from benchcheck.verdicts import ItemVerdict, StepState
 
@@ -109,13 +109,13 @@ class _StepTally:
         return Counter(r.model for r in self.state.ok.values() if r.model)
 
 
-def _tally(step_dir: Path, skipped: list[str]) -> _StepTally:
+def _tally(step_dir: Path, skipped: Skipped) -> _StepTally:
     store = StepStore(step_dir)
     return _StepTally(store.current_state(compact=True, skipped=skipped))
 
 
 def _pool_stages(results: Path, timings: dict[str, StageTiming] | None, lines: list[str],
-                 note: str, skipped: list[str]) -> list[StageReport]:
+                 note: str, skipped: Skipped) -> list[StageReport]:
     stages = []
     steps = sorted((int(m.group(1)), p) for p in results.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
     for k, d in steps:
@@ -212,26 +212,37 @@ def _timing_table(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, in
     return table, {cond: int(a[0]) for cond, a in acc.items()}
 
 
-def _failures(paths: list[Path], skipped: list[str]) -> tuple[int | None, list[str]]:
+def _failures(paths: list[Path], skipped: Skipped) -> tuple[int | None, list[str]]:
     """The failure rows and example ids. A row without an item id is no failure of an item: it
-    goes to ``skipped`` (``file:line``), as the reducer skips such a row of a step."""
+    goes to ``skipped.no_id`` (``file:line``), as the reducer skips such a row of a step."""
     if not paths:
         return None, []
     n, ids = 0, []
     for p in paths:
         for line, r in numbered_rows(p):
             if r.get("item_id") is None:
-                skipped.append(f"{p}:{line}")
+                skipped.no_id.append(f"{p}:{line}")
                 continue
             n += 1
             ids.append(str(r["item_id"]))
     return n, sorted(set(ids))[:N_EXAMPLES]
 
 
-def _skipped_note(skipped: list[str]) -> str:
-    more = f" and {len(skipped) - N_EXAMPLES} more" if len(skipped) > N_EXAMPLES else ""
-    return (f"{len(skipped)} result rows have no item_id (null or missing) and are not counted: "
-            f"{', '.join(skipped[:N_EXAMPLES])}{more}")
+def _first(where: list[str]) -> str:
+    more = f" and {len(where) - N_EXAMPLES} more" if len(where) > N_EXAMPLES else ""
+    return f"{', '.join(where[:N_EXAMPLES])}{more}"
+
+
+def _skipped_notes(skipped: Skipped) -> list[str]:
+    """One note per kind of row the counts leave out, naming the first rows of it by file and line."""
+    notes = []
+    if skipped.no_id:
+        notes.append(f"{len(skipped.no_id)} result rows have no item_id (null or missing) and are not counted: "
+                     f"{_first(skipped.no_id)}")
+    if skipped.unreadable:
+        notes.append(f"{len(skipped.unreadable)} result rows have a schema_version this benchcheck cannot read and "
+                     f"are not counted (they are in the tarball as written): {_first(skipped.unreadable)}")
+    return notes
 
 
 def build_report(results: Path, logs: list[Path], host: str, date: str, tarball: str,
@@ -246,15 +257,14 @@ def build_report(results: Path, logs: list[Path], host: str, date: str, tarball:
         rep.notes.append(f"no {RUN_LOG} in {results}: wall time, items/s per GPU and rows added are unknown")
     if not lines:
         rep.notes.append("no launch_params.txt in the logs: launch lines unknown")
-    skipped: list[str] = []
+    skipped = Skipped()
     if kind == "pool":
         rep.stages = _pool_stages(results, timings, lines, launcher_note, skipped)
     else:
         rep.timing, infer = _timing_table(_find(search, "p1_timing.jsonl"))
         rep.failures, rep.failure_examples = _failures(_find(search, "failures.jsonl"), skipped)
         rep.stages = _sweep_stages(results, timings, infer, lines, launcher_note, rep.notes)
-    if skipped:
-        rep.notes.append(_skipped_note(skipped))
+    rep.notes += _skipped_notes(skipped)
     if not rep.stages:
         rep.notes.append(f"no step folders and no {SWEEP_CSV} in {results}: nothing to report")
     return rep
