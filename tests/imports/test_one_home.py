@@ -76,6 +76,9 @@ def test_the_launchers_and_the_pack_report_use_the_same_server_settings() -> Non
     assert EXPECTED["pool:step1"]["--max-num-seqs"] == str(defaults.STEP_MAX_SEQS)
     assert EXPECTED["sweep"]["--max-model-len"] == str(defaults.SWEEP_MAX_MODEL_LEN)
     script = render_sbatch(SlurmJob(step=1, array=2, gpus_per_task=4, args=("--items", "i.jsonl")))
+    assert "--port0 auto " in script  # each server a port of its own, not one from a range
+    script = render_sbatch(SlurmJob(step=1, array=2, gpus_per_task=4, args=("--items", "i.jsonl"),
+                                    port0=defaults.STEP_PORT0))
     assert f"--port0 $(({defaults.STEP_PORT0} + 4 *" in script
 
 

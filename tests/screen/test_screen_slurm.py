@@ -36,7 +36,8 @@ def test_sbatch_script_tasks_cover_the_step_exactly_once(tmp_path: Path) -> None
 
 def test_launch_script_moves_ports_and_logs_per_task(tmp_path: Path) -> None:
     r = cli("slurm", "script", "--step", "2", "--array", "4", "--gpus-per-task", "4", "--partition", "gpu",
-            "--time", "04:00:00", "--", "--items", "items/", "--results", "results", "--frames", "frames/")
+            "--time", "04:00:00", "--port0", "8001", "--", "--items", "items/", "--results", "results", "--frames",
+            "frames/")
     assert r.returncode == 0
     assert "#SBATCH --gres=gpu:4" in r.stdout and "#SBATCH --partition=gpu" in r.stdout
     assert "launch --step 2 --gpus 4 --shard auto" in r.stdout

@@ -21,7 +21,7 @@ ARGS = ("--items", "items/", "--results", "results")
 
 def task_ports(array: int, gpus: int) -> list[range]:
     """Every task's server ports, its --port0 evaluated by bash as the task would."""
-    text = render_sbatch(SlurmJob(1, array, gpus, ARGS))
+    text = render_sbatch(SlurmJob(1, array, gpus, ARGS, port0=8001))
     expr = re.search(r"--port0 (\$\(\(.*?\)\)\)) ", text)
     assert expr, text
     loop = f'for SLURM_ARRAY_TASK_ID in $(seq 0 {array - 1}); do echo {expr.group(1)}; done'
@@ -39,7 +39,8 @@ def test_no_two_tasks_share_a_port(array: int, gpus: int) -> None:
 
 @pytest.mark.parametrize(("array", "gpus"), [(8000, 8), (2, 40000)])
 def test_an_array_whose_ports_pass_the_highest_is_refused_in_one_line(array: int, gpus: int) -> None:
-    r = cli("slurm", "script", "--step", "1", "--array", str(array), "--gpus-per-task", str(gpus), "--", *ARGS)
+    r = cli("slurm", "script", "--step", "1", "--array", str(array), "--gpus-per-task", str(gpus), "--port0", "8001",
+            "--", *ARGS)
     assert r.returncode == 2, r.stdout[-300:]
     assert r.stderr.count("\n") == 1 and "past 65535" in r.stderr and "Traceback" not in r.stderr, r.stderr
 

@@ -35,6 +35,23 @@ _common = [
 ]
 
 
+class FirstPort(click.ParamType[int]):
+    """``auto`` (or ``0``: each server gets a free port from the kernel, as ``--port 0`` does) or a
+    first port, 1-65535; ``auto`` is read as ``AUTO_PORT``."""
+
+    name = "auto|PORT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from benchcheck.launch.servers import AUTO_PORT, MAX_PORT
+
+        text = str(value).strip()
+        if text.lower() == "auto":
+            return AUTO_PORT
+        if not text.isdigit() or int(text) > MAX_PORT:
+            self.fail(f"{value!r} is neither auto nor a port 0-{MAX_PORT}", param, ctx)
+        return int(text)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 # launch's options that only screening steps read (--sweep refuses them).
 _SCREENING_ONLY = {"step": "--step", "chain": "--chain", "intro": "--intro", "frames_root": "--frames",
@@ -61,8 +78,9 @@ def common(f: F) -> F:
 @click.option("--model", default=None, help="Checkpoint folder or hub name (default: the step's pinned model).")
 @click.option("--revision", default=None)
 @click.option("--served-model-name", default=None, help="Default: the hub name, or the folder's name.")
-@click.option("--port0", type=click.IntRange(1, 65535), default=None, envvar="PORT0", show_envvar=True,
-              help=f"First server port (default {STEP_PORT0}; --sweep: {SWEEP_PORT0}).")
+@click.option("--port0", type=FirstPort(), default=None, envvar="PORT0", show_envvar=True,
+              help=f"First server port, server i on PORT0+i (default {STEP_PORT0}; --sweep: {SWEEP_PORT0}); "
+                   "auto (or 0): each server a free port of its own, so launches on one host never collide.")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), default=None, envvar="MAX_SEQS", show_envvar=True,
               help=f"Default {STEP_MAX_SEQS} (steps); --sweep: {SWEEP_MAX_SEQS}, {SMALL_GPU_MAX_SEQS} on 32 GB GPUs.")
 @click.option("--gpu-util", type=FiniteFloatRange(0, 1, min_open=True), default=None, envvar="GPU_UTIL",
@@ -154,7 +172,8 @@ def launch(step: str | None, sweep: bool, conds: str | None, pilot: bool, gpus: 
     job = ShardJob(items=item_paths, results=results, step=number, chain=chain, intro=intro, frames_root=frames_root,
                    store=store, keep_file=keep_file, bench=bench, limit=limit, columns=columns, max_unit=max_unit)
     try:
-        code = run_launch(LaunchArgs(number, gpus, model, revision, served_model_name, port0 or STEP_PORT0,
+        code = run_launch(LaunchArgs(number, gpus, model, revision, served_model_name,
+                                     STEP_PORT0 if port0 is None else port0,
                                      max_num_seqs or STEP_MAX_SEQS, GPU_UTIL if gpu_util is None else gpu_util,
                                      max_model_len, workers, logs, shard,
                                      server, server_timeout, plan_only, job, python, vllm_cmd, sources),
@@ -180,11 +199,14 @@ def slurm() -> None:
 @click.option("--cpus-per-task", type=click.IntRange(min=1), default=None)
 @click.option("--logs", default="logs", show_default=True)
 @click.option("--python", default="python3", show_default=True)
+@click.option("--port0", type=FirstPort(), default="auto", show_default=True,
+              help="Every task's `launch --port0`: auto, each server a free port of its own; or a first port N, "
+                   "task k's servers on N + gpus-per-task * k and up.")
 @click.option("--out", type=CliPath(dir_okay=False), default=None, help="Write the script here (default: stdout).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: str | None,
-           time_limit: str | None, cpus_per_task: int | None, logs: str, python: str, out: str | None,
-           args: tuple[str, ...]) -> None:
+           time_limit: str | None, cpus_per_task: int | None, logs: str, python: str, port0: int,
+           out: str | None, args: tuple[str, ...]) -> None:
     """Write an sbatch job-array script; ARGS (after --) go to every task's launch/screen command.
 
     \b
@@ -199,12 +221,15 @@ def script(step: int, array: int, gpus_per_task: int, direct: bool, partition: s
 
     if array < 1:
         die("--array must be at least 1")
+    ctx = click.get_current_context()
+    if direct and ctx.get_parameter_source("port0") == click.core.ParameterSource.COMMANDLINE:
+        die("--port0 with --direct: --direct tasks run `benchcheck screen` and start no servers")
     if not gpus_per_task and not direct:
         die("--gpus-per-task 0 needs --direct: without it each task runs `benchcheck launch`, which starts "
             "one server per GPU (--gpus at least 1)")
     try:
         text = render_sbatch(SlurmJob(step, array, gpus_per_task, tuple(args), direct, partition, time_limit,
-                                      cpus_per_task, None, logs, python))
+                                      cpus_per_task, None, logs, python, port0=port0))
     except ValueError as e:
         die(str(e))
         return

@@ -10,7 +10,7 @@ from typing import Any
 
 from benchcheck.launch import knobs
 from benchcheck.launch.host import LaunchPlan, run_host
-from benchcheck.launch.servers import ServerOptions, server_ports, visible_gpus, vllm_available
+from benchcheck.launch.servers import ServerOptions, port0_shown, server_ports, visible_gpus, vllm_available
 from benchcheck.screen.engine_args import DEFAULT_WORKERS, resolve_model
 from benchcheck.screen.job import ShardJob, plan_lines, ready_job
 from benchcheck.screen.steps import STEPS
@@ -24,7 +24,7 @@ class LaunchArgs:
     model: str | None
     revision: str | None
     served_model_name: str | None
-    port0: int
+    port0: int  # AUTO_PORT: --port0 auto
     max_num_seqs: int
     gpu_util: float
     max_model_len: int | None
@@ -97,7 +97,7 @@ def run_launch(a: LaunchArgs, load: Callable[..., Any], echo: Callable[[str], No
                          port0=a.port0, gpu_util=a.gpu_util, max_num_seqs=a.max_num_seqs,
                          max_model_len=a.max_model_len, use_vllm=use_vllm, python=a.python, vllm=a.vllm)
     workers = a.workers or DEFAULT_WORKERS[a.step]
-    used = {"step": a.step, "gpus": n, "workers": workers, "port0": a.port0, "gpu_util": a.gpu_util,
+    used = {"step": a.step, "gpus": n, "workers": workers, "port0": port0_shown(a.port0), "gpu_util": a.gpu_util,
             "max_num_seqs": a.max_num_seqs, "python_exe": a.python, "vllm_cmd": a.vllm, "bench": job.bench}
     plan = LaunchPlan(step=a.step, n_servers=n, gpus=tuple(gpus[:n]), options=opts, job=job, workers=workers,
                       logs=Path(a.logs), shard=shard, server_timeout_s=a.server_timeout,

@@ -64,9 +64,9 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
     """Start servers, wait, run the clients, stop servers. Returns the worst client exit code."""
     specs = server_specs(plan.n_servers, plan.options, plan.gpus)
 
-    def run_clients(started: list[subprocess.Popen[bytes]]) -> int:
+    def run_clients(started: list[subprocess.Popen[bytes]], serving: list[ServerSpec]) -> int:
         clients = []
-        for s in specs:
+        for s in serving:
             log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"
             job_file = client_job(plan, s).write(plan.logs / f"client_s{plan.step}_gpu{s.index}.job.json")
             with log.open("ab") as f:
@@ -75,7 +75,7 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
             clients.append(p)
             started.append(p)
         codes = [p.wait() for p in clients]
-        for s, c in zip(specs, codes, strict=True):
+        for s, c in zip(serving, codes, strict=True):
             echo(f"client {s.index}: exit {c} (log {plan.logs / f'client_s{plan.step}_gpu{s.index}.log'})")
         return max(codes, default=0)
 

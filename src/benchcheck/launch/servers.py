@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -25,7 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchcheck.defaults import GPU_UTIL, STEP_MAX_SEQS, STEP_PORT0
@@ -34,20 +35,34 @@ from benchcheck.masking import child_environment
 
 SERVER_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")  # the Hub token: a gated model's download
 
+# ``--port0 auto``: no port is chosen before a server starts. ``benchcheck serve`` binds port 0 and
+# logs the port the kernel gave it; an engine that cannot report its port (vLLM logs the port it
+# was asked for) gets a port the launcher holds bound until the server listens on it.
+AUTO_PORT = 0
+
 
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
     """How one server is started and where it answers."""
 
     index: int
-    port: int
+    port: int  # AUTO_PORT until the server's port is known
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
+    # The server binds port 0 itself and logs the port it got (`benchcheck serve --port 0`).
+    reports_port: bool = False
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
+
+    def at_port(self, port: int) -> ServerSpec:
+        """This server on ``port``: its ``--port`` argument too, so the recorded line is the one that ran."""
+        argv = list(self.argv)
+        if "--port" in argv[:-1]:
+            argv[argv.index("--port") + 1] = str(port)
+        return replace(self, port=port, argv=tuple(argv))
 
     def line(self) -> str:
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
@@ -98,13 +113,20 @@ MAX_PORT = 65535
 
 
 def server_ports(port0: int, n: int) -> list[int]:
-    """The ports of a host's ``n`` servers: ``port0 + i``. Refused (``ValueError``) when the last
-    one is past the highest TCP port: the launcher would otherwise fail with a traceback from
-    ``bind`` after it had started the servers below it. Pure."""
+    """The ports of a host's ``n`` servers: ``port0 + i`` (``AUTO_PORT`` for each with ``--port0
+    auto``). Refused (``ValueError``) when the last one is past the highest TCP port: the launcher
+    would otherwise fail with a traceback from ``bind`` after it had started the servers below it. Pure."""
+    if port0 == AUTO_PORT:
+        return [AUTO_PORT] * n
     if port0 + n - 1 > MAX_PORT:
         raise ValueError(f"--port0 {port0} with {n} servers needs ports up to {port0 + n - 1}, past {MAX_PORT}; "
                          "choose a lower --port0")
     return [port0 + i for i in range(n)]
+
+
+def port0_shown(port0: int) -> str:
+    """``--port0`` as the user gives it: ``auto``, or the first port (pure)."""
+    return "auto" if port0 == AUTO_PORT else str(port0)
 
 
 def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[ServerSpec]:
@@ -130,15 +152,22 @@ def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[Serve
                     "--max-batch-size", str(opts.max_num_seqs), "--device", "cuda" if has_gpus else "cpu"]
             if opts.revision:
                 argv += ["--revision", opts.revision]
-        specs.append(ServerSpec(i, port, tuple(argv), env))
+        specs.append(ServerSpec(i, port, tuple(argv), env, reports_port=port == AUTO_PORT and not opts.use_vllm))
     return specs
 
 
 @dataclass(slots=True)
 class Running:
-    spec: ServerSpec
+    spec: ServerSpec  # its port filled in once the server has told it (``reports_port``)
     proc: subprocess.Popen[bytes]
     log: Path
+    log_start: int = 0  # the log's size before this server wrote to it: earlier runs' lines come before
+    held: socket.socket | None = None  # the port reserved for a server that cannot report its own
+
+    def release(self) -> None:
+        if self.held is not None:
+            self.held.close()
+            self.held = None
 
 
 def port_free(host: str, port: int) -> bool:
@@ -160,16 +189,61 @@ def server_environment(env: Mapping[str, str], spec: ServerSpec) -> dict[str, st
     return {**child_environment(env, keep=SERVER_SECRETS), **spec.env}
 
 
+def reserve_port(host: str) -> socket.socket:
+    """A socket bound to a port the kernel picked, not listening, with ``SO_REUSEADDR``. While it is
+    open no other ``bind`` to port 0 and no outgoing connection gets that port, and a plain
+    ``bind`` is refused; a server that binds with ``SO_REUSEADDR`` (vLLM, uvicorn, ``benchcheck
+    serve``) can still listen on it. A port checked free and closed again could be taken, by an
+    outgoing connection in the ephemeral range or another launch, before the server binds it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, 0))
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
 def start(spec: ServerSpec, log: Path) -> Running:
     """Start a server in its own process group, its output to ``log``. Refuses a port that is
-    taken: the health check would otherwise find someone else's server there."""
-    if not port_free(spec.host, spec.port):
-        raise RuntimeError(f"port {spec.port} is already in use; choose another --port0")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as f:
-        proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT, env=server_environment(os.environ, spec),
-                                start_new_session=True)
-    return Running(spec, proc, log)
+    taken: the health check would otherwise find someone else's server there. With ``AUTO_PORT``
+    the server binds port 0 itself (``reports_port``) or gets a port reserved for it."""
+    held = None
+    if spec.port == AUTO_PORT and not spec.reports_port:
+        try:
+            held = reserve_port(spec.host)
+        except OSError as e:
+            raise RuntimeError(f"server {spec.index}: no free port on {spec.host} ({e.strerror or e})") from None
+        spec = spec.at_port(held.getsockname()[1])
+    elif spec.port != AUTO_PORT and not port_free(spec.host, spec.port):
+        raise RuntimeError(f"port {spec.port} is already in use; choose another --port0, or --port0 auto")
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as f:
+            log_start = f.tell()
+            proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT,
+                                    env=server_environment(os.environ, spec), start_new_session=True)
+    except BaseException:
+        if held is not None:
+            held.close()
+        raise
+    return Running(spec, proc, log, log_start, held)
+
+
+def logged_port(log: Path, start: int, host: str) -> int | None:
+    """The port ``benchcheck serve`` announced in ``log`` past byte ``start`` ("serving ... on
+    http://HOST:PORT/v1, ..." once its socket listens), or None before that line is written. The
+    last match on the line: the served model's name comes before it and may hold any text."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(rf"^.* serving .* \(engine .* on http://{re.escape(host)}:(\d+)/v1, ", text, re.M)
+    return int(m.group(1)) if m else None
 
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
@@ -184,18 +258,28 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
 
 
 def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
-    """Block until every server answers /health; raise naming the server (and its log) that did not."""
+    """Block until every server answers /health; raise naming the server (and its log) that did not.
+    A server that reports its port is asked only once its log names the port (``Running.spec`` then
+    holds it)."""
     deadline = time.monotonic() + timeout_s
     waiting = list(servers)
     while waiting:
         for r in list(waiting):
             if r.proc.poll() is not None:
-                raise RuntimeError(f"server {r.spec.index} (port {r.spec.port}) exited with {r.proc.returncode} "
+                port = r.spec.port if r.spec.port != AUTO_PORT else "auto"
+                raise RuntimeError(f"server {r.spec.index} (port {port}) exited with {r.proc.returncode} "
                                    f"before it was healthy; see {r.log}")
+            if r.spec.port == AUTO_PORT:
+                bound = logged_port(r.log, r.log_start, r.spec.host)
+                if bound is None:
+                    continue
+                r.spec = replace(r.spec, port=bound)
             if healthy(r.spec.url) and r.proc.poll() is None:  # ours answers, not a stranger's
                 waiting.remove(r)
         if waiting and time.monotonic() > deadline:
-            raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s; "
+            silent = [r.spec.index for r in waiting if r.spec.port == AUTO_PORT]
+            why = f" ({len(silent)} never logged the port they bound)" if silent else ""
+            raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s{why}; "
                                f"see {waiting[0].log}")
         if waiting:
             time.sleep(0.25)

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from benchcheck.defaults import STEP_PORT0
-from benchcheck.launch.servers import MAX_PORT
+from benchcheck.launch.servers import AUTO_PORT, MAX_PORT
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +25,8 @@ class SlurmJob:
     logs: str = "logs"
     python: str = "python3"
     extra_sbatch: Sequence[str] = ()
+    # Every task's `launch --port0`: AUTO_PORT, or the first port of task 0 (`task_port0`).
+    port0: int = AUTO_PORT
 
 
 def sbatch_value(value: str) -> str:
@@ -58,7 +59,7 @@ def script_sets(direct: bool) -> dict[str, str]:
     own = {"--step": "the --step given before --", "--shard": "--shard auto: each task its share"}
     if not direct:
         own |= {"--gpus": "from --gpus-per-task", "--logs": "a folder per task under --logs",
-                "--port0": "a port range per task"}
+                "--port0": "give --port0 before --: auto, or a first port"}
     return own
 
 
@@ -67,32 +68,37 @@ def _ray(args: Sequence[str]) -> bool:
     return "--executor=ray" in args or any(a == "--executor" and b == "ray" for a, b in pairwise(args))
 
 
-def task_port0(array: int, gpus_per_task: int) -> str:
-    """The shell arithmetic for a launch task's ``--port0``: task k's servers take the
-    ``gpus_per_task`` ports from ``STEP_PORT0 + gpus_per_task * k``, so no two tasks of the array
-    share a port whichever of them meet on a node. The stride is the task's own server count: a
-    fixed stride overlapped the next task's ports once a task had more servers than the stride,
-    and a wrap below the array's size gave two tasks the same ports. Refused (``ValueError``)
-    when the last task's ports would pass the highest TCP port."""
-    last = STEP_PORT0 + array * gpus_per_task - 1
+def task_port0(array: int, gpus_per_task: int, port0: int = AUTO_PORT) -> str:
+    """A launch task's ``--port0``: ``auto`` (each server binds a port the kernel picks), or the
+    shell arithmetic by which task k's servers take the ``gpus_per_task`` ports from ``port0 +
+    gpus_per_task * k``. A range per task keeps an array's own tasks apart, but not two arrays (a
+    step-1 and a step-2 array, or two users') that meet on a node, nor an outgoing connection
+    that holds a port of the range once it reaches the ephemeral ports; ``auto`` avoids both.
+    The stride is the task's own server count: a fixed stride overlapped the next task's ports
+    once a task had more servers than the stride, and a wrap below the array's size gave two tasks
+    the same ports. Refused (``ValueError``) when the last task's ports would pass the highest TCP port."""
+    if port0 == AUTO_PORT:
+        return "auto"
+    last = port0 + array * gpus_per_task - 1
     if last > MAX_PORT:
-        most = (MAX_PORT - STEP_PORT0 + 1) // gpus_per_task
+        most = (MAX_PORT - port0 + 1) // gpus_per_task
         raise ValueError(f"--array {array} with --gpus-per-task {gpus_per_task}: the tasks' servers would need ports "
-                         f"{STEP_PORT0}-{last}, past {MAX_PORT}; use at most {most} tasks of {gpus_per_task} GPUs")
+                         f"{port0}-{last}, past {MAX_PORT}; use at most {most} tasks of {gpus_per_task} GPUs, "
+                         "or --port0 auto")
     # The modulus keeps an edited --array (ids from 1, or a step) within the checked range.
-    return f"$(({STEP_PORT0} + {gpus_per_task} * (${{SLURM_ARRAY_TASK_ID:-0}} % {array})))"
+    return f"$(({port0} + {gpus_per_task} * (${{SLURM_ARRAY_TASK_ID:-0}} % {array})))"
 
 
 def render_sbatch(job: SlurmJob) -> str:
     """The script. Ranks come from the array variables (`slurm_task`), so `--array=1-N` works too.
     Each task writes its logs under its own folder and takes ports of its own (`task_port0`) so
-    that two tasks on one node do not collide."""
+    that two tasks on one node, of this array or another, do not collide."""
     name = job.job_name or f"benchcheck-s{job.step}"
     if job.direct and job.gpus_per_task > 1 and not _ray(job.args):
         raise ValueError(f"--direct --gpus-per-task {job.gpus_per_task}: each task runs one `screen`, whose in-process "
                          "engine computes on one GPU, so the others would sit idle; use --gpus-per-task 1 and more "
                          "tasks, drop --direct (one server per GPU), or pass --executor ray after --")
-    port0 = "" if job.direct else task_port0(job.array, job.gpus_per_task)
+    port0 = "" if job.direct else task_port0(job.array, job.gpus_per_task, job.port0)
     own = script_sets(job.direct)
     for a in job.args:
         opt = a.split("=", 1)[0]

@@ -27,7 +27,14 @@ from benchcheck.defaults import (
 from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT as SWEEP_WORKERS_PER_GPU
 from benchcheck.launch import knobs
 from benchcheck.launch.lifecycle import with_servers
-from benchcheck.launch.servers import ServerSpec, server_ports, visible_gpus, vllm_available
+from benchcheck.launch.servers import (
+    AUTO_PORT,
+    ServerSpec,
+    port0_shown,
+    server_ports,
+    visible_gpus,
+    vllm_available,
+)
 
 SMALL_GPU_GIB = 40  # a 32 GB card (RTX 5090) reports a little under 32 GiB
 SWEEP_GPU_UTIL = GPU_UTIL
@@ -91,7 +98,7 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
                     "cuda" if p.gpus else "cpu"]
         if p.revision:
             argv += ["--revision", p.revision]
-        specs.append(ServerSpec(i, port, tuple(argv), env))
+        specs.append(ServerSpec(i, port, tuple(argv), env, reports_port=port == AUTO_PORT and not p.use_vllm))
     return specs
 
 
@@ -139,7 +146,7 @@ def plan_sweep_launch(gpus_wanted: int | None, model: str, served_name: str, rev
                        gpu_util=SWEEP_GPU_UTIL if k.gpu_util is None else k.gpu_util, python=k.python,
                        vllm=k.vllm, server_timeout_s=server_timeout_s,
                        max_model_len=max_model_len or SWEEP_MAX_MODEL_LEN)
-    return replace(plan, knobs=knobs.note({"gpus": n, "workers": plan.workers_per_gpu, "port0": port0,
+    return replace(plan, knobs=knobs.note({"gpus": n, "workers": plan.workers_per_gpu, "port0": port0_shown(port0),
                                            "gpu_util": plan.gpu_util, "max_num_seqs": seqs, "python_exe": k.python,
                                            "vllm_cmd": k.vllm, **shown}, k.sources))
 
@@ -148,9 +155,9 @@ def run_sweep_launch(p: SweepLaunch, echo: Callable[[str], None]) -> int:
     """Start the servers, wait until healthy, run the client, stop them. Returns the client's exit code."""
     specs = sweep_server_specs(p)
 
-    def run_client(started: list[subprocess.Popen[bytes]]) -> int:
-        echo(f"sweep client over {len(specs)} endpoints")
-        client = subprocess.Popen(sweep_client_argv(p, specs), start_new_session=True)
+    def run_client(started: list[subprocess.Popen[bytes]], serving: list[ServerSpec]) -> int:
+        echo(f"sweep client over {len(serving)} endpoints")
+        client = subprocess.Popen(sweep_client_argv(p, serving), start_new_session=True)
         started.append(client)
         return client.wait()
 
@@ -191,7 +198,7 @@ def launch_sweep(gpus: int | None, model: str | None, revision: str | None, serv
         return subprocess.run([python, "-m", "benchcheck", "sweep", "dry-run", *ident, *args], check=False).returncode
     try:
         plan = plan_sweep_launch(gpus, name, served_name(name, served_model_name), rev, server, max_num_seqs, args,
-                                 Path(logs), port0 or SWEEP_PORT0, settings,
+                                 Path(logs), SWEEP_PORT0 if port0 is None else port0, settings,
                                  {"pilot": int(pilot), "bench": bench, "conds": conds}, max_model_len,
                                  server_timeout_s)
         return run_sweep_launch(plan, echo)
