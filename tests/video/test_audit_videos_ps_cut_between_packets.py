@@ -20,14 +20,15 @@ from benchcheck.video.synth import make_test_video
 
 PACKET = 2048  # the size of the packets FFmpeg's program-stream muxers write
 N = 40
-# B-frames off: a packet that starts two frames carries the pts of the first only, and the
-# frames without one are left out of a stored program stream (a fault of its own)
-CLIP = {"fps": 2.0, "textured": True, "bframes": 0, "container": "mpeg"}
+CLIP = {"fps": 2.0, "textured": True, "container": "mpeg"}
 
 
-@pytest.fixture(scope="module")
-def whole(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_test_video(tmp_path_factory.mktemp("ps") / "whole.mpg", N, **CLIP)  # type: ignore[arg-type]
+# B-frames (the encoder's default) or none: with them, a packet of the file that starts two frames
+# stamps the first only, and the stream is timed by its rate (test_audit_videos_ps_frames_without_pts)
+@pytest.fixture(scope="module", params=[None, 0], ids=["bframes", "no_bframes"])
+def whole(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    return make_test_video(tmp_path_factory.mktemp("ps") / "whole.mpg", N, bframes=request.param,
+                           **CLIP)  # type: ignore[arg-type]
 
 
 def _cut(whole: Path, dest: Path, share: float) -> Path:

@@ -77,7 +77,8 @@ class PacketIndex:
 
     @property
     def untimed(self) -> bool:
-        """Every frame has the same pts (a stream written without timestamps): the pts say neither
+        """Every frame has the same pts (a stream written without timestamps, or one whose frames
+        do not all carry one: :func:`build_index`): the pts say neither
         when a frame is shown nor in which order, so its frames are evenly spaced in the decoder's
         output order (``normalize`` times them by the stream's frame rate alike)."""
         return len(self.pts) > 1 and len(set(self.pts)) == 1
@@ -95,10 +96,14 @@ def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], ti
     ``ffmpeg -ss T -c copy``, keeps before its first shown frame) is decoded as a reference but
     is no frame: the decoder never shows it, and time 0 is the first frame it does show."""
     discard = packet_discard or [False] * len(packet_pts)
-    if packet_pts and all(p is None for p in packet_pts):
+    if any(p is None for p, d in zip(packet_pts, discard, strict=True) if not d):
         # A raw elementary stream (H.264 or HEVC written as is, whatever its file's extension)
         # carries no timestamps at all: its frames are untimed, as when every pts is the same.
         # Dropped for their missing pts, they left none and the file read as having no frames.
+        # A program stream whose packet of the file starts several frames (small frames, or
+        # B-frames) stamps the first of them only: the frames left without one are no less
+        # frames, and which of them is shown when only the decoder knows, so the stream is
+        # untimed too (dropped, a clip of 40 frames kept 3).
         packet_pts = [0] * len(packet_pts)
     order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None and not discard[p]]
     order.sort(key=lambda p: (packet_pts[p], p))

@@ -120,10 +120,12 @@ def frame_times(pts_times: list[float], rate: float | None, declared: float | No
 
 
 def _stream_rate(stream: Any) -> float | None:
-    """The frame rate an untimed stream is timed by: FFmpeg's guess first, which weighs the rate
-    the codec declares (an H.264 stream's own timing); a raw stream's average rate is the demuxer's
-    default, not the stream's."""
-    for rate in (stream.guessed_rate, stream.average_rate, stream.base_rate):
+    """The frame rate an untimed stream is timed by: the rate its codec declares (an H.264
+    stream's own timing) first, then FFmpeg's guess; a raw stream's average rate is the demuxer's
+    default, not the stream's. FFmpeg's guess comes from the timestamps the demuxer saw where the
+    codec's rate is not far below it: a program stream that stamps one frame in several gave a
+    fraction of its rate, and its clip was stored that many times too long."""
+    for rate in (stream.codec_context.framerate, stream.guessed_rate, stream.average_rate, stream.base_rate):
         if rate:
             return float(rate)
     return None
