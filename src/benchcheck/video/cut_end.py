@@ -38,14 +38,17 @@ def _truncated(kind: str, what: str) -> str:
 
 
 def last_frame_cut(format_name: str) -> str | None:
-    """The failure of a program stream (FFmpeg's demuxer ``format_name`` "mpeg") whose last frame
-    does not decode whole, or None for any other format. A program stream cut exactly between two
-    of its units leaves every unit whole, so :func:`cut_end` reads it as whole; but its muxers
-    fill each packet to its size whatever the frames, so such a cut almost always splits the last
-    frame's data, which the demuxer hands on as it is and the decoder conceals or refuses. Only a
-    cut that also falls between two frames goes unseen. (A transport stream's demuxer drops a
-    frame it did not get whole, so this tells nothing there.)"""
-    return _truncated("MPEG-PS", "ends inside its last frame") if format_name == "mpeg" else None
+    """The failure of a program or transport stream (FFmpeg's demuxer ``format_name`` "mpeg",
+    "mpegts") whose last frame does not decode whole, or None for any other format. A stream cut
+    exactly between two of its units (a program stream's packs, a transport stream's 188-byte
+    packets) leaves every unit whole, so :func:`cut_end` reads it as whole. But a program stream's
+    muxers fill each packet to its size whatever the frames, and a transport stream's frames span
+    many of its small packets, so such a cut almost always splits the last frame's data, which the
+    demuxer hands on as it is and the decoder conceals or refuses. Only a cut that also falls
+    between two frames goes unseen (or that leaves out no more than a frame's last bytes, which
+    the decoder may not miss)."""
+    kind = {"mpeg": "MPEG-PS", "mpegts": "MPEG-TS"}.get(format_name)
+    return _truncated(kind, "ends inside its last frame") if kind is not None else None
 
 
 def _ts_problem(path: Path) -> str | None:

@@ -169,8 +169,8 @@ def probe(path: Path, threads: int) -> OpenSource:
     container, stream = open_video(path, threads, frame_threads=False)
     try:
         if last_frame_cut(container.format.name) is not None:
-            # A program stream cut between two packets is told by its last frame, which the
-            # decoder flags as concealed only when it decodes without threads (the decoder is not
+            # A program or transport stream cut between two packets is told by its last frame,
+            # which the decoder flags as concealed only when it decodes without threads (the decoder is not
             # open yet, so this still takes): with slice threads the cut one was stored.
             stream.codec_context.thread_count = 1
         # the duration check below has nothing to compare with for a stream that declares no
@@ -296,9 +296,9 @@ def transcode(source: Path, dest: Path, threads: int = 1, gop: int = STORE_GOP,
 
             codec.flush_buffers()
             wanted_packets = {index.packet_of[r] for r in wanted}
-            # A program stream cut exactly between two of its units ends whole to cut_end: its last
-            # packet is decoded whatever the slots, and the frames out from it on (the flush gives
-            # the last ones) say whether the cut split its frame.
+            # A program or transport stream cut exactly between two of its units ends whole to
+            # cut_end: its last packet is decoded whatever the slots, and the frames out from it on
+            # (the flush gives the last ones) say whether the cut split its frame.
             tail_cut = last_frame_cut(container.format.name)
             end = len(packets) - 1
             seen_before, whole_before, end_frames, end_refused = False, False, [], False
