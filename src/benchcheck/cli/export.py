@@ -60,7 +60,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         from benchcheck.report.source import read_step0
 
         try:
-            dups = read_step0(Path(step0), loaded.items)
+            dups = read_step0(Path(step0))
         except ValueError as e:
             die(str(e))
     finals: Counter[str] = Counter()

@@ -88,7 +88,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
         from benchcheck.report.source import read_step0
 
         try:
-            dups = read_step0(Path(step0), loaded.items).removed
+            dups = read_step0(Path(step0)).removed(loaded.items)
         except ValueError as e:
             die(str(e))
     cfg = ProbeConfig(folds=folds, permutations=permutations, shuffle_null=not no_positions_null, seed=seed,

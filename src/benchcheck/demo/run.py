@@ -206,7 +206,7 @@ def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: E
     from benchcheck.report.source import read_step0
 
     t0 = time.time()
-    dups = read_step0(keep.parent, items).removed if keep is not None else None
+    dups = read_step0(keep.parent).removed(items) if keep is not None else None
     emb = text_embedder("minilm", out / "probe_embeddings", loaded=minilm) if minilm is not None else None
     echo(f"  + text-only probe ({'MiniLM + ' if emb else ''}text features, 5 folds by video, {DEMO_PERMUTATIONS} "
          "permutations) and label flags (steps 3, 5, 6 + the probe) -> results/probe/")
@@ -303,7 +303,7 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     if keep is not None:
         from benchcheck.screen.plan import load_keep
 
-        step0_kept = load_keep(keep)
+        step0_kept = load_keep(keep).kept_ids(loaded.items)
     cols = fn.columns(chain, keep is not None)
     observed = fn.tabulate(fn.observed_fates(ctx, step0_kept), kind_of)
     expected = fn.predicted(loaded.items, kind_of, chain, keep is not None)

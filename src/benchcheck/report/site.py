@@ -192,7 +192,7 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     step0 = None
     if opts.step0 is not None:
         try:
-            step0 = read_step0(opts.step0, opts.items)
+            step0 = read_step0(opts.step0)
         except ValueError as e:
             raise ReportError(str(e)) from e
 
@@ -200,7 +200,7 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
         """Only this benchmark's step-0 removals travel to its task."""
         if step0 is None or its is None:
             return step0
-        return Step0(step0.source, {it.item_id: step0.removed[it.item_id] for it in its if it.item_id in step0.removed})
+        return step0.only(its)
 
     def mine(its: list[Item] | None) -> Confidences:
         """Only this benchmark's confidences travel to its task (ids are unique across benchmarks

@@ -10,7 +10,7 @@ not the pool.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from benchcheck.items import Item, fingerprints
 from benchcheck.records import ErrorRow
 from benchcheck.screen.assemble import sanity_flags, summary_rows
 from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates
+from benchcheck.screen.plan import KeptList, load_keep
 from benchcheck.store import StepStore, bench_of_file, read_records, read_rows
 from benchcheck.sweep.results import condition_models
 from benchcheck.verdicts import ItemHashes, StepState
@@ -159,7 +160,7 @@ def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence
                 prov.add(v.row.fields)
         # only error rows are read a second time, and only for benchmarks that have them
         last_error[s] = _bench_errors(results, s, bench) if st.errors else {}
-    dups = step0.removed if step0 is not None else {}
+    dups = step0.removed(items) if step0 is not None else {}
     chained = [it for it in items if it.item_id not in dups]
     fates = item_fates(chained, chain, states, has_frames)
     summary = summary_rows(fates, chain, states) if fates else []
@@ -183,30 +184,48 @@ def step0_row(bench: str, items: int, removed: int) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Step0:
-    """The step-0 (dedup) outcome: item -> why it was removed (its ``step0_removed.jsonl`` row)."""
+    """The step-0 (dedup) outcome: ``step0_removed.jsonl``'s rows by (benchmark, item id), or a kept
+    list (what step 0 removed is then its complement, as ``screen --keep`` takes it)."""
 
     source: Path
-    removed: Mapping[str, Mapping[str, Any]]
+    rows: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    kept: KeptList | None = None
+    kept_name: str = ""
+
+    def removed(self, items: Iterable[Item]) -> dict[str, Mapping[str, Any]]:
+        """Item id -> why step 0 removed it, among ``items`` (loaded together, or one benchmark's:
+        their ids are unique). An item is its benchmark's: another benchmark's item of the same id
+        is another item."""
+        if self.kept is not None:
+            why = {"verdict": f"not in the step-0 kept list ({self.kept_name})"}
+            return {it.item_id: why for it in self.kept.removed(items)}
+        # a row that names no benchmark (not one ``dedup`` writes) stands for its id in any
+        return {it.item_id: row for it in items
+                if (row := self.rows.get((it.bench, it.item_id), self.rows.get(("", it.item_id)))) is not None}
+
+    def only(self, items: Iterable[Item]) -> Step0:
+        """The outcome for ``items`` alone (what a benchmark's task needs)."""
+        items = list(items)
+        by_id = {it.item_id: it.bench for it in items}
+        return Step0(self.source, {(by_id[i], i): row for i, row in self.removed(items).items()})
 
 
-def read_step0(path: Path, items: Sequence[Item] | None = None) -> Step0:
-    """``benchcheck dedup``'s output folder (``step0_removed.jsonl``, else the complement of
-    ``step0_kept.parquet`` among ``items``) or a kept-list file (``--keep``'s formats: Parquet,
-    JSONL, one id a line), whose complement among ``items`` is what step 0 removed. A file that
-    cannot be read is one ``ValueError`` line naming ``--step0`` (report and export show it)."""
+def read_step0(path: Path) -> Step0:
+    """``benchcheck dedup``'s output folder (``step0_removed.jsonl``, else ``step0_kept.parquet``)
+    or a kept-list file (``--keep``'s formats: Parquet, JSONL, one id a line), whose complement is
+    what step 0 removed, as ``screen --keep`` reads it (``screen.plan.KeptList``). A file that cannot
+    be read is one ``ValueError`` line naming ``--step0`` (report, export and probe show it)."""
     try:
-        return _read_step0(path, items)
+        return _read_step0(path)
     except Exception as e:  # a damaged kept list: Parquet, JSON, a missing column, an unreadable file
         raise ValueError(f"--step0 {path}: cannot read the step-0 outcome ({type(e).__name__}: "
                          f"{str(e)[:200]})") from e
 
 
-def _read_step0(path: Path, items: Sequence[Item] | None) -> Step0:
+def _read_step0(path: Path) -> Step0:
     import json
 
-    from benchcheck.screen.plan import load_keep
-
-    removed: dict[str, Mapping[str, Any]] = {}
+    removed: dict[tuple[str, str], Mapping[str, Any]] = {}
     jsonl = path / "step0_removed.jsonl" if path.is_dir() else None
     if jsonl is not None and jsonl.is_file():
         for line in jsonl.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -215,14 +234,11 @@ def _read_step0(path: Path, items: Sequence[Item] | None) -> Step0:
             except ValueError:
                 continue
             if isinstance(row, dict) and row.get("item_id") is not None:
-                removed[str(row["item_id"])] = {k: row.get(k) for k in STEP0_FIELDS if row.get(k) is not None}
+                key = (str(row.get("bench") or ""), str(row["item_id"]))
+                removed[key] = {k: row.get(k) for k in STEP0_FIELDS if row.get(k) is not None}
         return Step0(path, removed)
     keep_file = path / "step0_kept.parquet" if path.is_dir() else path
-    kept = load_keep(keep_file)
-    for it in items or ():
-        if it.item_id not in kept:
-            removed[it.item_id] = {"verdict": f"not in the step-0 kept list ({keep_file.name})"}
-    return Step0(path, removed)
+    return Step0(path, kept=load_keep(keep_file), kept_name=keep_file.name)
 
 
 # gold, duplicate_gold, their texts and match: only a gold conflict's row has them (a near one's

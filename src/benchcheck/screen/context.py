@@ -28,6 +28,7 @@ class ScreenContext:
     results: Path
     chain: tuple[int, ...]
     frames: FrameSource | None = None
+    # ids of the items step 0 let through (``KeptList.kept_ids`` over every item loaded); None: no --keep
     keep: set[str] | None = None
     # Every item id of each benchmark as loaded, before --limit: what units are planned over, so an
     # item is in the same unit (file, lease) whatever part of its benchmark a run asks for.
@@ -83,5 +84,5 @@ def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, .
             if seen[i.bench] <= limit:
                 kept.append(i)
         chosen = kept
-    keep = load_keep(keep_file) if keep_file else None
+    keep = load_keep(keep_file).kept_ids(items) if keep_file else None
     return ScreenContext(list(chosen), Path(results), chain, frames, keep, all_ids)

@@ -192,10 +192,47 @@ def _reason(
     return ("FAILED_TOTAL" if v.failed else None), None
 
 
-def load_keep(path: str | Path) -> set[str]:
-    """The step-0 kept list: a Parquet file (``item_id`` plus ``kept`` or ``verdict``), a JSONL file
-    of ``{"item_id"}`` rows, or a text file of one id per line. A file that cannot be read whole is
-    a ValueError naming it (and the line): a kept list read in part would drop items silently."""
+@dataclass(frozen=True, slots=True)
+class KeptList:
+    """Step 0's kept list as ``load_keep`` reads it. An item is its benchmark's (``(bench, item_id)``,
+    as result rows and item fingerprints name it; another benchmark screened into the same results
+    may use the same ids), so a list with a bench column keeps pairs; one without keeps ids."""
+
+    ids: frozenset[str] = frozenset()
+    pairs: frozenset[tuple[str, str]] | None = None  # None: the list names no benchmark
+
+    def keeps(self, item: Item) -> bool:
+        if self.pairs is not None:
+            return (item.bench, item.item_id) in self.pairs
+        return item.item_id in self.ids
+
+    def removed(self, items: Iterable[Item]) -> list[Item]:
+        """The items step 0 removed (left out of the chain), in ``items``' order."""
+        return [it for it in items if not self.keeps(it)]
+
+    def kept_ids(self, items: Iterable[Item]) -> set[str]:
+        """Ids of the items the chain screens (ids are unique among items loaded together)."""
+        items = list(items)
+        gone = {(it.bench, it.item_id) for it in self.removed(items)}
+        return {it.item_id for it in items if (it.bench, it.item_id) not in gone}
+
+
+def _kept_list(rows: Sequence[tuple[str | None, str]], where: str) -> KeptList:
+    """Pairs when the list names benchmarks: every row must then name one (a row without would
+    match another benchmark's item of the same id)."""
+    missing = [i for b, i in rows if b is None]
+    if len(missing) == len(rows):
+        return KeptList(frozenset(missing))
+    if missing:
+        raise ValueError(f"kept list {where}: item {missing[0]} names no bench (other rows do)")
+    return KeptList(pairs=frozenset((str(b), i) for b, i in rows))
+
+
+def load_keep(path: str | Path) -> KeptList:
+    """The step-0 kept list: a Parquet file (``item_id`` plus ``kept`` or ``verdict``, and ``bench``
+    as ``benchcheck dedup`` writes it), a JSONL file of ``{"item_id"}`` rows (``bench`` optional), or
+    a text file of one id per line. A file that cannot be read whole is a ValueError naming it (and
+    the line): a kept list read in part would drop items silently."""
     p = Path(path)
     if p.suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -207,10 +244,10 @@ def load_keep(path: str | Path) -> set[str]:
         if rows and "item_id" not in rows[0]:
             raise ValueError(f"kept list {p}: no item_id column (columns: {', '.join(rows[0])})")
         if rows and "kept" in rows[0]:
-            return {str(r["item_id"]) for r in rows if r["kept"]}
-        if rows and "verdict" in rows[0]:
-            return {str(r["item_id"]) for r in rows if r["verdict"] == "kept"}
-        return {str(r["item_id"]) for r in rows}
+            rows = [r for r in rows if r["kept"]]
+        elif rows and "verdict" in rows[0]:
+            rows = [r for r in rows if r["verdict"] == "kept"]
+        return _kept_list([(_bench(r), str(r["item_id"])) for r in rows], str(p))
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
@@ -218,7 +255,7 @@ def load_keep(path: str | Path) -> set[str]:
     if p.suffix == ".jsonl":
         import json
 
-        ids = set()
+        found: list[tuple[str | None, str]] = []
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -228,6 +265,11 @@ def load_keep(path: str | Path) -> set[str]:
                 raise ValueError(f"kept list {p}:{n}: line is not JSON ({e.msg})") from None
             if not isinstance(row, dict) or "item_id" not in row:
                 raise ValueError(f"kept list {p}:{n}: not an object with an item_id")
-            ids.add(str(row["item_id"]))
-        return ids
-    return {line.strip() for line in lines if line.strip()}
+            found.append((_bench(row), str(row["item_id"])))
+        return _kept_list(found, str(p))
+    return KeptList(frozenset(line.strip() for line in lines if line.strip()))
+
+
+def _bench(row: Mapping[str, object]) -> str | None:
+    b = row.get("bench")
+    return None if b is None or not str(b).strip() else str(b)

@@ -1,0 +1,86 @@
+"""Step 0's outcome (``--step0`` of report, export, probe, audit) names items as the screening does:
+an item is its benchmark's, so a duplicate step 0 removed from one benchmark leaves another
+benchmark's item of the same id alone, and what ``screen --keep`` screened is what they count."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchcheck.items import load_items
+from benchcheck.report.source import read_step0
+from scripted_pool import cli
+
+FLAT = [{"match": "", "letters": {"A": -1.2, "B": -1.5, "C": -1.4, "D": -1.3}}]  # nothing removed at step 1
+
+
+def _rows(bench: str, n: int, copy_of_first: bool) -> list[dict[str, Any]]:
+    """``q0``..``q{n-1}`` of ``bench``; with ``copy_of_first`` the last is an exact copy of ``q0``."""
+    rows = [{"item_id": f"q{i}", "bench": bench, "question": f"{bench}: which colour is object {i}?",
+             "options": [f"red {i}", f"blue {i}", f"green {i}", f"white {i}"], "answer": i % 4} for i in range(n)]
+    if copy_of_first:
+        rows[-1] = {**rows[0], "item_id": f"q{n - 1}"}
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _ok(*args: str) -> str:
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    return r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def shared_ids(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Benchmarks A and B number their items alike (``q0``..``q5``), so each is loaded, deduplicated
+    and screened on its own, into one results folder: ``benchcheck dedup`` over A removes A's ``q5``
+    (a copy of A's ``q0``); B's ``q5`` is no copy of anything."""
+    root = tmp_path_factory.mktemp("step0_shared_ids")
+    a = _write(root / "A" / "A.jsonl", _rows("A", 6, True))
+    b = _write(root / "B" / "B.jsonl", _rows("B", 6, False))
+    step0 = root / "step0_A"
+    _ok("dedup", "--items", str(a), "--out", str(step0), "--model", "minilm", "--device", "cpu", "--quiet")
+    rules = root / "rules.json"
+    rules.write_text(json.dumps(FLAT))
+    res = root / "results"
+    _ok("screen", "--items", str(a), "--step", "1", "--results", str(res), "--engine", "scripted", "--rules",
+        str(rules), "--keep", str(step0 / "step0_kept.parquet"), "--no-progress")
+    _ok("screen", "--items", str(b), "--step", "1", "--results", str(res), "--engine", "scripted", "--rules",
+        str(rules), "--no-progress")
+    return {"A": a, "B": b, "step0": step0, "results": res, "root": root}
+
+
+def _exported(w: dict[str, Path], bench: str, out: Path, *extra: str) -> tuple[str, dict[str, Any]]:
+    """export's note lines and ``{id: removed_at}`` of the benchmark's exported items."""
+    err = _ok("export", "--results", str(w["results"]), "--items", str(w[bench]), "--format", "inspect", "--out",
+              str(out), "--chain", "1", *extra)
+    label = "removed" if "--removed" in extra else "kept"
+    path = out / f"{bench}_{label}.inspect.jsonl"
+    got = {(s := json.loads(x))["id"]: s["metadata"]["removed_at"] for x in path.read_text().splitlines()} \
+        if path.exists() else {}
+    return err, got
+
+
+def test_a_duplicate_of_one_benchmark_is_not_another_benchmarks_item(shared_ids: dict[str, Path],
+                                                                    tmp_path: Path) -> None:
+    removed = [json.loads(x) for x in (shared_ids["step0"] / "step0_removed.jsonl").read_text().splitlines()]
+    assert [(r["bench"], r["item_id"]) for r in removed] == [("A", "q5")]
+
+    # B was screened whole: its q5 is kept, not removed at step 0
+    err, kept = _exported(shared_ids, "B", tmp_path / "b", "--step0", str(shared_ids["step0"]))
+    assert set(kept) == {f"q{i}" for i in range(6)} and "6 kept items" in err, err
+    # A's own copy is still removed at step 0
+    _, gone = _exported(shared_ids, "A", tmp_path / "a_removed", "--step0", str(shared_ids["step0"]), "--removed")
+    assert gone == {"q5": 0}
+
+    step0 = read_step0(shared_ids["step0"])
+    assert list(step0.removed(load_items([shared_ids["A"]]).items)) == ["q5"]
+    assert step0.removed(load_items([shared_ids["B"]]).items) == {}
