@@ -113,3 +113,17 @@ def test_step0_that_cannot_be_read_is_one_line(world: tuple[Path, Path, Path, se
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert r.stderr.strip().splitlines()[-1].startswith(f"error: --step0 {step0}: cannot read the step-0 outcome")
         assert not (tmp_path / "o").exists()
+
+
+def test_a_kept_list_of_some_benchmarks_leaves_the_others_whole(world: tuple[Path, Path, Path, set[str], set[str]],
+                                                                tmp_path: Path) -> None:
+    """dedup over Null alone: its kept list covers Null only, so Small, never deduplicated, is probed
+    with its copies (as screen --keep screens it whole)."""
+    step0 = tmp_path / "step0_null"
+    r = _cli("dedup", "--items", str(world[0] / "Null.jsonl"), "--out", str(step0), "--model", "minilm",
+             "--device", "cpu", "--quiet")
+    assert r.returncode == 0, r.stderr
+    _, probed, rows, _ = _probe(world, tmp_path / "p", "--step0", str(step0 / "step0_kept.parquet"))
+    assert rows["Small"]["step0_removed"] == "0" and rows["Small"]["items"] == "21" and rows["Small"]["skipped"] == ""
+    assert int(rows["Null"]["step0_removed"]) == 8 and {i for i in probed if i.startswith("Small_")} == \
+        {i for i in world[3] if i.startswith("Small_")}

@@ -84,3 +84,49 @@ def test_a_duplicate_of_one_benchmark_is_not_another_benchmarks_item(shared_ids:
     step0 = read_step0(shared_ids["step0"])
     assert list(step0.removed(load_items([shared_ids["A"]]).items)) == ["q5"]
     assert step0.removed(load_items([shared_ids["B"]]).items) == {}
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """C and D loaded together; ``benchcheck dedup`` ran over C alone (it removes C's ``q5``, a copy
+    of C's ``q0``), so D, whose ``q3`` copies its ``q0``, was never deduplicated. A text kept list of
+    C's kept ids names no benchmark."""
+    root = tmp_path_factory.mktemp("step0_partial")
+    c = _write(root / "items" / "C.jsonl", [{**r, "item_id": f"c{i}"} for i, r in enumerate(_rows("C", 6, True))])
+    _write(root / "items" / "D.jsonl", [{**r, "item_id": f"d{i}"} for i, r in enumerate(_rows("D", 4, True))])
+    step0 = root / "step0_C"
+    _ok("dedup", "--items", str(c), "--out", str(step0), "--model", "minilm", "--device", "cpu", "--quiet")
+    text = root / "kept.txt"
+    text.write_text("".join(f"c{i}\n" for i in range(5)))
+    rules = root / "rules.json"
+    rules.write_text(json.dumps(FLAT))
+    return {"items": root / "items", "step0": step0, "kept": step0 / "step0_kept.parquet", "text": text,
+            "rules": rules, "root": root}
+
+
+@pytest.mark.parametrize("kept", ["kept", "text"])
+def test_a_kept_list_removes_nothing_of_a_benchmark_dedup_never_read(partial: dict[str, Path], kept: str,
+                                                                     tmp_path: Path) -> None:
+    res = tmp_path / "results"
+    screen = ("screen", "--items", str(partial["items"]), "--step", "1", "--results", str(res), "--engine",
+              "scripted", "--rules", str(partial["rules"]), "--keep", str(partial[kept]), "--no-progress")
+    plan = _ok(*screen, "--plan-only")
+    assert "NOT_KEPT=1" in plan.splitlines() and "REMAINING_TOTAL=9" in plan.splitlines(), plan
+    assert "D: no item in the step-0 kept list (--keep), so not deduplicated: screened whole" in plan
+    _ok(*screen)
+    _ok("assemble", "--items", str(partial["items"]), "--results", str(res), "--chain", "1", "--keep",
+        str(partial[kept]))
+    assert "Items: 9;" in (res / "pool_summary.md").read_text()
+    _ok("report", "--results", str(res), "--items", str(partial["items"]), "--out", str(tmp_path / "report"), "--chain",
+        "1", "--step0", str(partial[kept]), "--no-progress", "--no-plots")
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "<tr><td>0 duplicates</td><td>10</td><td>1</td><td>9</td>" in html, html[html.index('id="funnel"'):][:800]
+    assert "<tr><td>1 blind</td><td>9</td>" in html
+    err = _ok("export", "--results", str(res), "--items", str(partial["items"]), "--format", "inspect", "--out",
+              str(tmp_path / "kept"), "--chain", "1", "--step0", str(partial[kept]))
+    assert "9 kept items" in err and "pending" not in err, err
+    assert len((tmp_path / "kept" / "D_kept.inspect.jsonl").read_text().splitlines()) == 4
+    err = _ok("export", "--results", str(res), "--items", str(partial["items"]), "--format", "inspect", "--out",
+              str(tmp_path / "removed"), "--chain", "1", "--step0", str(partial[kept]), "--removed")
+    assert "1 removed item" in err, err
+    assert not (tmp_path / "removed" / "D_removed.inspect.jsonl").exists()

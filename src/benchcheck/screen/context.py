@@ -34,6 +34,7 @@ class ScreenContext:
     # item is in the same unit (file, lease) whatever part of its benchmark a run asks for.
     # None: the ids of ``items``.
     all_ids: dict[str, tuple[str, ...]] | None = None
+    not_deduplicated: tuple[str, ...] = ()  # benchmarks of ``items`` the kept list does not cover
 
     def unit_basis(self) -> dict[str, tuple[str, ...]]:
         """Each benchmark's item ids that units are planned over (see ``all_ids``)."""
@@ -56,7 +57,9 @@ class ScreenContext:
         unit's rows itself under the unit's lease (read before the lease, they could be stale).
         Read compact: the planner needs each row's verdict, not its log-probs."""
         states = self.states(step, include_own, compact=True)
-        return plan_step(self.items, step, self.chain, states, self.has_frames, self.keep)
+        plan = plan_step(self.items, step, self.chain, states, self.has_frames, self.keep)
+        plan.not_deduplicated = self.not_deduplicated
+        return plan
 
 
 def ids_by_bench(items: Sequence[Item]) -> dict[str, tuple[str, ...]]:
@@ -84,5 +87,10 @@ def make_context(items: Sequence[Item], results: str | Path, chain: tuple[int, .
             if seen[i.bench] <= limit:
                 kept.append(i)
         chosen = kept
-    keep = load_keep(keep_file).kept_ids(items) if keep_file else None
-    return ScreenContext(list(chosen), Path(results), chain, frames, keep, all_ids)
+    keep: set[str] | None = None
+    uncovered: tuple[str, ...] = ()
+    if keep_file:
+        step0 = load_keep(keep_file)
+        keep = step0.kept_ids(items)
+        uncovered = tuple(sorted({i.bench for i in chosen} - step0.covered(items)))
+    return ScreenContext(list(chosen), Path(results), chain, frames, keep, all_ids, uncovered)

@@ -19,7 +19,7 @@ from benchcheck.engines.options import EngineFlags, EngineOptions
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.engine_args import DEFAULT_WORKERS
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
-from benchcheck.screen.plan import UNREACHED, WHY, StepPlan
+from benchcheck.screen.plan import CAUSES, UNREACHED, StepPlan
 from benchcheck.screen.runner import held_by_other
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import ShardPath, parse_shard_path
@@ -172,7 +172,7 @@ def ready_job(job: ShardJob, load: Callable[..., Any], echo: Echo) -> ReadyJob |
         _stderr(f"error: step {job.step} has nothing it can run (the 'step {job.step}:' lines say why); "
                 "nothing was done")
         return 2
-    for line in first.why_lines(UNREACHED if first.todo else tuple(WHY)):
+    for line in first.why_lines(UNREACHED if first.todo else CAUSES):
         echo(line if not first.todo else f"note: {line}")
     return ReadyJob(job, ctx, shard, first)
 

@@ -47,9 +47,13 @@ WHY = {
 }
 _ONE = {"s": "s", "es": "es", "them": "it", "ve": "s", "are": "is", "were": "was"}
 _MANY = {"s": "", "es": "", "them": "them", "ve": "ve", "are": "are", "were": "were"}
+# A benchmark the step-0 kept list does not cover (``KeptList``): screened whole, which a user who
+# meant to deduplicate it must be told.
+NOT_DEDUPLICATED = "NOT_DEDUPLICATED"
+CAUSES = (*WHY, NOT_DEDUPLICATED)
 # Causes worth a note even when the step runs the other items (an item naming no video among items
 # that do is as likely a missing cell as a text item).
-UNREACHED = ("WAITING_EARLIER", "NO_VIDEO", "NO_VIDEO_NAMED", "MISSING_FRAMES")
+UNREACHED = ("WAITING_EARLIER", "NO_VIDEO", "NO_VIDEO_NAMED", "MISSING_FRAMES", NOT_DEDUPLICATED)
 
 
 @dataclass(slots=True)
@@ -65,6 +69,7 @@ class StepPlan:
     states: Mapping[int, StepState] = field(default_factory=dict)  # what the plan read: use it, do not re-read
     waiting_on: Counter[int] = field(default_factory=Counter)  # WAITING_EARLIER items per earlier step
     no_video_named: int = 0  # of the NO_VIDEO items, those that name no video at all (text items)
+    not_deduplicated: tuple[str, ...] = ()  # benchmarks the step-0 kept list does not cover
 
     @property
     def remaining(self) -> int:
@@ -78,7 +83,7 @@ class StepPlan:
             out.append(f"HELD_BY_OTHER={held}")  # remaining items in units a live process holds now
         return out
 
-    def why_lines(self, causes: Iterable[str] = tuple(WHY)) -> list[str]:
+    def why_lines(self, causes: Iterable[str] = CAUSES) -> list[str]:
         """One sentence per cause (of ``causes``) that left items out of this step."""
         out = []
         # NO_VIDEO counts every item without frames to show; here it is split by whether the item
@@ -90,6 +95,9 @@ class StepPlan:
                 steps = ", ".join(map(str, sorted(self.waiting_on)))
                 words = _ONE if n == 1 else _MANY
                 out.append(f"step {self.step}: {n} item{'' if n == 1 else 's'} {text.format(steps=steps, **words)}")
+        if NOT_DEDUPLICATED in causes and self.not_deduplicated:
+            out.append(f"step {self.step}: {', '.join(self.not_deduplicated)}: no item in the step-0 kept list "
+                       "(--keep), so not deduplicated: screened whole")
         return out
 
     @property
@@ -196,19 +204,35 @@ def _reason(
 class KeptList:
     """Step 0's kept list as ``load_keep`` reads it. An item is its benchmark's (``(bench, item_id)``,
     as result rows and item fingerprints name it; another benchmark screened into the same results
-    may use the same ids), so a list with a bench column keeps pairs; one without keeps ids."""
+    may use the same ids), so a list with a bench column keeps pairs; one without keeps ids.
+
+    Step 0 removed only what its dedup run looked at: a list with a bench column covers the
+    benchmarks it names (``step0_kept.parquet`` names every item dedup read, kept or not; a JSONL
+    list of kept rows, those it keeps one item of); a list without covers the benchmarks it keeps
+    at least one item of. An item of a benchmark the list does not cover was not deduplicated: the
+    chain screens it, and no reader counts it removed at step 0."""
 
     ids: frozenset[str] = frozenset()
     pairs: frozenset[tuple[str, str]] | None = None  # None: the list names no benchmark
+    benches: frozenset[str] = frozenset()  # with ``pairs``: the benchmarks the list names
 
     def keeps(self, item: Item) -> bool:
         if self.pairs is not None:
             return (item.bench, item.item_id) in self.pairs
         return item.item_id in self.ids
 
+    def covered(self, items: Iterable[Item]) -> set[str]:
+        """The benchmarks of ``items`` that the dedup run behind the list looked at."""
+        if self.pairs is not None:
+            return {it.bench for it in items if it.bench in self.benches}
+        return {it.bench for it in items if it.item_id in self.ids}
+
     def removed(self, items: Iterable[Item]) -> list[Item]:
-        """The items step 0 removed (left out of the chain), in ``items``' order."""
-        return [it for it in items if not self.keeps(it)]
+        """The items step 0 removed (left out of the chain), in ``items``' order: those of a
+        covered benchmark that the list does not keep."""
+        items = list(items)
+        covered = self.covered(items)
+        return [it for it in items if it.bench in covered and not self.keeps(it)]
 
     def kept_ids(self, items: Iterable[Item]) -> set[str]:
         """Ids of the items the chain screens (ids are unique among items loaded together)."""
@@ -217,15 +241,16 @@ class KeptList:
         return {it.item_id for it in items if (it.bench, it.item_id) not in gone}
 
 
-def _kept_list(rows: Sequence[tuple[str | None, str]], where: str) -> KeptList:
-    """Pairs when the list names benchmarks: every row must then name one (a row without would
-    match another benchmark's item of the same id)."""
-    missing = [i for b, i in rows if b is None]
+def _kept_list(rows: Sequence[tuple[str | None, str, bool]], where: str) -> KeptList:
+    """From (bench, id, kept) rows: pairs when the list names benchmarks, every row must then name
+    one (a row without would match another benchmark's item of the same id)."""
+    missing = [i for b, i, _ in rows if b is None]
     if len(missing) == len(rows):
-        return KeptList(frozenset(missing))
+        return KeptList(frozenset(i for _, i, kept in rows if kept))
     if missing:
         raise ValueError(f"kept list {where}: item {missing[0]} names no bench (other rows do)")
-    return KeptList(pairs=frozenset((str(b), i) for b, i in rows))
+    return KeptList(pairs=frozenset((str(b), i) for b, i, kept in rows if kept),
+                    benches=frozenset(str(b) for b, _, _ in rows))
 
 
 def load_keep(path: str | Path) -> KeptList:
@@ -244,10 +269,12 @@ def load_keep(path: str | Path) -> KeptList:
         if rows and "item_id" not in rows[0]:
             raise ValueError(f"kept list {p}: no item_id column (columns: {', '.join(rows[0])})")
         if rows and "kept" in rows[0]:
-            rows = [r for r in rows if r["kept"]]
+            kept = [bool(r["kept"]) for r in rows]
         elif rows and "verdict" in rows[0]:
-            rows = [r for r in rows if r["verdict"] == "kept"]
-        return _kept_list([(_bench(r), str(r["item_id"])) for r in rows], str(p))
+            kept = [r["verdict"] == "kept" for r in rows]
+        else:
+            kept = [True] * len(rows)
+        return _kept_list([(_bench(r), str(r["item_id"]), k) for r, k in zip(rows, kept, strict=True)], str(p))
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
@@ -255,7 +282,7 @@ def load_keep(path: str | Path) -> KeptList:
     if p.suffix == ".jsonl":
         import json
 
-        found: list[tuple[str | None, str]] = []
+        found: list[tuple[str | None, str, bool]] = []
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -265,7 +292,7 @@ def load_keep(path: str | Path) -> KeptList:
                 raise ValueError(f"kept list {p}:{n}: line is not JSON ({e.msg})") from None
             if not isinstance(row, dict) or "item_id" not in row:
                 raise ValueError(f"kept list {p}:{n}: not an object with an item_id")
-            found.append((_bench(row), str(row["item_id"])))
+            found.append((_bench(row), str(row["item_id"]), True))
         return _kept_list(found, str(p))
     return KeptList(frozenset(line.strip() for line in lines if line.strip()))
 
