@@ -127,3 +127,34 @@ def test_a_kept_list_of_some_benchmarks_leaves_the_others_whole(world: tuple[Pat
     assert rows["Small"]["step0_removed"] == "0" and rows["Small"]["items"] == "21" and rows["Small"]["skipped"] == ""
     assert int(rows["Null"]["step0_removed"]) == 8 and {i for i in probed if i.startswith("Small_")} == \
         {i for i in world[3] if i.startswith("Small_")}
+
+
+def test_audit_step0_leaves_the_duplicates_out_of_the_audit_and_its_probe(
+        world: tuple[Path, Path, Path, set[str], set[str]], tmp_path: Path) -> None:
+    """The copies were screened anyway (no --keep): audit --step0 counts none of their rows in a null,
+    an item table or the probe it runs (--probe), as screen --keep would never have screened them."""
+    import shutil
+
+    items, results, step0, every, _ = world
+    removed = {json.loads(x)["item_id"] for x in (step0 / "step0_removed.jsonl").read_text().splitlines()}
+    res = tmp_path / "results"
+    shutil.copytree(results, res)  # --probe writes RESULTS/probe
+    r = _cli("audit", "--results", str(res), "--items", str(items), "--out", str(tmp_path / "audit"), "--rounds", "10",
+             "--step0", str(step0), "--probe")
+    assert r.returncode == 0, r.stderr
+    audited = {x["item_id"] for x in csv.DictReader((tmp_path / "audit" / "audit_items.csv").open())}
+    assert audited == every - removed
+    nulls = list(csv.DictReader((tmp_path / "audit" / "audit_null.csv").open()))
+    assert {(x["bench"], int(x["items"])) for x in nulls if x["step"] == "1"} == {("Null", 40), ("Small", 15)}
+    assert f"STEP0_REMOVED={len(removed)} " in r.stdout
+    assert f"Step 0: {len(removed)} duplicates it removed are left out" in (tmp_path / "audit" / "audit.md").read_text()
+    assert f"{len(removed)} removed at step 0 left out" in r.stdout
+    probed = {str(x["item_id"]) for x in pq.read_table(res / "probe" / "probe_items.parquet").to_pylist()}
+    assert probed == {i for i in every - removed if i.startswith("Null_")}  # Small: 15 items, skipped
+
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet")
+    r = _cli("audit", "--results", str(res), "--items", str(items), "--out", str(tmp_path / "o"), "--step0", str(bad))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith(f"error: --step0 {bad}: cannot read the step-0 outcome")
+    assert not (tmp_path / "o").exists()

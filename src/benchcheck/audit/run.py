@@ -52,6 +52,8 @@ class AuditResult:
     # benchmarks asked for whose items have no ok row with letter log-probs (only errors, or never
     # screened): nothing of theirs is in any table, which a reader must be told
     unaudited: list[str] = field(default_factory=list)
+    # duplicates step 0 removed, left out of every table (``audit --step0``); None: no step 0 given
+    step0_removed: int | None = None
 
 
 def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,

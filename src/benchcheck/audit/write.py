@@ -99,10 +99,16 @@ def unaudited_line(benches: Sequence[str]) -> str:
             f"screened): {', '.join(benches)}.")
 
 
+def step0_line(removed: int) -> str:
+    return (f"Step 0: {removed} duplicate{'s' * (removed != 1)} it removed {'are' if removed != 1 else 'is'} left "
+            "out of every table (the chain never screened them; rows of copies screened anyway are no evidence).")
+
+
 def markdown(res: AuditResult) -> str:
     lines = ["# How far to trust each removal", "",
              "Evidence beside the protocol's decisions; nothing here changes a decision.", "",
              f"**{headline(res)}**", "", *([unaudited_line(res.unaudited), ""] if res.unaudited else []),
+             *([step0_line(res.step0_removed), ""] if res.step0_removed is not None else []),
              f"Rule: {rule_text()}.", "", "## Null of the rule", "",
              "Permutation null: gold answers permuted within each benchmark (unconditioned). Conditioned null: "
              "at step 1 the gold equally likely at any option (the options are shuffled), at the other steps drawn "

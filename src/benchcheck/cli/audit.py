@@ -29,11 +29,14 @@ from benchcheck.cli.common import SEED, CliPath, FiniteFloatRange, die, load_ite
                    "it keeps (audit_fdr_target.csv).")
 @click.option("--probe", "with_probe", is_flag=True,
               help="Also run the text-only probe and the label flags (benchcheck probe's defaults) into RESULTS/probe.")
+@click.option("--step0", "step0", type=CliPath(exists=True), default=None,
+              help="Step-0 output folder of `benchcheck dedup` (or the kept list given to screen --keep): its "
+                   "duplicates are left out of the audit and of --probe, as the chain never screened them.")
 @click.option("--columns", default=None, help="Column map for CSV/Parquet items.")
 @click.option("--quiet", is_flag=True, help="No per-item problem lines.")
 def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | None, rounds: int, seed: int,
-          chain: str, fdr_level: float, target_fdr: float | None, with_probe: bool, columns: str | None,
-          quiet: bool) -> None:
+          chain: str, fdr_level: float, target_fdr: float | None, with_probe: bool, step0: str | None,
+          columns: str | None, quiet: bool) -> None:
     """Audit the removals of a screening run from its recorded rows (no new forwards).
 
     Per benchmark x step: the removal rule's permutation null (gold answers permuted within the
@@ -44,6 +47,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     PriDe-corrected decisions, per-item confidence, removal rate against the threshold (0-3
     nats), decisions that depend on the top-20 floor, and a shortcut profile per benchmark;
     with --compare, Cohen's kappa between two runs' removals. Never changes a decision.
+    With --step0, the duplicates step 0 removed are left out (rows of copies screened anyway
+    included), as screen --keep leaves them out and report --step0 counts them.
 
     \b
     Example:
@@ -66,10 +71,19 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     if compare is not None:
         need_step_results(compare, "--compare")
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
-    mc = [it for it in loaded.items if it.format == "mc"]
+    dups = None
+    if step0 is not None:
+        from benchcheck.report.source import read_step0
+
+        try:
+            dups = read_step0(Path(step0)).removed(loaded.items)
+        except ValueError as e:
+            die(str(e))
+    # the chain never saw step 0's duplicates: no null, rate or confidence of the audit counts them
+    mc = [it for it in loaded.items if it.format == "mc" and it.item_id not in (dups or ())]
     ids = [it.item_id for it in mc]
     if not ids:
-        die("no valid multiple-choice items to audit")
+        die("no valid multiple-choice items to audit" + (" that step 0 kept" if dups else ""))
     try:
         # The items' own benchmarks: another benchmark screened into the same folder may use the same ids.
         res = run_audit(results, ids, compare, rounds=rounds, seed=seed, chain=steps, fdr_level=fdr_level,
@@ -78,10 +92,11 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         die(str(e))
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
+    res.step0_removed = None if dups is None else len(dups)
     if with_probe:
         from benchcheck.cli.probe import run_default_probe
 
-        run_default_probe(loaded.items, results, seed)
+        run_default_probe(loaded.items, results, seed, dups)
     paths = write_audit(res, Path(out), Path(results) / "probe")
     for r in res.nulls:
         # The verdict and the headline read the conditioned null; the permutation null is shown
@@ -94,7 +109,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     chance, _, _ = expected_removals(res.nulls)
     exact_rows = sum(int(str(f["with_exact"])) for f in res.floor)
     differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
-    click.echo(f"REMOVED={removed} NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
+    click.echo(f"REMOVED={removed} " + ("" if dups is None else f"STEP0_REMOVED={len(dups)} ")
+               + f"NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
                f"FLOOR_DEPENDENT={differ} ROWS_WITH_LP_EXACT={exact_rows}")
     called = sum(r.called for r in res.nulls)
     click.echo(f"CELLS={len(res.nulls)} EXCESS_CALLED={called} FDR_LEVEL={fdr_level:g}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import click
 
@@ -125,9 +125,11 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
         click.echo(str(p))
 
 
-def run_default_probe(items: Sequence[Item], results: str, seed: int = 0) -> None:
+def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0: Collection[str] | None = None
+                      ) -> None:
     """``benchcheck audit --probe``: the probe with its defaults into RESULTS/probe; a one-line
-    note (not an error) when no benchmark is large enough or the model cannot load."""
+    note (not an error) when no benchmark is large enough or the model cannot load. ``step0``: the
+    ids step 0 removed (``audit --step0``), neither probed nor flagged, as ``probe --step0``."""
     from pathlib import Path
 
     from benchcheck.dedup import DedupError
@@ -138,13 +140,15 @@ def run_default_probe(items: Sequence[Item], results: str, seed: int = 0) -> Non
     out = Path(results) / "probe"
     try:
         emb = text_embedder("minilm", out / "probe_embeddings")
-        run = probe_pool(items, out, cfg, emb, results)
+        run = probe_pool(items, out, cfg, emb, results, step0=step0)
     except (DedupError, OSError, ImportError) as e:
         click.echo(f"probe skipped: {e}", err=True)
         return
     click.echo(f"probe: {len(run.result.probed)} benchmarks probed, "
                f"{sum(b.learnable for b in run.result.probed)} learnable from text, "
-               f"{'no' if run.flags is None else len(run.flags)} label flags ({out})")
+               f"{'no' if run.flags is None else len(run.flags)} label flags"
+               + ("" if step0 is None else f", {sum(b.step0_removed or 0 for b in run.result.benches)} removed at "
+                  "step 0 left out") + f" ({out})")
 
 
 COMMANDS = [probe]
