@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from benchcheck.data.launch import EXPECTED, changes, commands, lines_for_stage, read_launch_lines
 from benchcheck.data.runlog import ALL_CONDITIONS, StageTiming, read_run_log
+from benchcheck.records import NA
 from benchcheck.store import Skipped, StepStore, numbered_rows, read_rows
-from benchcheck.sweep.results import CSV_NAME, read_csv_counted
+from benchcheck.sweep.results import CSV_NAME, answered, read_csv_counted, row_status
 from benchcheck.verdicts import ItemVerdict, StepState
 
 ReportKind = Literal["pool", "sweep"]
@@ -26,7 +27,6 @@ N_EXAMPLES = 5
 SWEEP_CSV = CSV_NAME
 RUN_LOG = "run_log.jsonl"
 _STEP_DIR = re.compile(r"^step(\d+)$")
-_NA = "NA"
 
 
 @dataclass(slots=True)
@@ -48,6 +48,9 @@ class StageReport:
     launch_lines: list[str]
     launcher_changes: list[str]
     cpu: bool = False  # every run recorded "gpus": 0: a CPU run, no items/s per GPU
+    # A sweep's answers with no option letter read: among the items done (the sweep scores them
+    # wrong), never error rows; None for a screening step, which has no such answer.
+    unparsed_rows: int | None = None
 
 
 @dataclass(slots=True)
@@ -156,14 +159,16 @@ def _sweep_rows(results: Path, notes: list[str]) -> list[dict[str, str]]:
 def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: dict[str, int],
                   lines: list[str], note: str, notes: list[str]) -> list[StageReport]:
     done: dict[str, set[str]] = {}
+    unparsed: Counter[str] = Counter()
     na: Counter[str] = Counter()
     errors: dict[str, list[str]] = {}
     for row in _sweep_rows(results, notes):
         cond, iid = row["condition"], row["item_id"]
-        status = (row.get("status") or "ok").strip() or "ok"
-        if status == "ok":
+        status = row_status(row)  # the sweep's rule: an unparsed answer is done (and wrong), not an error
+        if answered(status):
             done.setdefault(cond, set()).add(iid)
-        elif status == _NA:
+            unparsed[cond] += status == "unparsed"
+        elif status == NA:
             na[cond] += 1
         else:
             errors.setdefault(cond, []).append(iid)
@@ -179,7 +184,8 @@ def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: 
             error_examples=sorted(set(errs))[:N_EXAMPLES], failed_items=None, na_rows=na.get(cond, 0),
             wall_s=t.wall_s if t else None, items_per_s_per_gpu=t.items_per_s_per_gpu if t else None,
             rows_added=added, runs=t.runs if t else None, gpus_assumed=bool(t and t.gpus_assumed),
-            launch_lines=cmds, launcher_changes=_changes(note, detected), cpu=bool(t and t.cpu)))
+            launch_lines=cmds, launcher_changes=_changes(note, detected), cpu=bool(t and t.cpu),
+            unparsed_rows=unparsed.get(cond, 0)))
     t = (timings or {}).get(ALL_CONDITIONS)
     if stages and t is not None:  # the sweep's runs as a whole: their wall time and items/s per GPU
         stages.append(StageReport(
@@ -187,7 +193,7 @@ def _sweep_stages(results: Path, timings: dict[str, StageTiming] | None, infer: 
             error_rows=sum(s.error_rows for s in stages), error_examples=[], failed_items=None,
             na_rows=sum(s.na_rows or 0 for s in stages), wall_s=t.wall_s, items_per_s_per_gpu=t.items_per_s_per_gpu,
             rows_added=t.rows_added, runs=t.runs, gpus_assumed=t.gpus_assumed, launch_lines=cmds,
-            launcher_changes=[], cpu=t.cpu))
+            launcher_changes=[], cpu=t.cpu, unparsed_rows=sum(s.unparsed_rows or 0 for s in stages)))
     return stages
 
 
@@ -288,12 +294,13 @@ def to_markdown(rep: ReturnsReport) -> str:
     what = "step" if rep.kind == "pool" else "condition"
     out = [f"# Returns report: {rep.tarball}", "",
            f"- kind: {rep.kind}; host: {rep.host}; date: {rep.date}; results: `{rep.results}`", ""]
-    head = [what, "items done", "removed", "NA rows", "error rows", "failed items", "example error ids",
-            "wall time", "items/s per GPU", "rows added", "runs"]
+    sweep = rep.kind == "sweep"
+    head = [what, "items done", "removed", *(["unparsed"] if sweep else []), "NA rows", "error rows", "failed items",
+            "example error ids", "wall time", "items/s per GPU", "rows added", "runs"]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in rep.stages:
-        cells = [s.name, _fmt(s.items_done), _fmt(s.removed) if rep.kind == "pool" else "-",
-                 _fmt(s.na_rows) if rep.kind == "sweep" else "-", _fmt(s.error_rows),
+        cells = [s.name, _fmt(s.items_done), "-" if sweep else _fmt(s.removed),
+                 *([_fmt(s.unparsed_rows)] if sweep else []), _fmt(s.na_rows) if sweep else "-", _fmt(s.error_rows),
                  _fmt(s.failed_items) if rep.kind == "pool" else "-", ", ".join(s.error_examples) or "-",
                  _hms(s.wall_s), "CPU" if s.cpu else _fmt(s.items_per_s_per_gpu, 2), _fmt(s.rows_added),
                  _fmt(s.runs)]

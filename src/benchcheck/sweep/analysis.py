@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from benchcheck.records import NA
+from benchcheck.sweep.results import answered, row_status
 from benchcheck.sweep.verdict_stats import (
     INTERVAL_METHOD,
     NAN_INTERVAL,
@@ -179,11 +181,11 @@ class BenchTable:
         self.na: dict[str, int] = defaultdict(int)
         self.video: dict[str, str] = {}
         for r in rows:
-            cond, iid, status = str(r["condition"]), str(r["item_id"]), str(r.get("status", "ok") or "ok")
-            if status == "NA":
+            cond, iid, status = str(r["condition"]), str(r["item_id"]), row_status(r)
+            if status == NA:
                 self.na[cond] += 1
                 continue
-            if status not in ("ok", "unparsed"):
+            if not answered(status):
                 continue
             self.scores[cond][iid] = _correct(r)
             self.unparsed[cond] += status == "unparsed"

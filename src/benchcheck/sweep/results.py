@@ -49,6 +49,10 @@ COLUMNS: tuple[str, ...] = (
     "width", "height", "prompt_tokens", "infer_s", "decode_s", "model", "config_hash", "meta", "written_at",
 )
 KEY = ("bench", "item_id", "condition")
+# A row's status that is an answer: scored, an ``unparsed`` one (the model answered, no option
+# letter could be read: ``sweep.parse``) as wrong. ``NA`` is the condition not applying to the item;
+# any other status (another tool's ``error``) is no answer and scores nothing.
+ANSWERED = ("ok", "unparsed")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 _ITEM_HASH = re.compile(r'"item_hash": "([0-9a-f]+)"')  # in the CSV's ``meta`` (``rows.csv_row``)
 Key = tuple[str, str, str]
@@ -215,6 +219,18 @@ def read_csv_counted(path: str | Path) -> tuple[list[dict[str, str]], set[Key]]:
     rows = read_csv_all(p)
     counted = latest(rows, current_hashes(p.parent))
     return counted, done_keys(rows) - done_keys(counted)
+
+
+def row_status(row: Mapping[str, Any]) -> str:
+    """A CSV row's status as the sweep counts it (``ANSWERED``, ``NA`` or any other: no answer);
+    a row without one is ``ok``, as seed 001 wrote its answers. Every reader of the rows (the
+    analysis, ``pack``'s report) asks this, so they count the same answers."""
+    return str(row.get("status") or "").strip() or "ok"
+
+
+def answered(status: str) -> bool:
+    """An answer of the item (``ANSWERED``), scored: ``unparsed`` counts as wrong."""
+    return status in ANSWERED
 
 
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:

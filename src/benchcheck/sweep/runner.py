@@ -30,6 +30,7 @@ from benchcheck.sweep.plan import DECODE, Cell, failure_label
 from benchcheck.sweep.results import (
     ALL_CONDITIONS,
     SweepPaths,
+    answered,
     append_csv_fresh,
     append_failures,
     append_raw,
@@ -238,7 +239,7 @@ def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swe
         if (c.item.bench, c.reuse_from) in summary.held_groups:
             continue  # the process holding the source group writes this reuse when it is done
         src = answer_of(state, c.item.bench, c.reuse_from or "", c.item.item_id)
-        if src is None or src.parse_status not in ("ok", "unparsed"):
+        if src is None or not answered(src.parse_status):
             waiting.append(failure_line(c, "reuse_wait", f"no {c.reuse_from} answer yet; rerun after it is done",
                                         specs[c.condition]))
         else:
