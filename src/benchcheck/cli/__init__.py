@@ -60,8 +60,9 @@ class _Main(click.Group):
         except OSError as e:
             if e.filename is None:
                 raise
-            names = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
-            click.echo(f"error: {names}: {e.strerror or e} ({type(e).__name__})", err=True)
+            from benchcheck.errors import os_error_line
+
+            click.echo(f"error: {os_error_line(e)}", err=True)
             ctx.exit(1)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

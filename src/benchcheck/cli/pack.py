@@ -55,6 +55,11 @@ def pack_cmd(results: Path, logs: tuple[Path, ...], include_unchecked: bool, out
     except ValueError as e:
         die(str(e))
         return
+    except OSError as e:  # a file it cannot read, a full disk: the file and what is wrong, no .partial left
+        from benchcheck.errors import os_error_line
+
+        die(os_error_line(e), 1)
+        return
     for f in res.files:
         click.echo(f"wrote {f}")
     # Absolute and quoted for the shell: pasted anywhere, a folder with spaces or `$` stays one word.

@@ -18,6 +18,7 @@ at a time (the lease of ``--out``): a second one on the same name stops before i
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from benchcheck.atomic import write_bytes_atomic
 from benchcheck.data.manifest import safe_relative
 from benchcheck.data.pack_logs import Unchecked, mask_stream
 from benchcheck.data.report import RUN_LOG, SWEEP_CSV, ReturnsReport, build_report, results_kind, to_markdown
+from benchcheck.errors import naming
 from benchcheck.lease import holder, try_lease
 from benchcheck.masking import Masker
 
@@ -169,28 +171,48 @@ def _result_files(results: Path) -> list[_Member]:
             for m in _walk_results(top, f"{res_arc}/{top.relative_to(results).as_posix()}", root)]
 
 
+# What a result file that changed under ``pack`` is told: a run still writing the folder.
+_CHANGED = "pack again once no run writes the results folder"
+
+
 def _add_member(tf: tarfile.TarFile, m: _Member) -> None:
     """A regular file or folder entry built from the real path's stat (never a link entry: two links
-    to one file are two copies, not a hard link that ``_clean`` would drop)."""
-    st = m.real.stat()
-    ti = tarfile.TarInfo(m.arc)
-    ti.type = tarfile.DIRTYPE if m.is_dir else tarfile.REGTYPE
-    ti.mode, ti.mtime, ti.size = st.st_mode & 0o7777, int(st.st_mtime), 0 if m.is_dir else st.st_size
-    if m.is_dir:
-        tf.addfile(ti)
-        return
-    with m.real.open("rb") as f:
-        tf.addfile(ti, f)
+    to one file are two copies, not a hard link that ``_clean`` would drop). A read error names the
+    file; so does a file removed or cut short since it was listed (a run still writing)."""
+    try:
+        with naming(m.real):
+            st = m.real.stat()
+            ti = tarfile.TarInfo(m.arc)
+            ti.type = tarfile.DIRTYPE if m.is_dir else tarfile.REGTYPE
+            ti.mode, ti.mtime, ti.size = st.st_mode & 0o7777, int(st.st_mtime), 0 if m.is_dir else st.st_size
+            if m.is_dir:
+                tf.addfile(ti)
+                return
+            with m.real.open("rb") as f:
+                tf.addfile(ti, f)
+    except OSError as e:
+        if e.filename != str(m.real):
+            raise  # the tarball's own write (a full disk): it names the tarball
+        if isinstance(e, FileNotFoundError):
+            raise OSError(errno.ENOENT, f"removed since pack listed it; {_CHANGED}", str(m.real)) from e
+        if e.errno is None:  # tarfile: fewer bytes to read than the stat said
+            raise OSError(None, f"shorter than when pack listed it; {_CHANGED}", str(m.real)) from e
+        raise
 
 
 class _HashingFile:
-    def __init__(self, f: BinaryIO) -> None:
+    """The tarball's stream, hashed as it is written; a write error (a full disk) names ``name``,
+    the tarball asked for (its ``.partial`` is removed)."""
+
+    def __init__(self, f: BinaryIO, name: Path) -> None:
         self._f = f
+        self.name = name
         self.hash = hashlib.sha256()
 
     def write(self, data: bytes) -> int:
         self.hash.update(data)
-        return self._f.write(data)
+        with naming(self.name):
+            return self._f.write(data)
 
     def flush(self) -> None:
         self._f.flush()
@@ -249,7 +271,7 @@ def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, masker: Masker, tally: 
     if ti is None:
         tally.links.append(f"{arc} (not a regular file)")
         return
-    with real.open("rb") as f, tempfile.SpooledTemporaryFile(max_size=16 << 20) as dst:
+    with naming(real), real.open("rb") as f, tempfile.SpooledTemporaryFile(max_size=16 << 20) as dst:
         try:
             mask_stream(f, dst, masker)
         except Unchecked as e:
@@ -324,8 +346,9 @@ def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, h
     # releases the GIL), then goes into the tarball as its last members.
     with ThreadPoolExecutor(max_workers=1) as ex:
         pending = ex.submit(build_report, results, list(opts.logs), host, date, out.name, opts.launcher_note)
-        with tmp.open("wb") as raw:
-            hf = _HashingFile(raw)
+        # Closing flushes the last buffered bytes: on a full disk that error names no file either.
+        with naming(out), tmp.open("wb") as raw:
+            hf = _HashingFile(raw, out)
             # gzip level 6, as `tar -czf`: level 9 (tarfile's default) costs far more time for little
             # less size (see decision 035).
             with tarfile.open(fileobj=hf, mode="w:gz", compresslevel=6) as tf:  # type: ignore[call-overload]
@@ -333,7 +356,8 @@ def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, h
                     _add_member(tf, m)
                 for d in opts.logs:
                     _add_logs(tf, d, arcname(d), masker, tally, Path(os.path.realpath(d)))
-                report = pending.result()
+                with naming(results):  # a read error of the report's reader names no file
+                    report = pending.result()
                 if tally.links:
                     report.notes.append(f"{len(tally.links)} log entries left out: " + "; ".join(tally.links))
                 if tally.unchecked:
@@ -352,13 +376,15 @@ def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, h
             os.fsync(raw.fileno())
     digest = hf.hash.hexdigest()
     rj, rm = out.with_name(f"{base}.report.json"), out.with_name(f"{base}.report.md")
-    write_bytes_atomic(rj, report_json)
-    write_bytes_atomic(rm, report_md)
+    for path, data in ((rj, report_json), (rm, report_md)):
+        with naming(path):
+            write_bytes_atomic(path, data)
     # The tarball is streamed (hashed as it is written) into .partial, fsynced, then renamed:
     # the same guarantees as benchcheck.atomic, which takes whole buffers.
     os.replace(tmp, out)
     sha_file = out.with_name(checksum_name(out.name))
-    write_bytes_atomic(sha_file, f"{digest}  {out.name}\n".encode())
+    with naming(sha_file):
+        write_bytes_atomic(sha_file, f"{digest}  {out.name}\n".encode())
     return PackResult(out, sha_file, digest, rj, rm, report, tuple(tally.unchecked))
 
 
