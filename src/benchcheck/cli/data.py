@@ -134,6 +134,11 @@ def make_shards_cmd(src: Path, out: Path, shard_size: str, kind: str | None) -> 
     except ValueError as e:
         die(str(e))
         return
+    except OSError as e:  # a source file it cannot read, a full disk: the file and what is wrong
+        from benchcheck.errors import os_error_line
+
+        die(os_error_line(e), 1)
+        return
     for p in res.problems:
         click.echo(f"skipped: {p}", err=True)
     for name in res.stale:

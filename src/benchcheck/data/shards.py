@@ -26,6 +26,7 @@ from benchcheck.data.manifest import (
     manifest_name,
     shard_name,
 )
+from benchcheck.errors import naming
 from benchcheck.video.cache import FRAMES_JSON
 
 META_JSON = "meta.json"
@@ -138,17 +139,20 @@ def plan_shards(videos: list[VideoDir], shard_bytes: int) -> list[list[VideoDir]
 
 
 class _HashingWriter:
-    """A write-only file wrapper that hashes what passes through it."""
+    """A write-only file wrapper that hashes what passes through it; a write error (a full disk)
+    names ``name``, the shard."""
 
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: BinaryIO, name: Path) -> None:
         self._f = f
+        self.name = name
         self.hash = hashlib.sha256()
         self.size = 0
 
     def write(self, data: bytes) -> int:
         self.hash.update(data)
         self.size += len(data)
-        return self._f.write(data)
+        with naming(self.name):
+            return self._f.write(data)
 
     def tell(self) -> int:
         return self.size
@@ -165,26 +169,45 @@ def _info(name: str, size: int, mtime: int, is_dir: bool) -> tarfile.TarInfo:
     return ti
 
 
+# What a source file that changed under ``make-shards`` is told: something still writes the source.
+_CHANGED = "make the shards again once nothing writes the source folder"
+
+
+def _add_file(tf: tarfile.TarFile, fp: Path, arc: str, size: int) -> None:
+    """One source file, ``size`` bytes as the scan found it; a read error names the file, and so
+    does a file removed or cut short since the scan (something still writing the source)."""
+    try:
+        with naming(fp), fp.open("rb") as f:
+            tf.addfile(_info(arc, size, int(fp.stat().st_mtime), False), f)
+    except OSError as e:
+        if e.filename != str(fp):
+            raise  # the shard's own write (a full disk): it names the shard
+        if isinstance(e, FileNotFoundError):
+            raise OSError(e.errno, f"removed since make-shards listed it; {_CHANGED}", str(fp)) from e
+        if e.errno is None:  # tarfile: fewer bytes to read than the scan found
+            raise OSError(None, f"shorter than when make-shards listed it; {_CHANGED}", str(fp)) from e
+        raise
+
+
 def write_shard(path: Path, src: Path, videos: list[VideoDir],
                 on_bytes: Callable[[int], None] | None = None) -> tuple[str, int]:
     """Write one shard atomically (``benchcheck.atomic``), hashing it as it is written; return (sha256, size)."""
     hashed: list[_HashingWriter] = []
 
     def write(raw: BinaryIO) -> None:
-        hw = _HashingWriter(raw)
+        hw = _HashingWriter(raw, path)
         hashed.append(hw)
         with tarfile.open(fileobj=hw, mode="w", format=tarfile.PAX_FORMAT) as tf:  # type: ignore[call-overload]
             for v in videos:
                 vdir = src / v.video_id
                 tf.addfile(_info(v.video_id, 0, int(vdir.stat().st_mtime), True))
                 for name, size in v.files:
-                    fp = vdir / name
-                    with fp.open("rb") as f:
-                        tf.addfile(_info(f"{v.video_id}/{name}", size, int(fp.stat().st_mtime), False), f)
+                    _add_file(tf, vdir / name, f"{v.video_id}/{name}", size)
                     if on_bytes is not None:
                         on_bytes(size)
 
-    write_atomic(path, write)
+    with naming(path):  # the last buffered bytes are written at close: a full disk names no file there
+        write_atomic(path, write)
     hw = hashed[0]
     return hw.hash.hexdigest(), hw.size
 
@@ -218,7 +241,8 @@ def make_shards(src: str | Path, out: str | Path, shard_bytes: int, kind: ShardK
         entries.append(ShardEntry(name, sha, size, len(group)))
     manifest = Manifest(tuple(entries), len(scan.videos), kind)
     mpath = out_p / manifest_name(kind)
-    write_json_atomic(mpath, manifest.to_json(), indent=1)
+    with naming(mpath):
+        write_json_atomic(mpath, manifest.to_json(), indent=1)
     planned = {e.file for e in entries}
     stale = sorted(p.name for p in out_p.glob(f"{kind}_*.tar") if p.name not in planned)
     return MakeShardsResult(manifest, mpath, scan.problems, stale)
