@@ -17,6 +17,7 @@ from benchcheck.launch.sweep_servers import (
     sweep_server_specs,
 )
 from benchcheck.sweep.results import read_csv
+from benchcheck.video.synth import make_test_video
 from loopback import free_port
 
 
@@ -51,7 +52,12 @@ def test_one_client_round_robins_over_every_endpoint_with_six_workers_per_gpu() 
 def test_launch_sweep_runs_on_two_cpu_servers(tmp_path: Path, tiny_model: Path) -> None:
     items = write_items(tmp_path / "items", [item("Alpha", k, "nope") for k in range(3)])
     logs = tmp_path / "logs"
-    (tmp_path / "store").mkdir()  # an empty store: v_1 finds no video
+    # A store made as users make one (launch refuses a folder that is not one); the items' video
+    # is not in it, so v_1 finds no video.
+    make_test_video(tmp_path / "raw" / "clip.mp4", 8, preset="ultrafast")
+    made = subprocess.run([sys.executable, "-m", "benchcheck", "videos", "normalize", str(tmp_path / "raw"),
+                           "--store", str(tmp_path / "store"), "--no-progress"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
     argv = [sys.executable, "-m", "benchcheck", "launch", "--sweep", "--gpus", "2", "--server", "benchcheck",
             "--model", str(tiny_model), "--port0", str(free_port()), "--logs", str(logs), "--items", str(items[0]),
             "--store", str(tmp_path / "store"), "--results", str(tmp_path / "results"), "--conds", "v_blind,v_1"]
