@@ -50,7 +50,9 @@ class ServerSpec:
     argv: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
-    # The server binds port 0 itself and logs the port it got (`benchcheck serve --port 0`).
+    # The server logs the port once it listens there (`benchcheck serve`): with ``--port 0`` that is
+    # how the launcher learns the port, and on a fixed port it is how the launcher tells its own
+    # server from another launch's that got the port first (both had found it free).
     reports_port: bool = False
 
     @property
@@ -152,7 +154,7 @@ def server_specs(n: int, opts: ServerOptions, gpus: Sequence[str]) -> list[Serve
                     "--max-batch-size", str(opts.max_num_seqs), "--device", "cuda" if has_gpus else "cpu"]
             if opts.revision:
                 argv += ["--revision", opts.revision]
-        specs.append(ServerSpec(i, port, tuple(argv), env, reports_port=port == AUTO_PORT and not opts.use_vllm))
+        specs.append(ServerSpec(i, port, tuple(argv), env, reports_port=not opts.use_vllm))
     return specs
 
 
@@ -257,28 +259,99 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def listener_pids(port: int) -> set[int] | None:
+    """The processes holding a listening TCP socket on ``port`` (any address), among those whose
+    open files this user may read (Linux ``/proc``); None where ``/proc/net/tcp`` cannot be read."""
+    inodes: set[str] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for row in rows:
+            f = row.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{f[9]}]")
+    if not readable:
+        return None
+    pids = set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                pids.add(int(fd_dir.parent.name))
+        except (OSError, ValueError):
+            continue  # another user's process, or one that has just exited
+    return pids
+
+
+def foreign_listener(r: Running) -> int | None:
+    """A process that is neither server ``r``'s nor one of its descendants and listens on its port
+    (its pid), or None when the listener is this server's or cannot be told. For a server that
+    cannot report its port (vLLM on a fixed port). Not seen: another user's listener (its open
+    files cannot be read), and any without Linux ``/proc``."""
+    pids = listener_pids(r.spec.port)
+    if not pids:
+        return None
+    return None if any(descends_from(pid, r.proc.pid) for pid in pids) else min(pids)
+
+
+def descends_from(pid: int, root: int) -> bool:
+    """Whether process ``pid`` is ``root`` or one of its descendants (Linux ``/proc``)."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid == root:
+            return True
+        seen.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid: after the name, which may hold ")"
+    return False
+
+
+def not_ours(r: Running, why: str) -> RuntimeError:
+    """The one-line error of a server whose port answers for another process."""
+    return RuntimeError(f"server {r.spec.index}: port {r.spec.port} is served by another process, not this "
+                        f"launch's server ({why}; see {r.log}); it was taken after this launch found it free: "
+                        "choose another --port0, or --port0 auto")
+
+
 def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
     """Block until every server answers /health; raise naming the server (and its log) that did not.
-    A server that reports its port is asked only once its log names the port (``Running.spec`` then
-    holds it)."""
+    A server that reports its port is asked only once its log says it listens (``Running.spec``
+    then holds the port): before that, whatever answers on a fixed port is someone else's. A server
+    that cannot report its port counts only while its process lives and no other process is seen
+    listening on the port."""
     deadline = time.monotonic() + timeout_s
     waiting = list(servers)
     while waiting:
         for r in list(waiting):
             if r.proc.poll() is not None:
                 port = r.spec.port if r.spec.port != AUTO_PORT else "auto"
+                if r.spec.port != AUTO_PORT and r.held is None and not port_free(r.spec.host, r.spec.port):
+                    raise not_ours(r, f"which exited with {r.proc.returncode}")
                 raise RuntimeError(f"server {r.spec.index} (port {port}) exited with {r.proc.returncode} "
                                    f"before it was healthy; see {r.log}")
-            if r.spec.port == AUTO_PORT:
+            if r.spec.reports_port:
                 bound = logged_port(r.log, r.log_start, r.spec.host)
                 if bound is None:
                     continue
-                r.spec = replace(r.spec, port=bound)
+                if r.spec.port == AUTO_PORT:
+                    r.spec = replace(r.spec, port=bound)
+                elif bound != r.spec.port:
+                    raise RuntimeError(f"server {r.spec.index} was given port {r.spec.port} but listens on {bound}; "
+                                       f"see {r.log}")
             if healthy(r.spec.url) and r.proc.poll() is None:  # ours answers, not a stranger's
+                if not r.spec.reports_port and r.held is None and (pid := foreign_listener(r)) is not None:
+                    raise not_ours(r, f"pid {pid} listens there")
                 waiting.remove(r)
         if waiting and time.monotonic() > deadline:
-            silent = [r.spec.index for r in waiting if r.spec.port == AUTO_PORT]
-            why = f" ({len(silent)} never logged the port they bound)" if silent else ""
+            silent = [r.spec.index for r in waiting
+                      if r.spec.reports_port and logged_port(r.log, r.log_start, r.spec.host) is None]
+            why = f" ({len(silent)} never logged that they listen)" if silent else ""
             raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s{why}; "
                                f"see {waiting[0].log}")
         if waiting:

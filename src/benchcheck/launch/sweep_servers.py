@@ -28,7 +28,6 @@ from benchcheck.defaults import SWEEP_WORKERS_PER_ENDPOINT as SWEEP_WORKERS_PER_
 from benchcheck.launch import knobs
 from benchcheck.launch.lifecycle import with_servers
 from benchcheck.launch.servers import (
-    AUTO_PORT,
     ServerSpec,
     port0_shown,
     server_ports,
@@ -98,7 +97,7 @@ def sweep_server_specs(p: SweepLaunch) -> list[ServerSpec]:
                     "cuda" if p.gpus else "cpu"]
         if p.revision:
             argv += ["--revision", p.revision]
-        specs.append(ServerSpec(i, port, tuple(argv), env, reports_port=port == AUTO_PORT and not p.use_vllm))
+        specs.append(ServerSpec(i, port, tuple(argv), env, reports_port=not p.use_vllm))
     return specs
 
 
