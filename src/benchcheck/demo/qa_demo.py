@@ -1,7 +1,7 @@
 """The demo's QA run: `benchcheck qa run` against the reference engine behind `benchcheck serve`,
 scored by the scripted judge (1 when the candidate names the reference's option letter, else 0).
 
-Both servers are real loopback processes on free ports, started and stopped here; the judge's
+Both servers are real loopback processes on ports the kernel picks, started and stopped here; the judge's
 settings reach `qa run` only through the EVAL_LLM_JUDGE_* variables, as in production.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from typing import Any
 
 from benchcheck.atomic import write_json_atomic
 from benchcheck.demo.benchmarks import DemoItem
-from benchcheck.launch.servers import Running, ServerSpec, start, stop, wait_healthy
+from benchcheck.launch.servers import AUTO_PORT, Running, ServerSpec, start, stop, wait_healthy
 from benchcheck.protocol import LETTERS, build_prompt
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS
 
@@ -49,16 +48,11 @@ def qa_dataset(items: Sequence[DemoItem], per_kind: int = QA_PER_KIND) -> list[d
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(index: int, args: Sequence[str], logs: Path) -> Running:
-    port = _free_port()
-    argv = (sys.executable, "-m", "benchcheck", "serve", *args, "--port", str(port))
-    return start(ServerSpec(index, port, argv), logs / f"serve_{index}.log")
+    """A server on a port the kernel picks as it binds (no free-port probe that another process
+    can take before the bind); ``wait_healthy`` reads the port from its log line."""
+    argv = (sys.executable, "-m", "benchcheck", "serve", *args, "--port", str(AUTO_PORT))
+    return start(ServerSpec(index, AUTO_PORT, argv, reports_port=True), logs / f"serve_{index}.log")
 
 
 def run_qa_demo(out: Path, items: Sequence[DemoItem]) -> dict[str, Any]:
