@@ -158,3 +158,25 @@ def test_audit_step0_leaves_the_duplicates_out_of_the_audit_and_its_probe(
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith(f"error: --step0 {bad}: cannot read the step-0 outcome")
     assert not (tmp_path / "o").exists()
+
+
+def test_audit_step0_counts_only_the_items_it_left_out(
+        world: tuple[Path, Path, Path, set[str], set[str]], tmp_path: Path) -> None:
+    """STEP0_REMOVED and audit.md count the multiple-choice items the audit left out: an open-format
+    item (more than 26 options, never audited) that the kept list leaves out is not among them."""
+    import shutil
+
+    items, results, step0, every, _ = world
+    removed = {json.loads(x)["item_id"] for x in (step0 / "step0_removed.jsonl").read_text().splitlines()}
+    own = tmp_path / "items"
+    shutil.copytree(items, own)
+    with (own / "Null.jsonl").open("a") as f:
+        f.write(json.dumps({"item_id": "Null_open", "bench": "Null", "question": "Which frame?",
+                            "options": [f"frame {i}" for i in range(30)], "answer": 3, "video_id": "v0"}) + "\n")
+    kept = tmp_path / "kept.txt"  # plain ids: covers both benchmarks, leaves the open item out
+    kept.write_text("".join(f"{i}\n" for i in sorted(every - removed)))
+    r = _cli("audit", "--results", str(results), "--items", str(own), "--out", str(tmp_path / "audit"),
+             "--rounds", "10", "--step0", str(kept))
+    assert r.returncode == 0, r.stderr
+    assert f"STEP0_REMOVED={len(removed)} " in r.stdout
+    assert f"Step 0: {len(removed)} duplicates it removed are left out" in (tmp_path / "audit" / "audit.md").read_text()

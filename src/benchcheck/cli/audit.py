@@ -80,7 +80,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         except ValueError as e:
             die(str(e))
     # the chain never saw step 0's duplicates: no null, rate or confidence of the audit counts them
-    mc = [it for it in loaded.items if it.format == "mc" and it.item_id not in (dups or ())]
+    every_mc = [it for it in loaded.items if it.format == "mc"]
+    mc = [it for it in every_mc if it.item_id not in (dups or ())]
     ids = [it.item_id for it in mc]
     if not ids:
         die("no valid multiple-choice items to audit" + (" that step 0 kept" if dups else ""))
@@ -92,7 +93,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         die(str(e))
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
-    res.step0_removed = None if dups is None else len(dups)
+    # the items the audit left out, not every duplicate step 0 removed (an open-ended one is never audited)
+    res.step0_removed = None if dups is None else len(every_mc) - len(mc)
     if with_probe:
         from benchcheck.cli.probe import run_default_probe
 
@@ -109,7 +111,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     chance, _, _ = expected_removals(res.nulls)
     exact_rows = sum(int(str(f["with_exact"])) for f in res.floor)
     differ = sum(int(str(f["decisions_differ"])) for f in res.floor)
-    click.echo(f"REMOVED={removed} " + ("" if dups is None else f"STEP0_REMOVED={len(dups)} ")
+    click.echo(f"REMOVED={removed} " + ("" if res.step0_removed is None else f"STEP0_REMOVED={res.step0_removed} ")
                + f"NULL_EXPECTED={chance:.1f} PRIOR_EXPLAINED={explained} "
                f"FLOOR_DEPENDENT={differ} ROWS_WITH_LP_EXACT={exact_rows}")
     called = sum(r.called for r in res.nulls)
