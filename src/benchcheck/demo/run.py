@@ -206,7 +206,7 @@ def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: E
     from benchcheck.report.source import read_step0
 
     t0 = time.time()
-    dups = read_step0(keep.parent).removed(items) if keep is not None else None
+    dups = read_step0(keep).removed(items) if keep is not None else None  # the kept list the chain screened with
     emb = text_embedder("minilm", out / "probe_embeddings", loaded=minilm) if minilm is not None else None
     echo(f"  + text-only probe ({'MiniLM + ' if emb else ''}text features, 5 folds by video, {DEMO_PERMUTATIONS} "
          "permutations) and label flags (steps 3, 5, 6 + the probe) -> results/probe/")
