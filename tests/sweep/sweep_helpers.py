@@ -89,3 +89,36 @@ def mixed_items(tmp: Path) -> list[Path]:
             item("Alpha", 5, "k:0123456789abcdef"), item("Beta", 0, "mid100", answer=1), item("Beta", 1, "s720"),
             item("Beta", 2, "mid100", answer=2)]
     return write_items(tmp / "items", rows)
+
+
+def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str, dict[str, dict[str, int]]]:
+    """What each reader of ``res/conditions_results.csv`` counts per condition (one benchmark):
+    ``sweep dry-run`` (``done``, ``todo``), ``sweep analyze`` (``n``, ``unparsed``, ``na``), ``pack``'s
+    report (``n``: items done, ``unparsed``, ``na``, ``errors``) and the HTML report's sweep page (``n``
+    scored, ``unparsed``, ``na``). ``common``: the dry run's arguments; ``tag`` names this call's outputs."""
+    import csv
+    import re
+
+    from benchcheck.report import ReportOptions, build_report
+
+    work = res.parent / f"readers_{tag}"
+    work.mkdir()
+    dry = {cond: {"todo": int(v[0]), "done": int(v[6])} for (bench, cond), v in dry_rows(common).items()
+           if bench not in ("bench", "TOTAL", "stale")}
+    an = sweep_cli("analyze", "--results", str(res), "--out", str(work / "analysis"), "--no-plots")
+    assert an.returncode == 0, an.stderr
+    analyze = {r["condition"]: {"n": int(r["n_items"]), "unparsed": int(r["unparsed"]), "na": int(r["na"])}
+               for r in csv.DictReader((work / "analysis" / "sweep_summary.csv").open()) if r["kind"] == "accuracy"}
+    r = subprocess.run([sys.executable, "-m", "benchcheck", "pack", "--results", res.name, "--out",
+                        str(work / "p.tar.gz")], cwd=res.parent, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((work / "p.report.json").read_text())
+    pack = {s["name"]: {"n": s["items_done"], "unparsed": s["unparsed_rows"], "na": s["na_rows"],
+                        "errors": s["error_rows"]} for s in rep["stages"] if s["name"] != "all conditions"}
+    (work / "screening").mkdir()
+    build_report(ReportOptions(work / "screening", work / "report", None, sweep=res, plots=False))
+    html = (work / "report" / "sweep.html").read_text(encoding="utf-8")
+    page = {m[0]: {"n": int(m[1]), "unparsed": int(m[2]), "na": int(m[3])} for m in re.findall(
+        r'<tr(?: class="all-unparsed")?><td>([^<]+)</td><td>(\d+)</td>\s*<td>[^<]*</td>\s*<td>(\d+)[^<]*</td>'
+        r'<td>(\d+)[^<]*</td></tr>', html)}
+    return {"dry": dry, "analyze": analyze, "pack": pack, "page": page}

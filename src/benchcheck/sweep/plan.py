@@ -5,7 +5,7 @@ counts of a dry-run equal what the full run then writes (``todo`` -> an ``ok``/`
 ``na`` -> an ``NA`` row, ``reuse`` -> a row with ``meta.reused_from``, ``failure`` -> a line in
 ``failures.jsonl``). Whether a cell is already settled is the reducer's word
 (``verdicts.StepState`` over the group's rows, ``sweep.state``): ``done`` (an answer under the
-condition's current ``config_hash``, or one of the origin's rows), ``failed`` (given up after
+condition's current ``config_hash``, or one of the origin's answers: ``results.settles``), ``failed`` (given up after
 ``MAX_ERRORS_PER_ITEM`` engine errors). A cell whose only rows were made under another hash is
 *stale*: it is decided afresh like a new cell and ``stale`` says what changed, never ``done``.
 """

@@ -7,10 +7,11 @@ rows were made under (``run_specs.jsonl``) sit beside them.
 
 ``<results>/conditions_results.csv`` is seed 001's exchange file, written from those rows
 (``sweep.rows.csv_row``) and read as input (the origin's rows, folders made before the rows
-existed). It holds one row per (bench, item_id, condition) and config hash: a row redone under a
-new hash is appended after the stale one (so is the answer to an item edited since, or to an edit
-undone: ``meta``'s ``item_hash`` differs from the key's last row), and readers take the last complete row of a key
-(:func:`read_csv`). It is append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
+existed). It holds one row per (bench, item_id, condition) and config hash (and before it any error
+rows of that key: ``settles``): a row redone under a new hash is appended after the stale one (so
+is the answer to an item edited since, or to an edit undone: ``meta``'s ``item_hash`` differs from
+the key's last row), and readers take the last complete row of a key (:func:`read_csv`). It is
+append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
 the lock* (so two processes on the same work add each key once), ends a torn last line with a
 newline, and appends whole rows in one write. Existing rows, whoever wrote them, are never
 rewritten: the file before a run is a byte-equal prefix of the file after it. A file made by
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchcheck.records import NA
 from benchcheck.store import append_rows
 
 CSV_NAME = "conditions_results.csv"
@@ -51,7 +53,8 @@ COLUMNS: tuple[str, ...] = (
 KEY = ("bench", "item_id", "condition")
 # A row's status that is an answer: scored, an ``unparsed`` one (the model answered, no option
 # letter could be read: ``sweep.parse``) as wrong. ``NA`` is the condition not applying to the item;
-# any other status (another tool's ``error``) is no answer and scores nothing.
+# any other status (another tool's or an older run's ``error``) is no answer: it scores nothing
+# and settles nothing (``settles``), so the cell is asked again, as screening asks an error row's item.
 ANSWERED = ("ok", "unparsed")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 _ITEM_HASH = re.compile(r'"item_hash": "([0-9a-f]+)"')  # in the CSV's ``meta`` (``rows.csv_row``)
@@ -148,7 +151,9 @@ def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = N
     """The row that counts of each key, in the order of those rows: the last one made under its
     condition's ``current`` hash when there is one; a key with rows under other hashes only is stale
     (to redo, as the planner says) and counts not at all, so one condition's accuracy never mixes
-    two models' answers. Without a current hash, or a row without a hash (the origin's), the last."""
+    two models' answers. Without a current hash, or a row without a hash (the origin's), the last.
+    A row that is no answer (``settles``: another tool's ``error``) never displaces an answer of its
+    spec; it counts only where its key has none."""
     current = current or {}
     last: dict[Key, dict[str, str]] = {}
     for r in rows:
@@ -157,6 +162,9 @@ def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = N
         held = last.get(k)
         if now and held is not None and held.get("config_hash") == now and r.get("config_hash") != now:
             continue  # a row of another spec does not displace one of the current spec
+        if held is not None and settles(row_status(held)) and not settles(row_status(r)) \
+                and held.get("config_hash") in (r.get("config_hash"), now or None):
+            continue  # an error row after an answer leaves it the answer (the reducer's rule: the last answer decides)
         last.pop(k, None)
         last[k] = r
     return [r for k, r in last.items() if not _stale(r, current.get(k[2]))]
@@ -233,6 +241,13 @@ def answered(status: str) -> bool:
     return status in ANSWERED
 
 
+def settles(status: str) -> bool:
+    """A row of this status settles its cell (``done`` for the dry run): an answer, or ``NA``. Any
+    other status (another tool's or an older run's ``error``) is an error row, as in screening: the
+    cell is asked again, and the answer's row is appended after it."""
+    return answered(status) or status == NA
+
+
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
     return {(str(r["bench"]), str(r["item_id"]), str(r["condition"])) for r in rows}
 
@@ -295,7 +310,8 @@ def _catch_up(fd: int, p: Path, size: int) -> _Seen:
                 raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in seen.header)}")
         _, rows = _parse(",".join(seen.header) + "\n" + text) if text else ([], iter(()))
         for r in rows:
-            seen.add(r)
+            if settles(row_status(r)):  # an error row holds no key: the cell's answer is still to come
+                seen.add(r)
         seen.offset += end
     _SEEN[p] = seen
     return seen
@@ -329,7 +345,8 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
             # when it is a whole row, so it is already there; a torn one parses short and is skipped.
             _, whole = _parse(",".join(seen.header) + "\n" + tail.decode("utf-8", errors="replace"))
             for row in whole:
-                seen.add(row)
+                if settles(row_status(row)):
+                    seen.add(row)
         fresh: list[Mapping[str, Any]] = []
         for r in rows:
             if seen.fresh(r):

@@ -23,7 +23,7 @@ from benchcheck.records import NA, ErrorRow, GenRow, error_record, gen_row
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.parse import RULESET, parse_answer
 from benchcheck.sweep.plan import Cell
-from benchcheck.sweep.results import COLUMNS, now_stamp
+from benchcheck.sweep.results import COLUMNS, CSV_NAME, now_stamp, row_status, settles
 from benchcheck.unit_loop import retry_free
 
 
@@ -120,18 +120,26 @@ def _csv_meta(rec: GenRow) -> dict[str, Any]:
 assert tuple(csv_row(gen_row({"item_id": "i", "text": ""}))) == COLUMNS
 
 
-def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow:
+def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow | ErrorRow:
     """A CSV row as a record. ``judged``: the file is ours, so its ``config_hash`` is one of our
     spec hashes and a row under another one is stale; a foreign file's rows (the origin's) are
-    not judged: they count as done, as seed 001 asks. Any status of the file is an answer."""
+    not judged: their answers count as done, as seed 001 asks. A row of a status that settles
+    nothing (``results.settles``: another tool's or an older run's ``error``) is an error row,
+    read as screening reads one: the cell is asked again, and such rows count toward giving it up."""
     chash = (row.get("config_hash") or "").strip() if judged else ""
     correct = (row.get("correct") or "").strip()
     meta = _meta(row.get("meta"))
     item_hash = meta.pop("item_hash", None) if judged else None
+    status = row_status(row)
+    if not settles(status):
+        return error_record({"item_id": row["item_id"], "bench": row["bench"], "step": row["condition"],
+                             "condition": row["condition"], "config_hash": chash or None, "status": "error",
+                             "error_kind": status, "error": f"status {status} in {CSV_NAME}", "source": "csv",
+                             **({"item_hash": str(item_hash)} if item_hash else {})})
     return gen_row({"item_id": row["item_id"], "bench": row["bench"], "step": row["condition"],
                     "condition": row["condition"], "config_hash": chash or None, "status": "ok", "text": "",
                     "parsed": (row.get("pred") or "").strip() or None,
-                    "parse_status": (row.get("status") or "ok").strip() or "ok",
+                    "parse_status": status,
                     "correct": {"1": True, "0": False}.get(correct), "source": "csv",
                     **{k: row.get(k, "") for k in COLUMNS if k not in ("bench", "item_id", "condition", "status",
                                                                         "pred", "correct", "config_hash", "meta")},
