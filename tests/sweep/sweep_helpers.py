@@ -91,11 +91,12 @@ def mixed_items(tmp: Path) -> list[Path]:
     return write_items(tmp / "items", rows)
 
 
-def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str, dict[str, dict[str, int]]]:
+def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str, dict[str, dict[str, Any]]]:
     """What each reader of ``res/conditions_results.csv`` counts per condition (one benchmark):
-    ``sweep dry-run`` (``done``, ``todo``), ``sweep analyze`` (``n``, ``unparsed``, ``na``), ``pack``'s
-    report (``n``: items done, ``unparsed``, ``na``, ``errors``) and the HTML report's sweep page (``n``
-    scored, ``unparsed``, ``na``). ``common``: the dry run's arguments; ``tag`` names this call's outputs."""
+    ``sweep dry-run`` (``done``, ``todo``), ``sweep analyze`` (``n``, ``acc``, ``unparsed``, ``na``),
+    ``pack``'s report (``n``: items done, ``unparsed``, ``na``, ``errors``) and the HTML report's sweep
+    page (``n`` scored, ``acc``, ``unparsed``, ``na``); ``acc`` to 0.001, as the page shows it.
+    ``common``: the dry run's arguments; ``tag`` names this call's outputs."""
     import csv
     import re
 
@@ -107,7 +108,8 @@ def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str
            if bench not in ("bench", "TOTAL", "stale")}
     an = sweep_cli("analyze", "--results", str(res), "--out", str(work / "analysis"), "--no-plots")
     assert an.returncode == 0, an.stderr
-    analyze = {r["condition"]: {"n": int(r["n_items"]), "unparsed": int(r["unparsed"]), "na": int(r["na"])}
+    analyze = {r["condition"]: {"n": int(r["n_items"]), "unparsed": int(r["unparsed"]), "na": int(r["na"]),
+                                "acc": round(float(r["estimate"]), 3) if r["estimate"] else None}
                for r in csv.DictReader((work / "analysis" / "sweep_summary.csv").open()) if r["kind"] == "accuracy"}
     r = subprocess.run([sys.executable, "-m", "benchcheck", "pack", "--results", res.name, "--out",
                         str(work / "p.tar.gz")], cwd=res.parent, capture_output=True, text=True, timeout=120)
@@ -118,7 +120,8 @@ def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str
     (work / "screening").mkdir()
     build_report(ReportOptions(work / "screening", work / "report", None, sweep=res, plots=False))
     html = (work / "report" / "sweep.html").read_text(encoding="utf-8")
-    page = {m[0]: {"n": int(m[1]), "unparsed": int(m[2]), "na": int(m[3])} for m in re.findall(
-        r'<tr(?: class="all-unparsed")?><td>([^<]+)</td><td>(\d+)</td>\s*<td>[^<]*</td>\s*<td>(\d+)[^<]*</td>'
-        r'<td>(\d+)[^<]*</td></tr>', html)}
+    page = {m[0]: {"n": int(m[1]), "acc": round(float(m[2]) / 100, 3) if m[2] else None, "unparsed": int(m[3]),
+                   "na": int(m[4])} for m in re.findall(
+        r'<tr(?: class="all-unparsed")?><td>([^<]+)</td><td>(\d+)</td>\s*<td>(?:([\d.]+)%)?[^<]*</td>\s*'
+        r'<td>(\d+)[^<]*</td><td>(\d+)[^<]*</td></tr>', html)}
     return {"dry": dry, "analyze": analyze, "pack": pack, "page": page}

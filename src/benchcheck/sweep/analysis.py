@@ -6,8 +6,9 @@ verdict per benchmark (pure: rows in, records out). The numbers come from
 ``video_id`` column; a row without one is its own cluster). Differences between conditions are
 paired by item: only items answered under both.
 
-**Scoring.** Rows with status ``ok`` or ``unparsed`` count; ``unparsed`` is wrong (and its rate
-is reported on its own); ``NA`` rows are not items of that condition.
+**Scoring.** Rows with status ``ok`` or ``unparsed`` count (``results.row_status``: a row without
+one is ``ok``), scored by ``results.row_correct``; ``unparsed`` is wrong (and its rate is reported
+on its own); ``NA`` rows are not items of that condition.
 
 **Effects.** pixels = acc(``v_32_s448``, or ``v_32`` at storage resolution when s448 is absent) -
 acc(``v_32_s168``), both 32 frames. frames = max(acc of ``v_128_s224`` and the fps conditions
@@ -29,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchcheck.records import NA
-from benchcheck.sweep.results import answered, row_status
+from benchcheck.sweep.results import answered, row_correct, row_status
 from benchcheck.sweep.verdict_stats import (
     INTERVAL_METHOD,
     NAN_INTERVAL,
@@ -162,15 +163,6 @@ class Analysis:
                 if c.accuracy.n and c.unparsed >= UNPARSED_WARN_SHARE * c.accuracy.n]
 
 
-def _correct(r: Mapping[str, Any]) -> int:
-    c = str(r.get("correct", "")).strip().lower()
-    if c in ("0", "1"):
-        return int(c)
-    if c in ("true", "false"):
-        return int(c == "true")
-    return int(str(r.get("status")) == "ok" and bool(r.get("pred")) and r.get("pred") == r.get("gold"))
-
-
 class BenchTable:
     """One benchmark's scores: condition -> item -> 0/1, and item -> video (cluster)."""
 
@@ -187,7 +179,7 @@ class BenchTable:
                 continue
             if not answered(status):
                 continue
-            self.scores[cond][iid] = _correct(r)
+            self.scores[cond][iid] = row_correct(r)
             self.unparsed[cond] += status == "unparsed"
             self.video.setdefault(iid, str(r.get("video_id") or f"item:{iid}"))
 

@@ -241,6 +241,28 @@ def answered(status: str) -> bool:
     return status in ANSWERED
 
 
+_TRUE = ("1", "1.0", "true", "yes", "y", "t")
+_FALSE = ("0", "0.0", "false", "no", "n", "f")
+
+
+def truth(value: Any) -> bool | None:
+    """A ``correct`` cell as a truth value (``1``/``0``, ``true``/``false``, ``yes``/``no``), or None."""
+    t = str(value if value is not None else "").strip().lower()
+    return True if t in _TRUE else False if t in _FALSE else None
+
+
+def row_correct(row: Mapping[str, Any]) -> int:
+    """The score of an answered row (``answered``): its ``correct`` where that says, else 1 when an
+    ``ok`` row's ``pred`` is its ``gold`` (letters, either case); an ``unparsed`` answer without
+    ``correct`` is wrong. The status is ``row_status``'s, so a row without one is ``ok`` here as
+    everywhere; the analysis scores by this rule."""
+    c = truth(row.get("correct"))
+    if c is not None:
+        return int(c)
+    pred, gold = (str(row.get(k) or "").strip().upper() for k in ("pred", "gold"))
+    return int(row_status(row) == "ok" and bool(pred) and pred == gold)
+
+
 def settles(status: str) -> bool:
     """A row of this status settles its cell (``done`` for the dry run): an answer, or ``NA``. Any
     other status (another tool's or an older run's ``error``) is an error row, as in screening: the
