@@ -38,6 +38,7 @@ def test_a_row_without_status_or_correct_is_scored_by_its_letters_everywhere(tmp
         w.writerows(written)
     got = every_readers_counts(res, common, "letters")
     assert {c: v["done"] for c, v in got["dry"].items()} == {"v_blind": 4, "v_1": 4}
-    for reader in ("analyze", "pack"):
+    for reader in ("analyze", "pack", "page"):
         assert {c: v["n"] for c, v in got[reader].items()} == {"v_blind": 4, "v_1": 4}, reader
-    assert {c: v["acc"] for c, v in got["analyze"].items()} == {"v_blind": 0.5, "v_1": 0.5}
+    for reader in ("analyze", "page"):
+        assert {c: v["acc"] for c, v in got[reader].items()} == {"v_blind": 0.5, "v_1": 0.5}, reader

@@ -3,7 +3,8 @@ condition, ladders, the pixels x frames plane and a verdict per benchmark.
 
 The sweep's writer is built in parallel, so the reader accepts the column names either side may
 use (``bench``/``benchmark``, ``correct``/``is_correct``, or a prediction beside a gold answer)
-and a missing, empty or partial file gives a reason to show, never an exception.
+and a missing, empty or partial file gives a reason to show, never an exception. A row's status and
+score are the sweep's own (``sweep.results.row_status``, ``row_correct``): no rule of the page's.
 
 Every number the page shows about the sweep (accuracy per condition, the pixels and frames
 effects, the verdict) comes from :mod:`benchcheck.sweep.analysis`, run on the same rows with the
@@ -23,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchcheck.records import NA
 from benchcheck.report.stats import Rate, diff_interval
+from benchcheck.sweep.results import answered, read_csv, row_correct, row_status
 
 CSV_NAME = "conditions_results.csv"
 BENCH_COLS = ("bench", "benchmark", "dataset")
@@ -34,7 +37,6 @@ PRED_COLS = ("pred", "pred_letter", "parsed", "prediction", "answer_pred", "pred
 GOLD_COLS = ("gold", "gold_letter", "answer", "target", "gt")
 TEXT_COLS = ("raw", "output", "response", "generated", "text")
 VIDEO_COLS = ("video_id", "video", "vid")
-NOT_SCORED = {"na", "error", "failed", "skipped"}
 STORAGE_SHORT_SIDE = 720.0  # where `v_32` (storage resolution) sits on the short-side axis
 _COND = re.compile(r"^v_(?:(?P<n>\d+)|fps(?P<fps>[\d.]+))(?:_s(?P<s>\d+))?$")
 
@@ -81,15 +83,6 @@ class SweepData:
 def _pick(header: Sequence[str], names: Sequence[str]) -> str | None:
     low = {h.strip().lower(): h for h in header}
     return next((low[n] for n in names if n in low), None)
-
-
-def _truth(v: str) -> bool | None:
-    t = v.strip().lower()
-    if t in ("1", "1.0", "true", "yes", "y", "t"):
-        return True
-    if t in ("0", "0.0", "false", "no", "n", "f"):
-        return False
-    return None
 
 
 def find_csv(folder: Path) -> Path | None:
@@ -144,35 +137,36 @@ def _read_file(path_s: str, mtime_ns: int, size: int, settings_mtime_ns: int) ->
                 _add(data, rows, row, cols)
             data.clustered_by = "video" if cols["video"] else "item"
             if own:
-                _only_counted(data, own, cols)
+                rows = _only_counted(data, own, cols)
     except (OSError, csv.Error) as e:
         data.reason = f"{path}: {e}"
-    _analyze_into(data, own or rows)
+    _analyze_into(data, rows)
     if not data.acc and data.reason is None:
         data.reason = f"{path}: no scored rows yet"
     return data
 
 
-def _only_counted(data: SweepData, own: Sequence[Mapping[str, str]], cols: Mapping[str, str | None]) -> None:
-    """Answers, unreadable replies and NA reasons from the rows that count (``read_csv``: a key's
-    last row under its condition's spec), as the accuracy is: an answer redone under a new spec, or
-    for an item edited since, would otherwise be shown and counted twice. The file's row counts stay."""
+def _only_counted(data: SweepData, own: Sequence[Mapping[str, str]],
+                  cols: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    """Answers, unreadable replies, NA reasons and the rows to analyze from the rows that count
+    (``read_csv``: a key's last row under its condition's spec), as ``sweep analyze`` takes them:
+    an answer redone under a new spec, an item edited since or an error row then answered would
+    otherwise be shown and counted twice. The file's row counts stay."""
     n, skipped = data.rows, data.skipped
     data.answers, data.unparsed, data.na = {}, {}, {}
+    rows: list[dict[str, Any]] = []
     for row in own:
-        _add(data, [], row, cols)
+        _add(data, rows, row, cols)
     data.rows, data.skipped = n, skipped
+    return rows
 
 
 def _own_rows(path: Path) -> list[dict[str, str]]:
-    """The rows as ``sweep analyze`` reads them, when the file is the sweep's own (else none)."""
-    from benchcheck.sweep.results import read_csv
-
+    """The rows as ``sweep analyze`` reads them, when the sweep can read the file (else none)."""
     try:
-        rows = read_csv(path)
+        return read_csv(path)
     except (OSError, ValueError):
         return []
-    return rows if rows and "correct" in rows[0] and "video_id" in rows[0] else []
 
 
 def _analyze_into(data: SweepData, rows: list[dict[str, Any]]) -> None:
@@ -210,24 +204,21 @@ def _add(data: SweepData, rows: list[dict[str, Any]], row: Mapping[str, str | No
         data.skipped += 1
         return
     data.rows += 1
-    status = get("status") or "ok"
-    pred = get("pred") or get("text") or None
-    correct = _truth(get("correct")) if cols["correct"] else None
-    if correct is None and cols["pred"] and cols["gold"] and get("pred") and get("gold"):
-        correct = get("pred").upper() == get("gold").upper()
-    if status.lower() == "unparsed":
+    # The row under the sweep's own column names, judged by the sweep's own rules (``row_status``,
+    # ``row_correct``), which the analysis of these rows applies too: the page counts what
+    # ``sweep analyze`` counts, and a row that is no answer (``error``) is never scored.
+    named = {"bench": bench, "item_id": item, "condition": cond, "status": get("status"), "pred": get("pred"),
+             "gold": get("gold"), "correct": get("correct"), "video_id": get("video") or None}
+    status = row_status(named)
+    if status == "unparsed":
         why = get("parse") or "no reason given"
         data.unparsed.setdefault(bench, {}).setdefault(cond, Counter())[why] += 1
-    elif status.lower() == "na":
+    elif status == NA:
         data.na.setdefault(bench, {}).setdefault(cond, Counter())[_meta_reason(get("meta"))] += 1
-    if status.lower() in NOT_SCORED:
-        correct = None
+    correct = bool(row_correct(named)) if answered(status) else None
+    pred = get("pred") or get("text") or None
     data.answers.setdefault(bench, {}).setdefault(item, []).append(SweepAnswer(cond, pred, correct, status))
-    if status.lower() == "na":
-        rows.append({"bench": bench, "item_id": item, "condition": cond, "status": "NA"})
-    elif correct is not None:
-        rows.append({"bench": bench, "item_id": item, "condition": cond, "correct": int(correct),
-                     "status": "unparsed" if status.lower() == "unparsed" else "ok", "video_id": get("video") or None})
+    rows.append(named)
 
 
 def _meta_reason(meta: str) -> str:

@@ -229,11 +229,16 @@ def read_csv_counted(path: str | Path) -> tuple[list[dict[str, str]], set[Key]]:
     return counted, done_keys(rows) - done_keys(counted)
 
 
+_STATUSES = {s.lower(): s for s in (*ANSWERED, NA)}
+
+
 def row_status(row: Mapping[str, Any]) -> str:
     """A CSV row's status as the sweep counts it (``ANSWERED``, ``NA`` or any other: no answer);
-    a row without one is ``ok``, as seed 001 wrote its answers. Every reader of the rows (the
-    analysis, ``pack``'s report) asks this, so they count the same answers."""
-    return str(row.get("status") or "").strip() or "ok"
+    a row without one is ``ok``, as seed 001 wrote its answers, and the three known ones are read
+    in any case (another tool's ``na``). Every reader of the rows (the dry run and the run, the
+    analysis, ``pack``'s report, the report's sweep page) asks this, so they count the same answers."""
+    status = str(row.get("status") or "").strip()
+    return _STATUSES.get(status.lower(), status) or "ok"
 
 
 def answered(status: str) -> bool:
