@@ -117,11 +117,9 @@ def test_a_kept_list_removes_nothing_of_a_benchmark_dedup_never_read(partial: di
     _ok("assemble", "--items", str(partial["items"]), "--results", str(res), "--chain", "1", "--keep",
         str(partial[kept]))
     assert "Items: 9;" in (res / "pool_summary.md").read_text()
-    _ok("report", "--results", str(res), "--items", str(partial["items"]), "--out", str(tmp_path / "report"), "--chain",
-        "1", "--step0", str(partial[kept]), "--no-progress", "--no-plots")
-    html = (tmp_path / "report" / "index.html").read_text()
-    assert "<tr><td>0 duplicates</td><td>10</td><td>1</td><td>9</td>" in html, html[html.index('id="funnel"'):][:800]
-    assert "<tr><td>1 blind</td><td>9</td>" in html
+    # the dedup folder too (its step0_removed.jsonl names no item of D; its kept list says D was never read)
+    for step0 in (partial[kept], *([partial["step0"]] if kept == "kept" else [])):
+        _report_says_d_was_not_deduplicated(partial, res, step0, tmp_path / "report")
     err = _ok("export", "--results", str(res), "--items", str(partial["items"]), "--format", "inspect", "--out",
               str(tmp_path / "kept"), "--chain", "1", "--step0", str(partial[kept]))
     assert "9 kept items" in err and "pending" not in err, err
@@ -130,3 +128,34 @@ def test_a_kept_list_removes_nothing_of_a_benchmark_dedup_never_read(partial: di
               str(tmp_path / "removed"), "--chain", "1", "--step0", str(partial[kept]), "--removed")
     assert "1 removed item" in err, err
     assert not (tmp_path / "removed" / "D_removed.inspect.jsonl").exists()
+
+
+def _report_says_d_was_not_deduplicated(partial: dict[str, Path], res: Path, step0: Path, out: Path) -> None:
+    """Step 0 looked at C's 6 items and removed 1; D's 4 it never read: the funnel counts them apart
+    and names D, D's page says so in its step-0 row, and the chain screened all 9 others."""
+    _ok("report", "--results", str(res), "--items", str(partial["items"]), "--out", str(out), "--chain",
+        "1", "--step0", str(step0), "--no-progress", "--no-plots")
+    html = (out / "index.html").read_text()
+    funnel = html[html.index('id="funnel"'):][:1500]
+    assert "<tr><td>0 duplicates (4 items not deduplicated)</td><td>6</td><td>1</td><td>5</td>" in html, funnel
+    assert "<tr><td>1 blind</td><td>9</td>" in html
+    assert 'id="not-deduplicated">Not deduplicated: D (4 items).' in html, funnel
+    d = (out / "bench" / "D.html").read_text()
+    assert '<tr class="not-deduplicated"><td>0 duplicates</td><td colspan="7">not deduplicated' in d, d
+    c = (out / "bench" / "C.html").read_text()
+    assert "<tr><td>0 duplicates</td><td>6</td><td>1</td>" in c and "not deduplicated" not in c
+
+
+def test_the_funnel_figure_draws_the_items_step_0_never_read(tmp_path: Path) -> None:
+    """Step 0's bar is as long as the items in: those of a benchmark never deduplicated are a segment
+    of their own, never "kept" by a step that did not look at them."""
+    from benchcheck.report import plots, stats
+    from benchcheck.report.source import step0_row
+
+    summary = [step0_row("C", 6, 1), step0_row("D", 4, 0, deduplicated=False)]
+    funnel = stats.funnel(summary)
+    assert {k: funnel[0][k] for k in ("screened", "removed", "kept", "not_deduplicated")} == \
+        {"screened": 6, "removed": 1, "kept": 5, "not_deduplicated": 4}
+    assert stats.not_deduplicated(summary) == {"D": 4}
+    svg = plots.funnel_figure(tmp_path / "funnel.svg", funnel, {0: "duplicates"}).read_text()
+    assert "not deduplicated" in svg

@@ -25,7 +25,7 @@ DPI = 150  # PNGs only (SVG has no pixels)
 FONT = 10
 GOLD, PICK, REMOVED_C, KEPT_C = "#e0a030", "#3070c0", "#c03030", "#50a050"
 FUNNEL_COLOURS = {"removed": REMOVED_C, "kept": KEPT_C, "failed": "#404040", "pending": "#a0a0a0",
-                  "not_screened": "#d0d0f0"}
+                  "not_screened": "#d0d0f0", "not_deduplicated": "#f0e0b0"}
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RC: dict[str, Any] = {"font.size": FONT, "axes.titlesize": FONT + 1, "axes.labelsize": FONT, "xtick.labelsize": FONT,
       "ytick.labelsize": FONT, "legend.fontsize": FONT, "svg.fonttype": "none", "svg.hashsalt": "benchcheck"}
@@ -148,7 +148,7 @@ def funnel_figure(path: Path, funnel: Mapping[int, Mapping[str, int]], names: Ma
     left = [0] * len(steps)
     labels = [f"{s} {names.get(s, '')}".strip() for s in steps]
     for key, colour in FUNNEL_COLOURS.items():
-        vals = [funnel[s][key] for s in steps]
+        vals = [funnel[s].get(key, 0) for s in steps]
         if not any(vals):
             continue  # a category no step has gets no legend entry
         ax.barh(labels, vals, left=left, color=colour, label=key.replace("_", " "))

@@ -283,7 +283,7 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
 
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
          flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, labels=stats.FINAL_LABELS,
-         results=str(opts.results), step0=opts.step0 is not None)
+         results=str(opts.results), step0=opts.step0 is not None, undeduplicated=stats.not_deduplicated(summary))
     for p in pages:
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p, labels=stats.FINAL_LABELS)
     page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),

@@ -171,15 +171,19 @@ def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence
             evidence[it.item_id] = ItemEvidence(it, REMOVED, 0, dict.fromkeys(chain, NOT_REACHED), {},
                                                 {0: dups[it.item_id]})
     if step0 is not None and items:
-        summary = [step0_row(bench, len(items), len(items) - len(chained)), *summary]
+        row = step0_row(bench, len(items), len(items) - len(chained), bench in step0.deduplicated(items))
+        summary = [row, *summary]
     return BenchEvidence(bench, [evidence[it.item_id] for it in items], summary, flags)
 
 
-def step0_row(bench: str, items: int, removed: int) -> dict[str, Any]:
-    """Step 0 in the summary's shape: every item is looked at, duplicates are removed."""
-    return {"bench": bench, "step": 0, "done": items, "removed": removed, "error_rows": 0, "failed": 0,
-            "removal_rate": round(removed / items, 4) if items else None, "pending": 0, "not_screened": 0,
-            "forwards": 0}
+def step0_row(bench: str, items: int, removed: int, deduplicated: bool = True) -> dict[str, Any]:
+    """Step 0 in the summary's shape: every item is looked at, duplicates are removed. A benchmark
+    the dedup run never read was not looked at: it decided nothing of it (``not_deduplicated``
+    counts its items), which a row of zero removals would hide."""
+    done = items if deduplicated else 0
+    return {"bench": bench, "step": 0, "done": done, "removed": removed, "error_rows": 0, "failed": 0,
+            "removal_rate": round(removed / done, 4) if done else None, "pending": 0, "not_screened": 0,
+            "forwards": 0, "not_deduplicated": 0 if deduplicated else items}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +195,16 @@ class Step0:
     rows: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     kept: KeptList | None = None
     kept_name: str = ""
+    # with ``rows``: the benchmarks the dedup run read (its ``step0_kept.parquet`` names every item
+    # it read); None: not known, every benchmark counts as deduplicated
+    scope: frozenset[str] | None = None
+
+    def deduplicated(self, items: Iterable[Item]) -> set[str]:
+        """The benchmarks of ``items`` that the dedup run behind this outcome read; step 0 removed
+        nothing of another, as ``screen --keep`` screens it whole (``KeptList.covered``)."""
+        if self.kept is not None:
+            return self.kept.covered(items)
+        return {it.bench for it in items if self.scope is None or it.bench in self.scope}
 
     def removed(self, items: Iterable[Item]) -> dict[str, Mapping[str, Any]]:
         """Item id -> why step 0 removed it, among ``items`` (loaded together, or one benchmark's:
@@ -207,7 +221,8 @@ class Step0:
         """The outcome for ``items`` alone (what a benchmark's task needs)."""
         items = list(items)
         by_id = {it.item_id: it.bench for it in items}
-        return Step0(self.source, {(by_id[i], i): row for i, row in self.removed(items).items()})
+        return Step0(self.source, {(by_id[i], i): row for i, row in self.removed(items).items()},
+                     scope=frozenset(self.deduplicated(items)))
 
 
 def read_step0(path: Path) -> Step0:
@@ -236,9 +251,19 @@ def _read_step0(path: Path) -> Step0:
             if isinstance(row, dict) and row.get("item_id") is not None:
                 key = (str(row.get("bench") or ""), str(row["item_id"]))
                 removed[key] = {k: row.get(k) for k in STEP0_FIELDS if row.get(k) is not None}
-        return Step0(path, removed)
+        return Step0(path, removed, scope=_dedup_scope(path / "step0_kept.parquet"))
     keep_file = path / "step0_kept.parquet" if path.is_dir() else path
     return Step0(path, kept=load_keep(keep_file), kept_name=keep_file.name)
+
+
+def _dedup_scope(kept_file: Path) -> frozenset[str] | None:
+    """The benchmarks a dedup run read, from the kept list it wrote beside ``step0_removed.jsonl``
+    (None where it is gone or names no benchmark: the removed rows alone cannot tell a benchmark
+    with no duplicates from one never read)."""
+    if not kept_file.is_file():
+        return None
+    kept = load_keep(kept_file)
+    return kept.benches if kept.pairs is not None else None
 
 
 # gold, duplicate_gold, their texts and match: only a gold conflict's row has them (a near one's

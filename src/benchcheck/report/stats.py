@@ -12,7 +12,8 @@ from benchcheck.report.source import BenchEvidence, ItemEvidence
 from benchcheck.screen.fates import FAILED, KEPT, NOT_SCREENED, PENDING, REMOVED, kept_unscreened
 
 Z95 = 1.959963984540054
-FUNNEL_KEYS = ("screened", "removed", "kept", "failed", "pending", "not_screened")
+# not_deduplicated: step 0 only, the items of benchmarks its dedup run never read (none decided)
+FUNNEL_KEYS = ("screened", "removed", "kept", "failed", "pending", "not_screened", "not_deduplicated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +49,20 @@ def diff_interval(a: Rate, b: Rate, z: float = Z95) -> tuple[float, float, float
     return d, lo, hi
 
 
+def not_deduplicated(summary: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Benchmark -> its items, for each benchmark the step-0 dedup run never read."""
+    return {str(r["bench"]): int(r["not_deduplicated"]) for r in summary
+            if int(r["step"]) == 0 and r.get("not_deduplicated")}
+
+
 def removal_rates(bench: BenchEvidence) -> dict[int, Rate]:
     """Per step: removed among the items that step decided (kept + removed)."""
     return {int(r["step"]): wilson(int(r["removed"]), int(r["done"])) for r in bench.summary}
 
 
 def funnel(summary: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, int]]:
-    """Per step totals over benchmarks: screened (decided), removed, kept, failed, pending, not screened."""
+    """Per step totals over benchmarks: screened (decided), removed, kept, failed, pending, not screened,
+    and at step 0 the items it never looked at (not deduplicated)."""
     out: dict[int, dict[str, int]] = {}
     for r in summary:
         t = out.setdefault(int(r["step"]), dict.fromkeys(FUNNEL_KEYS, 0))
@@ -64,6 +72,7 @@ def funnel(summary: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, int]]:
         t["failed"] += int(r["failed"])
         t["pending"] += int(r["pending"])
         t["not_screened"] += int(r["not_screened"])
+        t["not_deduplicated"] += int(r.get("not_deduplicated") or 0)
     return out
 
 
