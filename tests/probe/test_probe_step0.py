@@ -180,3 +180,41 @@ def test_audit_step0_counts_only_the_items_it_left_out(
     assert r.returncode == 0, r.stderr
     assert f"STEP0_REMOVED={len(removed)} " in r.stdout
     assert f"Step 0: {len(removed)} duplicates it removed are left out" in (tmp_path / "audit" / "audit.md").read_text()
+
+
+def test_audit_md_shows_a_probe_only_of_its_own_step_0(world: tuple[Path, Path, Path, set[str], set[str]],
+                                                       tmp_path: Path) -> None:
+    """RESULTS/probe outlives the probe's run: audit.md shows it only where it left out at step 0
+    what the audit leaves out; else one note says it is another step 0's and how to rerun it."""
+    import shutil
+
+    items, results, step0, _, _ = world
+    removed = len((step0 / "step0_removed.jsonl").read_text().splitlines())
+    res = tmp_path / "results"
+    shutil.copytree(results, res)
+    heading = "## Text-only probe and label-error flags"
+
+    def audit(*extra: str) -> tuple[str, str]:
+        r = _cli("audit", "--results", str(res), "--items", str(items), "--out", str(tmp_path / "audit"),
+                 "--rounds", "10", *extra)
+        assert r.returncode == 0, r.stderr
+        return (tmp_path / "audit" / "audit.md").read_text(), r.stderr
+
+    _probe(world, res / "probe")  # without --step0: over the copies too
+    md, err = audit("--step0", str(step0))
+    stale = (f"The probe in {res / 'probe'} is not included: it ran without --step0, where this run leaves out "
+             f"{removed} items. Add --probe to this audit to rerun it with the audit's step 0, or give the audit "
+             "the --step0 the probe ran with.")
+    assert md.endswith(f"{heading}\n\n{stale}\n"), md[md.index(heading):]
+    assert "| bench | items |" not in md.split(heading)[1]
+    assert f"note: {stale[0].lower()}{stale[1:]}" in err.splitlines(), err
+    md, err = audit()  # the same probe beside an audit without step 0: its own
+    assert f"From `{res / 'probe'}`" in md and "note: the probe" not in err
+
+    _probe(world, res / "probe", "--step0", str(step0))
+    md, err = audit("--step0", str(step0 / "step0_kept.parquet"))  # the same outcome, read from its kept list
+    assert f"From `{res / 'probe'}`" in md and f"Step 0: {removed} duplicates it removed are left out" in \
+        md.split(heading)[1] and "note: the probe" not in err, err
+    md, err = audit()
+    assert (f"it left out {removed} items removed at step 0 (--step0 {step0}), where this run leaves out none"
+            in md.split(heading)[1]) and "note: the probe" in err

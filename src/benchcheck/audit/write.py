@@ -15,6 +15,7 @@ from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
 from benchcheck.screen.steps import STEPS
 from benchcheck.stats.confidence import Confidence
+from benchcheck.stats.probe_step0 import Pairs, stale_reason
 
 
 def csv_text(rows: Sequence[dict[str, object]]) -> str:
@@ -218,26 +219,48 @@ def fdr_lines(res: AuditResult) -> list[str]:
     return lines
 
 
-def probe_section(probe_dir: str | Path | None) -> str:
+PROBE_HEADING = "## Text-only probe and label-error flags"
+
+
+def stale_probe_note(probe_dir: str | Path | None, step0: Pairs | None = None) -> str | None:
+    """One sentence when ``probe_dir`` holds a probe made with another step-0 outcome than the
+    audit's (``step0``: the items the audit left out at step 0, as (bench, item id) pairs; None:
+    no ``--step0``), which ``audit.md`` then leaves out; None when it has none or the same."""
+    if probe_dir is None or not (Path(probe_dir) / "probe.md").is_file():
+        return None
+    why = stale_reason(probe_dir, step0)
+    if why is None:
+        return None
+    return (f"The probe in {probe_dir} is not included: it {why}. Add --probe to this audit to rerun it with "
+            "the audit's step 0, or give the audit the --step0 the probe ran with.")
+
+
+def probe_section(probe_dir: str | Path | None, step0: Pairs | None = None) -> str:
     """``benchcheck probe``'s reading (its ``probe.md``, headings one level down) as a section of
-    ``audit.md``; empty when the probe has not run."""
+    ``audit.md``; empty when the probe has not run, and one note in its place when the probe left
+    out other items at step 0 than the audit (``stale_probe_note``): a probe over duplicates the
+    audit leaves out, or without those it counts, is no reading of the audited items."""
     if probe_dir is None:
         return ""
+    note = stale_probe_note(probe_dir, step0)
+    if note is not None:
+        return "\n".join(["", PROBE_HEADING, "", note]) + "\n"
     try:
         text = (Path(probe_dir) / "probe.md").read_text(encoding="utf-8")
     except OSError:
         return ""
     body = [("#" + line if line.startswith("#") else line) for line in text.splitlines()[1:]]
-    return "\n".join(["", "## Text-only probe and label-error flags", f"From `{probe_dir}` (docs/probe.md).",
-                      *body]) + "\n"
+    return "\n".join(["", PROBE_HEADING, f"From `{probe_dir}` (docs/probe.md).", *body]) + "\n"
 
 
 OPTIONAL_TABLES = ("audit_fdr_target.csv", "audit_agreement.csv", "audit_agreement_both.csv")
 
 
-def write_audit(res: AuditResult, out: str | Path, probe_dir: str | Path | None = None) -> list[Path]:
+def write_audit(res: AuditResult, out: str | Path, probe_dir: str | Path | None = None,
+                step0: Pairs | None = None) -> list[Path]:
     """Write every table as CSV plus ``audit.md`` under ``out``; returns the paths written. With
-    ``probe_dir`` (a ``benchcheck probe`` folder), ``audit.md`` ends with the probe's section."""
+    ``probe_dir`` (a ``benchcheck probe`` folder), ``audit.md`` ends with the probe's section, when
+    the probe left out at step 0 the items the audit left out (``step0``, ``probe_section``)."""
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     tables = {
@@ -265,6 +288,6 @@ def write_audit(res: AuditResult, out: str | Path, probe_dir: str | Path | None 
     for name in OPTIONAL_TABLES:
         if name not in tables:
             (d / name).unlink(missing_ok=True)
-    write_text_atomic(d / "audit.md", markdown(res) + probe_section(probe_dir))
+    write_text_atomic(d / "audit.md", markdown(res) + probe_section(probe_dir, step0))
     paths.append(d / "audit.md")
     return paths

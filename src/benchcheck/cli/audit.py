@@ -59,9 +59,10 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
 
     from benchcheck.audit import run_audit
     from benchcheck.audit.null import expected_removals, verdict
-    from benchcheck.audit.write import headline, unaudited_line, write_audit
+    from benchcheck.audit.write import headline, stale_probe_note, unaudited_line, write_audit
     from benchcheck.items import fingerprints
     from benchcheck.screen.steps import parse_chain
+    from benchcheck.stats.probe_step0 import left_out
 
     try:
         steps = parse_chain(chain)
@@ -98,8 +99,11 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     if with_probe:
         from benchcheck.cli.probe import run_default_probe
 
-        run_default_probe(loaded.items, results, seed, dups)
-    paths = write_audit(res, Path(out), Path(results) / "probe")
+        run_default_probe(loaded.items, results, seed, dups, step0)
+    # the probe's section only where it left out what this audit left out at step 0
+    left = left_out(loaded.items, dups)
+    paths = write_audit(res, Path(out), Path(results) / "probe", left)
+    stale = stale_probe_note(Path(results) / "probe", left)
     for r in res.nulls:
         # The verdict and the headline read the conditioned null; the permutation null is shown
         # beside it, named, because it overstates chance at a step that screens survivors.
@@ -120,6 +124,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     if res.unaudited:
         line = unaudited_line(res.unaudited)
         click.echo(f"note: {line[0].lower()}{line[1:]}", err=True)
+    if stale is not None:
+        click.echo(f"note: {stale[0].lower()}{stale[1:]}", err=True)
     for t in res.fdr_targets:
         if t.bench == "*":
             click.echo(t.sentence())

@@ -103,7 +103,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
     try:
         emb = text_embedder(model, cache_dir or Path(out) / "probe_embeddings", revision, device, batch_size)
         run = probe_pool(mc, out, cfg, emb, results, FLAG_MARGIN if flag_margin is None else flag_margin, flag_agree,
-                         echo=click.echo, step0=dups)
+                         echo=click.echo, step0=dups, step0_source=step0)
     except (DedupError, OSError) as e:
         die(str(e))
     res = run.result
@@ -125,11 +125,12 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
         click.echo(str(p))
 
 
-def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0: Collection[str] | None = None
-                      ) -> None:
+def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0: Collection[str] | None = None,
+                      step0_source: str | None = None) -> None:
     """``benchcheck audit --probe``: the probe with its defaults into RESULTS/probe; a one-line
     note (not an error) when no benchmark is large enough or the model cannot load. ``step0``: the
-    ids step 0 removed (``audit --step0``), neither probed nor flagged, as ``probe --step0``."""
+    ids step 0 removed (``audit --step0``, read from ``step0_source``), neither probed nor flagged,
+    as ``probe --step0``."""
     from pathlib import Path
 
     from benchcheck.dedup import DedupError
@@ -140,7 +141,7 @@ def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0:
     out = Path(results) / "probe"
     try:
         emb = text_embedder("minilm", out / "probe_embeddings")
-        run = probe_pool(items, out, cfg, emb, results, step0=step0)
+        run = probe_pool(items, out, cfg, emb, results, step0=step0, step0_source=step0_source)
     except (DedupError, OSError, ImportError) as e:
         click.echo(f"probe skipped: {e}", err=True)
         return

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,19 +160,22 @@ def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
 
 def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: Sequence[int],
            truth: Path | None = None, planted: Planted | None = None, title: str = "",
-           probe_dir: Path | None = None) -> TruthCheck | None:
+           probe_dir: Path | None = None, step0: Collection[str] | None = None) -> TruthCheck | None:
     """``benchcheck audit`` on a run's rows (no new forwards) into ``out``; with ``truth``, the
-    audit checked against the ground truth (``audit_truth.csv``/``.md`` beside it)."""
+    audit checked against the ground truth (``audit_truth.csv``/``.md`` beside it). ``step0``: the
+    ids step 0 removed, left out as ``audit --step0`` leaves them out (the chain ran with --keep)."""
     from benchcheck.audit import read_forwards, run_audit
     from benchcheck.audit.write import headline, write_audit
     from benchcheck.demo.audit_truth import check_truth, load_truth, write_truth_check
+    from benchcheck.stats.probe_step0 import left_out
 
-    ids = [it.item_id for it in items if it.format == "mc"]
+    ids = [it.item_id for it in items if it.format == "mc" and it.item_id not in (step0 or ())]
     res = run_audit(results, ids, chain=chain)
     if not res.steps:
         echo(f"  audit of {results.name} skipped: no ok rows with letter log-probs")
         return None
-    write_audit(res, out, probe_dir)
+    res.step0_removed = None if step0 is None else len(step0)
+    write_audit(res, out, probe_dir, left_out(items, step0))
     echo(f"  {results.name}: {headline(res)}  ({out / 'audit.md'})")
     if truth is None:
         return None
@@ -194,6 +197,14 @@ def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: S
 DEMO_PERMUTATIONS = 39  # rounds of the probe's null in the demo (p >= 1/40): enough to call p <= 0.05, fast
 
 
+def _step0_removed(items: Sequence[Item], keep: Path | None) -> dict[str, Any] | None:
+    """The ids step 0 removed, read from the kept list the chain screened with (``keep``), as
+    report, probe and audit read a ``--step0``."""
+    from benchcheck.report.source import read_step0
+
+    return dict(read_step0(keep).removed(items)) if keep is not None else None
+
+
 def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: Echo, chain: Sequence[int],
            keep: Path | None) -> bool:
     """The text-only probe and the label flags on the reference run (``results/probe``), checked
@@ -203,10 +214,9 @@ def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: E
     from benchcheck.demo.probe_check import check_probe
     from benchcheck.probe import ProbeConfig, probe_pool
     from benchcheck.probe.embedder import text_embedder
-    from benchcheck.report.source import read_step0
 
     t0 = time.time()
-    dups = read_step0(keep).removed(items) if keep is not None else None  # the kept list the chain screened with
+    dups = _step0_removed(items, keep)
     emb = text_embedder("minilm", out / "probe_embeddings", loaded=minilm) if minilm is not None else None
     echo(f"  + text-only probe ({'MiniLM + ' if emb else ''}text features, 5 folds by video, {DEMO_PERMUTATIONS} "
          "permutations) and label flags (steps 3, 5, 6 + the probe) -> results/probe/")
@@ -318,10 +328,11 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     echo("9/9 audit of the removals (permutation null, letter prior, confidence) checked against the ground "
          "truth, then the HTML report (funnel, benchmarks, sweep, QA, audit, provenance with the engines' labels)")
     truth = out / "truth" / "ground_truth.jsonl"
+    dups = _step0_removed(loaded.items, keep)
     checks = [_audit(results, loaded.items, out / "audit", echo, chain, truth, zero_prior,
-                     "The reference engine's audit against the ground truth", results / "probe"),
+                     "The reference engine's audit against the ground truth", results / "probe", dups),
               _audit(prior_ctx.results, loaded.items, out / "audit_prior", echo, chain, truth, planted_prior,
-                     f"The audit of {PRIOR_ENGINE} (planted letter prior) against the ground truth")]
+                     f"The audit of {PRIOR_ENGINE} (planted letter prior) against the ground truth", step0=dups)]
     side_audits = [out / "audit_prior"]
     if tiny:
         _audit(out / "results_tiny_random", loaded.items, out / "audit_tiny", echo, TINY_CHAIN)

@@ -12,6 +12,7 @@ from benchcheck.probe.evidence import FLAG_STEPS, Pick, step_picks
 from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, LabelFlag, label_flags, sources_needed
 from benchcheck.probe.outputs import write_probe
 from benchcheck.probe.run import ProbeConfig, ProbeResult, TextEmbedder, run_probe, step0_kept
+from benchcheck.stats.probe_step0 import left_out
 
 BLIND_STEP = 1
 
@@ -26,11 +27,13 @@ class ProbeRun:
 
 def probe_pool(items: Sequence[Item], out: str | Path, cfg: ProbeConfig, emb: TextEmbedder | None = None,
                results: str | Path | None = None, flag_margin: float = FLAG_MARGIN, flag_agree: int = FLAG_AGREE,
-               echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None) -> ProbeRun:
+               echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None,
+               step0_source: str | None = None) -> ProbeRun:
     """Probe every benchmark; with ``results``, the blind gain over step 1 and the label flags
     from steps 3, 5, 6 and the probe; write everything under ``out``. With ``step0`` (the ids step 0
     removed, ``report.source.read_step0``), its duplicates are neither probed nor flagged, and each
-    benchmark counts them apart."""
+    benchmark counts them apart; the outputs record which items were left out and the
+    ``--step0`` they came from (``step0_source``), so a reader can tell another step 0's probe."""
     every = [it for it in items if it.format == "mc"]
     mc = step0_kept(every, step0 or ())
     ids = {it.item_id for it in mc}
@@ -46,5 +49,6 @@ def probe_pool(items: Sequence[Item], out: str | Path, cfg: ProbeConfig, emb: Te
         golds = {it.item_id: (it.bench, it.answer) for it in mc}
         flags = label_flags(golds, sources, flag_margin, flag_agree)
     run = ProbeRun(res, flags, names)
-    run.paths = write_probe(res, out, flags, names)
+    run.paths = write_probe(res, out, flags, names, left_out(every, step0),
+                            step0_source if step0 is not None else None)
     return run
