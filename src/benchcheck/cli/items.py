@@ -9,6 +9,7 @@ import click
 
 from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, say_left_out
 from benchcheck.cli.videos import videos_option
+from benchcheck.items.ids import ID_PREFIXES
 
 
 @click.group("items")
@@ -113,13 +114,16 @@ def link(paths: tuple[str, ...], store: str, videos_dir: str | None, columns: st
                    "options=A|B|C|D,answer=label,answer_kind=letter,video=clip' (lmms-eval: also doc_to_text, "
                    "doc_to_choice, doc_to_target, doc_to_visual as columns).")
 @click.option("--bench", default=None, help="Benchmark name of every item (default: the file, task or config).")
+@click.option("--id-prefix", "id_prefix", type=click.Choice(ID_PREFIXES), default=None,
+              help="Write each id as BENCH/ID (bench: the item's benchmark), so benchmarks that number their "
+                   "items alike (0..N) load and screen together.")
 @click.option("--split", default=None, help="Split to read (default: the task's test split, else 'test', else "
                                             "the only one).")
 @click.option("--out", required=True, type=CliPath(file_okay=False, path_type=Path),
               help="Folder for the item files: one <bench>.jsonl per benchmark.")
 @click.option("--force", is_flag=True, help="Replace item files that exist in --out.")
-def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, split: str | None, out: Path,
-               force: bool) -> None:
+def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, id_prefix: str | None,
+               split: str | None, out: Path, force: bool) -> None:
     """Import a benchmark from VLMEvalKit, lmms-eval or a Hugging Face datasets folder as item files.
 
     One line per record that cannot become an item (file, record, why); the others are written.
@@ -129,12 +133,13 @@ def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, sp
     \b
     Example:
       benchcheck items import export/MyBench_kept.tsv --from vlmevalkit --out items/
+      benchcheck items import items_raw/B.jsonl --from hf-folder --id-prefix bench --out items/
     """
     from benchcheck.cli.common import die
     from benchcheck.items.importers import SourceError, import_items, write_items
 
     try:
-        result = import_items(fmt, Path(source), columns, bench, split)
+        result = import_items(fmt, Path(source), columns, bench, split, id_prefix)
     except SourceError as e:
         die(str(e))
         return

@@ -58,6 +58,28 @@ def gives_id(row: Mapping[str, Any], spec: str | None) -> bool:
     return len(cols) > 1 or (len(cols) == 1 and not _is_blank(row.get(cols[0])))
 
 
+# ``items import --id-prefix``'s values: ``bench``, each id qualified by its item's benchmark
+ID_PREFIXES = ("bench",)
+
+
+def qualified_id(bench: str, item_id: str) -> str:
+    """``BENCH/ID``: an id two benchmarks can share (both number their items 0..N) made the item's
+    own, as an lmms-eval task's documents are keyed by task and index. A benchmark name holds no
+    ``/`` (``checks.bench_name_problem``), so the first one splits it off; an id that already starts
+    with its benchmark's prefix (an export imported back) is kept."""
+    return item_id if item_id.startswith(f"{bench}/") else f"{bench}/{item_id}"
+
+
+def duplicate_id_message(first_path: str, first_bench: str | None, bench: str) -> str:
+    """A duplicate id, in one line; where the first is another benchmark's item, it names the way
+    through: ids qualified by benchmark (``qualified_id``), written once into the item files."""
+    if first_bench is None or first_bench == bench:
+        return f"duplicate item_id (first in {first_path})"
+    return (f"duplicate item_id (first in {first_path}, benchmark {first_bench}): two benchmarks number their "
+            "items alike; write each benchmark's ids as BENCH/ID with benchcheck items import FILE --from "
+            "hf-folder --id-prefix bench --out DIR for each item file (docs/items.md, \"Ids\")")
+
+
 def free_id(base: str, taken: Collection[str]) -> str:
     """A generated id that no given id and no earlier item holds: ``base``, else ``base_2``, ``base_3``...
 

@@ -26,7 +26,17 @@ from benchcheck.items.checks import (
     options_problem,
     video_id_problem,
 )
-from benchcheck.items.ids import ID_KEYS, IdTally, default_id, free_id, gives_id, id_columns, item_id_of, nextqa_layout
+from benchcheck.items.ids import (
+    ID_KEYS,
+    IdTally,
+    default_id,
+    duplicate_id_message,
+    free_id,
+    gives_id,
+    id_columns,
+    item_id_of,
+    nextqa_layout,
+)
 from benchcheck.items.layouts import json_records, split_lettered_options
 from benchcheck.items.record import Item, key_video_id
 from benchcheck.protocol import LETTERS, MAX_OPTIONS, strip_sequential_prefix
@@ -616,6 +626,7 @@ def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult)
     out.records[path] = read.records
     ids = IdTally()
     resolved: ColumnMap | None = None
+    first_bench: dict[str, str] | None = None  # id -> its kept item's benchmark, built at the first duplicate
     for entry in read.entries:
         if isinstance(entry, Problem):
             out.problems.append(entry)
@@ -626,11 +637,14 @@ def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult)
         ids.add(entry.row, resolved.item_id, resolved.video_key or resolved.video_id, item.item_id,
                 seen.get(item.item_id) == path)
         if item.item_id in seen:
-            out.problems.append(
-                Problem(path, entry.where, item.item_id, f"duplicate item_id (first in {seen[item.item_id]})")
-            )
+            if first_bench is None:
+                first_bench = {it.item_id: it.bench for it in out.items}
+            out.problems.append(Problem(path, entry.where, item.item_id, duplicate_id_message(
+                seen[item.item_id], first_bench.get(item.item_id), item.bench)))
             continue
         seen[item.item_id] = path
+        if first_bench is not None:
+            first_bench[item.item_id] = item.bench
         item = replace(item, source_file=path, source_line=entry.where)
         if item.format == "open":
             out.problems.append(

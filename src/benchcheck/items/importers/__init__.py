@@ -20,6 +20,7 @@ from typing import Any
 
 from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
 from benchcheck.items.checks import bench_name_problem
+from benchcheck.items.ids import ID_PREFIXES, duplicate_id_message, qualified_id
 from benchcheck.items.load import ColumnMap, LoadResult, Problem, row_to_item
 from benchcheck.items.record import Item, video_has_frames
 
@@ -94,11 +95,16 @@ def _gap(row: Mapping[str, Any], cols: tuple[str, ...]) -> str | None:
     return None
 
 
-def to_items(parts: Sequence[Part], user_map: str | None = None, bench: str | None = None) -> LoadResult:
-    """The items of every part, with one problem per bad record (a bad record never stops the rest)."""
+def to_items(parts: Sequence[Part], user_map: str | None = None, bench: str | None = None,
+             id_prefix: str | None = None) -> LoadResult:
+    """The items of every part, with one problem per bad record (a bad record never stops the rest).
+    ``id_prefix="bench"``: each id written as ``BENCH/ID`` (``ids.qualified_id``), before duplicates
+    are told, so two benchmarks that number their items alike import together."""
+    if id_prefix is not None and id_prefix not in ID_PREFIXES:
+        raise ValueError(f"--id-prefix {id_prefix!r}: expected one of {', '.join(ID_PREFIXES)}")
     user, named = parse_map(user_map)
     out = LoadResult()
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}  # id -> (where, benchmark) of its first item
     for part in parts:
         cmap = merge_map(part.defaults, user, named)
         name = bench or part.name
@@ -134,11 +140,14 @@ def to_items(parts: Sequence[Part], user_map: str | None = None, bench: str | No
                 continue
             if bench:
                 item = replace(item, bench=bench)
+            if id_prefix == "bench":
+                item = replace(item, item_id=qualified_id(item.bench, item.item_id))
             if item.item_id in seen:
+                first = seen[item.item_id]
                 out.problems.append(Problem(part.path, where, item.item_id,
-                                            f"duplicate item_id (first in {seen[item.item_id]})"))
+                                            duplicate_id_message(first[0], first[1], item.bench)))
                 continue
-            seen[item.item_id] = part.path
+            seen[item.item_id] = (part.path, item.bench)
             out.items.append(replace(item, source_file=part.path, source_line=where))
     return out
 
@@ -219,10 +228,11 @@ def reader(fmt: str) -> Callable[..., list[Part]]:
 
 
 def import_items(fmt: str, source: Path, user_map: str | None = None, bench: str | None = None,
-                 split: str | None = None) -> LoadResult:
-    """Read ``source`` in ``fmt`` and convert it (``SourceError`` when the source cannot be read at all)."""
+                 split: str | None = None, id_prefix: str | None = None) -> LoadResult:
+    """Read ``source`` in ``fmt`` and convert it (``SourceError`` when the source cannot be read at all);
+    ``id_prefix``: see ``to_items``."""
     extra: dict[str, Any] = {}
     if fmt == "lmms-eval" and user_map and "doc_to_visual" in user_map:
         extra["wanted"] = {"doc_to_text", "doc_to_choice", "doc_to_target", "doc_to_visual"}
     parts = reader(fmt)(source, split=split, **extra)
-    return to_items(parts, user_map, bench)
+    return to_items(parts, user_map, bench, id_prefix)
