@@ -71,14 +71,20 @@ def test_parquet_folder_holds_no_empty_file(pool: tuple[Path, Path], tmp_path: P
 
 
 def test_an_earlier_export_of_a_now_empty_benchmark_is_removed(pool: tuple[Path, Path], tmp_path: Path) -> None:
+    from benchcheck.items import Item
+    from benchcheck.report.export import Selected
+    from benchcheck.report.export import export as write_export
+
     export(pool, "vlmevalkit", tmp_path, "--removed")
     assert (tmp_path / "Gone_removed.tsv").is_file()
-    # the same folder, now the kept items: Gone has none; a stale Gone_kept.tsv would be read as kept
-    (tmp_path / "Gone_kept.tsv").write_text("index\tquestion\tA\tB\tanswer\n0\tstale\tx\ty\tA\n")
-    export(pool, "vlmevalkit", tmp_path)
-    assert not (tmp_path / "Gone_kept.tsv").exists()
-    assert lines(tmp_path / "Stay_kept.tsv") == 5
-
+    # the same folder, now the kept items: Gone has none; the Gone_kept.tsv of an earlier kept export (when
+    # Gone still had kept items) would be read as kept
+    write_export("vlmevalkit", tmp_path, {"Gone": [Selected(Item(item_id="Gone_0", bench="Gone", question="stale",
+                                                                  options=("x", "y"), answer=0), None, None)]}, False)
+    assert (tmp_path / "Gone_kept.tsv").is_file()
+    err = export(pool, "vlmevalkit", tmp_path)
+    assert not (tmp_path / "Gone_kept.tsv").exists() and "note: removed 1 files" in err and "Gone_kept.tsv" in err
+    assert lines(tmp_path / "Stay_kept.tsv") == 5 and lines(tmp_path / "Gone_removed.tsv") == 5
 
 
 @pytest.mark.parametrize("fmt", ["lmms-eval", "parquet", "inspect", "vlmevalkit"])

@@ -1,17 +1,21 @@
 """Every format's folder is read whole by its harness (lmms-eval's ``--include_path``, a glob over the
 TSVs or the Inspect files): re-exporting fewer benchmarks into the folder of an earlier export removes
-the others' files, which would be read as part of the new one, and nothing but the format's own
-per-benchmark files of its own selection."""
+the others' files, which would be read as part of the new one, and nothing but the files the manifest of
+that format and selection says an export wrote, as it wrote them."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+import benchcheck.report.export as export_mod
 from benchcheck.items import Item
-from benchcheck.report.export import FORMATS, Selected, export
+from benchcheck.report.export import FORMATS, Cleanup, Selected, export, manifest_name
 from scripted_pool import cli, screened
 
 # Per format, the files of benchmark Two a kept export writes (Two has an item VLMEvalKit leaves out).
@@ -56,7 +60,7 @@ def test_reexport_of_fewer_benchmarks_drops_the_others_files(pool: tuple[Path, P
         group = yaml.safe_load((out / "_benchcheck_kept.yaml").read_text())
         assert group["task"] == ["benchcheck_one_kept"] and (out / "utils.py").is_file()
     assert notes == [[], [f"note: removed {len(TWO[fmt])} files an earlier export wrote for benchmarks not in "
-                          f"this one: {', '.join(TWO[fmt])}"]]
+                          f"this one: {', '.join(sorted(TWO[fmt]))}"]]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -75,9 +79,9 @@ def test_a_benchmark_left_empty_loses_its_hashed_task_files_too(tmp_path: Path, 
 
 @pytest.mark.parametrize("label", ["kept", "removed"])
 def test_each_pattern_matches_only_its_own_formats_files(tmp_path: Path, label: str) -> None:
-    # the formats (and a kept and a removed export) share a folder: no pattern may match a file another
-    # writes, and every per-benchmark file a format writes is matched by its own pattern
-    from benchcheck.report.export import BENCH_PATTERNS
+    # the formats (and a kept and a removed export) share a folder: the note on a folder with no manifest
+    # names no file another format writes, and every per-benchmark file of its own format
+    from benchcheck.report.export import UNRECORDED_PATTERNS as BENCH_PATTERNS
 
     benches = ["A", "a_kept", "B.inspect", "C_removed.left_out", "Video-MME", "video_mme", "x y"]
     rows = {b: [Selected(Item(item_id=f"{b}0", bench=b, question="null", options=("a", "b"), answer=0), None, None)]
@@ -98,3 +102,174 @@ def test_each_pattern_matches_only_its_own_formats_files(tmp_path: Path, label: 
             folder = tmp_path / f"{other}-{lab}"
             hit = [p.name for pat in BENCH_PATTERNS[fmt] for p in folder.glob(pat.format(label=label))]
             assert not hit, (fmt, label, other, lab)
+
+
+# Files of the user's own that the old glob patterns took for an export's files (the reviewer's report).
+USER = {"lmms-eval": ["my_kept.jsonl", "benchcheck_custom_kept.yaml"],
+        "vlmevalkit": ["results_kept.tsv", "mine_kept.left_out.jsonl"],
+        "inspect": ["my_kept.inspect.jsonl"],
+        "parquet": ["data/mine/test-00000-of-00001.parquet"]}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_never_removes_a_users_file_named_like_its_own(pool: tuple[Path, Path], tmp_path: Path,
+                                                              fmt: str) -> None:
+    items, res = pool
+    out = tmp_path / "export"
+    for name in USER[fmt]:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("the user's")
+    removed = []
+    for paths in ([items], [items / "One.jsonl"]):
+        r = cli("export", "--results", str(res), *[a for p in paths for a in ("--items", str(p))],
+                "--format", fmt, "--out", str(out), "--chain", "1")
+        assert r.returncode == 0, r.stderr
+        removed.append([line for line in r.stderr.splitlines() if line.startswith("note: removed")])
+    assert all((out / name).read_text() == "the user's" for name in USER[fmt])
+    assert not any("my_" in line or "mine" in line or "custom" in line or "results_" in line
+                   for lines in removed for line in lines)
+
+
+def pick(benches: Mapping[str, int]) -> dict[str, list[Selected]]:
+    """``n`` items of each benchmark, one of them an item VLMEvalKit leaves out (a side file too)."""
+    return {b: [Selected(Item(item_id=f"{b}{i}", bench=b, question="null" if i == 0 else f"Q {b} {i}?",
+                              options=("a", "b"), answer=0), None, None) for i in range(n)]
+            for b, n in benches.items()}
+
+
+def manifest(out: Path, fmt: str, label: str = "kept") -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((out / manifest_name(fmt, label)).read_text())
+    return doc
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_manifest_names_the_files_written_and_is_written_last(tmp_path: Path, fmt: str) -> None:
+    paths = export(fmt, tmp_path, pick({"A": 2, "B": 2}), False)
+    doc = manifest(tmp_path, fmt)
+    assert doc["complete"] and "earlier" not in doc
+    assert sorted(doc["files"]) == sorted(p.relative_to(tmp_path).as_posix() for p in paths)
+    assert all(doc["files"][p.relative_to(tmp_path).as_posix()]["size"] == p.stat().st_size for p in paths)
+    # the manifest is hidden and no item file: harnesses and --items FOLDER read neither
+    assert manifest_name(fmt, "kept").startswith(".") and not manifest_name(fmt, "kept").endswith(
+        (".json", ".jsonl", ".yaml", ".tsv", ".parquet", ".csv"))
+
+
+def test_exports_sharing_a_folder_never_touch_each_others_files(tmp_path: Path) -> None:
+    # every format, kept and removed (Parquet's two are one dataset), in one folder: re-exporting one with
+    # fewer benchmarks removes its own files of the others and leaves every other export's as it was
+    runs = [(fmt, removed) for fmt in FORMATS for removed in (False, True) if fmt != "parquet" or not removed]
+    for fmt, removed in runs:
+        export(fmt, tmp_path, pick({"A": 2, "B": 2}), removed)
+    for fmt, removed in runs:
+        label = "removed" if removed else "kept"
+        before = snapshot(tmp_path)
+        mine = set(manifest(tmp_path, fmt, label)["files"])
+        cleanup = Cleanup()
+        now = {p.relative_to(tmp_path).as_posix() for p in export(fmt, tmp_path, pick({"A": 2}), removed, cleanup)}
+        after = snapshot(tmp_path)
+        gone = set(before) - set(after)
+        assert gone == mine - now and gone and not cleanup.changed and not cleanup.unrecorded, (fmt, label)
+        assert {p.relative_to(tmp_path).as_posix() for p in cleanup.removed} == gone
+        assert {rel for rel in after if after[rel] != before.get(rel)} <= now | {manifest_name(fmt, label)}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_file_replaced_since_the_export_is_left_and_said(tmp_path: Path, fmt: str) -> None:
+    first = export(fmt, tmp_path, pick({"A": 2, "B": 2}), False)
+    replaced = next(p for p in first if "B" in p.relative_to(tmp_path).as_posix())
+    replaced.write_bytes(b"the user's own now")
+    cleanup = Cleanup()
+    export(fmt, tmp_path, pick({"A": 2}), False, cleanup)
+    assert replaced.read_bytes() == b"the user's own now" and cleanup.changed == [replaced]
+    assert replaced not in cleanup.removed
+    # not the export's any more: the manifest no longer claims it, so no later run touches it
+    assert replaced.relative_to(tmp_path).as_posix() not in manifest(tmp_path, fmt)["files"]
+
+
+@pytest.mark.parametrize("fmt", sorted(TWO))
+def test_a_folder_an_export_before_manifests_wrote_loses_nothing(pool: tuple[Path, Path], tmp_path: Path,
+                                                                 fmt: str) -> None:
+    # an older benchcheck kept no manifest: which of the files named like the export's it wrote is unknown
+    # (the user's own share the names), so nothing is removed and one note names them and what to do
+    items, res = pool
+    out = tmp_path / "export"
+    args = ("--results", str(res), "--format", fmt, "--out", str(out), "--chain", "1")
+    assert cli("export", "--items", str(items), *args).returncode == 0
+    (out / manifest_name(fmt, "kept")).unlink()
+    for name in USER[fmt]:
+        (out / name).write_text("the user's")
+    before = snapshot(out)
+    r = cli("export", "--items", str(items / "One.jsonl"), *args)
+    assert r.returncode == 0, r.stderr
+    assert all(snapshot(out).get(rel) == before[rel] for rel in [*TWO[fmt], *USER[fmt]])
+    notes = [line for line in r.stderr.splitlines() if line.startswith("note: no record")]
+    assert not [line for line in r.stderr.splitlines() if line.startswith("note: removed")]
+    assert len(notes) == 1 and all(name in notes[0] for name in [*TWO[fmt], *USER[fmt]])
+    assert "One_kept" not in notes[0] and "delete those an earlier export wrote" in notes[0]
+    # the manifest is there now: a later export removes only its own files, and says no more of these
+    r = cli("export", "--items", str(items / "One.jsonl"), *args)
+    assert r.returncode == 0 and "note: no record" not in r.stderr and "note: removed" not in r.stderr
+    assert all((out / name).is_file() for name in [*TWO[fmt], *USER[fmt]])
+
+
+def test_an_unreadable_manifest_removes_nothing(tmp_path: Path) -> None:
+    export("inspect", tmp_path, pick({"A": 1, "B": 1}), False)
+    (tmp_path / manifest_name("inspect", "kept")).write_text('{"files": {"../../etc/passwd": 1}}')
+    cleanup = Cleanup()
+    export("inspect", tmp_path, pick({"A": 1}), False, cleanup)
+    assert (tmp_path / "B_kept.inspect.jsonl").is_file() and not cleanup.removed
+    assert cleanup.unreadable and [p.name for p in cleanup.unrecorded] == ["B_kept.inspect.jsonl"]
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("where", ["mid-write", "after-write", "after-removal"])
+@pytest.mark.parametrize("then", [{"A": 2}, {"A": 2, "B": 2, "C": 2}, {"C": 1}])
+def test_an_export_cut_short_leaves_its_files_to_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              fmt: str, where: str, then: dict[str, int]) -> None:
+    # a kill between any two steps: the next export, whatever it selects, removes every file of both runs
+    # before it that it does not write, and the manifest then names exactly its own
+    export(fmt, tmp_path, pick({"A": 2, "B": 2}), False)
+    real_write, real_manifest = export_mod.write_bytes_atomic, export_mod.write_manifest
+    n_writes = []
+
+    def write(path: Any, data: bytes) -> None:
+        n_writes.append(path)
+        if where == "mid-write" and len(n_writes) == 3:  # the manifest, then one data file
+            raise Crash
+        real_write(path, data)
+
+    def remove(*_a: Any) -> None:
+        raise Crash
+
+    def final_manifest(*a: Any, **k: Any) -> None:
+        if len(a) < 5 and "earlier" not in k:
+            raise Crash
+        real_manifest(*a, **k)
+
+    monkeypatch.setattr(export_mod, "write_bytes_atomic", write)
+    if where == "after-write":
+        monkeypatch.setattr(export_mod, "remove_earlier", remove)
+    if where == "after-removal":
+        monkeypatch.setattr(export_mod, "write_manifest", final_manifest)
+    with pytest.raises(Crash):
+        export(fmt, tmp_path, pick({"B": 2, "C": 2, "D": 2}), False)
+    monkeypatch.undo()
+    doc = manifest(tmp_path, fmt)
+    for rel, entries in {**doc["files"], **doc.get("earlier", {})}.items():
+        # every file the manifest names is gone or as an export wrote it
+        got = (tmp_path / rel).read_bytes() if (tmp_path / rel).exists() else None
+        shas = {e["sha256"] for e in (entries if isinstance(entries, list) else [entries])}
+        assert got is None or export_mod.Written.of(got).sha256 in shas or rel in doc["files"], rel
+    (tmp_path / "mine_kept.jsonl").write_text("the user's")
+    now = export(fmt, tmp_path, pick(then), False)
+    left = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert left == {p.relative_to(tmp_path).as_posix() for p in now} | {"mine_kept.jsonl", manifest_name(fmt, "kept")}
+    assert sorted(manifest(tmp_path, fmt)["files"]) == sorted(p.relative_to(tmp_path).as_posix() for p in now)

@@ -42,7 +42,15 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     """
     from collections import Counter
 
-    from benchcheck.report.export import empty_benches, export_frames, relative_videos, select, unnamed_videos
+    from benchcheck.report.export import (
+        Cleanup,
+        empty_benches,
+        export_frames,
+        manifest_name,
+        relative_videos,
+        select,
+        unnamed_videos,
+    )
     from benchcheck.report.export import export as run
     from benchcheck.screen.steps import parse_chain
 
@@ -80,14 +88,34 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         fates = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(finals.items()) if v) or "no items"
         die(f"no {label} item to export ({fates}); nothing written to {out}"
             + (pending_hint if finals.get("pending") else ""))
-    stale: list[Path] = []
-    paths = run(fmt, Path(out), selected, removed, stale)
+    cleanup = Cleanup()
+    paths = run(fmt, Path(out), selected, removed, cleanup)
     empty = empty_benches(selected)
     click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
-    if stale:
-        names = ", ".join(p.relative_to(out).as_posix() for p in stale)
-        click.echo(f"note: removed {len(stale)} files an earlier export wrote for benchmarks not in this one: "
-                   f"{names}", err=True)
+
+    def names(files: list[Path]) -> str:
+        return ", ".join(p.relative_to(out).as_posix() for p in files)
+
+    if cleanup.removed:
+        click.echo(f"note: removed {len(cleanup.removed)} files an earlier export wrote for benchmarks not in this "
+                   f"one: {names(cleanup.removed)}", err=True)
+    if cleanup.changed:
+        click.echo(f"note: left {len(cleanup.changed)} files an earlier export wrote for benchmarks not in this one, "
+                   f"as they changed since (no longer the export's): {names(cleanup.changed)}; a harness reading "
+                   f"{out} whole reads them too", err=True)
+    if cleanup.unrecorded:
+        # no manifest: which of these an export wrote (one by a benchcheck before manifests) is unknown,
+        # and a file of the user's is never removed, so the user is told and decides
+        why = (f"its manifest cannot be read: {cleanup.unreadable}" if cleanup.unreadable else
+               f"no {manifest_name(fmt, label)}: a benchcheck before export manifests wrote none")
+        what = fmt if fmt == "parquet" else f"{fmt} {label}"  # Parquet's kept and removed are one dataset
+        click.echo(f"note: no record of an earlier {what} export in {out} ({why}), so no file was removed; "
+                   f"{len(cleanup.unrecorded)} files there are named like its files: {names(cleanup.unrecorded)}; "
+                   f"delete those an earlier export wrote (a harness reads the folder whole), or export into an "
+                   f"empty folder", err=True)
+    elif cleanup.unreadable:
+        click.echo(f"note: no earlier export's file removed: its manifest cannot be read: {cleanup.unreadable}",
+                   err=True)
     if empty:
         click.echo(f"note: {len(empty)} benchmarks have no {label} items and are left out of the export "
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)

@@ -17,6 +17,9 @@ URL of its ``video`` field, or, for a store key (``local::raw::a.mp4``) or a bar
 source file the store's index records for it. ``video_source="store"`` writes the normalized file
 instead (the 2-fps re-encode the screening saw), on request only: a harness should evaluate the
 benchmark on its own videos.
+
+Each export records the files it wrote, with their hashes, in a hidden manifest in the folder
+(``manifest_name``); a re-export removes only files an earlier one recorded, as recorded (``export``).
 """
 
 from __future__ import annotations
@@ -27,15 +30,16 @@ import hashlib
 import io
 import json
 import re
+import stat
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchcheck.atomic import jsonl_bytes, write_bytes_atomic, write_text_atomic
+from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
 from benchcheck.items import Item, video_has_frames
 from benchcheck.report.browser import slug
 from benchcheck.report.source import Step0, StepProvenance, iter_benches
@@ -168,7 +172,7 @@ def record(s: Selected) -> dict[str, Any]:
             "task": it.task, "duration_s": it.duration_s, "removed_at": s.removed_at}
 
 
-def write_parquet(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
+def parquet_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -176,20 +180,19 @@ def write_parquet(out: Path, selected: Mapping[str, Sequence[Selected]], label: 
                         ("options", pa.list_(pa.string())), ("answer", pa.int64()), ("answer_letter", pa.string()),
                         ("video_id", pa.string()), ("video", pa.string()), ("task", pa.string()),
                         ("duration_s", pa.float64()), ("removed_at", pa.int64())])
-    paths, configs = [], []
+    files, configs = {}, []
     for bench, rows in selected.items():
         rel = f"data/{slug(bench)}/test-00000-of-00001.parquet"
         table = pa.Table.from_pylist([record(s) for s in rows], schema=schema)
         buf = pa.BufferOutputStream()
         pq.write_table(table, buf)
-        write_bytes_atomic(out / rel, buf.getvalue().to_pybytes())
-        paths.append(out / rel)
+        files[rel] = buf.getvalue().to_pybytes()
         configs.append(f"- config_name: {json.dumps(slug(bench))}\n  data_files:\n  - split: test\n    path: {rel}")
     card = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n\n# BenchCheck export\n\n"
             f"The {label} items of {len(selected)} benchmarks after screening, one config per benchmark. "
             "`answer` is the index of the gold option in `options`.\n")
-    write_text_atomic(out / "README.md", card)
-    return [*paths, out / "README.md"]
+    files["README.md"] = card.encode("utf-8")  # the index last, as it is written
+    return files
 
 
 def task_name(bench: str, label: str) -> str:
@@ -213,18 +216,17 @@ def lmms_data_file(bench: str, label: str) -> str:
     return f"{slug(bench)}_{label}.jsonl"
 
 
-def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
+def lmms_eval_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
     import yaml
 
-    paths = []
     utils = resources.files("benchcheck.report").joinpath("lmms_eval_utils.py").read_text(encoding="utf-8")
-    write_text_atomic(out / "utils.py", utils)
+    files = {"utils.py": utils.encode("utf-8")}
     tasks = []
     names = task_names(list(selected), label)
     for bench, rows in selected.items():
         name = names[bench]
         data = out / lmms_data_file(bench, label)
-        write_bytes_atomic(data, jsonl_bytes(record(s) for s in rows))
+        files[data.name] = jsonl_bytes(record(s) for s in rows)
         cfg = {"task": name, "dataset_path": "json",
                # datasets reads data_files as glob patterns: a folder named like `export[v2]` matched nothing
                "dataset_kwargs": {"data_files": {"test": glob.escape(str(data.resolve()))}}, "test_split": "test",
@@ -237,12 +239,11 @@ def write_lmms_eval(out: Path, selected: Mapping[str, Sequence[Selected]], label
         # lmms-eval names task functions with its `!function module.name` tag (not safe_dump-able)
         text += "".join(f"{k}: !function utils.{k}\n" for k in
                         ("doc_to_visual", "doc_to_text", "doc_to_choice", "doc_to_target", "process_results"))
-        write_text_atomic(out / f"{name}.yaml", text)
-        paths += [data, out / f"{name}.yaml"]
+        files[f"{name}.yaml"] = text.encode("utf-8")
         tasks.append(name)
     group = {"group": f"benchcheck_{label}", "task": tasks}
-    write_text_atomic(out / f"_benchcheck_{label}.yaml", yaml.safe_dump(group, sort_keys=False))
-    return [*paths, out / "utils.py", out / f"_benchcheck_{label}.yaml"]
+    files[f"_benchcheck_{label}.yaml"] = yaml.safe_dump(group, sort_keys=False).encode("utf-8")
+    return files
 
 
 TSV_TEXT_COLUMNS = ("question", "video", "category", "item_id", "video_id", "bench")  # + the option letters
@@ -368,20 +369,17 @@ def tsv_split(rows: Sequence[Selected]) -> tuple[list[Selected], list[tuple[Sele
     return ok, bad
 
 
-def write_vlmevalkit(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
+def vlmevalkit_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
     """Items that would not read back whole are left out and listed in ``<name>.left_out.jsonl``."""
-    paths = []
+    files = {}
     for bench, rows in selected.items():
-        p = out / f"{slug(bench)}_{label}.tsv"
+        name = f"{slug(bench)}_{label}.tsv"
         ok, bad = tsv_split(rows)
-        write_text_atomic(p, tsv_text(ok))
-        paths.append(p)
-        side = p.with_suffix(".left_out.jsonl")
+        files[name] = tsv_text(ok).encode("utf-8")
         if bad:
-            write_bytes_atomic(side, jsonl_bytes({"item_id": s.item.item_id, "bench": bench, "reason": why}
-                                                 for s, why in bad))
-            paths.append(side)
-    return paths
+            files[str(Path(name).with_suffix(".left_out.jsonl"))] = jsonl_bytes(
+                {"item_id": s.item.item_id, "bench": bench, "reason": why} for s, why in bad)
+    return files
 
 
 def inspect_data_file(bench: str, label: str) -> str:
@@ -424,17 +422,21 @@ def jsonl_line(row: Mapping[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False).translate(_UNICODE_BREAKS) + "\n"
 
 
-def write_inspect(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> list[Path]:
-    paths = []
-    for bench, rows in selected.items():
-        p = out / inspect_data_file(bench, label)
-        write_text_atomic(p, "".join(jsonl_line(inspect_sample(s, label)) for s in rows))
-        paths.append(p)
-    return paths
+def inspect_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
+    return {inspect_data_file(bench, label): "".join(jsonl_line(inspect_sample(s, label)) for s in rows).encode("utf-8")
+            for bench, rows in selected.items()}
 
 
-WRITERS = {"parquet": write_parquet, "lmms-eval": write_lmms_eval, "vlmevalkit": write_vlmevalkit,
-           "inspect": write_inspect}
+# Each format's files (a path relative to the export folder -> its bytes, an index file last), made whole
+# before any is written: the manifest names them, with their hashes, before the first one reaches disk.
+WRITERS = {"parquet": parquet_files, "lmms-eval": lmms_eval_files, "vlmevalkit": vlmevalkit_files,
+           "inspect": inspect_files}
+
+
+def write_files(out: Path, files: Mapping[str, bytes]) -> list[Path]:
+    for rel, data in files.items():
+        write_bytes_atomic(out / rel, data)
+    return [out / rel for rel in files]
 
 
 def empty_benches(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
@@ -445,46 +447,186 @@ def empty_benches(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
     return [bench for bench, rows in selected.items() if not rows]
 
 
-# The files each format writes per benchmark, as glob patterns in the export folder (``{label}``: kept or
-# removed). A pattern matches only its own format's files of its own selection, so a kept and a removed
-# export, or an lmms-eval, a VLMEvalKit and an Inspect export, can share one folder (Parquet's files carry
-# no label: one dataset a folder).
-BENCH_PATTERNS = {"parquet": ("data/*/test-00000-of-00001.parquet",),
-                  "lmms-eval": ("*_{label}.jsonl", "benchcheck_*_{label}.yaml"),
-                  "vlmevalkit": ("*_{label}.tsv", "*_{label}.left_out.jsonl"),
-                  "inspect": ("*_{label}.inspect.jsonl",)}
+# The names each format's per-benchmark files take (``{label}``: kept or removed), as glob patterns. The
+# benchcheck before manifests removed every match; a user's file matches as well (``my_kept.jsonl``), so now
+# they only name, in a note, what a folder with no manifest may hold from such an export.
+UNRECORDED_PATTERNS = {"parquet": ("data/*/test-00000-of-00001.parquet",),
+                       "lmms-eval": ("*_{label}.jsonl", "benchcheck_*_{label}.yaml"),
+                       "vlmevalkit": ("*_{label}.tsv", "*_{label}.left_out.jsonl"),
+                       "inspect": ("*_{label}.inspect.jsonl",)}
+
+MANIFEST_VERSION = 1
 
 
-def remove_stale(out: Path, fmt: str, label: str, wrote: Sequence[Path]) -> list[Path]:
-    """Remove the per-benchmark files of ``fmt`` in ``out`` that this export did not write: those of a
-    benchmark an earlier export into the folder held and this one does not (its item file not given,
-    its items gone, or none selected now). A harness reads the folder whole (lmms-eval's
-    ``--include_path``, ``data_dir``, a glob over the TSVs), so it would take them as part of this
-    export. Nothing outside the format's own patterns is touched. Runs once every new file is in
-    place: a crash between leaves the new export and old files the next run removes, never an index
-    (README, group YAML) naming a file that is gone."""
-    keep = set(wrote)
-    gone = []
-    for pattern in BENCH_PATTERNS[fmt]:
-        for p in sorted(out.glob(pattern.format(label=label))):
-            if p in keep or not p.is_file():
-                continue
-            p.unlink()
-            gone.append(p)
-            if p.parent != out and not any(p.parent.iterdir()):
-                p.parent.rmdir()
-    return gone
+def manifest_name(fmt: str, label: str) -> str:
+    """One manifest per format and selection, so exports that share a folder never touch each other's
+    files. Parquet's files carry no label (one dataset a folder): its kept and removed exports are one.
+    Not ``.json``: ``--items FOLDER`` reads every ``.json`` in a folder as items, an export's included."""
+    return f".benchcheck_export_{fmt}.manifest" if fmt == "parquet" else f".benchcheck_export_{fmt}_{label}.manifest"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A file as an export wrote it: a file there now with another size or hash is not the export's."""
+
+    size: int
+    sha256: str
+
+    @classmethod
+    def of(cls, data: bytes) -> Written:
+        return cls(len(data), hashlib.sha256(data).hexdigest())
+
+    def json(self) -> dict[str, Any]:
+        return {"size": self.size, "sha256": self.sha256}
+
+
+@dataclass(slots=True)
+class Claims:
+    """What a manifest says earlier exports wrote: each path with every content an export wrote there
+    (more than one only in the manifest of an export cut short). ``unrecorded``: no export before that one
+    kept a manifest, so the folder may hold files of one that are not in it."""
+
+    files: dict[str, list[Written]] = field(default_factory=dict)
+    unrecorded: bool = False
+
+
+@dataclass(slots=True)
+class Cleanup:
+    """What an export did with the files of the one before it in the folder."""
+
+    removed: list[Path] = field(default_factory=list)
+    changed: list[Path] = field(default_factory=list)  # an earlier export's, changed since: left
+    unrecorded: list[Path] = field(default_factory=list)  # named like the format's own, no manifest: left
+    unreadable: str | None = None  # why the manifest there could not be read (then nothing is removed)
+
+
+def _safe_relative(rel: object) -> bool:
+    """A path inside the export folder: a manifest edited by hand never has a file outside removed."""
+    if not isinstance(rel, str) or not rel or "\\" in rel or "\x00" in rel:
+        return False
+    path = PurePosixPath(rel)
+    return not path.is_absolute() and all(part not in ("", ".", "..") for part in rel.split("/"))
+
+
+def _written(entry: object) -> Written:
+    if not (isinstance(entry, dict) and isinstance(entry.get("size"), int) and isinstance(entry.get("sha256"), str)
+            and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
+        raise ValueError(f"not a file record: {entry!r}")
+    return Written(entry["size"], entry["sha256"])
+
+
+def read_manifest(path: Path, fmt: str) -> Claims | None:
+    """The claims of the manifest at ``path``; None when there is none. ValueError: it cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ValueError(e.strerror or str(e)) from e
+    try:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict) or doc.get("benchcheck_export") != MANIFEST_VERSION or doc.get("format") != fmt:
+            raise ValueError(f"not a version-{MANIFEST_VERSION} manifest of a {fmt} export")
+        claims = Claims(unrecorded=bool(doc.get("unrecorded")))
+        for section in ("files", "earlier"):
+            for rel, entries in dict(doc.get(section) or {}).items():
+                got = [_written(e) for e in (entries if isinstance(entries, list) else [entries])]
+                if _safe_relative(rel):
+                    claims.files.setdefault(rel, []).extend(got)
+        return claims
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValueError(str(e)) from e
+
+
+def write_manifest(path: Path, fmt: str, label: str, files: Mapping[str, Written],
+                   earlier: Claims | None = None) -> None:
+    """``earlier``, while the export runs: the files of the exports before it, which it may not have
+    replaced or removed yet; a run cut short leaves them claimed, with the new ones, for the next run."""
+    doc: dict[str, Any] = {"benchcheck_export": MANIFEST_VERSION, "format": fmt, "selection": label,
+                           "complete": earlier is None, "files": {rel: w.json() for rel, w in sorted(files.items())}}
+    if earlier is not None:
+        doc["earlier"] = {rel: [w.json() for w in ws] for rel, ws in sorted(earlier.files.items())}
+        if earlier.unrecorded:
+            doc["unrecorded"] = True
+    write_bytes_atomic(path, json.dumps(doc, indent=1, ensure_ascii=True).encode("ascii") + b"\n")
+
+
+def _file_written(path: Path) -> Written | None:
+    """The size and hash of a regular file at ``path`` (not a link, a folder: never an export's file)."""
+    try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except FileNotFoundError:
+        return None
+    return Written(st.st_size, h.hexdigest())
+
+
+def remove_earlier(out: Path, claims: Claims, keep: Iterable[str], cleanup: Cleanup) -> None:
+    """Remove the files an earlier export wrote (``claims``) that this one did not (``keep``): those of a
+    benchmark it held and this one does not (its item file not given, its items gone, or none selected
+    now). A harness reads the folder whole (lmms-eval's ``--include_path``, ``data_dir``, a glob over the
+    TSVs), so it would take them as part of this export. A file whose content is no longer what that
+    export wrote has been replaced (by the user, or another program): it is left, and said so."""
+    kept = set(keep)
+    for rel in sorted(claims.files):
+        if rel in kept:
+            continue
+        p = out / rel
+        if not p.exists() and not p.is_symlink():
+            continue
+        if _file_written(p) not in claims.files[rel]:
+            cleanup.changed.append(p)
+            continue
+        p.unlink(missing_ok=True)
+        cleanup.removed.append(p)
+        if p.parent != out and not any(p.parent.iterdir()):
+            p.parent.rmdir()
+
+
+def unrecorded_files(out: Path, fmt: str, label: str, keep: Iterable[str]) -> list[Path]:
+    """Files named like ``fmt``'s per-benchmark files that this export did not write, in a folder with no
+    manifest: an export made before manifests, or the user's own; which, nothing says, so none is removed."""
+    kept = set(keep)
+    return sorted({p for pattern in UNRECORDED_PATTERNS[fmt] for p in out.glob(pattern.format(label=label))
+                   if p.is_file() and p.relative_to(out).as_posix() not in kept})
 
 
 def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], removed: bool,
-           stale: list[Path] | None = None) -> list[Path]:
-    """Write the export; ``stale``, when given, gets the files of an earlier export it removed."""
+           cleanup: Cleanup | None = None) -> list[Path]:
+    """Write the export; ``cleanup``, when given, gets what became of the files of an earlier export.
+
+    Only files a manifest (``manifest_name``) records are ever removed. The steps, each safe to cut
+    short: the manifest first claims the files of the earlier exports and the new ones (their hashes
+    known before they are written); then the new files; then the earlier ones not rewritten are removed;
+    last the manifest is rewritten to name only the new ones. A run cut short leaves a manifest whose
+    every file is either gone or has a content an export wrote, so the next run removes what this one
+    could not, and nothing else (a file an export never wrote has none of its hashes)."""
     if fmt not in WRITERS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     label = "removed" if removed else "kept"
+    cleanup = Cleanup() if cleanup is None else cleanup
     # an empty benchmark is written by no format: its files from an earlier export go with the others'
-    paths = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
-    gone = remove_stale(out, fmt, label, paths)
-    if stale is not None:
-        stale.extend(gone)
+    files = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
+    written = {rel: Written.of(data) for rel, data in files.items()}
+    manifest = out / manifest_name(fmt, label)
+    try:
+        claims = read_manifest(manifest, fmt)
+    except ValueError as e:
+        # a manifest that does not read says nothing of which files are the export's: none is removed
+        cleanup.unreadable = f"{manifest}: {e}"
+        claims = Claims(unrecorded=True)
+    if claims is None:
+        claims = Claims(unrecorded=True)
+    out.mkdir(parents=True, exist_ok=True)
+    write_manifest(manifest, fmt, label, written, claims)
+    paths = write_files(out, files)
+    remove_earlier(out, claims, files, cleanup)
+    if claims.unrecorded:
+        cleanup.unrecorded.extend(unrecorded_files(out, fmt, label, [*files, *claims.files]))
+    write_manifest(manifest, fmt, label, written)
     return paths
