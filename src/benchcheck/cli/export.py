@@ -88,8 +88,11 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         fates = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(finals.items()) if v) or "no items"
         die(f"no {label} item to export ({fates}); nothing written to {out}"
             + (pending_hint if finals.get("pending") else ""))
+    from benchcheck.errors import naming
+
     cleanup = Cleanup()
-    paths = run(fmt, Path(out), selected, removed, cleanup)
+    with naming(out):  # a full disk or a file size limit names no file: the export folder is the one
+        paths = run(fmt, Path(out), selected, removed, cleanup)
     empty = empty_benches(selected)
     click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
 
