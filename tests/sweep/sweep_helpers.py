@@ -93,9 +93,10 @@ def mixed_items(tmp: Path) -> list[Path]:
 
 def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str, dict[str, dict[str, Any]]]:
     """What each reader of ``res/conditions_results.csv`` counts per condition (one benchmark):
-    ``sweep dry-run`` (``done``, ``todo``), ``sweep analyze`` (``n``, ``acc``, ``unparsed``, ``na``),
-    ``pack``'s report (``n``: items done, ``unparsed``, ``na``, ``errors``) and the HTML report's sweep
-    page (``n`` scored, ``acc``, ``unparsed``, ``na``); ``acc`` to 0.001, as the page shows it.
+    ``sweep dry-run`` (``done``, ``todo``), ``sweep analyze`` (``n``, ``acc``, ``unparsed``, ``na``,
+    ``errors``: its ``sweep_summary.csv``, checked against ``sweep_summary.md``), ``pack``'s report (``n``:
+    items done, ``unparsed``, ``na``, ``errors``) and the HTML report's sweep page (``n`` scored, ``acc``,
+    ``unparsed``, ``na``, ``errors``); ``acc`` to 0.001, as the page shows it.
     ``common``: the dry run's arguments; ``tag`` names this call's outputs."""
     import csv
     import re
@@ -109,8 +110,13 @@ def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str
     an = sweep_cli("analyze", "--results", str(res), "--out", str(work / "analysis"), "--no-plots")
     assert an.returncode == 0, an.stderr
     analyze = {r["condition"]: {"n": int(r["n_items"]), "unparsed": int(r["unparsed"]), "na": int(r["na"]),
+                                "errors": int(r["errors"]),
                                 "acc": round(float(r["estimate"]), 3) if r["estimate"] else None}
                for r in csv.DictReader((work / "analysis" / "sweep_summary.csv").open()) if r["kind"] == "accuracy"}
+    md = {m[0]: {"n": int(m[1]), "unparsed": int(m[2]), "na": int(m[3]), "errors": int(m[4])} for m in re.findall(
+        r"^\| [^|]+ \| (\S+) \| [^|]+ \| [^|]+ \| (\d+) \| \d+ \| (\d+) \| (\d+) \| (\d+)[^|]* \|$",
+        (work / "analysis" / "sweep_summary.md").read_text(), re.M)}
+    assert md == {c: {k: v[k] for k in ("n", "unparsed", "na", "errors")} for c, v in analyze.items()}, md
     r = subprocess.run([sys.executable, "-m", "benchcheck", "pack", "--results", res.name, "--out",
                         str(work / "p.tar.gz")], cwd=res.parent, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -121,7 +127,8 @@ def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str
     build_report(ReportOptions(work / "screening", work / "report", None, sweep=res, plots=False))
     html = (work / "report" / "sweep.html").read_text(encoding="utf-8")
     page = {m[0]: {"n": int(m[1]), "acc": round(float(m[2]) / 100, 3) if m[2] else None, "unparsed": int(m[3]),
-                   "na": int(m[4])} for m in re.findall(
+                   "na": int(m[4]), "errors": int(m[5])} for m in re.findall(
         r'<tr(?: class="all-unparsed")?><td>([^<]+)</td><td>(\d+)</td>\s*<td>(?:([\d.]+)%)?[^<]*</td>\s*'
-        r'<td>(\d+)[^<]*</td><td>(\d+)[^<]*</td></tr>', html)}
+        r'<td>(\d+)[^<]*</td><td>(\d+)[^<]*</td><td class="errors">(\d+)[^<]*</td></tr>', html)}
+    assert page, "the sweep page shows no condition table"
     return {"dry": dry, "analyze": analyze, "pack": pack, "page": page}

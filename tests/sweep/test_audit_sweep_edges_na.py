@@ -31,7 +31,7 @@ def test_a_condition_without_applicable_items_reads_n_a(tmp_path: Path) -> None:
     md = (tmp_path / "an" / "sweep_summary.md").read_text()
     assert "[, ]" not in md
     line = next(x for x in md.splitlines() if x.startswith("| Short | v_128_s224 |"))
-    assert line == "| Short | v_128_s224 | n/a | no item applies | 0 | 0 | 0 | 3 |", line
+    assert line == "| Short | v_128_s224 | n/a | no item applies | 0 | 0 | 0 | 3 | 0 |", line
     assert "| Short | v_8_s224 | 1.0000 | [" in md
     summary = {r["condition"]: r for r in csv.DictReader((tmp_path / "an" / "sweep_summary.csv").open())
                if r["kind"] == "accuracy"}

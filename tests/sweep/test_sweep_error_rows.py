@@ -53,7 +53,8 @@ def test_an_error_row_is_no_answer_for_any_reader_and_a_rerun_asks_it_again(tmp_
     for reader in ("analyze", "pack", "page"):
         assert {c: v["n"] for c, v in got[reader].items()} == done, reader
         assert {c: v["unparsed"] for c, v in got[reader].items()} == {"v_blind": 1, "v_1": 1}, reader
-    assert {c: v["errors"] for c, v in got["pack"].items()} == {"v_blind": 0, "v_1": 1}
+    for reader in ("analyze", "pack", "page"):  # every output counts the error row it leaves out
+        assert {c: v["errors"] for c, v in got[reader].items()} == {"v_blind": 0, "v_1": 1}, reader
 
     before = path.read_bytes()
     assert sweep_cli("run", *run).returncode == 0
@@ -64,4 +65,4 @@ def test_an_error_row_is_no_answer_for_any_reader_and_a_rerun_asks_it_again(tmp_
     assert got["dry"] == {"v_blind": {"todo": 0, "done": 4}, "v_1": {"todo": 0, "done": 4}}
     for reader in ("analyze", "pack", "page"):
         assert {c: v["n"] for c, v in got[reader].items()} == {"v_blind": 4, "v_1": 4}, reader
-    assert {c: v["errors"] for c, v in got["pack"].items()} == {"v_blind": 0, "v_1": 0}
+        assert {c: v["errors"] for c, v in got[reader].items()} == {"v_blind": 0, "v_1": 0}, reader

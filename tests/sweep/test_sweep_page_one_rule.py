@@ -53,7 +53,8 @@ def test_the_sweep_page_counts_what_sweep_analyze_counts(tmp_path: Path) -> None
     expect = {"v_blind": {"n": 3, "unparsed": 1, "na": 1}, "v_1": {"n": 3, "unparsed": 1, "na": 0}}
     for reader in ("analyze", "pack", "page"):
         assert {c: {k: v[k] for k in ("n", "unparsed", "na")} for c, v in got[reader].items()} == expect, reader
-    assert {c: v["errors"] for c, v in got["pack"].items()} == {"v_blind": 0, "v_1": 1}
+    for reader in ("analyze", "pack", "page"):  # Own_3's timeout under v_1: no answer, counted as an error row
+        assert {c: v["errors"] for c, v in got[reader].items()} == {"v_blind": 0, "v_1": 1}, reader
     acc = {c: v["acc"] for c, v in got["analyze"].items()}
     assert acc == {"v_blind": 0.333, "v_1": 0.667}
     assert {c: v["acc"] for c, v in got["page"].items()} == acc

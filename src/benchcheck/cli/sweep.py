@@ -230,7 +230,7 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
         paths, analysis = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
     except ValueError as e:
         die(str(e))
-    for line in analysis.unparsed_warnings():
+    for line in analysis.unparsed_warnings() + analysis.error_warnings():
         click.echo(f"warning: {line}", err=True)
     stale = stale_keys(Path(results) / CSV_NAME)
     if stale:

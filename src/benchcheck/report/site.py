@@ -288,7 +288,8 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p, labels=stats.FINAL_LABELS)
     page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),
          unparsed=reasons(totals({f"{b}/{c}": n for b, cs in sweep.unparsed.items() for c, n in cs.items()})),
-         na=reasons(totals({f"{b}/{c}": n for b, cs in sweep.na.items() for c, n in cs.items()})))
+         na=reasons(totals({f"{b}/{c}": n for b, cs in sweep.na.items() for c, n in cs.items()})),
+         errors=reasons(totals({f"{b}/{c}": n for b, cs in sweep.errors.items() for c, n in cs.items()})))
     qa_fig = None
     if opts.plots and qa.latencies:
         qa_fig = plots.latency_figure(out / "img" / "qa_latency.svg", qa.latencies).relative_to(out).as_posix()
@@ -316,18 +317,20 @@ def _sweep_rows(opts: ReportOptions, out: Path, sweep: SweepData) -> list[dict[s
 
     rows = []
     own = analysis_verdicts(sweep.path) if sweep.available else {}
-    for bench in sorted({*sweep.acc, *sweep.na, *sweep.unparsed}):
+    for bench in sorted({*sweep.acc, *sweep.na, *sweep.unparsed, *sweep.errors}):
         acc = sweep.acc.get(bench, {})
         fig = None
         if opts.plots and acc:
             fig = plots.ladder_figure(out / "img" / f"sweep_{slug(bench)}.svg", bench, ladders(acc),
                                       plane(acc)).relative_to(out).as_posix()
-        unparsed, na = sweep.unparsed.get(bench, {}), sweep.na.get(bench, {})
+        unparsed, na, errors = (sweep.unparsed.get(bench, {}), sweep.na.get(bench, {}), sweep.errors.get(bench, {}))
         conds = [{"name": c, "rate": acc.get(c), "unparsed": reasons(unparsed.get(c)), "na": reasons(na.get(c)),
+                  "errors": reasons(errors.get(c)),
                   "all_unparsed": c in acc and acc[c].n > 0 and sum(unparsed.get(c, Counter()).values()) == acc[c].n}
-                 for c in sorted({*acc, *unparsed, *na})]
+                 for c in sorted({*acc, *unparsed, *na, *errors})]
         rows.append({"name": bench, "acc": acc, "verdict": own.get(bench) or verdict(acc), "fig": fig,
-                     "conds": conds, "unparsed": reasons(totals(unparsed)), "na": reasons(totals(na))})
+                     "conds": conds, "unparsed": reasons(totals(unparsed)), "na": reasons(totals(na)),
+                     "errors": reasons(totals(errors))})
     return rows
 
 

@@ -57,6 +57,7 @@ class Verdict:
     reason: str = ""
     p_pixels: float | None = None
     p_frames: float | None = None
+    could_be: tuple[str, ...] = ()  # what its effects' error rows, counted right or wrong, could make it
 
 
 @dataclass(slots=True)
@@ -71,6 +72,9 @@ class SweepData:
     # conditions that could not apply to an item (status NA: not scored), each with its reason
     unparsed: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
     na: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
+    # bench -> condition -> status -> rows that are no answer (``error``, ``timeout``): never scored,
+    # counted by the analysis (``CondStats.error_statuses``), so the page counts what ``sweep analyze`` does
+    errors: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # bench -> the analysis' verdict
     rule: str = ""  # the verdict rule and the interval's method, as sweep_summary.md prints them
     clustered_by: str = "video"  # "item" when the CSV has no video column
@@ -142,7 +146,8 @@ def _read_file(path_s: str, mtime_ns: int, size: int, settings_mtime_ns: int) ->
         data.reason = f"{path}: {e}"
     _analyze_into(data, rows)
     if not data.acc and data.reason is None:
-        data.reason = f"{path}: no scored rows yet"
+        n_err = sum(sum(c.values()) for cs in data.errors.values() for c in cs.values())
+        data.reason = f"{path}: no scored rows yet" + (f" ({n_err} error rows, no answer)" if n_err else "")
     return data
 
 
@@ -153,7 +158,7 @@ def _only_counted(data: SweepData, own: Sequence[Mapping[str, str]],
     an answer redone under a new spec, an item edited since or an error row then answered would
     otherwise be shown and counted twice. The file's row counts stay."""
     n, skipped = data.rows, data.skipped
-    data.answers, data.unparsed, data.na = {}, {}, {}
+    data.answers, data.unparsed, data.na, data.errors = {}, {}, {}, {}
     rows: list[dict[str, Any]] = []
     for row in own:
         _add(data, rows, row, cols)
@@ -181,12 +186,14 @@ def _analyze_into(data: SweepData, rows: list[dict[str, Any]]) -> None:
         i = c.accuracy
         if i.n:
             data.acc.setdefault(c.bench, {})[c.condition] = Rate(round(i.est * i.n), i.n, i.lo, i.hi)
+        if c.errors:
+            data.errors.setdefault(c.bench, {})[c.condition] = Counter(dict(c.error_statuses))
 
     def iv(i: Any) -> tuple[float, float, float] | None:
         return None if i is None else (i.est, i.lo, i.hi)
 
-    data.verdicts = {v.bench: Verdict(v.verdict, iv(v.pixels), iv(v.frames), v.reason, v.p_pixels, v.p_frames)
-                     for v in result.verdicts}
+    data.verdicts = {v.bench: Verdict(v.verdict, iv(v.pixels), iv(v.frames), v.reason, v.p_pixels, v.p_frames,
+                                      v.could_be) for v in result.verdicts}
     data.rule = verdict_rule(settings)
     if data.clustered_by == "item":
         data.rule += " This CSV has no video column: each item is its own cluster."

@@ -8,7 +8,10 @@ paired by item: only items answered under both.
 
 **Scoring.** Rows with status ``ok`` or ``unparsed`` count (``results.row_status``: a row without
 one is ``ok``), scored by ``results.row_correct``; ``unparsed`` is wrong (and its rate is reported
-on its own); ``NA`` rows are not items of that condition.
+on its own); ``NA`` rows are not items of that condition. Any other status is an error row
+(``results.settles``: no answer): never scored, but counted per condition (``CondStats.errors``) and
+named in the verdict of a benchmark whose effects use that condition, with whether the errored
+items, counted right or wrong, could change it (:func:`bench_verdict`).
 
 **Effects.** pixels = acc(``v_32_s448``, or ``v_32`` at storage resolution when s448 is absent) -
 acc(``v_32_s168``), both 32 frames. frames = max(acc of ``v_128_s224`` and the fps conditions
@@ -21,8 +24,8 @@ them. The frames interval is Bonferroni-simultaneous over its rungs, so it pays 
 from __future__ import annotations
 
 import zlib
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchcheck.records import NA
-from benchcheck.sweep.results import answered, row_correct, row_status
+from benchcheck.sweep.results import row_correct, row_status, settles
 from benchcheck.sweep.verdict_stats import (
     INTERVAL_METHOD,
     NAN_INTERVAL,
@@ -93,7 +96,10 @@ def verdict_rule(s: Settings = DEFAULT) -> str:
         "both flat; undetermined: anything else, or an effect with fewer than "
         f"{s.min_videos} videos or {s.min_items} items, or a condition missing (the reason column says which). "
         "pixels effect = acc(v_32_s448, else v_32) - acc(v_32_s168); frames effect = max(acc v_128_s224, fps "
-        "conditions) - acc(v_8_s224)."
+        "conditions) - acc(v_8_s224). Error rows (no answer) are left out of every score; where an effect's "
+        "conditions have any, the reason counts them and says whether the verdict could change with them counted "
+        "right or wrong (each effect recomputed with them right under its higher conditions and wrong under its "
+        "base, the reverse, all right and all wrong)."
     )
 
 
@@ -112,6 +118,13 @@ class CondStats:
     accuracy: Interval
     unparsed: int
     na: int
+    # Rows that are no answer (``results.settles``: another tool's ``error``, ``timeout``): left out of
+    # the accuracy, so it rests on the other items; by status, most first.
+    error_statuses: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def errors(self) -> int:
+        return sum(n for _, n in self.error_statuses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +157,13 @@ class BenchVerdict:
     p_pixels: float | None = None
     p_frames: float | None = None
     frames_rungs: tuple[str, ...] = ()
+    # Error rows of the conditions its effects use (condition -> rows), and the other verdicts those
+    # items could give, counted right or wrong (``bench_verdict``); empty when it has none.
+    errors: tuple[tuple[str, int], ...] = ()
+    could_be: tuple[str, ...] = ()
+
+    def errors_matter(self) -> bool:
+        return bool(self.could_be)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +182,23 @@ class Analysis:
                 "rules in docs/sweep.md" for c in self.conditions
                 if c.accuracy.n and c.unparsed >= UNPARSED_WARN_SHARE * c.accuracy.n]
 
+    def error_warnings(self) -> list[str]:
+        """One line for every error row left out (how many, in how many benchmark x condition cells),
+        then one per benchmark whose verdict those rows could change, counted right or wrong."""
+        cells = [c for c in self.conditions if c.errors]
+        if not cells:
+            return []
+        n = sum(c.errors for c in cells)
+        most = min(cells, key=lambda c: (-c.errors, c.bench, c.condition))
+        out = [f"{n} error row{'s' * (n != 1)} (no answer) in {len(cells)} benchmark x condition "
+               f"cell{'s' * (len(cells) != 1)} left out of the scores, so those accuracies rest on the other items "
+               f"(most: {most.bench} {most.condition}, {most.errors} errored beside {most.accuracy.n} answered); the "
+               "errors columns count them, `sweep run` asks them again"]
+        out += [f"{v.bench}: its verdict {v.verdict} could be {' or '.join(v.could_be)} with the "
+                f"{sum(k for _, k in v.errors)} error rows of its effects' conditions counted right or wrong"
+                for v in self.verdicts if v.errors_matter()]
+        return out
+
 
 class BenchTable:
     """One benchmark's scores: condition -> item -> 0/1, and item -> video (cluster)."""
@@ -172,16 +209,49 @@ class BenchTable:
         self.unparsed: dict[str, int] = defaultdict(int)
         self.na: dict[str, int] = defaultdict(int)
         self.video: dict[str, str] = {}
+        # condition -> item -> status of an error row (no answer: ``results.settles``), never scored
+        self.errors: dict[str, dict[str, str]] = defaultdict(dict)
+        error_video: dict[str, str] = {}
         for r in rows:
             cond, iid, status = str(r["condition"]), str(r["item_id"]), row_status(r)
             if status == NA:
                 self.na[cond] += 1
                 continue
-            if not answered(status):
+            if not settles(status):
+                self.errors[cond][iid] = status
+                if r.get("video_id"):
+                    error_video.setdefault(iid, str(r["video_id"]))
                 continue
-            self.scores[cond][iid] = row_correct(r)
+            self.scores[cond][iid] = row_correct(r)  # an answer: settled and not NA
             self.unparsed[cond] += status == "unparsed"
             self.video.setdefault(iid, str(r.get("video_id") or f"item:{iid}"))
+        for cond, errs in list(self.errors.items()):  # rows of one key given twice: its answer counts
+            kept = {i: st for i, st in errs.items() if i not in self.scores.get(cond, {})}
+            if kept:
+                self.errors[cond] = kept
+            else:
+                del self.errors[cond]
+        # an errored item's video: its answers' (or its error row's), used only when it is counted (``filled``)
+        self._error_video = {i: self.video.get(i) or error_video.get(i) or f"item:{i}"
+                             for errs in self.errors.values() for i in errs}
+
+    def error_statuses(self, cond: str) -> tuple[tuple[str, int], ...]:
+        return tuple(Counter(self.errors.get(cond, {}).values()).most_common())
+
+    def filled(self, right: Collection[str], wrong: Collection[str]) -> BenchTable:
+        """This table with the error rows of the conditions in ``right`` counted right and of those in
+        ``wrong`` counted wrong (every other condition as it is)."""
+        t = BenchTable(self.bench, ())
+        t.scores.update({c: dict(s) for c, s in self.scores.items()})
+        t.unparsed.update(self.unparsed)
+        t.na.update(self.na)
+        t.video.update(self.video)
+        for conds, score in ((right, 1), (wrong, 0)):
+            for c in conds:
+                for i in self.errors.get(c, {}):
+                    t.scores[c][i] = score
+                    t.video.setdefault(i, self._error_video[i])
+        return t
 
     def clusters(self, items: Sequence[str]) -> tuple[int, npt.NDArray[np.int64]]:
         vids = sorted({self.video[i] for i in items})
@@ -281,13 +351,55 @@ def verdict(pixels: Interval | None, frames: Interval | None, p_pixels: float | 
     return decide(res("pixels", pixels, p_pixels), res("frames", frames, p_frames), s)[0]
 
 
-def bench_verdict(t: BenchTable, s: Settings = DEFAULT) -> BenchVerdict:
+def _pixels(t: BenchTable, s: Settings) -> tuple[EffectResult, str | None]:
     pixels_hi = next((c for c in PIXELS_HI if t.scores.get(c)), None)
-    pix = effect(t, "pixels", [pixels_hi] if pixels_hi else PIXELS_HI, PIXELS_LO, s)
-    frm = effect(t, "frames", FRAMES_HI, FRAMES_LO, s)
+    return effect(t, "pixels", [pixels_hi] if pixels_hi else PIXELS_HI, PIXELS_LO, s), pixels_hi
+
+
+def _frames(t: BenchTable, s: Settings) -> EffectResult:
+    return effect(t, "frames", FRAMES_HI, FRAMES_LO, s)
+
+
+def _fillings(hi: Sequence[str], lo: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """(conditions counted right, counted wrong) of an effect's errored items: for the effect (its
+    higher conditions right, its base wrong), against it, all right, all wrong."""
+    every = (*hi, lo)
+    return [(tuple(hi), (lo,)), ((lo,), tuple(hi)), (every, ()), ((), every)]
+
+
+def error_verdicts(t: BenchTable, pix: EffectResult, frm: EffectResult, s: Settings = DEFAULT) -> set[str]:
+    """The verdicts the benchmark could get with the error rows of its effects' conditions counted:
+    each effect recomputed under each of its ``_fillings`` (only an effect whose conditions have error
+    rows; their conditions are disjoint, so the two effects' fillings combine freely), ``decide`` on
+    every pair."""
+    pixels = [pix]
+    if any(t.errors.get(c) for c in (*PIXELS_HI, PIXELS_LO)):
+        pixels = [_pixels(t.filled(r, w), s)[0] for r, w in _fillings(PIXELS_HI, PIXELS_LO)]
+    frames = [frm]
+    if any(t.errors.get(c) for c in (*FRAMES_HI, FRAMES_LO)):
+        frames = [_frames(t.filled(r, w), s) for r, w in _fillings(FRAMES_HI, FRAMES_LO)]
+    return {decide(p, f, s)[0] for p in pixels for f in frames}
+
+
+def _errors_note(errors: Sequence[tuple[str, int]], word: str, could_be: Sequence[str]) -> str:
+    n = sum(k for _, k in errors)
+    where = ", ".join(f"{c} {k}" for c, k in errors)
+    then = (f"counted right or wrong they could make it {' or '.join(could_be)}" if could_be
+            else f"counted right or wrong they leave it {word}")
+    return f"errors: {n} row{'s' * (n != 1)} with no answer left out ({where}); {then}"
+
+
+def bench_verdict(t: BenchTable, s: Settings = DEFAULT) -> BenchVerdict:
+    pix, pixels_hi = _pixels(t, s)
+    frm = _frames(t, s)
     word, reason = decide(pix, frm, s)
+    errors = tuple((c, len(t.errors[c])) for c in (*PIXELS_HI, PIXELS_LO, *FRAMES_HI, FRAMES_LO) if t.errors.get(c))
+    could_be: tuple[str, ...] = ()
+    if errors:
+        could_be = tuple(v for v in VERDICTS if v != word and v in error_verdicts(t, pix, frm, s))
+        reason = f"{reason}; {_errors_note(errors, word, could_be)}"
     return BenchVerdict(t.bench, pix.interval, frm.interval, pixels_hi, word, reason, pix.p_value, frm.p_value,
-                        frm.rungs)
+                        frm.rungs, errors, could_be)
 
 
 def analyze(rows: Iterable[Mapping[str, Any]], settings: Settings = DEFAULT) -> Analysis:
@@ -299,13 +411,14 @@ def analyze(rows: Iterable[Mapping[str, Any]], settings: Settings = DEFAULT) -> 
     conds_out, diffs, verdicts = [], [], []
     for bench in sorted(by):
         t = BenchTable(bench, by[bench])
-        for cond in sorted(set(t.scores) | set(t.na)):
+        for cond in sorted(set(t.scores) | set(t.na) | set(t.errors)):
             items = sorted(t.scores.get(cond, {}))
             acc = NAN_INTERVAL
             if items:
                 n_vid, cl = t.clusters(items)
                 acc = accuracy_interval(t.matrix(items, [cond])[:, 0], cl, n_vid, s.alpha)
-            conds_out.append(CondStats(bench, cond, acc, t.unparsed.get(cond, 0), t.na.get(cond, 0)))
+            conds_out.append(CondStats(bench, cond, acc, t.unparsed.get(cond, 0), t.na.get(cond, 0),
+                                       t.error_statuses(cond)))
         for a, b in PAIRS:
             items = t.common([a, b]) if t.scores.get(a) and t.scores.get(b) else []
             if items:
