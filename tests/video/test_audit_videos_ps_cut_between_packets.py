@@ -24,7 +24,7 @@ CLIP = {"fps": 2.0, "textured": True, "container": "mpeg"}
 
 
 # B-frames (the encoder's default) or none: with them, a packet of the file that starts two frames
-# stamps the first only, and the stream is timed by its rate (test_audit_videos_ps_frames_without_pts)
+# stamps the first only, and the others are timed between (test_audit_videos_ps_frames_without_pts)
 @pytest.fixture(scope="module", params=[None, 0], ids=["bframes", "no_bframes"])
 def whole(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     return make_test_video(tmp_path_factory.mktemp("ps") / "whole.mpg", N, bframes=request.param,

@@ -2,8 +2,9 @@
 frames, or B-frames) stamps only the first of them: the demuxer hands on the others without a pts.
 Frames without a pts were dropped from the index and the decoder's frames without one were taken
 for no frame, so a 40-frame clip was stored as 3 frames (26 when textured) and sampled alike.
-Such a stream is timed as one without timestamps: by its frame rate, in the decoder's output
-order. Every stored frame is checked against a decode of the source."""
+Its stamped frames keep their times and the others are timed between them in the decoder's
+output order (a variable frame rate: test_audit_videos_partial_pts_vfr). Every stored frame is
+checked against a decode of the source."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def test_every_frame_is_stored(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["plain.mpg", "textured.mpg"])
-def test_slots_are_timed_by_the_frame_rate(tmp_path: Path, name: str) -> None:
+def test_slots_are_timed_by_the_frames_times(tmp_path: Path, name: str) -> None:
     src = _clip(tmp_path, name, 10.0)
     _, facts = transcode(src, tmp_path / "o.mp4")
     assert (facts["n_frames"], facts["duration"]) == (N, 4.0)

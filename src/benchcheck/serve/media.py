@@ -152,7 +152,7 @@ def decode_frames(data: bytes, n: int, timeout_s: float = DEFAULT_DECODE_TIMEOUT
             # The cap Pillow puts on an image part: a small clip may declare a huge frame.
             if Image.MAX_IMAGE_PIXELS and (ctx.width or 0) * (ctx.height or 0) > Image.MAX_IMAGE_PIXELS:
                 raise ValueError(f"frames of {ctx.width}x{ctx.height} are over {Image.MAX_IMAGE_PIXELS} pixels")
-            packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS)
+            packets, index = read_packets(container, stream, MAX_VIDEO_PACKETS, deadline)
             # normalize's and qa's rule: a cut clip's frames were sampled from the part there is
             if why := truncation(container, stream, packets, index):
                 raise ValueError(why)

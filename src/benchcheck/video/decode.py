@@ -78,7 +78,7 @@ class PacketIndex:
     @property
     def untimed(self) -> bool:
         """Every frame has the same pts (a stream written without timestamps, or one whose frames
-        do not all carry one: :func:`build_index`): the pts say neither
+        carry too few to time the others by: :func:`read_packets`): the pts say neither
         when a frame is shown nor in which order, so its frames are evenly spaced in the decoder's
         output order (``normalize`` times them by the stream's frame rate alike)."""
         return len(self.pts) > 1 and len(set(self.pts)) == 1
@@ -94,16 +94,15 @@ def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], ti
 
     A packet flagged discard (outside an mp4's edit list: the lead-in a cut without re-encoding,
     ``ffmpeg -ss T -c copy``, keeps before its first shown frame) is decoded as a reference but
-    is no frame: the decoder never shows it, and time 0 is the first frame it does show."""
+    is no frame: the decoder never shows it, and time 0 is the first frame it does show.
+
+    A packet without a pts is no frame (:func:`read_packets` has timed every one the decoder
+    shows), unless no packet has one."""
     discard = packet_discard or [False] * len(packet_pts)
-    if any(p is None for p, d in zip(packet_pts, discard, strict=True) if not d):
+    if packet_pts and all(p is None for p, d in zip(packet_pts, discard, strict=True) if not d):
         # A raw elementary stream (H.264 or HEVC written as is, whatever its file's extension)
         # carries no timestamps at all: its frames are untimed, as when every pts is the same.
         # Dropped for their missing pts, they left none and the file read as having no frames.
-        # A program stream whose packet of the file starts several frames (small frames, or
-        # B-frames) stamps the first of them only: the frames left without one are no less
-        # frames, and which of them is shown when only the decoder knows, so the stream is
-        # untimed too (dropped, a clip of 40 frames kept 3).
         packet_pts = [0] * len(packet_pts)
     order = [p for p in range(len(packet_pts)) if packet_pts[p] is not None and not discard[p]]
     order.sort(key=lambda p: (packet_pts[p], p))
@@ -116,8 +115,10 @@ def build_index(packet_pts: Sequence[int | None], packet_key: Sequence[bool], ti
         j = bisect.bisect_right(keyframes, p) - 1
         if j < 0:
             j = 0
-        # A leading frame of an open GOP (shown before its keyframe) needs the previous GOP.
-        if j > 0 and packet_pts[p] < packet_pts[keyframes[j]]:  # type: ignore[operator]
+        # A leading frame of an open GOP (shown before its keyframe) needs the previous GOP. A
+        # keyframe without a pts shows no frame of its own (a field of one): none leads it.
+        key_pts = packet_pts[keyframes[j]]
+        if j > 0 and key_pts is not None and packet_pts[p] < key_pts:  # type: ignore[operator]
             j -= 1
         entry.append(keyframes[j])
     return PacketIndex(pts, tuple(order), tuple(entry), tuple(keyframes), time_base)
@@ -165,21 +166,106 @@ class DecodeStats:
     strategy: str = ""
 
 
-def read_packets(container: Any, stream: Any, max_packets: int | None = None) -> tuple[list[Any], PacketIndex]:
+def read_packets(container: Any, stream: Any, max_packets: int | None = None,
+                 deadline: float | None = None) -> tuple[list[Any], PacketIndex]:
     """Demux every packet of ``stream`` into memory; returns them with their index.
 
     ``max_packets``: ``ValueError`` once the stream has more, read no further. Each packet held
     costs far more memory than a tiny packet takes in the file, so a small clip of millions of
-    tiny frames would otherwise hold gigabytes (and take minutes) before any check could run."""
+    tiny frames would otherwise hold gigabytes (and take minutes) before any check could run.
+
+    A stream whose packets carry some pts but not all (an MPEG program or transport stream, whose
+    packet of the file may start several frames and stamps the first only) is decoded once to
+    time the frames without one (:func:`fill_missing_pts`); ``deadline``: as
+    :func:`pts_in_decode_order`."""
     packets = []
     for count, p in enumerate(container.demux(stream), 1):
         if max_packets is not None and count > max_packets:
             raise ValueError(f"the video stream has over {max_packets} packets")
         if p.size > 0:
             packets.append(p)
-    index = build_index([p.pts for p in packets], [bool(p.is_keyframe) for p in packets],
-                        Fraction(stream.time_base), [bool(p.is_discard) for p in packets])
+    discard = [bool(p.is_discard) for p in packets]
+    stamps = [p.pts for p, d in zip(packets, discard, strict=True) if not d]
+    pts = [p.pts for p in packets]
+    if None in stamps and any(s is not None for s in stamps):
+        pts = fill_missing_pts(stream.codec_context, packets, discard, deadline)
+    index = build_index(pts, [bool(p.is_keyframe) for p in packets], Fraction(stream.time_base), discard)
     return packets, index
+
+
+def between_stamps(shown: Sequence[int | None]) -> list[int] | None:
+    """Pts for frames in the order they are shown, given theirs where they have one (None where
+    not; pure): each frame without one evenly between its stamped neighbours, those before the
+    first or after the last stamped frame spaced as the stamped frames next to them. None when
+    fewer than two frames are stamped, or their pts do not rise by at least one tick a frame."""
+    stamped = [(i, p) for i, p in enumerate(shown) if p is not None]
+    if len(stamped) < 2:
+        return None
+    out = [0] * len(shown)
+    for (a, pa), (b, pb) in itertools.pairwise(stamped):
+        if pb - pa < b - a:
+            return None
+        for i in range(a, b):
+            out[i] = pa + (pb - pa) * (i - a) // (b - a)
+    (first, p_first), (second, p_second) = stamped[:2]
+    (before, p_before), (last, p_last) = stamped[-2:]
+    for i in range(first):
+        out[i] = p_first - (p_second - p_first) // (second - first) * (first - i)
+    for i in range(last, len(shown)):
+        out[i] = p_last + (p_last - p_before) // (last - before) * (i - last)
+    return out
+
+
+def fill_missing_pts(codec: Any, packets: list[Any], discard: Sequence[bool],
+                     deadline: float | None = None) -> list[int | None]:
+    """The pts of ``packets`` with the frames shown from those without one timed between their
+    stamped neighbours in the decoder's output order (:func:`between_stamps`), which is
+    presentation order: a packet's place in the file is its decode order, which B-frames
+    reorder. Those packets get their pts, so their frames come out of the decoder with them; one
+    that shows no frame stays without, and is no frame. When the stamps cannot time the others,
+    every pts is None: the stream is untimed, as one without timestamps.
+
+    Untimed whole for one unstamped frame, a stream was timed by its codec's rate (which for a
+    variable rate is its clock's tick: a clip of seconds was stored as one frame) and its duration
+    went unchecked; dropped, the frames without a pts were missing from the store."""
+    import av
+
+    known = [p.pts for p in packets if p.pts is not None]
+    marker = max(known) + 1
+    unstamped = [k for k, p in enumerate(packets) if p.pts is None and not discard[k]]
+    for k in unstamped:
+        packets[k].pts = marker + k  # tells the packet of each frame the decoder shows
+    shown: list[int | None] = []
+    source: list[int | None] = []
+
+    def take(frames: Iterable[Any]) -> None:
+        for frame in frames:
+            if frame.pts is None:
+                continue
+            stamped = frame.pts < marker
+            shown.append(frame.pts if stamped else None)
+            source.append(None if stamped else frame.pts - marker)
+
+    try:
+        codec.flush_buffers()
+        for p in [*packets, None]:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("timing the frames without a pts ran past the decode's time limit")
+            try:
+                take(codec.decode(p))
+            except av.error.FFmpegError:
+                continue  # a damaged packet shows no frame: the decode that converts says so
+    finally:
+        codec.flush_buffers()
+        for k in unstamped:
+            packets[k].pts = None
+    timed = between_stamps(shown)
+    if timed is None:
+        return [None] * len(packets)
+    for packet, t in zip(source, timed, strict=True):
+        if packet is not None:
+            packets[packet].pts = t
+    return [p.pts for p in packets]
 
 
 def open_video(path: Path | BinaryIO, threads: int = 1, frame_threads: bool = True) -> tuple[Any, Any]:
