@@ -11,6 +11,7 @@ within a hair of its own time."""
 from __future__ import annotations
 
 import io
+import itertools
 from pathlib import Path
 
 import av
@@ -108,14 +109,46 @@ def test_qa_and_serve_sample_the_frames_matroska_gives(clips: dict[str, Path], n
     assert served == sample_indices(N, 8)
 
 
+# a clip whose program stream FFmpeg's demuxer reads with one frame given a later frame's stamp
+WRONG_N = 120
+WRONG_TIMES = [round(0.04 * i + 0.0005 * i * i, 3) for i in range(WRONG_N)]
+
+
+def test_a_wrong_stamp_is_taken_for_none(tmp_path: Path) -> None:
+    # one stamp that did not rise with the others made the whole stream untimed: timed by its
+    # codec's rate, its clock's tick, it was stored as one frame
+    src = make_test_video(tmp_path / "wrong.mpg", WRONG_N, timestamps=WRONG_TIMES, textured=True, container="mpeg")
+    stamped = [pts for _, pts, _ in _frames(src) if pts is not None]
+    assert any(b <= a for a, b in itertools.pairwise(stamped))
+    ref = make_test_video(tmp_path / "ref.mkv", WRONG_N, timestamps=WRONG_TIMES, textured=True, container="matroska")
+    container, stream = open_video(src)
+    try:
+        _, index = read_packets(container, stream)
+    finally:
+        container.close()
+    assert np.allclose(index.timestamps, WRONG_TIMES, atol=0.01)
+    _, want = transcode(ref, tmp_path / "ref.mp4")
+    _, facts = transcode(src, tmp_path / "o.mp4")
+    assert (facts["n_frames"], facts["retimed"]) == (WRONG_N, False)
+    assert facts["duration"] == pytest.approx(want["duration"], abs=0.01)
+    assert [k for k, _, _ in _frames(tmp_path / "o.mp4")] == [k for k, _, _ in _frames(tmp_path / "ref.mp4")]
+    # six frames: each grid time is far from a tie between two frames
+    got = [read_frame_index(Image.open(io.BytesIO(j))) for j in sample_jpegs(src, 6)]
+    assert got == uniform_grid(WRONG_TIMES, 6)
+
+
 def test_frames_without_a_pts_are_timed_between_their_stamped_neighbours() -> None:
     assert between_stamps([0, None, None, 30, None, 40]) == [0, 10, 20, 30, 35, 40]
     # before the first stamped frame and after the last: spaced as the stamped frames beside them
     assert between_stamps([None, 10, None, 30, None, None]) == [0, 10, 20, 30, 40, 50]
     assert between_stamps([None, 5, 8]) == [2, 5, 8]
+    # a stamp that does not rise with the others is taken for none, and one that two frames carry
+    assert between_stamps([0, 10, 50, None, 40, 60]) == [0, 10, 20, 30, 40, 60]
+    assert between_stamps([0, 10, 20, 20, None, 50]) == [0, 10, 20, 30, 40, 50]
 
 
-@pytest.mark.parametrize("shown", [[None, None], [None, 7, None], [0, None, None, 2], [5, None, 3]],
-                         ids=["none", "one", "no_room", "going_back"])
+@pytest.mark.parametrize("shown", [[None, None], [None, 7, None], [0, None, None, 2], [5, None, 3],
+                                   [20, 21, 0, 1]],
+                         ids=["none", "one", "no_room", "going_back", "halves_disagree"])
 def test_stamps_that_time_no_frame_between_them_leave_the_stream_untimed(shown: list[int | None]) -> None:
     assert between_stamps(shown) is None

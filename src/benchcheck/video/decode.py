@@ -18,6 +18,7 @@ references. Only the wanted frames are converted to RGB, resized and encoded.
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import math
 import time
@@ -193,18 +194,45 @@ def read_packets(container: Any, stream: Any, max_packets: int | None = None,
     return packets, index
 
 
+def _rising(stamped: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest chain of ``(position, pts)`` whose pts rise by at least a tick a position (pure)."""
+    # pb - pa >= b - a is pts - position never falling: a longest non-decreasing run of that
+    tails: list[int] = []  # the smallest last value of a chain of each length so far
+    ends: list[int] = []  # where that chain ends
+    before = [-1] * len(stamped)
+    for j, (i, p) in enumerate(stamped):
+        n = bisect.bisect_right(tails, p - i)
+        before[j] = ends[n - 1] if n else -1
+        if n == len(tails):
+            tails.append(p - i)
+            ends.append(j)
+        else:
+            tails[n], ends[n] = p - i, j
+    chain = []
+    j = ends[-1] if ends else -1
+    while j >= 0:
+        chain.append(stamped[j])
+        j = before[j]
+    return chain[::-1]
+
+
 def between_stamps(shown: Sequence[int | None]) -> list[int] | None:
     """Pts for frames in the order they are shown, given theirs where they have one (None where
     not; pure): each frame without one evenly between its stamped neighbours, those before the
-    first or after the last stamped frame spaced as the stamped frames next to them. None when
-    fewer than two frames are stamped, or their pts do not rise by at least one tick a frame."""
-    stamped = [(i, p) for i, p in enumerate(shown) if p is not None]
-    if len(stamped) < 2:
+    first or after the last stamped frame spaced as the stamped frames next to them.
+
+    FFmpeg's program-stream demuxer at times gives two frames the stamp of one, the earlier or
+    the later: a stamp two frames carry is taken for none on both, and so is one off the longest
+    chain of stamps that rise by at least a tick a frame (a stream that one wrong stamp made
+    untimed lost its variable rate). None when that chain holds fewer than two frames or not
+    most of the stamps."""
+    count = collections.Counter(p for p in shown if p is not None)
+    stamps = [(i, p) for i, p in enumerate(shown) if p is not None and count[p] == 1]
+    stamped = _rising(stamps)
+    if len(stamped) < 2 or 2 * len(stamped) <= len(stamps):
         return None
     out = [0] * len(shown)
     for (a, pa), (b, pb) in itertools.pairwise(stamped):
-        if pb - pa < b - a:
-            return None
         for i in range(a, b):
             out[i] = pa + (pb - pa) * (i - a) // (b - a)
     (first, p_first), (second, p_second) = stamped[:2]
@@ -221,30 +249,23 @@ def fill_missing_pts(codec: Any, packets: list[Any], discard: Sequence[bool],
     """The pts of ``packets`` with the frames shown from those without one timed between their
     stamped neighbours in the decoder's output order (:func:`between_stamps`), which is
     presentation order: a packet's place in the file is its decode order, which B-frames
-    reorder. Those packets get their pts, so their frames come out of the decoder with them; one
-    that shows no frame stays without, and is no frame. When the stamps cannot time the others,
-    every pts is None: the stream is untimed, as one without timestamps.
+    reorder. Each packet that shows a frame gets its frame's pts, so the frame comes out of the
+    decoder with it; one without a pts that shows no frame stays without, and is no frame. When
+    the stamps cannot time the others, every pts is None: the stream is untimed, as one without
+    timestamps.
 
     Untimed whole for one unstamped frame, a stream was timed by its codec's rate (which for a
     variable rate is its clock's tick: a clip of seconds was stored as one frame) and its duration
     went unchecked; dropped, the frames without a pts were missing from the store."""
     import av
 
-    known = [p.pts for p in packets if p.pts is not None]
-    marker = max(known) + 1
-    unstamped = [k for k, p in enumerate(packets) if p.pts is None and not discard[k]]
-    for k in unstamped:
-        packets[k].pts = marker + k  # tells the packet of each frame the decoder shows
-    shown: list[int | None] = []
-    source: list[int | None] = []
+    stamps = [p.pts for p in packets]
+    for k, p in enumerate(packets):
+        p.pts = k  # tells the packet of each frame the decoder shows
+    order: list[int] = []
 
     def take(frames: Iterable[Any]) -> None:
-        for frame in frames:
-            if frame.pts is None:
-                continue
-            stamped = frame.pts < marker
-            shown.append(frame.pts if stamped else None)
-            source.append(None if stamped else frame.pts - marker)
+        order.extend(f.pts for f in frames if f.pts in range(len(packets)) and not discard[f.pts])
 
     try:
         codec.flush_buffers()
@@ -257,14 +278,13 @@ def fill_missing_pts(codec: Any, packets: list[Any], discard: Sequence[bool],
                 continue  # a damaged packet shows no frame: the decode that converts says so
     finally:
         codec.flush_buffers()
-        for k in unstamped:
-            packets[k].pts = None
-    timed = between_stamps(shown)
+        for p, pts in zip(packets, stamps, strict=True):
+            p.pts = pts
+    timed = between_stamps([stamps[k] for k in order])
     if timed is None:
         return [None] * len(packets)
-    for packet, t in zip(source, timed, strict=True):
-        if packet is not None:
-            packets[packet].pts = t
+    for k, pts in zip(order, timed, strict=True):
+        packets[k].pts = pts
     return [p.pts for p in packets]
 
 
