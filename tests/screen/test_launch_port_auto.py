@@ -90,7 +90,7 @@ def test_the_port_is_read_from_this_servers_own_line(tmp_path: Path) -> None:
     log = tmp_path / "vllm_s1_gpu0.log"
     # an earlier run's line in the same (appended) log, and a model name that mimics the line
     log.write_text("2026-01-01 benchcheck.serve serving 'vlm' (engine scripted) on http://127.0.0.1:1/v1, no API "
-                   "key; header timeout 1 s\n")
+                   "key; header timeout 1 s; pid 7; launch tag t1\n")
     r = start(ServerSpec(0, AUTO_PORT, _scripted(rules), reports_port=True), log)
     try:
         wait_healthy([r], 60)
@@ -100,11 +100,13 @@ def test_the_port_is_read_from_this_servers_own_line(tmp_path: Path) -> None:
             s.bind(("127.0.0.1", r.spec.port))
     finally:
         stop([r.proc])
-    assert logged_port(log, 0, "127.0.0.1") == 1
+    assert logged_port(log, 0, "127.0.0.1", "t1") == 1
+    assert logged_port(log, 0, "127.0.0.1", r.tag) == r.spec.port
     fake = tmp_path / "x.log"
-    fake.write_text("t benchcheck.serve serving 'on http://127.0.0.1:2/v1, ' (engine hf) on http://127.0.0.1:3/v1, "
-                    "no API key\n")
-    assert logged_port(fake, 0, "127.0.0.1") == 3
+    fake.write_text("t benchcheck.serve serving 'on http://127.0.0.1:2/v1, ; launch tag t2' (engine hf) on "
+                    "http://127.0.0.1:3/v1, no API key; pid 7; launch tag t2\n")
+    assert logged_port(fake, 0, "127.0.0.1", "t2") == 3
+    assert logged_port(fake, 0, "127.0.0.1", "t") is None
 
 
 def test_an_engine_that_cannot_report_its_port_gets_one_held_for_it(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from benchcheck.cli.common import CliPath, FiniteFloatRange
@@ -83,6 +85,7 @@ def serve(
     from benchcheck.engines.capabilities import concurrent_calls
     from benchcheck.engines.options import EngineOptionError, EngineOptions
     from benchcheck.engines.registry import from_options
+    from benchcheck.launch.servers import SERVE_TAG_ENV
     from benchcheck.serve.app import check_host, run_server
     from benchcheck.serve.guard import Guard, default_max_connections
     from benchcheck.serve.media import MediaOptions
@@ -112,7 +115,7 @@ def serve(
     guard = Guard(header_timeout, body_timeout, max_connections or default_max_connections())
     try:
         run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log,
-                   guard, media)
+                   guard, media, os.environ.get(SERVE_TAG_ENV))
     except OSError as e:  # the port is taken, or the host is not an interface of this machine
         die(f"cannot serve on {host}:{port}: {e}")
 

@@ -16,6 +16,7 @@ import contextlib
 import http.client
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -39,6 +40,12 @@ SERVER_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")  # the Hub token: a gate
 # logs the port the kernel gave it; an engine that cannot report its port (vLLM logs the port it
 # was asked for) gets a port the launcher holds bound until the server listens on it.
 AUTO_PORT = 0
+
+# The variable by which the launcher gives each `benchcheck serve` it starts a tag of its own, which
+# the server writes on its "serving" line. Two launches of a step with one --logs folder append to
+# the same server log, so a line is known to be this server's only by the tag; the environment
+# reaches the server through a wrapper (`sh -c`, a --python script) where a pid would not.
+SERVE_TAG_ENV = "BENCHCHECK_SERVE_TAG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +172,7 @@ class Running:
     log: Path
     log_start: int = 0  # the log's size before this server wrote to it: earlier runs' lines come before
     held: socket.socket | None = None  # the port reserved for a server that cannot report its own
+    tag: str = ""  # what this server's "serving" line ends with (``reports_port``): SERVE_TAG_ENV
 
     def release(self) -> None:
         if self.held is not None:
@@ -211,8 +219,13 @@ def reserve_port(host: str) -> socket.socket:
 def start(spec: ServerSpec, log: Path) -> Running:
     """Start a server in its own process group, its output to ``log``. Refuses a port that is
     taken: the health check would otherwise find someone else's server there. With ``AUTO_PORT``
-    the server binds port 0 itself (``reports_port``) or gets a port reserved for it."""
+    the server binds port 0 itself (``reports_port``) or gets a port reserved for it. A server that
+    reports its port gets a tag of its own (:data:`SERVE_TAG_ENV`) to write on that line."""
     held = None
+    env = server_environment(os.environ, spec)
+    tag = secrets.token_hex(8) if spec.reports_port else ""
+    if tag:
+        env[SERVE_TAG_ENV] = tag
     if spec.port == AUTO_PORT and not spec.reports_port:
         try:
             held = reserve_port(spec.host)
@@ -225,26 +238,30 @@ def start(spec: ServerSpec, log: Path) -> Running:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as f:
             log_start = f.tell()
-            proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT,
-                                    env=server_environment(os.environ, spec), start_new_session=True)
+            proc = subprocess.Popen(spec.argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     except BaseException:
         if held is not None:
             held.close()
         raise
-    return Running(spec, proc, log, log_start, held)
+    return Running(spec, proc, log, log_start, held, tag)
 
 
-def logged_port(log: Path, start: int, host: str) -> int | None:
-    """The port ``benchcheck serve`` announced in ``log`` past byte ``start`` ("serving ... on
-    http://HOST:PORT/v1, ..." once its socket listens), or None before that line is written. The
-    last match on the line: the served model's name comes before it and may hold any text."""
+def logged_port(log: Path, start: int, host: str, tag: str) -> int | None:
+    """The port the ``benchcheck serve`` given ``tag`` announced in ``log`` past byte ``start``
+    ("serving ... on http://HOST:PORT/v1, ...; launch tag TAG" once its socket listens), or None
+    before that line is written: another server's line is not this one's, though it is in the same
+    log (another launch's, given the same log folder). The last address on the line: the served
+    model's name comes before it and may hold any text."""
+    if not tag:
+        raise ValueError("a server's line is told by its tag; none given")
     try:
         with log.open("rb") as f:
             f.seek(start)
             text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return None
-    m = re.search(rf"^.* serving .* \(engine .* on http://{re.escape(host)}:(\d+)/v1, ", text, re.M)
+    line = rf"^.* serving .* \(engine .* on http://{re.escape(host)}:(\d+)/v1, .*; launch tag {re.escape(tag)}$"
+    m = re.search(line, text, re.M)
     return int(m.group(1)) if m else None
 
 
@@ -336,7 +353,7 @@ def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
                 raise RuntimeError(f"server {r.spec.index} (port {port}) exited with {r.proc.returncode} "
                                    f"before it was healthy; see {r.log}")
             if r.spec.reports_port:
-                bound = logged_port(r.log, r.log_start, r.spec.host)
+                bound = logged_port(r.log, r.log_start, r.spec.host, r.tag)
                 if bound is None:
                     continue
                 if r.spec.port == AUTO_PORT:
@@ -350,7 +367,7 @@ def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
                 waiting.remove(r)
         if waiting and time.monotonic() > deadline:
             silent = [r.spec.index for r in waiting
-                      if r.spec.reports_port and logged_port(r.log, r.log_start, r.spec.host) is None]
+                      if r.spec.reports_port and logged_port(r.log, r.log_start, r.spec.host, r.tag) is None]
             why = f" ({len(silent)} never logged that they listen)" if silent else ""
             raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s{why}; "
                                f"see {waiting[0].log}")

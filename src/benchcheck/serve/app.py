@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 import signal
 import socket
 import sys
@@ -334,11 +335,14 @@ def run_server(
     access_log: bool = False,
     guard: Guard | None = None,
     media: MediaOptions | None = None,
+    launch_tag: str | None = None,
 ) -> None:
     """Serve until interrupted or terminated (blocking). Binds to loopback unless ``host`` says
     otherwise (an empty ``host`` is a ValueError, not every interface). ``guard`` (default: the
     usual limits, the cap within the open-files limit) times out slow headers and bodies and caps
-    connections."""
+    connections. The "serving" line ends with this process's pid and ``launch_tag`` when given:
+    the launcher that started the server gave it the tag, and takes only the line that carries it
+    for its server's, though another launch's server writes to the same log."""
     check_host(host)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     guard = guard or Guard(max_connections=default_max_connections())
@@ -347,10 +351,12 @@ def run_server(
     model_id = app[STATE].model_id
     auth = "with API key" if api_key else "no API key"
 
+    tag = f"; launch tag {launch_tag}" if launch_tag else ""
+
     def announce(bound: int) -> None:
         log.info("serving %r (engine %s) on http://%s:%d/v1, %s; header timeout %g s, body timeout %g s, "
-                 "at most %d connections", model_id, engine.name, host, bound, auth, guard.header_timeout_s,
-                 guard.body_timeout_s, guard.max_connections)
+                 "at most %d connections; pid %d%s", model_id, engine.name, host, bound, auth,
+                 guard.header_timeout_s, guard.body_timeout_s, guard.max_connections, os.getpid(), tag)
 
     asyncio.run(_serve(app, host, port, guard, access_log, announce))
 
