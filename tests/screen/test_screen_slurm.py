@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,26 @@ def test_launch_script_moves_ports_and_logs_per_task(tmp_path: Path) -> None:
     assert "#SBATCH --gres=gpu:4" in r.stdout and "#SBATCH --partition=gpu" in r.stdout
     assert "launch --step 2 --gpus 4 --shard auto" in r.stdout
     assert "--port0 $((8001 + 4 * (${SLURM_ARRAY_TASK_ID:-0} % 4)))" in r.stdout
-    assert 'TASK_LOGS="logs/task_${SLURM_ARRAY_TASK_ID:-0}"' in r.stdout
+    assert 'TASK_LOGS="logs/task_${SLURM_ARRAY_JOB_ID:-$$}_${SLURM_ARRAY_TASK_ID:-0}"' in r.stdout
+
+
+def _task_logs(script: str, env: dict[str, str]) -> str:
+    """The folder a task of ``script`` gives launch as ``--logs``, as bash sets it."""
+    line = next(x for x in script.splitlines() if x.startswith("TASK_LOGS="))
+    return subprocess.run(["bash", "-c", f'set -u; {line}; echo "$TASK_LOGS"'], capture_output=True, text=True,
+                          check=True, env={"PATH": os.environ["PATH"], **env}).stdout.strip()
+
+
+def test_task_log_folders_of_two_arrays_differ() -> None:
+    """Task k of every array wrote to LOGS/task_k: two arrays with the default --logs meeting on a
+    node (or sharing the file system) replaced each other's client job files and mixed their logs."""
+    script = cli("slurm", "script", "--step", "1", "--array", "2", "--", "--items", "items/", "--results", "r").stdout
+    first = _task_logs(script, {"SLURM_ARRAY_JOB_ID": "100", "SLURM_ARRAY_TASK_ID": "1"})
+    other = _task_logs(script, {"SLURM_ARRAY_JOB_ID": "200", "SLURM_ARRAY_TASK_ID": "1"})
+    assert first == "logs/task_100_1" and other == "logs/task_200_1"
+    assert _task_logs(script, {"SLURM_ARRAY_JOB_ID": "100", "SLURM_ARRAY_TASK_ID": "0"}) == "logs/task_100_0"
+    by_hand = _task_logs(script, {})  # outside Slurm: the shell's pid stands for the job
+    assert re.fullmatch(r"logs/task_\d+_0", by_hand), by_hand
 
 
 def test_written_script_has_its_output_folder(tmp_path: Path) -> None:

@@ -92,7 +92,11 @@ def task_port0(array: int, gpus_per_task: int, port0: int = AUTO_PORT) -> str:
 def render_sbatch(job: SlurmJob) -> str:
     """The script. Ranks come from the array variables (`slurm_task`), so `--array=1-N` works too.
     Each task writes its logs under its own folder and takes ports of its own (`task_port0`) so
-    that two tasks on one node, of this array or another, do not collide."""
+    that two tasks on one node, of this array or another, do not collide. The folder is named by
+    the array's job id as well as the task's: two arrays given one --logs (a step-1 and a step-2
+    array, or the same step twice) had the same folder for task k, where one task's launch
+    replaced the other's client job files and appended to its server and client logs. Run by
+    hand, outside Slurm, the script's shell pid stands for the job id."""
     name = job.job_name or f"benchcheck-s{job.step}"
     if job.direct and job.gpus_per_task > 1 and not _ray(job.args):
         raise ValueError(f"--direct --gpus-per-task {job.gpus_per_task}: each task runs one `screen`, whose in-process "
@@ -122,8 +126,9 @@ def render_sbatch(job: SlurmJob) -> str:
     lines += [f"#SBATCH {x}" for x in job.extra_sbatch]
     args = shlex.join(job.args)
     python = shlex.quote(job.python)
+    task = "${SLURM_ARRAY_JOB_ID:-$$}_${SLURM_ARRAY_TASK_ID:-0}"
     lines += ["set -euo pipefail", f"mkdir -p {shell_dq(job.logs)}",
-              "TASK_LOGS=" + shell_dq(job.logs + "/task_")[:-1] + '${SLURM_ARRAY_TASK_ID:-0}"']
+              "TASK_LOGS=" + shell_dq(job.logs + "/task_")[:-1] + task + '"']
     if job.direct:
         cmd = f"{python} -m benchcheck screen --step {job.step} --shard auto --no-progress {args}"
     else:
