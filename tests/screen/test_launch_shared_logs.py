@@ -121,3 +121,25 @@ def test_two_launches_of_a_step_with_one_logs_folder_each_use_their_own_server(t
     headers = [x for x in (runs.logs / "launch_params.txt").read_text().splitlines() if x.startswith("#")]
     assert [h.endswith(f"; ports {p}") for h, p in zip(headers, (port_b, port_a), strict=True)] == [True, True]
 
+
+def test_a_client_works_its_own_launchs_job_though_another_launch_rewrote_the_job_file(tmp_path: Path,
+                                                                                         tiny_model: Path) -> None:
+    """Both launches write ``client_s1_gpu0.job.json``: A's client, started before B wrote it and
+    reading it after, used to work B's job (B's items and results, B's server) and left A's undone."""
+    runs = _Launches(tmp_path, tiny_model)
+    gate = tmp_path / "gate"
+    job_file = runs.logs / "client_s1_gpu0.job.json"
+    a = runs.start("a", _gated_python(tmp_path / "py_a", "task", gate))
+    b = None
+    try:
+        assert _wait_for(job_file.exists, 300), a.communicate()  # A's client started, not yet at work
+        b = runs.start("b")
+        runs.finished("b", b)
+        assert json.loads(job_file.read_text())["model"] == "b"  # the record is the last launch's
+        gate.touch()
+        runs.finished("a", a)
+    finally:
+        gate.touch()
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                p.kill()

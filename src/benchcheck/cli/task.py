@@ -13,10 +13,12 @@ def task() -> None:
 
 
 @task.command("run")
-@click.argument("job_file", type=CliPath(exists=True, dir_okay=False))
+@click.argument("job_file", type=CliPath(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--plan-only", is_flag=True, help="Print the plan of the job's step; run nothing.")
 def run(job_file: str, plan_only: bool) -> None:
     """Run one shard job: its units through run_task, rows to the job's results folder.
+
+    JOB_FILE is a job file, or - to read the job from stdin (how launch starts its clients).
 
     \b
     Example:

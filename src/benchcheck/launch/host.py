@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,8 +56,9 @@ def client_job(plan: LaunchPlan, server: ServerSpec) -> ShardJob:
                    shard=format_shard(shard), progress=False, gpus=1 if plan.gpus else 0)
 
 
-def client_argv(job_file: Path, python: str = sys.executable) -> list[str]:
-    """A client process: the program's own entry point on a job file (isolation, not an API)."""
+def client_argv(job_file: Path | str, python: str = sys.executable) -> list[str]:
+    """A client process: the program's own entry point on a job file, or ``-``: its job on stdin
+    (isolation, not an API)."""
     return [python, "-m", "benchcheck", "task", "run", str(job_file)]
 
 
@@ -68,10 +70,16 @@ def run_host(plan: LaunchPlan, echo: Callable[[str], None]) -> int:
         clients = []
         for s in serving:
             log = plan.logs / f"client_s{plan.step}_gpu{s.index}.log"
-            job_file = client_job(plan, s).write(plan.logs / f"client_s{plan.step}_gpu{s.index}.job.json")
-            with log.open("ab") as f:
-                p = subprocess.Popen(client_argv(job_file, plan.options.python), stdout=f, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+            job = client_job(plan, s)
+            job.write(plan.logs / f"client_s{plan.step}_gpu{s.index}.job.json")  # the record of what it runs
+            # The client reads its job from stdin, a file no other process can replace: another
+            # launch of the step with the same --logs writes the same job file, and a client that
+            # read it after that worked the other launch's job against the other's server.
+            with log.open("ab") as f, tempfile.TemporaryFile() as own:
+                own.write(job.dumps())
+                own.seek(0)
+                p = subprocess.Popen(client_argv("-", plan.options.python), stdin=own, stdout=f,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
             clients.append(p)
             started.append(p)
         codes = [p.wait() for p in clients]

@@ -77,12 +77,18 @@ class ShardJob(EngineFlags):
         write_json_atomic(path, self.to_json(), indent=1)
         return path
 
+    def dumps(self) -> bytes:
+        """The job file's text, for a client that reads its job from stdin (pure)."""
+        return json.dumps(self.to_json(), ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+
     @staticmethod
     def read(path: str | Path) -> ShardJob:
+        """The job in file ``path``, or on stdin for ``-``."""
         try:
-            return ShardJob.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+            text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+            return ShardJob.from_json(json.loads(text))
         except (OSError, ValueError, TypeError) as e:
-            raise ValueError(f"{path}: not a job file: {e}") from None
+            raise ValueError(f"{'stdin' if str(path) == '-' else path}: not a job file: {e}") from None
 
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
