@@ -45,6 +45,21 @@ def test_an_array_whose_ports_pass_the_highest_is_refused_in_one_line(array: int
     assert r.stderr.count("\n") == 1 and "past 65535" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize(("array", "gpus", "port0", "advice"), [
+    (1, 2, 65535, "use --port0 65534 or lower, or --port0 auto"),
+    (3, 2, 65535, "use --port0 65530 or lower, or --port0 auto"),
+    (8000, 8, 8001, "use --port0 1536 or lower, at most 7191 tasks of 8 GPUs, or --port0 auto"),
+    (1, 70000, 1, "use --port0 auto"),
+])
+def test_a_refused_array_is_told_a_way_that_fits(array: int, gpus: int, port0: int, advice: str) -> None:
+    """A --port0 too high for one task's servers was told to "use at most 0 tasks"."""
+    r = cli("slurm", "script", "--step", "1", "--array", str(array), "--gpus-per-task", str(gpus), "--port0",
+            str(port0), "--", *ARGS)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.rstrip().endswith(advice), r.stderr
+    if (m := re.search(r"--port0 (\d+) or lower", advice)) is not None:  # the advised first port fits
+        render_sbatch(SlurmJob(1, array, gpus, ARGS, port0=int(m.group(1))))
+
+
 def test_direct_tasks_start_no_servers_and_take_no_ports() -> None:
     text = render_sbatch(SlurmJob(1, 100000, 1, (*ARGS, "--engine", "hf"), direct=True))
     assert "--port0" not in text
