@@ -174,3 +174,21 @@ def test_slurm_script_tasks_use_auto_unless_a_first_port_is_given() -> None:
     r = cli("slurm", "script", "--step", "1", "--array", "4", "--direct", "--port0", "9000", "--", *args,
             "--engine", "hf")
     assert r.returncode == 2 and "--direct" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_server_that_logs_serving_without_the_tag_is_named_when_it_times_out(tmp_path: Path) -> None:
+    """A server whose wrapper cleared the environment (or an older benchcheck) listens and logs
+    'serving' without the launch's tag: it never counts as healthy, and the timeout says why."""
+
+    from benchcheck.launch.servers import AUTO_PORT, ServerSpec, start, stop, wait_healthy
+
+    line = ("2026-01-01 benchcheck.serve serving 'vlm' (engine scripted) on http://127.0.0.1:1/v1, no API key; "
+            "header timeout 30 s")
+    argv = (sys.executable, "-c", f"import time; print({line!r}, flush=True); time.sleep(60)")
+    r = start(ServerSpec(0, AUTO_PORT, argv, reports_port=True), tmp_path / "serve.log")
+    try:
+        with pytest.raises(RuntimeError) as e:
+            wait_healthy([r], 3)
+    finally:
+        stop([r.proc])
+    assert "logged 'serving' without this launch's tag" in str(e.value) and "BENCHCHECK_SERVE_TAG" in str(e.value)

@@ -265,6 +265,18 @@ def logged_port(log: Path, start: int, host: str, tag: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def untagged_serving(log: Path, start: int) -> bool:
+    """Whether ``log`` past ``start`` holds a "serving" line without any launch tag: the server
+    listens, but ``logged_port`` can never take it for the one launched (said when it times out)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(" serving " in ln and "/v1, " in ln and "; launch tag " not in ln for ln in text.splitlines())
+
+
 def healthy(url: str, timeout: float = 2.0) -> bool:
     base = url[: -len("/v1")] if url.endswith("/v1") else url
     try:
@@ -369,6 +381,9 @@ def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
             silent = [r.spec.index for r in waiting
                       if r.spec.reports_port and logged_port(r.log, r.log_start, r.spec.host, r.tag) is None]
             why = f" ({len(silent)} never logged that they listen)" if silent else ""
+            if silent and any(untagged_serving(r.log, r.log_start) for r in waiting if r.spec.index in silent):
+                why = (f" ({len(silent)} logged 'serving' without this launch's tag: a benchcheck older than "
+                       f"{SERVE_TAG_ENV}, or a wrapper that clears the environment)")
             raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s{why}; "
                                f"see {waiting[0].log}")
         if waiting:
