@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -123,10 +124,36 @@ def test_a_kept_list_of_some_benchmarks_leaves_the_others_whole(world: tuple[Pat
     r = _cli("dedup", "--items", str(world[0] / "Null.jsonl"), "--out", str(step0), "--model", "minilm",
              "--device", "cpu", "--quiet")
     assert r.returncode == 0, r.stderr
-    _, probed, rows, _ = _probe(world, tmp_path / "p", "--step0", str(step0 / "step0_kept.parquet"))
-    assert rows["Small"]["step0_removed"] == "0" and rows["Small"]["items"] == "21" and rows["Small"]["skipped"] == ""
+    r, probed, rows, _ = _probe(world, tmp_path / "p", "--step0", str(step0 / "step0_kept.parquet"))
+    assert rows["Small"]["items"] == "21" and rows["Small"]["skipped"] == ""
     assert int(rows["Null"]["step0_removed"]) == 8 and {i for i in probed if i.startswith("Small_")} == \
         {i for i in world[3] if i.startswith("Small_")}
+    # never "looked at, 0 removed": no count, and said so where the run is read (as report --step0 says it)
+    assert (rows["Small"]["step0_removed"], rows["Small"]["step0"]) == ("", "not deduplicated")
+    assert rows["Null"]["step0"] == "deduplicated"
+    assert "over 21 items (not deduplicated), " in r.stdout, r.stdout
+    note = ("Not deduplicated: Small (21 items). The dedup run behind --step0 never read it, so step 0 decided "
+            "nothing of it and the probe read it whole, its copies included, as screen --keep screens it.")
+    assert f"note: n{note[1:]}" in r.stderr.splitlines(), r.stderr
+    assert f"\n{note}\n" in (tmp_path / "p" / "probe.md").read_text()
+
+    # audit --step0 (and its --probe) and export --step0 say it in the report's words
+    res = tmp_path / "results"
+    shutil.copytree(world[1], res)
+    a = _cli("audit", "--results", str(res), "--items", str(world[0]), "--out", str(tmp_path / "audit"),
+             "--rounds", "10", "--step0", str(step0), "--probe")
+    assert a.returncode == 0, a.stderr
+    audited = ("Not deduplicated: Small (21 items). The dedup run behind --step0 never read it, so step 0 decided "
+               "nothing of it and the chain screened it whole, as screen --keep does.")
+    assert f"note: n{audited[1:]}" in a.stderr.splitlines() and f"note: n{note[1:]}" in a.stderr.splitlines(), \
+        a.stderr
+    assert f"\n{audited}\n" in (tmp_path / "audit" / "audit.md").read_text()
+    assert {x["bench"]: x["step0"] for x in csv.DictReader((res / "probe" / "probe_benchmarks.csv").open())} == \
+        {"Null": "deduplicated", "Small": "not deduplicated"}
+    e = _cli("export", "--results", str(world[1]), "--items", str(world[0]), "--format", "inspect", "--out",
+             str(tmp_path / "export"), "--chain", "1,3,5,6", "--step0", str(step0))
+    assert e.returncode == 0, e.stderr
+    assert f"note: n{audited[1:]}" in e.stderr.splitlines(), e.stderr
 
 
 def test_audit_step0_leaves_the_duplicates_out_of_the_audit_and_its_probe(

@@ -123,6 +123,8 @@ def test_a_kept_list_removes_nothing_of_a_benchmark_dedup_never_read(partial: di
     err = _ok("export", "--results", str(res), "--items", str(partial["items"]), "--format", "inspect", "--out",
               str(tmp_path / "kept"), "--chain", "1", "--step0", str(partial[kept]))
     assert "9 kept items" in err and "pending" not in err, err
+    assert ("note: not deduplicated: D (4 items). The dedup run behind --step0 never read it, so step 0 decided "
+            "nothing of it and the chain screened it whole, as screen --keep does.") in err.splitlines(), err
     assert len((tmp_path / "kept" / "D_kept.inspect.jsonl").read_text().splitlines()) == 4
     err = _ok("export", "--results", str(res), "--items", str(partial["items"]), "--format", "inspect", "--out",
               str(tmp_path / "removed"), "--chain", "1", "--step0", str(partial[kept]), "--removed")
@@ -139,7 +141,8 @@ def _report_says_d_was_not_deduplicated(partial: dict[str, Path], res: Path, ste
     funnel = html[html.index('id="funnel"'):][:1500]
     assert "<tr><td>0 duplicates (4 items not deduplicated)</td><td>6</td><td>1</td><td>5</td>" in html, funnel
     assert "<tr><td>1 blind</td><td>9</td>" in html
-    assert 'id="not-deduplicated">Not deduplicated: D (4 items).' in html, funnel
+    assert ('id="not-deduplicated">Not deduplicated: D (4 items). The dedup run behind --step0 never read it, so '
+            "step 0 decided nothing of it and the chain screened it whole, as screen --keep does.</p>") in html, funnel
     d = (out / "bench" / "D.html").read_text()
     assert '<tr class="not-deduplicated"><td>0 duplicates</td><td colspan="7">not deduplicated' in d, d
     c = (out / "bench" / "C.html").read_text()

@@ -54,6 +54,9 @@ class AuditResult:
     unaudited: list[str] = field(default_factory=list)
     # duplicates step 0 removed, left out of every table (``audit --step0``); None: no step 0 given
     step0_removed: int | None = None
+    # with ``step0_removed``: benchmark -> its audited items, for each benchmark the dedup run never
+    # read (step 0 decided nothing of it; ``stats.step0_scope``)
+    not_deduplicated: dict[str, int] = field(default_factory=dict)
 
 
 def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,

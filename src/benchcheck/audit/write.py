@@ -16,6 +16,7 @@ from benchcheck.protocol import LETTERS, LOG2
 from benchcheck.screen.steps import STEPS
 from benchcheck.stats.confidence import Confidence
 from benchcheck.stats.probe_step0 import Pairs, stale_reason
+from benchcheck.stats.step0_scope import not_deduplicated_note
 
 
 def csv_text(rows: Sequence[dict[str, object]]) -> str:
@@ -110,6 +111,7 @@ def markdown(res: AuditResult) -> str:
              "Evidence beside the protocol's decisions; nothing here changes a decision.", "",
              f"**{headline(res)}**", "", *([unaudited_line(res.unaudited), ""] if res.unaudited else []),
              *([step0_line(res.step0_removed), ""] if res.step0_removed is not None else []),
+             *([not_deduplicated_note(res.not_deduplicated), ""] if res.not_deduplicated else []),
              f"Rule: {rule_text()}.", "", "## Null of the rule", "",
              "Permutation null: gold answers permuted within each benchmark (unconditioned). Conditioned null: "
              "at step 1 the gold equally likely at any option (the options are shuffled), at the other steps drawn "

@@ -55,6 +55,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
       benchcheck audit --results out/results --items out/items --out out/audit
       benchcheck audit --results out/results --items out/items --out out/audit --target-fdr 0.1
     """
+    from collections import Counter
     from pathlib import Path
 
     from benchcheck.audit import run_audit
@@ -63,6 +64,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     from benchcheck.items import fingerprints
     from benchcheck.screen.steps import parse_chain
     from benchcheck.stats.probe_step0 import left_out
+    from benchcheck.stats.step0_scope import not_deduplicated_note
 
     try:
         steps = parse_chain(chain)
@@ -72,12 +74,13 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     if compare is not None:
         need_step_results(compare, "--compare")
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
-    dups = None
+    dups = scope = None
     if step0 is not None:
         from benchcheck.report.source import read_step0
 
         try:
-            dups = read_step0(Path(step0)).removed(loaded.items)
+            outcome = read_step0(Path(step0))
+            dups, scope = outcome.removed(loaded.items), outcome.deduplicated(loaded.items)
         except ValueError as e:
             die(str(e))
     # the chain never saw step 0's duplicates: no null, rate or confidence of the audit counts them
@@ -96,10 +99,12 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         die(f"{results}: no ok rows with letter log-probs for the items given")
     # the items the audit left out, not every duplicate step 0 removed (an open-ended one is never audited)
     res.step0_removed = None if dups is None else len(every_mc) - len(mc)
+    if scope is not None:  # a benchmark the dedup run never read: audited whole, and said so
+        res.not_deduplicated = dict(Counter(it.bench for it in mc if it.bench not in scope))
     if with_probe:
         from benchcheck.cli.probe import run_default_probe
 
-        run_default_probe(loaded.items, results, seed, dups, step0)
+        run_default_probe(loaded.items, results, seed, dups, step0, scope)
     # the probe's section only where it left out what this audit left out at step 0
     left = left_out(loaded.items, dups)
     paths = write_audit(res, Path(out), Path(results) / "probe", left)
@@ -124,6 +129,9 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     if res.unaudited:
         line = unaudited_line(res.unaudited)
         click.echo(f"note: {line[0].lower()}{line[1:]}", err=True)
+    if res.not_deduplicated:
+        note = not_deduplicated_note(res.not_deduplicated)
+        click.echo(f"note: {note[0].lower()}{note[1:]}", err=True)
     if stale is not None:
         click.echo(f"note: {stale[0].lower()}{stale[1:]}", err=True)
     for t in res.fdr_targets:

@@ -122,6 +122,12 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     if empty:
         click.echo(f"note: {len(empty)} benchmarks have no {label} items and are left out of the export "
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)
+    read = dups.deduplicated(loaded.items) if dups is not None else None
+    if read is not None and (unread := Counter(it.bench for it in loaded.items if it.bench not in read)):
+        from benchcheck.stats.step0_scope import not_deduplicated_note
+
+        note = not_deduplicated_note(unread)  # as the report says it: nothing of them removed at step 0
+        click.echo(f"note: {note[0].lower()}{note[1:]}", err=True)
     if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
         parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
         click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){pending_hint}",

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from benchcheck.cli.common import SEED, CliPath, FiniteFloatRange, die, load_items_reporting, need_step_results
 from benchcheck.items import Item
+
+if TYPE_CHECKING:
+    from benchcheck.probe.run import ProbeResult
 
 
 @click.command("probe")
@@ -83,12 +87,13 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
     mc = [it for it in loaded.items if it.format == "mc" and len(it.options) >= 2]
     if not mc:
         die("no valid multiple-choice items to probe")
-    dups = None
+    dups = scope = None
     if step0 is not None:
         from benchcheck.report.source import read_step0
 
         try:
-            dups = read_step0(Path(step0)).removed(loaded.items)
+            outcome = read_step0(Path(step0))
+            dups, scope = outcome.removed(loaded.items), outcome.deduplicated(loaded.items)
         except ValueError as e:
             die(str(e))
     cfg = ProbeConfig(folds=folds, permutations=permutations, shuffle_null=not no_positions_null, seed=seed,
@@ -103,7 +108,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
     try:
         emb = text_embedder(model, cache_dir or Path(out) / "probe_embeddings", revision, device, batch_size)
         run = probe_pool(mc, out, cfg, emb, results, FLAG_MARGIN if flag_margin is None else flag_margin, flag_agree,
-                         echo=click.echo, step0=dups, step0_source=step0)
+                         echo=click.echo, step0=dups, step0_source=step0, step0_scope=scope)
     except (DedupError, OSError) as e:
         die(str(e))
     res = run.result
@@ -115,6 +120,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
                f"ENCODED={res.embed.encoded} REUSED={res.embed.reused}")
     if run.flags is None:
         click.echo(no_flags_reason(run.flag_sources, flag_agree))
+    step0_note(res)
     if any(not b.tested for b in res.probed):
         from benchcheck.probe.run import SIGNIFICANCE, rounds_needed
 
@@ -125,12 +131,23 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
         click.echo(str(p))
 
 
+def step0_note(res: ProbeResult) -> None:
+    """The ``note:`` line naming the benchmarks step 0's dedup run never read (probe.md's sentence)."""
+    from benchcheck.probe.outputs import PROBED_WHOLE, not_deduplicated
+    from benchcheck.stats.step0_scope import not_deduplicated_note
+
+    if unread := not_deduplicated(res):
+        note = not_deduplicated_note(unread, PROBED_WHOLE)
+        click.echo(f"note: {note[0].lower()}{note[1:]}", err=True)
+
+
 def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0: Collection[str] | None = None,
-                      step0_source: str | None = None) -> None:
+                      step0_source: str | None = None, step0_scope: Collection[str] | None = None) -> None:
     """``benchcheck audit --probe``: the probe with its defaults into RESULTS/probe; a one-line
     note (not an error) when no benchmark is large enough or the model cannot load. ``step0``: the
     ids step 0 removed (``audit --step0``, read from ``step0_source``), neither probed nor flagged,
-    as ``probe --step0``."""
+    as ``probe --step0``; a benchmark outside ``step0_scope`` (those its dedup run read) is probed
+    whole and said to be not deduplicated."""
     from pathlib import Path
 
     from benchcheck.dedup import DedupError
@@ -141,7 +158,8 @@ def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0:
     out = Path(results) / "probe"
     try:
         emb = text_embedder("minilm", out / "probe_embeddings")
-        run = probe_pool(items, out, cfg, emb, results, step0=step0, step0_source=step0_source)
+        run = probe_pool(items, out, cfg, emb, results, step0=step0, step0_source=step0_source,
+                         step0_scope=step0_scope)
     except (DedupError, OSError, ImportError) as e:
         click.echo(f"probe skipped: {e}", err=True)
         return
@@ -150,6 +168,7 @@ def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0:
                f"{'no' if run.flags is None else len(run.flags)} label flags"
                + ("" if step0 is None else f", {sum(b.step0_removed or 0 for b in run.result.benches)} removed at "
                   "step 0 left out") + f" ({out})")
+    step0_note(run.result)
 
 
 COMMANDS = [probe]

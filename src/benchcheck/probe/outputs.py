@@ -12,14 +12,15 @@ from benchcheck.probe.flags import LabelFlag
 from benchcheck.probe.run import SIGNIFICANCE, BenchProbe, ProbeResult, min_p_value
 from benchcheck.protocol import LETTERS
 from benchcheck.stats.probe_step0 import STAMP_FILE, Pairs, write_stamp
+from benchcheck.stats.step0_scope import NOT_DEDUPLICATED, not_deduplicated_note
 
 ITEMS_FILE = "probe_items.parquet"
 BENCH_FILE = "probe_benchmarks.csv"
 IBP_FILE = "probe_ibp.csv"
 FLAGS_FILE = "label_flags.csv"
 MD_FILE = "probe.md"
-BENCH_FIELDS = ("bench", "items", "step0_removed", "videos", "folds", "accuracy", "chance", "p_value", "null_mean",
-                "p_positions_kept", "permutations", "learnable", "blind_items", "blind_accuracy",
+BENCH_FIELDS = ("bench", "items", "step0_removed", "step0", "videos", "folds", "accuracy", "chance", "p_value",
+                "null_mean", "p_positions_kept", "permutations", "learnable", "blind_items", "blind_accuracy",
                 "probe_on_blind_items", "blind_gain", "ibp_remaining", "ibp_at_chance", "skipped")
 IBP_FIELDS = ("bench", "round", "items", "accuracy", "chance", "p_above_chance", "pruned_next")
 FLAGS_FIELDS = ("rank", "item_id", "bench", "gold", "flagged_option", "agree", "sources", "for_gold", "min_margin",
@@ -31,7 +32,8 @@ def _r(v: float | None, nd: int = 4) -> float | None:
 
 
 def bench_record(b: BenchProbe) -> dict[str, object]:
-    return {"bench": b.bench, "items": b.items, "step0_removed": b.step0_removed, "videos": b.videos,
+    return {"bench": b.bench, "items": b.items, "step0_removed": b.step0_removed, "step0": step0_cell(b),
+            "videos": b.videos,
             "folds": b.folds, "accuracy": _r(b.accuracy), "chance": _r(b.chance),
             "p_value": _r(b.uniform.p_value) if b.uniform else None,
             "null_mean": _r(b.uniform.null_mean) if b.uniform else None,
@@ -42,6 +44,22 @@ def bench_record(b: BenchProbe) -> dict[str, object]:
             "probe_on_blind_items": _r(b.probe_on_blind), "blind_gain": _r(b.blind_gain),
             "ibp_remaining": b.ibp.remaining if b.ibp else None,
             "ibp_at_chance": b.ibp.at_chance if b.ibp else None, "skipped": b.skipped}
+
+
+def step0_cell(b: BenchProbe) -> str | None:
+    """What step 0 did to the benchmark: empty without ``--step0``; "not deduplicated" where its
+    dedup run never read it (``step0_removed`` is then empty, never a zero it did not count)."""
+    if b.not_deduplicated:
+        return NOT_DEDUPLICATED
+    return None if b.step0_removed is None else "deduplicated"
+
+
+def not_deduplicated(res: ProbeResult) -> dict[str, int]:
+    """Benchmark -> its items the probe read, for each benchmark step 0's dedup run never read."""
+    return {b.bench: b.items for b in res.benches if b.not_deduplicated}
+
+
+PROBED_WHOLE = "the probe read {it} whole, its copies included, as screen --keep screens {it}"
 
 
 def ibp_records(res: ProbeResult) -> list[dict[str, object]]:
@@ -93,6 +111,8 @@ def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: 
         per = ", ".join(f"{b.bench} {b.step0_removed}" for b in at0 if b.step0_removed)
         lines += ["", f"Step 0: {sum(b.step0_removed or 0 for b in at0)} duplicates it removed are left out"
                   + (f" ({per})" if per else "") + "; items counts the items it kept."]
+    if unread := not_deduplicated(res):
+        lines += ["", not_deduplicated_note(unread, PROBED_WHOLE)]
     lines += ["", f"Learnable: p (uniform gold) <= {SIGNIFICANCE} (each item's gold redrawn uniformly among its "
               "options and the whole k-fold probe refitted). p (positions kept): golds permuted among the "
               "benchmark's items, so a position bias alone is not counted."]

@@ -28,17 +28,19 @@ class ProbeRun:
 def probe_pool(items: Sequence[Item], out: str | Path, cfg: ProbeConfig, emb: TextEmbedder | None = None,
                results: str | Path | None = None, flag_margin: float = FLAG_MARGIN, flag_agree: int = FLAG_AGREE,
                echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None,
-               step0_source: str | None = None) -> ProbeRun:
+               step0_source: str | None = None, step0_scope: Collection[str] | None = None) -> ProbeRun:
     """Probe every benchmark; with ``results``, the blind gain over step 1 and the label flags
     from steps 3, 5, 6 and the probe; write everything under ``out``. With ``step0`` (the ids step 0
     removed, ``report.source.read_step0``), its duplicates are neither probed nor flagged, and each
     benchmark counts them apart; the outputs record which items were left out and the
-    ``--step0`` they came from (``step0_source``), so a reader can tell another step 0's probe."""
+    ``--step0`` they came from (``step0_source``), so a reader can tell another step 0's probe. A
+    benchmark outside ``step0_scope`` (the benchmarks the dedup run read, ``Step0.deduplicated``;
+    None: every one) is probed whole and said to be not deduplicated."""
     every = [it for it in items if it.format == "mc"]
     mc = step0_kept(every, step0 or ())
     ids = {it.item_id for it in mc}
     picks = step_picks(results, ids, (BLIND_STEP, *FLAG_STEPS), fingerprints(mc)) if results is not None else {}
-    res = run_probe(every, cfg, emb, picks.get(BLIND_STEP), echo, step0)
+    res = run_probe(every, cfg, emb, picks.get(BLIND_STEP), echo, step0, step0_scope)
     sources: list[dict[str, Pick]] = [picks[s] for s in FLAG_STEPS if s in picks]
     names = [f"step {s}" for s in FLAG_STEPS if s in picks]
     if res.items:

@@ -29,6 +29,7 @@ from benchcheck.probe.folds import group_folds, n_folds
 from benchcheck.probe.ibp import IbpResult, prune
 from benchcheck.probe.model import Design, accuracy, chance, oof_probs
 from benchcheck.probe.permutation import PermutationTest, permutation_test
+from benchcheck.stats.step0_scope import NOT_DEDUPLICATED
 
 CHUNK_ITEMS = 20_000
 MIN_ITEMS = 20
@@ -90,6 +91,9 @@ class BenchProbe:
     ibp: IbpResult | None = None
     skipped: str | None = None  # why the probe did not run on this benchmark
     step0_removed: int | None = None  # its duplicates step 0 removed, left out (None: no step 0 given)
+    # step 0 given, but its dedup run never read this benchmark: nothing was left out because nothing
+    # was looked at, which a count of zero would hide (``stats.step0_scope``)
+    not_deduplicated: bool = False
 
     @property
     def blind_gain(self) -> float | None:
@@ -224,10 +228,12 @@ def skip_reason(items: Sequence[Item], cfg: ProbeConfig) -> str | None:
 
 def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None = None,
               blind: Mapping[str, Pick] | None = None,
-              echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None) -> ProbeResult:
+              echo: Callable[[str], None] | None = None, step0: Collection[str] | None = None,
+              step0_scope: Collection[str] | None = None) -> ProbeResult:
     """Probe every benchmark of ``items`` (multiple-choice items only), one at a time. With
     ``step0`` (the ids step 0 removed), a benchmark is probed on the items step 0 kept, and counts
-    the others apart (``step0_removed``).
+    the others apart (``step0_removed``); one outside ``step0_scope`` (the benchmarks its dedup run
+    read, ``Step0.deduplicated``; None: every one) is probed whole and marked ``not_deduplicated``.
 
     A benchmark's items are taken in natural item-id order, not file order: the null's redrawn
     golds, IBP's ties and the fits follow the item order, so a file re-exported in another row
@@ -237,7 +243,9 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
         if it.format == "mc" and len(it.options) >= 2:
             by_bench.setdefault(it.bench, []).append(it)
     kept = {b: step0_kept(its, step0 or ()) for b, its in by_bench.items()}
-    at0 = {b: len(its) - len(kept[b]) for b, its in by_bench.items()} if step0 is not None else {}
+    at0 = {b: len(its) - len(kept[b]) for b, its in by_bench.items()
+           if step0_scope is None or b in step0_scope} if step0 is not None else {}
+    unread = {b for b in by_bench if b not in at0} if step0 is not None else set()
     by_bench = {b: sorted(its, key=lambda it: natural_key(it.item_id)) for b, its in kept.items()}
     proj = None
     if emb is not None and cfg.proj_dims:
@@ -249,13 +257,14 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
         why = skip_reason(its, cfg)
         if why is not None:
             out.benches.append(BenchProbe(bench, len(its), len({video_of(it) for it in its}), skipped=why,
-                                          step0_removed=at0.get(bench)))
+                                          step0_removed=at0.get(bench), not_deduplicated=bench in unread))
             if echo is not None:
                 echo(line(out.benches[-1]))
             continue
         design = design_of(its, emb, proj, stats)
         b, rows = probe_bench(bench, its, design, cfg, blind)
         b.step0_removed = at0.get(bench)
+        b.not_deduplicated = bench in unread
         out.benches.append(b)
         out.items += rows
         if echo is not None:
@@ -267,7 +276,8 @@ def run_probe(items: Sequence[Item], cfg: ProbeConfig, emb: TextEmbedder | None 
 
 def line(b: BenchProbe) -> str:
     """One printed line per benchmark."""
-    at0 = f" ({b.step0_removed} removed at step 0 left out)" if b.step0_removed else ""
+    at0 = (f" ({NOT_DEDUPLICATED})" if b.not_deduplicated
+           else f" ({b.step0_removed} removed at step 0 left out)" if b.step0_removed else "")
     if b.skipped is not None:
         return f"{b.bench}: skipped ({b.skipped}){at0}"
     p = "" if b.uniform is None else f", p={b.uniform.p_value:.3g}"

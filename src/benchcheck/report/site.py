@@ -60,6 +60,7 @@ from benchcheck.report.sweep import (
     verdict,
 )
 from benchcheck.screen.steps import STEPS
+from benchcheck.stats.step0_scope import not_deduplicated_note
 from benchcheck.stats.threads import one_blas_thread_process
 from benchcheck.workers import process_pool
 
@@ -281,9 +282,11 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         html = env.get_template(template).render(root=root, page=name, **common, **ctx)
         write_file(out / name, html.encode())
 
+    # the sentence probe, audit and export say too (one wording, ``stats.step0_scope``)
+    undeduplicated = not_deduplicated_note(counts) if (counts := stats.not_deduplicated(summary)) else None
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
          flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, labels=stats.FINAL_LABELS,
-         results=str(opts.results), step0=opts.step0 is not None, undeduplicated=stats.not_deduplicated(summary))
+         results=str(opts.results), step0=opts.step0 is not None, undeduplicated=undeduplicated)
     for p in pages:
         page(f"bench/{p.slug}.html", "bench.html", root="../", b=p, labels=stats.FINAL_LABELS)
     page("sweep.html", "sweep.html", sweep=sweep, benches=_sweep_rows(opts, out, sweep),
