@@ -245,3 +245,60 @@ def test_audit_md_shows_a_probe_only_of_its_own_step_0(world: tuple[Path, Path, 
     md, err = audit()
     assert (f"it left out {removed} items removed at step 0 (--step0 {step0}), where this run leaves out none"
             in md.split(heading)[1]) and "note: the probe" in err
+
+
+def test_report_and_assemble_show_a_probe_only_of_their_own_step_0(
+        world: tuple[Path, Path, Path, set[str], set[str]], tmp_path: Path) -> None:
+    """The report's audit page and item views, and assemble's pool, read RESULTS/probe by audit.md's
+    rule: only a probe that left out at step 0 what they leave out (report --step0, assemble --keep);
+    else one note in its place, and no item carries that probe's numbers."""
+    items, results, step0, _, _ = world
+    removed = len((step0 / "step0_removed.jsonl").read_text().splitlines())
+    res = tmp_path / "results"
+    shutil.copytree(results, res)
+    kept = step0 / "step0_kept.parquet"
+
+    def report(*extra: str) -> tuple[str, str, str]:
+        out = tmp_path / "report"
+        r = _cli("report", "--results", str(res), "--items", str(items), "--out", str(out), "--chain", "1,3,5,6",
+                 "--no-progress", "--no-plots", *extra)
+        assert r.returncode == 0, r.stderr
+        chunks = "".join(p.read_text() for p in (out / "data").rglob("d*.js"))
+        return (out / "audit.html").read_text(), chunks, r.stderr
+
+    def pool(*extra: str) -> tuple[list[object], str]:
+        r = _cli("assemble", "--items", str(items), "--results", str(res), "--chain", "1,3,5,6", *extra)
+        assert r.returncode == 0, r.stderr
+        return [x["probe_p_gold"] for x in pq.read_table(res / "pool_items.parquet").to_pylist()], r.stderr
+
+    _probe(world, res / "probe")  # without --step0: over the copies too
+    stale = f"The probe in {res / 'probe'} is not included: it ran without --step0, where this run leaves out " \
+            f"{removed} items."
+    html, chunks, err = report("--step0", str(step0))
+    assert f'<p class="note" id="stale-probe">{stale} Rerun benchcheck probe with the report&#39;s --step0, or ' \
+           "give the report the --step0 the probe ran with.</p>" in html, html[html.index('id="probe"'):][:800]
+    assert "probe_benchmarks" not in html and '"probe":{' not in chunks
+    assert f"note: t{stale[1:]}" in err
+    html, chunks, err = report()  # the same probe beside a report without step 0: its own
+    assert "probe_benchmarks" in html and '"probe":{' in chunks and "stale-probe" not in html and "note:" not in err
+    gold, err = pool("--keep", str(kept))
+    assert all(g is None for g in gold) and f"note: t{stale[1:]}" in err, err
+    gold, err = pool()
+    assert all(g is not None for g in gold) and "note:" not in err
+
+    _probe(world, res / "probe", "--step0", str(step0))
+    html, chunks, err = report("--step0", str(kept))  # the same outcome, read from its kept list
+    assert "probe_benchmarks" in html and '"probe":{' in chunks and "note:" not in err, err
+    gold, err = pool("--keep", str(kept))
+    assert any(g is not None for g in gold) and "note:" not in err, err
+    html, chunks, err = report()
+    assert f"it left out {removed} items removed at step 0 (--step0 {step0}), where this run leaves out none" \
+        in html and '"probe":{' not in chunks
+    gold, err = pool()
+    assert all(g is None for g in gold) and "where this run leaves out none. Rerun benchcheck probe" in err, err
+    # without --items, the items --step0 left out cannot be named: no probe is shown as its own
+    r = _cli("report", "--results", str(res), "--out", str(tmp_path / "bare"), "--chain", "1,3,5,6", "--no-progress",
+             "--no-plots", "--step0", str(step0))
+    assert r.returncode == 0, r.stderr
+    assert "without --items the report cannot tell which items --step0 left out" in r.stderr, r.stderr
+    assert "stale-probe" in (tmp_path / "bare" / "audit.html").read_text()

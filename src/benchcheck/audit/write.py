@@ -15,7 +15,7 @@ from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
 from benchcheck.screen.steps import STEPS
 from benchcheck.stats.confidence import Confidence
-from benchcheck.stats.probe_step0 import Pairs, stale_reason
+from benchcheck.stats.probe_step0 import Pairs, stale_note
 from benchcheck.stats.step0_scope import not_deduplicated_note
 
 
@@ -228,13 +228,8 @@ def stale_probe_note(probe_dir: str | Path | None, step0: Pairs | None = None) -
     """One sentence when ``probe_dir`` holds a probe made with another step-0 outcome than the
     audit's (``step0``: the items the audit left out at step 0, as (bench, item id) pairs; None:
     no ``--step0``), which ``audit.md`` then leaves out; None when it has none or the same."""
-    if probe_dir is None or not (Path(probe_dir) / "probe.md").is_file():
-        return None
-    why = stale_reason(probe_dir, step0)
-    if why is None:
-        return None
-    return (f"The probe in {probe_dir} is not included: it {why}. Add --probe to this audit to rerun it with "
-            "the audit's step 0, or give the audit the --step0 the probe ran with.")
+    return stale_note(probe_dir, step0, "Add --probe to this audit to rerun it with the audit's step 0, or give "
+                                        "the audit the --step0 the probe ran with.")
 
 
 def probe_section(probe_dir: str | Path | None, step0: Pairs | None = None) -> str:

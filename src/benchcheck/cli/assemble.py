@@ -48,6 +48,8 @@ def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root:
         click.echo(f"{name}: {path}")
     for flag in out.flags:
         click.echo(f"FLAG: {flag}")
+    if out.probe_note is not None:
+        click.echo(f"note: {out.probe_note[0].lower()}{out.probe_note[1:]}", err=True)
 
 
 COMMANDS = [assemble]

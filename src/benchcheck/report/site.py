@@ -22,7 +22,7 @@ from typing import Any
 from benchcheck.atomic import clear_dead, swap_folder, write_json_atomic, writer_tag
 from benchcheck.items import Item
 from benchcheck.report import plots, stats
-from benchcheck.report.audit import Confidences, link_tables, read_audit, read_audits, read_confidences
+from benchcheck.report.audit import AuditData, Confidences, link_tables, read_audit, read_audits, read_confidences
 from benchcheck.report.bench_page import BenchPage, bench_page, copy_thumbs
 from benchcheck.report.browser import (
     FATE_CODE,
@@ -60,6 +60,7 @@ from benchcheck.report.sweep import (
     verdict,
 )
 from benchcheck.screen.steps import STEPS
+from benchcheck.stats.probe_step0 import has_probe, left_out, stale_note
 from benchcheck.stats.step0_scope import not_deduplicated_note
 from benchcheck.stats.threads import one_blas_thread_process
 from benchcheck.workers import process_pool
@@ -77,6 +78,8 @@ class Built:
     flags: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # shown in place of RESULTS/probe, made with another step 0 than the report's (``probe_note``)
+    probe_note: str | None = None
 
 
 def _env() -> Any:
@@ -145,11 +148,18 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     if opts.frames is not None:
         frames_base = "frames" if opts.copy_frames else Path(os.path.relpath(opts.frames.resolve(),
                                                                              opts.out.resolve())).as_posix()
+    step0 = None
+    if opts.step0 is not None:
+        try:
+            step0 = read_step0(opts.step0)
+        except ValueError as e:
+            raise ReportError(str(e)) from e
+    stale = probe_note(opts, step0)
     prov: dict[int, StepProvenance] = {}
     pages: list[BenchPage] = []
     chunks: list[BenchChunks] = []
     summary: list[dict[str, Any]] = []
-    for page, bc, rows, p in _bench_results(opts, staging, sweep):
+    for page, bc, rows, p in _bench_results(opts, staging, sweep, step0, stale is None):
         pages.append(page)
         chunks.append(bc)
         summary += rows
@@ -158,6 +168,7 @@ def _build(opts: ReportOptions, staging: Path) -> Built:
     built = Built(opts.out, opts.out / "index.html", len(pages), sum(p.n for p in pages))
     built.data_bytes = sum(c.bytes_written for c in chunks) + write_index(staging, chunks, opts.chain, frames_base)
     built.flags = [f for p in pages for f in p.flags]
+    built.probe_note = stale
     lines = step_lines(prov)
     log = run_log(opts.results) + [{**r, "results": str(d)} for d in opts.side_results for r in run_log(d)]
     specs = {str(d): run_specs(d, opts.chain) for d in opts.side_results}
@@ -184,18 +195,14 @@ def _bench_task(opts: ReportOptions, staging: Path, bench: str, items: list[Item
     return bench_page(opts, staging, ev, bc), bc, [dict(r) for r in ev.summary], prov
 
 
-def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list[BenchResult]:
+def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData, step0: Step0 | None,
+                   with_probe: bool) -> list[BenchResult]:
     """Benchmarks are independent: with ``workers`` > 1 they run in spawned processes (each
-    holds one benchmark at a time), and come back in benchmark order."""
+    holds one benchmark at a time), and come back in benchmark order. ``with_probe``: the item
+    views show RESULTS/probe (its step 0 is the report's, ``probe_note``)."""
     groups = bench_groups(opts.results, opts.items, opts.chain)
     conf = read_confidences(opts.audit)
-    probed = read_probe_items(opts.results / "probe")
-    step0 = None
-    if opts.step0 is not None:
-        try:
-            step0 = read_step0(opts.step0)
-        except ValueError as e:
-            raise ReportError(str(e)) from e
+    probed = read_probe_items(opts.results / "probe") if with_probe else {}
 
     def dups(its: list[Item] | None) -> Step0 | None:
         """Only this benchmark's step-0 removals travel to its task."""
@@ -233,6 +240,22 @@ def _bench_results(opts: ReportOptions, staging: Path, sweep: SweepData) -> list
     finally:
         bar.close()
     return [out[b] for b, _ in groups]
+
+
+def probe_note(opts: ReportOptions, step0: Step0 | None) -> str | None:
+    """One note in place of RESULTS/probe (the audit page's section and the item views' probe)
+    when that probe left out at step 0 other items than the report does (``stale_reason``, the
+    rule ``audit.md`` follows); None when it is shown, or there is none."""
+    folder = opts.results / "probe"
+    if step0 is not None and opts.items is None:
+        if not has_probe(folder):
+            return None
+        # the stand-in items read from rows have no duplicate step 0 kept out of the chain
+        return (f"The probe in {folder} is not included: without --items the report cannot tell which items "
+                "--step0 left out, so not whether the probe left out the same. Give the report --items.")
+    pairs = left_out(opts.items or (), step0.removed(opts.items or ())) if step0 is not None else set()
+    return stale_note(folder, pairs, "Rerun benchcheck probe with the report's --step0, or give the report the "
+                                     "--step0 the probe ran with.")
 
 
 def frame_check(frames: Path | None) -> Callable[[Item], bool]:
@@ -301,9 +324,9 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
     link_tables(audit, out, "audit/main")
     for i, a in enumerate(side):
         link_tables(a, out, f"audit/side{i + 1}")
-    probe = read_probe(opts.results / "probe")
+    probe = read_probe(opts.results / "probe") if built.probe_note is None else AuditData(None, label="probe")
     link_tables(probe, out, "audit/probe")
-    page("audit.html", "audit.html", audit=audit, side=side, probe=probe)
+    page("audit.html", "audit.html", audit=audit, side=side, probe=probe, probe_note=built.probe_note)
     page("items.html", "items.html", fates=[(FATE_CODE[k], k, FATE_MEANING[k]) for k in FATE_CODE],
          question_chars=QUESTION_CHARS)
     page("provenance.html", "provenance.html", lines=lines, log=log[-200:], specs=run_specs(opts.results, opts.chain),

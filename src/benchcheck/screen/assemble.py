@@ -27,6 +27,7 @@ from benchcheck.screen.fates import (
 from benchcheck.screen.pool_text import with_item_text
 from benchcheck.shard import ShardPath, parse_shard_path
 from benchcheck.stats.pool import add_confidence, add_probe, removal_interval
+from benchcheck.stats.probe_step0 import left_out, stale_note
 from benchcheck.store import read_rows
 from benchcheck.verdicts import StepState
 
@@ -39,6 +40,8 @@ class Assembled:
     paths: dict[str, Path] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     summary: list[dict[str, Any]] = field(default_factory=list)
+    # shown in place of RESULTS/probe, made with another step 0 than this pool's (``probe_note``)
+    probe_note: str | None = None
 
 
 def summary_rows(fates: Sequence[ItemFate], chain: Sequence[int], states: dict[int, StepState]) -> list[dict[str, Any]]:
@@ -167,6 +170,17 @@ def _step_table(state: StepState, step: int) -> list[dict[str, Any]]:
              "prompt_tokens": sum(v.row.prompt_tokens)} for v in state.verdicts() if v.row is not None]
 
 
+def probe_note(ctx: ScreenContext) -> str | None:
+    """One note in place of RESULTS/probe when that probe left out at step 0 other items than the
+    pool does (``--keep``; ``stale_reason``, the rule ``audit.md`` and the report follow): a probe
+    over duplicates the pool leaves out, or without items it holds, is no reading of its items."""
+    keep = ctx.keep
+    pairs = left_out(ctx.items, {i.item_id for i in ctx.items if i.item_id not in keep}) if keep is not None else set()
+    return stale_note(ctx.results / "probe", pairs, "Rerun benchcheck probe with --step0 the kept list given to "
+                                                    "--keep, or give assemble as --keep the kept list of the --step0 "
+                                                    "the probe ran with.")
+
+
 def assemble(ctx: ScreenContext) -> Assembled:
     """Write pool_items.parquet, pool.duckdb, pool_summary.md/.csv, run_accounting.csv under results."""
     import pyarrow as pa
@@ -182,7 +196,9 @@ def assemble(ctx: ScreenContext) -> Assembled:
     out = Assembled()
     records = [with_item_text(f.record(ctx.chain), f.item) for f in fates]
     add_confidence(records, res, fingerprints(pool))  # how firmly each fate stands (docs/audit.md); never changes it
-    add_probe(records, res / "probe")  # the text-only probe and label flags, when run (docs/probe.md)
+    # the text-only probe and label flags, when run (docs/probe.md) over the items this pool has
+    out.probe_note = probe_note(ctx)
+    add_probe(records, res / "probe" if out.probe_note is None else None)
     out.paths["pool_items"] = res / "pool_items.parquet"
     write_atomic(out.paths["pool_items"], lambda f: pq.write_table(pa.Table.from_pylist(records), f))
     out.summary = summary_rows(fates, ctx.chain, states)

@@ -53,31 +53,33 @@ PROBE_COLUMNS = ("probe_p_gold", "probe_pick", "probe_margin", "label_flag", "la
                  "label_flag_evidence")
 
 
-def add_probe(records: Sequence[MutableMapping[str, Any]], probe_dir: str | Path) -> None:
+def add_probe(records: Sequence[MutableMapping[str, Any]], probe_dir: str | Path | None) -> None:
     """Set the probe's and the label flags' columns on every pool record, in place, from a
     ``benchcheck probe`` folder (``probe_items.parquet``, ``label_flags.csv``): the out-of-fold
     probability of the gold, the probe's pick and margin, and whether the item is flagged as a
     possible label error (with the option the sources agree on, how many, and their evidence).
-    Every column is present (None) when there is no probe folder or the item was not probed;
-    ``label_flag`` is False for a probed item that is not flagged, None where no flags were made."""
+    Every column is present (None) when there is no probe folder (``probe_dir`` None: one not to
+    read) or the item was not probed; ``label_flag`` is False for a probed item that is not flagged,
+    None where no flags were made."""
     import csv
 
     import pyarrow.parquet as pq
 
-    d = Path(probe_dir)
     probed: dict[str, dict[str, Any]] = {}
-    try:
-        for r in pq.read_table(d / "probe_items.parquet",
-                               columns=["item_id", "probe_p_gold", "probe_pick", "probe_margin"]).to_pylist():
-            probed[str(r["item_id"])] = r
-    except (OSError, ValueError, KeyError):
-        probed = {}
     flags: dict[str, dict[str, str]] | None = None
-    try:
-        with (d / "label_flags.csv").open(newline="", encoding="utf-8") as f:
-            flags = {r["item_id"]: r for r in csv.DictReader(f) if r.get("item_id")}
-    except (OSError, ValueError, KeyError):
-        flags = None
+    if probe_dir is not None:
+        d = Path(probe_dir)
+        try:
+            for r in pq.read_table(d / "probe_items.parquet",
+                                   columns=["item_id", "probe_p_gold", "probe_pick", "probe_margin"]).to_pylist():
+                probed[str(r["item_id"])] = r
+        except (OSError, ValueError, KeyError):
+            probed = {}
+        try:
+            with (d / "label_flags.csv").open(newline="", encoding="utf-8") as f:
+                flags = {r["item_id"]: r for r in csv.DictReader(f) if r.get("item_id")}
+        except (OSError, ValueError, KeyError):
+            flags = None
     for r in records:
         iid = str(r["item_id"])
         p = probed.get(iid)

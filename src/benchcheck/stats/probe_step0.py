@@ -75,3 +75,19 @@ def stale_reason(probe_dir: str | Path, pairs: Pairs | None) -> str | None:
         return None
     mine = f"{len(pairs)} item{'s' * (len(pairs) != 1)}" if pairs else "none"
     return f"{_described(n, source if isinstance(source, str) else None)}, where this run leaves out {mine}"
+
+
+def has_probe(probe_dir: str | Path | None) -> bool:
+    """Whether ``probe_dir`` holds a probe's outputs at all (nothing to check, nothing to note else)."""
+    return probe_dir is not None and any((Path(probe_dir) / name).is_file()
+                                         for name in ("probe.md", "probe_items.parquet"))
+
+
+def stale_note(probe_dir: str | Path | None, pairs: Pairs | None, fix: str) -> str | None:
+    """The one note a reader shows in place of a probe made with another step-0 outcome than its
+    own (``pairs``: the items the reader left out at step 0; ``stale_reason``), ending with how
+    that reader matches them (``fix``, a sentence); None when there is no probe or it matches."""
+    if probe_dir is None or not has_probe(probe_dir):
+        return None
+    why = stale_reason(probe_dir, pairs)
+    return None if why is None else f"The probe in {probe_dir} is not included: it {why}. {fix}"
