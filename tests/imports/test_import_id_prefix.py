@@ -66,3 +66,22 @@ def test_a_duplicate_within_one_benchmark_names_no_prefix(tmp_path: Path) -> Non
     (tmp_path / "A.jsonl").write_text((tmp_path / "A.jsonl").read_text() * 2)
     loaded = load_items([tmp_path / "A.jsonl"])
     assert {p.message for p in loaded.errors} == {f"duplicate item_id (first in {tmp_path / 'A.jsonl'})"}
+
+
+def test_the_quiet_summary_of_a_file_of_duplicates_names_the_fix(tmp_path: Path) -> None:
+    """--quiet leaves out the per-item lines, not the file's summary: B, whose every id A took,
+    would vanish without a word; the summary groups by kind (the first file is no part of it) but
+    shows one message whole, so the fix the duplicate-id line names is there."""
+    from benchcheck.items.report import bad_share_lines
+
+    raw = tmp_path / "raw"
+    _bench(raw / "A.jsonl", "A", True)
+    _bench(raw / "B.jsonl", "B", True)
+    [line] = bad_share_lines(load_items([raw]))
+    assert line.startswith(f"B: 6 of 6 records are bad (100.0%) in {raw / 'B.jsonl'}; most often: duplicate item_id "
+                           f"(6), e.g. duplicate item_id (first in {raw / 'A.jsonl'}, benchmark A): {FIX}"), line
+    r = cli("probe", "--items", str(raw), "--out", str(tmp_path / "probe"), "--model", "none", "--permutations", "0",
+            "--no-ibp", "--min-items", "4", "--quiet")
+    assert "Traceback" not in r.stderr, r.stderr
+    assert f"warning: {line}" in r.stderr.splitlines(), r.stderr
+    assert "bad item:" not in r.stderr  # still no per-item line

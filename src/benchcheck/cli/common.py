@@ -45,18 +45,21 @@ class FiniteFloatRange(click.FloatRange):
 def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool = False,
                          need_items: bool = True) -> LoadResult:
     """Load items, printing one line per problem to stderr; a bad file or item never stops a run.
-    With ``need_items``, no item in any file ends the command (exit 2) with each file's reason."""
+    ``quiet``: no per-item lines, but each file's summary (a file whose bad share is high, its
+    commonest cause and the fix it names) still. With ``need_items``, no item in any file ends the
+    command (exit 2) with each file's reason."""
+    from benchcheck.items.report import bad_share_lines
+
     try:
         cmap = ColumnMap.parse(columns) if columns else None
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--columns") from e
     result = load_items(paths, cmap)
+    # A file's summary and hints come first: thousands of per-item lines would bury them. --quiet
+    # keeps it: a benchmark whose every id another one took would vanish without a word.
+    for line in bad_share_lines(result):
+        click.echo(f"warning: {line}", err=True)
     if not quiet:
-        from benchcheck.items.report import bad_share_lines
-
-        # A file's summary and hints come first: thousands of per-item lines would bury them.
-        for line in bad_share_lines(result):
-            click.echo(f"warning: {line}", err=True)
         first = [p for p in result.problems if p.where == "0"]
         for p in [*first, *(p for p in result.problems if p.where != "0")]:
             click.echo(f"{p.label}: {p}", err=True)

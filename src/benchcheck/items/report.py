@@ -48,21 +48,34 @@ BAD_SHARE_WARN = 0.05
 _VALUE = re.compile(r"'[^']*'|(?<![\w.-])-?\d+(?:\.\d+)?(?![\w.])")
 
 
+# Where a message names another record (a duplicate's first file, and what to do about it): the
+# kind ends before it, so one cause is one kind whichever file came first.
+_ELSEWHERE = " (first in "
+
+
 def _kind_of(message: str) -> tuple[str, ...]:
     """A problem's kind: its text around the values that differ per item."""
-    return tuple(_VALUE.split(message.split(" (first in ")[0].strip()))
+    return tuple(_VALUE.split(message.split(_ELSEWHERE)[0].strip()))
+
+
+def _example(messages: Sequence[str]) -> str | None:
+    """One message of a kind in full, where the kind leaves text out (the first record's file and
+    the fix a duplicate id names): the one that says most, so a fix some of them name is shown."""
+    tails = [m.strip() for m in messages if _ELSEWHERE in m]
+    return max(tails, key=lambda m: len(m.split(_ELSEWHERE, 1)[1])) if tails else None
 
 
 def _show_kind(messages: Sequence[str]) -> str:
     """Messages of one kind as one line: a value all of them share is shown, one that differs is "…"."""
-    parts = [_VALUE.findall(m.split(" (first in ")[0].strip()) for m in messages]
+    parts = [_VALUE.findall(m.split(_ELSEWHERE)[0].strip()) for m in messages]
     kind = _kind_of(messages[0])
     values = ["…" if len({p[i] for p in parts}) > 1 else parts[0][i] for i in range(len(kind) - 1)]
     return "".join(t for pair in zip(kind, [*values, ""], strict=True) for t in pair)
 
 
 def bad_share_lines(result: LoadResult, threshold: float = BAD_SHARE_WARN) -> list[str]:
-    """One line per file whose bad records exceed ``threshold``: count, share, the commonest cause."""
+    """One line per file whose bad records exceed ``threshold``: count, share, the commonest cause
+    (and one of its messages whole where the cause leaves text out, such as the fix it names)."""
     bad_rows: dict[str, set[str]] = defaultdict(set)
     kinds: dict[str, dict[tuple[str, ...], list[str]]] = defaultdict(lambda: defaultdict(list))
     for p in result.errors:
@@ -74,8 +87,10 @@ def bad_share_lines(result: LoadResult, threshold: float = BAD_SHARE_WARN) -> li
         bad = len(bad_rows.get(path, ()))
         if n and bad / n > threshold:
             messages = max(kinds[path].values(), key=len)
+            example = _example(messages)
             lines.append(f"{_bench_of_problem_path(path)}: {bad} of {n} records are bad ({100 * bad / n:.1f}%) "
-                         f"in {path}; most often: {_show_kind(messages)} ({len(messages)})")
+                         f"in {path}; most often: {_show_kind(messages)} ({len(messages)})"
+                         + (f", e.g. {example}" if example else ""))
     return lines
 
 
