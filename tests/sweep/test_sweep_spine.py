@@ -212,7 +212,10 @@ def test_engine_errors_are_error_rows_and_the_item_is_given_up_after_three(tmp_p
     assert len(errors) == 3 and errors[0].error_status == 500 and not errors[0].retry_free
     total = _total(_dry(a))
     assert total["gave_up"] == 1 and total["todo"] == 0
-    assert "Alpha_3" not in {r["item_id"] for r in read_csv(a.paths.csv)}
+    # Its CSV row is one error row (not one per attempt): every reader counts it as the cell's error.
+    rows = [r for r in read_csv_all(a.paths.csv) if r["item_id"] == "Alpha_3"]
+    assert [r["status"] for r in rows] == ["error"] and json.loads(rows[0]["meta"])["error_kind"] == "http 500"
+    assert [r["status"] for r in read_csv(a.paths.csv) if r["item_id"] == "Alpha_3"] == ["error"]
 
 
 def test_sweep_run_writes_the_run_log_and_pack_reports_wall_time(tmp_path: Path, store: Path) -> None:

@@ -193,7 +193,7 @@ class Analysis:
         out = [f"{n} error row{'s' * (n != 1)} (no answer) in {len(cells)} benchmark x condition "
                f"cell{'s' * (len(cells) != 1)} left out of the scores, so those accuracies rest on the other items "
                f"(most: {most.bench} {most.condition}, {most.errors} errored beside {most.accuracy.n} answered); the "
-               "errors columns count them, `sweep run` asks them again"]
+               "errors columns count them, `sweep run` asks them again (not an item given up after three errors)"]
         out += [f"{v.bench}: its verdict {v.verdict} could be {' or '.join(v.could_be)} with the "
                 f"{sum(k for _, k in v.errors)} error rows of its effects' conditions counted right or wrong"
                 for v in self.verdicts if v.errors_matter()]

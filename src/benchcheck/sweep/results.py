@@ -8,14 +8,15 @@ rows were made under (``run_specs.jsonl``) sit beside them.
 ``<results>/conditions_results.csv`` is seed 001's exchange file, written from those rows
 (``sweep.rows.csv_row``) and read as input (the origin's rows, folders made before the rows
 existed). It holds one row per (bench, item_id, condition) and config hash (and before it any error
-rows of that key: ``settles``): a row redone under a new hash is appended after the stale one (so
-is the answer to an item edited since, or to an edit undone: ``meta``'s ``item_hash`` differs from
-the key's last row), and readers take the last complete row of a key (:func:`read_csv`). It is
-append-only: a writer takes an exclusive ``flock``, re-reads the keys already present *under
-the lock* (so two processes on the same work add each key once), ends a torn last line with a
-newline, and appends whole rows in one write. Existing rows, whoever wrote them, are never
-rewritten: the file before a run is a byte-equal prefix of the file after it. A file made by
-another tool keeps its own header; our rows are written in its column order (fields it lacks
+rows of that key: ``settles``; our runs write one, ``sweep.rows.csv_error_row``, for a cell that
+failed, so every reader counts it until an answer follows): a row redone under a new hash is
+appended after the stale one (so is the answer to an item edited since, or to an edit undone:
+``meta``'s ``item_hash`` differs from the key's last row), and readers take the last complete row of
+a key (:func:`read_csv`). It is append-only: a writer takes an exclusive ``flock``, re-reads the
+keys already present *under the lock* (so two processes on the same work add each key once), ends a
+torn last line with a newline, and appends whole rows in one write. Existing rows, whoever wrote
+them, are never rewritten: the file before a run is a byte-equal prefix of the file after it. A file
+made by another tool keeps its own header; our rows are written in its column order (fields it lacks
 stay in the raw JSONL). A row counts only if its ``written_at`` (our last column) is a full
 timestamp or the file is not ours: a line cut by a kill is skipped on read and redone.
 
@@ -35,7 +36,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -290,13 +291,15 @@ def _encode(rows: Iterable[Mapping[str, Any]], header: list[str]) -> str:
 @dataclass(slots=True)
 class _Seen:
     """What one process has read of a CSV so far: each (key, ``config_hash``) up to ``offset`` (a
-    line boundary), with the ``item_hash`` of its last row ("" for none); the hash is "" when the
-    file has no such column (then a key is there once)."""
+    line boundary), with the ``item_hash`` of its last answer or NA row (``keys``) and of its last
+    error row (``errors``) ("" for none); the hash is "" when the file has no such column (then a
+    key is there once)."""
 
     offset: int
     header: list[str]
     keys: dict[tuple[Key, str], str]
     inode: int = 0
+    errors: dict[tuple[Key, str], str] = field(default_factory=dict)
 
     def _id(self, row: Mapping[str, Any]) -> tuple[tuple[Key, str], str]:
         k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
@@ -308,13 +311,18 @@ class _Seen:
     def fresh(self, row: Mapping[str, Any]) -> bool:
         """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash,
         or an answer to the item as it is now after the key's last row under that hash answered
-        it as it was (an item edited, or an edit undone: readers take the last row)."""
+        it as it was (an item edited, or an edit undone: readers take the last row). An error row
+        holds no key for an answer (the answer asked again follows it), and is fresh only where its
+        key has no row of the item as it is: one error row tells a cell has none, however many
+        times it failed, and one after its answer would say nothing."""
         key, item = self._id(row)
-        return self.keys.get(key) != item
+        if settles(row_status(row)):
+            return self.keys.get(key) != item
+        return item not in (self.keys.get(key), self.errors.get(key))
 
     def add(self, row: Mapping[str, Any]) -> None:
         key, item = self._id(row)
-        self.keys[key] = item
+        (self.keys if settles(row_status(row)) else self.errors)[key] = item
 
 
 _SEEN: dict[Path, _Seen] = {}
@@ -337,8 +345,7 @@ def _catch_up(fd: int, p: Path, size: int) -> _Seen:
                 raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in seen.header)}")
         _, rows = _parse(",".join(seen.header) + "\n" + text) if text else ([], iter(()))
         for r in rows:
-            if settles(row_status(r)):  # an error row holds no key: the cell's answer is still to come
-                seen.add(r)
+            seen.add(r)
         seen.offset += end
     _SEEN[p] = seen
     return seen
@@ -372,8 +379,7 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
             # when it is a whole row, so it is already there; a torn one parses short and is skipped.
             _, whole = _parse(",".join(seen.header) + "\n" + tail.decode("utf-8", errors="replace"))
             for row in whole:
-                if settles(row_status(row)):
-                    seen.add(row)
+                seen.add(row)
         fresh: list[Mapping[str, Any]] = []
         for r in rows:
             if seen.fresh(r):

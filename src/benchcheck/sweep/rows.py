@@ -2,9 +2,10 @@
 
 An answer of a cell is a ``records.GenRow`` (``step`` = the condition, ``parse_status`` =
 ``ok``/``unparsed``/``NA``, ``meta.reused_from`` for a reused answer) made under the condition's
-``config_hash``; an engine failure is a ``records.ErrorRow``. The exchange file's row is a pure
-function of the record (:func:`csv_row`), and :func:`record_of_csv` reads a CSV row back as a
-record (the origin's rows and folders made before the typed rows existed).
+``config_hash``; an engine or decode failure is a ``records.ErrorRow``. The exchange file's row is
+a pure function of the record (:func:`csv_row`, an error's :func:`csv_error_row`), and
+:func:`record_of_csv` reads a CSV row back as a record (the origin's rows and folders made before
+the typed rows existed).
 
 These are the per-unit pieces a generate task calls: :func:`answer_record` (records from an
 answer), :func:`na_record`, :func:`reuse_record`, :func:`engine_error`; the requests of a cell
@@ -22,7 +23,7 @@ from benchcheck.protocol import LETTERS
 from benchcheck.records import NA, ErrorRow, GenRow, error_record, gen_row
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.parse import RULESET, parse_answer
-from benchcheck.sweep.plan import Cell
+from benchcheck.sweep.plan import Cell, error_label
 from benchcheck.sweep.results import COLUMNS, CSV_NAME, now_stamp, row_status, settles
 from benchcheck.unit_loop import retry_free
 
@@ -118,6 +119,34 @@ def _csv_meta(rec: GenRow) -> dict[str, Any]:
 
 
 assert tuple(csv_row(gen_row({"item_id": "i", "text": ""}))) == COLUMNS
+
+
+def csv_error_row(rec: ErrorRow) -> dict[str, Any]:
+    """The exchange file's row of a cell our run could not answer (its frames did not decode, the
+    engine failed): status ``error`` (no answer: ``results.settles``), which every reader of the
+    file counts as an error row of its benchmark x condition; ``meta`` says why (``error_kind``:
+    ``decode``, ``http 500``, ...) and carries the item's hash, as an answer's does."""
+    f = rec.fields
+    kind, message = error_label(rec)
+    meta: dict[str, Any] = {"error_kind": kind, "error": message}
+    if rec.retry_free:
+        meta["retry_free"] = True
+    if rec.item_hash is not None:
+        meta["item_hash"] = rec.item_hash
+    return {"bench": rec.bench, "item_id": rec.item_id, "condition": rec.step, "status": "error", "pred": "",
+            "gold": f.get("gold", ""), "correct": "", "parse": "", "video_id": f.get("video_id", ""),
+            "n_frames": "", "width": "", "height": "", "prompt_tokens": "", "infer_s": "", "decode_s": "",
+            "model": "", "config_hash": rec.config_hash or "", "meta": json.dumps(meta, sort_keys=True),
+            "written_at": f.get("written_at", "")}
+
+
+def csv_of(rec: GenRow | ErrorRow) -> dict[str, Any]:
+    """The exchange file's row of a typed row: an answer's (:func:`csv_row`) or an error's."""
+    return csv_row(rec) if isinstance(rec, GenRow) else csv_error_row(rec)
+
+
+assert tuple(csv_error_row(error_record({"item_id": "i", "status": "error", "error_kind": "internal",
+                                         "error": ""}))) == COLUMNS
 
 
 def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow | ErrorRow:

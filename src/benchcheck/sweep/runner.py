@@ -38,7 +38,7 @@ from benchcheck.sweep.results import (
 )
 from benchcheck.sweep.rows import (
     answer_record,
-    csv_row,
+    csv_of,
     engine_error,
     engine_failure,
     failure_line,
@@ -175,12 +175,15 @@ class RunnerConfig:
 
 
 def write_records(paths: SweepPaths, bench: str, condition: str, records: Sequence[GenRow | ErrorRow]) -> int:
-    """Typed rows through the store, then the answers' exchange rows to the CSV (a kill between the
-    two is caught up by the next run's :func:`sync_csv`); returns CSV rows added."""
+    """Typed rows through the store, then their exchange rows to the CSV: an answer's, and an error
+    row for a cell that failed (once per key and spec: ``results.append_csv_fresh``), so every
+    reader of the CSV counts the cells our run could not answer; the answer of a cell asked again
+    follows its error row and replaces it. A kill between the two is caught up by the next run's
+    :func:`sync_csv`; returns CSV rows added."""
     if not records:
         return 0
     append_records(paths.rows(condition, bench), records)
-    return len(append_csv_fresh(paths.csv, [csv_row(r) for r in records if isinstance(r, GenRow)]))
+    return len(append_csv_fresh(paths.csv, [csv_of(r) for r in records]))
 
 
 def _write_settled(paths: SweepPaths, records: Sequence[GenRow], summary: SweepSummary, label: str) -> None:
@@ -251,8 +254,9 @@ def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: Swe
 
 
 def sync_csv(cells: Sequence[Cell], paths: SweepPaths) -> int:
-    """Append to the CSV the current answers of the typed rows it lacks (a run killed between a
-    row and its CSV row), groups in plan order, items in id order; returns rows added."""
+    """Append to the CSV the current answers of the typed rows it lacks, and an error row of each
+    cell whose typed rows hold errors and no answer (a run killed between a row and its CSV row),
+    groups in plan order, items in id order; returns rows added."""
     groups = dict.fromkeys((c.item.bench, c.condition, c.config_hash) for c in cells)
     hashes = fingerprints(c.item for c in cells)
     added = 0
@@ -260,8 +264,12 @@ def sync_csv(cells: Sequence[Cell], paths: SweepPaths) -> int:
         if not paths.rows(condition, bench).is_file():
             continue
         st = group_state(paths, bench, condition, chash, hashes)
-        recs = [v.row for v in st.verdicts() if isinstance(v.row, GenRow)]
-        added += len(append_csv_fresh(paths.csv, [csv_row(r) for r in recs]))
+        recs: list[GenRow | ErrorRow] = []
+        for v in st.verdicts():
+            rec = v.row if isinstance(v.row, GenRow) else st.last_error.get(v.item_id)
+            if rec is not None:
+                recs.append(rec)
+        added += len(append_csv_fresh(paths.csv, [csv_of(r) for r in recs]))
     return added
 
 

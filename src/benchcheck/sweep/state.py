@@ -8,7 +8,9 @@ and the rows of ``conditions_results.csv`` read as records (``sweep.rows.record_
 of folders made before the typed rows existed (ours: judged by their ``config_hash``, like any
 row) and the origin's rows (a file not written by benchcheck: not judged, done as seed 001 asks;
 read only for items the typed rows do not mention, so our rows copied into such a file never
-stand for themselves). That reading is the migration: nothing is rewritten.
+stand for themselves). An error row of the CSV counts toward giving its item up only where the
+typed rows do not mention the item: our runs write one error row per failed cell from the typed
+rows, which already count each error. That reading is the migration: nothing is rewritten.
 
 Why a row is stale is told from the specs the rows were made under (``run_specs.jsonl`` beside
 them): the fields that differ, e.g. ``frames.token_budget 30000 -> 58000``.
@@ -22,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchcheck.records import GenRow
+from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec
 from benchcheck.store import append_rows, read_records, read_rows
 from benchcheck.sweep.results import SweepPaths, read_csv_table
@@ -120,6 +122,8 @@ def load_state(paths: SweepPaths, specs: Mapping[str, RunSpec], benches: Iterabl
             typed = state.item_ids()
             for r in csv_rows.get((bench, name), ()):
                 rec = record_of_csv(r, table.ours)
+                if isinstance(rec, ErrorRow) and rec.item_id in typed:
+                    continue  # a copy of the typed error rows (``runner.write_records``): counted once
                 if rec.config_hash is not None or rec.item_id not in typed:
                     state.add(rec)
             out.groups[(bench, name)] = state
