@@ -381,9 +381,12 @@ def wait_healthy(servers: Sequence[Running], timeout_s: float) -> None:
             silent = [r.spec.index for r in waiting
                       if r.spec.reports_port and logged_port(r.log, r.log_start, r.spec.host, r.tag) is None]
             why = f" ({len(silent)} never logged that they listen)" if silent else ""
-            if silent and any(untagged_serving(r.log, r.log_start) for r in waiting if r.spec.index in silent):
-                why = (f" ({len(silent)} logged 'serving' without this launch's tag: a benchcheck older than "
-                       f"{SERVE_TAG_ENV}, or a wrapper that clears the environment)")
+            untagged = [r.spec.index for r in waiting
+                        if r.spec.index in silent and untagged_serving(r.log, r.log_start)]
+            if untagged:
+                why = (f" ({len(silent)} never logged that they listen; {untagged} logged 'serving' without this "
+                       f"launch's tag: a benchcheck older than {SERVE_TAG_ENV}, or a wrapper that clears the "
+                       "environment)")
             raise RuntimeError(f"servers {[r.spec.index for r in waiting]} not healthy after {timeout_s:.0f}s{why}; "
                                f"see {waiting[0].log}")
         if waiting:
