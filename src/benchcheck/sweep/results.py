@@ -17,7 +17,8 @@ keys already present *under the lock* (so two processes on the same work add eac
 torn last line with a newline, and appends whole rows in one write. Existing rows, whoever wrote
 them, are never rewritten: the file before a run is a byte-equal prefix of the file after it. A file
 made by another tool keeps its own header; our rows are written in its column order (fields it lacks
-stay in the raw JSONL). A row counts only if its ``written_at`` (our last column) is a full
+stay in the raw JSONL), and a row that is no answer (``error``, ``NA``) goes in only where the file
+has a ``status`` column to say so (``_fits``). A row counts only if its ``written_at`` (our last column) is a full
 timestamp or the file is not ours: a line cut by a kill is skipped on read and redone.
 
 Beside it: ``<results>/p1_raw/<condition>/<bench>__DIAG_V.jsonl`` (the generated text and
@@ -288,6 +289,14 @@ def _encode(rows: Iterable[Mapping[str, Any]], header: list[str]) -> str:
     return buf.getvalue()
 
 
+def _fits(row: Mapping[str, Any], header: list[str]) -> bool:
+    """Whether a row reads back as what it is from a file of this header: one that is no answer
+    (``error``, ``NA``) needs the ``status`` column, since a row without one reads as ``ok`` and
+    every reader would score it as a wrong answer (and a rerun would take it for the key's answer).
+    Such a row stays in ``sweep_rows/`` and ``failures.jsonl`` only."""
+    return "status" in header or answered(row_status(row))
+
+
 @dataclass(slots=True)
 class _Seen:
     """What one process has read of a CSV so far: each (key, ``config_hash``) up to ``offset`` (a
@@ -382,7 +391,7 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
                 seen.add(row)
         fresh: list[Mapping[str, Any]] = []
         for r in rows:
-            if seen.fresh(r):
+            if _fits(r, seen.header) and seen.fresh(r):
                 seen.add(r)
                 fresh.append(r)
         if not fresh:
