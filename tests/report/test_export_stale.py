@@ -225,6 +225,64 @@ def test_an_unreadable_manifest_removes_nothing(tmp_path: Path) -> None:
     assert cleanup.unreadable and [p.name for p in cleanup.unrecorded] == ["B_kept.inspect.jsonl"]
 
 
+def test_an_unreadable_manifest_is_not_forgotten_by_the_next_export(tmp_path: Path) -> None:
+    # the manifest replacing an unreadable one (another version's) carries why, so each later export
+    # still names the look-alike the unread export may have left, removes none, and stops once it is gone
+    export("inspect", tmp_path, pick({"A": 1, "B": 1}), False)
+    doc = manifest(tmp_path, "inspect")
+    (tmp_path / manifest_name("inspect", "kept")).write_text(json.dumps({**doc, "benchcheck_export": 2}))
+    first = Cleanup()
+    export("inspect", tmp_path, pick({"A": 1}), False, first)
+    assert first.unreadable and [p.name for p in first.unrecorded] == ["B_kept.inspect.jsonl"]
+    for _ in range(2):
+        again = Cleanup()
+        export("inspect", tmp_path, pick({"A": 1}), False, again)
+        assert (tmp_path / "B_kept.inspect.jsonl").is_file() and not again.removed
+        assert [p.name for p in again.unrecorded] == ["B_kept.inspect.jsonl"]
+        assert again.unreadable == first.unreadable
+    (tmp_path / "B_kept.inspect.jsonl").unlink()
+    done = Cleanup()
+    export("inspect", tmp_path, pick({"A": 1}), False, done)
+    assert done == Cleanup() and "unreadable" not in manifest(tmp_path, "inspect")
+    (tmp_path / "B_kept.inspect.jsonl").write_text("the user's, made since")
+    later = Cleanup()
+    export("inspect", tmp_path, pick({"A": 1}), False, later)
+    assert later == Cleanup()
+
+
+def test_an_export_cut_short_after_an_unreadable_manifest_keeps_its_reason(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    export("inspect", tmp_path, pick({"A": 1, "B": 1}), False)
+    (tmp_path / manifest_name("inspect", "kept")).write_text("{")
+
+    def remove(*_a: Any) -> None:
+        raise Crash
+
+    monkeypatch.setattr(export_mod, "remove_earlier", remove)
+    with pytest.raises(Crash):
+        export("inspect", tmp_path, pick({"A": 1}), False)
+    monkeypatch.undo()
+    cleanup = Cleanup()
+    export("inspect", tmp_path, pick({"A": 1}), False, cleanup)
+    assert cleanup.unreadable and [p.name for p in cleanup.unrecorded] == ["B_kept.inspect.jsonl"]
+
+
+def test_the_note_of_an_unreadable_manifest_shows_on_every_later_export(pool: tuple[Path, Path],
+                                                                        tmp_path: Path) -> None:
+    items, res = pool
+    out = tmp_path / "export"
+    args = ("--results", str(res), "--format", "inspect", "--out", str(out), "--chain", "1")
+    assert cli("export", "--items", str(items), *args).returncode == 0
+    path = out / manifest_name("inspect", "kept")
+    path.write_text(json.dumps({**json.loads(path.read_text()), "benchcheck_export": 2}))
+    for _ in range(2):
+        r = cli("export", "--items", str(items / "One.jsonl"), *args)
+        notes = [line for line in r.stderr.splitlines() if line.startswith("note: no record")]
+        assert r.returncode == 0 and len(notes) == 1 and "Two_kept.inspect.jsonl" in notes[0], r.stderr
+        assert "manifest could not be read" in notes[0] and "note: removed" not in r.stderr
+        assert (out / "Two_kept.inspect.jsonl").is_file()
+
+
 class Crash(Exception):
     pass
 

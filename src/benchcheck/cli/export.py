@@ -109,7 +109,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     if cleanup.unrecorded:
         # no manifest: which of these an export wrote (one by a benchcheck before manifests) is unknown,
         # and a file of the user's is never removed, so the user is told and decides
-        why = (f"its manifest cannot be read: {cleanup.unreadable}" if cleanup.unreadable else
+        why = (f"its manifest could not be read: {cleanup.unreadable}" if cleanup.unreadable else
                f"no {manifest_name(fmt, label)}: a benchcheck before export manifests wrote none")
         what = fmt if fmt == "parquet" else f"{fmt} {label}"  # Parquet's kept and removed are one dataset
         click.echo(f"note: no record of an earlier {what} export in {out} ({why}), so no file was removed; "

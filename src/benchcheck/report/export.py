@@ -484,10 +484,12 @@ class Written:
 class Claims:
     """What a manifest says earlier exports wrote: each path with every content an export wrote there
     (more than one only in the manifest of an export cut short). ``unrecorded``: no export before that one
-    kept a manifest, so the folder may hold files of one that are not in it."""
+    kept a manifest, so the folder may hold files of one that are not in it. ``unreadable``: why a manifest
+    before could not be read (then ``unrecorded``), carried while files named like the export's are left."""
 
     files: dict[str, list[Written]] = field(default_factory=dict)
     unrecorded: bool = False
+    unreadable: str | None = None
 
 
 @dataclass(slots=True)
@@ -497,7 +499,8 @@ class Cleanup:
     removed: list[Path] = field(default_factory=list)
     changed: list[Path] = field(default_factory=list)  # an earlier export's, changed since: left
     unrecorded: list[Path] = field(default_factory=list)  # named like the format's own, no manifest: left
-    unreadable: str | None = None  # why the manifest there could not be read (then nothing is removed)
+    # why the manifest there could not be read, by this export or by one before it whose look-alikes are left
+    unreadable: str | None = None
 
 
 def _safe_relative(rel: object) -> bool:
@@ -527,7 +530,9 @@ def read_manifest(path: Path, fmt: str) -> Claims | None:
         doc = json.loads(raw)
         if not isinstance(doc, dict) or doc.get("benchcheck_export") != MANIFEST_VERSION or doc.get("format") != fmt:
             raise ValueError(f"not a version-{MANIFEST_VERSION} manifest of a {fmt} export")
-        claims = Claims(unrecorded=bool(doc.get("unrecorded")))
+        why = doc.get("unreadable")
+        claims = Claims(unrecorded=bool(doc.get("unrecorded")) or isinstance(why, str),
+                        unreadable=why if isinstance(why, str) else None)
         for section in ("files", "earlier"):
             for rel, entries in dict(doc.get(section) or {}).items():
                 got = [_written(e) for e in (entries if isinstance(entries, list) else [entries])]
@@ -539,15 +544,19 @@ def read_manifest(path: Path, fmt: str) -> Claims | None:
 
 
 def write_manifest(path: Path, fmt: str, label: str, files: Mapping[str, Written],
-                   earlier: Claims | None = None) -> None:
+                   earlier: Claims | None = None, unreadable: str | None = None) -> None:
     """``earlier``, while the export runs: the files of the exports before it, which it may not have
-    replaced or removed yet; a run cut short leaves them claimed, with the new ones, for the next run."""
+    replaced or removed yet; a run cut short leaves them claimed, with the new ones, for the next run.
+    ``unreadable``: why a manifest before could not be read, while files it may have recorded are left."""
     doc: dict[str, Any] = {"benchcheck_export": MANIFEST_VERSION, "format": fmt, "selection": label,
                            "complete": earlier is None, "files": {rel: w.json() for rel, w in sorted(files.items())}}
     if earlier is not None:
         doc["earlier"] = {rel: [w.json() for w in ws] for rel, ws in sorted(earlier.files.items())}
         if earlier.unrecorded:
             doc["unrecorded"] = True
+        unreadable = earlier.unreadable
+    if unreadable is not None:
+        doc["unrecorded"], doc["unreadable"] = True, unreadable
     write_bytes_atomic(path, json.dumps(doc, indent=1, ensure_ascii=True).encode("ascii") + b"\n")
 
 
@@ -614,19 +623,24 @@ def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], remo
     files = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
     written = {rel: Written.of(data) for rel, data in files.items()}
     manifest = out / manifest_name(fmt, label)
+    unreadable_now = None
     try:
         claims = read_manifest(manifest, fmt)
     except ValueError as e:
         # a manifest that does not read says nothing of which files are the export's: none is removed
-        cleanup.unreadable = f"{manifest}: {e}"
-        claims = Claims(unrecorded=True)
+        unreadable_now = f"{manifest}: {e}"
+        claims = Claims(unrecorded=True, unreadable=unreadable_now)
     if claims is None:
         claims = Claims(unrecorded=True)
     out.mkdir(parents=True, exist_ok=True)
     write_manifest(manifest, fmt, label, written, claims)
     paths = write_files(out, files)
     remove_earlier(out, claims, files, cleanup)
-    if claims.unrecorded:
-        cleanup.unrecorded.extend(unrecorded_files(out, fmt, label, [*files, *claims.files]))
-    write_manifest(manifest, fmt, label, written)
+    lookalikes = unrecorded_files(out, fmt, label, [*files, *claims.files]) if claims.unrecorded else []
+    cleanup.unrecorded.extend(lookalikes)
+    # the manifest replacing an unreadable one would forget that the files it recorded may be here: it
+    # carries why it was replaced, so every later export names the look-alikes until the user acts on them
+    lost = claims.unreadable if lookalikes else None
+    cleanup.unreadable = unreadable_now or lost
+    write_manifest(manifest, fmt, label, written, unreadable=lost)
     return paths
