@@ -11,7 +11,7 @@ from benchcheck.audit.write import csv_text
 from benchcheck.probe.flags import LabelFlag
 from benchcheck.probe.run import SIGNIFICANCE, BenchProbe, ProbeResult, min_p_value
 from benchcheck.protocol import LETTERS
-from benchcheck.stats.probe_step0 import STAMP_FILE, Pairs, write_stamp
+from benchcheck.stats.probe_step0 import Pairs, write_stamp
 from benchcheck.stats.step0_scope import NOT_DEDUPLICATED, not_deduplicated_note
 
 ITEMS_FILE = "probe_items.parquet"
@@ -132,15 +132,17 @@ def markdown(res: ProbeResult, flags: Sequence[LabelFlag] | None, flag_sources: 
 
 def write_probe(res: ProbeResult, out: str | Path, flags: Sequence[LabelFlag] | None = None,
                 flag_sources: Sequence[str] = (), step0: Pairs = (), step0_source: str | None = None) -> list[Path]:
-    """Every file of the probe, ``probe_step0.json`` last: the items it left out at step 0
-    (``step0``, as (bench, item id) pairs) and the ``--step0`` given (``stats.probe_step0``)."""
+    """Every file of the probe, ``probe_step0.json`` first marked in progress and last complete:
+    the items it left out at step 0 (``step0``, as (bench, item id) pairs) and the ``--step0``
+    given (``stats.probe_step0``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
-    # an earlier run's record would vouch for these outputs while they are written
-    (d / STAMP_FILE).unlink(missing_ok=True)
+    # An earlier run's record would vouch for these outputs while they are written, and no record
+    # at all reads as a probe without --step0: a kill midway must leave one every reader rejects.
+    write_stamp(d, step0, step0_source, complete=False)
     schema = pa.schema([("item_id", pa.string()), ("bench", pa.string()), ("video", pa.string()),
                         ("gold", pa.string()), ("fold", pa.int64()), ("probe_pick", pa.string()),
                         ("probe_p_gold", pa.float64()), ("probe_margin", pa.float64()),

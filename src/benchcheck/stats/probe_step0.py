@@ -45,11 +45,13 @@ def _digest(pairs: Pairs) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def write_stamp(probe_dir: str | Path, pairs: Pairs, source: str | None) -> Path:
+def write_stamp(probe_dir: str | Path, pairs: Pairs, source: str | None, complete: bool = True) -> Path:
     """Record, with the probe's outputs, the items it left out at step 0 and the ``--step0`` it
-    was given (None: none)."""
+    was given (None: none). ``complete=False`` before the outputs are written: a run cut short
+    then leaves a record every reader rejects, where a missing one would read as no ``--step0``."""
     path = Path(probe_dir) / STAMP_FILE
-    write_text_atomic(path, json.dumps({"step0": source, "left_out": len(pairs), "digest": _digest(pairs)}) + "\n")
+    write_text_atomic(path, json.dumps({"step0": source, "left_out": len(pairs), "digest": _digest(pairs),
+                                        "complete": complete}) + "\n")
     return path
 
 
@@ -62,15 +64,20 @@ def _described(n: int, source: str | None) -> str:
 def stale_reason(probe_dir: str | Path, pairs: Pairs | None) -> str | None:
     """None when the probe in ``probe_dir`` left out at step 0 exactly ``pairs`` (None or empty:
     nothing, as a probe without ``--step0``); else why it is another step 0's, in one clause. A
-    folder without the record was made before probes kept one: as a probe without ``--step0``."""
+    folder without the record was made before probes kept one: as a probe without ``--step0``. A
+    record still marked in progress is a run cut short, its outputs part old, part new: stale for all."""
     pairs = pairs or ()
     try:
         stamp = json.loads((Path(probe_dir) / STAMP_FILE).read_text(encoding="utf-8"))
         n, source, digest = int(stamp["left_out"]), stamp.get("step0"), str(stamp["digest"])
+        # records written before the in-progress mark have no "complete": they were written last
+        complete = stamp.get("complete", True)
     except FileNotFoundError:
-        n, source, digest = 0, None, _digest(())
-    except (OSError, ValueError, TypeError, KeyError):
+        n, source, digest, complete = 0, None, _digest(()), True
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return f"records its step-0 outcome in an unreadable {STAMP_FILE}"
+    if complete is not True:
+        return "comes from a probe run that was cut short before it wrote all its outputs; rerun it"
     if digest == _digest(pairs):
         return None
     mine = f"{len(pairs)} item{'s' * (len(pairs) != 1)}" if pairs else "none"
