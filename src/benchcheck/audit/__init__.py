@@ -6,7 +6,7 @@ agreement and a shortcut profile per benchmark. Rows are read in one place
 (``benchcheck.stats.source``), with the estimators the pool shares (``benchcheck.stats``).
 """
 
-from benchcheck.audit.run import AuditResult, audit_forwards, run_audit
+from benchcheck.audit.run import AuditResult, audit_forwards, count_step0, run_audit
 from benchcheck.stats.source import Forwards, read_forwards
 
-__all__ = ["AuditResult", "Forwards", "audit_forwards", "read_forwards", "run_audit"]
+__all__ = ["AuditResult", "Forwards", "audit_forwards", "count_step0", "read_forwards", "run_audit"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from benchcheck.audit.prior import (
 from benchcheck.audit.profile import Figure, profile
 from benchcheck.audit.rule import removes
 from benchcheck.audit.sensitivity import threshold_curves
+from benchcheck.items import Item
 from benchcheck.screen.steps import DEFAULT_CHAIN
 from benchcheck.stats.confidence import Confidence, confidences
 from benchcheck.stats.source import Forwards, id_clash, read_forwards
@@ -57,6 +58,20 @@ class AuditResult:
     # with ``step0_removed``: benchmark -> its audited items, for each benchmark the dedup run never
     # read (step 0 decided nothing of it; ``stats.step0_scope``)
     not_deduplicated: dict[str, int] = field(default_factory=dict)
+
+
+def count_step0(res: AuditResult, items: Iterable[Item], removed: Collection[str] | None,
+                deduplicated: Collection[str] | None = None) -> None:
+    """Set what ``res`` says of step 0, as ``audit --step0`` counts it, for every caller alike:
+    ``step0_removed``, the multiple-choice items of ``items`` the audit left out (``removed``: the
+    ids step 0 removed; None: no step 0), never an open-format one, which no audit reads; and
+    ``not_deduplicated``, the audited items of each benchmark outside ``deduplicated`` (the
+    benchmarks the dedup run read; None: unknown, none named)."""
+    mc = [it for it in items if it.format == "mc"]
+    kept = [it for it in mc if it.item_id not in (removed or ())]
+    res.step0_removed = None if removed is None else len(mc) - len(kept)
+    res.not_deduplicated = ({} if removed is None or deduplicated is None else
+                            dict(Counter(it.bench for it in kept if it.bench not in deduplicated)))
 
 
 def audit_forwards(by_step: dict[int, list[Forwards]], compare: dict[int, list[Forwards]] | None = None,

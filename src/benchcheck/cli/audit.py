@@ -55,10 +55,9 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
       benchcheck audit --results out/results --items out/items --out out/audit
       benchcheck audit --results out/results --items out/items --out out/audit --target-fdr 0.1
     """
-    from collections import Counter
     from pathlib import Path
 
-    from benchcheck.audit import run_audit
+    from benchcheck.audit import count_step0, run_audit
     from benchcheck.audit.null import expected_removals, verdict
     from benchcheck.audit.write import headline, stale_probe_note, unaudited_line, write_audit
     from benchcheck.items import fingerprints
@@ -84,8 +83,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         except ValueError as e:
             die(str(e))
     # the chain never saw step 0's duplicates: no null, rate or confidence of the audit counts them
-    every_mc = [it for it in loaded.items if it.format == "mc"]
-    mc = [it for it in every_mc if it.item_id not in (dups or ())]
+    mc = [it for it in loaded.items if it.format == "mc" and it.item_id not in (dups or ())]
     ids = [it.item_id for it in mc]
     if not ids:
         die("no valid multiple-choice items to audit" + (" that step 0 kept" if dups else ""))
@@ -97,10 +95,7 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         die(str(e))
     if not res.steps:
         die(f"{results}: no ok rows with letter log-probs for the items given")
-    # the items the audit left out, not every duplicate step 0 removed (an open-ended one is never audited)
-    res.step0_removed = None if dups is None else len(every_mc) - len(mc)
-    if scope is not None:  # a benchmark the dedup run never read: audited whole, and said so
-        res.not_deduplicated = dict(Counter(it.bench for it in mc if it.bench not in scope))
+    count_step0(res, loaded.items, dups, scope)
     if with_probe:
         from benchcheck.cli.probe import run_default_probe
 

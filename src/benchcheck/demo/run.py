@@ -160,11 +160,13 @@ def _sweep(bundle: Benchmarks, out: Path, echo: Echo) -> DemoSweep:
 
 def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: Sequence[int],
            truth: Path | None = None, planted: Planted | None = None, title: str = "",
-           probe_dir: Path | None = None, step0: Collection[str] | None = None) -> TruthCheck | None:
+           probe_dir: Path | None = None, step0: Collection[str] | None = None,
+           step0_scope: Collection[str] | None = None) -> TruthCheck | None:
     """``benchcheck audit`` on a run's rows (no new forwards) into ``out``; with ``truth``, the
     audit checked against the ground truth (``audit_truth.csv``/``.md`` beside it). ``step0``: the
-    ids step 0 removed, left out as ``audit --step0`` leaves them out (the chain ran with --keep)."""
-    from benchcheck.audit import read_forwards, run_audit
+    ids step 0 removed, left out as ``audit --step0`` leaves them out (the chain ran with --keep);
+    ``step0_scope``: the benchmarks its dedup run read."""
+    from benchcheck.audit import count_step0, read_forwards, run_audit
     from benchcheck.audit.write import headline, write_audit
     from benchcheck.demo.audit_truth import check_truth, load_truth, write_truth_check
     from benchcheck.stats.probe_step0 import left_out
@@ -174,7 +176,7 @@ def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: S
     if not res.steps:
         echo(f"  audit of {results.name} skipped: no ok rows with letter log-probs")
         return None
-    res.step0_removed = None if step0 is None else len(step0)
+    count_step0(res, items, step0, step0_scope)
     write_audit(res, out, probe_dir, left_out(items, step0))
     echo(f"  {results.name}: {headline(res)}  ({out / 'audit.md'})")
     if truth is None:
@@ -203,6 +205,13 @@ def _step0_removed(items: Sequence[Item], keep: Path | None) -> dict[str, Any] |
     from benchcheck.report.source import read_step0
 
     return dict(read_step0(keep).removed(items)) if keep is not None else None
+
+
+def _step0_scope(items: Sequence[Item], keep: Path | None) -> set[str] | None:
+    """The benchmarks of ``items`` the dedup run behind ``keep`` read, as ``audit --step0`` reads them."""
+    from benchcheck.report.source import read_step0
+
+    return read_step0(keep).deduplicated(items) if keep is not None else None
 
 
 def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: Echo, chain: Sequence[int],
@@ -328,11 +337,12 @@ def run_demo(out: str | Path, echo: Echo = print, progress: bool = True,
     echo("9/9 audit of the removals (permutation null, letter prior, confidence) checked against the ground "
          "truth, then the HTML report (funnel, benchmarks, sweep, QA, audit, provenance with the engines' labels)")
     truth = out / "truth" / "ground_truth.jsonl"
-    dups = _step0_removed(loaded.items, keep)
+    dups, scope = _step0_removed(loaded.items, keep), _step0_scope(loaded.items, keep)
     checks = [_audit(results, loaded.items, out / "audit", echo, chain, truth, zero_prior,
-                     "The reference engine's audit against the ground truth", results / "probe", dups),
+                     "The reference engine's audit against the ground truth", results / "probe", dups, scope),
               _audit(prior_ctx.results, loaded.items, out / "audit_prior", echo, chain, truth, planted_prior,
-                     f"The audit of {PRIOR_ENGINE} (planted letter prior) against the ground truth", step0=dups)]
+                     f"The audit of {PRIOR_ENGINE} (planted letter prior) against the ground truth", step0=dups,
+                     step0_scope=scope)]
     side_audits = [out / "audit_prior"]
     if tiny:
         _audit(out / "results_tiny_random", loaded.items, out / "audit_tiny", echo, TINY_CHAIN)
