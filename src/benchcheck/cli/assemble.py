@@ -42,7 +42,7 @@ def assemble(item_paths: tuple[str, ...], results: str, chain: str, frames_root:
     try:
         ctx = make_context(loaded.items, results, steps, frames, keep_file)
     except ValueError as e:  # a kept list that cannot be read
-        return die(str(e))
+        die(str(e))
     out = run(ctx)
     for name, path in out.paths.items():
         click.echo(f"{name}: {path}")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from benchcheck.cli.common import SEED, CliPath, FiniteFloatRange, die, load_items_reporting, need_step_results
+from benchcheck.cli.common import (
+    SEED,
+    CliPath,
+    FiniteFloatRange,
+    die,
+    load_items_reporting,
+    need_step_results,
+    step0_option,
+)
 
 
 @click.command("audit")
@@ -74,14 +82,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
         need_step_results(compare, "--compare")
     loaded = load_items_reporting(item_paths, columns, quiet=quiet)
     dups = scope = None
-    if step0 is not None:
-        from benchcheck.report.source import read_step0
-
-        try:
-            outcome = read_step0(Path(step0))
-            dups, scope = outcome.removed(loaded.items), outcome.deduplicated(loaded.items)
-        except ValueError as e:
-            die(str(e))
+    if (outcome := step0_option(step0)) is not None:
+        dups, scope = outcome.removed(loaded.items), outcome.deduplicated(loaded.items)
     # the chain never saw step 0's duplicates: no null, rate or confidence of the audit counts them
     mc = [it for it in loaded.items if it.format == "mc" and it.item_id not in (dups or ())]
     ids = [it.item_id for it in mc]

@@ -6,11 +6,14 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import click
 
 from benchcheck.items import ColumnMap, LoadResult, load_items
+
+if TYPE_CHECKING:
+    from benchcheck.report.source import Step0
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,6 +173,19 @@ def need_own_results(results: str, kind: Literal["screen", "sweep"], option: str
         die(f"{option} {results}: a {other} folder (holds {', '.join(held)}); {hint}")
 
 
-def die(msg: str, code: int = 2) -> None:
+def step0_option(step0: str | None) -> Step0 | None:
+    """``--step0`` read (report, export, probe, audit): a dedup folder or a kept list; one that
+    cannot be read is ``read_step0``'s one line and exit 2, before any work."""
+    if step0 is None:
+        return None
+    from benchcheck.report.source import read_step0
+
+    try:
+        return read_step0(Path(step0))
+    except ValueError as e:
+        die(str(e))
+
+
+def die(msg: str, code: int = 2) -> NoReturn:
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)

@@ -66,7 +66,7 @@ def run(out: str, chain: str, qa: bool, sweep: bool) -> None:
     try:
         steps = parse_chain(chain)
     except ValueError as e:
-        return die(str(e))
+        die(str(e))
     result = run_demo(out, echo=click.echo, chain=steps, qa=qa, sweep_on=sweep)
     failed = [what for what, ok in (("funnel", result.funnel_match), ("sweep verdicts", result.sweep_match),
                                      ("audit ground-truth checks", result.audit_match), ("QA run", result.qa_ok),

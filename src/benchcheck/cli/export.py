@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, need_step_results, say_left_out
+from benchcheck.cli.common import (
+    CliPath,
+    checked_store,
+    die,
+    load_items_reporting,
+    need_step_results,
+    say_left_out,
+    step0_option,
+)
 
 
 @click.command("export")
@@ -63,14 +71,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     say_left_out(loaded, item_paths, "export")
     if not loaded.items:
         die("no valid items in --items")
-    dups = None
-    if step0 is not None:
-        from benchcheck.report.source import read_step0
-
-        try:
-            dups = read_step0(Path(step0))
-        except ValueError as e:
-            die(str(e))
+    dups = step0_option(step0)
     finals: Counter[str] = Counter()
     try:
         selected = select(Path(results), loaded.items, steps, removed,

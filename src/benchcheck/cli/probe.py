@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from benchcheck.cli.common import SEED, CliPath, FiniteFloatRange, die, load_items_reporting, need_step_results
+from benchcheck.cli.common import (
+    SEED,
+    CliPath,
+    FiniteFloatRange,
+    die,
+    load_items_reporting,
+    need_step_results,
+    step0_option,
+)
 from benchcheck.items import Item
 
 if TYPE_CHECKING:
@@ -88,14 +96,8 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
     if not mc:
         die("no valid multiple-choice items to probe")
     dups = scope = None
-    if step0 is not None:
-        from benchcheck.report.source import read_step0
-
-        try:
-            outcome = read_step0(Path(step0))
-            dups, scope = outcome.removed(loaded.items), outcome.deduplicated(loaded.items)
-        except ValueError as e:
-            die(str(e))
+    if (outcome := step0_option(step0)) is not None:
+        dups, scope = outcome.removed(loaded.items), outcome.deduplicated(loaded.items)
     cfg = ProbeConfig(folds=folds, permutations=permutations, shuffle_null=not no_positions_null, seed=seed,
                       min_items=min_items, ibp=not no_ibp)
     by_bench: dict[str, list[Item]] = {}

@@ -108,9 +108,9 @@ def serve(
     try:
         engine = from_options(engine_name, opts)
     except EngineOptionError as e:
-        return die(str(e))
+        die(str(e))
     except (OSError, ValueError) as e:
-        return die(f"cannot load model {model}: {e}")
+        die(f"cannot load model {model}: {e}")
     inflight = concurrent_calls(engine)
     guard = Guard(header_timeout, body_timeout, max_connections or default_max_connections())
     try:
