@@ -254,12 +254,7 @@ def logged_port(log: Path, start: int, host: str, tag: str) -> int | None:
     model's name comes before it and may hold any text."""
     if not tag:
         raise ValueError("a server's line is told by its tag; none given")
-    try:
-        with log.open("rb") as f:
-            f.seek(start)
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
+    text = _log_since(log, start)
     line = rf"^.* serving .* \(engine .* on http://{re.escape(host)}:(\d+)/v1, .*; launch tag {re.escape(tag)}$"
     m = re.search(line, text, re.M)
     return int(m.group(1)) if m else None
@@ -268,13 +263,18 @@ def logged_port(log: Path, start: int, host: str, tag: str) -> int | None:
 def untagged_serving(log: Path, start: int) -> bool:
     """Whether ``log`` past ``start`` holds a "serving" line without any launch tag: the server
     listens, but ``logged_port`` can never take it for the one launched (said when it times out)."""
+    lines = _log_since(log, start).splitlines()
+    return any(" serving " in ln and "/v1, " in ln and "; launch tag " not in ln for ln in lines)
+
+
+def _log_since(log: Path, start: int) -> str:
+    """What ``log`` holds past byte ``start`` (empty while it cannot be read: not written yet)."""
     try:
         with log.open("rb") as f:
             f.seek(start)
-            text = f.read().decode("utf-8", errors="replace")
+            return f.read().decode("utf-8", errors="replace")
     except OSError:
-        return False
-    return any(" serving " in ln and "/v1, " in ln and "; launch tag " not in ln for ln in text.splitlines())
+        return ""
 
 
 def healthy(url: str, timeout: float = 2.0) -> bool:
