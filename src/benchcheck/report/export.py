@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
+from benchcheck.data.manifest import safe_relative, sha256_file
 from benchcheck.items import Item, video_has_frames
 from benchcheck.report.browser import slug
 from benchcheck.report.source import Step0, StepProvenance, iter_benches
@@ -503,14 +504,6 @@ class Cleanup:
     unreadable: str | None = None
 
 
-def _safe_relative(rel: object) -> bool:
-    """A path inside the export folder: a manifest edited by hand never has a file outside removed."""
-    if not isinstance(rel, str) or not rel or "\\" in rel or "\x00" in rel:
-        return False
-    path = PurePosixPath(rel)
-    return not path.is_absolute() and all(part not in ("", ".", "..") for part in rel.split("/"))
-
-
 def _written(entry: object) -> Written:
     if not (isinstance(entry, dict) and isinstance(entry.get("size"), int) and isinstance(entry.get("sha256"), str)
             and re.fullmatch(r"[0-9a-f]{64}", entry["sha256"])):
@@ -536,7 +529,7 @@ def read_manifest(path: Path, fmt: str) -> Claims | None:
         for section in ("files", "earlier"):
             for rel, entries in dict(doc.get(section) or {}).items():
                 got = [_written(e) for e in (entries if isinstance(entries, list) else [entries])]
-                if _safe_relative(rel):
+                if isinstance(rel, str) and safe_relative(rel):  # never a file outside the folder
                     claims.files.setdefault(rel, []).extend(got)
         return claims
     except (ValueError, TypeError, AttributeError) as e:
@@ -566,13 +559,10 @@ def _file_written(path: Path) -> Written | None:
         st = path.lstat()
         if not stat.S_ISREG(st.st_mode):
             return None
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        digest = sha256_file(path)
     except FileNotFoundError:
         return None
-    return Written(st.st_size, h.hexdigest())
+    return Written(st.st_size, digest)
 
 
 def remove_earlier(out: Path, claims: Claims, keep: Iterable[str], cleanup: Cleanup) -> None:
