@@ -12,7 +12,7 @@ from audit_synth import SimModel, make_items, run_step
 from benchcheck.audit import AuditResult, count_step0
 from benchcheck.audit.write import step0_line
 from benchcheck.items import Item
-from benchcheck.stats.step0_scope import not_deduplicated_note
+from benchcheck.step0.scope import not_deduplicated_note
 
 
 def _world() -> tuple[list[Item], set[str]]:

@@ -11,7 +11,7 @@ import pytest
 
 from benchcheck.probe import outputs
 from benchcheck.probe.run import ProbeResult
-from benchcheck.stats.probe_step0 import STAMP_FILE, stale_reason, write_stamp
+from benchcheck.step0.probe_stamp import STAMP_FILE, stale_reason, write_stamp
 
 PAIRS = {("Null", "Null_1"), ("Null", "Null_2")}
 

@@ -56,7 +56,7 @@ class AuditResult:
     # duplicates step 0 removed, left out of every table (``audit --step0``); None: no step 0 given
     step0_removed: int | None = None
     # with ``step0_removed``: benchmark -> its audited items, for each benchmark the dedup run never
-    # read (step 0 decided nothing of it; ``stats.step0_scope``)
+    # read (step 0 decided nothing of it; ``step0.scope``)
     not_deduplicated: dict[str, int] = field(default_factory=dict)
 
 

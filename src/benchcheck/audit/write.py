@@ -15,8 +15,8 @@ from benchcheck.audit.run import AuditResult
 from benchcheck.protocol import LETTERS, LOG2
 from benchcheck.screen.steps import STEPS
 from benchcheck.stats.confidence import Confidence
-from benchcheck.stats.probe_step0 import Pairs, stale_note
-from benchcheck.stats.step0_scope import not_deduplicated_note
+from benchcheck.step0.probe_stamp import Pairs, stale_note
+from benchcheck.step0.scope import not_deduplicated_note
 
 
 def csv_text(rows: Sequence[dict[str, object]]) -> str:

@@ -70,8 +70,8 @@ def audit(results: str, item_paths: tuple[str, ...], out: str, compare: str | No
     from benchcheck.audit.write import headline, stale_probe_note, unaudited_line, write_audit
     from benchcheck.items import fingerprints
     from benchcheck.screen.steps import parse_chain
-    from benchcheck.stats.probe_step0 import left_out
-    from benchcheck.stats.step0_scope import not_deduplicated_note
+    from benchcheck.step0.probe_stamp import left_out
+    from benchcheck.step0.scope import not_deduplicated_note
 
     try:
         steps = parse_chain(chain)

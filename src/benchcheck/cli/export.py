@@ -125,7 +125,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)
     read = dups.deduplicated(loaded.items) if dups is not None else None
     if read is not None and (unread := Counter(it.bench for it in loaded.items if it.bench not in read)):
-        from benchcheck.stats.step0_scope import not_deduplicated_note
+        from benchcheck.step0.scope import not_deduplicated_note
 
         note = not_deduplicated_note(unread)  # as the report says it: nothing of them removed at step 0
         click.echo(f"note: {note[0].lower()}{note[1:]}", err=True)

@@ -136,7 +136,7 @@ def probe(item_paths: tuple[str, ...], out: str | None, results: str | None, ste
 def step0_note(res: ProbeResult) -> None:
     """The ``note:`` line naming the benchmarks step 0's dedup run never read (probe.md's sentence)."""
     from benchcheck.probe.outputs import PROBED_WHOLE, not_deduplicated
-    from benchcheck.stats.step0_scope import not_deduplicated_note
+    from benchcheck.step0.scope import not_deduplicated_note
 
     if unread := not_deduplicated(res):
         note = not_deduplicated_note(unread, PROBED_WHOLE)

@@ -169,7 +169,7 @@ def _audit(results: Path, items: Sequence[Item], out: Path, echo: Echo, chain: S
     from benchcheck.audit import count_step0, read_forwards, run_audit
     from benchcheck.audit.write import headline, write_audit
     from benchcheck.demo.audit_truth import check_truth, load_truth, write_truth_check
-    from benchcheck.stats.probe_step0 import left_out
+    from benchcheck.step0.probe_stamp import left_out
 
     ids = [it.item_id for it in items if it.format == "mc" and it.item_id not in (step0 or ())]
     res = run_audit(results, ids, chain=chain)
@@ -230,7 +230,8 @@ def _probe(items: Sequence[Item], results: Path, out: Path, minilm: Any, echo: E
     echo(f"  + text-only probe ({'MiniLM + ' if emb else ''}text features, 5 folds by video, {DEMO_PERMUTATIONS} "
          "permutations) and label flags (steps 3, 5, 6 + the probe) -> results/probe/")
     run = probe_pool(items, results / "probe", ProbeConfig(permutations=DEMO_PERMUTATIONS, shuffle_null=False),
-                     emb, results, echo=lambda line: echo(f"    {line}"), step0=dups)
+                     emb, results, echo=lambda line: echo(f"    {line}"), step0=dups,
+                     step0_source=str(keep) if keep is not None else None, step0_scope=_step0_scope(items, keep))
     check = check_probe(run, out / "truth" / PROBE_TRUTH, chain)
     for line in check.lines:
         echo(line)

@@ -11,8 +11,8 @@ from benchcheck.audit.write import csv_text
 from benchcheck.probe.flags import LabelFlag
 from benchcheck.probe.run import SIGNIFICANCE, BenchProbe, ProbeResult, min_p_value
 from benchcheck.protocol import LETTERS
-from benchcheck.stats.probe_step0 import Pairs, write_stamp
-from benchcheck.stats.step0_scope import NOT_DEDUPLICATED, not_deduplicated_note
+from benchcheck.step0.probe_stamp import Pairs, write_stamp
+from benchcheck.step0.scope import NOT_DEDUPLICATED, not_deduplicated_note
 
 ITEMS_FILE = "probe_items.parquet"
 BENCH_FILE = "probe_benchmarks.csv"
@@ -134,7 +134,7 @@ def write_probe(res: ProbeResult, out: str | Path, flags: Sequence[LabelFlag] | 
                 flag_sources: Sequence[str] = (), step0: Pairs = (), step0_source: str | None = None) -> list[Path]:
     """Every file of the probe, ``probe_step0.json`` first marked in progress and last complete:
     the items it left out at step 0 (``step0``, as (bench, item id) pairs) and the ``--step0``
-    given (``stats.probe_step0``)."""
+    given (``step0.probe_stamp``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -12,7 +12,7 @@ from benchcheck.probe.evidence import FLAG_STEPS, Pick, step_picks
 from benchcheck.probe.flags import FLAG_AGREE, FLAG_MARGIN, LabelFlag, label_flags, sources_needed
 from benchcheck.probe.outputs import write_probe
 from benchcheck.probe.run import ProbeConfig, ProbeResult, TextEmbedder, run_probe, step0_kept
-from benchcheck.stats.probe_step0 import left_out
+from benchcheck.step0.probe_stamp import left_out
 
 BLIND_STEP = 1
 

@@ -29,7 +29,7 @@ from benchcheck.probe.folds import group_folds, n_folds
 from benchcheck.probe.ibp import IbpResult, prune
 from benchcheck.probe.model import Design, accuracy, chance, oof_probs
 from benchcheck.probe.permutation import PermutationTest, permutation_test
-from benchcheck.stats.step0_scope import NOT_DEDUPLICATED
+from benchcheck.step0.scope import NOT_DEDUPLICATED
 
 CHUNK_ITEMS = 20_000
 MIN_ITEMS = 20
@@ -92,7 +92,7 @@ class BenchProbe:
     skipped: str | None = None  # why the probe did not run on this benchmark
     step0_removed: int | None = None  # its duplicates step 0 removed, left out (None: no step 0 given)
     # step 0 given, but its dedup run never read this benchmark: nothing was left out because nothing
-    # was looked at, which a count of zero would hide (``stats.step0_scope``)
+    # was looked at, which a count of zero would hide (``step0.scope``)
     not_deduplicated: bool = False
 
     @property

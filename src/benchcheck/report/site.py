@@ -60,9 +60,9 @@ from benchcheck.report.sweep import (
     verdict,
 )
 from benchcheck.screen.steps import STEPS
-from benchcheck.stats.probe_step0 import has_probe, left_out, stale_note
-from benchcheck.stats.step0_scope import not_deduplicated_note
 from benchcheck.stats.threads import one_blas_thread_process
+from benchcheck.step0.probe_stamp import has_probe, left_out, stale_note
+from benchcheck.step0.scope import not_deduplicated_note
 from benchcheck.workers import process_pool
 
 __all__ = ["Built", "ReportError", "ReportOptions", "build_report", "demo_report", "frame_check"]
@@ -305,7 +305,7 @@ def _render(opts: ReportOptions, out: Path, built: Built, pages: Sequence[BenchP
         html = env.get_template(template).render(root=root, page=name, **common, **ctx)
         write_file(out / name, html.encode())
 
-    # the sentence probe, audit and export say too (one wording, ``stats.step0_scope``)
+    # the sentence probe, audit and export say too (one wording, ``step0.scope``)
     undeduplicated = not_deduplicated_note(counts) if (counts := stats.not_deduplicated(summary)) else None
     page("index.html", "overview.html", pages=pages, funnel=funnel, finals=finals, figs=figs,
          flags=built.flags, n_items=built.items, order=stats.FINAL_ORDER, labels=stats.FINAL_LABELS,

@@ -27,7 +27,7 @@ from benchcheck.screen.fates import (
 from benchcheck.screen.pool_text import with_item_text
 from benchcheck.shard import ShardPath, parse_shard_path
 from benchcheck.stats.pool import add_confidence, add_probe, removal_interval
-from benchcheck.stats.probe_step0 import left_out, stale_note
+from benchcheck.step0.probe_stamp import left_out, stale_note
 from benchcheck.store import read_rows
 from benchcheck.verdicts import StepState
 

@@ -2,9 +2,8 @@
 
 The forwards behind each decision (``source``), how firmly each decision stands (``confidence``,
 ``pool``), intervals clustered by video (``cluster``), the normal tails (``normal``), how a
-number is rounded into a CSV cell (``cells``), and how step 0's outcome is worded and matched
-against a probe folder (``step0_scope``, ``probe_step0``: read by assemble, the audit, the probe
-and the report alike). A layer below the tasks, so screening writes the
-pool's ``confidence`` and ``removal_lo`` / ``removal_hi`` with the same rules the audit reports,
-without importing the audit (docs/ARCHITECTURE.md, "Layers").
+number is rounded into a CSV cell (``cells``); step 0's wording and probe stamp live in
+``step0``. A layer below the tasks, so screening writes the pool's ``confidence`` and
+``removal_lo`` / ``removal_hi`` with the same rules the audit reports, without importing the audit
+(docs/ARCHITECTURE.md, "Layers").
 """
