@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import bisect
 import collections
+import contextlib
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -244,6 +245,36 @@ def between_stamps(shown: Sequence[int | None]) -> list[int] | None:
     return out
 
 
+OnError = Literal["skip", "stop"]
+
+
+def decode_through(codec: Any, packets: Sequence[Any], deadline: float | None, what: str,
+                   on_error: OnError) -> Generator[Any, None, None]:
+    """Every frame ``codec`` gives out for ``packets`` in order, then the frames its flush gives,
+    from a decoder flushed before and after (close the generator to stop early: the flush after
+    runs then too).
+
+    ``deadline`` (``time.monotonic()``): ``TimeoutError`` ("``what`` ran past the decode's time
+    limit") before the next packet once past it. ``on_error``: what a packet the decoder refuses
+    does, ``"skip"`` (go on with the next) or ``"stop"`` (end the frames there)."""
+    import av
+
+    codec.flush_buffers()
+    try:
+        for p in [*packets, None]:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"{what} ran past the decode's time limit")
+            try:
+                frames = codec.decode(p)
+            except av.error.FFmpegError:
+                if on_error == "skip":
+                    continue
+                return
+            yield from frames
+    finally:
+        codec.flush_buffers()
+
+
 def fill_missing_pts(codec: Any, packets: list[Any], discard: Sequence[bool],
                      deadline: float | None = None) -> list[int | None]:
     """The pts of ``packets`` with the frames shown from those without one timed between their
@@ -257,27 +288,15 @@ def fill_missing_pts(codec: Any, packets: list[Any], discard: Sequence[bool],
     Untimed whole for one unstamped frame, a stream was timed by its codec's rate (which for a
     variable rate is its clock's tick: a clip of seconds was stored as one frame) and its duration
     went unchecked; dropped, the frames without a pts were missing from the store."""
-    import av
-
     stamps = [p.pts for p in packets]
     for k, p in enumerate(packets):
         p.pts = k  # tells the packet of each frame the decoder shows
-    order: list[int] = []
-
-    def take(frames: Iterable[Any]) -> None:
-        order.extend(f.pts for f in frames if f.pts in range(len(packets)) and not discard[f.pts])
-
     try:
-        codec.flush_buffers()
-        for p in [*packets, None]:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError("timing the frames without a pts ran past the decode's time limit")
-            try:
-                take(codec.decode(p))
-            except av.error.FFmpegError:
-                continue  # a damaged packet shows no frame: the decode that converts says so
+        # a damaged packet shows no frame: the decode that converts says so
+        with contextlib.closing(decode_through(codec, packets, deadline, "timing the frames without a pts",
+                                               on_error="skip")) as frames:
+            order = [f.pts for f in frames if f.pts in range(len(packets)) and not discard[f.pts]]
     finally:
-        codec.flush_buffers()
         for p, pts in zip(packets, stamps, strict=True):
             p.pts = pts
     timed = between_stamps([stamps[k] for k in order])
@@ -322,28 +341,18 @@ def pts_in_decode_order(codec: Any, packets: list[Any], deadline: float | None =
     The decoder's output order still is. Packets whose pts already go back (B-frames in mp4, mkv)
     carry presentation times: nothing is decoded for them. ``deadline`` (``time.monotonic()``):
     ``TimeoutError`` past it, as ``decode_indexed`` (a stream that gives no frame is read whole)."""
-    import av
-
     stamps = [p.pts for p in packets if p.pts is not None]
     if any(b < a for a, b in itertools.pairwise(stamps)):
         return False
-    last, seen = None, 0
-    try:
-        for p in [*packets, None]:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError("the decode-order check ran past the decode's time limit")
-            for frame in codec.decode(p):
-                if frame.pts is not None:
-                    if last is not None and frame.pts < last:
-                        return True
-                    last = frame.pts
-                seen += 1
-                if seen >= ORDER_PROBE_FRAMES:
-                    return False
-    except av.error.FFmpegError:  # a damaged start: the pass that converts says so
-        return False
-    finally:
-        codec.flush_buffers()
+    last = None
+    # a damaged start stops the check (no reordering seen): the pass that converts says so
+    with contextlib.closing(decode_through(codec, packets, deadline, "the decode-order check",
+                                           on_error="stop")) as frames:
+        for frame in itertools.islice(frames, ORDER_PROBE_FRAMES):
+            if frame.pts is not None:
+                if last is not None and frame.pts < last:
+                    return True
+                last = frame.pts
     return False
 
 
