@@ -1,4 +1,5 @@
-"""The shard manifest in the original runs' format, and streamed sha256 (docs/PROTOCOL.md, "Returns").
+"""The shard manifest in the original runs' format (docs/PROTOCOL.md, "Returns"); its files' sha256 is
+:func:`benchcheck.filehash.sha256_file`, named here too for the data commands.
 
 The original runs' manifest is ``{"shards": [{"file", "sha256"}], "n_videos"}``; its readers use only
 those keys, so the extra fields we write (``kind`` and ``schema_version`` at the top, ``size``
@@ -7,18 +8,18 @@ and ``n_videos`` per shard) sit beside them without breaking an origin reader.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from benchcheck.filehash import sha256_file as sha256_file  # data's file hash is the video store's
+
 ShardKind = Literal["frames", "videos"]
 KINDS: tuple[ShardKind, ...] = ("frames", "videos")
 SCHEMA_VERSION = 1
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_CHUNK = 1 << 20
 
 
 class ManifestError(ValueError):
@@ -115,14 +116,3 @@ def load_manifest(path: str | Path) -> Manifest:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ManifestError(f"{p}: not valid JSON ({e})") from e
     return parse_manifest(data, str(p))
-
-
-def sha256_file(path: str | Path) -> str:
-    """The sha256 of a file, read in 1 MiB chunks (never the whole file in memory)."""
-    h = hashlib.sha256()
-    with Path(path).open("rb", buffering=0) as f:
-        buf = bytearray(_CHUNK)
-        view = memoryview(buf)
-        while n := f.readinto(buf):
-            h.update(view[:n])
-    return h.hexdigest()

@@ -10,7 +10,6 @@ written file, go to ``meta.json``.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 from collections.abc import Callable
@@ -56,14 +55,6 @@ class Target:
     slot_times: list[float]
     slot_frames: list[int]
     rotation: int
-
-
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def content_hash_of(source_sha256: str) -> str:

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from benchcheck.filehash import sha256_file
 from benchcheck.items.record import Item
 from benchcheck.items.report import VideoCount
 from benchcheck.video.index import StoreIndex
 from benchcheck.video.meta import META_FILE, NORMALIZED
-from benchcheck.video.normalize import content_hash_of, file_sha256
+from benchcheck.video.normalize import content_hash_of
 from benchcheck.video.store import VIDEO_EXTENSIONS
 
 Status = Literal["stored", "unchecked", "not_normalized", "not_found", "refused", "none"]
@@ -318,7 +319,7 @@ class VideoResolver:
         k = (str(path), size, mtime_ns)
         if k not in self._hashes:
             try:
-                self._hashes[k] = content_hash_of(file_sha256(path))
+                self._hashes[k] = content_hash_of(sha256_file(path))
             except OSError:
                 return None
         return self._hashes[k]

@@ -40,6 +40,7 @@ from typing import Any
 
 from benchcheck.atomic import write_json_atomic
 from benchcheck.errors import shown
+from benchcheck.filehash import sha256_file
 from benchcheck.lease import holder, try_lease
 from benchcheck.masking import drop_secret_variables
 from benchcheck.video.cache import clear_stale
@@ -53,7 +54,7 @@ from benchcheck.video.index import (
     local_key,
 )
 from benchcheck.video.meta import META_FILE, NORMALIZED, VIDEO_FILE, read_meta
-from benchcheck.video.normalize import NormalizeError, content_hash_of, file_sha256, stored_meta, transcode
+from benchcheck.video.normalize import NormalizeError, content_hash_of, stored_meta, transcode
 from benchcheck.workers import process_pool
 
 VIDEO_EXTENSIONS = frozenset({".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".flv", ".mpg", ".mpeg",
@@ -188,7 +189,7 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
             raise NormalizeError("not a file (missing or a folder)")
         if src.path.stat().st_size == 0:
             raise NormalizeError("empty file (0 bytes)")
-        sha = file_sha256(src.path)
+        sha = sha256_file(src.path)
         h = content_hash_of(sha)
         final = store / NORMALIZED / h
         if (final / META_FILE).is_file():
@@ -263,7 +264,7 @@ def _stored_for_another(src: SourceFile, row: dict[str, Any] | None) -> str | No
     if not isinstance(recorded, str):
         return None
     try:
-        if os.path.realpath(recorded) == os.path.realpath(src.path) or file_sha256(src.path) == row["source_sha256"]:
+        if os.path.realpath(recorded) == os.path.realpath(src.path) or sha256_file(src.path) == row["source_sha256"]:
             return None
     except OSError:  # unreadable now: its own failure says so
         return None
