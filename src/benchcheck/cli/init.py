@@ -78,8 +78,8 @@ def init(videos_dir: Path | None, item_paths: tuple[str, ...], columns: str | No
         norm = normalize_videos([videos_dir], store, workers=workers, progress=not no_progress)
     except StoreBusy as e:
         die(str(e))
-    for f in norm.failures:
-        click.echo(f.failed_line(), err=True)
+    for line in norm.lines():
+        click.echo(line, err=True)
     click.echo(f"1/3 videos -> {store}: {norm.summary()}")
     resolved = resolve_items(loaded.items, store, videos_dir)
     report_unresolved(resolved, lambda line: click.echo(line, err=True), summary=False)

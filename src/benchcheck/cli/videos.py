@@ -68,8 +68,8 @@ def normalize(sources: tuple[Path, ...], store: Path, workers: int, no_progress:
         report = normalize_videos(list(sources), store, workers=workers, progress=not no_progress)
     except StoreBusy as e:
         die(str(e))
-    for f in report.failures:
-        click.echo(f.failed_line(), err=True)
+    for line in report.lines():
+        click.echo(line, err=True)
     click.echo(report.summary())
     click.echo(f"index: {report.index_path}")
     if report.failures:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from benchcheck.video.cut_end import cut_end, last_frame_cut
 from benchcheck.video.decode import PacketIndex, open_video, pts_in_decode_order, quarter_turn, read_packets
@@ -92,34 +92,56 @@ def plan_target(times: list[float], frame_duration: float, width: int, height: i
     return Target(w, h, fps, slots, [nearest_index(times, t) for t in slots], rotation)
 
 
+def _usable(value: float | None) -> TypeGuard[float]:
+    return value is not None and math.isfinite(value) and value > 0
+
+
 def frame_times(pts_times: list[float], rate: float | None, declared: float | None) -> tuple[list[float], bool]:
     """(frame times, retimed): the frames' own timestamps, or, when they carry none (every packet
     has the same pts, as in a VP9 webm written without timestamps), times from the stream's frame
-    rate, else from its declared duration. Raises :class:`NormalizeError` when neither is known.
-    Pure: the caller reads ``rate`` and ``declared`` from the stream."""
+    rate, else from its declared duration (:func:`assumed_timing` says which in words). Raises
+    :class:`NormalizeError` when neither is known. Pure: the caller reads ``rate`` and
+    ``declared`` from the stream."""
     n = len(pts_times)
     if n < 2 or len(set(pts_times)) == n:
         return pts_times, False
     if len(set(pts_times)) > 1:  # some distinct, some repeated: not a timeline we can trust
         raise NormalizeError(f"frames have repeated timestamps ({n - len(set(pts_times))} of {n})")
-    if rate and math.isfinite(rate) and rate > 0:
+    if _usable(rate):
         return [i / rate for i in range(n)], True
-    if declared and math.isfinite(declared) and declared > 0:
+    if _usable(declared):
         return [i * declared / n for i in range(n)], True
     raise NormalizeError(f"frames carry no timestamps (all {n} have the same pts) and the stream declares "
                          "no frame rate or duration to time them by")
 
 
-def _stream_rate(stream: Any) -> float | None:
-    """The frame rate an untimed stream is timed by: the rate its codec declares (an H.264
-    stream's own timing) first, then FFmpeg's guess; a raw stream's average rate is the demuxer's
-    default, not the stream's. FFmpeg's guess comes from the timestamps the demuxer saw where the
-    codec's rate is not far below it: a program stream that stamps one frame in several gave a
-    fraction of its rate, and its clip was stored that many times too long."""
-    for rate in (stream.codec_context.framerate, stream.guessed_rate, stream.average_rate, stream.base_rate):
+def assumed_timing(rate: float | None, rate_from: str, declared: float | None) -> str:
+    """What :func:`frame_times` assumed to time frames that carry no timestamps, in one line (pure).
+
+    Such a stream has no times of its own, so its frames are spread evenly: right for a constant
+    rate only. A raw H.264 stream's declared rate is one frame a tick of the clock its SPS
+    declares, which for a variable rate is the encoder's time base, not a frame rate, and the
+    stream does not tell which it is (see decision 134)."""
+    if _usable(rate):
+        how = f"as a constant {rate:g} fps, {rate_from}"
+    else:
+        how = f"evenly over the {declared:g} s its file declares"
+    return f"its frames carry no timestamps: timed {how}; if its frame rate varies, its times are wrong"
+
+
+def _stream_rate(stream: Any) -> tuple[float | None, str]:
+    """The frame rate an untimed stream is timed by and where it comes from, in words: the rate
+    its codec declares (an H.264 stream's own timing) first, then FFmpeg's guess; a raw stream's
+    average rate is the demuxer's default, not the stream's. FFmpeg's guess comes from the
+    timestamps the demuxer saw where the codec's rate is not far below it: a program stream that
+    stamps one frame in several gave a fraction of its rate, and its clip was stored that many
+    times too long."""
+    if rate := stream.codec_context.framerate:
+        return float(rate), "the rate its codec declares"
+    for rate in (stream.guessed_rate, stream.average_rate, stream.base_rate):
         if rate:
-            return float(rate)
-    return None
+            return float(rate), "FFmpeg's guess"
+    return None, ""
 
 
 def _display_width(stream: Any) -> int:
@@ -169,7 +191,8 @@ def probe(path: Path, threads: int) -> OpenSource:
         if why := cut_end(container.format.name, path):
             raise NormalizeError(why)
         packets, index = read_packets(container, stream)
-        times, retimed = frame_times(index.timestamps, _stream_rate(stream), stream_duration(stream))
+        rate, rate_from = _stream_rate(stream)
+        times, retimed = frame_times(index.timestamps, rate, stream_duration(stream))
         spacing = sorted(b - a for a, b in itertools.pairwise(times))
         frame_duration = spacing[len(spacing) // 2] if spacing else 1 / STORE_FPS
         rotation = _rotation(stream, packets, index)
@@ -186,6 +209,8 @@ def probe(path: Path, threads: int) -> OpenSource:
              "n_frames": len(times), "duration": round(times[-1] + frame_duration, 6),
              "fps": round(len(times) / (times[-1] + frame_duration), 6), "retimed": retimed,
              "decode_order_pts": decode_order_pts}
+    if retimed:  # said where the store keeps it, and on the run's output (store.normalize_one)
+        facts["timing"] = assumed_timing(rate, rate_from, stream_duration(stream))
     return OpenSource(container, stream, packets, index, target, facts, retimed, decode_order_pts)
 
 

@@ -81,10 +81,16 @@ class NormalizeOutcome:
     too_short: bool = False
     seconds: float = 0.0
     source_sha256: str | None = None
+    # What its stored times assume (``meta.json``'s ``source.timing``): a source without timestamps.
+    warning: str | None = None
 
     def failed_line(self) -> str:
         """The ``failed:`` line a command prints for it: one line whatever the file's name."""
         return f"failed: {shown(self.path)}: {self.reason}"
+
+    def warning_line(self) -> str | None:
+        """The ``warning:`` line a command prints for it, if any: one line whatever the file's name."""
+        return f"warning: {shown(self.path)}: {self.warning}" if self.warning else None
 
 
 @dataclass(slots=True)
@@ -108,6 +114,12 @@ class NormalizeReport:
     @property
     def failures_path(self) -> Path:
         return self.store / FAILURES_FILE
+
+    def lines(self) -> list[str]:
+        """The lines a command prints on stderr, one a source: a ``warning:`` for each source whose
+        stored times are an assumption, then a ``failed:`` for each failure."""
+        warnings = [line for o in self.outcomes if (line := o.warning_line()) is not None]
+        return warnings + [o.failed_line() for o in self.failures]
 
     def summary(self) -> str:
         return (f"{self.count('done')} normalized, {self.count('exists')} already stored, "
@@ -178,6 +190,12 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _timing(source: dict[str, Any]) -> str | None:
+    """What a stored source's times assume, if it says (``normalize.assumed_timing``)."""
+    timing = source.get("timing")
+    return timing if isinstance(timing, str) else None
+
+
 def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOutcome:
     """Normalize one source into the store (runs in a worker process; never raises)."""
     t0 = time.monotonic()
@@ -195,7 +213,7 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
         if (final / META_FILE).is_file():
             meta = read_meta(store, h)
             return NormalizeOutcome(src.key, path, "exists", h, None, meta.n_frames, meta.too_short,
-                                    time.monotonic() - t0, sha)
+                                    time.monotonic() - t0, sha, _timing(meta.source))
         tmp = store / NORMALIZED / f".tmp-{h}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
         try:
@@ -213,7 +231,7 @@ def normalize_one(src: SourceFile, store: Path, threads: int = 1) -> NormalizeOu
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return NormalizeOutcome(src.key, path, "done", h, None, meta.n_frames, meta.too_short,
-                                time.monotonic() - t0, sha)
+                                time.monotonic() - t0, sha, _timing(facts))
     except NormalizeError as e:
         return NormalizeOutcome(src.key, path, "failed", reason=str(e), seconds=time.monotonic() - t0)
     except (OSError, ValueError) as e:
