@@ -77,6 +77,7 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "sweep_validity_edges": (["--runs", "5"], "| video sizes |", False),
     "sweep_margin_skew": (["--runs", "3"], "| video sizes |", False),
     "rare_rate_interval": (["--runs", "5", "--only", "rare"], "cells below 0.93", False),
+    "paired_difference_interval": (["--part", "skew", "--skew-runs", "3", "--check", "3"], "| cell | rule |", False),
     "varlen_probe": ([], "needs a CUDA device", False),
     "video_ingest": (["--frames", "30", "--repeats", "1", "--work", "{tmp}/w", "--out", "{tmp}"], "| clip.mpg |", True),
     "vision_inputs": (["--repeats", "1", "--out", "{tmp}"], "| 2B call |", False),
