@@ -1,4 +1,4 @@
-"""The sweep's verdict under candidate intervals, beside today's rule, on the same draws (decisions 127, 135).
+"""The sweep's verdict under candidate intervals, beside today's rule, on the same draws (decisions 127, 136).
 
     PYTHONPATH=src python -m benchmarks.paired_difference_interval [--part skew,null,power,margin] [--runs 1000]
         [--skew-runs 2000] [--check 20]
