@@ -119,6 +119,23 @@ def gpu_count() -> int:
 
 
 MAX_PORT = 65535
+# The ports below are privileged (binding one takes root): a --port0 an error suggests never starts there.
+LOWEST_PORT = 1024
+
+
+def port0_advice(n: int, others: Sequence[str] = ()) -> str:
+    """What an error line says to a fixed ``--port0`` whose ``n`` ports would pass ``MAX_PORT``:
+    ``; use ...`` with the highest first port under which they fit, never one below ``LOWEST_PORT``
+    (and that none fits, when none from there does), ``others`` (other ways), and ``--port0 auto``. Pure."""
+    highest = MAX_PORT - n + 1
+    ways = [f"--port0 {highest}" + ("" if highest == LOWEST_PORT else f" or lower (not below {LOWEST_PORT})")]
+    none = ""
+    if highest < LOWEST_PORT:
+        ways = []
+        none = (f"; no --port0 fits {n} ports above the privileged ones ({LOWEST_PORT}-{MAX_PORT} holds "
+                f"{MAX_PORT - LOWEST_PORT + 1})")
+    ways += [*others, "--port0 auto"]
+    return f"{none}; use " + (", ".join(ways[:-1]) + ", or " + ways[-1] if len(ways) > 1 else ways[0])
 
 
 def server_ports(port0: int, n: int) -> list[int]:
@@ -128,8 +145,8 @@ def server_ports(port0: int, n: int) -> list[int]:
     if port0 == AUTO_PORT:
         return [AUTO_PORT] * n
     if port0 + n - 1 > MAX_PORT:
-        raise ValueError(f"--port0 {port0} with {n} servers needs ports up to {port0 + n - 1}, past {MAX_PORT}; "
-                         "choose a lower --port0")
+        raise ValueError(f"--port0 {port0} with {n} servers needs ports up to {port0 + n - 1}, past {MAX_PORT}"
+                         + port0_advice(n))
     return [port0 + i for i in range(n)]
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from benchcheck.launch.servers import AUTO_PORT, MAX_PORT
+from benchcheck.launch.servers import AUTO_PORT, MAX_PORT, port0_advice
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +83,11 @@ def task_port0(array: int, gpus_per_task: int, port0: int = AUTO_PORT) -> str:
     if last > MAX_PORT:
         # Every way out that fits: a lower first port, fewer tasks (none fits when even one task's
         # servers pass the highest port from this --port0, so that is not offered then), or auto.
-        highest = MAX_PORT - array * gpus_per_task + 1
         most = (MAX_PORT - port0 + 1) // gpus_per_task
-        ways = [f"--port0 {highest} or lower"] if highest >= 1 else []
-        ways += [f"at most {most} tasks of {gpus_per_task} GPUs"] if most else []
-        ways.append("--port0 auto")
-        advice = ", ".join(ways[:-1]) + ", or " + ways[-1] if len(ways) > 1 else ways[0]
         raise ValueError(f"--array {array} with --gpus-per-task {gpus_per_task}: the tasks' servers would need ports "
-                         f"{port0}-{last}, past {MAX_PORT}; use {advice}")
+                         f"{port0}-{last}, past {MAX_PORT}"
+                         + port0_advice(array * gpus_per_task, [f"at most {most} tasks of {gpus_per_task} GPUs"]
+                                        if most else []))
     # The modulus keeps an edited --array (ids from 1, or a step) within the checked range.
     return f"$(({port0} + {gpus_per_task} * (${{SLURM_ARRAY_TASK_ID:-0}} % {array})))"
 
