@@ -25,6 +25,7 @@ Each export records the files it wrote, with their hashes, in a hidden manifest 
 from __future__ import annotations
 
 import csv
+import errno
 import glob
 import hashlib
 import io
@@ -32,7 +33,8 @@ import json
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -42,6 +44,7 @@ from urllib.parse import urlsplit
 from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
 from benchcheck.data.manifest import safe_relative, sha256_file
 from benchcheck.items import Item, video_has_frames
+from benchcheck.lease import holder, try_lease
 from benchcheck.report.browser import slug
 from benchcheck.report.source import Step0, StepProvenance, iter_benches
 from benchcheck.screen.fates import KEPT, REMOVED
@@ -595,6 +598,27 @@ def unrecorded_files(out: Path, fmt: str, label: str, keep: Iterable[str]) -> li
                    if p.is_file() and p.relative_to(out).as_posix() not in kept})
 
 
+# The lease an export holds on its folder (``lease.lock_path``: ``.leases/.benchcheck_export.lock`` in it).
+EXPORT_LEASE = ".benchcheck_export"
+
+
+@contextmanager
+def folder_lease(out: Path) -> Iterator[None]:
+    """Hold the folder for one export. Exports into one folder read and rewrite the same manifests and
+    files: two at once would each remove files the other just wrote, or claim them as theirs. The
+    second is refused at once (an ``OSError`` naming the folder), never made to wait: two exports
+    into one folder at once are a mistake to be told (docs/report.md). The kernel drops the lease
+    when its holder exits, however it exits."""
+    target = out / EXPORT_LEASE
+    lease = try_lease(target)
+    if lease is None:
+        who = holder(target)
+        raise BlockingIOError(errno.EWOULDBLOCK, "another export is writing this folder"
+                              + (f" ({who})" if who else "") + "; run one export at a time into a folder", str(out))
+    with lease:
+        yield
+
+
 def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], removed: bool,
            cleanup: Cleanup | None = None) -> list[Path]:
     """Write the export; ``cleanup``, when given, gets what became of the files of an earlier export.
@@ -604,11 +628,19 @@ def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], remo
     known before they are written); then the new files; then the earlier ones not rewritten are removed;
     last the manifest is rewritten to name only the new ones. A run cut short leaves a manifest whose
     every file is either gone or has a content an export wrote, so the next run removes what this one
-    could not, and nothing else (a file an export never wrote has none of its hashes)."""
+    could not, and nothing else (a file an export never wrote has none of its hashes). One export at a
+    time holds the folder (``folder_lease``)."""
     if fmt not in WRITERS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     label = "removed" if removed else "kept"
     cleanup = Cleanup() if cleanup is None else cleanup
+    out.mkdir(parents=True, exist_ok=True)
+    with folder_lease(out):
+        return _export(fmt, out, selected, label, cleanup)
+
+
+def _export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], label: str,
+            cleanup: Cleanup) -> list[Path]:
     # an empty benchmark is written by no format: its files from an earlier export go with the others'
     files = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
     written = {rel: Written.of(data) for rel, data in files.items()}
@@ -622,7 +654,6 @@ def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], remo
         claims = Claims(unrecorded=True, unreadable=unreadable_now)
     if claims is None:
         claims = Claims(unrecorded=True)
-    out.mkdir(parents=True, exist_ok=True)
     write_manifest(manifest, fmt, label, written, claims)
     paths = write_files(out, files)
     remove_earlier(out, claims, files, cleanup)
