@@ -212,10 +212,23 @@ def test_a_folder_an_export_before_manifests_wrote_loses_nothing(pool: tuple[Pat
     assert not [line for line in r.stderr.splitlines() if line.startswith("note: removed")]
     assert len(notes) == 1 and all(name in notes[0] for name in [*TWO[fmt], *USER[fmt]])
     assert "One_kept" not in notes[0] and "delete those an earlier export wrote" in notes[0]
-    # the manifest is there now: a later export removes only its own files, and says no more of these
+    assert f"there was no {manifest_name(fmt, 'kept')}" in notes[0]
+    # the manifest there now records none of them: every later export names them again (as after an
+    # unreadable manifest), removes none, and stops once they are gone
+    for _ in range(2):
+        r = cli("export", "--items", str(items / "One.jsonl"), *args)
+        again = [line for line in r.stderr.splitlines() if line.startswith("note: no record")]
+        assert r.returncode == 0 and "note: removed" not in r.stderr, r.stderr
+        assert len(again) == 1 and all(name in again[0] for name in [*TWO[fmt], *USER[fmt]]), r.stderr
+        assert f"when an export first found them, there was no {manifest_name(fmt, 'kept')}" in again[0]
+        assert all(snapshot(out).get(rel) == before[rel] for rel in [*TWO[fmt], *USER[fmt]])
+    for name in [*TWO[fmt], *USER[fmt]]:
+        (out / name).unlink()
     r = cli("export", "--items", str(items / "One.jsonl"), *args)
-    assert r.returncode == 0 and "note: no record" not in r.stderr and "note: removed" not in r.stderr
-    assert all((out / name).is_file() for name in [*TWO[fmt], *USER[fmt]])
+    assert r.returncode == 0 and "note: no record" not in r.stderr, r.stderr
+    (out / USER[fmt][0]).write_text("the user's, made since")  # no export left it: never named
+    r = cli("export", "--items", str(items / "One.jsonl"), *args)
+    assert r.returncode == 0 and "note: no record" not in r.stderr and (out / USER[fmt][0]).is_file(), r.stderr
 
 
 def test_an_unreadable_manifest_removes_nothing(tmp_path: Path) -> None:
@@ -225,6 +238,7 @@ def test_an_unreadable_manifest_removes_nothing(tmp_path: Path) -> None:
     export("inspect", tmp_path, pick({"A": 1}), False, cleanup)
     assert (tmp_path / "B_kept.inspect.jsonl").is_file() and not cleanup.removed
     assert cleanup.unreadable and [p.name for p in cleanup.unrecorded] == ["B_kept.inspect.jsonl"]
+    assert cleanup.unrecorded_why == f"its manifest could not be read: {cleanup.unreadable}"
 
 
 def test_an_unreadable_manifest_is_not_forgotten_by_the_next_export(tmp_path: Path) -> None:
@@ -241,11 +255,12 @@ def test_an_unreadable_manifest_is_not_forgotten_by_the_next_export(tmp_path: Pa
         export("inspect", tmp_path, pick({"A": 1}), False, again)
         assert (tmp_path / "B_kept.inspect.jsonl").is_file() and not again.removed
         assert [p.name for p in again.unrecorded] == ["B_kept.inspect.jsonl"]
-        assert again.unreadable == first.unreadable
+        assert again.unrecorded_why == f"when an export first found them, {first.unrecorded_why}"
+        assert again.unreadable is None  # the manifest read this time
     (tmp_path / "B_kept.inspect.jsonl").unlink()
     done = Cleanup()
     export("inspect", tmp_path, pick({"A": 1}), False, done)
-    assert done == Cleanup() and "unreadable" not in manifest(tmp_path, "inspect")
+    assert done == Cleanup() and "unrecorded" not in manifest(tmp_path, "inspect")
     (tmp_path / "B_kept.inspect.jsonl").write_text("the user's, made since")
     later = Cleanup()
     export("inspect", tmp_path, pick({"A": 1}), False, later)
@@ -266,7 +281,8 @@ def test_an_export_cut_short_after_an_unreadable_manifest_keeps_its_reason(tmp_p
     monkeypatch.undo()
     cleanup = Cleanup()
     export("inspect", tmp_path, pick({"A": 1}), False, cleanup)
-    assert cleanup.unreadable and [p.name for p in cleanup.unrecorded] == ["B_kept.inspect.jsonl"]
+    assert [p.name for p in cleanup.unrecorded] == ["B_kept.inspect.jsonl"]
+    assert "its manifest could not be read" in str(cleanup.unrecorded_why)
 
 
 def test_the_note_of_an_unreadable_manifest_shows_on_every_later_export(pool: tuple[Path, Path],

@@ -54,7 +54,6 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         Cleanup,
         empty_benches,
         export_frames,
-        manifest_name,
         relative_videos,
         select,
         unnamed_videos,
@@ -108,13 +107,12 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
                    f"as they changed since (no longer the export's): {names(cleanup.changed)}; a harness reading "
                    f"{out} whole reads them too", err=True)
     if cleanup.unrecorded:
-        # no manifest: which of these an export wrote (one by a benchcheck before manifests) is unknown,
-        # and a file of the user's is never removed, so the user is told and decides
-        why = (f"its manifest could not be read: {cleanup.unreadable}" if cleanup.unreadable else
-               f"no {manifest_name(fmt, label)}: a benchcheck before export manifests wrote none")
+        # no manifest records them: which of these an export wrote (one by a benchcheck before manifests) is
+        # unknown, and a file of the user's is never removed, so the user is told and decides, on every export
         what = fmt if fmt == "parquet" else f"{fmt} {label}"  # Parquet's kept and removed are one dataset
-        click.echo(f"note: no record of an earlier {what} export in {out} ({why}), so no file was removed; "
-                   f"{len(cleanup.unrecorded)} files there are named like its files: {names(cleanup.unrecorded)}; "
+        click.echo(f"note: no record of an earlier {what} export in {out} ({cleanup.unrecorded_why}), so no file "
+                   f"was removed; {len(cleanup.unrecorded)} files there are named like its files: "
+                   f"{names(cleanup.unrecorded)}; "
                    f"delete those an earlier export wrote (a harness reads the folder whole), or export into an "
                    f"empty folder", err=True)
     elif cleanup.unreadable:

@@ -487,13 +487,11 @@ class Written:
 @dataclass(slots=True)
 class Claims:
     """What a manifest says earlier exports wrote: each path with every content an export wrote there
-    (more than one only in the manifest of an export cut short). ``unrecorded``: no export before that one
-    kept a manifest, so the folder may hold files of one that are not in it. ``unreadable``: why a manifest
-    before could not be read (then ``unrecorded``), carried while files named like the export's are left."""
+    (more than one only in the manifest of an export cut short). ``unrecorded``: why the folder may hold
+    files of an export that no manifest records (``unrecorded_reason``), or None."""
 
     files: dict[str, list[Written]] = field(default_factory=dict)
-    unrecorded: bool = False
-    unreadable: str | None = None
+    unrecorded: str | None = None
 
 
 @dataclass(slots=True)
@@ -502,9 +500,17 @@ class Cleanup:
 
     removed: list[Path] = field(default_factory=list)
     changed: list[Path] = field(default_factory=list)  # an earlier export's, changed since: left
-    unrecorded: list[Path] = field(default_factory=list)  # named like the format's own, no manifest: left
-    # why the manifest there could not be read, by this export or by one before it whose look-alikes are left
-    unreadable: str | None = None
+    unrecorded: list[Path] = field(default_factory=list)  # named like the format's own, no manifest records them
+    unrecorded_why: str | None = None  # why no manifest records them (with ``unrecorded``)
+    unreadable: str | None = None  # why the manifest there could not be read by this export
+
+
+def unrecorded_reason(manifest: Path, unreadable: str | None = None) -> str:
+    """Why no manifest records the files of an earlier export, as a note says it on every export that
+    finds them (so in the past tense): there was no manifest, or it could not be read."""
+    if unreadable is not None:
+        return f"its manifest could not be read: {unreadable}"
+    return f"there was no {manifest.name}: a benchcheck before export manifests wrote none"
 
 
 def _written(entry: object) -> Written:
@@ -526,9 +532,10 @@ def read_manifest(path: Path, fmt: str) -> Claims | None:
         doc = json.loads(raw)
         if not isinstance(doc, dict) or doc.get("benchcheck_export") != MANIFEST_VERSION or doc.get("format") != fmt:
             raise ValueError(f"not a version-{MANIFEST_VERSION} manifest of a {fmt} export")
-        why = doc.get("unreadable")
-        claims = Claims(unrecorded=bool(doc.get("unrecorded")) or isinstance(why, str),
-                        unreadable=why if isinstance(why, str) else None)
+        why, unreadable = doc.get("unrecorded"), doc.get("unreadable")  # "unreadable": an older manifest's
+        claims = Claims(unrecorded=why if isinstance(why, str) else
+                        unrecorded_reason(path, unreadable) if isinstance(unreadable, str) else
+                        unrecorded_reason(path) if why else None)
         for section in ("files", "earlier"):
             for rel, entries in dict(doc.get(section) or {}).items():
                 got = [_written(e) for e in (entries if isinstance(entries, list) else [entries])]
@@ -540,19 +547,17 @@ def read_manifest(path: Path, fmt: str) -> Claims | None:
 
 
 def write_manifest(path: Path, fmt: str, label: str, files: Mapping[str, Written],
-                   earlier: Claims | None = None, unreadable: str | None = None) -> None:
+                   earlier: Claims | None = None, unrecorded: str | None = None) -> None:
     """``earlier``, while the export runs: the files of the exports before it, which it may not have
     replaced or removed yet; a run cut short leaves them claimed, with the new ones, for the next run.
-    ``unreadable``: why a manifest before could not be read, while files it may have recorded are left."""
+    ``unrecorded``: why files of an earlier export that no manifest records may be in the folder."""
     doc: dict[str, Any] = {"benchcheck_export": MANIFEST_VERSION, "format": fmt, "selection": label,
                            "complete": earlier is None, "files": {rel: w.json() for rel, w in sorted(files.items())}}
     if earlier is not None:
         doc["earlier"] = {rel: [w.json() for w in ws] for rel, ws in sorted(earlier.files.items())}
-        if earlier.unrecorded:
-            doc["unrecorded"] = True
-        unreadable = earlier.unreadable
-    if unreadable is not None:
-        doc["unrecorded"], doc["unreadable"] = True, unreadable
+        unrecorded = earlier.unrecorded
+    if unrecorded is not None:
+        doc["unrecorded"] = unrecorded
     write_bytes_atomic(path, json.dumps(doc, indent=1, ensure_ascii=True).encode("ascii") + b"\n")
 
 
@@ -645,23 +650,24 @@ def _export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], lab
     files = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
     written = {rel: Written.of(data) for rel, data in files.items()}
     manifest = out / manifest_name(fmt, label)
-    unreadable_now = None
     try:
-        claims = read_manifest(manifest, fmt)
+        read = read_manifest(manifest, fmt)
     except ValueError as e:
         # a manifest that does not read says nothing of which files are the export's: none is removed
-        unreadable_now = f"{manifest}: {e}"
-        claims = Claims(unrecorded=True, unreadable=unreadable_now)
-    if claims is None:
-        claims = Claims(unrecorded=True)
+        cleanup.unreadable = f"{manifest}: {e}"
+        read = None
+    # no manifest read: this export finds that the folder may hold files none records
+    claims = read or Claims(unrecorded=unrecorded_reason(manifest, cleanup.unreadable))
     write_manifest(manifest, fmt, label, written, claims)
     paths = write_files(out, files)
     remove_earlier(out, claims, files, cleanup)
     lookalikes = unrecorded_files(out, fmt, label, [*files, *claims.files]) if claims.unrecorded else []
-    cleanup.unrecorded.extend(lookalikes)
-    # the manifest replacing an unreadable one would forget that the files it recorded may be here: it
-    # carries why it was replaced, so every later export names the look-alikes until the user acts on them
-    lost = claims.unreadable if lookalikes else None
-    cleanup.unreadable = unreadable_now or lost
-    write_manifest(manifest, fmt, label, written, unreadable=lost)
+    # One rule for a folder with no manifest and for one whose manifest did not read: the manifest
+    # carries why while files named like the export's are left, so every export names them until the
+    # user has acted on them (moved or deleted them).
+    kept = claims.unrecorded if lookalikes else None
+    if kept is not None:
+        cleanup.unrecorded.extend(lookalikes)
+        cleanup.unrecorded_why = kept if read is None else f"when an export first found them, {kept}"
+    write_manifest(manifest, fmt, label, written, unrecorded=kept)
     return paths
