@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchcheck.items import Item
-from benchcheck.report.export import LETTERS, Selected, pandas_reads, vlmevalkit_files, write_files
+from benchcheck.report.export import LETTERS, Selected, export, pandas_reads
 
 pd = pytest.importorskip("pandas")
 
@@ -36,7 +36,7 @@ def _read(path: Path) -> dict[str, dict[str, str | None]]:
 
 
 def _check_round_trip(rows: list[Selected], tmp_path: Path) -> tuple[int, list[dict[str, str]]]:
-    [tsv, *side] = write_files(tmp_path, vlmevalkit_files(tmp_path, {"T": rows}, "kept"))
+    [tsv, *side] = export("vlmevalkit", tmp_path, {"T": rows}, False)
     got = _read(tsv)
     left = [json.loads(x) for x in side[0].read_text().splitlines()] if side else []
     assert len(got) + len(left) == len(rows)

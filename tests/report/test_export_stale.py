@@ -6,7 +6,7 @@ that format and selection says an export wrote, as it wrote them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -306,21 +306,29 @@ class Crash(Exception):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("where", ["mid-write", "after-write", "after-removal"])
+@pytest.mark.parametrize("where", ["mid-write", "after-claim", "after-write", "after-removal"])
 @pytest.mark.parametrize("then", [{"A": 2}, {"A": 2, "B": 2, "C": 2}, {"C": 1}])
 def test_an_export_cut_short_leaves_its_files_to_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               fmt: str, where: str, then: dict[str, int]) -> None:
     # a kill between any two steps: the next export, whatever it selects, removes every file of both runs
     # before it that it does not write, and the manifest then names exactly its own
     export(fmt, tmp_path, pick({"A": 2, "B": 2}), False)
-    real_write, real_manifest = export_mod.write_bytes_atomic, export_mod.write_manifest
-    n_writes = []
+    real_stream, real_manifest = export_mod.write_streamed, export_mod.write_manifest
+    n_files = []
 
-    def write(path: Any, data: bytes) -> None:
-        n_writes.append(path)
-        if where == "mid-write" and len(n_writes) == 3:  # the manifest, then one data file
-            raise Crash
-        real_write(path, data)
+    def stream(path: Path, write: Callable[[Any], None], claim: Callable[[Any], None]) -> None:
+        n_files.append(path)
+        if len(n_files) == 2 and where == "mid-write":  # a kill while the second file is streamed
+            def half(f: Any) -> None:
+                f.write(b"half a row")
+                raise Crash
+            return real_stream(path, half, claim)
+        if len(n_files) == 2 and where == "after-claim":  # claimed in the manifest, not yet renamed
+            def claimed(w: Any) -> None:
+                claim(w)
+                raise Crash
+            return real_stream(path, write, claimed)
+        return real_stream(path, write, claim)
 
     def remove(*_a: Any) -> None:
         raise Crash
@@ -330,7 +338,7 @@ def test_an_export_cut_short_leaves_its_files_to_the_next_run(tmp_path: Path, mo
             raise Crash
         real_manifest(*a, **k)
 
-    monkeypatch.setattr(export_mod, "write_bytes_atomic", write)
+    monkeypatch.setattr(export_mod, "write_streamed", stream)
     if where == "after-write":
         monkeypatch.setattr(export_mod, "remove_earlier", remove)
     if where == "after-removal":
@@ -339,11 +347,11 @@ def test_an_export_cut_short_leaves_its_files_to_the_next_run(tmp_path: Path, mo
         export(fmt, tmp_path, pick({"B": 2, "C": 2, "D": 2}), False)
     monkeypatch.undo()
     doc = manifest(tmp_path, fmt)
-    for rel, entries in {**doc["files"], **doc.get("earlier", {})}.items():
-        # every file the manifest names is gone or as an export wrote it
+    for rel in {*doc["files"], *doc.get("earlier", {})}:
+        # every file the manifest names is gone or as an export wrote it (one the manifest claims)
         got = (tmp_path / rel).read_bytes() if (tmp_path / rel).exists() else None
-        shas = {e["sha256"] for e in (entries if isinstance(entries, list) else [entries])}
-        assert got is None or export_mod.Written.of(got).sha256 in shas or rel in doc["files"], rel
+        entries = [doc["files"].get(rel), *doc.get("earlier", {}).get(rel, [])]
+        assert got is None or export_mod.Written.of(got).sha256 in {e["sha256"] for e in entries if e}, rel
     (tmp_path / "mine_kept.jsonl").write_text("the user's")
     now = export(fmt, tmp_path, pick(then), False)
     left = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() and ".leases" not in p.parts}

@@ -20,6 +20,7 @@ benchmark on its own videos.
 
 Each export records the files it wrote, with their hashes, in a hidden manifest in the folder
 (``manifest_name``); a re-export removes only files an earlier one recorded, as recorded (``export``).
+Files are written a row at a time (never whole in memory), and one export at a time holds a folder.
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ import json
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
+from benchcheck.atomic import clear_dead_files, jsonl_bytes, write_atomic, write_bytes_atomic
 from benchcheck.data.manifest import safe_relative, sha256_file
 from benchcheck.items import Item, video_has_frames
 from benchcheck.lease import holder, try_lease
@@ -176,7 +178,45 @@ def record(s: Selected) -> dict[str, Any]:
             "task": it.task, "duration_s": it.duration_s, "removed_at": s.removed_at}
 
 
-def parquet_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
+class Sink(io.RawIOBase):
+    """The file an export is writing, hashed as the bytes go through: its size and SHA-256 are known
+    when the last row is in, before the file is renamed into place (``write_streamed``)."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        super().__init__()
+        self._f, self._sha, self._size = f, hashlib.sha256(), 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:  # bytes, or a buffer (pyarrow's)
+        n = self._f.write(data)
+        self._sha.update(data)
+        self._size += n
+        return n
+
+    def written(self) -> Written:
+        return Written(self._size, self._sha.hexdigest())
+
+
+# One file of an export: its path relative to the export folder, and what writes its content into it.
+File = tuple[str, Callable[[Sink], None]]
+
+
+def write_jsonl(rows: Iterable[Any], f: Sink) -> None:
+    for row in rows:
+        f.write(jsonl_bytes([row]))
+
+
+def write_bytes(data: bytes, f: Sink) -> None:
+    f.write(data)
+
+
+# Rows a Parquet row group holds (an export holds one group's rows at a time): docs/decisions/137.
+PARQUET_GROUP_ROWS = 1000
+
+
+def write_parquet(rows: Sequence[Selected], f: Sink) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -184,19 +224,22 @@ def parquet_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: 
                         ("options", pa.list_(pa.string())), ("answer", pa.int64()), ("answer_letter", pa.string()),
                         ("video_id", pa.string()), ("video", pa.string()), ("task", pa.string()),
                         ("duration_s", pa.float64()), ("removed_at", pa.int64())])
-    files, configs = {}, []
+    with pq.ParquetWriter(f, schema) as w:
+        for start in range(0, len(rows), PARQUET_GROUP_ROWS):
+            group = rows[start:start + PARQUET_GROUP_ROWS]
+            w.write_table(pa.Table.from_pylist([record(s) for s in group], schema=schema))
+
+
+def parquet_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> Iterator[File]:
+    configs = []
     for bench, rows in selected.items():
         rel = f"data/{slug(bench)}/test-00000-of-00001.parquet"
-        table = pa.Table.from_pylist([record(s) for s in rows], schema=schema)
-        buf = pa.BufferOutputStream()
-        pq.write_table(table, buf)
-        files[rel] = buf.getvalue().to_pybytes()
+        yield rel, partial(write_parquet, rows)
         configs.append(f"- config_name: {json.dumps(slug(bench))}\n  data_files:\n  - split: test\n    path: {rel}")
     card = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n\n# BenchCheck export\n\n"
             f"The {label} items of {len(selected)} benchmarks after screening, one config per benchmark. "
             "`answer` is the index of the gold option in `options`.\n")
-    files["README.md"] = card.encode("utf-8")  # the index last, as it is written
-    return files
+    yield "README.md", partial(write_bytes, card.encode("utf-8"))  # the index last, as it is written
 
 
 def task_name(bench: str, label: str) -> str:
@@ -220,17 +263,17 @@ def lmms_data_file(bench: str, label: str) -> str:
     return f"{slug(bench)}_{label}.jsonl"
 
 
-def lmms_eval_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
+def lmms_eval_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> Iterator[File]:
     import yaml
 
     utils = resources.files("benchcheck.report").joinpath("lmms_eval_utils.py").read_text(encoding="utf-8")
-    files = {"utils.py": utils.encode("utf-8")}
+    yield "utils.py", partial(write_bytes, utils.encode("utf-8"))
     tasks = []
     names = task_names(list(selected), label)
     for bench, rows in selected.items():
         name = names[bench]
         data = out / lmms_data_file(bench, label)
-        files[data.name] = jsonl_bytes(record(s) for s in rows)
+        yield data.name, partial(write_jsonl, map(record, rows))
         cfg = {"task": name, "dataset_path": "json",
                # datasets reads data_files as glob patterns: a folder named like `export[v2]` matched nothing
                "dataset_kwargs": {"data_files": {"test": glob.escape(str(data.resolve()))}}, "test_split": "test",
@@ -243,37 +286,57 @@ def lmms_eval_files(out: Path, selected: Mapping[str, Sequence[Selected]], label
         # lmms-eval names task functions with its `!function module.name` tag (not safe_dump-able)
         text += "".join(f"{k}: !function utils.{k}\n" for k in
                         ("doc_to_visual", "doc_to_text", "doc_to_choice", "doc_to_target", "process_results"))
-        files[f"{name}.yaml"] = text.encode("utf-8")
+        yield f"{name}.yaml", partial(write_bytes, text.encode("utf-8"))
         tasks.append(name)
     group = {"group": f"benchcheck_{label}", "task": tasks}
-    files[f"_benchcheck_{label}.yaml"] = yaml.safe_dump(group, sort_keys=False).encode("utf-8")
-    return files
+    yield f"_benchcheck_{label}.yaml", partial(write_bytes, yaml.safe_dump(group, sort_keys=False).encode("utf-8"))
 
 
 TSV_TEXT_COLUMNS = ("question", "video", "category", "item_id", "video_id", "bench")  # + the option letters
 
 
-def tsv_table(rows: Sequence[Selected]) -> tuple[list[str], list[list[str]]]:
-    """The header and the cells (as written) of a VLMEvalKit MCQ TSV."""
-    k = max((len(s.item.options) for s in rows), default=4)
-    cols = ["index", "question", *LETTERS[:k], "answer", "video", "category", "item_id", "video_id", "bench",
+def tsv_letters(rows: Iterable[Selected]) -> int:
+    """How many option columns a TSV of ``rows`` has: the most options of any row (4 for none)."""
+    return max((len(s.item.options) for s in rows), default=4)
+
+
+def tsv_header(k: int) -> list[str]:
+    return ["index", "question", *LETTERS[:k], "answer", "video", "category", "item_id", "video_id", "bench",
             "duration_s"]
-    cells = []
-    for j, s in enumerate(rows):
-        it = s.item
-        opts = [*it.options, *[""] * (k - len(it.options))]
-        cells.append([str(j), it.question, *opts, LETTERS[it.answer], s.video or "", it.task or "", it.item_id,
-                      it.video_id or "", it.bench, "" if it.duration_s is None else repr(it.duration_s)])
-    return cols, cells
 
 
-def tsv_text(rows: Sequence[Selected]) -> str:
-    cols, cells = tsv_table(rows)
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    w.writerow(cols)
-    w.writerows(cells)
-    return buf.getvalue()
+def tsv_row(j: int, s: Selected, k: int) -> list[str]:
+    """The cells (as written) of row ``j`` of a VLMEvalKit MCQ TSV of ``k`` option columns."""
+    it = s.item
+    opts = [*it.options, *[""] * (k - len(it.options))]
+    return [str(j), it.question, *opts, LETTERS[it.answer], s.video or "", it.task or "", it.item_id,
+            it.video_id or "", it.bench, "" if it.duration_s is None else repr(it.duration_s)]
+
+
+class _TextTo:
+    """A text stream over a binary one, UTF-8 (what ``csv.writer`` writes into)."""
+
+    def __init__(self, f: Sink) -> None:
+        self.f = f
+
+    def write(self, text: str) -> int:
+        self.f.write(text.encode("utf-8"))
+        return len(text)
+
+
+def tsv_rows(rows: Sequence[Selected], skip: Container[int] = ()) -> Iterator[tuple[int, Selected]]:
+    """The rows of a TSV with their positions in ``rows``, but those in ``skip``: a pass over them
+    holds one at a time (each pass makes a new one)."""
+    return ((i, s) for i, s in enumerate(rows) if i not in skip)
+
+
+def write_tsv(rows: Sequence[Selected], left_out: Container[int], f: Sink) -> None:
+    """The TSV of ``rows`` but those ``left_out`` (by position), a row at a time."""
+    w = csv.writer(_TextTo(f), delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    k = tsv_letters(s for _, s in tsv_rows(rows, left_out))
+    w.writerow(tsv_header(k))
+    for j, (_, s) in enumerate(tsv_rows(rows, left_out)):
+        w.writerow(tsv_row(j, s, k))
 
 
 # pandas' default missing-value words: VLMEvalKit reads TSVs with plain ``pd.read_csv(sep="\t")``, so an
@@ -307,83 +370,110 @@ def _is_number(text: str) -> bool:
     return bool(_NUMBER.fullmatch(text))
 
 
-def pandas_reads(cells: Sequence[str]) -> list[str | None]:
-    """What ``str(value)`` gives for each cell of one TSV column after pandas' ``read_csv`` (None: NaN).
+@dataclass(slots=True)
+class ColumnType:
+    """The type pandas gives one TSV column, folded over its cells one at a time (``add``), so a
+    column is typed without holding it: numbers when every cell that is not missing reads as a number
+    (integers only without a missing cell, else floats), booleans when every one is a true/false word,
+    text otherwise."""
 
-    pandas gives a column one type from all its cells: numbers when every cell that is not missing
-    reads as a number (integers only without a missing cell, else floats: ``3`` -> ``3.0``), booleans
-    when every one is a true/false word, text otherwise. The model errs on the safe side: a cell it
-    is not sure reads back as written (a float with more than 15 significant digits, a number with
-    spaces or a sign) is answered as something else, so the caller leaves its item out.
-    """
-    values = [c for c in cells if not _is_na(c)]
-    if values and all(_is_number(v) for v in values):
-        ints = all(_INT.fullmatch(v) and _INT64[0] <= int(v) <= _INT64[1] for v in values)
-        if ints and len(values) == len(cells):
-            return [str(int(c)) for c in cells]
-        out: list[str | None] = []
-        for c in cells:
-            if _is_na(c):
-                out.append(None)
-                continue
+    values: bool = False  # a cell that is not missing
+    missing: bool = False
+    missing_words: bool = False  # a missing cell that is not empty (``NA``, ``null``)
+    numbers: bool = True  # of the cells not missing
+    ints: bool = True
+    bools: bool = True
+
+    def add(self, cell: str) -> None:
+        if _is_na(cell):
+            self.missing = True
+            self.missing_words = self.missing_words or bool(cell)
+            return
+        self.values = True
+        self.numbers = self.numbers and _is_number(cell)
+        self.ints = self.ints and bool(_INT.fullmatch(cell)) and _INT64[0] <= int(cell) <= _INT64[1]
+        self.bools = self.bools and cell.strip() in _BOOL_WORDS
+
+    @property
+    def as_written(self) -> bool:
+        """Every cell reads back as written (``reads``): a text column in which only an empty cell is missing."""
+        return not (self.values and (self.numbers or self.bools)) and not self.missing_words
+
+    def reads(self, cell: str) -> str | None:
+        """What ``str(value)`` gives for ``cell`` of this column after pandas' ``read_csv`` (None: NaN).
+        The model errs on the safe side: a cell it is not sure reads back as written (a float with more
+        than 15 significant digits, a number with spaces or a sign) is answered as something else, so
+        the caller leaves its item out."""
+        if self.values and self.numbers and self.ints and not self.missing:
+            return str(int(cell))
+        if _is_na(cell):
+            return None
+        if self.values and self.numbers:
             try:
-                x = float(c)
+                x = float(cell)
             except ValueError:  # a digit of another script pandas may not take: not as written either way
-                out.append(f"{c} (unreadable)")
-                continue
-            digits = len(re.sub(r"[^0-9]", "", c.split("e")[0].split("E")[0]).lstrip("0"))
-            out.append(str(x) if digits <= 15 else f"{c} (rounded)")
-        return out
-    if values and all(v.strip() in _BOOL_WORDS for v in values):
-        return [None if _is_na(c) else str(c.strip().lower() == "true") for c in cells]
-    return [None if _is_na(c) else c for c in cells]
+                return f"{cell} (unreadable)"
+            digits = len(re.sub(r"[^0-9]", "", cell.split("e")[0].split("E")[0]).lstrip("0"))
+            return str(x) if digits <= 15 else f"{cell} (rounded)"
+        if self.values and self.bools:
+            return str(cell.strip().lower() == "true")
+        return cell
 
 
-def tsv_readback_problems(rows: Sequence[Selected]) -> dict[int, str]:
-    """Row index -> why a cell of that row would not read back as written (``pandas_reads``)."""
-    cols, cells = tsv_table(rows)
-    text_cols = [c for c in cols if c in TSV_TEXT_COLUMNS or (len(c) == 1 and c in LETTERS)]
+def pandas_reads(cells: Sequence[str]) -> list[str | None]:
+    """What ``str(value)`` gives for each cell of one TSV column after pandas' ``read_csv`` (None: NaN)."""
+    column = ColumnType()
+    for c in cells:
+        column.add(c)
+    return [column.reads(c) for c in cells]
+
+
+def tsv_readback_problems(rows: Sequence[Selected], skip: Container[int] = ()) -> dict[int, str]:
+    """Row position -> why a cell of that row would not read back as written (``ColumnType``), in the
+    TSV of ``rows`` but those in ``skip``. Two passes over the rows, a row's cells at a time: the
+    columns' types, then each cell of a column that may not read back against its column's type."""
+    k = tsv_letters(s for _, s in tsv_rows(rows, skip))
+    cols = tsv_header(k)
+    text = [(j, c) for j, c in enumerate(cols) if c in TSV_TEXT_COLUMNS or (len(c) == 1 and c in LETTERS)]
+    types = {j: ColumnType() for j, _ in text}
+    for i, s in tsv_rows(rows, skip):
+        cells = tsv_row(i, s, k)
+        for j, _ in text:
+            types[j].add(cells[j])
     out: dict[int, str] = {}
-    for col in text_cols:
-        j = cols.index(col)
-        column = [r[j] for r in cells]
-        for i, (wrote, got) in enumerate(zip(column, pandas_reads(column), strict=True)):
-            if wrote and got != wrote and i not in out:
+    if not (text := [(j, col) for j, col in text if not types[j].as_written]):
+        return out
+    for i, s in tsv_rows(rows, skip):
+        cells = tsv_row(i, s, k)
+        for j, col in text:
+            wrote, got = cells[j], types[j].reads(cells[j])
+            if wrote and got != wrote:
                 what = f"option {col}" if len(col) == 1 else col
                 read = "missing" if got is None else repr(got)
                 out[i] = (f"{what} {wrote!r} reads back as {read} in pandas (VLMEvalKit's reader): pandas types "
                           f"the column {col!r} from all its cells")
+                break
     return out
 
 
-def tsv_split(rows: Sequence[Selected]) -> tuple[list[Selected], list[tuple[Selected, str]]]:
-    """The rows that read back as written, and the others with the reason. Leaving a row out can
-    change a column's type (its one text cell gone), so the check runs again until nothing changes."""
-    ok: list[Selected] = []
-    bad: list[tuple[Selected, str]] = []
-    for s in rows:
-        why = tsv_unsafe(s.item)
-        if why is None:
-            ok.append(s)
-        else:
-            bad.append((s, why))
-    while problems := tsv_readback_problems(ok):
-        bad += [(ok[i], why) for i, why in sorted(problems.items())]
-        ok = [s for i, s in enumerate(ok) if i not in problems]
-    return ok, bad
+def tsv_left_out(rows: Sequence[Selected]) -> dict[int, str]:
+    """The rows (by position) that would not read back as written, with the reason. Leaving a row out
+    can change a column's type (its one text cell gone), so the check runs again until nothing changes."""
+    bad = {i: why for i, s in enumerate(rows) if (why := tsv_unsafe(s.item)) is not None}
+    while problems := tsv_readback_problems(rows, bad):
+        bad.update(sorted(problems.items()))
+    return bad
 
 
-def vlmevalkit_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
+def vlmevalkit_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> Iterator[File]:
     """Items that would not read back whole are left out and listed in ``<name>.left_out.jsonl``."""
-    files = {}
     for bench, rows in selected.items():
         name = f"{slug(bench)}_{label}.tsv"
-        ok, bad = tsv_split(rows)
-        files[name] = tsv_text(ok).encode("utf-8")
+        bad = tsv_left_out(rows)
+        yield name, partial(write_tsv, rows, bad)
         if bad:
-            files[str(Path(name).with_suffix(".left_out.jsonl"))] = jsonl_bytes(
-                {"item_id": s.item.item_id, "bench": bench, "reason": why} for s, why in bad)
-    return files
+            yield str(Path(name).with_suffix(".left_out.jsonl")), partial(write_jsonl, (
+                {"item_id": rows[i].item.item_id, "bench": bench, "reason": why} for i, why in bad.items()))
 
 
 def inspect_data_file(bench: str, label: str) -> str:
@@ -426,21 +516,32 @@ def jsonl_line(row: Mapping[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False).translate(_UNICODE_BREAKS) + "\n"
 
 
-def inspect_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> dict[str, bytes]:
-    return {inspect_data_file(bench, label): "".join(jsonl_line(inspect_sample(s, label)) for s in rows).encode("utf-8")
-            for bench, rows in selected.items()}
+def write_inspect(rows: Sequence[Selected], label: str, f: Sink) -> None:
+    for s in rows:
+        f.write(jsonl_line(inspect_sample(s, label)).encode("utf-8"))
 
 
-# Each format's files (a path relative to the export folder -> its bytes, an index file last), made whole
-# before any is written: the manifest names them, with their hashes, before the first one reaches disk.
-WRITERS = {"parquet": parquet_files, "lmms-eval": lmms_eval_files, "vlmevalkit": vlmevalkit_files,
-           "inspect": inspect_files}
+def inspect_files(out: Path, selected: Mapping[str, Sequence[Selected]], label: str) -> Iterator[File]:
+    for bench, rows in selected.items():
+        yield inspect_data_file(bench, label), partial(write_inspect, rows, label)
 
 
-def write_files(out: Path, files: Mapping[str, bytes]) -> list[Path]:
-    for rel, data in files.items():
-        write_bytes_atomic(out / rel, data)
-    return [out / rel for rel in files]
+# Each format's files, in the order they are written (an index file last). Each is written a row at a
+# time: an export holds one row (a Parquet row group) of a file, never the file.
+WRITERS: dict[str, Callable[[Path, Mapping[str, Sequence[Selected]], str], Iterator[File]]] = {
+    "parquet": parquet_files, "lmms-eval": lmms_eval_files, "vlmevalkit": vlmevalkit_files, "inspect": inspect_files}
+
+
+def write_streamed(path: Path, write: Callable[[Sink], None], claim: Callable[[Written], None]) -> None:
+    """Write the file at ``path`` through a temporary file beside it (``write_atomic``: a reader or a
+    kill finds the old file or the new one whole), hashing it as it goes; ``claim`` gets its size and
+    hash after its last byte, before the rename makes it the file at ``path``."""
+    def fill(f: BinaryIO) -> None:
+        sink = Sink(f)
+        write(sink)
+        claim(sink.written())
+
+    write_atomic(path, fill)
 
 
 def empty_benches(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
@@ -629,12 +730,12 @@ def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], remo
     """Write the export; ``cleanup``, when given, gets what became of the files of an earlier export.
 
     Only files a manifest (``manifest_name``) records are ever removed. The steps, each safe to cut
-    short: the manifest first claims the files of the earlier exports and the new ones (their hashes
-    known before they are written); then the new files; then the earlier ones not rewritten are removed;
-    last the manifest is rewritten to name only the new ones. A run cut short leaves a manifest whose
-    every file is either gone or has a content an export wrote, so the next run removes what this one
-    could not, and nothing else (a file an export never wrote has none of its hashes). One export at a
-    time holds the folder (``folder_lease``)."""
+    short: the manifest first claims the files of the earlier exports; then each new file is written
+    to a temporary file, claimed (its hash now known) and renamed into place; then the earlier ones not
+    rewritten are removed; last the manifest is rewritten to name only the new ones. A run cut short
+    leaves a manifest whose every file is either gone or has a content an export wrote, so the next
+    run removes what this one could not, and nothing else (a file an export never wrote has none of
+    its hashes). One export at a time holds the folder (``folder_lease``)."""
     if fmt not in WRITERS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     label = "removed" if removed else "kept"
@@ -644,11 +745,18 @@ def export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], remo
         return _export(fmt, out, selected, label, cleanup)
 
 
+def clear_dead_writes(out: Path) -> None:
+    """Remove the temporary files (``write_atomic``'s) of an export killed mid-file. ``write_atomic``
+    clears those of a file when it writes that file again, but a file the next export does not write (a
+    benchmark no longer selected) would keep its dead one, up to a whole file's size, for good. Only a
+    dead writer's are removed, in the folders an export writes into."""
+    for folder in [out, *(p for p in sorted((out / "data").glob("*")) if p.is_dir())]:
+        clear_dead_files(folder, ".")
+
+
 def _export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], label: str,
             cleanup: Cleanup) -> list[Path]:
-    # an empty benchmark is written by no format: its files from an earlier export go with the others'
-    files = WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label)
-    written = {rel: Written.of(data) for rel, data in files.items()}
+    clear_dead_writes(out)
     manifest = out / manifest_name(fmt, label)
     try:
         read = read_manifest(manifest, fmt)
@@ -658,10 +766,20 @@ def _export(fmt: str, out: Path, selected: Mapping[str, Sequence[Selected]], lab
         read = None
     # no manifest read: this export finds that the folder may hold files none records
     claims = read or Claims(unrecorded=unrecorded_reason(manifest, cleanup.unreadable))
+    written: dict[str, Written] = {}
     write_manifest(manifest, fmt, label, written, claims)
-    paths = write_files(out, files)
-    remove_earlier(out, claims, files, cleanup)
-    lookalikes = unrecorded_files(out, fmt, label, [*files, *claims.files]) if claims.unrecorded else []
+
+    def claim(rel: str, w: Written) -> None:
+        written[rel] = w
+        write_manifest(manifest, fmt, label, written, claims)
+
+    # an empty benchmark is written by no format: its files from an earlier export go with the others'
+    paths = []
+    for rel, write in WRITERS[fmt](out, {bench: rows for bench, rows in selected.items() if rows}, label):
+        write_streamed(out / rel, write, partial(claim, rel))
+        paths.append(out / rel)
+    remove_earlier(out, claims, written, cleanup)
+    lookalikes = unrecorded_files(out, fmt, label, [*written, *claims.files]) if claims.unrecorded else []
     # One rule for a folder with no manifest and for one whose manifest did not read: the manifest
     # carries why while files named like the export's are left, so every export names them until the
     # user has acted on them (moved or deleted them).
