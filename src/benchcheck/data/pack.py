@@ -2,8 +2,9 @@
 
 The tarball holds the result files a run produced (pool: ``step*/``, ``run_log.jsonl`` and the
 assembled outputs; sweep: ``conditions_results.csv``, ``p1_raw/``, ``run_log.jsonl`` and the
-analysis), the log folders and the report, under the paths they have relative to the current
-folder (``results/pool/step1/...``, ``logs/...``, as the seeds' ``tar -czf`` writes them).
+analysis, from the ``--out`` folder ``sweep analyze`` recorded), the log folders and the report,
+under the paths they have relative to the current folder (``results/pool/step1/...``,
+``logs/...``, as the seeds' ``tar -czf`` writes them).
 
 Result files are data, not logs: they go in as they are. Every file of the log folders is a log:
 text (decided by content, any encoding with a BOM, UTF-16, inside gzip/bzip2/xz too) goes in
@@ -30,13 +31,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from benchcheck.atomic import write_bytes_atomic
 from benchcheck.data.manifest import safe_relative
 from benchcheck.data.pack_logs import Unchecked, mask_stream
 from benchcheck.data.report import RUN_LOG, SWEEP_CSV, ReturnsReport, build_report, results_kind, to_markdown
 from benchcheck.errors import naming
+from benchcheck.filehash import sha256_file
 from benchcheck.lease import holder, try_lease
 from benchcheck.masking import Masker
 
@@ -118,6 +120,61 @@ def _sweep_analysis(results: Path) -> list[Path]:
     return sorted(found)
 
 
+@dataclass(frozen=True, slots=True)
+class SweepAnalysis:
+    """The outputs of the last ``sweep analyze`` of a results folder: where they are, and how pack knew."""
+
+    folder: Path
+    files: tuple[Path, ...]
+    found_by: str
+
+
+def _analysis_outputs(folder: Path) -> tuple[Path, ...]:
+    """What ``sweep analyze`` writes into its ``--out`` (``sweep.report.write_analysis``: the summary
+    CSV and Markdown; ``sweep.plots.write_plots``: ``sweep_*.png``), and nothing else of that folder:
+    ``--out`` may be a folder that holds other things (the project, the results themselves)."""
+    if not folder.is_dir():
+        return ()
+    names = {"sweep_summary.csv", "sweep_summary.md"}
+    return tuple(sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                        and (p.name in names or (p.name.startswith("sweep_") and p.suffix == ".png"))))
+
+
+def _recorded_out(results: Path) -> Path | None:
+    """The ``--out`` the last ``sweep analyze`` of ``results`` recorded in its settings file (absolute);
+    None for a settings file written before it recorded one, or none at all."""
+    from benchcheck.sweep.report import SETTINGS_NAME
+
+    try:
+        out = json.loads((results / SETTINGS_NAME).read_text(encoding="utf-8")).get("out")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(out) if isinstance(out, str) and out else None
+
+
+def find_sweep_analysis(results: Path) -> tuple[SweepAnalysis | None, str]:
+    """The sweep analysis to pack with ``results``, and one line saying where it came from (or why none).
+
+    First the folder the last ``sweep analyze`` recorded; else, for a settings file that recorded
+    none (an older benchcheck) or a project moved since, the layouts the docs and ``init`` print:
+    ``--out`` beside the results folder (``sweep/analysis`` for ``sweep/results``), an ``analysis/``
+    inside it, or the results folder itself."""
+    from benchcheck.sweep.report import SETTINGS_NAME
+
+    settings = results / SETTINGS_NAME
+    recorded = _recorded_out(results)
+    if recorded is not None and (files := _analysis_outputs(recorded)):
+        return SweepAnalysis(recorded, files, f"the folder {settings} records"), ""
+    for folder in (results.parent / "analysis", results / "analysis", results):
+        if files := _analysis_outputs(folder):
+            why = (f"{settings} records {recorded}, which holds none now; found beside the results instead"
+                   if recorded is not None else "beside the results (no folder recorded)")
+            return SweepAnalysis(folder, files, why), ""
+    where = f"in {recorded} (which {settings} records)" if recorded is not None else f"beside {results}"
+    return None, (f"no sweep analysis found {where}: the pack holds the rows, not the summary or plots; "
+                  f"run `benchcheck sweep analyze --results {results} --out DIR` and pack again to include it")
+
+
 def result_members(results: Path) -> list[Path]:
     """The files and folders of a results folder that go back (not the copied item inputs)."""
     if results_kind(results) == "sweep":
@@ -164,11 +221,31 @@ def _walk_results(path: Path, arc: str, root: Path, parents: tuple[Path, ...] = 
         yield _Member(arc, real, False)
 
 
-def _result_files(results: Path) -> list[_Member]:
-    """Every result file and folder that goes in, links resolved: checked before anything is written."""
+def _result_files(results: Path, analysis: SweepAnalysis | None = None) -> list[_Member]:
+    """Every result file and folder that goes in, links resolved: checked before anything is written.
+    The analysis goes in under its own path (``sweep/analysis/…`` beside ``sweep/results/…``), each
+    file once where it is inside the results folder too."""
     root, res_arc = Path(os.path.realpath(results)), arcname(results)
-    return [m for top in result_members(results)
-            for m in _walk_results(top, f"{res_arc}/{top.relative_to(results).as_posix()}", root)]
+    members = [m for top in result_members(results)
+               for m in _walk_results(top, f"{res_arc}/{top.relative_to(results).as_posix()}", root)]
+    if analysis is None:
+        return members
+    arc = _analysis_arc(analysis.folder, results, res_arc)
+    have = {m.real for m in members}
+    folder_root = Path(os.path.realpath(analysis.folder))
+    extra = [m for f in analysis.files for m in _walk_results(f, f"{arc}/{f.name}", folder_root) if m.real not in have]
+    return members + extra
+
+
+def _analysis_arc(folder: Path, results: Path, res_arc: str) -> str:
+    """The analysis folder's path in the tarball: under the results' own when inside them, else its
+    path from the current folder (its name when outside it), never one the results already use."""
+    real, res_real = Path(os.path.realpath(folder)), Path(os.path.realpath(results))
+    if real.is_relative_to(res_real):
+        rel = real.relative_to(res_real).as_posix()
+        return res_arc if rel == "." else f"{res_arc}/{rel}"
+    arc = arcname(folder)
+    return f"{res_arc}_analysis" if arc == res_arc or res_arc.startswith(arc + "/") else arc
 
 
 # What a result file that changed under ``pack`` is told: a run still writing the folder.
@@ -285,6 +362,16 @@ def _add_logs(tf: tarfile.TarFile, path: Path, arc: str, masker: Masker, tally: 
         tf.addfile(ti, dst)
 
 
+def _analysis_entry(analysis: SweepAnalysis | None, members: list[_Member]) -> dict[str, Any] | None:
+    """The report's record of the analysis packed: the folder it came from, how pack found it, and
+    each file's path in the tarball with its sha256 (hashed from the file the tarball read)."""
+    if analysis is None:
+        return None
+    wanted = {Path(os.path.realpath(f)) for f in analysis.files}
+    files = [{"path": m.arc, "sha256": sha256_file(m.real)} for m in members if not m.is_dir and m.real in wanted]
+    return {"folder": str(analysis.folder), "found_by": analysis.found_by, "files": files}
+
+
 def _bytes_member(tf: tarfile.TarFile, name: str, data: bytes) -> None:
     import io
 
@@ -313,7 +400,8 @@ def pack(opts: PackOptions) -> PackResult:
     if not result_members(results):
         raise ValueError(f"{results}: no step folders, no {SWEEP_CSV} and no {RUN_LOG}: nothing to pack (--results "
                          "is the folder that holds step*/ or conditions_results.csv, e.g. results/pool)")
-    members = _result_files(results)  # a bad link stops the pack before anything is written
+    analysis, none_why = find_sweep_analysis(results) if results_kind(results) == "sweep" else (None, "")
+    members = _result_files(results, analysis)  # a bad link stops the pack before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     # Two packs on one name shared its .partial file: the tarball held both streams, and the
     # checksum matched neither. The second now stops; the kernel drops a killed holder's lease.
@@ -324,7 +412,7 @@ def pack(opts: PackOptions) -> PackResult:
                          "wait for it to end, then run the same command again")
     with lease:
         try:
-            return _pack(opts, results, members, out, host, date)
+            return _pack(opts, results, members, out, host, date, (analysis, none_why))
         except BaseException:
             # A pack stopped by an error (or Ctrl-C) leaves no half tarball beside the complete ones,
             # so the folder holds only what a rerun writes; under the lease no other pack writes it.
@@ -337,7 +425,7 @@ def _partial(out: Path) -> Path:
 
 
 def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, host: str,
-          date: str) -> PackResult:
+          date: str, found: tuple[SweepAnalysis | None, str]) -> PackResult:
     base = stem(out.name)
     tmp = _partial(out)
     masker = secrets_to_mask()
@@ -358,6 +446,9 @@ def _pack(opts: PackOptions, results: Path, members: list[_Member], out: Path, h
                     _add_logs(tf, d, arcname(d), masker, tally, Path(os.path.realpath(d)))
                 with naming(results):  # a read error of the report's reader names no file
                     report = pending.result()
+                report.analysis = _analysis_entry(found[0], members)
+                if found[1]:
+                    report.notes.append(found[1])
                 if tally.links:
                     report.notes.append(f"{len(tally.links)} log entries left out: " + "; ".join(tally.links))
                 if tally.unchecked:

@@ -69,6 +69,9 @@ class ReturnsReport:
     failure_examples: list[str] = field(default_factory=list)
     timing: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # A sweep's analysis in the tarball: {"folder", "found_by", "files": [{"path", "sha256"}]}; None
+    # for a pool, or a sweep packed without one (a note says so)
+    analysis: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -313,6 +316,9 @@ def to_markdown(rep: ReturnsReport) -> str:
                 "| condition | infer | infer_s/item | decode_s/item | prompt tokens/item |", "|---|---|---|---|---|"]
         out += [f"| {t['condition']} | {t['infer']} | {t['infer_s_per_item']} | {t['decode_s_per_item']} | "
                 f"{t['prompt_tokens_per_item']} |" for t in rep.timing]
+    if rep.analysis:
+        out += ["", "## Sweep analysis", "", f"From `{rep.analysis['folder']}` ({rep.analysis['found_by']}):", ""]
+        out += [f"- `{f['path']}` sha256 {f['sha256']}" for f in rep.analysis["files"]]
     out += ["", "## Server launch lines (logs/launch_params.txt, secrets redacted)", ""]
     out += ["```", *rep.launch_params, "```"] if rep.launch_params else ["unknown"]
     out += ["", "## Launcher changes", ""]

@@ -140,7 +140,7 @@ def write_analysis(results: Path, out: Path, settings: Settings = DEFAULT,
              "settings": results / SETTINGS_NAME}
     write_text_atomic(paths["csv"], summary_csv(a))
     write_text_atomic(paths["markdown"], summary_md(a))
-    write_json_atomic(paths["settings"], settings_json(settings), indent=1)
+    write_json_atomic(paths["settings"], {**settings_json(settings), "out": str(out.resolve())}, indent=1)
     if plots:
         from benchcheck.sweep.plots import write_plots
 
