@@ -307,3 +307,14 @@ def _publish_blobs(hub: FakeHub, blobs: list[bytes], n_videos: int) -> list[str]
         {"shards": [{"file": n, "sha256": hashlib.sha256(b).hexdigest()} for n, b in zip(names, blobs, strict=True)],
          "n_videos": n_videos}).encode())
     return names
+
+
+def test_cli_items_fetch_counts_one_file_as_one(fake_hub: FakeHub, tmp_path: Path) -> None:
+    """It said "1 files fetched ..., 1 problems"."""
+    fake_hub.add_file("lab/one", "MVBench.jsonl", b'{"item_id": "MVBench_0"}\n')
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "HF_ENDPOINT": fake_hub.url, "PYTHONPATH": src}
+    r = subprocess.run([sys.executable, "-m", "benchcheck", "data", "fetch", "lab/one", "--kind", "items", "--out",
+                        str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"items: 1 file fetched into {tmp_path / 'one'}, 0 problems" in r.stdout.splitlines()

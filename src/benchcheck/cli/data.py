@@ -53,7 +53,8 @@ def fetch(repo: str, kind: str, out: Path, revision: str, target: Path | None, d
             items = fetch_items(opts, on_file=lambda p: click.echo(f"{p}: OK"))
             for p in items.problems:
                 click.echo(p)
-            click.echo(f"items: {len(items.files)} files fetched into {out}, {len(items.problems)} problems")
+            n, bad = len(items.files), len(items.problems)
+            click.echo(f"items: {n} file{'s' * (n != 1)} fetched into {out}, {bad} problem{'s' * (bad != 1)}")
             sys.exit(0 if items.good else 1)
         with tqdm(desc="extract", unit="B", unit_scale=True, file=sys.stderr, disable=None) as bar:
             report = fetch_shards(opts, on_verdict=lambda v: tqdm.write(v.line()), on_bytes=bar.update)

@@ -15,7 +15,7 @@ next, in a shell; E is the engine. Real decisions: E="--engine openai --endpoint
 E="--engine hf --model CHECKPOINT --device cuda";
 scripted, reference, reference-prior and tiny random models are for tests and the demo:
   P={p}
-  for s in 1 2 3 4 5 6; do benchcheck screen --items $P/items --results $P/results --frames $P/frames \
+  for s in 1 2 3 4 5 6; do benchcheck screen --items $P/items --results $P/results --frames $P/frames \\
       --store $P/store --step $s $E; done
   benchcheck sweep run --items $P/items --store $P/store --results $P/sweep/results $E
   benchcheck sweep analyze --results $P/sweep/results --out $P/sweep/analysis
@@ -84,7 +84,7 @@ def init(videos_dir: Path | None, item_paths: tuple[str, ...], columns: str | No
     resolved = resolve_items(loaded.items, store, videos_dir)
     report_unresolved(resolved, lambda line: click.echo(line, err=True), summary=False)
     files = write_linked(resolved.items, out / "items")
-    click.echo(f"2/3 items -> {out / 'items'}: {len(files)} files; {resolved.summary()}")
+    click.echo(f"2/3 items -> {out / 'items'}: {len(files)} file{'s' * (len(files) != 1)}; {resolved.summary()}")
     ids = list(dict.fromkeys(r.video_id for r in resolved.resolutions if r.found and r.video_id))
     if not ids:
         die("no item reaches a video (the 'no video:' lines say why); the visual steps would have nothing to show")

@@ -66,7 +66,8 @@ def pack_cmd(results: Path, logs: tuple[Path, ...], include_unchecked: bool, out
     check = f"cd {shlex.quote(str(res.tarball.parent.resolve()))} && sha256sum -c {shlex.quote(res.sha256_file.name)}"
     click.echo(f"sha256 {res.sha256}  (check: {check})")
     if (a := res.report.analysis) is not None:
-        click.echo(f"analysis: {len(a['files'])} files from {a['folder']} ({a['found_by']})")
+        n = len(a["files"])
+        click.echo(f"analysis: {n} file{'s' * (n != 1)} from {a['folder']} ({a['found_by']})")
     for note in res.report.notes:
         click.echo(f"note: {note}", err=True)
     if repo is None:
