@@ -85,7 +85,8 @@ def test_repeating_id_column_gets_one_hint_and_the_bad_share_comes_first(tmp_pat
     r = load_items([p])
     assert len(r.items) == 3 and len(r.errors) == 147
     hints = [x for x in r.problems if x.severity == "note"]
-    assert len(hints) == 1 and hints[0].where == "0"
+    assert len(hints) == 1 and hints[0].where == "5"  # v1's q0, the first id given twice (v0's q0 is line 2)
+    assert f"'0' here is the id of {p}:2 too (147 duplicates in this file)" in hints[0].message
     assert "--columns 'item_id=video_path+question_id'" in hints[0].message
     [share] = bad_share_lines(r)
     assert share.startswith("PerVideo: 147 of 150 records are bad (98.0%)") and "duplicate item_id (147)" in share

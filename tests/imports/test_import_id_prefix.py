@@ -38,7 +38,7 @@ def test_overlapping_ids_are_refused_with_the_fix_and_screen_whole_through_it(tm
     out = _plan(raw, tmp_path)
     assert "REMAINING_TOTAL=6" in out.splitlines() and "INVALID_ITEMS=6" in out.splitlines(), out
     line = next(x for x in out.splitlines() if x.startswith(f"bad item: {raw / 'B.jsonl'}:1: q0: "))
-    assert line.endswith(f"duplicate item_id (first in {raw / 'A.jsonl'}, benchmark A): {FIX}"), line
+    assert line.endswith(f"duplicate item_id (first in {raw / 'A.jsonl'}:1, benchmark A): {FIX}"), line
 
     items = tmp_path / "items"
     for f in ("A.jsonl", "B.jsonl"):
@@ -65,7 +65,8 @@ def test_a_duplicate_within_one_benchmark_names_no_prefix(tmp_path: Path) -> Non
     _bench(tmp_path / "A.jsonl", "A", True)
     (tmp_path / "A.jsonl").write_text((tmp_path / "A.jsonl").read_text() * 2)
     loaded = load_items([tmp_path / "A.jsonl"])
-    assert {p.message for p in loaded.errors} == {f"duplicate item_id (first in {tmp_path / 'A.jsonl'})"}
+    assert [p.message for p in loaded.errors] == [f"duplicate item_id (first in {tmp_path / 'A.jsonl'}:{n})"
+                                                  for n in range(1, 7)]
 
 
 def test_the_quiet_summary_of_a_file_of_duplicates_names_the_fix(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_the_quiet_summary_of_a_file_of_duplicates_names_the_fix(tmp_path: Path)
     _bench(raw / "B.jsonl", "B", True)
     [line] = bad_share_lines(load_items([raw]))
     assert line.startswith(f"B: 6 of 6 records are bad (100.0%) in {raw / 'B.jsonl'}; most often: duplicate item_id "
-                           f"(6), e.g. duplicate item_id (first in {raw / 'A.jsonl'}, benchmark A): {FIX}"), line
+                           f"(6), e.g. duplicate item_id (first in {raw / 'A.jsonl'}:1, benchmark A): {FIX}"), line
     r = cli("probe", "--items", str(raw), "--out", str(tmp_path / "probe"), "--model", "none", "--permutations", "0",
             "--no-ibp", "--min-items", "4", "--quiet")
     assert "Traceback" not in r.stderr, r.stderr

@@ -207,7 +207,7 @@ def test_a_json_object_is_refused_in_one_line(tmp_path: Path) -> None:
     lines = tmp_path / "lines.json"  # JSON lines under a .json name
     lines.write_text(json.dumps({"question": "q?", "options": ["a", "b"], "answer": 1}) + "\n" + "[1]\n")
     r = invoke("items", "import", str(lines), "--from", "hf-folder", "--out", str(tmp_path / "o"))
-    assert r.exit_code == 0 and "lines.json:row 2: record is not a JSON object" in r.output
+    assert r.exit_code == 0 and "lines.json:2: line is not a JSON object" in r.output  # as validate names it
 
 
 def test_lmms_eval_task_named_by_a_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

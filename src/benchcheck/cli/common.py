@@ -51,26 +51,32 @@ def load_items_reporting(paths: Sequence[str], columns: str | None, quiet: bool 
     ``quiet``: no per-item lines, but each file's summary (a file whose bad share is high, its
     commonest cause and the fix it names) still. With ``need_items``, no item in any file ends the
     command (exit 2) with each file's reason."""
-    from benchcheck.items.report import bad_share_lines
-
     try:
         cmap = ColumnMap.parse(columns) if columns else None
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--columns") from e
     result = load_items(paths, cmap)
-    # A file's summary and hints come first: thousands of per-item lines would bury them. --quiet
-    # keeps it: a benchmark whose every id another one took would vanish without a word.
-    for line in bad_share_lines(result):
-        click.echo(f"warning: {line}", err=True)
-    if not quiet:
-        first = [p for p in result.problems if p.where == "0"]
-        for p in [*first, *(p for p in result.problems if p.where != "0")]:
-            click.echo(f"{p.label}: {p}", err=True)
+    say_problems(result, quiet)
     if need_items and paths and not result.items:
         from benchcheck.items.report import no_items_reason
 
         die(no_items_reason(result, paths))
     return result
+
+
+def say_problems(result: LoadResult, quiet: bool = False) -> None:
+    """A load's findings on stderr, as every command that reads items (and ``items import``) says
+    them: each file's bad-share warning, then its file-level lines and summary notes, then one line
+    per record (``quiet``: the warnings only)."""
+    from benchcheck.items.report import bad_share_lines
+
+    # A file's summary and hints come first: thousands of per-item lines would bury them. --quiet
+    # keeps it: a benchmark whose every id another one took would vanish without a word.
+    for line in bad_share_lines(result):
+        click.echo(f"warning: {line}", err=True)
+    if not quiet:
+        for p in [*(p for p in result.problems if p.first), *(p for p in result.problems if not p.first)]:
+            click.echo(f"{p.label}: {p}", err=True)
 
 
 def say_left_out(result: LoadResult, paths: Sequence[str], what: str) -> None:

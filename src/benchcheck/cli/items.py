@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, say_left_out
+from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, say_left_out, say_problems
 from benchcheck.cli.videos import videos_option
 from benchcheck.items.ids import ID_PREFIXES
 
@@ -145,8 +145,7 @@ def import_cmd(source: str, fmt: str, columns: str | None, bench: str | None, id
         return
     except ValueError as e:  # a column map that cannot be read
         raise click.BadParameter(str(e), param_hint="--columns") from e
-    for p in result.problems:
-        click.echo(f"{p.label}: {p}", err=True)
+    say_problems(result)  # what validate says of the same records, in the same words
     if not result.items:
         die(f"no item could be imported from {source} ({len(result.errors)} records refused)")
     try:

@@ -1,9 +1,10 @@
 """Item ids (pure): one column, several joined (``video+qid``), or ``{bench}_{index}``; and the
-per-file tally that notices ids numbered per video.
+per-file tally that names repeated ids and notices ids numbered per video.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,12 +71,13 @@ def qualified_id(bench: str, item_id: str) -> str:
     return item_id if item_id.startswith(f"{bench}/") else f"{bench}/{item_id}"
 
 
-def duplicate_id_message(first_path: str, first_bench: str | None, bench: str) -> str:
-    """A duplicate id, in one line; where the first is another benchmark's item, it names the way
-    through: ids qualified by benchmark (``qualified_id``), written once into the item files."""
+def duplicate_id_message(first: str, first_bench: str | None, bench: str) -> str:
+    """A duplicate id, in one line naming the first item's ``FILE:LINE``; where the first is another
+    benchmark's item, it names the way through: ids qualified by benchmark (``qualified_id``),
+    written once into the item files."""
     if first_bench is None or first_bench == bench:
-        return f"duplicate item_id (first in {first_path})"
-    return (f"duplicate item_id (first in {first_path}, benchmark {first_bench}): two benchmarks number their "
+        return f"duplicate item_id (first in {first})"
+    return (f"duplicate item_id (first in {first}, benchmark {first_bench}): two benchmarks number their "
             "items alike; write each benchmark's ids as BENCH/ID with benchcheck items import FILE --from "
             "hf-folder --id-prefix bench --out DIR for each item file (docs/items.md, \"Ids\")")
 
@@ -92,23 +94,52 @@ def free_id(base: str, taken: Collection[str]) -> str:
     return f"{base}_{k}"
 
 
+@dataclass(frozen=True, slots=True)
+class IdRepeat:
+    """An id a file gives twice: the record that repeats it and the one that gave it first (``where``
+    as the loader names records: a line, ``row N``, ``#N``)."""
+
+    item_id: str
+    where: str
+    first: str
+
+
 @dataclass(slots=True)
 class IdTally:
-    """Within one file: how often the id column repeats, and whether (video, id) would be unique."""
+    """Within one file: the ids that repeat (where first, where again), and per item its (video, id)."""
 
-    repeats: int = 0
+    first_at: dict[str, str] = field(default_factory=dict)
+    repeats: list[IdRepeat] = field(default_factory=list)
     pairs: list[tuple[str, str]] = field(default_factory=list)
 
-    def add(self, row: Mapping[str, Any], id_spec: str | None, video: str | None, item_id: str,
+    def add(self, row: Mapping[str, Any], id_spec: str | None, video: str | None, item_id: str, where: str,
             repeat_in_file: bool) -> None:
-        self.repeats += repeat_in_file
+        if repeat_in_file:
+            self.repeats.append(IdRepeat(item_id, where, self.first_at.get(item_id, "?")))
+        else:
+            self.first_at.setdefault(item_id, where)
         if video and len(id_columns(id_spec, row)) == 1:
             self.pairs.append((str(row.get(video)), item_id))
 
-    def hint(self, id_spec: str | None, video: str | None) -> str | None:
-        """One line suggesting ``--columns 'item_id=VIDEO+ID'`` when that would make the ids unique."""
-        if not (self.repeats and video and id_spec and self.pairs) or len(set(self.pairs)) != len(self.pairs):
+    def hint(self, path: str, id_spec: str | None, video: str | None) -> tuple[str, str] | None:
+        """(where, one line) for a file whose ids repeat: where the first repeat is, and the line that
+        names it and the item it repeats. It suggests ``--columns 'item_id=VIDEO+ID'`` only where that
+        map makes every id unique and the repeats are the file's numbering, not a slip: most of its
+        items share their id with an item of another video (NExT-QA's ``qid`` restarts at 0 in every
+        video, so nearly all do; one id typed twice leaves the others unique). Otherwise the line says
+        the later items are refused: a map would hide a real data error."""
+        if not self.repeats:
             return None
-        return (f"item_id column {id_spec!r} repeats ({self.repeats} duplicates) but {video}+{id_spec} "
-                f"is unique: the file numbers its questions per video; pass "
-                f"--columns 'item_id={video}+{id_spec}'")
+        first = self.repeats[0]
+        n = len(self.repeats)
+        col = f"item_id column {id_spec!r}" if id_spec else "item_id"
+        head = (f"{col} repeats: {first.item_id!r} here is the id of {path}:{first.first} too ({n} duplicate"
+                f"{'s' * (n != 1)} in this file)")
+        unique = bool(video and id_spec and self.pairs) and len(set(self.pairs)) == len(self.pairs)
+        counts = Counter(i for _, i in self.pairs)
+        shared = sum(c for c in counts.values() if c > 1)
+        if unique and 2 * shared > len(self.pairs):
+            return first.where, (f"{head} but {video}+{id_spec} is unique and {shared} of {len(self.pairs)} items "
+                                 "share their id with an item of another video: the file numbers its questions per "
+                                 f"video; pass --columns 'item_id={video}+{id_spec}'")
+        return first.where, f"{head}: the later items are refused; give each item its own id"

@@ -65,6 +65,14 @@ class Problem:
     item_id: str | None
     message: str
     severity: Literal["error", "note", "warning"] = "error"
+    # A note on the whole file that names one of its records (the first repeated id): printed with
+    # the file-level lines, before the per-item lines that would bury it.
+    summary: bool = False
+
+    @property
+    def first(self) -> bool:
+        """Printed before the per-item lines: the file's own problems and its summary notes."""
+        return self.where == FILE_LEVEL or self.summary
 
     @property
     def label(self) -> str:
@@ -417,7 +425,12 @@ def extra_cells_problem(row: Mapping[Any, Any]) -> str | None:
             "(a separator inside a cell that is not quoted?)")
 
 
-def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+class ShiftedRow(ValueError):
+    """A CSV row with more cells than the header, where the reader refuses the whole file for it
+    (``items import``); the message names the file and the row's line."""
+
+
+def _csv_rows(path: Path, refuse_shifted: bool = False) -> Iterator[tuple[str, dict[str, Any] | str]]:
     # surrogateescape keeps a stray non-UTF-8 byte visible (instead of U+FFFD) so that its row
     # alone is reported, as in JSONL; utf-8-sig drops the BOM some spreadsheet tools write.
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
@@ -444,6 +457,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
             records += 1
             where, start = f"{start}", reader.line_num + 1
             if (extra := extra_cells_problem(row)):
+                if refuse_shifted:
+                    raise ShiftedRow(f"{path}:{where}: {extra}")
                 yield where, extra
                 continue
             bad = not_utf8_fields(row)
@@ -452,7 +467,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
             yield FILE_LEVEL, "header only: no items"
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+    """(line, object or why not) per non-blank line: lines end at ``\\n`` alone, as JSON lines do."""
     with path.open("rb") as f:
         for n, raw_line in enumerate(f, 1):
             if n == 1 and raw_line.startswith(_BOM.encode()):
@@ -461,12 +477,15 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
                 yield f"{n}", _json_line(raw_line)
 
 
-def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
+def read_rows(path: Path, refuse_shifted: bool = False) -> Iterator[tuple[str, dict[str, Any] | str]]:
     """(where, row) per record; row is an error message when the record cannot be read. A message
-    whose ``where`` is :data:`FILE_LEVEL` concerns the whole file (no items in it)."""
+    whose ``where`` is :data:`FILE_LEVEL` concerns the whole file (no items in it). ``where`` is
+    how every reader of records names them (``items import`` too): the line a JSONL record or a CSV
+    row starts on, ``#N`` in a JSON list, ``row N`` in Parquet. ``refuse_shifted``: a CSV row with
+    more cells than the header raises :class:`ShiftedRow` instead of being that row's problem."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        yield from _jsonl_rows(path)
+        yield from jsonl_rows(path)
     elif suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8-sig"))
@@ -474,14 +493,14 @@ def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | str]]:
             if e.msg != "Extra data":
                 raise
             # A second value after the first: JSON lines under a .json name (as datasets reads them).
-            yield from _jsonl_rows(path)
+            yield from jsonl_rows(path)
             return
         records, refused = json_records(data)
         if refused:
             yield FILE_LEVEL, refused
         yield from records
     elif suffix == ".csv":
-        yield from _csv_rows(path)
+        yield from _csv_rows(path, refuse_shifted)
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -500,7 +519,7 @@ def _columns_of(path: Path, first: Mapping[str, Any] | None) -> list[str]:
 
 
 @dataclass(slots=True)
-class _Read:
+class ItemRead:
     """A good item as read, before duplicate ids are checked (its id may still be generated)."""
 
     where: str
@@ -511,11 +530,12 @@ class _Read:
 
 
 @dataclass(slots=True)
-class _File:
-    """One file read: problems and items in file order, its records and whether the file itself failed."""
+class FileRead:
+    """One file (or an imported source's benchmark) read: problems and items in file order, and its
+    records; :func:`settle` turns several into a :class:`LoadResult`."""
 
-    path: Path
-    entries: list[Problem | _Read] = field(default_factory=list)
+    path: Path | str
+    entries: list[Problem | ItemRead] = field(default_factory=list)
     records: int = 0
     golds: dict[str, GoldTally] = field(default_factory=dict)  # bench -> its golds given as an index
 
@@ -535,7 +555,7 @@ class _File:
                 self.golds.setdefault(bench, GoldTally()).add(given, given)
 
     def given_ids(self) -> set[str]:
-        return {e.item.item_id for e in self.entries if isinstance(e, _Read) and not e.generated}
+        return {e.item.item_id for e in self.entries if isinstance(e, ItemRead) and not e.generated}
 
 
 # Fields a file's rows cannot do without: a map pointing one of them at a column the file lacks
@@ -569,13 +589,13 @@ def _absent_mapped(cmap: ColumnMap, resolved: ColumnMap, columns: Sequence[str])
     return None
 
 
-def _read_file(path: Path, cmap: ColumnMap) -> _File:
+def _read_file(path: Path, cmap: ColumnMap) -> FileRead:
     """Every record of one file parsed; ids are settled later, across files (:func:`_settle`)."""
-    out = _File(path)
+    out = FileRead(path)
     bench_default = bench_of_path(path)
     resolved: ColumnMap | None = None
     try:
-        for index, (where, row) in enumerate(_read_rows(path)):
+        for index, (where, row) in enumerate(read_rows(path)):
             if where == FILE_LEVEL:
                 out.entries.append(Problem(str(path), where, None, str(row)))
                 continue
@@ -607,7 +627,7 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
             row_bench = str(row.get(resolved.bench) or bench_default) if resolved.bench else bench_default
             out.tally_gold(row, resolved, row_bench, item, problems)
             if item is not None:
-                out.entries.append(_Read(where, item, row, resolved, not gives_id(row, resolved.item_id)))
+                out.entries.append(ItemRead(where, item, row, resolved, not gives_id(row, resolved.item_id)))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
         out.entries.append(Problem(str(path), FILE_LEVEL, None, f"cannot read file: {e}"))
     except Exception as e:  # pyarrow raises its own types for a corrupt file
@@ -619,9 +639,10 @@ def _read_file(path: Path, cmap: ColumnMap) -> _File:
     return out
 
 
-def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult) -> None:
+def _settle(read: FileRead, seen: dict[str, tuple[str, str]], taken: set[str], out: LoadResult) -> None:
     """Ids of one file's items: a generated id takes no id given anywhere (``taken``) nor an earlier
-    item's; a given id seen before is a duplicate. Problems and items keep file order."""
+    item's; a given id seen before (``seen``: id -> its first item's file and record) is a duplicate.
+    Problems and items keep file order."""
     path = str(read.path)
     out.records[path] = read.records
     ids = IdTally()
@@ -634,15 +655,16 @@ def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult)
         item, resolved = entry.item, entry.cmap
         if entry.generated:
             item = replace(item, item_id=free_id(item.item_id, taken | seen.keys()))
-        ids.add(entry.row, resolved.item_id, resolved.video_key or resolved.video_id, item.item_id,
-                seen.get(item.item_id) == path)
-        if item.item_id in seen:
+        first = seen.get(item.item_id)
+        ids.add(entry.row, resolved.item_id, resolved.video_key or resolved.video_id, item.item_id, entry.where,
+                first is not None and first[0] == path)
+        if first is not None:
             if first_bench is None:
                 first_bench = {it.item_id: it.bench for it in out.items}
             out.problems.append(Problem(path, entry.where, item.item_id, duplicate_id_message(
-                seen[item.item_id], first_bench.get(item.item_id), item.bench)))
+                f"{first[0]}:{first[1]}", first_bench.get(item.item_id), item.bench)))
             continue
-        seen[item.item_id] = path
+        seen[item.item_id] = (path, entry.where)
         if first_bench is not None:
             first_bench[item.item_id] = item.bench
         item = replace(item, source_file=path, source_line=entry.where)
@@ -653,19 +675,30 @@ def _settle(read: _File, seen: dict[str, str], taken: set[str], out: LoadResult)
                         "letter-screened", "note")
             )
         out.items.append(item)
-    if resolved and (hint := ids.hint(resolved.item_id, resolved.video_key or resolved.video_id)):
-        out.problems.append(Problem(path, FILE_LEVEL, None, hint, "note"))
+    if resolved and (hint := ids.hint(path, resolved.item_id, resolved.video_key or resolved.video_id)):
+        out.problems.append(Problem(path, hint[0], None, hint[1], "note", summary=True))
     for bench, tally in read.golds.items():
         if (one_based := one_based_golds_problem(bench, tally)):
             out.problems.append(Problem(path, FILE_LEVEL, None, one_based, "warning"))
 
 
-def load_path(path: Path, cmap: ColumnMap | None = None, seen: dict[str, str] | None = None) -> LoadResult:
-    """Load one file. ``seen`` (item id -> file) carries duplicate detection across files."""
-    read = _read_file(path, cmap or ColumnMap())
+def settle(files: Sequence[FileRead]) -> LoadResult:
+    """The items of several files read, in order, with every finding that needs them together or a
+    whole file: duplicate ids (within and across files, naming the first item's file and record),
+    the repeated-id note, open-format notes and the 1-based-golds warning. ``items validate`` (and
+    every command that loads items) and ``items import`` both come through here, so they report
+    the same records with the same references."""
+    taken = set().union(*(f.given_ids() for f in files))
+    seen: dict[str, tuple[str, str]] = {}
     out = LoadResult()
-    _settle(read, {} if seen is None else seen, read.given_ids(), out)
+    for read in files:
+        _settle(read, seen, taken, out)
     return out
+
+
+def load_path(path: Path, cmap: ColumnMap | None = None) -> LoadResult:
+    """Load one file."""
+    return settle([_read_file(path, cmap or ColumnMap())])
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -692,14 +725,8 @@ def load_items(paths: Iterable[str | Path], cmap: ColumnMap | None = None) -> Lo
     generated id never takes an id that any of the files gives."""
     paths = list(paths)
     files = [_read_file(path, cmap or ColumnMap()) for path in expand_paths(paths)]
-    taken = set().union(*(f.given_ids() for f in files))
-    seen: dict[str, str] = {}
-    total = LoadResult()
-    for folder in (Path(p) for p in paths):  # a folder named with nothing to read is that folder's error, not silence
-        if folder.is_dir() and not expand_paths([folder]):
-            total.records[str(folder)] = 0
-            total.problems.append(Problem(str(folder), FILE_LEVEL, None,
-                                          f"no item files ({', '.join(_SUFFIXES)}) in this folder: no items"))
-    for read in files:
-        _settle(read, seen, taken, total)
-    return total
+    # a folder named with nothing to read is that folder's error, not silence
+    empty = [FileRead(folder, [Problem(str(folder), FILE_LEVEL, None,
+                                       f"no item files ({', '.join(_SUFFIXES)}) in this folder: no items")])
+             for folder in (Path(p) for p in paths) if folder.is_dir() and not expand_paths([folder])]
+    return settle([*empty, *files])

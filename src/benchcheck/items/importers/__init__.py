@@ -20,8 +20,8 @@ from typing import Any
 
 from benchcheck.atomic import jsonl_bytes, write_bytes_atomic
 from benchcheck.items.checks import bench_name_problem
-from benchcheck.items.ids import ID_PREFIXES, duplicate_id_message, qualified_id
-from benchcheck.items.load import ColumnMap, LoadResult, Problem, row_to_item
+from benchcheck.items.ids import ID_PREFIXES, gives_id, qualified_id
+from benchcheck.items.load import FILE_LEVEL, ColumnMap, FileRead, ItemRead, LoadResult, Problem, row_to_item, settle
 from benchcheck.items.record import Item, video_has_frames
 
 FORMATS = ("vlmevalkit", "lmms-eval", "hf-folder")
@@ -99,56 +99,57 @@ def to_items(parts: Sequence[Part], user_map: str | None = None, bench: str | No
              id_prefix: str | None = None) -> LoadResult:
     """The items of every part, with one problem per bad record (a bad record never stops the rest).
     ``id_prefix="bench"``: each id written as ``BENCH/ID`` (``ids.qualified_id``), before duplicates
-    are told, so two benchmarks that number their items alike import together."""
+    are told, so two benchmarks that number their items alike import together. Ids are settled by
+    the item loader's own :func:`~benchcheck.items.load.settle`: duplicates, the repeated-id note
+    and the file-wide warnings are those ``items validate`` gives for the same records."""
     if id_prefix is not None and id_prefix not in ID_PREFIXES:
         raise ValueError(f"--id-prefix {id_prefix!r}: expected one of {', '.join(ID_PREFIXES)}")
     user, named = parse_map(user_map)
-    out = LoadResult()
-    seen: dict[str, tuple[str, str]] = {}  # id -> (where, benchmark) of its first item
-    for part in parts:
-        cmap = merge_map(part.defaults, user, named)
-        name = bench or part.name
-        if (bad := bench_name_problem(name)) is not None:
-            out.problems.append(Problem(part.path, "0", None, bad))
+    return settle([_read_part(part, merge_map(part.defaults, user, named), bench, id_prefix) for part in parts])
+
+
+def _read_part(part: Part, cmap: ColumnMap, bench: str | None, id_prefix: str | None) -> FileRead:
+    """One part's records as the loader reads a file's: problems and items in order, ids not settled yet."""
+    out = FileRead(part.path)
+    name = bench or part.name
+    if (bad := bench_name_problem(name)) is not None:
+        out.entries.append(Problem(part.path, FILE_LEVEL, None, bad))
+        return out
+    if part.columns and (missing := _missing_columns(cmap, part.columns)):
+        out.entries.append(Problem(part.path, FILE_LEVEL, None, f"column map: {missing[0]!r} is not a column here "
+                                   f"(columns: {', '.join(part.columns)})"))
+        return out
+    use_index = part.index_column if not cmap.item_id and part.index_column else None
+    if use_index:
+        cmap = replace(cmap, item_id="__index_id")
+    out.records = sum(where != FILE_LEVEL for where, _ in part.rows)
+    for index, (where, row) in enumerate(part.rows):
+        if isinstance(row, str):
+            out.entries.append(Problem(part.path, where, None, row))
             continue
-        if part.columns and (missing := _missing_columns(cmap, part.columns)):
-            out.problems.append(Problem(part.path, "0", None, f"column map: {missing[0]!r} is not a column here "
-                                        f"(columns: {', '.join(part.columns)})"))
-            continue
-        use_index = part.index_column if not cmap.item_id and part.index_column else None
+        row = dict(row)
         if use_index:
-            cmap = replace(cmap, item_id="__index_id")
-        out.records[part.path] = len(part.rows)
-        for index, (where, row) in enumerate(part.rows):
-            if isinstance(row, str):
-                out.problems.append(Problem(part.path, where, None, row))
-                continue
-            row = dict(row)
-            if use_index:
-                row["__index_id"] = f"{name}_{row.get(use_index, index)}"
-            if (gap := _gap(row, cmap.options or ())) is not None:
-                out.problems.append(Problem(part.path, where, _item_id(row, cmap, name, index), gap))
-                continue
-            _video_fields(row, cmap)
-            try:
-                item, item_id, problems = row_to_item(row, cmap, name, index)
-            except (TypeError, ValueError) as e:
-                out.problems.append(Problem(part.path, where, None, f"cannot read item: {type(e).__name__}: {e}"))
-                continue
-            out.problems.extend(Problem(part.path, where, item_id, m) for m in problems)
-            if item is None:
-                continue
-            if bench:
-                item = replace(item, bench=bench)
-            if id_prefix == "bench":
-                item = replace(item, item_id=qualified_id(item.bench, item.item_id))
-            if item.item_id in seen:
-                first = seen[item.item_id]
-                out.problems.append(Problem(part.path, where, item.item_id,
-                                            duplicate_id_message(first[0], first[1], item.bench)))
-                continue
-            seen[item.item_id] = (part.path, item.bench)
-            out.items.append(replace(item, source_file=part.path, source_line=where))
+            row["__index_id"] = f"{name}_{row.get(use_index, index)}"
+        if (gap := _gap(row, cmap.options or ())) is not None:
+            out.entries.append(Problem(part.path, where, _item_id(row, cmap, name, index), gap))
+            continue
+        _video_fields(row, cmap)
+        try:
+            item, item_id, problems = row_to_item(row, cmap, name, index)
+        except (TypeError, ValueError) as e:
+            out.entries.append(Problem(part.path, where, None, f"cannot read item: {type(e).__name__}: {e}"))
+            continue
+        out.entries.extend(Problem(part.path, where, item_id, m) for m in problems)
+        out.tally_gold(row, cmap, name, item, problems)
+        if item is None:
+            continue
+        if bench:
+            item = replace(item, bench=bench)
+        if id_prefix == "bench":
+            item = replace(item, item_id=qualified_id(item.bench, item.item_id))
+        # an id made from VLMEvalKit's index is that column's, as the repeated-id note names it
+        read_map = replace(cmap, item_id=use_index) if use_index else cmap
+        out.entries.append(ItemRead(where, item, row, read_map, not gives_id(row, cmap.item_id)))
     return out
 
 

@@ -18,14 +18,14 @@ names the others.
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchcheck.items.importers import Part, SourceError, long_cells
-from benchcheck.items.load import ColumnMap, csv_delimiter, extra_cells_problem, resolve_columns
+from benchcheck.items.layouts import Record, json_records
+from benchcheck.items.load import FILE_LEVEL, ColumnMap, ShiftedRow, jsonl_rows, read_rows, resolve_columns
 
 DATA_SUFFIXES = (".parquet", ".arrow", ".jsonl", ".json", ".csv")
 
@@ -42,49 +42,53 @@ def read_arrow(path: Path) -> list[dict[str, Any]]:
             return list(pa.ipc.open_file(src).read_all().to_pylist())
 
 
-def read_data_file(path: Path) -> list[dict[str, Any]]:
-    """The records of one data file (``SourceError`` naming it when it cannot be read)."""
+def data_records(path: Path) -> list[Record]:
+    """(where, record or why it cannot be read) per record of one data file, ``where`` as the item
+    loader names it (``load.read_rows``: the line a CSV row or a JSON line starts on, ``#N`` in a
+    JSON list, ``row N`` in Parquet; Arrow too), so ``items import`` and ``items validate`` name a
+    record alike. A file that cannot be read at all is a SourceError naming it; so is a JSON object
+    (records keyed by something) and a CSV row with more cells than the header (every later cell
+    would be read one column off)."""
     suffix = path.suffix.lower()
     try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            return list(pq.read_table(path).to_pylist())
         if suffix == ".arrow":
-            return read_arrow(path)
-        if suffix == ".csv":
-            with long_cells(), path.open(encoding="utf-8-sig", newline="") as f:
-                delimiter = csv_delimiter(f.readline())
-                f.seek(0)
-                reader = csv.DictReader(f, delimiter=delimiter)
-                rows = []
-                for r in reader:
-                    if (extra := extra_cells_problem(r)):
-                        raise SourceError(f"{path}:{reader.line_num}: {extra}")
-                    rows.append(dict(r))
-                return rows
+            return [(f"row {n}", r) for n, r in enumerate(read_arrow(path), 1)]
+        if suffix in (".csv", ".jsonl", ".parquet"):
+            with long_cells():  # a question with a long hint is one cell
+                return list(read_rows(path, refuse_shifted=True))
         text = path.read_text(encoding="utf-8-sig")
-        if suffix == ".json":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError:
-                data = None  # JSON lines under a .json name, as datasets' json builder reads them too
-            if isinstance(data, list):
-                return [r if isinstance(r, dict) else {"__not_an_object__": r} for r in data]
-            if isinstance(data, dict):
-                keys = ", ".join(list(map(str, data))[:5])
-                raise SourceError(f"{path}: a JSON object (keys: {keys}), not a list of records: "
-                                  "give a JSON list or JSON lines, one record each")
-        # JSON lines end at "\n" alone: U+2028 and the like are legal inside a string, where splitlines cuts
-        return [_object(json.loads(line)) for line in text.split("\n") if line.strip()]
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            return list(jsonl_rows(path))  # JSON lines under a .json name, as datasets' json builder reads them too
+        if isinstance(data, dict):
+            keys = ", ".join(list(map(str, data))[:5])
+            raise SourceError(f"{path}: a JSON object (keys: {keys}), not a list of records: "
+                              "give a JSON list or JSON lines, one record each")
+        records, refused = json_records(data)
+        return [(FILE_LEVEL, refused)] if refused else records
+    except ShiftedRow as e:
+        raise SourceError(str(e)) from e
     except SourceError:
         raise
     except Exception as e:  # pyarrow, json and csv each raise their own types for a damaged file
         raise SourceError(f"{path}: cannot read it ({type(e).__name__}: {e})") from e
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {"__not_an_object__": value}
+def read_data_file(path: Path) -> list[dict[str, Any]]:
+    """The records of one data file (a task's documents); one that cannot be read stops it, named."""
+    out = []
+    for where, r in data_records(path):
+        if isinstance(r, str):
+            raise SourceError(f"{path}: {r}" if where == FILE_LEVEL else f"{path}:{where}: {r}")
+        out.append(r)
+    return out
+
+
+def _in_file(name: str, records: Iterable[Record]) -> Iterator[Record]:
+    """A folder's records named by file and record (``sub/a.csv:4``); a file-wide message by file."""
+    for where, r in records:
+        yield (FILE_LEVEL, f"{name}: {r}") if where == FILE_LEVEL else (f"{name}:{where}", r)
 
 
 def _features(folder: Path) -> dict[str, Any]:
@@ -124,12 +128,12 @@ def _pick_split(splits: Sequence[str], split: str | None, where: Path) -> str:
     raise SourceError(f"{where}: several splits ({', '.join(splits)}): choose one with --split")
 
 
-def _part(name: str, path: Path, records: Iterable[tuple[str, dict[str, Any]]], features: dict[str, Any]) -> Part:
-    rows: list[tuple[str, dict[str, Any] | str]] = []
+def _part(name: str, path: Path, records: Iterable[Record], features: dict[str, Any]) -> Part:
+    rows: list[Record] = []
     columns: dict[str, None] = {}
     for where, r in records:
-        if "__not_an_object__" in r:
-            rows.append((where, "record is not a JSON object"))
+        if isinstance(r, str):
+            rows.append((where, r))
             continue
         row = plain(r, features)
         columns.update(dict.fromkeys(row))
@@ -182,7 +186,7 @@ def _hub_configs(root: Path, split: str | None) -> list[Part] | None:
         found = [p for pattern in by_split[chosen] for p in sorted(root.glob(pattern))]
         if not found:
             raise SourceError(f"{card}: config {name!r} split {chosen!r}: no file matches {by_split[chosen]}")
-        records = ((f"{f.name}:{n}", r) for f in found for n, r in enumerate(read_data_file(f), 1))
+        records = (rec for f in found for rec in _in_file(f.name, data_records(f)))
         parts.append(_part(name, root / by_split[chosen][0] if len(found) == 1 else root, records, {}))
     return parts
 
@@ -191,7 +195,7 @@ def read_folder(path: Path, split: str | None = None) -> list[Part]:
     if path.is_file():
         if path.suffix.lower() not in DATA_SUFFIXES:
             raise SourceError(f"{path}: not a data file (expected {', '.join(DATA_SUFFIXES)})")
-        return [_part(path.stem, path, ((f"row {n}", r) for n, r in enumerate(read_data_file(path), 1)), {})]
+        return [_part(path.stem, path, data_records(path), {})]
     if (path / "dataset_dict.json").is_file():
         try:
             splits = [str(s) for s in json.loads((path / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]]
@@ -209,5 +213,5 @@ def read_folder(path: Path, split: str | None = None) -> list[Part]:
     if not files:
         raise SourceError(f"{path}: no datasets layout here (no dataset_dict.json, state.json, README.md configs, "
                           f"nor {', '.join(DATA_SUFFIXES)} files)")
-    records = ((f"{f.relative_to(path)}:{n}", r) for f in files for n, r in enumerate(read_data_file(f), 1))
+    records = (rec for f in files for rec in _in_file(str(f.relative_to(path)), data_records(f)))
     return [_part(path.name, path, records, {})]
