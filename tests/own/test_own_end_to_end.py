@@ -75,7 +75,7 @@ def test_items_to_report_with_no_hand_edit(tmp_path: Path) -> None:
     r = bc("report", "--results", res, "--items", linked, "--frames", frames, "--sweep", sweep, "--audit",
            tmp_path / "audit", "--out", tmp_path / "report", "--no-plots", "--no-progress", "--workers", "1")
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "report" / "index.html").is_file() and "1 benchmarks, 10 items" in r.stderr
+    assert (tmp_path / "report" / "index.html").is_file() and "1 benchmark, 10 items" in r.stderr
     # The raw items too: the report resolves their videos for the thumbnails the same way.
     r = bc("report", "--results", res, "--items", items, "--store", store, "--videos", raw, "--frames", frames,
            "--copy-frames", "--out", tmp_path / "report_raw", "--no-plots", "--no-progress", "--workers", "1")

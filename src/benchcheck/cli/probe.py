@@ -165,7 +165,8 @@ def run_default_probe(items: Sequence[Item], results: str, seed: int = 0, step0:
     except (DedupError, OSError, ImportError) as e:
         click.echo(f"probe skipped: {e}", err=True)
         return
-    click.echo(f"probe: {len(run.result.probed)} benchmarks probed, "
+    n = len(run.result.probed)
+    click.echo(f"probe: {n} benchmark{'s' * (n != 1)} probed, "
                f"{sum(b.learnable for b in run.result.probed)} learnable from text, "
                f"{'no' if run.flags is None else len(run.flags)} label flags"
                + ("" if step0 is None else f", {sum(b.step0_removed or 0 for b in run.result.benches)} removed at "

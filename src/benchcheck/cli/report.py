@@ -90,7 +90,8 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         click.echo(f"WARNING: {w}", err=True)
     if built.probe_note is not None:
         click.echo(f"note: {built.probe_note[0].lower()}{built.probe_note[1:]}", err=True)
-    click.echo(f"{built.benches} benchmarks, {built.items} items, {built.seconds:.1f} s", err=True)
+    click.echo(f"{built.benches} benchmark{'s' * (built.benches != 1)}, {built.items} item{'s' * (built.items != 1)}, "
+               f"{built.seconds:.1f} s", err=True)
     click.echo(str(built.index))
 
 
