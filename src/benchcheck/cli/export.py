@@ -38,9 +38,13 @@ from benchcheck.cli.common import (
 @click.option("--video-source", type=click.Choice(["original", "store"]), default="original", show_default=True,
               help="original: the video each item came with (its path or URL); store: the normalized re-encode "
                    "the screening saw (needs --store).")
+@click.option("--drop-unscreened", is_flag=True,
+              help="Leave out the kept items no visual step saw (their video was not found, or they name none; "
+                   "the report's \"kept without a visual step\").")
 @click.option("--out", type=CliPath(file_okay=False), required=True, help="Folder to write the export into.")
 def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain: str, fmt: str, removed: bool,
-           frames_root: str | None, step0: str | None, store: str | None, video_source: str, out: str) -> None:
+           frames_root: str | None, step0: str | None, store: str | None, video_source: str,
+           drop_unscreened: bool, out: str) -> None:
     """Write the kept items of each benchmark (or --removed ones) for your own harness. Each item's
     video is the one it came with (--video-source store: the normalized re-encode).
 
@@ -52,13 +56,20 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
 
     from benchcheck.report.export import (
         Cleanup,
+        Pending,
+        Selected,
         empty_benches,
         export_frames,
+        first_ids,
+        partition,
+        pending_parts,
         relative_videos,
         select,
         unnamed_videos,
+        unsafe_video,
     )
     from benchcheck.report.export import export as run
+    from benchcheck.screen.fates import NEVER_SCREENED
     from benchcheck.screen.steps import parse_chain
 
     need_step_results(results)
@@ -72,17 +83,24 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         die("no valid items in --items")
     dups = step0_option(step0)
     finals: Counter[str] = Counter()
+    pending: list[Pending] = []
     try:
         selected = select(Path(results), loaded.items, steps, removed,
                           export_frames(Path(frames_root) if frames_root else None), Path(store) if store else None,
-                          video_source, finals, dups)
+                          video_source, finals, dups, pending)
     except ValueError as e:
         die(str(e))
+    # a path that leaves the folder a harness reads it from is never written (screening refused it too)
+    selected, unsafe = partition(selected, unsafe_video)
+    unscreened: list[tuple[Selected, str]] = []
+    if drop_unscreened:
+        selected, unscreened = partition(selected, lambda s: "unscreened" if s.unscreened else None)
     n = sum(len(v) for v in selected.values())
     label = "removed" if removed else "kept"
     pending_hint = "" if frames_root else "; without --frames an item no visual step has screened yet is pending"
-    if step0 is None and finals.get("pending"):
-        pending_hint += "; items that screen --keep left out are pending unless --step0 names the step-0 outcome"
+    if step0 is None and any(p.cause == NEVER_SCREENED for p in pending):
+        # no run records its --keep; an item it left out is one no step ever screened
+        pending_hint += "; an item screen --keep left out is removed at step 0 once --step0 names the step-0 outcome"
     if n == 0:
         # an empty export is no dataset: lmms-eval refuses a group of no task, datasets a folder of no file
         fates = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(finals.items()) if v) or "no items"
@@ -129,7 +147,18 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         click.echo(f"note: {note[0].lower()}{note[1:]}", err=True)
     if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
         parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
-        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts}){pending_hint}",
+        why = "; ".join(pending_parts(pending))
+        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts})"
+                   f"{f'; pending: {why}' if why else ''}{pending_hint}", err=True)
+    if unsafe:
+        click.echo(f"note: {len(unsafe)} {label} items left out: their video path leaves the folder a harness reads "
+                   f"it from (first: {unsafe[0][0].item.item_id}: {unsafe[0][1]})", err=True)
+    if unscreened:
+        click.echo(f"note: {len(unscreened)} kept items left out that no visual step saw (--drop-unscreened): "
+                   f"{first_ids([s.item.item_id for s, _ in unscreened])}", err=True)
+    elif not removed and (seen_blind := [s.item.item_id for rows in selected.values() for s in rows if s.unscreened]):
+        click.echo(f"note: {len(seen_blind)} kept items no visual step saw (their video was not found, or they name "
+                   f"none: kept without a visual step): {first_ids(seen_blind)}; --drop-unscreened leaves them out",
                    err=True)
     if unnamed := unnamed_videos(selected):
         hint = ("no normalized video in --store" if video_source == "store" else

@@ -49,7 +49,7 @@ from benchcheck.items import Item, video_has_frames
 from benchcheck.lease import holder, try_lease
 from benchcheck.report.browser import slug
 from benchcheck.report.source import Step0, StepProvenance, iter_benches
-from benchcheck.screen.fates import KEPT, REMOVED
+from benchcheck.screen.fates import EDITED, KEPT, NEVER_SCREENED, REMOVED, RESPEC, RETRYING, WAITING, kept_unscreened
 
 FORMATS = ("lmms-eval", "vlmevalkit", "parquet", "inspect")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -60,6 +60,7 @@ class Selected:
     item: Item
     removed_at: int | None
     video: str | None
+    unscreened: bool = False  # kept without a visual step (``screen.fates.kept_unscreened``)
 
 
 VIDEO_SOURCES = ("original", "store")
@@ -143,11 +144,12 @@ def relative_videos(selected: Mapping[str, Sequence[Selected]]) -> list[str]:
 def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: bool,
            has_frames: Callable[[Item], bool], store: Path | None = None,
            video_source: str = "original", finals: Counter[str] | None = None,
-           step0: Step0 | None = None) -> dict[str, list[Selected]]:
+           step0: Step0 | None = None, pending: list[Pending] | None = None) -> dict[str, list[Selected]]:
     """Per benchmark, the items whose final fate is kept (or removed): pending, failed or open
     items are in neither set, so an export never claims an item that was not decided. ``finals``,
-    when given, counts every item's final fate. ``step0``: its duplicates are removed at step 0
-    (``removed_at`` 0), as the report and ``assemble --keep`` count them, never pending."""
+    when given, counts every item's final fate; ``pending`` gets each pending item's cause.
+    ``step0``: its duplicates are removed at step 0 (``removed_at`` 0), as the report and
+    ``assemble --keep`` count them, never pending."""
     if video_source not in VIDEO_SOURCES:
         raise ValueError(f"video source {video_source!r}: expected one of {', '.join(VIDEO_SOURCES)}")
     if video_source == "store" and store is None:
@@ -160,9 +162,70 @@ def select(results: Path, items: Sequence[Item], chain: Sequence[int], removed: 
     for bench in iter_benches(results, items, chain, has_frames, prov, step0):
         if finals is not None:
             finals.update(ev.final for ev in bench.items)
-        out[bench.bench] = [Selected(ev.item, ev.removed_at, pick(ev.item)) for ev in bench.items
-                            if ev.final == want]
+        if pending is not None:
+            pending.extend(Pending(*ev.waiting, ev.item.item_id) for ev in bench.items if ev.waiting)
+        out[bench.bench] = [Selected(ev.item, ev.removed_at, pick(ev.item), kept_unscreened(ev.final, ev.fates))
+                            for ev in bench.items if ev.final == want]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A pending item: why (``screen.fates.pending_cause``) and the step it waits on."""
+
+    cause: str
+    step: int
+    item_id: str
+
+
+# How the export's note says each cause, in this order ({steps}: the steps the items wait on).
+PENDING_WORDS = {EDITED: "stale after an edit at step {steps} (their rows there are of the item before it)",
+                 RESPEC: "stale at step {steps} (asked under another spec)",
+                 RETRYING: "with error rows and retries left at step {steps}",
+                 WAITING: "not reached by step {steps} yet",
+                 NEVER_SCREENED: "never screened by any step (added since, or left out by screen --keep, "
+                                 "--bench or --limit)"}
+SHOWN_IDS = 3  # item ids a note names before "..."
+
+
+def first_ids(ids: Sequence[str]) -> str:
+    return ", ".join(ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
+
+
+def pending_parts(pending: Sequence[Pending]) -> list[str]:
+    """One phrase per cause: how many items, at which steps, the first ids (pure)."""
+    out = []
+    for cause, words in PENDING_WORDS.items():
+        if these := [p for p in pending if p.cause == cause]:
+            steps = ", ".join(map(str, sorted({p.step for p in these})))
+            out.append(f"{len(these)} {words.format(steps=steps)}: {first_ids([p.item_id for p in these])}")
+    return out
+
+
+def partition(selected: Mapping[str, Sequence[Selected]], why: Callable[[Selected], str | None]
+              ) -> tuple[dict[str, list[Selected]], list[tuple[Selected, str]]]:
+    """The selection without the items ``why`` gives a reason for, and those items with it (pure).
+    A benchmark left with no item keeps its (empty) entry: ``empty_benches`` names it."""
+    kept: dict[str, list[Selected]] = {}
+    out: list[tuple[Selected, str]] = []
+    for bench, rows in selected.items():
+        kept[bench] = []
+        for s in rows:
+            if (reason := why(s)) is None:
+                kept[bench].append(s)
+            else:
+                out.append((s, reason))
+    return kept, out
+
+
+def unsafe_video(s: Selected) -> str | None:
+    """Why the exported video path may not go into a harness's file, or None: a relative path that
+    leaves the folder it is read from, by the rule screening refuses such a path with."""
+    from benchcheck.video.resolve import path_problem
+
+    if not s.video or not is_relative_path(s.video):
+        return None
+    return path_problem(s.video, "folder a harness reads it from")
 
 
 def unnamed_videos(selected: Mapping[str, Sequence[Selected]]) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 from benchcheck.items import Item, fingerprints
 from benchcheck.records import ErrorRow
 from benchcheck.screen.assemble import sanity_flags, summary_rows
-from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates
+from benchcheck.screen.fates import NOT_REACHED, REMOVED, ItemFate, item_fates, pending_cause
 from benchcheck.screen.plan import KeptList, load_keep
 from benchcheck.store import StepStore, bench_of_file, read_records, read_rows
 from benchcheck.sweep.results import condition_models
@@ -37,6 +37,8 @@ class ItemEvidence:
     fates: Mapping[int, str]
     margins: Mapping[int, float | None]
     rows: Mapping[int, Mapping[str, Any]]
+    # a pending item's cause and the step it waits on (``screen.fates.pending_cause``)
+    waiting: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +132,8 @@ def _bench_errors(results: Path, step: int, bench: str) -> dict[str, Mapping[str
     return out
 
 
-def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[int, Mapping[str, Mapping[str, Any]]]
-              ) -> ItemEvidence:
+def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[int, Mapping[str, Mapping[str, Any]]],
+              chain: Sequence[int]) -> ItemEvidence:
     iid = f.item.item_id
     rows: dict[int, Mapping[str, Any]] = {}
     for s in f.fates:
@@ -139,7 +141,8 @@ def _evidence(f: ItemFate, states: Mapping[int, StepState], last_error: Mapping[
         row = ok.fields if ok is not None else last_error[s].get(iid)
         if row is not None:
             rows[s] = row
-    return ItemEvidence(f.item, f.final, f.removed_at, dict(f.fates), dict(f.margins), rows)
+    return ItemEvidence(f.item, f.final, f.removed_at, dict(f.fates), dict(f.margins), rows,
+                        pending_cause(f, chain, states))
 
 
 def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence[int],
@@ -165,7 +168,7 @@ def read_bench(results: Path, bench: str, items: Sequence[Item], chain: Sequence
     fates = item_fates(chained, chain, states, has_frames)
     summary = summary_rows(fates, chain, states) if fates else []
     flags = sanity_flags(summary)
-    evidence = {f.item.item_id: _evidence(f, states, last_error) for f in fates}
+    evidence = {f.item.item_id: _evidence(f, states, last_error, chain) for f in fates}
     for it in items:
         if it.item_id in dups:
             evidence[it.item_id] = ItemEvidence(it, REMOVED, 0, dict.fromkeys(chain, NOT_REACHED), {},

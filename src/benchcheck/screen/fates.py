@@ -52,6 +52,27 @@ def kept_unscreened(final: str, fates: Mapping[int, str]) -> bool:
     return final == KEPT and NOT_SCREENED in fates.values()
 
 
+# Why a pending item has no verdict yet at the step it waits on (``pending_cause``).
+NEVER_SCREENED, WAITING, EDITED, RESPEC, RETRYING = "never_screened", "waiting", "edited", "respec", "retrying"
+
+
+def pending_cause(f: ItemFate, chain: Sequence[int], states: Mapping[int, StepState]) -> tuple[str, int] | None:
+    """Why a pending item is pending, and the step it waits on; None for any other final. Its rows
+    there are of the item before an edit (``EDITED``) or under another spec (``RESPEC``); error rows
+    with retries left (``RETRYING``); else none: at the chain's first step the item was never
+    screened (added since, or left out by the run: ``--keep``, ``--bench``, ``--limit``), later it
+    waits for that step to run over it (``WAITING``)."""
+    if f.final != PENDING:
+        return None
+    step = next(s for s in chain if f.fates.get(s) in (PENDING, ERROR))
+    if f.fates[step] == ERROR:
+        return RETRYING, step
+    state = states.get(step, StepState())
+    if state.verdict(f.item.item_id).stale:
+        return (EDITED if f.item.item_id in state.edited else RESPEC), step
+    return (NEVER_SCREENED if step == chain[0] else WAITING), step
+
+
 def item_fates(items: Sequence[Item], chain: Sequence[int], states: Mapping[int, StepState],
                has_frames: Callable[[Item], bool]) -> list[ItemFate]:
     """Each item's fate per step, read through the reducer and the planner's chain rule (``gate``)."""

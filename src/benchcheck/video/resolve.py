@@ -48,20 +48,30 @@ SHOWN_LINES = 20
 def confined_path(root: Path, rel: str, what: str = "videos folder") -> Path:
     """``root / rel``, refusing an absolute ``rel`` and any path that climbs out of ``root``
     (``..``, or a symlink inside it that points outside). The one rule for paths from item files."""
-    if not rel:
-        raise ValueError("empty video path")
-    if "\x00" in rel:  # no file name holds one: said as such, not as an empty path
-        raise ValueError(f"video path {rel!r} holds a NUL byte")
-    if problem := unencodable(rel):
+    if problem := path_problem(rel, what):
         raise ValueError(problem)
     pure = PurePosixPath(rel.replace("\\", "/"))
-    if pure.is_absolute() or ".." in pure.parts:
-        raise ValueError(dotdot_problem(rel, what))
     base = root.resolve()
     path = _resolved(base / pure, rel)
     if not _within(base, path):
         raise ValueError(f"video path {rel!r} resolves outside the {what}")
     return path
+
+
+def path_problem(rel: str, what: str = "videos folder") -> str | None:
+    """Why ``rel`` may not name a file below a folder, as written (no file system call), or None:
+    empty, a NUL, no file name's bytes, absolute, or a ``..`` part. ``confined_path`` checks this
+    first; ``export`` writes no video path that fails it into a harness's file."""
+    if not rel:
+        return "empty video path"
+    if "\x00" in rel:  # no file name holds one: said as such, not as an empty path
+        return f"video path {rel!r} holds a NUL byte"
+    if problem := unencodable(rel):
+        return problem
+    pure = PurePosixPath(rel.replace("\\", "/"))
+    if pure.is_absolute() or ".." in pure.parts:
+        return dotdot_problem(rel, what)
+    return None
 
 
 def dotdot_problem(rel: str, what: str = "videos folder") -> str:
