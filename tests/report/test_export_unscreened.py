@@ -60,7 +60,9 @@ def test_a_path_leaving_the_data_folder_is_never_written(pool: tuple[Path, Path,
     assert {r["item_id"] for r in rows} == {"q0", "q1", "q6"}
     assert "outside" not in (tmp_path / "lmms" / "LabBench_kept.jsonl").read_text()
     assert "3 kept items of 1 benchmarks" in err
-    assert "note: 1 kept items left out: their video path leaves the folder a harness reads it from (first: q7:" in err
+    assert ("note: 1 kept items left out: a harness would open a file outside the folder it reads videos from, "
+            "and screening refused the path too (first: q7: video path '../../outside/secret.mp4' leaves the "
+            "folder a harness reads it from)") in err
     err = export(pool, tmp_path / "vlm", "vlmevalkit")
     with (tmp_path / "vlm" / "LabBench_kept.tsv").open(newline="") as f:
         tsv = list(csv.DictReader(f, delimiter="\t"))

@@ -151,8 +151,9 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts})"
                    f"{f'; pending: {why}' if why else ''}{pending_hint}", err=True)
     if unsafe:
-        click.echo(f"note: {len(unsafe)} {label} items left out: their video path leaves the folder a harness reads "
-                   f"it from (first: {unsafe[0][0].item.item_id}: {unsafe[0][1]})", err=True)
+        click.echo(f"note: {len(unsafe)} {label} items left out: a harness would open a file outside the folder "
+                   f"it reads videos from, and screening refused the path too (first: "
+                   f"{unsafe[0][0].item.item_id}: {unsafe[0][1]})", err=True)
     if unscreened:
         click.echo(f"note: {len(unscreened)} kept items left out that no visual step saw (--drop-unscreened): "
                    f"{first_ids([s.item.item_id for s, _ in unscreened])}", err=True)
