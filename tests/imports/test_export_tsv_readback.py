@@ -58,7 +58,7 @@ def test_export_names_the_left_out_items_on_the_command_line(tmp_path: Path) -> 
         {"item_id": "n1", "question": "How many?", "options": ["2", "4"], "answer": 1}])
     screen_step1(items, tmp_path / "results", tmp_path)
     r = export(tmp_path / "results", items, "vlmevalkit", tmp_path / "out")
-    assert "note: 1 items left out of N_kept.tsv (they would not read back as written; reasons in" in r.output
+    assert "note: 1 item left out of N_kept.tsv (they would not read back as written; reasons in" in r.output
 
 
 def test_all_digit_options_read_back_as_written_or_are_left_out_with_the_reason(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_without_the_store_a_key_stays_and_a_bare_id_is_named_in_a_note(
     r = export(results, items, "parquet", tmp_path)
     got = _videos_parquet(tmp_path)
     assert got == {**expect, "key": "local::raw::c.mp4", "hash": None, "none": None}
-    assert "note: 1 items have an empty video (only a video_id: give --store" in r.output
+    assert "note: 1 item has an empty video (only a video_id: give --store" in r.output
 
 
 def test_video_source_store_writes_the_normalized_files(bench: tuple[Path, Path, Path, dict[str, str]],

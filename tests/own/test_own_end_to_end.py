@@ -84,7 +84,7 @@ def test_items_to_report_with_no_hand_edit(tmp_path: Path) -> None:
     assert {p.name for p in (tmp_path / "report_raw" / "frames").iterdir()} == ids
     r = bc("export", "--results", res, "--items", linked, "--format", "parquet", "--out", tmp_path / "export")
     assert r.exit_code == 0, r.output
-    assert "10 kept items of 1 benchmarks" in r.stderr
+    assert "10 kept items of 1 benchmark" in r.stderr
 
 
 def readme_block(heading: str) -> str:

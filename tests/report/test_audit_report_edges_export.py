@@ -42,8 +42,8 @@ def test_lmms_eval_group_names_no_empty_task(pool: tuple[Path, Path], tmp_path: 
                                              empty: str, full: str) -> None:
     label = "removed" if extra else "kept"
     err = export(pool, "lmms-eval", tmp_path, *extra)
-    assert f"4 {label} items of 1 benchmarks" in err
-    assert f"note: 1 benchmarks have no {label} items and are left out of the export" in err and empty in err
+    assert f"4 {label} items of 1 benchmark" in err
+    assert f"note: 1 benchmark without {label} items left out of the export" in err and empty in err
     group = yaml.safe_load((tmp_path / f"_benchcheck_{label}.yaml").read_text())
     assert group["task"] == [f"benchcheck_{full.lower()}_{label}"]
     for name in group["task"]:
@@ -83,7 +83,7 @@ def test_an_earlier_export_of_a_now_empty_benchmark_is_removed(pool: tuple[Path,
                                                                   options=("x", "y"), answer=0), None, None)]}, False)
     assert (tmp_path / "Gone_kept.tsv").is_file()
     err = export(pool, "vlmevalkit", tmp_path)
-    assert not (tmp_path / "Gone_kept.tsv").exists() and "note: removed 1 files" in err and "Gone_kept.tsv" in err
+    assert not (tmp_path / "Gone_kept.tsv").exists() and "note: removed 1 file " in err and "Gone_kept.tsv" in err
     assert lines(tmp_path / "Stay_kept.tsv") == 5 and lines(tmp_path / "Gone_removed.tsv") == 5
 
 

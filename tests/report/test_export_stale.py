@@ -59,7 +59,8 @@ def test_reexport_of_fewer_benchmarks_drops_the_others_files(pool: tuple[Path, P
     if fmt == "lmms-eval":
         group = yaml.safe_load((out / "_benchcheck_kept.yaml").read_text())
         assert group["task"] == ["benchcheck_one_kept"] and (out / "utils.py").is_file()
-    assert notes == [[], [f"note: removed {len(TWO[fmt])} files an earlier export wrote for benchmarks not in "
+    files = f"{len(TWO[fmt])} file{'s' * (len(TWO[fmt]) != 1)}"
+    assert notes == [[], [f"note: removed {files} an earlier export wrote for benchmarks not in "
                           f"this one: {', '.join(sorted(TWO[fmt]))}"]]
 
 

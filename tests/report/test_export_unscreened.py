@@ -59,8 +59,8 @@ def test_a_path_leaving_the_data_folder_is_never_written(pool: tuple[Path, Path,
     rows = [json.loads(x) for x in (tmp_path / "lmms" / "LabBench_kept.jsonl").read_text().splitlines()]
     assert {r["item_id"] for r in rows} == {"q0", "q1", "q6"}
     assert "outside" not in (tmp_path / "lmms" / "LabBench_kept.jsonl").read_text()
-    assert "3 kept items of 1 benchmarks" in err
-    assert ("note: 1 kept items left out: a harness would open a file outside the folder it reads videos from, "
+    assert "3 kept items of 1 benchmark" in err
+    assert ("note: 1 kept item left out: a harness would open a file outside the folder it reads videos from, "
             "and screening refused the path too (first: q7: video path '../../outside/secret.mp4' leaves the "
             "folder a harness reads it from)") in err
     err = export(pool, tmp_path / "vlm", "vlmevalkit")
@@ -73,10 +73,10 @@ def test_a_path_leaving_the_data_folder_is_never_written(pool: tuple[Path, Path,
 def test_kept_without_a_visual_step_is_named_and_can_be_left_out(pool: tuple[Path, Path, Path],
                                                                  tmp_path: Path) -> None:
     err = export(pool, tmp_path / "all", "inspect")
-    assert "note: 1 kept items no visual step saw" in err and ": q6; --drop-unscreened leaves them out" in err
+    assert "note: 1 kept item no visual step saw" in err and ": q6; --drop-unscreened leaves them out" in err
     err = export(pool, tmp_path / "seen", "inspect", "--drop-unscreened")
     ids = {json.loads(x)["id"] for x in (tmp_path / "seen" / "LabBench_kept.inspect.jsonl").read_text().splitlines()}
     assert ids == {"q0", "q1"}
-    assert "2 kept items of 1 benchmarks" in err
-    assert "note: 1 kept items left out that no visual step saw (--drop-unscreened): q6" in err
+    assert "2 kept items of 1 benchmark" in err
+    assert "note: 1 kept item left out that no visual step saw (--drop-unscreened): q6" in err
     assert "--drop-unscreened leaves them out" not in err

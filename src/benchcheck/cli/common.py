@@ -195,3 +195,8 @@ def step0_option(step0: str | None) -> Step0 | None:
 def die(msg: str, code: int = 2) -> NoReturn:
     click.echo(f"error: {msg}", err=True)
     sys.exit(code)
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun`` for a printed line, the noun singular for one: "1 item", "3 items"."""
+    return f"{n} {noun}{'s' * (n != 1)}"

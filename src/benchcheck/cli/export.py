@@ -9,6 +9,7 @@ import click
 from benchcheck.cli.common import (
     CliPath,
     checked_store,
+    counted,
     die,
     load_items_reporting,
     need_step_results,
@@ -112,16 +113,19 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     with naming(out):  # a full disk or a file size limit names no file: the export folder is the one
         paths = run(fmt, Path(out), selected, removed, cleanup)
     empty = empty_benches(selected)
-    click.echo(f"{n} {label} items of {len(selected) - len(empty)} benchmarks -> {out}", err=True)
+    benches = counted(len(selected) - len(empty), "benchmark")
+    click.echo(f"{counted(n, label + ' item')} of {benches} -> {out}", err=True)
 
     def names(files: list[Path]) -> str:
         return ", ".join(p.relative_to(out).as_posix() for p in files)
 
     if cleanup.removed:
-        click.echo(f"note: removed {len(cleanup.removed)} files an earlier export wrote for benchmarks not in this "
+        click.echo(f"note: removed {counted(len(cleanup.removed), 'file')} an earlier export wrote for "
+                   f"benchmarks not in this "
                    f"one: {names(cleanup.removed)}", err=True)
     if cleanup.changed:
-        click.echo(f"note: left {len(cleanup.changed)} files an earlier export wrote for benchmarks not in this one, "
+        click.echo(f"note: left {counted(len(cleanup.changed), 'file')} an earlier export wrote for benchmarks "
+                   f"not in this one, "
                    f"as they changed since (no longer the export's): {names(cleanup.changed)}; a harness reading "
                    f"{out} whole reads them too", err=True)
     if cleanup.unrecorded:
@@ -129,7 +133,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         # unknown, and a file of the user's is never removed, so the user is told and decides, on every export
         what = fmt if fmt == "parquet" else f"{fmt} {label}"  # Parquet's kept and removed are one dataset
         click.echo(f"note: no record of an earlier {what} export in {out} ({cleanup.unrecorded_why}), so no file "
-                   f"was removed; {len(cleanup.unrecorded)} files there are named like its files: "
+                   f"was removed; {counted(len(cleanup.unrecorded), 'file')} there are named like its files: "
                    f"{names(cleanup.unrecorded)}; "
                    f"delete those an earlier export wrote (a harness reads the folder whole), or export into an "
                    f"empty folder", err=True)
@@ -137,7 +141,7 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
         click.echo(f"note: no earlier export's file removed: its manifest cannot be read: {cleanup.unreadable}",
                    err=True)
     if empty:
-        click.echo(f"note: {len(empty)} benchmarks have no {label} items and are left out of the export "
+        click.echo(f"note: {counted(len(empty), 'benchmark')} without {label} items left out of the export "
                    f"(a harness stops on an empty data file): {', '.join(empty)}", err=True)
     read = dups.deduplicated(loaded.items) if dups is not None else None
     if read is not None and (unread := Counter(it.bench for it in loaded.items if it.bench not in read)):
@@ -148,35 +152,42 @@ def export(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     if undecided := {k: v for k, v in finals.items() if k not in ("kept", "removed") and v}:
         parts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(undecided.items()))
         why = "; ".join(pending_parts(pending))
-        click.echo(f"note: {sum(undecided.values())} items are neither kept nor removed ({parts})"
+        click.echo(f"note: {counted(sum(undecided.values()), 'item')} "
+                   f"{'is' if sum(undecided.values()) == 1 else 'are'} neither kept nor removed ({parts})"
                    f"{f'; pending: {why}' if why else ''}{pending_hint}", err=True)
     if unsafe:
-        click.echo(f"note: {len(unsafe)} {label} items left out: a harness would open a file outside the folder "
+        click.echo(f"note: {counted(len(unsafe), label + ' item')} left out: a harness would open a file "
+                   f"outside the folder "
                    f"it reads videos from, and screening refused the path too (first: "
                    f"{unsafe[0][0].item.item_id}: {unsafe[0][1]})", err=True)
     if unscreened:
-        click.echo(f"note: {len(unscreened)} kept items left out that no visual step saw (--drop-unscreened): "
+        click.echo(f"note: {counted(len(unscreened), 'kept item')} left out that no visual step saw "
+                   f"(--drop-unscreened): "
                    f"{first_ids([s.item.item_id for s, _ in unscreened])}", err=True)
     elif not removed and (seen_blind := [s.item.item_id for rows in selected.values() for s in rows if s.unscreened]):
-        click.echo(f"note: {len(seen_blind)} kept items no visual step saw (their video was not found, or they name "
+        click.echo(f"note: {counted(len(seen_blind), 'kept item')} no visual step saw (their video was not "
+                   f"found, or they name "
                    f"none: kept without a visual step): {first_ids(seen_blind)}; --drop-unscreened leaves them out",
                    err=True)
     if unnamed := unnamed_videos(selected):
         hint = ("no normalized video in --store" if video_source == "store" else
                 "only a video_id, which --store's index does not name" if store else
                 "only a video_id: give --store so its index names their source files")
-        click.echo(f"note: {unnamed} items have an empty video ({hint})", err=True)
+        click.echo(f"note: {counted(unnamed, 'item')} {'has' if unnamed == 1 else 'have'} an empty video "
+                   f"({hint})", err=True)
     if relative := relative_videos(selected):
         hint = "" if store else "; give --store so its index names their source files by absolute path"
         # Inspect's json_dataset looks for a relative path beside the data file first
         where = ("Inspect opens it relative to the export folder when the file is there, else relative to the "
                  "folder it runs in" if fmt == "inspect" else "a harness opens it relative to the folder it runs in")
-        click.echo(f"note: {len(relative)} items name their video by a relative path ({relative[0]}): {where}{hint}",
+        click.echo(f"note: {counted(len(relative), 'item')} "
+                   f"{'names its' if len(relative) == 1 else 'name their'} video by a relative path "
+                   f"({relative[0]}): {where}{hint}",
                    err=True)
     for p in paths:
         if p.name.endswith(".left_out.jsonl"):
             n_out = len(p.read_text(encoding="utf-8").splitlines())
-            click.echo(f"note: {n_out} items left out of {p.name.removesuffix('.left_out.jsonl')}.tsv "
+            click.echo(f"note: {counted(n_out, 'item')} left out of {p.name.removesuffix('.left_out.jsonl')}.tsv "
                        f"(they would not read back as written; reasons in {p})", err=True)
     for p in paths:
         click.echo(str(p))
