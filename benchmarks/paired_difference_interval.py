@@ -14,10 +14,11 @@ only through their intervals.
 
 Rules (pixels interval x frames interval; ``H`` the frames rungs present, alpha 0.05):
 
-* ``wald`` (the product's rule): est +- t(CR2 df) x max(CR2 SE, Agresti-Min SE) for
-  both effects; frames: every rung at ``alpha / H`` (Bonferroni), [max lower, max upper].
+* ``wald`` (the product's rule before decision 136): est +- t(CR2 df) x max(CR2 SE, Agresti-Min SE)
+  for both effects; frames: every rung at ``alpha / H`` (Bonferroni), [max lower, max upper].
 * ``score-pix`` (a): the pixels effect by the Tango score interval at the effective sample size
-  ``n / deff`` with the t quantile on the CR2 df (decision 127's candidate); frames as ``wald``.
+  ``n / deff`` with the t quantile on the CR2 df (decision 127's candidate; the bounds by the
+  product's ``verdict_stats.score_difference_interval`` itself); frames as ``wald``.
 * ``cap-pix``: pixels as ``wald`` with the t quantile's df at most one more than the videos carrying
   the discordant answers (``stats.cluster.carrying_videos`` of the items whose answer differs;
   decision 126's rule for a rare rate; no cap where no answer differs); frames as ``wald``.
@@ -26,7 +27,8 @@ Rules (pixels interval x frames interval; ``H`` the frames rungs present, alpha 
   effects is below the max of their upper bounds whenever the bound of the rung that attains the
   max holds (probability 1 - alpha / 2): no multiplicity to pay on that side (an intersection-union
   argument, Berger 1982); the lower side (``helps``) keeps the Bonferroni family.
-* ``score-pix+iut-frm``, ``cap-pix+iut-frm``: a pixels candidate with (b).
+* ``score-pix+iut-frm``, ``cap-pix+iut-frm``: a pixels candidate with (b). ``score-pix+iut-frm`` is
+  the product's rule since decision 136 (``--product-rule``, checked by ``--check``).
 * ``score-both``: decision 127's trial, both effects by the score interval (frames Bonferroni).
 
 Parts: ``skew``: ``benchmarks.sweep_margin_skew``'s four cells (a true pixels effect of 0.05 that a
@@ -37,7 +39,7 @@ nothing changes accuracy, at 300 / 30 / 10 videos; ``power``: planted effects (w
 (``benchmarks.sweep_validity``'s table 3; also a frames effect at the margin on one rung or all
 five); ``demo``: a ``benchcheck demo run``'s own sweep results at the demo's settings (p-values the
 product's). ``--check K``: the first K runs of every row also go through ``analysis.bench_verdict``
-(the product, on CSV-shaped rows), which must give the ``--product-rule`` column's (``wald``)
+(the product, on CSV-shaped rows), which must give the ``--product-rule`` column's (``score-pix+iut-frm``)
 intervals and verdict. Prints the CPU seconds it used. Deterministic for the arguments.
 """
 
@@ -57,7 +59,7 @@ from benchcheck.stats.cluster import carrying_videos, cr2
 from benchcheck.stats.student import t_quantile
 from benchcheck.sweep.analysis import FRAMES_HI, FRAMES_LO, PIXELS_LO, BenchTable, Settings, _rng, bench_verdict
 from benchcheck.sweep.constructed import CONDITIONS, World, world_answers
-from benchcheck.sweep.verdict_stats import agresti_min_se, permutation_pvalue
+from benchcheck.sweep.verdict_stats import agresti_min_se, permutation_pvalue, score_difference_interval
 from benchmarks.sweep_margin_skew import CASES, draw, scale_for, true_effect
 
 Array = npt.NDArray[np.float64]
@@ -77,33 +79,11 @@ RULE_PARTS = {"wald": ("wald", "wald", False), "score-pix": ("score", "wald", Fa
 
 # --- intervals (vectorized over the rungs of one effect) ---
 
-def tango_bounds(b: Array, c: Array, n: Array, t: Array) -> tuple[Array, Array]:
-    """Tango's score interval of a paired difference ``(b - c) / n`` (``b``: items right only under
-    the higher condition, ``c``: only under the lower) with critical value ``t``: the ``theta`` with
-    ``|b - c - n theta| <= t sqrt(n (2 q(theta) + theta (1 - theta)))``, ``q`` the restricted MLE of
-    the lower-only cell. The statistic falls in theta, so each bound is found by bisection."""
-    def stat(th: Array) -> Array:
-        a_, b_ = 2.0 * n, -b - c + (2.0 * n - b + c) * th
-        c_ = -c * th * (1.0 - th)
-        q = (np.sqrt(np.maximum(b_ * b_ - 4.0 * a_ * c_, 0.0)) - b_) / (2.0 * a_)
-        out: Array = (b - c - n * th) / np.sqrt(np.maximum(n * (2.0 * q + th * (1.0 - th)), 1e-300))
-        return out
-
-    bounds = []
-    for sign in (1.0, -1.0):  # the lower bound solves stat = +t, the upper stat = -t
-        lo, hi = np.full(b.shape, -1.0), np.full(b.shape, 1.0)
-        for _ in range(50):
-            mid = (lo + hi) / 2.0
-            above = stat(mid) > sign * t
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        bounds.append(np.where(np.isinf(t), -sign, (lo + hi) / 2.0))
-    return bounds[0], bounds[1]
-
-
 @dataclass
 class Rungs:
     """One effect's rungs (higher conditions) against its base, on one benchmark: per rung the
-    estimate, CR2 SE and df, discordant counts, design effect; the per-video sums for the test."""
+    estimate, CR2 SE and df, discordant counts; the per-video sums for the test; the 0/1 columns and
+    videos (the product's score interval takes them)."""
 
     est: Array
     se: Array
@@ -111,9 +91,10 @@ class Rungs:
     b: Array
     c: Array
     n: float
-    deff: Array
     carry: Array  # videos carrying the discordant answers (inf where none differs)
     sums: Array  # V x (H + 1) per-video sums of the raw 0/1 columns, base last (the test's input)
+    cols: Array  # N x (H + 1) the 0/1 columns, base last
+    vid: IntArray  # N video indices
     memo: dict[tuple[str, float], tuple[Array, Array]] = field(default_factory=dict)
 
     @classmethod
@@ -128,21 +109,19 @@ class Rungs:
         cols = right[:, [*hi, lo]].astype(np.float64)
         sums = np.stack([np.bincount(vid, weights=cols[:, k], minlength=v) for k in range(cols.shape[1])], axis=1)
         n = float(len(vid))
-        est, se, df, bb, cc, deff, carry = [], [], [], [], [], [], []
+        est, se, df, bb, cc, carry = [], [], [], [], [], []
         for h in range(len(hi)):
             d = cols[:, h] - cols[:, -1]
             s_, df_ = cr2((sums[:, h] - sums[:, -1])[keep], counts[keep])
-            var_iid = float(d.var(ddof=1)) / n if n > 1 else 0.0
             est.append(float(d.mean()))
             se.append(s_)
             df.append(df_)
             bb.append(float((d > 0).sum()))
             cc.append(float((d < 0).sum()))
-            deff.append(max(1.0, s_ * s_ / var_iid) if var_iid > 0 else 1.0)
             carry.append(carrying_videos(np.bincount(vid, weights=(d != 0).astype(np.float64), minlength=v)[keep],
                                          counts[keep]))
         f = np.asarray
-        return cls(f(est), f(se), f(df), f(bb), f(cc), n, f(deff), f(carry), sums[keep].astype(np.float64))
+        return cls(f(est), f(se), f(df), f(bb), f(cc), n, f(carry), sums[keep].astype(np.float64), cols, vid)
 
     def t(self, alpha: float, cap: bool = False) -> Array:
         df = np.minimum(self.df, self.carry + 1.0) if cap else self.df
@@ -155,14 +134,17 @@ class Rungs:
         return self.memo[how, alpha]
 
     def _interval(self, how: str, alpha: float) -> tuple[Array, Array]:
-        t = self.t(alpha, how == "cap")
         if how in ("wald", "cap"):
+            t = self.t(alpha, how == "cap")
             floor = np.array([agresti_min_se(b, c, int(self.n)) for b, c in zip(self.b, self.c, strict=True)])
             half = t * np.maximum(self.se, floor)
             lo = np.where(np.isinf(half), -1.0, np.maximum(-1.0, self.est - half))
             hi = np.where(np.isinf(half), 1.0, np.minimum(1.0, self.est + half))
-        else:
-            lo, hi = tango_bounds(self.b / self.deff, self.c / self.deff, self.n / self.deff, t)
+        else:  # the product's own interval, rung by rung
+            v = int(self.vid.max()) + 1
+            ivs = [score_difference_interval(self.cols[:, h], self.cols[:, -1], self.vid, v, alpha)
+                   for h in range(len(self.est))]
+            lo, hi = np.array([iv.lo for iv in ivs]), np.array([iv.hi for iv in ivs])
         return np.round(lo, 6).astype(np.float64), np.round(hi, 6).astype(np.float64)
 
     def effect(self, how: str, alpha: float, iut: bool) -> tuple[float, float, float]:
@@ -418,7 +400,7 @@ def part_demo(args: argparse.Namespace, s: Settings) -> None:
             effects[name] = Rungs.of(t.matrix(items, [*hi, lo]).astype(np.int64), list(range(len(hi))), len(hi), cl)
         ps = {"pixels": product.p_pixels, "frames": product.p_frames}  # the product's test: every rule's p-value
         got = decide_all(effects["pixels"], effects["frames"], d, partial(given_p, ps))
-        assert got["wald"].verdict == product.verdict, (bench, got["wald"], product)
+        assert got[args.product_rule].verdict == product.verdict, (bench, got[args.product_rule], product)
         for r, o in got.items():
             print(f"| {bench} | {r} | {o.pixels[0]:+.3f} [{o.pixels[1]:+.3f}, {o.pixels[2]:+.3f}] | "
                   f"{o.frames[0]:+.3f} [{o.frames[1]:+.3f}, {o.frames[2]:+.3f}] | {o.verdict} |")
@@ -434,7 +416,8 @@ def main() -> None:
     ap.add_argument("--skew-runs", type=int, default=2000, help="benchmarks per skew cell")
     ap.add_argument("--demo-csv", help="part demo: a demo run's sweep/results/conditions_results.csv")
     ap.add_argument("--check", type=int, default=0, help="runs per row also checked against the product")
-    ap.add_argument("--product-rule", default="wald", choices=RULES, help="the rule the product implements")
+    ap.add_argument("--product-rule", default="score-pix+iut-frm", choices=RULES,
+                    help="the rule the product implements")
     args = ap.parse_args()
     s = Settings()
     cpu0, wall0 = time.process_time(), time.time()

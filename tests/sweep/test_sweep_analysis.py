@@ -27,7 +27,9 @@ RULES = [{"match": r"\[P\]", "images": {"short_min": 300}, "reply": "Answer: A"}
 def test_constructed_benchmarks_get_the_pixels_and_frames_verdicts(tmp_path: Path) -> None:
     store = tmp_path / "store"
     rows = []
-    for v in range(6):  # 6 videos: the smallest count whose permutation p-value can reach 1/64 < 0.025
+    # 7 videos: 6 is the smallest count whose permutation p-value can reach 1/64 < 0.025, but with 6
+    # of 6 items gaining the pixels effect's score interval (t on 5 df) still reaches 0 (decision 136)
+    for v in range(7):
         big = stored_video(store, f"big{v}", 40, 800, 450)  # stored at 450: v_32_s448 reuses v_32
         many = stored_video(store, f"many{v}", 140, 320, 180)
         rows += [item("PixelsBench", v, big, question="[P] what colour?")]
@@ -39,21 +41,21 @@ def test_constructed_benchmarks_get_the_pixels_and_frames_verdicts(tmp_path: Pat
                   decode_workers=0, progress=False), lambda s: None)
     # At the default minimum of 10 videos, 6 videos decide nothing, and say so.
     strict = {v.bench: v for v in analyze(read_csv(paths.csv), Settings(n_perm=500)).verdicts}
-    assert all(v.verdict == "undetermined" and "6 videos < 10" in v.reason for v in strict.values())
-    result = analyze(read_csv(paths.csv), Settings(n_perm=500, min_videos=6, min_items=6))
+    assert all(v.verdict == "undetermined" and "7 videos < 10" in v.reason for v in strict.values())
+    result = analyze(read_csv(paths.csv), Settings(n_perm=500, min_videos=7, min_items=7))
     by = {v.bench: v for v in result.verdicts}
     assert by["PixelsBench"].verdict == "pixels", by["PixelsBench"].reason
     assert by["PixelsBench"].pixels_hi == "v_32_s448"
     px = by["PixelsBench"].pixels
-    assert px is not None and px.est == 1.0 and px.n == 6 and px.n_videos == 6 and px.lo < 1.0  # never zero-width
+    assert px is not None and px.est == 1.0 and px.n == 7 and px.n_videos == 7 and px.lo < 1.0  # never zero-width
     assert by["FramesBench"].verdict == "frames"
     fr = by["FramesBench"].frames
-    assert fr is not None and fr.est == 1.0 and fr.n == 6 and fr.lo < 1.0
+    assert fr is not None and fr.est == 1.0 and fr.n == 7 and fr.lo < 1.0
     assert by["FramesBench"].pixels is not None and by["FramesBench"].pixels.est == 0.0
 
     out = tmp_path / "analysis"
     res = CliRunner().invoke(main, ["sweep", "analyze", "--results", str(paths.results), "--out", str(out),
-                                    "--n-perm", "300", "--min-videos", "6", "--min-items", "6"])
+                                    "--n-perm", "300", "--min-videos", "7", "--min-items", "7"])
     assert res.exit_code == 0, res.output
     md = (out / "sweep_summary.md").read_text()
     assert "**Verdict rule.**" in md and "| PixelsBench |" in md and "**pixels**" in md and "**frames**" in md

@@ -16,7 +16,9 @@ items, counted right or wrong, could change it (:func:`bench_verdict`).
 **Effects.** pixels = acc(``v_32_s448``, or ``v_32`` at storage resolution when s448 is absent) -
 acc(``v_32_s168``), both 32 frames. frames = max(acc of ``v_128_s224`` and the fps conditions
 present) - acc(``v_8_s224``), all at short side 224, on the items answered under every one of
-them. The frames interval is Bonferroni-simultaneous over its rungs, so it pays for the max.
+them. The pixels effect's interval is a score interval, the frames interval's lower bound is
+Bonferroni-simultaneous over its rungs (it pays for the max) and its upper bound the max of the
+rungs' upper bounds at alpha (``verdict_stats``, "The verdict's two effects"; decision 136).
 
 **Verdict** (:func:`verdict_rule` prints it): see :func:`decide`.
 """
@@ -37,6 +39,7 @@ from benchcheck.sweep.results import row_correct, row_status, settles
 from benchcheck.sweep.verdict_stats import (
     INTERVAL_METHOD,
     NAN_INTERVAL,
+    PIXELS_METHOD,
     TEST_METHOD,
     Interval,
     accuracy_interval,
@@ -44,6 +47,7 @@ from benchcheck.sweep.verdict_stats import (
     max_effect_interval,
     per_video,
     permutation_pvalue,
+    score_difference_interval,
 )
 
 __all__ = ["Analysis", "BenchVerdict", "CondStats", "EffectResult", "Interval", "Settings", "analyze", "decide",
@@ -87,8 +91,9 @@ def verdict_rule(s: Settings = DEFAULT) -> str:
     """The rule, in words, as ``sweep_summary.md`` and the report print it."""
     a = f"{s.test_alpha:g}"
     return (
-        f"Intervals: {100 * (1 - s.alpha):g}% {INTERVAL_METHOD}; the frames interval is Bonferroni-simultaneous "
-        f"over its rungs and spans [max lower bound, max upper bound]. Test: {TEST_METHOD}, {s.n_perm} replicates, "
+        f"Intervals: {100 * (1 - s.alpha):g}% {INTERVAL_METHOD}; the pixels effect: {PIXELS_METHOD}; the frames "
+        "effect spans [max of the rungs' lower bounds, Bonferroni-simultaneous over its rungs; max of the rungs' upper "
+        f"bounds, each at {100 * (1 - s.alpha):g}%]. Test: {TEST_METHOD}, {s.n_perm} replicates, "
         f"seed {s.seed}, of the effect itself (the frames max over rungs included). An effect helps when its "
         f"p-value is <= {a} (alpha {s.alpha:g} split over the two effects) and its interval lies above 0; it is "
         f"flat when its interval lies inside (-{s.margin:g}, +{s.margin:g}) (the equivalence margin). both: pixels "
@@ -287,7 +292,9 @@ def effect(t: BenchTable, name: str, hi: Sequence[str], lo: str, s: Settings) ->
         return EffectResult(name, None, None, f"no item answered under all of {', '.join([*present, lo])}", present)
     n_vid, cl = t.clusters(items)
     m = t.matrix(items, [*present, lo])
-    if len(present) == 1:
+    if name == "pixels":
+        iv = score_difference_interval(m[:, 0], m[:, 1], cl, n_vid, s.alpha)
+    elif len(present) == 1:
         iv = difference_interval(m[:, 0], m[:, 1], cl, n_vid, s.alpha)
     else:
         iv = max_effect_interval(m[:, :-1], m[:, -1], cl, n_vid, s.alpha)[0]

@@ -19,10 +19,11 @@ from benchcheck.sweep.results import SweepPaths
 # The rungs the pixels and frames effects read (v_32 is the stored-resolution reuse source of
 # s448), plus the blind and one-frame rungs that show what text and a single frame give.
 DEMO_CONDS = "v_blind,v_1,v_8_s224,v_32,v_32_s168,v_32_s448,v_128_s224"
-# The demo's benchmarks have 24-28 items: their honest intervals cannot lie inside the default
-# +-0.05 equivalence margin even when every answer is the same under two conditions, so the demo
-# asks for a coarser "no effect" (docs/sweep.md, statistics).
-DEMO_SETTINGS = Settings(margin=0.10)
+# The demo's benchmarks have 20-31 items: with so few items, even when no answer differs between
+# two conditions, an honest bound on the gain is far wider than the default +-0.05 equivalence
+# margin (and wider than 0.10), so the demo asks for a coarse "no effect" that such a benchmark can
+# show (decision 136; docs/sweep.md, statistics).
+DEMO_SETTINGS = Settings(margin=0.20)
 
 
 @dataclass(frozen=True, slots=True)
