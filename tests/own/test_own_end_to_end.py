@@ -58,11 +58,13 @@ def test_items_to_report_with_no_hand_edit(tmp_path: Path) -> None:
            "--conds", conds, *eng, "--decode-workers", "0", "--no-progress")
     assert r.exit_code == 0, r.output
     cells: dict[str, set[str]] = defaultdict(set)
+    failed: dict[str, set[str]] = defaultdict(set)  # the items without a video: an error row each, no answer
     with (sweep / "results" / "conditions_results.csv").open() as f:
         for row in csv.DictReader(f):
-            cells[row["condition"]].add(row["item_id"])
-    assert cells["v_blind"] == with_video | {"q8", "q9"}
+            (failed if row["status"] == "error" else cells)[row["condition"]].add(row["item_id"])
+    assert cells["v_blind"] == with_video | {"q8", "q9"} and not failed["v_blind"]
     assert all(cells[c] == with_video for c in conds.split(",")[1:]), dict(cells)
+    assert all(failed[c] == {"q8", "q9"} for c in conds.split(",")[1:]), dict(failed)
     r = bc("sweep", "analyze", "--results", sweep / "results", "--out", sweep / "analysis", "--no-plots")
     assert r.exit_code == 0, r.output
 

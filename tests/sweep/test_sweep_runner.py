@@ -38,12 +38,9 @@ def _observed(paths: SweepPaths) -> dict[tuple[str, str], collections.Counter[st
     for r in read_csv(paths.csv):
         meta = json.loads(r["meta"] or "{}")
         kind = "reuse" if "reused_from" in meta else {"NA": "na"}.get(r["status"], "todo")
+        if r["status"] == "error":  # a cell that could not be asked: its error row says why
+            kind = "failure" if meta["error_kind"] in ("no video", "frame plan") else "error"
         out[(r["bench"], r["condition"])][kind] += 1
-    if paths.failures.is_file():
-        for line in paths.failures.read_text().splitlines():
-            f = json.loads(line)
-            if f["kind"] == "no_video":
-                out[(f["bench"], f["condition"])]["failure"] += 1
     return out
 
 
@@ -72,7 +69,9 @@ def test_dry_run_counts_equal_what_the_full_run_writes(tmp_path: Path, store: Pa
     assert by[("Alpha", "Alpha_1", "v_fps0.25_s224")]["status"] == "NA"
     capped = json.loads(by[("Alpha", "Alpha_3", "v_128_s224")]["meta"])
     assert capped["capped"] is True and by[("Alpha", "Alpha_3", "v_128_s224")]["n_frames"] == "100"
-    assert ("Alpha", "Alpha_4", "v_1") not in by and ("Alpha", "Alpha_4", "v_blind") in by
+    no_video = by[("Alpha", "Alpha_4", "v_1")]
+    assert no_video["status"] == "error" and json.loads(no_video["meta"])["error_kind"] == "no video"
+    assert by[("Alpha", "Alpha_4", "v_blind")]["status"] == "ok"
     raw = [json.loads(x) for x in a.paths.raw("v_1", "Alpha").read_text().splitlines()]
     assert {r["item_id"] for r in raw} == {"Alpha_0", "Alpha_1", "Alpha_2", "Alpha_3"}
     assert (a.paths.results / "p1_raw" / "v_1" / "run_spec.json").is_file()
@@ -139,7 +138,8 @@ def test_two_processes_on_the_same_work_write_each_row_once(tmp_path: Path, stor
     for p in procs:
         assert p.wait(timeout=180) == 0, p.stderr.read().decode() if p.stderr else ""
     keys = _keys(tmp_path / "fp" / "results" / "conditions_results.csv")
-    assert len(keys) == len(set(keys)) == 9 + 7  # blind: all 9; v_1: the 7 items with a stored video
+    # blind: all 9; v_1: the 7 items with a stored video and the error rows of the 2 without
+    assert len(keys) == len(set(keys)) == 9 + 9
 
 
 @pytest.mark.parametrize("max_len", [32768])

@@ -21,7 +21,7 @@ from benchcheck.sweep.cli_run import SweepArgs, dry_run, plan, run
 from benchcheck.sweep.conditions import SWEEP_MODEL
 from benchcheck.sweep.engine import SweepEngine
 from benchcheck.sweep.results import ALL_CONDITIONS, COLUMNS, SweepPaths, read_csv, read_csv_all
-from benchcheck.sweep.rows import csv_row
+from benchcheck.sweep.rows import csv_of
 
 FIXTURE = Path(__file__).parent / "data" / "main_31dab8a"  # made by make_main_31dab8a.py on main 31dab8a
 FIXTURE_CONDS = "v_blind,v_1,v_32,v_32_s448,v_fps0.25_s224"
@@ -87,14 +87,16 @@ def test_rows_made_under_another_token_budget_are_stale_and_redone(tmp_path: Pat
         assert (h == old[(bench, iid, cond)]) == (cond == "v_blind")
     # The typed rows carry the hash and the schema version; the dry run has nothing stale left.
     recs = list(read_records(default.paths.rows("v_1", "Alpha")))
-    assert all(isinstance(r, GenRow) and r.fields["schema_version"] == 1 for r in recs)
-    assert Counter(r.config_hash for r in recs) == Counter({old[("Alpha", "Alpha_0", "v_1")]: 4,
-                                                            specs["v_1"].config_hash: 4})
+    assert all(r.fields["schema_version"] == 1 for r in recs)
+    hashes = Counter({old[("Alpha", "Alpha_0", "v_1")]: 4, specs["v_1"].config_hash: 4})
+    assert Counter(r.config_hash for r in recs if isinstance(r, GenRow)) == hashes
+    # the two items without a video: an error row under each spec (the new spec's cell failed anew)
+    assert Counter(r.config_hash for r in recs if isinstance(r, ErrorRow)) == Counter({h: 2 for h in hashes})
     again = _total(_dry(default))
     assert again["todo"] == again["NA"] == again["stale"] == 0
     # pack's report counts each key once (its last row), not the stale row beside the redone one.
     stages = {s.name: s for s in build_report(default.paths.results, [], "h", "d", "t").stages}
-    assert stages["v_fps0.25_s224"].na_rows == 1 and stages["v_1"].items_done + stages["v_1"].error_rows == 7
+    assert stages["v_fps0.25_s224"].na_rows == 1 and stages["v_1"].items_done + stages["v_1"].error_rows == 9
 
 
 def test_rows_made_under_another_model_revision_are_stale_and_redone(tmp_path: Path, store: Path) -> None:
@@ -128,8 +130,16 @@ def test_a_results_folder_made_by_main_31dab8a_is_read(tmp_path: Path, store: Pa
     csv_before = a.paths.csv.read_bytes()
     total = _total(_dry(a))
     assert total["todo"] == total["NA"] == total["reuse"] == total["stale"] == 0 and total["done"] == 37
+    failed = sorted((c.item.item_id, c.condition) for c in plan(a)[0] if c.kind == "failure")
     run(a, _quiet)
-    assert a.paths.csv.read_bytes() == csv_before  # nothing redone, nothing rewritten
+    # nothing redone, nothing rewritten; the cells main left without a row get their error rows
+    added = a.paths.csv.read_bytes()
+    assert added.startswith(csv_before)
+    new = list(csv.DictReader(io.StringIO(csv_before.decode().splitlines(keepends=True)[0]
+                                          + added[len(csv_before):].decode())))
+    assert failed and sorted((r["item_id"], r["condition"]) for r in new) == failed
+    assert {r["status"] for r in new} == {"error"}
+    csv_before = added
 
     small = _args(tmp_path, store, FIXTURE_CONDS, token_budget=30000)
     cells, _, _ = plan(small)
@@ -164,7 +174,8 @@ def test_origin_rows_of_a_foreign_csv_count_as_done_whatever_the_spec(tmp_path: 
     assert kinds[("v_blind", "done")] == kinds[("v_1", "done")] == 4
     run(a, _quiet)
     rows = read_csv_all(a.paths.csv)
-    assert a.paths.csv.read_text().startswith(origin) and len(rows) == 8 + (9 - 4) + (7 - 4)
+    # the other answers, and the error rows of the 2 items without a video in v_1 (the file has a status column)
+    assert a.paths.csv.read_text().startswith(origin) and len(rows) == 8 + (9 - 4) + (7 - 4) + 2
     assert list(rows[-1]) == ["bench", "item_id", "condition", "status", "pred", "gold", "correct", "config_hash"]
 
 
@@ -181,8 +192,9 @@ def test_the_csv_is_written_from_the_rows_deterministically(tmp_path: Path, stor
             continue
         for rec in read_records(p):
             assert isinstance(rec, GenRow | ErrorRow)
-            if isinstance(rec, GenRow):
-                typed[(rec.bench, rec.item_id, rec.step)] = {k: str(v) for k, v in csv_row(rec).items()}
+            key = (rec.bench, rec.item_id, rec.step)
+            if isinstance(rec, GenRow) or key not in typed:  # an error row stands for a cell without an answer
+                typed[key] = {k: str(v) for k, v in csv_of(rec).items()}
     assert {(r["bench"], r["item_id"], r["condition"]): r for r in first} == typed
     # Rebuilt from the rows alone (the CSV lost): the same rows, in plan order, byte-identical twice.
     rebuilt = []
@@ -229,8 +241,9 @@ def test_sweep_run_writes_the_run_log_and_pack_reports_wall_time(tmp_path: Path,
     rep = build_report(a.paths.results, [a.paths.logs, a.paths.data_logs.parent], "h", "d", "t.tar.gz")
     stages = {s.name: s for s in rep.stages}
     total = stages["all conditions"]
-    assert total.wall_s is not None and total.wall_s > 0 and total.cpu and total.rows_added == 9 + 7 + 7
-    assert stages["v_1"].wall_s is not None and stages["v_1"].items_done + stages["v_1"].error_rows == 7
+    # rows: v_blind 9 answers; v_1 7 answers and 2 error rows (no video); fps 6 answers, 1 NA, 2 error rows
+    assert total.wall_s is not None and total.wall_s > 0 and total.cpu and total.rows_added == 9 + 9 + 9
+    assert stages["v_1"].wall_s is not None and stages["v_1"].items_done + stages["v_1"].error_rows == 9
     row = next(x for x in to_markdown(rep).splitlines() if x.startswith("| all conditions |"))
     assert "unknown" not in row and "| CPU |" in row
     # The in-process reference engine runs on the CPU as well: its runs were counted as one GPU each.

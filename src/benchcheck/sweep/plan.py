@@ -3,11 +3,12 @@
 The dry-run prints these decisions counted, and the runner executes the very same list, so the
 counts of a dry-run equal what the full run then writes (``todo`` -> an ``ok``/``unparsed`` row,
 ``na`` -> an ``NA`` row, ``reuse`` -> a row with ``meta.reused_from``, ``failure`` -> a line in
-``failures.jsonl``). Whether a cell is already settled is the reducer's word
-(``verdicts.StepState`` over the group's rows, ``sweep.state``): ``done`` (an answer under the
-condition's current ``config_hash``, or one of the origin's answers: ``results.settles``), ``failed`` (given up after
-``MAX_ERRORS_PER_ITEM`` engine errors). A cell whose only rows were made under another hash is
-*stale*: it is decided afresh like a new cell and ``stale`` says what changed, never ``done``.
+``failures.jsonl`` and an error row, once while it fails the same way). Whether a cell is already
+settled is the reducer's word (``verdicts.StepState`` over the group's rows, ``sweep.state``):
+``done`` (an answer under the condition's current ``config_hash``, or one of the origin's answers:
+``results.settles``), ``failed`` (given up after ``MAX_ERRORS_PER_ITEM`` engine errors). A cell
+whose only rows were made under another hash is *stale*: it is decided afresh like a new cell and
+``stale`` says what changed, never ``done``.
 """
 
 from __future__ import annotations
@@ -55,17 +56,25 @@ class Cell:
         return (self.item.bench, self.item.item_id, self.condition)
 
 
-# How a decode failure's error row begins (``runner.prepare_unit`` writes it as an internal failure).
+# How the error row of a failure before the engine begins (each written as an internal failure):
+# frames that could not be decoded (``runner.prepare_unit``), no usable video or no frame plan
+# (``runner.write_static``: ``failure_label``'s kinds).
 DECODE = "decode"
+NO_VIDEO = "no video"
+FRAME_PLAN = "frame plan"
+STAGES = (DECODE, NO_VIDEO, FRAME_PLAN)
 
 
 def error_label(row: ErrorRow) -> tuple[str, str]:
-    """(kind, message) of an error row, as a run's outcome names it: ``decode`` for frames that could
-    not be decoded, else the engine's failure kind and HTTP status (``http 500``)."""
+    """(kind, message) of an error row, as a run's outcome names it: ``decode``, ``no video`` or
+    ``frame plan`` for a failure before the engine, else the engine's failure kind and HTTP status
+    (``http 500``)."""
     head = f"{row.error_kind} {row.error_status}" if row.error_status is not None else row.error_kind
     message = row.error.split(": ", 1)[1] if ": " in row.error else row.error
-    if row.error_kind == "internal" and message.startswith(f"{DECODE}: "):
-        return DECODE, message[len(DECODE) + 2:]
+    if row.error_kind == "internal":
+        for stage in STAGES:
+            if message.startswith(f"{stage}: "):
+                return stage, message[len(stage) + 2:]
     return head, message
 
 
@@ -74,9 +83,9 @@ def failure_label(cell: Cell) -> tuple[str, str]:
     cannot be made, or the last error of an item given up."""
     if cell.kind == "failed":
         return cell.error if cell.error[0] else ("engine", cell.reason)
-    if cell.reason.startswith("frame plan: "):
-        return "frame plan", cell.reason[len("frame plan: "):]
-    return "no video", cell.reason
+    if cell.reason.startswith(f"{FRAME_PLAN}: "):
+        return FRAME_PLAN, cell.reason[len(FRAME_PLAN) + 2:]
+    return NO_VIDEO, cell.reason
 
 
 class MetaCache:
@@ -145,12 +154,15 @@ def decide(item: Item, spec: RunSpec, metas: MetaCache, state: StepState | None 
     known = settled(item, cond, prompt, state, why)
     if isinstance(known, Cell):
         return known
+    # A failure is never said stale: it redoes nothing (the dry run's ``stale`` counts the todo, NA
+    # and reuse cells), and since it has an error row of its own, its error rows of another spec
+    # would make every failure of a new spec one "to redo".
     stale = known
     if cond == BLIND:  # needs no video: every item is answered
         return Cell(item, cond, "todo", prompt, projected_tokens=text_tokens(prompt), config_hash=chash, stale=stale)
     meta = metas.get(item.video_id)
     if isinstance(meta, str):
-        return Cell(item, cond, "failure", prompt, reason=meta, config_hash=chash, stale=stale)
+        return Cell(item, cond, "failure", prompt, reason=meta, config_hash=chash)
     if meta.too_short and na_if_too_short(cond):
         return Cell(item, cond, "na", prompt, reason="too_short", config_hash=chash, stale=stale)
     source = reuses(cond, meta.width, meta.height)
@@ -164,7 +176,7 @@ def decide(item: Item, spec: RunSpec, metas: MetaCache, state: StepState | None 
                            fs.token_budget or TOKEN_BUDGET, fs.max_images or MAX_IMAGES)
         tokens = text_tokens(prompt) + len(plan.indices) * tokens_per_frame(plan.width, plan.height)
     except ValueError as e:  # also frames the processor refuses (too elongated): never sent
-        return Cell(item, cond, "failure", prompt, reason=f"frame plan: {e}", config_hash=chash, stale=stale)
+        return Cell(item, cond, "failure", prompt, reason=f"{FRAME_PLAN}: {e}", config_hash=chash)
     return Cell(item, cond, "todo", prompt, plan=plan, projected_tokens=tokens, config_hash=chash, stale=stale)
 
 

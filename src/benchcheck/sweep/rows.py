@@ -23,7 +23,7 @@ from benchcheck.protocol import LETTERS
 from benchcheck.records import NA, ErrorRow, GenRow, error_record, gen_row
 from benchcheck.spec import RunSpec
 from benchcheck.sweep.parse import RULESET, parse_answer
-from benchcheck.sweep.plan import Cell, error_label
+from benchcheck.sweep.plan import Cell, error_label, failure_label
 from benchcheck.sweep.results import COLUMNS, CSV_NAME, now_stamp, row_status, settles
 from benchcheck.unit_loop import retry_free
 
@@ -95,6 +95,16 @@ def engine_error(cell: Cell, spec: RunSpec, f: Failure) -> ErrorRow:
     if retry_free(f.kind, f.status):
         row["retry_free"] = True
     return error_record(row)
+
+
+def plan_error(cell: Cell, spec: RunSpec) -> ErrorRow:
+    """A cell that cannot be asked (no usable video, a frame plan that cannot be made) as an error
+    row, as a decode failure is one, so the CSV shows it (``csv_error_row``: ``no video``, ``frame
+    plan``). ``retry_free``: it says nothing of the engine's answer, so it never gives the item up;
+    every run plans the cell again and asks it once the store holds its video."""
+    kind, message = failure_label(cell)
+    row = engine_error(cell, spec, Failure(cell.item.item_id, "internal", f"{kind}: {message}")).to_dict()
+    return error_record({**row, "retry_free": True})
 
 
 def csv_row(rec: GenRow) -> dict[str, Any]:

@@ -43,10 +43,12 @@ from benchcheck.sweep.rows import (
     engine_failure,
     failure_line,
     na_record,
+    plan_error,
     raw_of,
     reuse_record,
 )
 from benchcheck.sweep.state import answer_of, group_state, load_state, record_specs
+from benchcheck.verdicts import StepState
 from benchcheck.video.plans import FramePlan
 
 Echo = Callable[[str], None]
@@ -216,16 +218,46 @@ def _write_settled(paths: SweepPaths, records: Sequence[GenRow], summary: SweepS
         summary.count(condition, len(recs))
 
 
+def _same_error(state: StepState, rec: ErrorRow) -> bool:
+    last = state.last_error.get(rec.item_id)
+    return last is not None and last.error == rec.error
+
+
+def _write_plan_errors(paths: SweepPaths, records: Sequence[ErrorRow], summary: SweepSummary) -> None:
+    """The error rows of cells that cannot be asked (``rows.plan_error``), typed and in the CSV. Each
+    group under its lease, as its NA rows are, and only for a cell whose rows, read under that
+    lease, hold no answer and not this very error last (every run plans such a cell again: it gets
+    a row when it fails anew, not at each run). A group another live process holds is left to it
+    (it wrote these rows when it began) or to the next run."""
+    groups: dict[tuple[str, str], list[ErrorRow]] = {}
+    for rec in records:
+        groups.setdefault((str(rec.step), str(rec.bench)), []).append(rec)
+    for (condition, bench), recs in groups.items():
+        lease = try_lease(paths.raw(condition, bench))
+        if lease is None:
+            continue
+        with lease:
+            mine = {(bench, r.item_id): h for r in recs if (h := r.item_hash) is not None}
+            state = group_state(paths, bench, condition, recs[0].config_hash or "", mine)
+            recs = [r for r in recs if not state.verdict(r.item_id).done and not _same_error(state, r)]
+            if not recs:
+                continue
+            added = write_records(paths, bench, condition, recs)
+        summary.count(condition, added)
+
+
 def write_static(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepPaths,
                  summary: SweepSummary) -> None:
     """NA rows and the failures of items without a usable video or frame plan (no engine needed):
-    ``no_video`` / ``frame_plan`` lines."""
+    ``no_video`` / ``frame_plan`` lines, and an error row of each such cell (typed and in the CSV,
+    so every reader of the CSV counts it as it counts a decode failure)."""
     _write_settled(paths, [na_record(c, specs[c.condition]) for c in cells if c.kind == "na"], summary, "NA")
-    fails = [failure_line(c, failure_label(c)[0].replace(" ", "_"), c.reason, specs[c.condition])
-             for c in cells if c.kind == "failure"]
-    if fails:
-        append_failures(paths, fails)
-        summary.failures += len(fails)
+    failed = [c for c in cells if c.kind == "failure"]
+    if failed:
+        append_failures(paths, [failure_line(c, failure_label(c)[0].replace(" ", "_"), c.reason, specs[c.condition])
+                                for c in failed])
+        summary.failures += len(failed)
+        _write_plan_errors(paths, [plan_error(c, specs[c.condition]) for c in failed], summary)
 
 
 def write_reused(cells: Sequence[Cell], specs: Mapping[str, RunSpec], paths: SweepPaths,
