@@ -37,7 +37,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +155,8 @@ def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = N
     (to redo, as the planner says) and counts not at all, so one condition's accuracy never mixes
     two models' answers. Without a current hash, or a row without a hash (the origin's), the last.
     A row that is no answer (``settles``: another tool's ``error``) never displaces an answer of its
-    spec; it counts only where its key has none."""
+    spec to the same item (:func:`keeps`); it counts only where its key has none, or where the
+    answer was to the item before an edit."""
     current = current or {}
     last: dict[Key, dict[str, str]] = {}
     for r in rows:
@@ -164,9 +165,9 @@ def latest(rows: Iterable[dict[str, str]], current: Mapping[str, str] | None = N
         held = last.get(k)
         if now and held is not None and held.get("config_hash") == now and r.get("config_hash") != now:
             continue  # a row of another spec does not displace one of the current spec
-        if held is not None and settles(row_status(held)) and not settles(row_status(r)) \
+        if held is not None and keeps(standing(held), standing(r)) \
                 and held.get("config_hash") in (r.get("config_hash"), now or None):
-            continue  # an error row after an answer leaves it the answer (the reducer's rule: the last answer decides)
+            continue
         last.pop(k, None)
         last[k] = r
     return [r for k, r in last.items() if not _stale(r, current.get(k[2]))]
@@ -277,6 +278,32 @@ def settles(status: str) -> bool:
     return answered(status) or status == NA
 
 
+def item_version(row: Mapping[str, Any]) -> str:
+    """The ``item_hash`` a CSV row's ``meta`` names (the item as it was when the row was made), ""
+    for none (another tool's row, a folder made before item hashes)."""
+    found = _ITEM_HASH.search(str(row.get("meta") or ""))
+    return found.group(1) if found else ""
+
+
+Standing = tuple[str, bool]  # a row as the rule of what counts sees it: (item version, settles)
+
+
+def standing(row: Mapping[str, Any]) -> Standing:
+    return item_version(row), settles(row_status(row))
+
+
+def keeps(held: Standing, new: Standing) -> bool:
+    """Whether a key's row that counts so far (``held``) stays the one that counts when ``new``, a
+    later row of the same key and spec, follows it; otherwise ``new`` does. An answer (or ``NA``)
+    stays over a later error row of the same item version, or of none named (another tool's
+    ``error``): the reducer's rule, the last answer decides. An error row of another version (the
+    item was edited, then its cell failed) replaces it: that answer is to a question no longer
+    asked, which the reducer calls stale, so it must not count as the cell's answer either. One
+    rule for the readers (:func:`latest`) and the appender (``_Seen``), so what the appender takes
+    to be in the file is what every reader counts."""
+    return held[1] and not new[1] and new[0] in ("", held[0])
+
+
 def done_keys(rows: Iterable[Mapping[str, Any]]) -> set[Key]:
     return {(str(r["bench"]), str(r["item_id"]), str(r["condition"])) for r in rows}
 
@@ -299,39 +326,41 @@ def _fits(row: Mapping[str, Any], header: list[str]) -> bool:
 
 @dataclass(slots=True)
 class _Seen:
-    """What one process has read of a CSV so far: each (key, ``config_hash``) up to ``offset`` (a
-    line boundary), with the ``item_hash`` of its last answer or NA row (``keys``) and of its last
-    error row (``errors``) ("" for none); the hash is "" when the file has no such column (then a
-    key is there once)."""
+    """What one process has read of a CSV so far: up to ``offset`` (a line boundary), per (key,
+    ``config_hash``) the row that counts as every reader takes it (:func:`keeps`), as its
+    :data:`Standing` (``counted``); the hash and the version are "" when the file has no
+    ``config_hash`` column (then a key is there once)."""
 
     offset: int
     header: list[str]
-    keys: dict[tuple[Key, str], str]
+    counted: dict[tuple[Key, str], Standing]
     inode: int = 0
-    errors: dict[tuple[Key, str], str] = field(default_factory=dict)
 
-    def _id(self, row: Mapping[str, Any]) -> tuple[tuple[Key, str], str]:
+    def _id(self, row: Mapping[str, Any]) -> tuple[tuple[Key, str], Standing]:
         k = (str(row["bench"]), str(row["item_id"]), str(row["condition"]))
         if "config_hash" not in self.header:
-            return (k, ""), ""
-        edit = _ITEM_HASH.search(str(row.get("meta") or ""))
-        return (k, str(row.get("config_hash") or "")), edit.group(1) if edit else ""
+            return (k, ""), ("", settles(row_status(row)))
+        return (k, str(row.get("config_hash") or "")), standing(row)
 
     def fresh(self, row: Mapping[str, Any]) -> bool:
         """Not in the file yet: a new key, or (when the file keeps hashes) a key under a new hash,
-        or an answer to the item as it is now after the key's last row under that hash answered
-        it as it was (an item edited, or an edit undone: readers take the last row). An error row
-        holds no key for an answer (the answer asked again follows it), and is fresh only where its
-        key has no row of the item as it is: one error row tells a cell has none, however many
-        times it failed, and one after its answer would say nothing."""
-        key, item = self._id(row)
-        if settles(row_status(row)):
-            return self.keys.get(key) != item
-        return item not in (self.keys.get(key), self.errors.get(key))
+        or a row the readers would take instead of the one that counts now: an answer to the item
+        as it is now where the one that counts is an error row or of the item as it was (an item
+        edited, or an edit undone); an error row of the item as it is now where the one that counts
+        is of the item as it was (edited, then failed: it replaces that answer). An error row of a
+        version that has a row already is never fresh: one error row tells a cell has none, however
+        many times it failed, and one after its answer would say nothing."""
+        key, new = self._id(row)
+        held = self.counted.get(key)
+        if held is None:
+            return True
+        return held != new if new[1] else held[0] != new[0]
 
     def add(self, row: Mapping[str, Any]) -> None:
-        key, item = self._id(row)
-        (self.keys if settles(row_status(row)) else self.errors)[key] = item
+        key, new = self._id(row)
+        held = self.counted.get(key)
+        if held is None or not keeps(held, new):
+            self.counted[key] = new
 
 
 _SEEN: dict[Path, _Seen] = {}
