@@ -106,7 +106,7 @@ def every_readers_counts(res: Path, common: Sequence[str], tag: str) -> dict[str
     work = res.parent / f"readers_{tag}"
     work.mkdir()
     dry = {cond: {"todo": int(v[0]), "done": int(v[6])} for (bench, cond), v in dry_rows(common).items()
-           if bench not in ("bench", "TOTAL", "stale")}
+           if bench not in ("bench", "TOTAL", "stale", "csv:")}
     an = sweep_cli("analyze", "--results", str(res), "--out", str(work / "analysis"), "--no-plots")
     assert an.returncode == 0, an.stderr
     analyze = {r["condition"]: {"n": int(r["n_items"]), "unparsed": int(r["unparsed"]), "na": int(r["na"]),

@@ -209,8 +209,11 @@ def run_cmd(engine: str, endpoints: tuple[str, ...], api_key_env: str | None, de
 @click.option("--min-items", type=click.IntRange(min=1), default=20, show_default=True,
               help="Fewer items behind an effect: undetermined.")
 @click.option("--no-plots", is_flag=True)
+@click.option("--data-logs", type=CliPath(file_okay=False), default=None,
+              help="The runs' failures.jsonl folder, as `run` took it (default: RESULTS/data/logs); read only to "
+                   "name failures not yet in the CSV.")
 def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, margin: float, min_videos: int,
-                min_items: int, no_plots: bool) -> None:
+                min_items: int, no_plots: bool, data_logs: str | None) -> None:
     """Accuracy with video-clustered intervals, pixels and frames effects, and the verdict per benchmark.
 
     \b
@@ -221,12 +224,19 @@ def analyze_cmd(results: str, out: str, n_perm: int, seed: int, alpha: float, ma
 
     from benchcheck.sweep.analysis import Settings
     from benchcheck.sweep.report import write_analysis
-    from benchcheck.sweep.results import CSV_NAME, condition_models, stale_keys
+    from benchcheck.sweep.results import CSV_NAME, SweepPaths, condition_models, stale_keys
+    from benchcheck.sweep.state import unsynced
 
     need_own_results(results, "sweep")
     settings = Settings(n_perm=n_perm, seed=seed, alpha=alpha, margin=margin, min_videos=min_videos,
                         min_items=min_items)
     try:
+        # Counted from the CSV alone, as every reader counts (docs/sweep.md, "Not yet in the CSV"):
+        # what the folder's own records hold beyond it is named, not counted.
+        where = SweepPaths.under(results, *log_dirs(results, None, data_logs))
+        behind = unsynced(where).line(where)
+        if behind:
+            click.echo(f"warning: {behind}", err=True)
         paths, analysis = write_analysis(Path(results), Path(out), settings, plots=not no_plots)
     except ValueError as e:
         die(str(e))

@@ -27,7 +27,7 @@ from benchcheck.sweep.pilot import pilot_benches, timing_table
 from benchcheck.sweep.plan import Cell, dry_run_lines, plan_sweep
 from benchcheck.sweep.results import log_line
 from benchcheck.sweep.runner import RunnerConfig, SweepSummary, record_run_specs, sync_csv
-from benchcheck.sweep.state import load_state
+from benchcheck.sweep.state import load_state, unsynced
 from benchcheck.sweep.task import run_groups
 
 Echo = Callable[[str], None]
@@ -77,6 +77,9 @@ def dry_run(a: SweepArgs, echo: Echo) -> list[Cell]:
     cells, _, _ = plan(a)
     for line in dry_run_lines(cells):
         echo(line)
+    behind = unsynced(a.paths).line(a.paths)
+    if behind:
+        echo(f"csv: {behind}")
     return cells
 
 

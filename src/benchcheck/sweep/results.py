@@ -132,6 +132,7 @@ class CsvTable:
 
     rows: list[dict[str, str]]
     ours: bool
+    header: tuple[str, ...] = ()
 
 
 def read_csv_table(path: str | Path) -> CsvTable:
@@ -141,7 +142,7 @@ def read_csv_table(path: str | Path) -> CsvTable:
     header, rows = _parse(p.read_text(encoding="utf-8", errors="replace"))
     if header and not set(KEY) <= set(header):
         raise ValueError(f"{p}: header lacks {', '.join(k for k in KEY if k not in header)}")
-    return CsvTable(list(rows), header[-1:] == ["written_at"])
+    return CsvTable(list(rows), header[-1:] == ["written_at"], tuple(header))
 
 
 def read_csv_all(path: str | Path) -> list[dict[str, str]]:
@@ -444,6 +445,21 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
         return fresh
     finally:
         os.close(fd)
+
+
+def csv_lacks(table: CsvTable, rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows :func:`append_csv_fresh` would add to the file ``table`` was read from
+    (:func:`read_csv_table`), in order; nothing is written and no lock taken (a snapshot: a
+    reader's count of what a run would still write)."""
+    seen = _Seen(0, list(table.header or COLUMNS), {})
+    for old in table.rows:
+        seen.add(old)
+    out: list[Mapping[str, Any]] = []
+    for r in rows:
+        if _fits(r, seen.header) and seen.fresh(r):
+            seen.add(r)
+            out.append(r)
+    return out
 
 
 def append_raw(paths: SweepPaths, condition: str, bench: str, rows: list[dict[str, Any]]) -> None:

@@ -159,6 +159,17 @@ assert tuple(csv_error_row(error_record({"item_id": "i", "status": "error", "err
                                          "error": ""}))) == COLUMNS
 
 
+def csv_standing(rec: GenRow | ErrorRow) -> dict[str, str]:
+    """The columns of a record's CSV row (:func:`csv_of`) that decide which row of its key counts
+    (``results.standing``: key, status, ``config_hash`` and the ``item_hash`` in ``meta``), as the
+    file holds them; the whole row costs a JSON encoding of its meta, and a reader that only counts
+    what a file lacks needs these (``sweep.state.unsynced``)."""
+    status = rec.parse_status if isinstance(rec, GenRow) else "error"
+    meta = json.dumps({"item_hash": rec.item_hash}) if rec.item_hash is not None else "{}"
+    return {"bench": str(rec.bench), "item_id": rec.item_id, "condition": str(rec.step), "status": str(status),
+            "config_hash": rec.config_hash or "", "meta": meta}
+
+
 def record_of_csv(row: Mapping[str, str], judged: bool) -> GenRow | ErrorRow:
     """A CSV row as a record. ``judged``: the file is ours, so its ``config_hash`` is one of our
     spec hashes and a row under another one is stale; a foreign file's rows (the origin's) are

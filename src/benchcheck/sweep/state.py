@@ -27,8 +27,19 @@ from typing import Any
 from benchcheck.records import ErrorRow, GenRow
 from benchcheck.spec import RunSpec
 from benchcheck.store import append_rows, read_records, read_rows
-from benchcheck.sweep.results import SweepPaths, read_csv_table
-from benchcheck.sweep.rows import record_of_csv
+from benchcheck.sweep.results import (
+    KEY,
+    ROWS_DIR,
+    Key,
+    SweepPaths,
+    csv_lacks,
+    current_hashes,
+    latest,
+    read_csv_table,
+    row_status,
+    settles,
+)
+from benchcheck.sweep.rows import csv_standing, record_of_csv
 from benchcheck.verdicts import ItemHashes, StepState
 
 SPECS_FILE = "run_specs.jsonl"
@@ -135,3 +146,83 @@ def answer_of(state: SweepState, bench: str, condition: str, item_id: str) -> Ge
     g = state.group(bench, condition)
     row = g.verdict(item_id).row if g is not None else None
     return row if isinstance(row, GenRow) and not row.na else None
+
+
+# failures.jsonl kinds of cells that get no typed row from runs made before those cells had one.
+_LOGGED_KINDS = ("no_video", "frame_plan")
+
+
+@dataclass(frozen=True, slots=True)
+class Unsynced:
+    """What a results folder's own records hold that its CSV lacks (:func:`unsynced`)."""
+
+    errors: int = 0  # cells whose typed rows end in a failure the CSV's rows do not show
+    logged: int = 0  # cells with a no-video / frame-plan line in failures.jsonl and no CSV row
+    answers: int = 0  # cells whose typed answer the CSV lacks (a run killed between the two writes)
+    first: Key | None = None  # the first failed cell, by key
+
+    @property
+    def failures(self) -> int:
+        return self.errors + self.logged
+
+    def line(self, paths: SweepPaths) -> str:
+        """One line naming them ("" when none), for ``sweep analyze`` and the dry run."""
+        if not self.failures and not self.answers:
+            return ""
+        where = [f"{n} in {what}" for n, what in ((self.errors + self.answers, f"{paths.results / ROWS_DIR}/"),
+                                                  (self.logged, str(paths.failures))) if n]
+        head = f"{_cells(self.failures)} failed" if self.failures else ""
+        if self.answers:
+            head += (" and " if head else "") + f"{_cells(self.answers)} answered"
+        first = f"; first: {' '.join(self.first)}" if self.first else ""
+        return (f"{head} by earlier runs {'are' if self.failures + self.answers > 1 else 'is'} not in "
+                f"{paths.csv.name} yet ({', '.join(where)}{first}), so no count "
+                "from that file includes them; the next `sweep run` on this folder writes them into it first")
+
+
+def unsynced(paths: SweepPaths) -> Unsynced:
+    """The cells whose count in the CSV the next ``sweep run`` of this folder changes before it asks
+    anything (its ``sync_csv`` and ``write_static``), as far as the folder alone tells, without the
+    items or the store: per condition, under the spec of its last run (``run_spec.json``), the CSV
+    rows of its typed rows that the file lacks (``results.csv_lacks``, the appender's own rule),
+    taken as the readers take rows (``results.latest``), and the ``no_video`` / ``frame_plan``
+    lines of ``failures.jsonl`` (runs before such cells had rows) of keys with no CSV row under
+    that spec. Only cells whose counted row would become an error (from an answer or none) or an
+    answer count. An item edited or a video stored since is the run's to judge."""
+    hashes = current_hashes(paths.results)
+    typed: list[dict[str, str]] = []
+    for condition, chash in hashes.items():
+        for f in sorted(paths.rows_dir(condition).glob("*.jsonl")):
+            if f.name != SPECS_FILE:
+                typed += [csv_standing(r) for r in read_records(f)
+                          if isinstance(r, GenRow | ErrorRow) and r.config_hash == chash]
+    table = read_csv_table(paths.csv)
+    have = table.rows
+    lacking = [{k: str(v) for k, v in r.items()} for r in csv_lacks(table, typed)]
+    errors: list[Key] = []
+    answers = 0
+    if lacking:
+        now = {_key(r): r for r in latest(have, hashes)}
+        added = {id(r) for r in lacking}
+        for r in latest([*have, *lacking], hashes):
+            if id(r) not in added:
+                continue
+            if settles(row_status(r)):
+                answers += 1
+            elif (held := now.get(_key(r))) is None or settles(row_status(held)):
+                errors.append(_key(r))
+    logs = [x for x in read_rows(paths.failures) if x.get("kind") in _LOGGED_KINDS
+            and x.get("config_hash") == hashes.get(str(x.get("condition")))]
+    under = {(*_key(r), r.get("config_hash") or "") for r in [*have, *lacking]} if logs else set()
+    logged = {_key(x) for x in logs if (*_key(x), x.get("config_hash")) not in under}  # none among ``errors``
+    failed = sorted({*errors, *logged})
+    return Unsynced(len(errors), len(logged), answers, failed[0] if failed else None)
+
+
+def _key(row: Mapping[str, Any]) -> Key:
+    b, i, c = (str(row[k]) for k in KEY)
+    return b, i, c
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell" if n == 1 else f"{n} cells"
