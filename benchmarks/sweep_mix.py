@@ -209,16 +209,16 @@ def child() -> None:
     local, guard = threading.local(), threading.Lock()
     generate, active = HFEngine.generate_sync, HFEngine.active
 
-    def generate_sync(self: HFEngine, reqs: Any) -> Any:
+    def generate_sync(self: HFEngine, reqs: Any, stop: threading.Event | None = None) -> Any:
         if cap > 0:
             reqs = [dataclasses.replace(r, max_tokens=min(r.max_tokens, cap)) for r in reqs]
         local.held, local.spans = 0.0, []
         if timeline is not None:
             with timeline.call():  # the call's batches, wherever the engine launches them
-                out = generate(self, reqs)
+                out = generate(self, reqs, stop)
                 timeline.flush([r.request_id for r in reqs])
         else:
-            out = generate(self, reqs)
+            out = generate(self, reqs, stop)
         got = {g.request_id: g for g in out}
         line = {"ids": [r.request_id for r in reqs], "held_s": local.held, "spans": local.spans, "end": time.time(),
                 "tokens": [getattr(got.get(r.request_id), "prompt_tokens", 0) for r in reqs],

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -57,6 +57,16 @@ def judge_error(row: ErrorRow) -> tuple[Judgement, str]:
     if row.retry_free:
         return ("refused" if row.error_status in REFUSED_STATUSES else "left"), row.error
     return "error", row.error
+
+
+class AnswerCut(asyncio.CancelledError):
+    """An adapter's ``answer`` cancelled part-way (Ctrl-C): ``records`` are those of the items it
+    finished, each whole, which the loop appends before the cancellation goes on; the other items
+    get nothing (the next run asks them, as if the call had never started)."""
+
+    def __init__(self, records: Sequence[Any]) -> None:
+        super().__init__(f"cancelled with {len(records)} records finished")
+        self.records = list(records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,8 +323,13 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
                 continue
             async with opts.calls or contextlib.nullcontext():
                 built = await adapter.build([p.work for p in chunk])
-                records = await adapter.answer(engine, built)
-            await asyncio.to_thread(book.append, records)
+                try:
+                    records = await adapter.answer(engine, built)
+                except AnswerCut as cut:
+                    if cut.records:
+                        await in_thread_to_end(book.append, cut.records)
+                    raise
+            await in_thread_to_end(book.append, records)
             retry = settler.settle(chunk, records, progress)
             pending -= len(chunk) - len(retry)
             if retry and not settler.stop():
@@ -322,4 +337,38 @@ async def _work(adapter: TaskAdapter[W, Any, R, E], book: UnitBook[W, R], engine
                 queue.put_nowait(retry)
             settled.set()
 
-    await asyncio.gather(*(worker() for _ in range(max(1, min(opts.workers, max(1, len(todo)))))))
+    await gather_to_end([worker() for _ in range(max(1, min(opts.workers, max(1, len(todo)))))])
+
+
+async def gather_to_end(coros: Sequence[Coroutine[Any, Any, None]]) -> None:
+    """Run ``coros`` at once and wait for them all. When one fails, or this task is cancelled
+    (Ctrl-C), the others are cancelled and still waited for to their end before the error goes on
+    (``asyncio.gather`` goes on at the first): a worker ending an engine call or appending the rows
+    it finished does so while its unit's lease is held, and the engine is closed after its last call."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException as e:
+        if not isinstance(e, asyncio.CancelledError):  # cancelled, gather has cancelled them: once is enough
+            for t in tasks:
+                t.cancel()
+        while not all(t.done() for t in tasks):
+            with contextlib.suppress(asyncio.CancelledError):  # cancelled again: they still end first
+                await asyncio.wait(tasks)
+        raise
+
+
+async def in_thread_to_end(fn: Callable[..., None], *args: Any) -> None:
+    """``fn(*args)`` in a worker thread, waited for to its end even when this task is cancelled (a
+    thread cannot be): appended rows are whole and under the unit's lease; the cancellation goes on
+    once it has ended (its own error, if any, first)."""
+    work = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    cancelled: asyncio.CancelledError | None = None
+    while not work.done():
+        try:
+            await asyncio.wait([work])
+        except asyncio.CancelledError as e:
+            cancelled = cancelled or e
+    work.result()
+    if cancelled is not None:
+        raise cancelled

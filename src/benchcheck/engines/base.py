@@ -6,6 +6,7 @@ numpy and Pillow but none of the server-side packages.
 
 from __future__ import annotations
 
+from asyncio import CancelledError
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,17 @@ class Engine(Protocol):
     async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]: ...
 
     async def aclose(self) -> None: ...
+
+
+class CallCancelled(CancelledError):
+    """An in-process engine call cancelled part-way (Ctrl-C cancels the run's tasks), raised once
+    its work has stopped. ``answers``: one per request in order, the answer (or ``Failure``) it
+    finished, None for a request it did not: a caller may keep the whole answers and must redo
+    the rest. A ``CancelledError``: the cancellation goes on wherever it is not caught."""
+
+    def __init__(self, answers: Sequence[object | None]) -> None:
+        super().__init__(f"cancelled with {sum(a is not None for a in answers)} of {len(answers)} requests answered")
+        self.answers = list(answers)
 
 
 def engine_config_hash(engine: object) -> str | None:

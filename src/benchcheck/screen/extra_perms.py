@@ -72,11 +72,16 @@ def attach(row: MutableMapping[str, Any], extra: ItemRequests, answers: Sequence
     row["extra_n"] = len(extra.perms)
 
 
+def wants_extra(row: Any, extra: ExtraPerms) -> bool:
+    """Whether a fresh row is asked the extra permutations: an ok row near the threshold."""
+    fields = getattr(row, "fields", None)
+    return isinstance(fields, MutableMapping) and in_band(fields, extra.band)
+
+
 async def score_extra(spec: RunSpec, built: Sequence[tuple[ItemRequests, Any]], engine: Engine,
                       extra: ExtraPerms) -> None:
     """The extra permutations of a chunk's items near the threshold, recorded into their ok rows."""
-    near = [(extra_requests(spec, b, extra.n), r) for b, r in built
-            if isinstance(r.fields, MutableMapping) and in_band(r.fields, extra.band)]
+    near = [(extra_requests(spec, b, extra.n), r) for b, r in built if wants_extra(r, extra)]
     reqs = [q for x, _ in near for q in x.requests]
     try:
         answers: list[LetterScores | Failure] = await engine.score(reqs) if reqs else []

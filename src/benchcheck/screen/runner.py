@@ -27,7 +27,7 @@ from benchcheck.screen.task import ScoreTask, StepUnitBook, WorkUnit
 from benchcheck.shard import WHOLE, ShardPath, format_shard, plan_units, shard_units
 from benchcheck.spec import ModelRef, RunSpec
 from benchcheck.store import append_rows
-from benchcheck.unit_loop import POLICY, LoopOptions, Policy, StopState, TaskSummary, run_task_async
+from benchcheck.unit_loop import POLICY, LoopOptions, Policy, StopState, TaskSummary, gather_to_end, run_task_async
 
 Echo = Callable[[str], None]
 UNITS_AT_ONCE = 4
@@ -161,8 +161,10 @@ async def run_step(ctx: ScreenContext, engine: Engine, cfg: RunConfig, echo: Ech
             summary.add(t)
             bar(len(u.items) - t.attempted, count_only=True)
 
-    await asyncio.gather(*(one(u) for u in units))
-    bar(0, close=True)
+    try:
+        await gather_to_end([one(u) for u in units])  # on Ctrl-C too, every unit ends before the engine closes
+    finally:  # closed on Ctrl-C too: its line ends before the "interrupted:" line, not under it
+        bar(0, close=True)
     summary.wall_s = round(time.time() - t0, 3)
     return summary
 

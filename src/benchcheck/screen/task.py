@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from benchcheck.engines.base import Engine, Failure, LetterScores, engine_config_hash
+from benchcheck.engines.base import CallCancelled, Engine, Failure, LetterScores, engine_config_hash
 from benchcheck.items import Item, fingerprints
 from benchcheck.lease import Lease, holder
 from benchcheck.records import ErrorRow, ScoreRow
-from benchcheck.screen.extra_perms import ExtraPerms, score_extra
+from benchcheck.screen.extra_perms import ExtraPerms, score_extra, wants_extra
 from benchcheck.screen.frames import FrameSource
 from benchcheck.screen.requests import ItemRequests, build_item_requests
 from benchcheck.screen.rows import RowContext, error_row, result_row
 from benchcheck.spec import RunSpec
 from benchcheck.store import StepStore
-from benchcheck.unit_loop import POLICY, Judgement, Pending, judge_error
+from benchcheck.unit_loop import POLICY, AnswerCut, Judgement, Pending, judge_error
 
 Row = ScoreRow | ErrorRow
 Built = tuple[Item, ItemRequests | str]  # an item and its requests, or why they could not be built
@@ -97,26 +97,51 @@ class ScoreTask:
 
     async def answer(self, engine: Engine, built: Sequence[Built]) -> list[Row]:
         """One engine call for a chunk; every item gets exactly one row back. Then the extra
-        permutations of the chunk's items near the threshold (``--extra-perms``), recorded in their rows."""
+        permutations of the chunk's items near the threshold (``--extra-perms``), recorded in their rows.
+        Cancelled part-way (Ctrl-C, an in-process engine: ``CallCancelled``): ``AnswerCut`` with the
+        rows of the items whose every forward was answered, less those that would ask for extra
+        permutations (they wait for the next run, which asks both)."""
         ctx = self.row_context(engine)
         reqs = [r for _, b in built if isinstance(b, ItemRequests) for r in b.requests]
         try:
             answers: list[LetterScores | Failure] = await engine.score(reqs) if reqs else []
+        except CallCancelled as cut:
+            raise AnswerCut([r for r in self._rows(built, ctx, cut.answers, cut=True)
+                             if r is not None and not self._asks_extra(r)]) from None
         except Exception as e:  # an engine bug must not lose the chunk: error rows, retried later
             answers = [Failure(r.request_id, "internal", f"{type(e).__name__}: {e}") for r in reqs]
-        rows: list[Row] = []
+        rows = [r for r in self._rows(built, ctx, answers) if r is not None]  # none is None: not cut
+        if self.extra is not None and self.extra.n > 0:
+            try:
+                await score_extra(self.spec, [(b, r) for (_, b), r in zip(built, rows, strict=True)
+                                              if isinstance(b, ItemRequests)], engine, self.extra)
+            except CallCancelled:
+                raise AnswerCut([r for r in rows if not self._asks_extra(r)]) from None
+        return rows
+
+    def _rows(self, built: Sequence[Built], ctx: RowContext, answers: Sequence[object | None],
+              cut: bool = False) -> list[Row | None]:
+        """Each item's row from its forwards' answers (in request order). An item with a forward
+        unanswered: None where the call was ``cut`` (cancelled part-way), else its error row."""
+        rows: list[Row | None] = []
         pos = 0
         for item, b in built:
             if isinstance(b, str):
                 rows.append(error_row(item, ctx, b))
                 continue
             n = len(b.requests)
-            rows.append(result_row(self.spec, b, ctx, answers[pos:pos + n]))
+            mine = [a for a in answers[pos:pos + n] if isinstance(a, LetterScores | Failure)]
             pos += n
-        if self.extra is not None and self.extra.n > 0:
-            await score_extra(self.spec, [(b, r) for (_, b), r in zip(built, rows, strict=True)
-                                          if isinstance(b, ItemRequests)], engine, self.extra)
+            if len(mine) < n:
+                if cut:
+                    rows.append(None)
+                    continue
+                mine = [Failure(b.requests[0].request_id, "internal", "the engine returned no answer")]
+            rows.append(result_row(self.spec, b, ctx, mine))
         return rows
+
+    def _asks_extra(self, row: Row) -> bool:
+        return self.extra is not None and self.extra.n > 0 and wants_extra(row, self.extra)
 
     def judge(self, row: Row) -> tuple[Judgement, str]:
         if isinstance(row, ScoreRow):

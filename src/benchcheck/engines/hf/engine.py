@@ -7,7 +7,8 @@ forward per request: log-softmax at its last position, top-20 tokens decoded one
 decodes its logprobs (``forward.score``).
 
 The blocking torch work runs in a worker thread, so an event loop (a server) keeps accepting
-requests meanwhile. Importable with torch, transformers, numpy and Pillow alone.
+requests meanwhile; a call whose task is cancelled (Ctrl-C) stops that thread at its next batch.
+Importable with torch, transformers, numpy and Pillow alone.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from typing import Any, TypeVar
 
 import torch
 
-from benchcheck.engines.base import Failure, GenerateRequest, Generation, LetterScores, ScoreRequest
+from benchcheck.engines.base import (
+    CallCancelled,
+    Failure,
+    GenerateRequest,
+    Generation,
+    LetterScores,
+    ScoreRequest,
+)
 from benchcheck.engines.hf.attention.sdpa import PlanMemo
 from benchcheck.engines.hf.attention.varlen import flash_available
 from benchcheck.engines.hf.checkpoint import NotACheckpoint, pick_device, pick_dtype, resolve_checkpoint
@@ -50,7 +58,17 @@ from benchcheck.engines.hf.runtime.launcher import Launcher
 from benchcheck.engines.hf.runtime.pacing import use_paced_launches
 from benchcheck.engines.hf.schedule.batches import prefill_groups
 from benchcheck.engines.hf.schedule.families import lone_families, worth_sharing
-from benchcheck.engines.hf.schedule.pipeline import Encoded, Job, Plan, PlannedBatch, join_fits, one_row, run_pipeline
+from benchcheck.engines.hf.schedule.pipeline import (
+    BatchCut,
+    Encoded,
+    Job,
+    Plan,
+    PlannedBatch,
+    Stopped,
+    join_fits,
+    one_row,
+    run_pipeline,
+)
 from benchcheck.engines.letters_exact import exact_entries, letter_variants
 from benchcheck.engines.marker import marker_revision, read_marker
 from benchcheck.engines.options import EngineOptionError, EngineOptions
@@ -65,6 +83,8 @@ SETUP_PATHS = {"rms_norm": ("fused_norms",), "fused_mlp": ("fused_mlp", "fused_l
                "text_attention": ("fused_attention",), "vision_rotary": ()}
 
 T = TypeVar("T")
+Q = TypeVar("Q", ScoreRequest, GenerateRequest)
+A = TypeVar("A", LetterScores, Generation)
 
 
 def decode_processes(device: torch.device) -> int:
@@ -343,15 +363,16 @@ class HFEngine:
     # -- the Engine protocol -------------------------------------------------------------
 
     async def score(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
-        """Top log-probs of the first answer token of each request (one forward each)."""
-        return await asyncio.to_thread(self.score_sync, reqs)
+        """Top log-probs of the first answer token of each request (one forward each). Cancelled
+        (Ctrl-C), the call stops at its next batch and raises ``CallCancelled`` with what it answered."""
+        return await _stoppable(self.score_sync, reqs)
 
     async def generate(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
-        """Greedy text of each request, up to its ``max_tokens``."""
+        """Greedy text of each request, up to its ``max_tokens``; cancelled, as ``score``."""
         # Cancellable from here, on the event loop, not only once a thread runs ``generate_sync``:
         # a client that leaves while the call waits for a thread would otherwise be forgotten.
         with self._cancellations.running([r.request_id for r in reqs]):
-            return await asyncio.to_thread(self.generate_sync, reqs)
+            return await _stoppable(self.generate_sync, reqs)
 
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -368,8 +389,10 @@ class HFEngine:
 
     # -- blocking implementations --------------------------------------------------------
 
-    def score_sync(self, reqs: Sequence[ScoreRequest]) -> list[LetterScores | Failure]:
-        """``score`` without the event loop (benchmarks, scripts)."""
+    def score_sync(self, reqs: Sequence[ScoreRequest], stop: threading.Event | None = None,
+                   ) -> list[LetterScores | Failure]:
+        """``score`` without the event loop (benchmarks, scripts). ``stop``, once set, ends the call
+        at its next batch: ``schedule.pipeline.Stopped`` with the answers of the batches that landed."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, None, 1) for r in reqs]
 
         def run(planned: PlannedBatch, enc: list[Encoded]) -> Callable[[], list[LetterScores | Failure]]:
@@ -425,7 +448,8 @@ class HFEngine:
             return res
 
         try:
-            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run, share=self.share_prefixes)
+            return run_pipeline(jobs, self._encode, self._pool, self._plan(), run, share=self.share_prefixes,
+                                stop=stop)
         finally:
             self._freeze_once()
 
@@ -467,8 +491,10 @@ class HFEngine:
         plans.max_flops = self._config.new_shape_flash_gflops * 1e9
         return plans
 
-    def generate_sync(self, reqs: Sequence[GenerateRequest]) -> list[Generation | Failure]:
-        """``generate`` without the event loop."""
+    def generate_sync(self, reqs: Sequence[GenerateRequest], stop: threading.Event | None = None,
+                      ) -> list[Generation | Failure]:
+        """``generate`` without the event loop; ``stop`` as ``score_sync``'s, and a batch being
+        decoded when it is set stops at its next step, its requests unanswered (never cut text)."""
         jobs = [Job(r.request_id, r.prompt, r.images, r.assistant_prefix, r.system, r.max_tokens) for r in reqs]
         # Batches staged ahead (op ``stage_ahead``): id -> (the batch, its host inputs being built).
         staging = self._config.op("stage_ahead", self.device.type == "cuda")
@@ -489,6 +515,15 @@ class HFEngine:
             right = self.right_prefill and len({p.n_tokens for p in prompts}) > 1
             return stage(prompts, self.device, self.pad_id, right=right)
 
+        def stopped(ids: list[str]) -> Callable[[], Sequence[bool] | None]:
+            """The decode loop's question before each step: the rows whose clients left, or every
+            row once the call is told to stop."""
+            left = self._cancellations.watcher(ids)
+            if stop is None:
+                return left
+            every = [True] * len(ids)
+            return lambda: every if stop.is_set() else left()
+
         def stage_ahead(planned: PlannedBatch, enc: list[Encoded]) -> None:
             # A staging thread shut down (``aclose``) takes nothing more: the batch builds its own.
             with contextlib.suppress(RuntimeError):
@@ -504,7 +539,7 @@ class HFEngine:
             """Queue the decode of ``held``'s first ``rows`` rows (all by default); the function that reads them."""
             n = rows or held.prefilled
             read = held.decode(self.stop_ids, self.pad_id, self.decode_graphs, self.pacer, self._lookback(),
-                               self._config.op("decode_planless"), self._cancellations.watcher(ids), rows=rows)
+                               self._config.op("decode_planless"), stopped(ids), rows=rows)
             self.decode_rows[n] += 1
             return read
 
@@ -537,7 +572,7 @@ class HFEngine:
                 read = greedy_start(self.model, batch, max_new, self.stop_ids, self.pad_id,
                                     graphs=self.decode_graphs, pacer=self.pacer, lookback=self._lookback(),
                                     planless=self._config.op("decode_planless"), plans=self._plans(),
-                                    stopped=self._cancellations.watcher(ids), scored_only=self.scored_last_layer)
+                                    stopped=stopped(ids), scored_only=self.scored_last_layer)
                 if max(max_new, default=0) > 0:
                     self.decode_rows[len(idx)] += 1
                 return read
@@ -581,6 +616,9 @@ class HFEngine:
 
         def built_results(idx: list[int], enc: list[Encoded], read: Callable[[], list[list[int]]],
                           took: Callable[[], float]) -> list[Generation | Failure]:
+            tokens = read()
+            if stop is not None and stop.is_set():
+                raise BatchCut  # its decode may have stopped early: a cut text is no answer
             return [
                 Generation(
                     request_id=reqs[i].request_id,
@@ -590,13 +628,13 @@ class HFEngine:
                     latency_s=took() + e.encode_s,
                     model=self.model_name,
                 )
-                for i, e, toks in zip(idx, enc, read(), strict=True)
+                for i, e, toks in zip(idx, enc, tokens, strict=True)
             ]
 
         try:
             with self._cancellations.running([r.request_id for r in reqs]):
                 return run_pipeline(jobs, self._encode, self._pool, self._plan(), run,
-                                    stage=stage_ahead if staging else None)
+                                    stage=stage_ahead if staging else None, stop=stop)
         finally:
             self._freeze_once()
 
@@ -731,6 +769,34 @@ class _Holding:
         hold = self.on and not again and joins is None and len(self.given) < self.total \
             and join_fits(enc, [], self.budget, self.most)
         return joins, hold
+
+
+async def _stoppable(call: Callable[[Sequence[Q], threading.Event], list[A | Failure]],
+                     reqs: Sequence[Q]) -> list[A | Failure]:
+    """``call(reqs, stop)`` in a worker thread. A thread cannot be cancelled: cancelled here (Ctrl-C
+    cancels the run's tasks), the call is told to stop at its next batch and awaited to its end
+    (however often it is cancelled meanwhile: the model's lock and the device are free when this
+    returns, and the process exits then, not when the call would have ended); ``CallCancelled``
+    then carries what it answered, and the cancellation goes on. The thread's future is a plain
+    one, not a task: the event loop's shutdown cancels every task, and would take its result."""
+    stop = threading.Event()
+    work = asyncio.get_running_loop().run_in_executor(None, call, reqs, stop)
+    cancelled = False
+    while not work.done():
+        try:
+            await asyncio.wait([work])
+        except asyncio.CancelledError:
+            stop.set()
+            cancelled = True
+    if not cancelled:
+        return work.result()
+    try:
+        done: Sequence[object | None] = work.result()
+    except Stopped as e:
+        done = e.done
+    except Exception:  # the call failed meanwhile: nothing of it is an answer
+        done = [None] * len(reqs)
+    raise CallCancelled(done)
 
 
 def _staged_or_built(staged: Future[T], build: Callable[[], T]) -> T:

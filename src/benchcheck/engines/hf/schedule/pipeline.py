@@ -6,7 +6,8 @@ device works; they are planned into length-sorted batches chunk by chunk in arri
 is queued on the device before the previous one's results are read and built. A request that
 cannot be encoded, a batch that fails, or a batch too large for the device's memory (split in
 halves, down to one request, whether it ran out when queued or when its results were read) fails
-only its own requests.
+only its own requests. A call told to stop (its caller was cancelled: Ctrl-C) runs no further
+batch: it ends at the next batch boundary with what landed (``Stopped``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from functools import partial
+from threading import Event
 from typing import Any, TypeVar
 
 import torch
@@ -111,6 +113,20 @@ class PlannedBatch:
         return PlannedBatch(self.idx[lo:hi], tuple(families))
 
 
+class Stopped(Exception):
+    """A call stopped part-way (``run_pipeline``'s ``stop``): ``done`` has one entry per job, its
+    result where its batch landed whole before the stop, else None (never part of an answer)."""
+
+    def __init__(self, done: Sequence[object | None]) -> None:
+        super().__init__(f"stopped with {sum(d is not None for d in done)} of {len(done)} requests answered")
+        self.done = list(done)
+
+
+class BatchCut(Exception):
+    """Raised by a batch's results function when the call's stop cut the batch short (a generation
+    stopped mid-decode): its requests are left unanswered, not failed."""
+
+
 Encode = Callable[[Sequence[Job]], list[Encoded | Failure]]
 # Queues one batch (its planned families included) on the device, given its requests' encodings
 # in batch order; returns the function that waits for and builds their results.
@@ -123,14 +139,19 @@ Stage = Callable[[PlannedBatch, list[Encoded]], None]
 
 
 def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan, run: Run[R],
-                 share: bool = False, stage: Stage | None = None) -> list[R | Failure]:
+                 share: bool = False, stage: Stage | None = None, stop: Event | None = None) -> list[R | Failure]:
     """Every job's result in order: encoded by ``encode`` on ``threads``, batched by ``plan``,
     and run by ``run``, which queues one batch and returns the function that waits for and
     builds its results. With ``share``, requests sharing a prefix stay in one batch, and ``run``
     receives the families each batch was planned with (planned once, per chunk). With ``stage``,
     before each batch runs, the batch after it is staged: the chunk's next, or the next chunk's
     first where that chunk's requests are all encoded by then (it is planned early; the pipeline
-    never waits for encoding to stage); each batch is staged at most once."""
+    never waits for encoding to stage); each batch is staged at most once. With ``stop``, once it is
+    set no further batch runs: the batch in flight lands, encoding not yet begun is cancelled, and
+    ``Stopped`` is raised with what landed (set while the last batch ran: every result, still
+    raised as ``Stopped``, so the caller's cancellation goes on)."""
+    if stop is not None and stop.is_set():  # stopped before its thread began: nothing to encode
+        raise Stopped([None] * len(jobs))
     slots: list[_Slot] = []
     for block in encoding_blocks([bool(j.images) for j in jobs], TEXT_BLOCK):
         fut = threads.submit(encode, [jobs[i] for i in block])
@@ -182,6 +203,8 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
         try:
             for i, res in zip(batch.idx, finish(), strict=True):
                 out[i] = res
+        except BatchCut:
+            return  # cut short by the stop: its requests stay unanswered
         except torch.cuda.OutOfMemoryError as e:
             oom = f"out of device memory: {e}"
         except (RuntimeError, ValueError) as e:
@@ -214,7 +237,11 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
                 return planned[k][0][0], planned[k][1]
         return None
 
-    while (taken := take()) is not None:
+    def stopping() -> bool:
+        return stop is not None and stop.is_set()
+
+    # Asked again once a batch is taken: taking it may have waited for its encoding.
+    while not stopping() and (taken := take()) is not None and not stopping():
         batch, ready = taken
         staged.pop(id(batch), None)
         if stage is not None and (upcoming := after()) is not None and id(upcoming[0]) not in staged:
@@ -233,6 +260,11 @@ def run_pipeline(jobs: list[Job], encode: Encode, threads: Executor, plan: Plan,
             split(batch, ready, oom)
             continue
         in_flight = (batch, ready, finish)
+    if stopping():
+        land()
+        for slot in slots:  # encoding not begun is not needed now (a block being encoded ends on its own)
+            slot.block.cancel()
+        raise Stopped(out)
     return [o for o in out if o is not None]
 
 
