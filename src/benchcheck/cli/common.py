@@ -136,6 +136,16 @@ def need_step_results(results: str, option: str = "--results") -> None:
             "(a folder written by 'benchcheck screen')")
 
 
+def need_frames(frames_root: str | None) -> None:
+    """``--frames`` that is no frame cache (a store, a folder of videos: ``video.folders``) ends the
+    command in one line, as ``screen`` and ``assemble`` refuse it."""
+    from benchcheck.video.folders import frames_refusal
+
+    why = None if frames_root is None else frames_refusal(frames_root)
+    if why:
+        die(why)
+
+
 def need_engine_reads(engine: str, **given: Any) -> None:
     """An engine-only option (``registry.ENGINE_ONLY``: ``hf_config=``, ``rules=``,
     ``letter_tokenizer=`` as given) with an engine that does not read it ends the command in one

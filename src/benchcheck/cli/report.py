@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from benchcheck.cli.common import CliPath, checked_store, die, load_items_reporting, need_step_results, say_left_out
+from benchcheck.cli.common import (
+    CliPath,
+    checked_store,
+    die,
+    load_items_reporting,
+    need_frames,
+    need_step_results,
+    say_left_out,
+)
 from benchcheck.cli.videos import resolve_reporting, videos_option
 
 # One per core, at most 4: the value docs/report.md states, whatever machine renders this help.
@@ -65,6 +73,7 @@ def report(results: str, item_paths: tuple[str, ...], columns: str | None, chain
     from benchcheck.screen.steps import parse_chain
 
     need_step_results(results)
+    need_frames(frames_root)
     try:
         steps = parse_chain(chain)
     except ValueError as e:

@@ -23,6 +23,7 @@ from benchcheck.screen.plan import CAUSES, UNREACHED, StepPlan
 from benchcheck.screen.runner import held_by_other
 from benchcheck.screen.steps import DEFAULT_INTRO, INTROS, STEPS, parse_chain
 from benchcheck.shard import ShardPath, parse_shard_path
+from benchcheck.video.folders import frames_refusal
 from benchcheck.video.meta import store_problem
 
 Echo = Callable[[str], None]
@@ -93,9 +94,11 @@ class ShardJob(EngineFlags):
 
 def frame_source(frames_root: str | None, store: str | None) -> FrameSource | None:
     """The frame cache when given (the store then only names the videos), else the store on the fly.
-    A folder that does not exist is a usage error: every visual item would be a missing frame."""
-    if frames_root is not None and not Path(frames_root).is_dir():
-        raise ValueError(f"--frames {frames_root}: no such folder (made by 'benchcheck frames extract')")
+    A folder that does not exist, or that is a store or a folder of videos, is a usage error
+    (``video.folders.frames_refusal``): every visual item would be a missing frame."""
+    refused = None if frames_root is None else frames_refusal(frames_root)
+    if refused:
+        raise ValueError(refused)
     why = None if store is None else store_problem(store)
     if why:
         raise ValueError(f"--store {store}: {why}")
