@@ -419,11 +419,7 @@ def append_csv_fresh(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> lis
             _, whole = _parse(",".join(seen.header) + "\n" + tail.decode("utf-8", errors="replace"))
             for row in whole:
                 seen.add(row)
-        fresh: list[Mapping[str, Any]] = []
-        for r in rows:
-            if _fits(r, seen.header) and seen.fresh(r):
-                seen.add(r)
-                fresh.append(r)
+        fresh = _admit(seen, rows)
         if not fresh:
             if size == 0:
                 seen.header = []  # nothing written: the file's header is still to be read or written
@@ -454,6 +450,12 @@ def csv_lacks(table: CsvTable, rows: Iterable[Mapping[str, Any]]) -> list[Mappin
     seen = _Seen(0, list(table.header or COLUMNS), {})
     for old in table.rows:
         seen.add(old)
+    return _admit(seen, rows)
+
+
+def _admit(seen: _Seen, rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows of ``rows`` the file behind ``seen`` still lacks, in order, each added to ``seen``
+    as it is taken (so a second row of one key in ``rows`` is judged against the first)."""
     out: list[Mapping[str, Any]] = []
     for r in rows:
         if _fits(r, seen.header) and seen.fresh(r):
