@@ -79,6 +79,8 @@ RUNS: dict[str, tuple[list[str], str, bool]] = {
     "rare_rate_interval": (["--runs", "5", "--only", "rare"], "cells below 0.93", False),
     "paired_difference_interval": (["--part", "skew", "--skew-runs", "3", "--check", "3"], "| cell | rule |", False),
     "varlen_probe": ([], "needs a CUDA device", False),
+    "sweep_unsynced": (["--items", "20", "--rounds", "1"], "unsynced", False),
+    "export_memory": (["--items", "200", "--dir", "{tmp}"], '"export_peak_mib"', False),
     "video_ingest": (["--frames", "30", "--repeats", "1", "--work", "{tmp}/w", "--out", "{tmp}"], "| clip.mpg |", True),
     "vision_inputs": (["--repeats", "1", "--out", "{tmp}"], "| 2B call |", False),
     "vision_rotary": (["--smoke", "--out", "{tmp}"], "", True),
