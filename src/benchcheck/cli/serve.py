@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import click
 
@@ -114,10 +115,15 @@ def serve(
     inflight = concurrent_calls(engine)
     guard = Guard(header_timeout, body_timeout, max_connections or default_max_connections())
     try:
-        run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight, access_log,
-                   guard, media, os.environ.get(SERVE_TAG_ENV))
+        stopped_by = run_server(engine, served_model_name or model, host, port, api_key, max_batch_size, inflight,
+                                access_log, guard, media, os.environ.get(SERVE_TAG_ENV))
     except OSError as e:  # the port is taken, or the host is not an interface of this machine
         die(f"cannot serve on {host}:{port}: {e}")
+    # Ctrl-C: one line and 130, as every command. SIGTERM (how launch, systemd and `docker stop`
+    # end a server) is a stop asked for: exit 0, as before.
+    if stopped_by == signal.SIGINT:
+        click.echo("serve: stopped by Ctrl-C", err=True)
+        raise SystemExit(130)
 
 
 COMMANDS = [serve]

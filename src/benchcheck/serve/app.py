@@ -336,8 +336,9 @@ def run_server(
     guard: Guard | None = None,
     media: MediaOptions | None = None,
     launch_tag: str | None = None,
-) -> None:
-    """Serve until interrupted or terminated (blocking). Binds to loopback unless ``host`` says
+) -> signal.Signals:
+    """Serve until interrupted or terminated (blocking); returns the signal that stopped it
+    (SIGINT: Ctrl-C, SIGTERM: a launcher, systemd, ``docker stop``). Binds to loopback unless ``host`` says
     otherwise (an empty ``host`` is a ValueError, not every interface). ``guard`` (default: the
     usual limits, the cap within the open-files limit) times out slow headers and bodies and caps
     connections. The "serving" line ends with this process's pid and ``launch_tag`` when given:
@@ -358,14 +359,25 @@ def run_server(
                  "at most %d connections; pid %d%s", model_id, engine.name, host, bound, auth,
                  guard.header_timeout_s, guard.body_timeout_s, guard.max_connections, os.getpid(), tag)
 
-    asyncio.run(_serve(app, host, port, guard, access_log, announce))
+    return asyncio.run(_serve(app, host, port, guard, access_log, announce))
+
+
+# Seconds a request in progress at Ctrl-C may take to finish before it is cut (and again for its
+# handler to end once cancelled): a scoring forward ends within it, a long generation does not.
+CTRL_C_GRACE_S = 0.1
 
 
 async def _serve(app: web.Application, host: str, port: int, guard: Guard, access_log: bool,
-                 announce: Callable[[int], None]) -> None:
-    """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM. ``announce``
-    gets the bound port once the socket listens: a "serving" line before a failed bind (a port in
-    use) read as a server that had started, and ``--port 0`` is told the port it got."""
+                 announce: Callable[[int], None]) -> signal.Signals:
+    """aiohttp's request handling behind the guard's protocol, until SIGINT or SIGTERM (returned).
+    ``announce`` gets the bound port once the socket listens: a "serving" line before a failed bind
+    (a port in use) read as a server that had started, and ``--port 0`` is told the port it got.
+
+    SIGTERM drains: the requests in progress are answered first (aiohttp's shutdown, up to a
+    minute; ``launch`` waits 10 s before SIGKILL). Ctrl-C is someone at the terminal who wants
+    the server gone: the requests in progress are cut, their connections closed unanswered (a
+    client's connection error, retried later, never an error answer that would count against its
+    item), and the engine's calls stop at their next batch (``Batcher.stop``)."""
     # handler_cancellation: a client that disconnects cancels its handler, as vLLM aborts its
     # request; a queued request is then never handed to the engine, a generation stops decoding.
     runner = web.AppRunner(app, access_log=logging.getLogger(ACCESS_LOG) if access_log else None,
@@ -378,11 +390,18 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
     except OSError:
         await runner.cleanup()
         raise
+    stop = asyncio.Event()
+    stopped_by: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        stopped_by.append(sig)
+        stop.set()
+
+    # Before the "serving" line: a Ctrl-C once it shows is always this server's stop.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig)
     announce(listener.getsockname()[1])
     accepting = asyncio.create_task(guard.accept_loop(listener, runner.server))
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
         await asyncio.wait([accepting, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         if accepting.done():
@@ -391,7 +410,10 @@ async def _serve(app: web.Application, host: str, port: int, guard: Guard, acces
         accepting.cancel()
         await asyncio.gather(accepting, return_exceptions=True)
         listener.close()
+        if stopped_by[:1] == [signal.SIGINT]:
+            await runner.server.shutdown(CTRL_C_GRACE_S)  # the requests in progress cut
         await runner.cleanup()
+    return stopped_by[0]
 
 
 def check_host(host: str) -> str:

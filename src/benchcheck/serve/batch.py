@@ -61,11 +61,17 @@ class Batcher(Generic[Req, Res]):
             self._worker = asyncio.create_task(self._dispatch())
 
     async def stop(self) -> None:
-        """Stop dispatching and fail whatever is still queued."""
+        """Stop dispatching, fail whatever is still queued, and end the engine calls in progress
+        (whose requests were cut: Ctrl-C, or a drain that ran out of time): an in-process engine's
+        call stops at its next batch, and the engine is closed after them, not under them."""
         if self._worker is not None:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
             self._worker = None
+        calls = list(self._calls)
+        for task in calls:
+            task.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
         while self._pending:
             _, fut = self._pending.popleft()
             if not fut.done():
@@ -115,6 +121,10 @@ class Batcher(Generic[Req, Res]):
             for _, fut in batch:
                 if not fut.done():
                     fut.set_exception(err)
+        except asyncio.CancelledError:  # stopped (``stop``): a caller still waiting is cancelled too
+            for _, fut in batch:
+                fut.cancel()
+            raise
         finally:
             self._slots.release()
 
