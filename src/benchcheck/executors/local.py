@@ -58,7 +58,7 @@ def run_screen(r: ReadyJob, echo: Echo) -> int:
     # engine ran on its one device (recorded as 0, pack would call it a CPU run).
     gpus = job.gpus or (0 if job.endpoints else local_gpus(engine))
     append_run_log(Path(job.results), summary, cfg, engine, list(job.endpoints), started, gpus)
-    echo_summary(summary, r.shard, echo)
+    echo_summary(summary, r.shard, echo, refused=r.refused)
     if r.first.todo and not summary.attempted and not summary.held_units and not summary.aborted:
         echo(f"step {job.step}: nothing left to run: the {len(r.first.todo)} eligible items are done or failed here")
     return 3 if summary.aborted else 0

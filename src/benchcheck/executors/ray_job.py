@@ -56,5 +56,5 @@ def run_screen(r: ReadyJob, echo: Echo) -> int:
         return 3
     # append_run_log reads only the engine's name and model: the identity the actors reported.
     append_run_log(Path(job.results), summary, cfg, cast(Engine, ident), list(job.endpoints), started, job.gpus)
-    echo_summary(summary, r.shard, echo, " (ray)")
+    echo_summary(summary, r.shard, echo, " (ray)", r.refused)
     return 3 if summary.aborted else 0

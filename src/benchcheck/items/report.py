@@ -94,6 +94,35 @@ def bad_share_lines(result: LoadResult, threshold: float = BAD_SHARE_WARN) -> li
     return lines
 
 
+def refused_benchmarks(result: LoadResult) -> list[str]:
+    """One line per item file that was read and gave no item (every record refused, or the file
+    itself): its benchmark is in no plan, so a run's summary, which names the benchmarks it
+    worked, left it out without a word while the others ran. The line names it, its file, the
+    commonest reason and the fix that reason names (a duplicate id's: ``items import --id-prefix``)."""
+    loaded = {i.source_file for i in result.items}
+    benches = {i.bench for i in result.items}
+    lines = []
+    for path, n in result.records.items():
+        bench = _bench_of_problem_path(path)
+        if path in loaded or bench in benches:  # some of it (or of its benchmark, in another file) loaded
+            continue
+        whole = next((p.message for p in result.errors if p.path == path and p.where == "0"), None)
+        if whole is not None:
+            lines.append(f"{bench}: not screened: {path} was refused: {whole}")
+        else:
+            kinds: dict[tuple[str, ...], list[str]] = defaultdict(list)
+            for p in result.errors:
+                if p.path == path:
+                    kinds[_kind_of(p.message)].append(p.message)
+            if not kinds:
+                continue
+            messages = max(kinds.values(), key=len)
+            example = _example(messages)
+            lines.append(f"{bench}: not screened: every one of its {n} records in {path} was refused; most often: "
+                         f"{_show_kind(messages)} ({len(messages)})" + (f", e.g. {example}" if example else ""))
+    return lines
+
+
 def no_items_reason(result: LoadResult, paths: Sequence[str]) -> str:
     """One line for a load that gave no item: each file with its file-level reason, or its bad count."""
     why: dict[str, str] = {}

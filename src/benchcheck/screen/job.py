@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from benchcheck.engines.options import EngineFlags, EngineOptions
+from benchcheck.items.load import LoadResult
+from benchcheck.items.report import refused_benchmarks
 from benchcheck.screen.context import ScreenContext, make_context
 from benchcheck.screen.engine_args import DEFAULT_WORKERS
 from benchcheck.screen.frames import CacheFrames, FrameSource, StoreFrames
@@ -107,9 +109,9 @@ def frame_source(frames_root: str | None, store: str | None) -> FrameSource | No
     return StoreFrames(store) if store else None
 
 
-def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> tuple[ScreenContext, int]:
+def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) -> tuple[ScreenContext, LoadResult]:
     """The job's items (their videos resolved: ``video.resolve``) and step states (their context),
-    and how many items were invalid."""
+    and the load they came from (its problems)."""
     from benchcheck.video.resolve import needs_resolving, report_unresolved, resolve_items
 
     steps = parse_chain(job.chain)
@@ -129,7 +131,7 @@ def job_context(job: ShardJob, load: Callable[..., Any], quiet: bool = False) ->
         items = resolved.items
     ctx = make_context(items, job.results, steps, frames, job.keep_file,
                        [b.strip() for b in job.bench.split(",") if b.strip()] if job.bench else None, job.limit)
-    return ctx, len(loaded.errors)
+    return ctx, loaded
 
 
 def _stderr(line: str) -> None:
@@ -141,12 +143,19 @@ def plan_lines(job: ShardJob, load: Callable[..., Any], quiet: bool = False,
     """``REMAINING_TOTAL=<n>`` and the other counts of the job's step, read once, in-process;
     ``why`` gets one sentence per cause that leaves items out (kept off the KEY=VALUE lines)."""
     shard = parse_shard_path(job.shard)
-    ctx, invalid = job_context(job, load, quiet)
+    ctx, loaded = job_context(job, load, quiet)
     plan = ctx.plan(job.step)
     if why is not None:
-        for line in plan.why_lines():
+        for line in [*refused_here(job, loaded), *plan.why_lines()]:
             why(line)
-    return plan.lines(invalid=invalid, held=held_by_other(ctx, plan, shard, job.max_unit))
+    return plan.lines(invalid=len(loaded.errors), held=held_by_other(ctx, plan, shard, job.max_unit))
+
+
+def refused_here(job: ShardJob, loaded: LoadResult) -> list[str]:
+    """The benchmarks of the job's item files that gave no item (``items.report.refused_benchmarks``),
+    those its ``--bench`` names (all without one)."""
+    wanted = {b.strip() for b in job.bench.split(",") if b.strip()} if job.bench else None
+    return [line for line in refused_benchmarks(loaded) if wanted is None or line.split(":", 1)[0] in wanted]
 
 
 def engine_options(job: ShardJob, with_key: bool = True) -> EngineOptions:
@@ -163,6 +172,7 @@ class ReadyJob:
     ctx: ScreenContext
     shard: ShardPath
     first: StepPlan  # the earlier steps' plan (own rows are read per unit, under its lease)
+    refused: tuple[str, ...] = ()  # benchmarks whose item files gave no item: the summary names them
 
 
 def ready_job(job: ShardJob, load: Callable[..., Any], echo: Echo) -> ReadyJob | int:
@@ -170,7 +180,7 @@ def ready_job(job: ShardJob, load: Callable[..., Any], echo: Echo) -> ReadyJob |
     why items are left out; exit code 2 (nothing can run) instead of a ready job, or a
     ``ValueError`` (a one-line usage error) when what was asked cannot happen."""
     shard = parse_shard_path(job.shard)
-    ctx, _ = job_context(job, load)
+    ctx, loaded = job_context(job, load)
     if STEPS[job.step].visual and ctx.frames is None and any(i.video_id for i in ctx.items):
         raise ValueError(f"step {job.step} shows frames: give --frames DIR (made by 'benchcheck frames extract "
                          "--plan v32') or --store DIR (made by 'benchcheck videos normalize')")
@@ -183,7 +193,7 @@ def ready_job(job: ShardJob, load: Callable[..., Any], echo: Echo) -> ReadyJob |
         return 2
     for line in first.why_lines(UNREACHED if first.todo else CAUSES):
         echo(line if not first.todo else f"note: {line}")
-    return ReadyJob(job, ctx, shard, first)
+    return ReadyJob(job, ctx, shard, first, tuple(refused_here(job, loaded)))
 
 
 def print_plan(job: ShardJob, load: Callable[..., Any], echo: Echo) -> int:

@@ -204,9 +204,11 @@ def _progress(total: int, desc: str, enabled: bool) -> Callable[..., None]:
     return update
 
 
-def echo_summary(summary: RunSummary, shard: ShardPath, echo: Echo, via: str = "") -> None:
-    """Each benchmark's line, then the step's (``via``: which executor, when not this process)."""
-    for line in summary.bench_lines():
+def echo_summary(summary: RunSummary, shard: ShardPath, echo: Echo, via: str = "",
+                 refused: Sequence[str] = ()) -> None:
+    """Each benchmark's line (``refused``: those of benchmarks no item of which loaded), then the
+    step's (``via``: which executor, when not this process)."""
+    for line in [*summary.bench_lines(), *refused]:
         echo(line)
     stale = f", {summary.stale} asked again (stale rows)" if summary.stale else ""
     echo(f"step {summary.step} shard {format_shard(shard)}{via}: {summary.ok} ok, {summary.removed} removed, "
