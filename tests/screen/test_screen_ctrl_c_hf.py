@@ -64,9 +64,12 @@ def test_ctrl_c_stops_at_the_next_batch_and_keeps_the_finished_rows(tmp_path: Pa
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
     assert p.stderr is not None
-    err = p.stderr.read()
+    err = ""
+    while "interrupted:" not in err and (c := p.stderr.read(1)):
+        err += c
+    said = time.monotonic() - sent  # the line, not the exit: torch's teardown at exit takes seconds here
+    err += p.stderr.read()
     p.wait(timeout=300)
-    stopped = time.monotonic() - sent
     assert p.returncode == 130, err
     lines = err.splitlines()
     assert lines[-1] == "interrupted: what was written stays; the same command again resumes", err
@@ -76,8 +79,9 @@ def test_ctrl_c_stops_at_the_next_batch_and_keeps_the_finished_rows(tmp_path: Pa
     assert 0 < len(kept) < N, len(kept)  # the batches that landed before the stop, and no more
     assert torn_lines(cut / "step3") == 0
     assert all(r.get("status", "ok") == "ok" for f in (cut / "step3").glob("*.jsonl") for r in read_rows(f))
-    # Without the stop the process went on to the end of the call: about 0.55 of ``whole``.
-    assert stopped < 0.4 * whole, (stopped, whole)
+    # Without the stop the process went on to the end of the call (about 0.55 of ``whole``) first;
+    # now one batch of the dozen at most.
+    assert said < 0.3 * whole, (said, whole)
 
     p, _ = _start(tmp_path, tiny_model, cut)  # the same command again
     rest, _ = p.communicate(timeout=900)
